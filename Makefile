@@ -1,0 +1,68 @@
+# Thin wrapper over CMake (as Neovim does). Everything real is in
+# CMakeLists.txt; this file only names the common runs.
+#
+#   make            build (build/)
+#   make deps       install the Debian packages pawl needs (root, idempotent)
+#   make run        deps + build, then run the example story on ./pawl.db
+#   make test       deps + build + every test (ctest)
+#   make test-asan  the whole suite under AddressSanitizer + UBSan
+#   make test-tsan  the threaded tests under ThreadSanitizer
+#   make bench      store benchmark (Release build)
+
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
+
+# Debian 12 packages: compiler and build tools, the libraries pawl links,
+# the Lua pieces the tests use, and tzdata for time zones.
+DEB_PACKAGES = build-essential cmake pkg-config \
+  libluajit-5.1-dev luajit lua-cjson lua-busted \
+  libsqlite3-dev sqlite3 libuv1-dev libpq-dev tzdata
+
+.PHONY: all build deps run test test-asan test-tsan bench clean
+
+all: build
+
+build:
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake --build build -j$(JOBS)
+
+# Installs only what is missing; apt-get update runs only then.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" \
+	    || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root to install:$$missing" >&2; exit 1; fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
+	else echo "deps: all installed"; fi
+
+# Until the worker host lands, the story is: enqueue a job and inspect it.
+run: deps build
+	./build/pawl migrate
+	id=$$(./build/pawl enqueue send_welcome '{"to":"ada@example.com"}' --queue mail --tag demo) && \
+	  ./build/pawl jobs && ./build/pawl show "$$id"
+
+test: deps build
+	cd build && ctest $(CTEST_FLAGS)
+
+test-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPAWL_SANITIZE=address
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ctest $(CTEST_FLAGS)
+
+test-tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DPAWL_SANITIZE=thread
+	cmake --build build-tsan -j$(JOBS)
+	cd build-tsan && ctest $(CTEST_FLAGS) -L threads
+
+bench: deps
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release
+	cmake --build build-release -j$(JOBS) --target pawl_store_bench
+	./build-release/pawl_store_bench
+
+clean:
+	rm -rf build build-asan build-tsan build-release
