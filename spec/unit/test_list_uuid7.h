@@ -1,0 +1,8 @@
+TEST_ENTRY(uuid7_layout)
+TEST_ENTRY(uuid7_threads_unique_ordered)
+TEST_ENTRY(uuid7_handoff_ordered)
+TEST_ENTRY(uuid7_roundtrip)
+TEST_ENTRY(uuid7_parse_rejects)
+TEST_ENTRY(uuid7_time_ms)
+TEST_ENTRY(uuid7_frozen_clock_waits)
+TEST_ENTRY(uuid7_clock_backwards_waits)
