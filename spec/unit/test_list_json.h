@@ -1,0 +1,5 @@
+TEST_ENTRY(json_valid_values)
+TEST_ENTRY(json_rejects)
+TEST_ENTRY(json_depth_limit)
+TEST_ENTRY(buf_basic)
+TEST_ENTRY(buf_json_string)
