@@ -1,0 +1,478 @@
+/* pawl.c: the public API (include/pawl.h) over the store interface.
+ *
+ * This layer checks input (names, JSON, numbers) so that bad input is
+ * refused with a message naming it before anything reaches the database,
+ * fills in defaults, and keeps the per-handle error message. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "json.h"
+#include "pawl.h"
+#include "pawl_internal.h"
+#include "store.h"
+
+/* ---- errors and names --------------------------------------------------- */
+
+static const struct {
+  int code;
+  const char *name, *text;
+} pawl_errors[] = {
+    {PAWL_OK, "PAWL_OK", "success"},
+    {PAWL_EINVAL, "PAWL_EINVAL", "invalid argument"},
+    {PAWL_ENOTFOUND, "PAWL_ENOTFOUND", "no such job"},
+    {PAWL_ESTATE, "PAWL_ESTATE", "transition not allowed from this state"},
+    {PAWL_ECONFLICT, "PAWL_ECONFLICT", "job changed concurrently"},
+    {PAWL_EKEY, "PAWL_EKEY", "business key held by a live job"},
+    {PAWL_ESTORE, "PAWL_ESTORE", "database error"},
+    {PAWL_ESCHEMA, "PAWL_ESCHEMA", "not a usable pawl database schema"},
+    {PAWL_ENOMEM, "PAWL_ENOMEM", "out of memory"},
+    {PAWL_EBUSY, "PAWL_EBUSY", "database is locked"},
+    {PAWL_EIO, "PAWL_EIO", "file or directory not usable"},
+    {PAWL_ELEASE, "PAWL_ELEASE", "job is no longer leased by this node"},
+};
+
+const char *pawl_strerror(int err) {
+  for (size_t i = 0; i < sizeof pawl_errors / sizeof pawl_errors[0]; i++)
+    if (pawl_errors[i].code == err) return pawl_errors[i].text;
+  return "unknown error";
+}
+
+const char *pawl_err_name(int err) {
+  for (size_t i = 0; i < sizeof pawl_errors / sizeof pawl_errors[0]; i++)
+    if (pawl_errors[i].code == err) return pawl_errors[i].name;
+  return "PAWL_E?";
+}
+
+static const char *const pawl_state_names[PAWL_STATE_COUNT] = {
+    "pending", "running", "succeeded", "failed",
+    "canceled", "paused", "blocked"};
+
+const char *pawl_state_name(int state) {
+  if (state < 0 || state >= PAWL_STATE_COUNT) return "?";
+  return pawl_state_names[state];
+}
+
+int pawl_state_parse(const char *name) {
+  if (name)
+    for (int i = 0; i < PAWL_STATE_COUNT; i++)
+      if (strcmp(name, pawl_state_names[i]) == 0) return i;
+  return PAWL_EINVAL;
+}
+
+/* ---- jobs and history memory -------------------------------------------- */
+
+void pawl_job_free(pawl_job_t *j) {
+  if (!j) return;
+  free(j->type);
+  free(j->queue);
+  free(j->payload);
+  free(j->params);
+  free(j->tags);
+  free(j->idempotency_key);
+  free(j->business_key);
+  free(j->correlation_id);
+  free(j->enqueued_by);
+  free(j->lease_owner);
+  free(j->last_error);
+  free(j->result);
+  free(j);
+}
+
+void pawl_jobs_free(pawl_job_t **jobs, size_t n) {
+  if (!jobs) return;
+  for (size_t i = 0; i < n; i++) pawl_job_free(jobs[i]);
+  free(jobs);
+}
+
+void pawl_history_free(pawl_history_t *h) {
+  if (!h) return;
+  for (size_t i = 0; i < h->nattempts; i++) {
+    free(h->attempts[i].node);
+    free(h->attempts[i].outcome);
+    free(h->attempts[i].error);
+  }
+  for (size_t i = 0; i < h->nevents; i++) {
+    free(h->events[i].actor);
+    free(h->events[i].reason);
+  }
+  free(h->attempts);
+  free(h->events);
+  free(h);
+}
+
+/* ---- handle ------------------------------------------------------------- */
+
+int pawl__fail(pawl_t *p, int rc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(p->errmsg, sizeof p->errmsg, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* Copies the store's message after a failed store call. */
+static int pawl_from_store(pawl_t *p, int rc) {
+  if (rc) {
+    if (p->store->errmsg[0])
+      snprintf(p->errmsg, sizeof p->errmsg, "%s", p->store->errmsg);
+    else
+      snprintf(p->errmsg, sizeof p->errmsg, "%s", pawl_strerror(rc));
+  }
+  return rc;
+}
+
+void pawl_options_init(pawl_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->age_boost_ms = -1;
+}
+
+void pawl_enqueue_opts_init(pawl_enqueue_opts_t *o) { memset(o, 0, sizeof *o); }
+
+void pawl_filter_init(pawl_filter_t *f) {
+  memset(f, 0, sizeof *f);
+  f->state = -1;
+}
+
+static char *pawl_default_principal(void) {
+  struct passwd *pw = getpwuid(geteuid());
+  const char *user = pw && pw->pw_name ? pw->pw_name : getenv("USER");
+  return strdup(user ? user : "unknown");
+}
+
+static char *pawl_default_node_id(void) {
+  char host[256] = "localhost", *id = NULL;
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = 0;
+  if (asprintf(&id, "%s-%d", host, (int)getpid()) < 0) return NULL;
+  return id;
+}
+
+int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
+              size_t errlen) {
+  pawl_options_t defaults;
+  char scratch[512];
+  if (!errbuf || errlen == 0) {
+    errbuf = scratch;
+    errlen = sizeof scratch;
+  }
+  errbuf[0] = 0;
+  if (!opts) {
+    pawl_options_init(&defaults);
+    opts = &defaults;
+  }
+  const char *url = opts->db;
+  if (url && !*url) {
+    snprintf(errbuf, errlen, "empty database URL");
+    return PAWL_EINVAL;
+  }
+  if (!url) url = getenv("PAWL_DB");
+  if (!url || !*url) url = "sqlite:./pawl.db";
+  /* The boost times a priority must fit the rank's 64 bits. */
+  if (opts->age_boost_ms < -1 || opts->age_boost_ms > PAWL_AGE_BOOST_MAX_MS) {
+    snprintf(errbuf, errlen, "age boost must be between 0 and %lld ms",
+             (long long)PAWL_AGE_BOOST_MAX_MS);
+    return PAWL_EINVAL;
+  }
+  if (opts->lease_ms < 0 || opts->busy_timeout_ms < 0) {
+    snprintf(errbuf, errlen, "lease_ms and busy_timeout_ms must not be negative");
+    return PAWL_EINVAL;
+  }
+  pawl_t *p = calloc(1, sizeof *p);
+  if (!p) {
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  p->node_id = opts->node_id ? strdup(opts->node_id) : pawl_default_node_id();
+  p->principal =
+      opts->principal ? strdup(opts->principal) : pawl_default_principal();
+  p->lease_ms = opts->lease_ms ? opts->lease_ms : 30000;
+  pawl_id_new(&p->incarnation);
+  if (!p->node_id || !p->principal) {
+    pawl_close(p);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  store_config_t cfg = {
+      .url = url,
+      .clock = opts->clock,
+      .clock_data = opts->clock_data,
+      .sync_full = opts->sync_full,
+      .busy_timeout_ms = opts->busy_timeout_ms,
+      .age_boost_ms = opts->age_boost_ms,
+      .no_migrate = opts->no_migrate,
+  };
+  int rc = store_open(&p->store, &cfg, errbuf, errlen);
+  if (rc) {
+    pawl_close(p);
+    return rc;
+  }
+  *out = p;
+  return 0;
+}
+
+void pawl_close(pawl_t *p) {
+  if (!p) return;
+  if (p->store) p->store->ops->close(p->store);
+  free(p->node_id);
+  free(p->principal);
+  free(p);
+}
+
+const char *pawl_errmsg(pawl_t *p) {
+  return p && p->errmsg[0] ? p->errmsg : "no error";
+}
+
+const char *pawl_node_id(pawl_t *p) { return p->node_id; }
+
+int64_t pawl_now(pawl_t *p) { return store_now(p->store); }
+
+int pawl_schema_version(pawl_t *p, int *current, int *latest) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->schema.version(p->store, current,
+                                                          latest));
+}
+
+/* ---- enqueue ------------------------------------------------------------ */
+
+/* Names (types, queues) are printable text without control characters, at
+ * most 200 bytes: they show up in logs, CLI tables and metrics labels. */
+static int pawl_check_name(pawl_t *p, const char *what, const char *s) {
+  if (!s || !*s) return pawl__fail(p, PAWL_EINVAL, "%s must not be empty", what);
+  size_t n = strlen(s);
+  if (n > 200)
+    return pawl__fail(p, PAWL_EINVAL, "%s is longer than 200 bytes", what);
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+      return pawl__fail(p, PAWL_EINVAL, "%s contains a control character",
+                        what);
+  return 0;
+}
+
+static int pawl_check_json(pawl_t *p, const char *what, const char *s) {
+  char err[256];
+  if (json_validate(s, strlen(s), err, sizeof err) != 0)
+    return pawl__fail(p, PAWL_EINVAL, "%s is not valid JSON: %s", what, err);
+  return 0;
+}
+
+/* Checks one job's input and fills a store_new_job_t. `tags` receives the
+ * JSON array text (owned by the caller). */
+static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
+                            const pawl_enqueue_opts_t *o, store_new_job_t *nj,
+                            pawl_buf_t *tags) {
+  int rc;
+  if ((rc = pawl_check_name(p, "job type", type))) return rc;
+  if (o->queue && (rc = pawl_check_name(p, "queue name", o->queue))) return rc;
+  if (payload && (rc = pawl_check_json(p, "payload", payload))) return rc;
+  if (o->params && (rc = pawl_check_json(p, "params", o->params))) return rc;
+  if (o->priority < PAWL_PRIORITY_MIN || o->priority > PAWL_PRIORITY_MAX)
+    return pawl__fail(p, PAWL_EINVAL, "priority must be between %d and %d",
+                      PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX);
+  if (o->max_attempts < 0)
+    return pawl__fail(p, PAWL_EINVAL, "max_attempts must be at least 1 (got %d)",
+                      o->max_attempts);
+  if (o->timeout_s < 0)
+    return pawl__fail(p, PAWL_EINVAL, "timeout must not be negative");
+  if (o->delay_ms < 0)
+    return pawl__fail(p, PAWL_EINVAL, "delay must not be negative");
+  if (o->run_at < 0)
+    return pawl__fail(p, PAWL_EINVAL, "run_at must not be negative");
+  if (o->idempotency_key && !*o->idempotency_key)
+    return pawl__fail(p, PAWL_EINVAL, "idempotency key must not be empty");
+  if (o->business_key && !*o->business_key)
+    return pawl__fail(p, PAWL_EINVAL, "business key must not be empty");
+  buf_putc(tags, '[');
+  for (size_t i = 0; i < o->ntags; i++) {
+    if ((rc = pawl_check_name(p, "tag", o->tags[i]))) return rc;
+    if (i) buf_putc(tags, ',');
+    buf_json_string(tags, o->tags[i], strlen(o->tags[i]));
+  }
+  buf_putc(tags, ']');
+  if (tags->oom) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
+  memset(nj, 0, sizeof *nj);
+  pawl_id_new(&nj->id);
+  nj->type = type;
+  nj->queue = o->queue ? o->queue : "default";
+  nj->priority = o->priority;
+  nj->payload = payload ? payload : "{}";
+  nj->params = o->params;
+  nj->tags = buf_cstr(tags);
+  nj->run_at = o->run_at ? o->run_at
+               : o->delay_ms ? store_now(p->store) + o->delay_ms
+                             : 0;
+  nj->max_attempts = o->max_attempts ? o->max_attempts : 25;
+  nj->timeout_s = o->timeout_s;
+  nj->idempotency_key = o->idempotency_key;
+  nj->business_key = o->business_key;
+  nj->return_existing = o->return_existing;
+  nj->correlation_id = o->correlation_id;
+  nj->enqueued_by = o->enqueued_by ? o->enqueued_by : p->principal;
+  nj->blocked = o->blocked;
+  return 0;
+}
+
+int pawl_enqueue(pawl_t *p, const char *type, const char *payload,
+                 const pawl_enqueue_opts_t *opts, pawl_id_t *out_id,
+                 int *out_status) {
+  pawl_enqueue_item_t item = {type, payload, opts};
+  pawl_id_t id;
+  int status;
+  int rc = pawl_enqueue_many(p, &item, 1, &id, &status);
+  if (rc) return rc;
+  if (out_id) *out_id = id;
+  if (out_status) *out_status = status;
+  return 0;
+}
+
+int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
+                      pawl_id_t *ids, int *statuses) {
+  p->errmsg[0] = 0;
+  if (n == 0) return 0;
+  pawl_enqueue_opts_t defaults;
+  pawl_enqueue_opts_init(&defaults);
+  store_new_job_t *jobs = calloc(n, sizeof *jobs);
+  pawl_buf_t *tags = calloc(n, sizeof *tags);
+  pawl_id_t *tmp_ids = ids ? NULL : calloc(n, sizeof *tmp_ids);
+  int *tmp_st = statuses ? NULL : calloc(n, sizeof *tmp_st);
+  int rc = 0;
+  if (!jobs || !tags || (!ids && !tmp_ids) || (!statuses && !tmp_st))
+    rc = pawl__fail(p, PAWL_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n && !rc; i++) {
+    rc = pawl_prepare_job(p, items[i].type, items[i].payload,
+                          items[i].opts ? items[i].opts : &defaults, &jobs[i],
+                          &tags[i]);
+    if (rc && n > 1) {
+      char msg[sizeof p->errmsg];
+      snprintf(msg, sizeof msg, "%s", p->errmsg);
+      pawl__fail(p, rc, "job %zu: %s", i + 1, msg);
+    }
+  }
+  if (!rc)
+    rc = pawl_from_store(p, p->store->ops->jobs.insert(
+                                p->store, jobs, n, ids ? ids : tmp_ids,
+                                statuses ? statuses : tmp_st));
+  if (tags)
+    for (size_t i = 0; i < n; i++) buf_free(&tags[i]);
+  free(tags);
+  free(jobs);
+  free(tmp_ids);
+  free(tmp_st);
+  return rc;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+int pawl_get(pawl_t *p, const pawl_id_t *id, pawl_job_t **out) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->jobs.get(p->store, id, out));
+}
+
+int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
+  p->errmsg[0] = 0;
+  pawl_filter_t all;
+  if (!f) {
+    pawl_filter_init(&all);
+    f = &all;
+  }
+  if (f->state < -1 || f->state >= PAWL_STATE_COUNT)
+    return pawl__fail(p, PAWL_EINVAL, "unknown state %d", f->state);
+  if (f->limit < 0) return pawl__fail(p, PAWL_EINVAL, "limit must not be negative");
+  return pawl_from_store(p, p->store->ops->jobs.list(p->store, f, cb, data));
+}
+
+/* ---- operator actions --------------------------------------------------- */
+
+static int pawl_transition(pawl_t *p, const pawl_id_t *id, store_op_t op,
+                           const char *reason, pawl_job_t **out) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->control.transition(
+                                p->store, id, op, p->principal, reason, out));
+}
+
+int pawl_cancel(pawl_t *p, const pawl_id_t *id, const char *reason,
+                pawl_job_t **out) {
+  return pawl_transition(p, id, STORE_OP_CANCEL, reason, out);
+}
+
+int pawl_pause(pawl_t *p, const pawl_id_t *id, const char *reason,
+               pawl_job_t **out) {
+  return pawl_transition(p, id, STORE_OP_PAUSE, reason, out);
+}
+
+int pawl_resume(pawl_t *p, const pawl_id_t *id, const char *reason,
+                pawl_job_t **out) {
+  return pawl_transition(p, id, STORE_OP_RESUME, reason, out);
+}
+
+int pawl_retry(pawl_t *p, const pawl_id_t *id, const char *reason,
+               pawl_job_t **out) {
+  return pawl_transition(p, id, STORE_OP_RETRY, reason, out);
+}
+
+/* ---- running jobs ------------------------------------------------------- */
+
+int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
+               pawl_job_t ***out_jobs, size_t *out_n) {
+  p->errmsg[0] = 0;
+  store_claim_t c = {
+      .queues = opts ? opts->queues : NULL,
+      .nqueues = opts ? opts->nqueues : 0,
+      .max = max,
+      .owner = p->node_id,
+      .token = &p->incarnation,
+      .lease_ms = opts && opts->lease_ms > 0 ? opts->lease_ms : p->lease_ms,
+  };
+  for (size_t i = 0; i < c.nqueues; i++) {
+    int rc = pawl_check_name(p, "queue name", c.queues[i]);
+    if (rc) return rc;
+  }
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  int rc = pawl_from_store(p, p->store->ops->claim.claim(p->store, &c, &jobs, &n));
+  if (rc) return rc;
+  *out_jobs = jobs;
+  *out_n = n;
+  return 0;
+}
+
+int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int *rcs) {
+  p->errmsg[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (outs[i].kind == PAWL_OUT_SUCCEEDED && outs[i].result) {
+      int rc = pawl_check_json(p, "result", outs[i].result);
+      if (rc) return rc;
+    }
+  }
+  return pawl_from_store(p, p->store->ops->terminal.finish(
+                                p->store, &p->incarnation, outs, n, rcs));
+}
+
+int pawl_heartbeat(pawl_t *p, size_t *out_n) {
+  p->errmsg[0] = 0;
+  size_t n = 0;
+  int rc = pawl_from_store(
+      p, p->store->ops->claim.extend(p->store, &p->incarnation, p->lease_ms, &n));
+  if (!rc && out_n) *out_n = n;
+  return rc;
+}
+
+int pawl_recover(pawl_t *p, size_t *out_n) {
+  p->errmsg[0] = 0;
+  size_t n = 0;
+  int rc = pawl_from_store(p, p->store->ops->claim.recover(p->store, &n));
+  if (!rc && out_n) *out_n = n;
+  return rc;
+}
+
+int pawl_history(pawl_t *p, const pawl_id_t *id, pawl_history_t **out) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->history.get(p->store, id, out));
+}

@@ -1,0 +1,383 @@
+/* pawl.h: the embedding API of pawl, a durable job runner.
+ *
+ * This is the only public header. Everything here is prefixed `pawl_`;
+ * internal symbols use `pawl__` or a module prefix and are not part of the
+ * API.
+ *
+ * Conventions (after libuv and SQLite):
+ * - Functions that can fail return an int: 0 (PAWL_OK) or a negative PAWL_E*
+ *   code. pawl_strerror() names the code; pawl_errmsg() gives the detail of
+ *   the last failure on a handle.
+ * - A function that fails leaves its out-parameters untouched and changes
+ *   nothing that was stored.
+ * - Ownership is written on every function. "Borrowed" pointers stay owned by
+ *   the caller and are not kept after the call returns.
+ * - Times are milliseconds since the Unix epoch (UTC) in int64_t.
+ * - A pawl_t is not thread-safe: use it from one thread at a time, or open
+ *   one handle per thread (each owns its own database connection).
+ */
+#ifndef PAWL_H
+#define PAWL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PAWL_VERSION "0.1.0"
+
+/* Symbols of the shared library: everything else in it is hidden. */
+#if defined(__GNUC__)
+#define PAWL_EXTERN __attribute__((visibility("default")))
+#else
+#define PAWL_EXTERN
+#endif
+
+/* ---- errors ------------------------------------------------------------- */
+
+#define PAWL_OK 0
+#define PAWL_EINVAL (-1)    /* bad argument: malformed JSON, id, name ... */
+#define PAWL_ENOTFOUND (-2) /* no such job */
+#define PAWL_ESTATE (-3)    /* transition not allowed from the job's state */
+#define PAWL_ECONFLICT (-4) /* the job changed under us (compare-and-set) */
+#define PAWL_EKEY (-5)      /* business key held by a live job */
+#define PAWL_ESTORE (-6)    /* database error */
+#define PAWL_ESCHEMA (-7)   /* not a pawl database, newer or edited schema */
+#define PAWL_ENOMEM (-8)    /* out of memory */
+#define PAWL_EBUSY (-9)     /* database locked longer than the busy timeout */
+#define PAWL_EIO (-10)      /* file or directory missing, unreadable, read-only */
+#define PAWL_ELEASE (-11)   /* the job is no longer leased by this node */
+
+/* A static English description of `err`. Never NULL. */
+PAWL_EXTERN const char *pawl_strerror(int err);
+/* The code's name ("PAWL_ESTATE"). Never NULL. */
+PAWL_EXTERN const char *pawl_err_name(int err);
+
+/* ---- ids: UUIDv7 (RFC 9562 section 5.7) --------------------------------- */
+
+typedef struct pawl_id {
+  uint8_t bytes[16];
+} pawl_id_t;
+
+/* Length of the canonical text form plus its NUL. */
+#define PAWL_ID_STRLEN 37
+
+/* A new UUIDv7. Thread-safe; ids are monotonic across all threads of the
+ * process (one generated later compares greater with memcmp), and the
+ * timestamp is never ahead of the wall clock. */
+PAWL_EXTERN void pawl_id_new(pawl_id_t *out);
+/* Writes the lower-case canonical form "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+ * and a NUL into `out`. */
+PAWL_EXTERN void pawl_id_format(const pawl_id_t *id, char out[PAWL_ID_STRLEN]);
+/* Parses the canonical form (either case). Returns 0, or PAWL_EINVAL for
+ * anything else (wrong length, misplaced dashes, non-hex digits). */
+PAWL_EXTERN int pawl_id_parse(pawl_id_t *out, const char *text);
+/* The 48-bit Unix millisecond timestamp of a UUIDv7. */
+PAWL_EXTERN int64_t pawl_id_time_ms(const pawl_id_t *id);
+
+/* ---- jobs --------------------------------------------------------------- */
+
+typedef enum pawl_state {
+  PAWL_PENDING = 0,   /* waiting for run_at: new, delayed or backing off */
+  PAWL_RUNNING = 1,   /* claimed under a lease */
+  PAWL_SUCCEEDED = 2, /* terminal */
+  PAWL_FAILED = 3,    /* terminal: the dead-letter set */
+  PAWL_CANCELED = 4,  /* terminal */
+  PAWL_PAUSED = 5,    /* held by an operator; remembers where it came from */
+  PAWL_BLOCKED = 6    /* waiting on other jobs or a signal */
+} pawl_state_t;
+
+#define PAWL_STATE_COUNT 7
+
+/* "pending", "running", ... Static; "?" for a value out of range. */
+PAWL_EXTERN const char *pawl_state_name(int state);
+/* The state named `name`, or PAWL_EINVAL. */
+PAWL_EXTERN int pawl_state_parse(const char *name);
+
+/* A job as stored. Every string is NUL-terminated and owned by the job;
+ * optional ones are NULL when unset, times are 0 when unset. Free the whole
+ * job with pawl_job_free(). */
+typedef struct pawl_job {
+  pawl_id_t id;
+  char *type;
+  char *queue;
+  pawl_state_t state;
+  pawl_state_t paused_from; /* meaningful while state == PAWL_PAUSED */
+  int32_t priority;         /* higher runs first */
+  char *payload;            /* JSON text */
+  char *params;             /* JSON text or NULL */
+  char *tags;               /* JSON array of strings, "[]" when none */
+  int64_t run_at;           /* due time of the next (or current) attempt */
+  int32_t attempt;          /* attempts started so far */
+  int32_t max_attempts;
+  int32_t timeout_s;        /* 0: none */
+  char *idempotency_key;
+  char *business_key;
+  char *correlation_id;
+  char *enqueued_by;        /* OS user for the CLI, a principal in the APIs */
+  int64_t created_at;
+  int64_t updated_at;
+  int64_t started_at;       /* start of the current or last attempt */
+  int64_t finished_at;      /* when it reached a terminal state */
+  char *lease_owner;        /* node holding (or that last held) the lease */
+  int64_t lease_expires;
+  char *last_error;         /* sanitized */
+  char *result;             /* JSON text */
+  int32_t recoveries;       /* times taken back from an expired lease */
+  int64_t version;          /* bumped by every change */
+} pawl_job_t;
+
+/* Frees a job from pawl_get(), pawl_claim() and friends. NULL is fine. */
+PAWL_EXTERN void pawl_job_free(pawl_job_t *job);
+/* Frees an array of `n` jobs and the array itself. */
+PAWL_EXTERN void pawl_jobs_free(pawl_job_t **jobs, size_t n);
+
+/* ---- handle ------------------------------------------------------------- */
+
+typedef struct pawl pawl_t;
+
+/* A clock: milliseconds since the epoch. Tests inject one so that delays,
+ * leases and backoff never need sleeps. */
+typedef int64_t (*pawl_clock_fn)(void *data);
+
+typedef struct pawl_options {
+  /* "sqlite:PATH" (PATH may be relative). NULL: $PAWL_DB, else
+   * "sqlite:./pawl.db". Borrowed. */
+  const char *db;
+  /* Name of this node in leases and history. NULL: "hostname-pid".
+   * Borrowed (copied). */
+  const char *node_id;
+  /* Who the handle acts for in history ("cli:alice"). NULL: the OS user. */
+  const char *principal;
+  /* NULL: the database clock. */
+  pawl_clock_fn clock;
+  void *clock_data;
+  /* SQLite: synchronous=FULL instead of NORMAL. */
+  int sync_full;
+  /* How long to wait for a locked database. 0: 5000 ms. */
+  int busy_timeout_ms;
+  /* Lease length for claims. 0: 30000 ms. */
+  int64_t lease_ms;
+  /* Age boost: a pending job gains +1 priority per interval waited, for
+   * ordering only (the stored priority never changes). 0 disables it.
+   * -1 (the default): keep the database's setting (initially 15 minutes).
+   * Any other value is stored in the database for every node. */
+  int64_t age_boost_ms;
+  /* 1: do not apply pending schema migrations; fail with PAWL_ESCHEMA if the
+   * database is not up to date. */
+  int no_migrate;
+} pawl_options_t;
+
+/* Fills `opts` with the defaults. Call before setting fields. */
+PAWL_EXTERN void pawl_options_init(pawl_options_t *opts);
+
+/* Opens (and, unless opts->no_migrate, creates or migrates) the database.
+ * On success *out owns the handle: close it with pawl_close(). On failure
+ * *out is left untouched, and if `errbuf` is not NULL a one-line message
+ * naming the problem is written into it (at most errlen bytes). `opts` may
+ * be NULL for the defaults. */
+PAWL_EXTERN int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
+              size_t errlen);
+/* Closes the handle and its connection. NULL is fine. */
+PAWL_EXTERN void pawl_close(pawl_t *p);
+/* Detail of the last failed call on `p`: one line, never NULL. Valid until
+ * the next call on `p`. */
+PAWL_EXTERN const char *pawl_errmsg(pawl_t *p);
+/* This handle's node id. Owned by the handle. */
+PAWL_EXTERN const char *pawl_node_id(pawl_t *p);
+/* The handle's clock (injected or the database's), in ms. */
+PAWL_EXTERN int64_t pawl_now(pawl_t *p);
+
+/* Schema version the database is at, and the newest this build knows. */
+PAWL_EXTERN int pawl_schema_version(pawl_t *p, int *current, int *latest);
+
+/* ---- enqueue ------------------------------------------------------------ */
+
+/* Priorities and the age boost are bounded so that the claim rank
+ * (priority x boost - run_at) always fits in 64 bits. */
+#define PAWL_PRIORITY_MIN (-1000000)
+#define PAWL_PRIORITY_MAX 1000000
+#define PAWL_AGE_BOOST_MAX_MS (INT64_C(30) * 24 * 3600 * 1000)
+
+typedef struct pawl_enqueue_opts {
+  const char *queue;          /* NULL: "default" */
+  int32_t priority;           /* default 0; higher runs first; within
+                                 PAWL_PRIORITY_MIN..PAWL_PRIORITY_MAX */
+  int64_t run_at;             /* 0: now (plus delay_ms) */
+  int64_t delay_ms;           /* used when run_at == 0 */
+  int32_t max_attempts;       /* 0: 25 */
+  int32_t timeout_s;          /* 0: none */
+  const char *params;         /* JSON or NULL */
+  const char *const *tags;    /* ntags strings */
+  size_t ntags;
+  const char *idempotency_key; /* unique forever */
+  const char *business_key;    /* unique among live jobs */
+  int return_existing;         /* 1: a live business key returns its holder */
+  const char *correlation_id;
+  const char *enqueued_by;     /* NULL: the handle's principal */
+  int blocked;                 /* 1: start in `blocked` instead of `pending` */
+} pawl_enqueue_opts_t;
+
+PAWL_EXTERN void pawl_enqueue_opts_init(pawl_enqueue_opts_t *o);
+
+/* Result of an enqueue. */
+#define PAWL_ENQ_NEW 0
+#define PAWL_ENQ_DUPLICATE 1 /* idempotency key seen before: its job's id */
+#define PAWL_ENQ_EXISTING 2  /* business key live: the holder's id */
+
+/* Enqueues a job of `type` with a JSON payload (NULL: "{}"). All pointers are
+ * borrowed. On success writes the id (new or existing) into *out_id and one
+ * of PAWL_ENQ_* into *out_status (either may be NULL). A business key held by
+ * a live job fails with PAWL_EKEY unless opts->return_existing. */
+PAWL_EXTERN int pawl_enqueue(pawl_t *p, const char *type, const char *payload,
+                 const pawl_enqueue_opts_t *opts, pawl_id_t *out_id,
+                 int *out_status);
+
+/* One job of a batch for pawl_enqueue_many(). All pointers borrowed;
+ * opts may be NULL for the defaults. */
+typedef struct pawl_enqueue_item {
+  const char *type;
+  const char *payload;
+  const pawl_enqueue_opts_t *opts;
+} pawl_enqueue_item_t;
+
+/* Enqueues `n` jobs in one transaction: all or nothing. ids[i] and
+ * statuses[i] (arrays of n, either may be NULL) are filled as by
+ * pawl_enqueue(). Input is checked before anything is written; the message
+ * of a refused job names its position ("job 3: ..."). */
+PAWL_EXTERN int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
+                      pawl_id_t *ids, int *statuses);
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* On success *out owns a copy of the job (pawl_job_free()). */
+PAWL_EXTERN int pawl_get(pawl_t *p, const pawl_id_t *id, pawl_job_t **out);
+
+typedef struct pawl_filter {
+  int state;          /* a pawl_state_t, or -1 for any */
+  const char *queue;  /* NULL: any */
+  const char *type;   /* NULL: any */
+  int limit;          /* 0: 100 */
+} pawl_filter_t;
+
+PAWL_EXTERN void pawl_filter_init(pawl_filter_t *f);
+
+/* Called for each job, newest first. The job is borrowed for the call only.
+ * Return non-zero to stop early. */
+typedef int (*pawl_job_cb)(const pawl_job_t *job, void *data);
+
+PAWL_EXTERN int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data);
+
+/* ---- operator actions --------------------------------------------------- */
+
+/* Each is a compare-and-set on the job's state and version, written with a
+ * history event naming `reason` and the handle's principal. Repeating an
+ * action the job already took (canceling a canceled job) is not an error:
+ * it changes nothing and returns 0. An action not allowed from the job's
+ * state fails with PAWL_ESTATE. If `out` is not NULL it receives the job as
+ * it now is (pawl_job_free()). `reason` may be NULL.
+ *
+ *   cancel: pending, running, blocked, paused -> canceled
+ *   pause:  pending, failed -> paused (remembering which)
+ *   resume: paused -> the state it came from
+ *   retry:  failed -> pending (attempts reset, error cleared, due now) */
+PAWL_EXTERN int pawl_cancel(pawl_t *p, const pawl_id_t *id, const char *reason,
+                pawl_job_t **out);
+PAWL_EXTERN int pawl_pause(pawl_t *p, const pawl_id_t *id, const char *reason,
+               pawl_job_t **out);
+PAWL_EXTERN int pawl_resume(pawl_t *p, const pawl_id_t *id, const char *reason,
+                pawl_job_t **out);
+PAWL_EXTERN int pawl_retry(pawl_t *p, const pawl_id_t *id, const char *reason,
+               pawl_job_t **out);
+
+/* ---- running jobs yourself ---------------------------------------------- */
+
+typedef struct pawl_claim_opts {
+  const char *const *queues; /* nqueues names; 0 = every queue */
+  size_t nqueues;
+  int64_t lease_ms;          /* 0: the handle's lease */
+} pawl_claim_opts_t;
+
+/* Claims up to `max` due jobs (run_at <= now) in one transaction, in order
+ * of priority (with the age boost), then run_at, then id, and leases them to
+ * this node. On success *out_jobs is an array of *out_n jobs owned by the
+ * caller (pawl_jobs_free()); it is NULL when nothing was due. `opts` may be
+ * NULL. */
+PAWL_EXTERN int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
+               pawl_job_t ***out_jobs, size_t *out_n);
+
+typedef enum pawl_outcome_kind {
+  PAWL_OUT_SUCCEEDED, /* running -> succeeded, with `result` */
+  PAWL_OUT_FAILED,    /* running -> failed (dead-letter), with `error` */
+  PAWL_OUT_RETRY,     /* running -> pending at `run_at`, with `error` */
+  PAWL_OUT_SNOOZE,    /* running -> pending at `run_at`; the attempt is not
+                         counted */
+  PAWL_OUT_RELEASE    /* running -> pending now, attempt not counted: the
+                         node is stopping */
+} pawl_outcome_kind_t;
+
+/* One finished attempt. Pointers are borrowed. */
+typedef struct pawl_outcome {
+  pawl_id_t id;
+  int32_t attempt;     /* the attempt being finished, as claimed */
+  pawl_outcome_kind_t kind;
+  const char *result;  /* SUCCEEDED: JSON or NULL */
+  const char *error;   /* FAILED, RETRY: sanitized error text */
+  int64_t run_at;      /* RETRY, SNOOZE: when to run again */
+} pawl_outcome_t;
+
+/* Writes `n` outcomes in one transaction (group commit), each with its
+ * history. An outcome whose job this node no longer holds under that
+ * attempt (canceled, recovered by another node) is skipped: its entry in
+ * `rcs` (if not NULL, n ints) is PAWL_ELEASE, else 0. Returns 0 unless the
+ * transaction itself failed, in which case nothing was written. */
+PAWL_EXTERN int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int *rcs);
+
+/* Extends the leases of every job this node holds, in one statement.
+ * *out_n (may be NULL) receives how many. */
+PAWL_EXTERN int pawl_heartbeat(pawl_t *p, size_t *out_n);
+
+/* Takes back jobs whose lease expired: pending again, the attempt counted
+ * and recorded as lost. *out_n (may be NULL) receives how many. */
+PAWL_EXTERN int pawl_recover(pawl_t *p, size_t *out_n);
+
+/* ---- history ------------------------------------------------------------ */
+
+typedef struct pawl_attempt {
+  int32_t attempt;
+  char *node;
+  int64_t scheduled_at; /* run_at it was due at: queue wait = started - this */
+  int64_t started_at;
+  int64_t ended_at;     /* 0 while running */
+  char *outcome;        /* "succeeded", "failed", "retry", "snoozed",
+                           "released", "lost", "canceled", "running" */
+  char *error;          /* sanitized, or NULL */
+} pawl_attempt_t;
+
+typedef struct pawl_event {
+  int64_t at;
+  int from_state;       /* -1 for the enqueue event */
+  int to_state;
+  char *actor;
+  char *reason;
+  int32_t attempt;
+} pawl_event_t;
+
+typedef struct pawl_history {
+  pawl_attempt_t *attempts; /* oldest first */
+  size_t nattempts;
+  pawl_event_t *events;     /* oldest first */
+  size_t nevents;
+} pawl_history_t;
+
+/* Every attempt and every transition of a job. On success *out is owned by
+ * the caller: free with pawl_history_free(). */
+PAWL_EXTERN int pawl_history(pawl_t *p, const pawl_id_t *id, pawl_history_t **out);
+PAWL_EXTERN void pawl_history_free(pawl_history_t *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1053 @@
+/* store_contract.c: the store contract suite (see store_contract.h).
+ *
+ * Everything runs through the public API on a handle whose clock is
+ * injected, so delays, leases and backoff are tested without sleeping. */
+#include <stdatomic.h>
+
+#include "pawl.h"
+#include "pawl_internal.h"
+#include "store_contract.h"
+#include "unit.h"
+
+#define T0 INT64_C(1800000000000)
+
+static _Atomic int64_t contract_now = T0;
+
+static int64_t contract_clock(void *data) {
+  (void)data;
+  return atomic_load(&contract_now);
+}
+
+static void contract_set(int64_t ms) { atomic_store(&contract_now, ms); }
+static void contract_advance(int64_t ms) { atomic_fetch_add(&contract_now, ms); }
+
+/* A handle on `url` with the test clock; age boost off unless asked. */
+static pawl_t *contract_open_with(const char *url, const char *node,
+                                  int64_t boost_ms) {
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = url;
+  o.node_id = node;
+  o.principal = "tester";
+  o.clock = contract_clock;
+  o.lease_ms = 10000;
+  o.age_boost_ms = boost_ms;
+  pawl_t *p = NULL;
+  char err[512];
+  int rc = pawl_open(&p, &o, err, sizeof err);
+  if (rc) unit_fail(__FILE__, __LINE__, "pawl_open(%s): %s", url, err);
+  return p;
+}
+
+static pawl_t *contract_open(const char *url) {
+  contract_set(T0);
+  return contract_open_with(url, "node-a", 0);
+}
+
+static pawl_id_t enq(pawl_t *p, const char *type, const pawl_enqueue_opts_t *o) {
+  pawl_id_t id;
+  int rc = pawl_enqueue(p, type, "{}", o, &id, NULL);
+  if (rc) unit_fail(__FILE__, __LINE__, "enqueue %s: %s", type, pawl_errmsg(p));
+  return id;
+}
+
+static pawl_job_t *get(pawl_t *p, const pawl_id_t *id) {
+  pawl_job_t *j = NULL;
+  int rc = pawl_get(p, id, &j);
+  if (rc) unit_fail(__FILE__, __LINE__, "get: %s", pawl_errmsg(p));
+  return j;
+}
+
+static int state_of(pawl_t *p, const pawl_id_t *id) {
+  pawl_job_t *j = get(p, id);
+  int s = j->state;
+  pawl_job_free(j);
+  return s;
+}
+
+/* Claims at most `max` jobs; returns how many, jobs in *out (may be NULL). */
+static size_t claim(pawl_t *p, size_t max, pawl_job_t ***out) {
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  int rc = pawl_claim(p, NULL, max, &jobs, &n);
+  if (rc) unit_fail(__FILE__, __LINE__, "claim: %s", pawl_errmsg(p));
+  if (out)
+    *out = jobs;
+  else
+    pawl_jobs_free(jobs, n);
+  return n;
+}
+
+static pawl_job_t *claim_one(pawl_t *p) {
+  pawl_job_t **jobs;
+  size_t n = claim(p, 1, &jobs);
+  CHECK_INT(n, ==, 1);
+  pawl_job_t *j = jobs[0];
+  free(jobs);
+  return j;
+}
+
+static int finish(pawl_t *p, const pawl_job_t *j, pawl_outcome_kind_t kind,
+                  const char *text, int64_t run_at) {
+  pawl_outcome_t o = {.id = j->id, .attempt = j->attempt, .kind = kind,
+                      .run_at = run_at};
+  if (kind == PAWL_OUT_SUCCEEDED)
+    o.result = text;
+  else
+    o.error = text;
+  int rcs[1] = {99};
+  int rc = pawl_finish(p, &o, 1, rcs);
+  if (rc) unit_fail(__FILE__, __LINE__, "finish: %s", pawl_errmsg(p));
+  return rcs[0];
+}
+
+static int same_id(const pawl_id_t *a, const pawl_id_t *b) {
+  return memcmp(a->bytes, b->bytes, 16) == 0;
+}
+
+/* ---- enqueue ------------------------------------------------------------ */
+
+void contract_enqueue_get(const char *url) {
+  pawl_t *p = contract_open(url);
+  const char *tags[] = {"billing", "eu"};
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.queue = "mail";
+  o.priority = 7;
+  o.delay_ms = 5000;
+  o.max_attempts = 3;
+  o.timeout_s = 30;
+  o.params = "{\"region\":\"eu\"}";
+  o.tags = tags;
+  o.ntags = 2;
+  o.idempotency_key = "idem-1";
+  o.business_key = "order-42";
+  o.correlation_id = "corr-9";
+  o.enqueued_by = "api:shop";
+  pawl_id_t id;
+  int status = -1;
+  CHECK_OK(pawl_enqueue(p, "send_mail", "{\"to\":\"a@b.c\",\"n\":[1,2]}", &o,
+                        &id, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_NEW);
+  CHECK_INT(id.bytes[6] >> 4, ==, 7);
+  pawl_job_t *j = get(p, &id);
+  CHECK(same_id(&j->id, &id));
+  CHECK_STR(j->type, "send_mail");
+  CHECK_STR(j->queue, "mail");
+  CHECK_INT(j->state, ==, PAWL_PENDING);
+  CHECK_INT(j->priority, ==, 7);
+  CHECK_STR(j->payload, "{\"to\":\"a@b.c\",\"n\":[1,2]}");
+  CHECK_STR(j->params, "{\"region\":\"eu\"}");
+  CHECK_STR(j->tags, "[\"billing\",\"eu\"]");
+  CHECK_INT(j->run_at, ==, T0 + 5000);
+  CHECK_INT(j->attempt, ==, 0);
+  CHECK_INT(j->max_attempts, ==, 3);
+  CHECK_INT(j->timeout_s, ==, 30);
+  CHECK_STR(j->idempotency_key, "idem-1");
+  CHECK_STR(j->business_key, "order-42");
+  CHECK_STR(j->correlation_id, "corr-9");
+  CHECK_STR(j->enqueued_by, "api:shop");
+  CHECK_INT(j->created_at, ==, T0);
+  CHECK_INT(j->updated_at, ==, T0);
+  CHECK_INT(j->started_at, ==, 0);
+  CHECK_INT(j->finished_at, ==, 0);
+  CHECK(j->lease_owner == NULL);
+  CHECK(j->last_error == NULL);
+  CHECK(j->result == NULL);
+  CHECK_INT(j->version, ==, 1);
+  pawl_job_free(j);
+
+  /* An explicit run_at wins over the delay. */
+  pawl_enqueue_opts_init(&o);
+  o.run_at = T0 + 123456;
+  o.delay_ms = 5;
+  id = enq(p, "later", &o);
+  j = get(p, &id);
+  CHECK_INT(j->run_at, ==, T0 + 123456);
+  pawl_job_free(j);
+
+  pawl_id_t missing;
+  pawl_id_new(&missing);
+  CHECK_INT(pawl_get(p, &missing, &j), ==, PAWL_ENOTFOUND);
+  CHECK(strstr(pawl_errmsg(p), "no job") != NULL);
+  pawl_close(p);
+}
+
+void contract_enqueue_defaults(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t id;
+  CHECK_OK(pawl_enqueue(p, "plain", NULL, NULL, &id, NULL));
+  pawl_job_t *j = get(p, &id);
+  CHECK_STR(j->queue, "default");
+  CHECK_STR(j->payload, "{}");
+  CHECK_STR(j->tags, "[]");
+  CHECK(j->params == NULL);
+  CHECK_INT(j->priority, ==, 0);
+  CHECK_INT(j->max_attempts, ==, 25);
+  CHECK_INT(j->timeout_s, ==, 0);
+  CHECK_INT(j->run_at, ==, T0);
+  CHECK_STR(j->enqueued_by, "tester");
+  CHECK_INT(pawl_id_time_ms(&id) > 0, ==, 1);
+  pawl_job_free(j);
+  pawl_close(p);
+}
+
+static int count_cb(const pawl_job_t *j, void *data) {
+  (void)j;
+  (*(int *)data)++;
+  return 0;
+}
+
+static int count_jobs(pawl_t *p) {
+  int n = 0;
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  f.limit = 1000000;
+  CHECK_OK(pawl_list(p, &f, count_cb, &n));
+  return n;
+}
+
+void contract_enqueue_bad_input(const char *url) {
+  pawl_t *p = contract_open(url);
+  enq(p, "keep", NULL);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  CHECK_INT(pawl_enqueue(p, "x", "{\"a\":", NULL, NULL, NULL), ==, PAWL_EINVAL);
+  CHECK(strstr(pawl_errmsg(p), "payload is not valid JSON") != NULL);
+  CHECK_INT(pawl_enqueue(p, "x", "{'a':1}", NULL, NULL, NULL), ==, PAWL_EINVAL);
+  CHECK_INT(pawl_enqueue(p, "", "{}", NULL, NULL, NULL), ==, PAWL_EINVAL);
+  CHECK(strstr(pawl_errmsg(p), "job type") != NULL);
+  CHECK_INT(pawl_enqueue(p, "a\nb", "{}", NULL, NULL, NULL), ==, PAWL_EINVAL);
+  o.max_attempts = -1;
+  CHECK_INT(pawl_enqueue(p, "x", "{}", &o, NULL, NULL), ==, PAWL_EINVAL);
+  CHECK(strstr(pawl_errmsg(p), "max_attempts") != NULL);
+  pawl_enqueue_opts_init(&o);
+  o.params = "[1,]";
+  CHECK_INT(pawl_enqueue(p, "x", "{}", &o, NULL, NULL), ==, PAWL_EINVAL);
+  CHECK(strstr(pawl_errmsg(p), "params") != NULL);
+  pawl_enqueue_opts_init(&o);
+  o.queue = "";
+  CHECK_INT(pawl_enqueue(p, "x", "{}", &o, NULL, NULL), ==, PAWL_EINVAL);
+  CHECK_INT(count_jobs(p), ==, 1);
+  pawl_close(p);
+}
+
+void contract_enqueue_many_atomic(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t held;
+  pawl_enqueue_opts_init(&held);
+  held.business_key = "bk";
+  enq(p, "holder", &held);
+  pawl_enqueue_item_t items[3] = {
+      {"a", "{}", NULL}, {"b", "{nope}", NULL}, {"c", "{}", NULL}};
+  CHECK_INT(pawl_enqueue_many(p, items, 3, NULL, NULL), ==, PAWL_EINVAL);
+  CHECK(strstr(pawl_errmsg(p), "job 2") != NULL);
+  CHECK_INT(count_jobs(p), ==, 1);
+  /* A store-level refusal (live business key) also writes nothing. */
+  items[1].payload = "{}";
+  items[2].opts = &held;
+  CHECK_INT(pawl_enqueue_many(p, items, 3, NULL, NULL), ==, PAWL_EKEY);
+  CHECK_INT(count_jobs(p), ==, 1);
+  pawl_id_t ids[3];
+  int st[3];
+  items[2].opts = NULL;
+  CHECK_OK(pawl_enqueue_many(p, items, 3, ids, st));
+  CHECK_INT(count_jobs(p), ==, 4);
+  CHECK(memcmp(ids[0].bytes, ids[1].bytes, 16) < 0);
+  CHECK(memcmp(ids[1].bytes, ids[2].bytes, 16) < 0);
+  CHECK_INT(st[2], ==, PAWL_ENQ_NEW);
+  pawl_close(p);
+}
+
+/* ---- claim -------------------------------------------------------------- */
+
+void contract_claim_order(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_id_t ids[6];
+  /* Enqueued out of order; the expected claim order is by priority (high
+   * first), then run_at, then id. */
+  struct { int prio; int64_t run_at; } spec[6] = {
+      {0, T0 - 10}, {5, T0 - 1}, {5, T0 - 5}, {-3, T0 - 100}, {5, T0 - 5},
+      {1, T0}};
+  for (int i = 0; i < 6; i++) {
+    pawl_enqueue_opts_init(&o);
+    o.priority = spec[i].prio;
+    o.run_at = spec[i].run_at;
+    ids[i] = enq(p, "job", &o);
+  }
+  int expect[6] = {2, 4, 1, 5, 0, 3};
+  pawl_job_t **jobs;
+  size_t n = claim(p, 10, &jobs);
+  CHECK_INT(n, ==, 6);
+  for (int i = 0; i < 6; i++) CHECK(same_id(&jobs[i]->id, &ids[expect[i]]));
+  pawl_jobs_free(jobs, n);
+  CHECK_INT(claim(p, 10, NULL), ==, 0);
+  pawl_close(p);
+}
+
+void contract_claim_due_only(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.delay_ms = 60000;
+  o.priority = 100;
+  pawl_id_t later = enq(p, "later", &o);
+  pawl_id_t now = enq(p, "now", NULL);
+  pawl_job_t *j = claim_one(p);
+  CHECK(same_id(&j->id, &now));
+  pawl_job_free(j);
+  CHECK_INT(claim(p, 10, NULL), ==, 0);
+  contract_advance(59999);
+  CHECK_INT(claim(p, 10, NULL), ==, 0);
+  contract_advance(1);
+  j = claim_one(p);
+  CHECK(same_id(&j->id, &later));
+  pawl_job_free(j);
+  pawl_close(p);
+}
+
+void contract_claim_queues(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  const char *names[] = {"mail", "sms", "push"};
+  pawl_id_t ids[3];
+  for (int i = 0; i < 3; i++) {
+    o.queue = names[i];
+    ids[i] = enq(p, "job", &o);
+  }
+  const char *one[] = {"sms"};
+  pawl_claim_opts_t co = {.queues = one, .nqueues = 1};
+  pawl_job_t **jobs;
+  size_t n;
+  CHECK_OK(pawl_claim(p, &co, 10, &jobs, &n));
+  CHECK_INT(n, ==, 1);
+  CHECK(same_id(&jobs[0]->id, &ids[1]));
+  pawl_jobs_free(jobs, n);
+  const char *two[] = {"push", "mail", "none"};
+  co.queues = two;
+  co.nqueues = 3;
+  CHECK_OK(pawl_claim(p, &co, 10, &jobs, &n));
+  CHECK_INT(n, ==, 2);
+  CHECK(same_id(&jobs[0]->id, &ids[0]));
+  CHECK(same_id(&jobs[1]->id, &ids[2]));
+  pawl_jobs_free(jobs, n);
+  const char *bad[] = {""};
+  co.queues = bad;
+  co.nqueues = 1;
+  CHECK_INT(pawl_claim(p, &co, 10, &jobs, &n), ==, PAWL_EINVAL);
+  pawl_close(p);
+}
+
+void contract_claim_batch_lease(const char *url) {
+  pawl_t *p = contract_open(url);
+  for (int i = 0; i < 25; i++) enq(p, "job", NULL);
+  pawl_job_t **jobs;
+  size_t n = claim(p, 10, &jobs);
+  CHECK_INT(n, ==, 10);
+  for (size_t i = 0; i < n; i++) {
+    CHECK_INT(jobs[i]->state, ==, PAWL_RUNNING);
+    CHECK_INT(jobs[i]->attempt, ==, 1);
+    CHECK_INT(jobs[i]->started_at, ==, T0);
+    CHECK_INT(jobs[i]->lease_expires, ==, T0 + 10000);
+    CHECK_STR(jobs[i]->lease_owner, "node-a");
+    CHECK_INT(jobs[i]->version, ==, 2);
+  }
+  pawl_job_t *again = get(p, &jobs[3]->id);
+  CHECK_INT(again->state, ==, PAWL_RUNNING);
+  pawl_job_free(again);
+  pawl_jobs_free(jobs, n);
+  /* A second node takes the rest; nobody gets a job twice. */
+  pawl_t *q = contract_open_with(url, "node-b", -1);
+  CHECK_INT(claim(q, 100, NULL), ==, 15);
+  CHECK_INT(claim(p, 100, NULL), ==, 0);
+  CHECK_INT(claim(p, 0, NULL), ==, 0);
+  pawl_close(q);
+  pawl_close(p);
+}
+
+void contract_age_boost(const char *url) {
+  contract_set(T0);
+  pawl_t *p = contract_open_with(url, "node-a", 60000);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  pawl_id_t old = enq(p, "old", &o); /* priority 0, waits 2 minutes */
+  contract_advance(120000);
+  o.priority = 1;
+  pawl_id_t fresh = enq(p, "fresh", &o);
+  pawl_job_t *j = claim_one(p);
+  CHECK(same_id(&j->id, &old));
+  CHECK_INT(j->priority, ==, 0); /* the stored priority never changes */
+  pawl_job_free(j);
+  pawl_close(p);
+
+  /* Turning the boost off re-ranks what is pending: priority alone. */
+  contract_set(T0);
+  p = contract_open_with(url, "node-a", 60000);
+  CHECK_OK(pawl_cancel(p, &fresh, NULL, NULL));
+  o.priority = 0;
+  old = enq(p, "old", &o);
+  contract_advance(120000);
+  o.priority = 1;
+  fresh = enq(p, "fresh", &o);
+  pawl_close(p);
+  p = contract_open_with(url, "node-a", 0);
+  j = claim_one(p);
+  CHECK(same_id(&j->id, &fresh));
+  pawl_job_free(j);
+  j = claim_one(p);
+  CHECK(same_id(&j->id, &old));
+  pawl_job_free(j);
+  /* The boost is a database setting: a handle that keeps it (-1) sees 0. */
+  pawl_t *q = contract_open_with(url, "node-b", -1);
+  int64_t boost = -5;
+  CHECK_OK(q->store->ops->settings.age_boost(q->store, &boost));
+  CHECK_INT(boost, ==, 0);
+  pawl_close(q);
+  pawl_close(p);
+}
+
+/* ---- outcomes ----------------------------------------------------------- */
+
+void contract_finish_success(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t id = enq(p, "job", NULL);
+  contract_advance(1000);
+  pawl_job_t *j = claim_one(p);
+  contract_advance(250);
+  CHECK_INT(finish(p, j, PAWL_OUT_SUCCEEDED, "{\"sent\":true}", 0), ==, 0);
+  pawl_job_free(j);
+  j = get(p, &id);
+  CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
+  CHECK_STR(j->result, "{\"sent\":true}");
+  CHECK_INT(j->finished_at, ==, T0 + 1250);
+  CHECK_INT(j->started_at, ==, T0 + 1000);
+  CHECK_INT(j->attempt, ==, 1);
+  pawl_job_free(j);
+  /* Its history comes from the row: one attempt, its queue wait. */
+  pawl_history_t *h;
+  CHECK_OK(pawl_history(p, &id, &h));
+  CHECK_INT(h->nattempts, ==, 1);
+  CHECK_STR(h->attempts[0].outcome, "succeeded");
+  CHECK_STR(h->attempts[0].node, "node-a");
+  CHECK_INT(h->attempts[0].started_at - h->attempts[0].scheduled_at, ==, 1000);
+  CHECK_INT(h->attempts[0].ended_at - h->attempts[0].started_at, ==, 250);
+  CHECK_INT(h->nevents, ==, 3);
+  CHECK_INT(h->events[0].from_state, ==, -1);
+  CHECK_STR(h->events[0].actor, "tester");
+  CHECK_INT(h->events[1].to_state, ==, PAWL_RUNNING);
+  CHECK_INT(h->events[2].to_state, ==, PAWL_SUCCEEDED);
+  pawl_history_free(h);
+  /* A result that is not JSON is refused before anything is written. */
+  enq(p, "job2", NULL);
+  j = claim_one(p);
+  pawl_outcome_t o = {.id = j->id, .attempt = 1, .kind = PAWL_OUT_SUCCEEDED,
+                      .result = "{oops"};
+  CHECK_INT(pawl_finish(p, &o, 1, NULL), ==, PAWL_EINVAL);
+  CHECK_INT(state_of(p, &j->id), ==, PAWL_RUNNING);
+  pawl_job_free(j);
+  pawl_close(p);
+}
+
+void contract_finish_stale(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_t *q = contract_open_with(url, "node-b", -1);
+  pawl_id_t id = enq(p, "job", NULL);
+  pawl_job_t *j = claim_one(p);
+  /* Another node (another incarnation) cannot finish our attempt. */
+  CHECK_INT(finish(q, j, PAWL_OUT_SUCCEEDED, NULL, 0), ==, PAWL_ELEASE);
+  /* Nor can we finish an attempt we do not hold. */
+  j->attempt = 2;
+  CHECK_INT(finish(p, j, PAWL_OUT_FAILED, "x", 0), ==, PAWL_ELEASE);
+  j->attempt = 1;
+  pawl_job_t *cur = get(p, &id);
+  CHECK_INT(cur->state, ==, PAWL_RUNNING);
+  CHECK_INT(cur->version, ==, 2);
+  pawl_job_free(cur);
+  /* A canceled job's late outcome is refused; the cancel stands. */
+  CHECK_OK(pawl_cancel(p, &id, "operator", NULL));
+  CHECK_INT(finish(p, j, PAWL_OUT_SUCCEEDED, NULL, 0), ==, PAWL_ELEASE);
+  CHECK_INT(state_of(p, &id), ==, PAWL_CANCELED);
+  /* In a batch, the stale one is skipped and the rest written. */
+  pawl_id_t a = enq(p, "a", NULL), b = enq(p, "b", NULL);
+  pawl_job_t **jobs;
+  CHECK_INT(claim(p, 2, &jobs), ==, 2);
+  pawl_outcome_t outs[3] = {
+      {.id = jobs[0]->id, .attempt = 1, .kind = PAWL_OUT_SUCCEEDED},
+      {.id = j->id, .attempt = 1, .kind = PAWL_OUT_SUCCEEDED},
+      {.id = jobs[1]->id, .attempt = 1, .kind = PAWL_OUT_FAILED, .error = "e"}};
+  int rcs[3];
+  CHECK_OK(pawl_finish(p, outs, 3, rcs));
+  CHECK_INT(rcs[0], ==, 0);
+  CHECK_INT(rcs[1], ==, PAWL_ELEASE);
+  CHECK_INT(rcs[2], ==, 0);
+  CHECK_INT(state_of(p, &a), ==, PAWL_SUCCEEDED);
+  CHECK_INT(state_of(p, &b), ==, PAWL_FAILED);
+  pawl_jobs_free(jobs, 2);
+  pawl_job_free(j);
+  pawl_close(q);
+  pawl_close(p);
+}
+
+void contract_retry_then_success(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t id = enq(p, "flaky", NULL);
+  pawl_job_t *j = claim_one(p);
+  contract_advance(100);
+  CHECK_INT(finish(p, j, PAWL_OUT_RETRY, "boom", T0 + 100 + 2000), ==, 0);
+  pawl_job_free(j);
+  j = get(p, &id);
+  CHECK_INT(j->state, ==, PAWL_PENDING);
+  CHECK_INT(j->attempt, ==, 1);
+  CHECK_INT(j->run_at, ==, T0 + 2100);
+  CHECK_STR(j->last_error, "boom");
+  pawl_job_free(j);
+  contract_advance(1999);
+  CHECK_INT(claim(p, 1, NULL), ==, 0);
+  contract_advance(1);
+  j = claim_one(p);
+  CHECK_INT(j->attempt, ==, 2);
+  contract_advance(50);
+  CHECK_INT(finish(p, j, PAWL_OUT_SUCCEEDED, "1", 0), ==, 0);
+  pawl_job_free(j);
+  pawl_history_t *h;
+  CHECK_OK(pawl_history(p, &id, &h));
+  CHECK_INT(h->nattempts, ==, 2);
+  CHECK_INT(h->attempts[0].attempt, ==, 1);
+  CHECK_STR(h->attempts[0].outcome, "retry");
+  CHECK_STR(h->attempts[0].error, "boom");
+  CHECK_INT(h->attempts[0].started_at, ==, T0);
+  CHECK_INT(h->attempts[0].ended_at, ==, T0 + 100);
+  CHECK_INT(h->attempts[1].attempt, ==, 2);
+  CHECK_STR(h->attempts[1].outcome, "succeeded");
+  CHECK_INT(h->attempts[1].scheduled_at, ==, T0 + 2100);
+  /* enqueued, claimed, retry, claimed, succeeded */
+  CHECK_INT(h->nevents, ==, 5);
+  int to[5] = {PAWL_PENDING, PAWL_RUNNING, PAWL_PENDING, PAWL_RUNNING,
+               PAWL_SUCCEEDED};
+  for (int i = 0; i < 5; i++) CHECK_INT(h->events[i].to_state, ==, to[i]);
+  CHECK_STR(h->events[2].actor, "node-a");
+  CHECK(strstr(h->events[2].reason, "retry") != NULL);
+  pawl_history_free(h);
+  pawl_close(p);
+}
+
+void contract_dead_letter(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.max_attempts = 1;
+  pawl_id_t id = enq(p, "doomed", &o);
+  pawl_job_t *j = claim_one(p);
+  CHECK_INT(finish(p, j, PAWL_OUT_FAILED, "fatal: no", 0), ==, 0);
+  pawl_job_free(j);
+  j = get(p, &id);
+  CHECK_INT(j->state, ==, PAWL_FAILED);
+  CHECK_STR(j->last_error, "fatal: no");
+  CHECK_INT(j->finished_at, ==, T0);
+  pawl_job_free(j);
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  f.state = PAWL_FAILED;
+  int n = 0;
+  CHECK_OK(pawl_list(p, &f, count_cb, &n));
+  CHECK_INT(n, ==, 1);
+  /* Terminal: nothing claims it again, however long we wait. */
+  contract_advance(86400000);
+  CHECK_INT(claim(p, 10, NULL), ==, 0);
+  /* The operator's manual retry: attempts reset, error cleared, due now. */
+  pawl_job_t *r = NULL;
+  CHECK_OK(pawl_retry(p, &id, "fixed upstream", &r));
+  CHECK_INT(r->state, ==, PAWL_PENDING);
+  CHECK_INT(r->attempt, ==, 0);
+  CHECK(r->last_error == NULL);
+  CHECK_INT(r->run_at, ==, T0 + 86400000);
+  pawl_job_free(r);
+  j = claim_one(p);
+  CHECK_INT(j->attempt, ==, 1);
+  pawl_job_free(j);
+  pawl_close(p);
+}
+
+void contract_snooze_release(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t id = enq(p, "sleepy", NULL);
+  pawl_job_t *j = claim_one(p);
+  CHECK_INT(finish(p, j, PAWL_OUT_SNOOZE, NULL, T0 + 5000), ==, 0);
+  pawl_job_free(j);
+  pawl_job_t *cur = get(p, &id);
+  CHECK_INT(cur->state, ==, PAWL_PENDING);
+  CHECK_INT(cur->attempt, ==, 0);
+  CHECK_INT(cur->run_at, ==, T0 + 5000);
+  pawl_job_free(cur);
+  contract_advance(5000);
+  j = claim_one(p);
+  CHECK_INT(j->attempt, ==, 1);
+  CHECK_INT(finish(p, j, PAWL_OUT_RELEASE, NULL, 0), ==, 0);
+  pawl_job_free(j);
+  cur = get(p, &id);
+  CHECK_INT(cur->state, ==, PAWL_PENDING);
+  CHECK_INT(cur->attempt, ==, 0);
+  CHECK_INT(cur->run_at, ==, T0 + 5000);
+  pawl_job_free(cur);
+  pawl_history_t *h;
+  CHECK_OK(pawl_history(p, &id, &h));
+  CHECK_INT(h->nattempts, ==, 2);
+  CHECK_STR(h->attempts[0].outcome, "snoozed");
+  CHECK_STR(h->attempts[1].outcome, "released");
+  pawl_history_free(h);
+  pawl_close(p);
+}
+
+/* ---- transitions -------------------------------------------------------- */
+
+/* A job in `state`, made through the API the way it happens for real. */
+static pawl_id_t job_in(pawl_t *p, int state) {
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.blocked = state == PAWL_BLOCKED;
+  o.max_attempts = 1;
+  o.priority = 1000; /* claimed before anything else pending */
+  pawl_id_t id = enq(p, "t", &o);
+  if (state == PAWL_RUNNING || state == PAWL_SUCCEEDED || state == PAWL_FAILED) {
+    pawl_job_t *j = claim_one(p);
+    CHECK(same_id(&j->id, &id));
+    if (state == PAWL_SUCCEEDED) finish(p, j, PAWL_OUT_SUCCEEDED, NULL, 0);
+    if (state == PAWL_FAILED) finish(p, j, PAWL_OUT_FAILED, "e", 0);
+    pawl_job_free(j);
+  }
+  if (state == PAWL_CANCELED) CHECK_OK(pawl_cancel(p, &id, NULL, NULL));
+  if (state == PAWL_PAUSED) CHECK_OK(pawl_pause(p, &id, NULL, NULL));
+  CHECK_INT(state_of(p, &id), ==, state);
+  return id;
+}
+
+typedef int (*op_fn)(pawl_t *, const pawl_id_t *, const char *, pawl_job_t **);
+
+void contract_transitions(const char *url) {
+  pawl_t *p = contract_open(url);
+  op_fn ops[4] = {pawl_cancel, pawl_pause, pawl_resume, pawl_retry};
+  const char *op_names[4] = {"cancel", "pause", "resume", "retry"};
+  /* expected[state][op]: the state after, -1 for PAWL_ESTATE, -2 for a
+   * no-op (already there). States: pending, running, succeeded, failed,
+   * canceled, paused (from pending), blocked. */
+  int expected[7][4] = {
+      /* pending   */ {PAWL_CANCELED, PAWL_PAUSED, -2, -2},
+      /* running   */ {PAWL_CANCELED, -1, -1, -1},
+      /* succeeded */ {-1, -1, -1, -1},
+      /* failed    */ {-1, PAWL_PAUSED, -2, PAWL_PENDING},
+      /* canceled  */ {-2, -1, -1, -1},
+      /* paused    */ {PAWL_CANCELED, -2, PAWL_PENDING, -1},
+      /* blocked   */ {PAWL_CANCELED, -1, -1, -1},
+  };
+  for (int s = 0; s < 7; s++) {
+    for (int o = 0; o < 4; o++) {
+      pawl_id_t id = job_in(p, s);
+      pawl_job_t *before = get(p, &id), *after = NULL;
+      int rc = ops[o](p, &id, "because", &after);
+      int want = expected[s][o];
+      if (want == -1) {
+        if (rc != PAWL_ESTATE)
+          unit_fail(__FILE__, __LINE__, "%s from %s: rc %d, want ESTATE",
+                    op_names[o], pawl_state_name(s), rc);
+        CHECK(strstr(pawl_errmsg(p), op_names[o]) != NULL);
+        CHECK(strstr(pawl_errmsg(p), pawl_state_name(s)) != NULL);
+        after = get(p, &id);
+        CHECK_INT(after->version, ==, before->version);
+        CHECK_INT(after->state, ==, s);
+      } else if (want == -2) {
+        if (rc != 0)
+          unit_fail(__FILE__, __LINE__, "%s from %s: rc %d, want no-op",
+                    op_names[o], pawl_state_name(s), rc);
+        CHECK_INT(after->version, ==, before->version);
+        CHECK_INT(after->state, ==, s);
+      } else {
+        if (rc != 0 || after->state != (pawl_state_t)want)
+          unit_fail(__FILE__, __LINE__, "%s from %s: rc %d state %s, want %s",
+                    op_names[o], pawl_state_name(s), rc,
+                    after ? pawl_state_name(after->state) : "-",
+                    pawl_state_name(want));
+        CHECK_INT(after->version, ==, before->version + 1);
+      }
+      pawl_job_free(before);
+      pawl_job_free(after);
+      /* Leave nothing claimable behind for the next round. */
+      pawl_cancel(p, &id, NULL, NULL);
+    }
+  }
+  /* paused remembers where it came from: failed -> paused -> failed. */
+  pawl_id_t id = job_in(p, PAWL_FAILED);
+  pawl_job_t *j = NULL;
+  CHECK_OK(pawl_pause(p, &id, NULL, &j));
+  CHECK_INT(j->paused_from, ==, PAWL_FAILED);
+  pawl_job_free(j);
+  CHECK_OK(pawl_resume(p, &id, NULL, &j));
+  CHECK_INT(j->state, ==, PAWL_FAILED);
+  pawl_job_free(j);
+  /* Flow transitions through the store: blocked -> pending | failed. */
+  id = job_in(p, PAWL_BLOCKED);
+  CHECK_INT(claim(p, 10, NULL), ==, 0);
+  CHECK_OK(p->store->ops->control.transition(p->store, &id, STORE_OP_UNBLOCK,
+                                             "flow", "parents done", NULL));
+  CHECK_INT(state_of(p, &id), ==, PAWL_PENDING);
+  CHECK_OK(p->store->ops->control.transition(p->store, &id, STORE_OP_UNBLOCK,
+                                             "flow", "again", NULL));
+  CHECK_INT(p->store->ops->control.transition(p->store, &id, STORE_OP_EXPIRE,
+                                              "flow", "late", NULL),
+            ==, PAWL_ESTATE);
+  pawl_cancel(p, &id, NULL, NULL);
+  id = job_in(p, PAWL_BLOCKED);
+  CHECK_OK(p->store->ops->control.transition(p->store, &id, STORE_OP_EXPIRE,
+                                             "flow", "signal timed out", NULL));
+  CHECK_INT(state_of(p, &id), ==, PAWL_FAILED);
+  /* Unknown job. */
+  pawl_id_new(&id);
+  CHECK_INT(pawl_cancel(p, &id, NULL, NULL), ==, PAWL_ENOTFOUND);
+  pawl_close(p);
+}
+
+void contract_transition_noop(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t id = enq(p, "job", NULL);
+  pawl_job_t *a = NULL, *b = NULL;
+  CHECK_OK(pawl_cancel(p, &id, "first", &a));
+  CHECK_OK(pawl_cancel(p, &id, "second", &b));
+  CHECK_INT(a->version, ==, b->version);
+  CHECK_INT(a->updated_at, ==, b->updated_at);
+  pawl_job_free(a);
+  pawl_job_free(b);
+  pawl_history_t *h;
+  CHECK_OK(pawl_history(p, &id, &h));
+  CHECK_INT(h->nevents, ==, 2); /* enqueued, canceled: the repeat wrote none */
+  CHECK_STR(h->events[1].reason, "first");
+  pawl_history_free(h);
+  pawl_close(p);
+}
+
+/* ---- keys --------------------------------------------------------------- */
+
+void contract_idempotency_key(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.idempotency_key = "charge-1";
+  pawl_id_t first, again;
+  int status;
+  CHECK_OK(pawl_enqueue(p, "charge", "{\"n\":1}", &o, &first, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_NEW);
+  CHECK_OK(pawl_enqueue(p, "charge", "{\"n\":2}", &o, &again, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_DUPLICATE);
+  CHECK(same_id(&first, &again));
+  CHECK_INT(count_jobs(p), ==, 1);
+  pawl_job_t *j = claim_one(p);
+  finish(p, j, PAWL_OUT_SUCCEEDED, NULL, 0);
+  pawl_job_free(j);
+  /* Still unique once the job is finished. */
+  CHECK_OK(pawl_enqueue(p, "charge", "{}", &o, &again, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_DUPLICATE);
+  CHECK(same_id(&first, &again));
+  CHECK_INT(count_jobs(p), ==, 1);
+  pawl_id_t found;
+  CHECK_OK(p->store->ops->keys.find_idempotent(p->store, "charge-1", &found));
+  CHECK(same_id(&first, &found));
+  pawl_close(p);
+}
+
+void contract_business_key(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.business_key = "user-7-sync";
+  pawl_id_t holder = enq(p, "sync", &o), other;
+  int status;
+  CHECK_INT(pawl_enqueue(p, "sync", "{}", &o, &other, NULL), ==, PAWL_EKEY);
+  CHECK(strstr(pawl_errmsg(p), "user-7-sync") != NULL);
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(&holder, text);
+  CHECK(strstr(pawl_errmsg(p), text) != NULL);
+  o.return_existing = 1;
+  CHECK_OK(pawl_enqueue(p, "sync", "{}", &o, &other, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_EXISTING);
+  CHECK(same_id(&holder, &other));
+  CHECK_INT(count_jobs(p), ==, 1);
+  /* Running and paused holders are live too. */
+  pawl_job_t *j = claim_one(p);
+  o.return_existing = 0;
+  CHECK_INT(pawl_enqueue(p, "sync", "{}", &o, NULL, NULL), ==, PAWL_EKEY);
+  /* Once the holder is terminal, the key is free. */
+  CHECK_INT(finish(p, j, PAWL_OUT_FAILED, "x", 0), ==, 0);
+  pawl_job_free(j);
+  pawl_id_t next;
+  CHECK_OK(pawl_enqueue(p, "sync", "{}", &o, &next, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_NEW);
+  CHECK_OK(pawl_pause(p, &next, NULL, NULL));
+  CHECK_INT(pawl_enqueue(p, "sync", "{}", &o, NULL, NULL), ==, PAWL_EKEY);
+  /* Retrying the failed first holder would make two live holders. */
+  CHECK_INT(pawl_retry(p, &holder, NULL, NULL), ==, PAWL_EKEY);
+  CHECK_INT(state_of(p, &holder), ==, PAWL_FAILED);
+  pawl_id_t found;
+  CHECK_OK(p->store->ops->keys.find_business(p->store, "user-7-sync", &found));
+  CHECK(same_id(&found, &next));
+  CHECK_INT(p->store->ops->keys.find_business(p->store, "nope", &found), ==,
+            PAWL_ENOTFOUND);
+  pawl_close(p);
+}
+
+/* ---- leases ------------------------------------------------------------- */
+
+void contract_heartbeat_extends(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_t *q = contract_open_with(url, "node-b", -1);
+  enq(p, "a", NULL);
+  enq(p, "b", NULL);
+  pawl_job_t *ja = claim_one(p), *jb = claim_one(q);
+  contract_advance(8000);
+  size_t n = 0;
+  CHECK_OK(pawl_heartbeat(p, &n));
+  CHECK_INT(n, ==, 1); /* only our own job */
+  pawl_job_t *cur = get(p, &ja->id);
+  CHECK_INT(cur->lease_expires, ==, T0 + 8000 + 10000);
+  CHECK_INT(cur->version, ==, ja->version); /* not a transition */
+  pawl_job_free(cur);
+  contract_advance(4000); /* past b's lease, within a's extended one */
+  CHECK_OK(pawl_recover(p, &n));
+  CHECK_INT(n, ==, 1);
+  CHECK_INT(state_of(p, &ja->id), ==, PAWL_RUNNING);
+  CHECK_INT(state_of(p, &jb->id), ==, PAWL_PENDING);
+  pawl_job_free(ja);
+  pawl_job_free(jb);
+  pawl_close(q);
+  pawl_close(p);
+}
+
+void contract_recover_expired(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.max_attempts = 2;
+  pawl_id_t id = enq(p, "job", &o);
+  pawl_job_t *j = claim_one(p);
+  contract_advance(10000);
+  size_t n = 9;
+  CHECK_OK(pawl_recover(p, &n));
+  CHECK_INT(n, ==, 0); /* expires at exactly T0 + 10000: not yet past */
+  contract_advance(1);
+  CHECK_OK(pawl_recover(p, &n));
+  CHECK_INT(n, ==, 1);
+  pawl_job_t *cur = get(p, &id);
+  CHECK_INT(cur->state, ==, PAWL_PENDING);
+  CHECK_INT(cur->attempt, ==, 1); /* the lost attempt counts */
+  CHECK_INT(cur->recoveries, ==, 1);
+  CHECK(strstr(cur->last_error, "node-a") != NULL);
+  pawl_job_free(cur);
+  /* The late outcome of the lost attempt is refused. */
+  CHECK_INT(finish(p, j, PAWL_OUT_SUCCEEDED, NULL, 0), ==, PAWL_ELEASE);
+  pawl_job_free(j);
+  pawl_history_t *h;
+  CHECK_OK(pawl_history(p, &id, &h));
+  CHECK_INT(h->nattempts, ==, 1);
+  CHECK_STR(h->attempts[0].outcome, "lost");
+  int found = 0;
+  for (size_t i = 0; i < h->nevents; i++)
+    if (h->events[i].from_state == PAWL_RUNNING &&
+        h->events[i].to_state == PAWL_PENDING &&
+        strstr(h->events[i].reason, "node-a"))
+      found = 1;
+  CHECK(found);
+  pawl_history_free(h);
+  /* Losing the last attempt ends in the dead-letter set. */
+  j = claim_one(p);
+  CHECK_INT(j->attempt, ==, 2);
+  pawl_job_free(j);
+  contract_advance(10001);
+  CHECK_OK(pawl_recover(p, &n));
+  CHECK_INT(state_of(p, &id), ==, PAWL_FAILED);
+  pawl_close(p);
+}
+
+void contract_recover_poison(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t id = enq(p, "crasher", NULL);
+  for (int i = 0; i < 3; i++) {
+    pawl_job_free(claim_one(p));
+    contract_advance(10001);
+    CHECK_OK(pawl_recover(p, NULL));
+    CHECK_INT(state_of(p, &id), ==, PAWL_PENDING);
+  }
+  pawl_job_free(claim_one(p));
+  contract_advance(10001);
+  CHECK_OK(pawl_recover(p, NULL));
+  pawl_job_t *j = get(p, &id);
+  CHECK_INT(j->state, ==, PAWL_FAILED);
+  CHECK(strstr(j->last_error, "poison") != NULL);
+  pawl_job_free(j);
+  pawl_close(p);
+}
+
+/* ---- history and listing ------------------------------------------------ */
+
+void contract_history_operator(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t id = enq(p, "job", NULL);
+  contract_advance(10);
+  CHECK_OK(pawl_pause(p, &id, "maintenance", NULL));
+  contract_advance(10);
+  CHECK_OK(pawl_resume(p, &id, "done", NULL));
+  pawl_job_t *j = claim_one(p);
+  contract_advance(10);
+  CHECK_OK(pawl_cancel(p, &id, "customer left", NULL));
+  pawl_job_free(j);
+  pawl_history_t *h;
+  CHECK_OK(pawl_history(p, &id, &h));
+  /* enqueued, paused, resumed, claimed, canceled */
+  CHECK_INT(h->nevents, ==, 5);
+  CHECK_INT(h->events[1].to_state, ==, PAWL_PAUSED);
+  CHECK_STR(h->events[1].actor, "tester");
+  CHECK_STR(h->events[1].reason, "maintenance");
+  CHECK_INT(h->events[1].at, ==, T0 + 10);
+  CHECK_INT(h->events[2].from_state, ==, PAWL_PAUSED);
+  CHECK_INT(h->events[2].to_state, ==, PAWL_PENDING);
+  CHECK_INT(h->events[3].to_state, ==, PAWL_RUNNING);
+  CHECK_INT(h->events[4].from_state, ==, PAWL_RUNNING);
+  CHECK_INT(h->events[4].to_state, ==, PAWL_CANCELED);
+  CHECK_STR(h->events[4].reason, "customer left");
+  CHECK_INT(h->nattempts, ==, 1);
+  CHECK_STR(h->attempts[0].outcome, "canceled");
+  CHECK_INT(h->attempts[0].ended_at, ==, T0 + 30);
+  pawl_history_free(h);
+  pawl_close(p);
+}
+
+struct collect {
+  int n;
+  char types[16][16];
+};
+
+static int collect_cb(const pawl_job_t *j, void *data) {
+  struct collect *c = data;
+  if (c->n < 16) snprintf(c->types[c->n], 16, "%s", j->type);
+  c->n++;
+  return 0;
+}
+
+void contract_list_filters(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.queue = "q1";
+  enq(p, "t1", &o);
+  enq(p, "t2", &o);
+  o.queue = "q2";
+  enq(p, "t1", &o);
+  pawl_id_t last = enq(p, "t3", &o);
+  CHECK_OK(pawl_cancel(p, &last, NULL, NULL));
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  struct collect c = {0};
+  CHECK_OK(pawl_list(p, &f, collect_cb, &c));
+  CHECK_INT(c.n, ==, 4);
+  CHECK_STR(c.types[0], "t3"); /* newest first */
+  memset(&c, 0, sizeof c);
+  f.queue = "q1";
+  CHECK_OK(pawl_list(p, &f, collect_cb, &c));
+  CHECK_INT(c.n, ==, 2);
+  memset(&c, 0, sizeof c);
+  f.queue = NULL;
+  f.type = "t1";
+  CHECK_OK(pawl_list(p, &f, collect_cb, &c));
+  CHECK_INT(c.n, ==, 2);
+  memset(&c, 0, sizeof c);
+  f.type = NULL;
+  f.state = PAWL_CANCELED;
+  CHECK_OK(pawl_list(p, &f, collect_cb, &c));
+  CHECK_INT(c.n, ==, 1);
+  CHECK_STR(c.types[0], "t3");
+  memset(&c, 0, sizeof c);
+  f.state = -1;
+  f.limit = 3;
+  CHECK_OK(pawl_list(p, &f, collect_cb, &c));
+  CHECK_INT(c.n, ==, 3);
+  f.state = 42;
+  CHECK_INT(pawl_list(p, &f, collect_cb, &c), ==, PAWL_EINVAL);
+  pawl_close(p);
+}
+
+/* ---- locks and nodes ---------------------------------------------------- */
+
+void contract_locks(const char *url) {
+  pawl_t *p = contract_open(url);
+  store_t *st = p->store;
+  int got = -1, ok = -1;
+  CHECK_OK(st->ops->locks.acquire(st, "sweep", "a", 1000, &got));
+  CHECK_INT(got, ==, 1);
+  CHECK_OK(st->ops->locks.acquire(st, "sweep", "b", 1000, &got));
+  CHECK_INT(got, ==, 0);
+  CHECK_OK(st->ops->locks.acquire(st, "sweep", "a", 1000, &got));
+  CHECK_INT(got, ==, 1); /* already ours */
+  CHECK_OK(st->ops->locks.extend(st, "sweep", "b", 1000, &ok));
+  CHECK_INT(ok, ==, 0); /* only the owner extends */
+  contract_advance(900);
+  CHECK_OK(st->ops->locks.extend(st, "sweep", "a", 1000, &ok));
+  CHECK_INT(ok, ==, 1);
+  contract_advance(900); /* the extension holds */
+  CHECK_OK(st->ops->locks.acquire(st, "sweep", "b", 1000, &got));
+  CHECK_INT(got, ==, 0);
+  CHECK_OK(st->ops->locks.release(st, "sweep", "b")); /* not the owner */
+  CHECK_OK(st->ops->locks.acquire(st, "sweep", "b", 1000, &got));
+  CHECK_INT(got, ==, 0);
+  contract_advance(101); /* expired: a dead owner never blocks forever */
+  CHECK_OK(st->ops->locks.extend(st, "sweep", "a", 1000, &ok));
+  CHECK_INT(ok, ==, 0);
+  CHECK_OK(st->ops->locks.acquire(st, "sweep", "b", 1000, &got));
+  CHECK_INT(got, ==, 1);
+  CHECK_OK(st->ops->locks.release(st, "sweep", "b"));
+  CHECK_OK(st->ops->locks.acquire(st, "sweep", "a", 1000, &got));
+  CHECK_INT(got, ==, 1);
+  pawl_close(p);
+}
+
+struct node_seen {
+  int n;
+  char ids[4][32];
+  int64_t beats[4];
+};
+
+static int node_cb(const store_node_t *nd, void *data) {
+  struct node_seen *s = data;
+  if (s->n < 4) {
+    snprintf(s->ids[s->n], 32, "%s", nd->id);
+    s->beats[s->n] = nd->last_beat;
+  }
+  s->n++;
+  return 0;
+}
+
+void contract_nodes(const char *url) {
+  pawl_t *p = contract_open(url);
+  store_t *st = p->store;
+  pawl_id_t inc;
+  pawl_id_new(&inc);
+  store_node_t a = {.id = "a", .incarnation = &inc, .queues = "",
+                    .started_at = T0};
+  store_node_t b = {.id = "b", .incarnation = &inc, .queues = "mail",
+                    .started_at = T0};
+  CHECK_OK(st->ops->nodes.beat(st, &a));
+  CHECK_OK(st->ops->nodes.beat(st, &b));
+  contract_advance(5000);
+  CHECK_OK(st->ops->nodes.beat(st, &a));
+  struct node_seen seen = {0};
+  CHECK_OK(st->ops->nodes.list(st, node_cb, &seen));
+  CHECK_INT(seen.n, ==, 2);
+  CHECK_STR(seen.ids[0], "a");
+  CHECK_INT(seen.beats[0], ==, T0 + 5000);
+  CHECK_INT(seen.beats[1], ==, T0);
+  size_t n = 0;
+  CHECK_OK(st->ops->nodes.reap(st, 3000, &n));
+  CHECK_INT(n, ==, 1);
+  memset(&seen, 0, sizeof seen);
+  CHECK_OK(st->ops->nodes.list(st, node_cb, &seen));
+  CHECK_INT(seen.n, ==, 1);
+  CHECK_STR(seen.ids[0], "a");
+  pawl_close(p);
+}

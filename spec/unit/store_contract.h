@@ -1,0 +1,42 @@
+/* store_contract.h: the store contract suite, written once for every
+ * backend.
+ *
+ * Each contract test is a function taking the database URL of a fresh,
+ * empty database. A backend registers the suite by defining, for each
+ * CONTRACT_TEST(name) below, a unit test that makes a URL and calls
+ * contract_<name>(url) — see test_store_sqlite.c. */
+#ifndef PAWL_STORE_CONTRACT_H
+#define PAWL_STORE_CONTRACT_H
+
+#define CONTRACT_TESTS(X)      \
+  X(enqueue_get)               \
+  X(enqueue_defaults)          \
+  X(enqueue_bad_input)         \
+  X(enqueue_many_atomic)       \
+  X(claim_order)               \
+  X(claim_due_only)            \
+  X(claim_queues)              \
+  X(claim_batch_lease)         \
+  X(age_boost)                 \
+  X(finish_success)            \
+  X(finish_stale)              \
+  X(retry_then_success)        \
+  X(dead_letter)               \
+  X(snooze_release)            \
+  X(transitions)               \
+  X(transition_noop)           \
+  X(idempotency_key)           \
+  X(business_key)              \
+  X(heartbeat_extends)         \
+  X(recover_expired)           \
+  X(recover_poison)            \
+  X(history_operator)          \
+  X(list_filters)              \
+  X(locks)                     \
+  X(nodes)
+
+#define CONTRACT_DECLARE(name) void contract_##name(const char *url);
+CONTRACT_TESTS(CONTRACT_DECLARE)
+#undef CONTRACT_DECLARE
+
+#endif

@@ -1,0 +1,360 @@
+/* test_store_sqlite.c: the contract suite on SQLite, and what only SQLite
+ * has: the migrator, pragmas, the claim's query plan, the readable view. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "pawl.h"
+#include "pawl_internal.h"
+#include "sqlite_sql.h"
+#include "store_contract.h"
+
+sqlite3 *store_sqlite_db(store_t *st);
+#include "unit.h"
+
+static const char *sqlite_url(const char *name) {
+  static char url[4200];
+  snprintf(url, sizeof url, "sqlite:%s/%s.db", unit_tmpdir(), name);
+  return url;
+}
+
+#define CONTRACT_SQLITE(name) \
+  void test_store_sqlite_##name(void) { contract_##name(sqlite_url(#name)); }
+CONTRACT_TESTS(CONTRACT_SQLITE)
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static pawl_t *open_ok(const char *url) {
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = url;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "open %s: %s", url, err);
+  return p;
+}
+
+static int open_err(const char *url, char *err, size_t errlen) {
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = url;
+  pawl_t *p = NULL;
+  int rc = pawl_open(&p, &o, err, errlen);
+  if (rc == 0) pawl_close(p);
+  return rc;
+}
+
+static sqlite3 *raw(const char *path) {
+  sqlite3 *db;
+  CHECK_INT(sqlite3_open(path, &db), ==, SQLITE_OK);
+  return db;
+}
+
+static void raw_exec(sqlite3 *db, const char *sql) {
+  char *msg = NULL;
+  if (sqlite3_exec(db, sql, 0, 0, &msg) != SQLITE_OK)
+    unit_fail(__FILE__, __LINE__, "%s: %s", sql, msg);
+}
+
+static long long raw_int(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st;
+  CHECK_INT(sqlite3_prepare_v2(db, sql, -1, &st, NULL), ==, SQLITE_OK);
+  CHECK_INT(sqlite3_step(st), ==, SQLITE_ROW);
+  long long v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
+
+/* ---- migrations --------------------------------------------------------- */
+
+void test_sqlite_migrate_records(void) {
+  pawl_t *p = open_ok("sqlite:m.db");
+  int cur = 0, latest = 0;
+  CHECK_OK(pawl_schema_version(p, &cur, &latest));
+  CHECK_INT(cur, ==, latest);
+  CHECK_INT(latest, >=, 1);
+  pawl_close(p);
+  sqlite3 *db = raw("m.db");
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_schema"), ==, latest);
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_schema WHERE name = "
+                        "'V001__init.sql' AND length(checksum) = 8"),
+            ==, 1);
+  sqlite3_close(db);
+  /* Reopening applies nothing again. */
+  p = open_ok("sqlite:m.db");
+  pawl_close(p);
+  db = raw("m.db");
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_schema"), ==, latest);
+  sqlite3_close(db);
+}
+
+void test_sqlite_migrate_checksum_changed(void) {
+  pawl_close(open_ok("sqlite:c.db"));
+  pawl_id_t id;
+  pawl_t *p = open_ok("sqlite:c.db");
+  CHECK_OK(pawl_enqueue(p, "keep", "{}", NULL, &id, NULL));
+  pawl_close(p);
+  /* What an edited V001__init.sql looks like from the database's side. */
+  sqlite3 *db = raw("c.db");
+  raw_exec(db, "UPDATE pawl_schema SET checksum = 'deadbeef' WHERE version = 1");
+  sqlite3_close(db);
+  char err[512];
+  CHECK_INT(open_err("sqlite:c.db", err, sizeof err), ==, PAWL_ESCHEMA);
+  CHECK(strstr(err, "V001__init.sql") != NULL);
+  CHECK(strstr(err, "changed") != NULL);
+  db = raw("c.db");
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_jobs"), ==, 1);
+  sqlite3_close(db);
+}
+
+void test_sqlite_migrate_newer_schema(void) {
+  pawl_close(open_ok("sqlite:n.db"));
+  sqlite3 *db = raw("n.db");
+  raw_exec(db, "INSERT INTO pawl_schema VALUES (99, 'V099__future.sql', "
+               "'00000000', 0)");
+  sqlite3_close(db);
+  char err[512];
+  CHECK_INT(open_err("sqlite:n.db", err, sizeof err), ==, PAWL_ESCHEMA);
+  CHECK(strstr(err, "99") != NULL);
+  CHECK(strstr(err, "newer") != NULL);
+}
+
+void test_sqlite_not_pawl_database(void) {
+  sqlite3 *db = raw("other.db");
+  raw_exec(db, "CREATE TABLE customers (id INTEGER)");
+  sqlite3_close(db);
+  char err[512];
+  CHECK_INT(open_err("sqlite:other.db", err, sizeof err), ==, PAWL_ESCHEMA);
+  CHECK(strstr(err, "not a pawl database") != NULL);
+  db = raw("other.db");
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM sqlite_master"), ==, 1);
+  sqlite3_close(db);
+
+  FILE *f = fopen("text.db", "w");
+  CHECK(f != NULL);
+  for (int i = 0; i < 200; i++) fputs("this is not a database\n", f);
+  fclose(f);
+  CHECK_INT(open_err("sqlite:text.db", err, sizeof err), ==, PAWL_ESCHEMA);
+  CHECK(strstr(err, "not a pawl database") != NULL);
+  struct stat sb;
+  CHECK_INT(stat("text.db", &sb), ==, 0);
+  CHECK_INT(sb.st_size, ==, 200 * 23);
+}
+
+void test_sqlite_bad_paths(void) {
+  char err[512];
+  CHECK_INT(open_err("sqlite:no/such/dir/x.db", err, sizeof err), ==, PAWL_EIO);
+  CHECK(strstr(err, "does not exist") != NULL);
+  CHECK_INT(open_err("sqlite:", err, sizeof err), ==, PAWL_EINVAL);
+  CHECK_INT(open_err("mysql://x", err, sizeof err), ==, PAWL_EINVAL);
+  CHECK(strstr(err, "mysql://x") != NULL);
+  /* A read-only directory: only meaningful when permissions bite. */
+  if (geteuid() != 0) {
+    CHECK_INT(mkdir("ro", 0555), ==, 0);
+    CHECK_INT(open_err("sqlite:ro/x.db", err, sizeof err), ==, PAWL_EIO);
+    CHECK(strstr(err, "not writable") != NULL);
+  }
+}
+
+void test_sqlite_no_migrate(void) {
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = "sqlite:fresh.db";
+  o.no_migrate = 1;
+  pawl_t *p = NULL;
+  char err[512];
+  CHECK_INT(pawl_open(&p, &o, err, sizeof err), !=, 0);
+  CHECK(access("fresh.db", F_OK) != 0); /* not even created */
+  pawl_close(open_ok("sqlite:fresh.db"));
+  CHECK_OK(pawl_open(&p, &o, err, sizeof err));
+  pawl_close(p);
+}
+
+/* Several processes opening a new database at once: every one succeeds and
+ * each migration is applied exactly once. */
+void test_sqlite_migrate_concurrent(void) {
+  enum { N = 8 };
+  int go[2];
+  CHECK_INT(pipe(go), ==, 0);
+  pid_t kids[N];
+  for (int i = 0; i < N; i++) {
+    kids[i] = fork();
+    CHECK(kids[i] >= 0);
+    if (kids[i] == 0) {
+      char c;
+      close(go[1]);
+      if (read(go[0], &c, 1) != 0) _exit(3); /* wait for the start signal */
+      pawl_options_t o;
+      pawl_options_init(&o);
+      o.db = "sqlite:race.db";
+      pawl_t *p = NULL;
+      char err[512];
+      if (pawl_open(&p, &o, err, sizeof err)) {
+        fprintf(stderr, "child %d: %s\n", i, err);
+        _exit(1);
+      }
+      pawl_id_t id;
+      int rc = pawl_enqueue(p, "hello", "{}", NULL, &id, NULL);
+      pawl_close(p);
+      _exit(rc ? 2 : 0);
+    }
+  }
+  close(go[0]);
+  close(go[1]); /* EOF releases every child at once */
+  for (int i = 0; i < N; i++) {
+    int status;
+    CHECK_INT(waitpid(kids[i], &status, 0), ==, kids[i]);
+    CHECK(WIFEXITED(status));
+    CHECK_INT(WEXITSTATUS(status), ==, 0);
+  }
+  sqlite3 *db = raw("race.db");
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_schema"), ==,
+            raw_int(db, "SELECT max(version) FROM pawl_schema"));
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_jobs"), ==, N);
+  sqlite3_close(db);
+}
+
+/* ---- connection settings ------------------------------------------------ */
+
+static long long own_int(pawl_t *p, const char *sql) {
+  sqlite3 *db = store_sqlite_db(p->store);
+  CHECK(db != NULL);
+  return raw_int(db, sql);
+}
+
+/* synchronous and foreign_keys are per connection: read them on the
+ * store's own connection. */
+void test_sqlite_pragmas(void) {
+  pawl_t *p = open_ok("sqlite:pragma.db");
+  sqlite3 *db = raw("pragma.db");
+  sqlite3_stmt *st;
+  CHECK_INT(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), ==,
+            SQLITE_OK);
+  CHECK_INT(sqlite3_step(st), ==, SQLITE_ROW);
+  CHECK_STR((const char *)sqlite3_column_text(st, 0), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  CHECK_INT(own_int(p, "PRAGMA synchronous"), ==, 1); /* NORMAL */
+  CHECK_INT(own_int(p, "PRAGMA foreign_keys"), ==, 1);
+  CHECK_INT(own_int(p, "PRAGMA busy_timeout"), ==, 5000);
+  pawl_close(p);
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = "sqlite:pragma.db";
+  o.sync_full = 1;
+  o.busy_timeout_ms = 1234;
+  char err[256];
+  CHECK_OK(pawl_open(&p, &o, err, sizeof err));
+  CHECK_INT(own_int(p, "PRAGMA synchronous"), ==, 2); /* FULL */
+  CHECK_INT(own_int(p, "PRAGMA busy_timeout"), ==, 1234);
+  pawl_close(p);
+}
+
+/* ---- the claim's query plan --------------------------------------------- */
+
+static void plan_of(sqlite3 *db, const char *sql, char *out, size_t n) {
+  char *q = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+    unit_fail(__FILE__, __LINE__, "prepare plan: %s", sqlite3_errmsg(db));
+  sqlite3_free(q);
+  out[0] = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    size_t len = strlen(out);
+    snprintf(out + len, n - len, "%s\n",
+             (const char *)sqlite3_column_text(st, 3));
+  }
+  sqlite3_finalize(st);
+}
+
+/* Claiming must walk the partial index of pending rows in claim order: no
+ * table scan, no sort. Checked with finished history present, so the
+ * planner sees a realistic table. */
+void test_sqlite_claim_uses_live_index(void) {
+  pawl_t *p = open_ok("sqlite:plan.db");
+  pawl_close(p);
+  sqlite3 *db = raw("plan.db");
+  raw_exec(db, "BEGIN");
+  raw_exec(db,
+           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+           "WHERE i < 20000) INSERT INTO pawl_jobs (id, type, queue, state, "
+           "priority, rank, payload, run_at, max_attempts, created_at, "
+           "updated_at) SELECT randomblob(16), 't', 'q' || (i % 7), "
+           "CASE WHEN i % 100 = 0 THEN 0 ELSE 2 END, 0, 0, '{}', i, 25, i, i "
+           "FROM n");
+  raw_exec(db, "COMMIT");
+  raw_exec(db, "ANALYZE");
+  char plan[4096];
+  plan_of(db, SQLITE_SQL_CLAIM, plan, sizeof plan);
+  if (!strstr(plan, "USING INDEX pawl_jobs_claim ") || strstr(plan, "TEMP B-TREE") ||
+      strstr(plan, "SCAN pawl_jobs\n"))
+    unit_fail(__FILE__, __LINE__, "claim plan:\n%s", plan);
+  plan_of(db, SQLITE_SQL_CLAIM_QUEUE, plan, sizeof plan);
+  if (!strstr(plan, "USING INDEX pawl_jobs_claim") ||
+      strstr(plan, "TEMP B-TREE") || strstr(plan, "SCAN pawl_jobs\n"))
+    unit_fail(__FILE__, __LINE__, "queue claim plan:\n%s", plan);
+  plan_of(db, SQLITE_SQL_CLAIM_QUEUES, plan, sizeof plan);
+  if (!strstr(plan, "pawl_jobs_claim") || strstr(plan, "SCAN pawl_jobs\n"))
+    unit_fail(__FILE__, __LINE__, "queues claim plan:\n%s", plan);
+  sqlite3_close(db);
+}
+
+/* ---- storage details ---------------------------------------------------- */
+
+void test_sqlite_view_and_blobs(void) {
+  pawl_t *p = open_ok("sqlite:view.db");
+  pawl_id_t id;
+  CHECK_OK(pawl_enqueue(p, "viewed", "{\"a\":1}", NULL, &id, NULL));
+  pawl_close(p);
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(&id, text);
+  sqlite3 *db = raw("view.db");
+  CHECK_INT(raw_int(db, "SELECT length(id) FROM pawl_jobs"), ==, 16);
+  CHECK_INT(raw_int(db, "SELECT typeof(id) = 'blob' FROM pawl_jobs"), ==, 1);
+  sqlite3_stmt *st;
+  CHECK_INT(sqlite3_prepare_v2(db, "SELECT id, state, run_at FROM pawl_jobs_v",
+                               -1, &st, NULL),
+            ==, SQLITE_OK);
+  CHECK_INT(sqlite3_step(st), ==, SQLITE_ROW);
+  CHECK_STR((const char *)sqlite3_column_text(st, 0), text);
+  CHECK_STR((const char *)sqlite3_column_text(st, 1), "pending");
+  CHECK(strchr((const char *)sqlite3_column_text(st, 2), 'T') != NULL);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+/* Idempotency keys outlive the job rows (retention will delete those). */
+void test_sqlite_idempotency_outlives_job(void) {
+  pawl_t *p = open_ok("sqlite:idem.db");
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.idempotency_key = "once";
+  pawl_id_t first, again;
+  int status;
+  CHECK_OK(pawl_enqueue(p, "t", "{}", &o, &first, NULL));
+  pawl_close(p);
+  sqlite3 *db = raw("idem.db");
+  raw_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM pawl_jobs");
+  sqlite3_close(db);
+  p = open_ok("sqlite:idem.db");
+  CHECK_OK(pawl_enqueue(p, "t", "{}", &o, &again, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_DUPLICATE);
+  CHECK(memcmp(first.bytes, again.bytes, 16) == 0);
+  pawl_close(p);
+}
+
+/* Deleting a job (retention) takes its history rows with it. */
+void test_sqlite_history_cascades(void) {
+  pawl_t *p = open_ok("sqlite:casc.db");
+  pawl_id_t id;
+  CHECK_OK(pawl_enqueue(p, "t", "{}", NULL, &id, NULL));
+  CHECK_OK(pawl_cancel(p, &id, "x", NULL));
+  pawl_close(p);
+  sqlite3 *db = raw("casc.db");
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_events"), ==, 1);
+  raw_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM pawl_jobs");
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_events"), ==, 0);
+  sqlite3_close(db);
+}

@@ -1,0 +1,50 @@
+/* sqlite_sql.h: the SQL text of the SQLite store's hot path.
+ *
+ * Kept in one place so that the benchmark's plain-SQL ceiling runs exactly
+ * the statements the store runs (bench/store_bench.c includes this file). */
+#ifndef PAWL_SQLITE_SQL_H
+#define PAWL_SQLITE_SQL_H
+
+/* Columns read into a pawl_job_t, in sqlite_row_to_job()'s order; the last
+ * one, rank, is used to put a claimed batch in claim order. */
+#define SQLITE_JOB_COLS                                                      \
+  "id, type, queue, state, paused_from, priority, payload, params, tags, "   \
+  "run_at, attempt, max_attempts, timeout_s, idempotency_key, "              \
+  "business_key, correlation_id, enqueued_by, created_at, updated_at, "      \
+  "started_at, finished_at, lease_owner, lease_expires, last_error, "        \
+  "result, recoveries, version, rank"
+
+#define SQLITE_SQL_INSERT                                                    \
+  "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
+  "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
+  "business_key, correlation_id, enqueued_by, created_at, updated_at) "      \
+  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "    \
+  "?15, ?16, ?17, ?17)"
+
+/* Claim: ?1 now, ?2 owner, ?3 lease token, ?4 lease expiry, ?5 limit,
+ * ?6 the queue (or a JSON array of queues). The inner SELECT walks the
+ * partial index of pending rows in claim order. */
+#define SQLITE_SQL_CLAIM_HEAD                                                \
+  "UPDATE pawl_jobs SET state = 1, attempt = attempt + 1, started_at = ?1, " \
+  "lease_owner = ?2, lease_token = ?3, lease_expires = ?4, updated_at = ?1, "\
+  "version = version + 1 WHERE seq IN (SELECT seq FROM pawl_jobs WHERE "     \
+  "state = 0 AND "
+#define SQLITE_SQL_CLAIM_TAIL                                                \
+  "run_at <= ?1 ORDER BY rank DESC, run_at, id LIMIT ?5) RETURNING "         \
+  SQLITE_JOB_COLS
+
+#define SQLITE_SQL_CLAIM SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_CLAIM_TAIL
+#define SQLITE_SQL_CLAIM_QUEUE                                               \
+  SQLITE_SQL_CLAIM_HEAD "queue = ?6 AND " SQLITE_SQL_CLAIM_TAIL
+#define SQLITE_SQL_CLAIM_QUEUES                                              \
+  SQLITE_SQL_CLAIM_HEAD                                                      \
+  "queue IN (SELECT value FROM json_each(?6)) AND " SQLITE_SQL_CLAIM_TAIL
+
+/* Success, the common path: one UPDATE, its history on the row.
+ * ?1 result, ?2 now, ?3 id, ?4 lease token, ?5 attempt. */
+#define SQLITE_SQL_SUCCEED                                                   \
+  "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
+  "updated_at = ?2, lease_expires = NULL, version = version + 1 "            \
+  "WHERE id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
+
+#endif

@@ -1,0 +1,1665 @@
+/* sqlite_store.c: the SQLite backend of the store interface.
+ *
+ * One connection per store_t, in WAL mode. Every statement is prepared once
+ * (on first use, SQLITE_PREPARE_PERSISTENT) and reused; every value is
+ * bound. Each operation runs in its own BEGIN IMMEDIATE transaction, which
+ * takes SQLite's single write lock up front, so compare-and-set checks
+ * inside a transaction cannot race another writer; the version checks stay
+ * in the SQL anyway so the semantics match the PostgreSQL backend. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "sqlite_sql.h"
+#include "store.h"
+
+extern const store_migration_t store_sqlite_migrations[];
+extern const size_t store_sqlite_migration_count;
+
+/* Statement ids; their SQL is in sq_sql[]. */
+enum {
+  SQ_BEGIN,
+  SQ_COMMIT,
+  SQ_ROLLBACK,
+  SQ_IDEM_FIND,
+  SQ_IDEM_ADD,
+  SQ_BIZ_FIND,
+  SQ_INSERT,
+  SQ_GET,
+  SQ_LIST,
+  SQ_LIST_FAILED,
+  SQ_CLAIM,
+  SQ_CLAIM_QUEUE,
+  SQ_CLAIM_QUEUES,
+  SQ_SUCCEED,
+  SQ_ATTEMPT_ADD,
+  SQ_EVENT_FROM_ROW,
+  SQ_EVENT_ADD,
+  SQ_FAIL,
+  SQ_REQUEUE,
+  SQ_EXTEND,
+  SQ_EXPIRED,
+  SQ_RECOVER,
+  SQ_TRANSITION,
+  SQ_ATTEMPTS,
+  SQ_EVENTS,
+  SQ_LOCK_ACQUIRE,
+  SQ_LOCK_EXTEND,
+  SQ_LOCK_RELEASE,
+  SQ_NODE_BEAT,
+  SQ_NODE_LIST,
+  SQ_NODE_REAP,
+  SQ_SETTING_GET,
+  SQ_SETTING_SET,
+  SQ_RERANK,
+  SQ_COUNT
+};
+
+static const char *const sq_sql[SQ_COUNT] = {
+    [SQ_BEGIN] = "BEGIN IMMEDIATE",
+    [SQ_COMMIT] = "COMMIT",
+    [SQ_ROLLBACK] = "ROLLBACK",
+    [SQ_IDEM_FIND] = "SELECT job_id FROM pawl_idempotency WHERE key = ?1",
+    [SQ_IDEM_ADD] = "INSERT INTO pawl_idempotency (key, job_id, created_at) "
+                    "VALUES (?1, ?2, ?3)",
+    [SQ_BIZ_FIND] = "SELECT id FROM pawl_jobs WHERE business_key = ?1 AND "
+                    "state IN (0, 1, 5, 6)",
+    [SQ_INSERT] = SQLITE_SQL_INSERT,
+    [SQ_GET] = "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs WHERE id = ?1",
+    [SQ_LIST] = "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs WHERE "
+                "(?1 IS NULL OR state = ?1) AND (?2 IS NULL OR queue = ?2) "
+                "AND (?3 IS NULL OR type = ?3) ORDER BY id DESC LIMIT ?4",
+    /* The dead-letter set has its own index; list it through that. */
+    [SQ_LIST_FAILED] = "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs WHERE "
+                       "state = 3 AND (?2 IS NULL OR queue = ?2) AND "
+                       "(?3 IS NULL OR type = ?3) ORDER BY id DESC LIMIT ?4",
+    [SQ_CLAIM] = SQLITE_SQL_CLAIM,
+    [SQ_CLAIM_QUEUE] = SQLITE_SQL_CLAIM_QUEUE,
+    [SQ_CLAIM_QUEUES] = SQLITE_SQL_CLAIM_QUEUES,
+    [SQ_SUCCEED] = SQLITE_SQL_SUCCEED,
+    /* Records the attempt being finished from the row as it is before the
+     * change; with a token (?5) it only matches the holder's attempt ?6,
+     * which is how a stale outcome is detected. */
+    [SQ_ATTEMPT_ADD] =
+        "INSERT INTO pawl_attempts (job_id, attempt, node, scheduled_at, "
+        "started_at, ended_at, outcome, error) SELECT id, attempt, "
+        "lease_owner, run_at, started_at, ?2, ?3, ?4 FROM pawl_jobs "
+        "WHERE id = ?1 AND state = 1 AND (?5 IS NULL OR "
+        "(lease_token = ?5 AND attempt = ?6))",
+    /* An event whose actor is the node that held the job. */
+    [SQ_EVENT_FROM_ROW] =
+        "INSERT INTO pawl_events (job_id, at, from_state, to_state, actor, "
+        "reason, attempt) SELECT id, ?2, state, ?3, lease_owner, ?4, attempt "
+        "FROM pawl_jobs WHERE id = ?1",
+    [SQ_EVENT_ADD] = "INSERT INTO pawl_events (job_id, at, from_state, "
+                     "to_state, actor, reason, attempt) VALUES (?1, ?2, ?3, "
+                     "?4, ?5, ?6, ?7)",
+    [SQ_FAIL] = "UPDATE pawl_jobs SET state = 3, last_error = ?1, "
+                "finished_at = ?2, updated_at = ?2, lease_expires = NULL, "
+                "version = version + 1 WHERE id = ?3",
+    /* Back to pending: retry (?3 = 0), snooze or release (?3 = 1: the
+     * attempt is given back). */
+    [SQ_REQUEUE] =
+        "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = CASE WHEN ?2 > 0 "
+        "THEN priority * ?2 - ?1 ELSE priority END, attempt = attempt - ?3, "
+        "last_error = coalesce(?4, last_error), updated_at = ?5, "
+        "lease_expires = NULL, version = version + 1 WHERE id = ?6",
+    [SQ_EXTEND] = "UPDATE pawl_jobs SET lease_expires = ?1 WHERE state = 1 "
+                  "AND lease_token = ?2",
+    [SQ_EXPIRED] = "SELECT id, attempt, max_attempts, recoveries, "
+                   "lease_owner FROM pawl_jobs WHERE state = 1 AND "
+                   "lease_expires < ?1 LIMIT 500",
+    [SQ_RECOVER] =
+        "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = CASE WHEN ?2 > 0 "
+        "THEN priority * ?2 - ?1 ELSE priority END, last_error = ?3, "
+        "recoveries = recoveries + 1, updated_at = ?1, lease_expires = NULL, "
+        "version = version + 1 WHERE id = ?4",
+    /* Every operator transition: C decides the new values from the row it
+     * read, the version check makes it a compare-and-set. */
+    [SQ_TRANSITION] =
+        "UPDATE pawl_jobs SET state = ?4, paused_from = ?5, run_at = ?6, "
+        "rank = ?7, attempt = ?8, last_error = ?9, result = ?10, "
+        "finished_at = ?11, recoveries = ?12, lease_expires = ?13, "
+        "updated_at = ?1, version = version + 1 WHERE id = ?2 AND "
+        "version = ?3",
+    [SQ_ATTEMPTS] = "SELECT attempt, node, scheduled_at, started_at, "
+                    "ended_at, outcome, error FROM pawl_attempts WHERE "
+                    "job_id = ?1 ORDER BY seq",
+    [SQ_EVENTS] = "SELECT at, from_state, to_state, actor, reason, attempt "
+                  "FROM pawl_events WHERE job_id = ?1 ORDER BY seq",
+    [SQ_LOCK_ACQUIRE] =
+        "INSERT INTO pawl_locks (name, owner, acquired_at, expires_at) "
+        "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (name) DO UPDATE SET "
+        "owner = excluded.owner, acquired_at = CASE WHEN pawl_locks.owner = "
+        "excluded.owner THEN pawl_locks.acquired_at ELSE excluded.acquired_at "
+        "END, expires_at = excluded.expires_at WHERE pawl_locks.owner = "
+        "excluded.owner OR pawl_locks.expires_at <= ?3",
+    [SQ_LOCK_EXTEND] = "UPDATE pawl_locks SET expires_at = ?3 WHERE name = ?1 "
+                       "AND owner = ?2 AND expires_at > ?4",
+    [SQ_LOCK_RELEASE] = "DELETE FROM pawl_locks WHERE name = ?1 AND "
+                        "owner = ?2",
+    [SQ_NODE_BEAT] =
+        "INSERT INTO pawl_nodes (id, incarnation, version, queues, "
+        "started_at, last_beat) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+        "ON CONFLICT (id) DO UPDATE SET incarnation = excluded.incarnation, "
+        "version = excluded.version, queues = excluded.queues, "
+        "started_at = excluded.started_at, last_beat = excluded.last_beat",
+    [SQ_NODE_LIST] = "SELECT id, incarnation, version, queues, started_at, "
+                     "last_beat FROM pawl_nodes ORDER BY id",
+    [SQ_NODE_REAP] = "DELETE FROM pawl_nodes WHERE last_beat < ?1",
+    [SQ_SETTING_GET] = "SELECT value FROM pawl_settings WHERE name = ?1",
+    [SQ_SETTING_SET] = "INSERT INTO pawl_settings (name, value) VALUES "
+                       "(?1, ?2) ON CONFLICT (name) DO UPDATE SET "
+                       "value = excluded.value",
+    [SQ_RERANK] = "UPDATE pawl_jobs SET rank = CASE WHEN ?1 > 0 THEN "
+                  "priority * ?1 - run_at ELSE priority END WHERE state = 0",
+};
+
+typedef struct sq_store {
+  store_t base;
+  sqlite3 *db;
+  char *path;
+  sqlite3_stmt *stmt[SQ_COUNT];
+  int64_t boost_ms;
+  int64_t poison;
+} sq_store_t;
+
+/* ---- errors ------------------------------------------------------------- */
+
+static int sq_rc_to_err(int rc) {
+  switch (rc & 0xff) {
+  case SQLITE_OK:
+  case SQLITE_ROW:
+  case SQLITE_DONE:
+    return PAWL_OK;
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    return PAWL_EBUSY;
+  case SQLITE_NOMEM:
+    return PAWL_ENOMEM;
+  case SQLITE_READONLY:
+  case SQLITE_CANTOPEN:
+  case SQLITE_IOERR:
+  case SQLITE_PERM:
+  case SQLITE_FULL:
+    return PAWL_EIO;
+  case SQLITE_NOTADB:
+  case SQLITE_CORRUPT:
+    return PAWL_ESCHEMA;
+  default:
+    return PAWL_ESTORE;
+  }
+}
+
+/* Records the connection's error, naming what we were doing. */
+static int sq_fail(sq_store_t *s, int rc, const char *what) {
+  return store_fail(&s->base, sq_rc_to_err(rc), "%s: %s (sqlite:%s)", what,
+                    sqlite3_errmsg(s->db), s->path);
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+/* The statement `id`, prepared on first use, reset and unbound. NULL on
+ * failure (errmsg set). */
+static sqlite3_stmt *sq_stmt(sq_store_t *s, int id) {
+  sqlite3_stmt *st = s->stmt[id];
+  if (st == NULL) {
+    int rc = sqlite3_prepare_v3(s->db, sq_sql[id], -1,
+                                SQLITE_PREPARE_PERSISTENT, &st, NULL);
+    if (rc != SQLITE_OK) {
+      sq_fail(s, rc, "prepare");
+      return NULL;
+    }
+    s->stmt[id] = st;
+    return st;
+  }
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return st;
+}
+
+/* Runs a statement that returns no rows to completion. */
+static int sq_exec(sq_store_t *s, sqlite3_stmt *st, const char *what) {
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) return sq_fail(s, rc, what);
+  return 0;
+}
+
+static void sq_bind_text(sqlite3_stmt *st, int i, const char *v) {
+  if (v)
+    sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+static void sq_bind_id(sqlite3_stmt *st, int i, const pawl_id_t *id) {
+  if (id)
+    sqlite3_bind_blob(st, i, id->bytes, 16, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+static void sq_bind_opt_int(sqlite3_stmt *st, int i, int64_t v) {
+  if (v)
+    sqlite3_bind_int64(st, i, v);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+static int sq_begin(sq_store_t *s) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_BEGIN);
+  if (!st) return s->base.errmsg[0] ? PAWL_ESTORE : PAWL_ENOMEM;
+  return sq_exec(s, st, "begin transaction");
+}
+
+static int sq_commit(sq_store_t *s) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_COMMIT);
+  if (!st) return PAWL_ESTORE;
+  int rc = sq_exec(s, st, "commit");
+  if (rc) {
+    /* A failed COMMIT may leave the transaction open; end it so the next
+     * operation starts clean. */
+    if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+  }
+  return rc;
+}
+
+static void sq_rollback(sq_store_t *s) {
+  if (sqlite3_get_autocommit(s->db)) return;
+  sqlite3_stmt *st = sq_stmt(s, SQ_ROLLBACK);
+  if (st) {
+    sqlite3_step(st);
+    sqlite3_reset(st);
+  } else {
+    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+  }
+}
+
+/* Ends a transaction: commit when rc == 0, else roll back. */
+static int sq_end(sq_store_t *s, int rc) {
+  if (rc == 0) return sq_commit(s);
+  sq_rollback(s);
+  return rc;
+}
+
+/* ---- rows --------------------------------------------------------------- */
+
+static char *sq_col_str(sqlite3_stmt *st, int i) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  return t ? strdup((const char *)t) : NULL;
+}
+
+static void sq_col_id(sqlite3_stmt *st, int i, pawl_id_t *out) {
+  const void *b = sqlite3_column_blob(st, i);
+  if (b && sqlite3_column_bytes(st, i) == 16)
+    memcpy(out->bytes, b, 16);
+  else
+    memset(out->bytes, 0, 16);
+}
+
+/* A pawl_job_t from a row of SQLITE_JOB_COLS. NULL when out of memory. */
+static pawl_job_t *sq_row_to_job(sqlite3_stmt *st) {
+  pawl_job_t *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  sq_col_id(st, 0, &j->id);
+  j->type = sq_col_str(st, 1);
+  j->queue = sq_col_str(st, 2);
+  j->state = (pawl_state_t)sqlite3_column_int(st, 3);
+  j->paused_from = (pawl_state_t)sqlite3_column_int(st, 4);
+  j->priority = sqlite3_column_int(st, 5);
+  j->payload = sq_col_str(st, 6);
+  j->params = sq_col_str(st, 7);
+  j->tags = sq_col_str(st, 8);
+  j->run_at = sqlite3_column_int64(st, 9);
+  j->attempt = sqlite3_column_int(st, 10);
+  j->max_attempts = sqlite3_column_int(st, 11);
+  j->timeout_s = sqlite3_column_int(st, 12);
+  j->idempotency_key = sq_col_str(st, 13);
+  j->business_key = sq_col_str(st, 14);
+  j->correlation_id = sq_col_str(st, 15);
+  j->enqueued_by = sq_col_str(st, 16);
+  j->created_at = sqlite3_column_int64(st, 17);
+  j->updated_at = sqlite3_column_int64(st, 18);
+  j->started_at = sqlite3_column_int64(st, 19);
+  j->finished_at = sqlite3_column_int64(st, 20);
+  j->lease_owner = sq_col_str(st, 21);
+  j->lease_expires = sqlite3_column_int64(st, 22);
+  j->last_error = sq_col_str(st, 23);
+  j->result = sq_col_str(st, 24);
+  j->recoveries = sqlite3_column_int(st, 25);
+  j->version = sqlite3_column_int64(st, 26);
+  if (!j->type || !j->queue || !j->payload || !j->tags) {
+    pawl_job_free(j);
+    return NULL;
+  }
+  return j;
+}
+
+/* Reads job `id` inside the current transaction. */
+static int sq_read_job(sq_store_t *s, const pawl_id_t *id, pawl_job_t **out) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_GET);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_DONE) {
+    sqlite3_reset(st);
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(id, text);
+    return store_fail(&s->base, PAWL_ENOTFOUND, "no job with id %s", text);
+  }
+  if (rc != SQLITE_ROW) {
+    sqlite3_reset(st);
+    return sq_fail(s, rc, "read job");
+  }
+  pawl_job_t *j = sq_row_to_job(st);
+  sqlite3_reset(st);
+  if (!j) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  *out = j;
+  return 0;
+}
+
+/* ---- settings ----------------------------------------------------------- */
+
+static int sq_setting_get(sq_store_t *s, const char *name, int64_t *out) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_SETTING_GET);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *out = sqlite3_column_int64(st, 0);
+  sqlite3_reset(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sq_fail(s, rc, name);
+  return 0;
+}
+
+/* Stores a new age boost and re-ranks the pending rows, in one
+ * transaction, so every node orders the queue the same way. */
+static int sq_set_age_boost(sq_store_t *s, int64_t ms) {
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, SQ_SETTING_SET);
+  if (!st) return sq_end(s, PAWL_ESTORE);
+  char v[32];
+  snprintf(v, sizeof v, "%lld", (long long)ms);
+  sqlite3_bind_text(st, 1, "age_boost_ms", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, v, -1, SQLITE_TRANSIENT);
+  rc = sq_exec(s, st, "store age boost");
+  if (!rc) {
+    st = sq_stmt(s, SQ_RERANK);
+    if (!st) return sq_end(s, PAWL_ESTORE);
+    sqlite3_bind_int64(st, 1, ms);
+    rc = sq_exec(s, st, "re-rank pending jobs");
+  }
+  rc = sq_end(s, rc);
+  if (!rc) s->boost_ms = ms;
+  return rc;
+}
+
+static int sq_age_boost(store_t *base, int64_t *ms) {
+  sq_store_t *s = (sq_store_t *)base;
+  int rc = sq_setting_get(s, "age_boost_ms", &s->boost_ms);
+  if (!rc) *ms = s->boost_ms;
+  return rc;
+}
+
+/* ---- schema and migrations ---------------------------------------------- */
+
+static int sq_table_exists(sq_store_t *s, const char *name, int *exists) {
+  sqlite3_stmt *st;
+  int rc = sqlite3_prepare_v2(
+      s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK) return sq_fail(s, rc, "read schema");
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
+  *exists = rc == SQLITE_ROW;
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sq_fail(s, rc, "read schema");
+  return 0;
+}
+
+static int sq_count_tables(sq_store_t *s, int *n) {
+  sqlite3_stmt *st;
+  int rc = sqlite3_prepare_v2(
+      s->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'", -1,
+      &st, NULL);
+  if (rc != SQLITE_OK) return sq_fail(s, rc, "read schema");
+  rc = sqlite3_step(st);
+  *n = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW) return sq_fail(s, rc, "read schema");
+  return 0;
+}
+
+/* Checks what is recorded in pawl_schema against the migrations this build
+ * carries: an applied script whose checksum changed, or a version newer than
+ * we know, is refused. *applied receives the highest applied version. */
+static int sq_check_applied(sq_store_t *s, int *applied) {
+  sqlite3_stmt *st;
+  int rc = sqlite3_prepare_v2(
+      s->db, "SELECT version, name, checksum FROM pawl_schema ORDER BY version",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK) return sq_fail(s, rc, "read pawl_schema");
+  *applied = 0;
+  int err = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int v = sqlite3_column_int(st, 0);
+    const char *name = (const char *)sqlite3_column_text(st, 1);
+    const char *sum = (const char *)sqlite3_column_text(st, 2);
+    *applied = v;
+    if ((size_t)v > store_sqlite_migration_count || v < 1) {
+      err = store_fail(&s->base, PAWL_ESCHEMA,
+                       "database sqlite:%s is at schema version %d, newer "
+                       "than this pawl knows (%zu): upgrade pawl",
+                       s->path, v, store_sqlite_migration_count);
+      break;
+    }
+    const store_migration_t *m = &store_sqlite_migrations[v - 1];
+    char want[16];
+    snprintf(want, sizeof want, "%08x", store_crc32(m->sql, m->len));
+    if (!sum || strcmp(sum, want) != 0) {
+      err = store_fail(&s->base, PAWL_ESCHEMA,
+                       "migration %s was changed after it was applied to "
+                       "sqlite:%s (checksum recorded %s, file now %s)",
+                       name ? name : m->name, s->path, sum ? sum : "(none)",
+                       want);
+      break;
+    }
+  }
+  if (!err && rc != SQLITE_DONE) err = sq_fail(s, rc, "read pawl_schema");
+  sqlite3_finalize(st);
+  return err;
+}
+
+/* Applies one migration in its own transaction, unless another process got
+ * there first: BEGIN IMMEDIATE serializes concurrent starts, and the version
+ * is re-read under the lock. */
+static int sq_apply(sq_store_t *s, const store_migration_t *m) {
+  int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", 0, 0, 0);
+  if (rc != SQLITE_OK) return sq_fail(s, rc, "begin migration");
+  int applied = 0, err = sq_check_applied(s, &applied);
+  if (err || applied >= m->version) {
+    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+    return err;
+  }
+  if (applied != m->version - 1) {
+    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+    return store_fail(&s->base, PAWL_ESCHEMA,
+                      "cannot apply %s: database is at version %d",
+                      m->name, applied);
+  }
+  char *sql = strndup(m->sql, m->len), *msg = NULL;
+  if (!sql) {
+    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+    return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  }
+  rc = sqlite3_exec(s->db, sql, 0, 0, &msg);
+  free(sql);
+  if (rc != SQLITE_OK) {
+    err = store_fail(&s->base, sq_rc_to_err(rc), "migration %s failed: %s",
+                     m->name, msg ? msg : sqlite3_errstr(rc));
+    sqlite3_free(msg);
+    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+    return err;
+  }
+  sqlite3_stmt *st;
+  rc = sqlite3_prepare_v2(s->db,
+                          "INSERT INTO pawl_schema (version, name, checksum, "
+                          "applied_at) VALUES (?1, ?2, ?3, ?4)",
+                          -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    char sum[16];
+    snprintf(sum, sizeof sum, "%08x", store_crc32(m->sql, m->len));
+    sqlite3_bind_int(st, 1, m->version);
+    sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, sum, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, store_now(&s->base));
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  }
+  if (rc != SQLITE_OK) {
+    err = sq_fail(s, rc, "record migration");
+    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+    return err;
+  }
+  rc = sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
+  if (rc != SQLITE_OK) {
+    err = sq_fail(s, rc, "commit migration");
+    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+    return err;
+  }
+  return 0;
+}
+
+/* Makes sure this is a pawl database (or an empty file we may claim) with a
+ * pawl_schema table. */
+static int sq_check_schema_table(sq_store_t *s, int create);
+
+/* The check and the creation happen under one write lock, so a process
+ * starting at the same moment sees either no tables or pawl_schema, never
+ * half of one and half of the other. */
+static int sq_prepare_schema_table(sq_store_t *s, int create) {
+  int rc = sqlite3_exec(s->db, create ? "BEGIN IMMEDIATE" : "BEGIN", 0, 0, 0);
+  if (rc != SQLITE_OK) return sq_fail(s, rc, "begin");
+  int err = sq_check_schema_table(s, create);
+  rc = sqlite3_exec(s->db, err ? "ROLLBACK" : "COMMIT", 0, 0, 0);
+  if (!err && rc != SQLITE_OK) {
+    err = sq_fail(s, rc, "create pawl_schema");
+    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+  }
+  return err;
+}
+
+static int sq_check_schema_table(sq_store_t *s, int create) {
+  int exists = 0, rc = sq_table_exists(s, "pawl_schema", &exists);
+  if (rc) return rc;
+  if (exists) return 0;
+  int ntables = 0;
+  if ((rc = sq_count_tables(s, &ntables))) return rc;
+  if (ntables > 0)
+    return store_fail(&s->base, PAWL_ESCHEMA,
+                      "sqlite:%s is not a pawl database (it has %d "
+                      "table%s but no pawl_schema)",
+                      s->path, ntables, ntables == 1 ? "" : "s");
+  if (!create)
+    return store_fail(&s->base, PAWL_ESCHEMA,
+                      "sqlite:%s has no pawl schema yet: run `pawl migrate`",
+                      s->path);
+  rc = sqlite3_exec(s->db,
+                    "CREATE TABLE pawl_schema ("
+                    "version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                    "checksum TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+                    0, 0, 0);
+  if (rc != SQLITE_OK) return sq_fail(s, rc, "create pawl_schema");
+  return 0;
+}
+
+static int sq_migrate(store_t *base) {
+  sq_store_t *s = (sq_store_t *)base;
+  int rc = sq_prepare_schema_table(s, 1);
+  if (rc) return rc;
+  for (size_t i = 0; i < store_sqlite_migration_count; i++)
+    if ((rc = sq_apply(s, &store_sqlite_migrations[i]))) return rc;
+  return 0;
+}
+
+static int sq_version(store_t *base, int *current, int *latest) {
+  sq_store_t *s = (sq_store_t *)base;
+  int exists = 0, rc = sq_table_exists(s, "pawl_schema", &exists);
+  if (rc) return rc;
+  int applied = 0;
+  if (exists && (rc = sq_check_applied(s, &applied))) return rc;
+  *current = applied;
+  *latest = (int)store_sqlite_migration_count;
+  return 0;
+}
+
+/* ---- jobs --------------------------------------------------------------- */
+
+static int sq_find_id(sq_store_t *s, int stmt_id, const char *key,
+                      pawl_id_t *out) {
+  sqlite3_stmt *st = sq_stmt(s, stmt_id);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) sq_col_id(st, 0, out);
+  sqlite3_reset(st);
+  if (rc == SQLITE_ROW) return 0;
+  if (rc == SQLITE_DONE) return PAWL_ENOTFOUND;
+  return sq_fail(s, rc, "look up key");
+}
+
+static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
+                         pawl_id_t *id_out, int *status) {
+  int rc;
+  if (j->idempotency_key) {
+    rc = sq_find_id(s, SQ_IDEM_FIND, j->idempotency_key, id_out);
+    if (rc == 0) {
+      *status = PAWL_ENQ_DUPLICATE;
+      return 0;
+    }
+    if (rc != PAWL_ENOTFOUND) return rc;
+  }
+  if (j->business_key) {
+    rc = sq_find_id(s, SQ_BIZ_FIND, j->business_key, id_out);
+    if (rc == 0) {
+      if (j->return_existing) {
+        *status = PAWL_ENQ_EXISTING;
+        return 0;
+      }
+      char text[PAWL_ID_STRLEN];
+      pawl_id_format(id_out, text);
+      return store_fail(&s->base, PAWL_EKEY,
+                        "business key \"%s\" is held by live job %s",
+                        j->business_key, text);
+    }
+    if (rc != PAWL_ENOTFOUND) return rc;
+  }
+  sqlite3_stmt *st = sq_stmt(s, SQ_INSERT);
+  if (!st) return PAWL_ESTORE;
+  int64_t run_at = j->run_at ? j->run_at : now;
+  sq_bind_id(st, 1, &j->id);
+  sqlite3_bind_text(st, 2, j->type, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, j->queue ? j->queue : "default", -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 4, j->blocked ? PAWL_BLOCKED : PAWL_PENDING);
+  sqlite3_bind_int(st, 5, j->priority);
+  sqlite3_bind_int64(st, 6, store_rank(j->priority, run_at, s->boost_ms));
+  sqlite3_bind_text(st, 7, j->payload ? j->payload : "{}", -1, SQLITE_STATIC);
+  sq_bind_text(st, 8, j->params);
+  sqlite3_bind_text(st, 9, j->tags ? j->tags : "[]", -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 10, run_at);
+  sqlite3_bind_int(st, 11, j->max_attempts);
+  sqlite3_bind_int(st, 12, j->timeout_s);
+  sq_bind_text(st, 13, j->idempotency_key);
+  sq_bind_text(st, 14, j->business_key);
+  sq_bind_text(st, 15, j->correlation_id);
+  sq_bind_text(st, 16, j->enqueued_by);
+  sqlite3_bind_int64(st, 17, now);
+  if ((rc = sq_exec(s, st, "insert job"))) return rc;
+  if (j->idempotency_key) {
+    st = sq_stmt(s, SQ_IDEM_ADD);
+    if (!st) return PAWL_ESTORE;
+    sqlite3_bind_text(st, 1, j->idempotency_key, -1, SQLITE_STATIC);
+    sq_bind_id(st, 2, &j->id);
+    sqlite3_bind_int64(st, 3, now);
+    if ((rc = sq_exec(s, st, "record idempotency key"))) return rc;
+  }
+  *id_out = j->id;
+  *status = PAWL_ENQ_NEW;
+  return 0;
+}
+
+static int sq_insert(store_t *base, const store_new_job_t *jobs, size_t n,
+                     pawl_id_t *ids, int *status) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = store_now(base);
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  for (size_t i = 0; i < n && !rc; i++)
+    rc = sq_insert_one(s, &jobs[i], now, &ids[i], &status[i]);
+  return sq_end(s, rc);
+}
+
+static int sq_get(store_t *base, const pawl_id_t *id, pawl_job_t **out) {
+  return sq_read_job((sq_store_t *)base, id, out);
+}
+
+static int sq_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
+                   void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, f->state == PAWL_FAILED ? SQ_LIST_FAILED
+                                                        : SQ_LIST);
+  if (!st) return PAWL_ESTORE;
+  if (f->state >= 0) sqlite3_bind_int(st, 1, f->state);
+  sq_bind_text(st, 2, f->queue);
+  sq_bind_text(st, 3, f->type);
+  sqlite3_bind_int(st, 4, f->limit > 0 ? f->limit : 100);
+  int rc, err = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    pawl_job_t *j = sq_row_to_job(st);
+    if (!j) {
+      err = store_fail(base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    int stop = cb(j, data);
+    pawl_job_free(j);
+    if (stop) break;
+  }
+  if (!err && rc != SQLITE_ROW && rc != SQLITE_DONE)
+    err = sq_fail(s, rc, "list jobs");
+  sqlite3_reset(st);
+  return err;
+}
+
+static int sq_find_idempotent(store_t *base, const char *key, pawl_id_t *out) {
+  return sq_find_id((sq_store_t *)base, SQ_IDEM_FIND, key, out);
+}
+
+static int sq_find_business(store_t *base, const char *key, pawl_id_t *out) {
+  return sq_find_id((sq_store_t *)base, SQ_BIZ_FIND, key, out);
+}
+
+/* ---- claim and leases --------------------------------------------------- */
+
+typedef struct sq_ranked {
+  pawl_job_t *job;
+  int64_t rank;
+} sq_ranked_t;
+
+/* Claim order: rank descending, then run_at, then id. RETURNING does not
+ * promise the subquery's order, so the batch is sorted here. */
+static int sq_ranked_cmp(const void *a, const void *b) {
+  const sq_ranked_t *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank > y->rank ? -1 : 1;
+  if (x->job->run_at != y->job->run_at)
+    return x->job->run_at < y->job->run_at ? -1 : 1;
+  return memcmp(x->job->id.bytes, y->job->id.bytes, 16);
+}
+
+static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
+                    size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  *out = NULL;
+  *n = 0;
+  if (c->max == 0) return 0;
+  char *queues_json = NULL;
+  int which = SQ_CLAIM;
+  if (c->nqueues == 1) {
+    which = SQ_CLAIM_QUEUE;
+  } else if (c->nqueues > 1) {
+    /* A JSON array of names, bound as one value for json_each(). */
+    size_t len = 3;
+    for (size_t i = 0; i < c->nqueues; i++) len += 2 * strlen(c->queues[i]) + 3;
+    queues_json = malloc(len);
+    if (!queues_json) return store_fail(base, PAWL_ENOMEM, "out of memory");
+    char *p = queues_json;
+    *p++ = '[';
+    for (size_t i = 0; i < c->nqueues; i++) {
+      if (i) *p++ = ',';
+      *p++ = '"';
+      for (const char *q = c->queues[i]; *q; q++) {
+        if (*q == '"' || *q == '\\') *p++ = '\\';
+        *p++ = *q;
+      }
+      *p++ = '"';
+    }
+    *p++ = ']';
+    *p = 0;
+    which = SQ_CLAIM_QUEUES;
+  }
+  int64_t now = store_now(base);
+  sq_ranked_t *ranked = calloc(c->max, sizeof *ranked);
+  if (!ranked) {
+    free(queues_json);
+    return store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
+  int rc = sq_begin(s);
+  size_t got = 0;
+  if (!rc) {
+    sqlite3_stmt *st = sq_stmt(s, which);
+    if (!st) {
+      rc = PAWL_ESTORE;
+    } else {
+      sqlite3_bind_int64(st, 1, now);
+      sqlite3_bind_text(st, 2, c->owner, -1, SQLITE_STATIC);
+      sq_bind_id(st, 3, c->token);
+      sqlite3_bind_int64(st, 4, now + c->lease_ms);
+      sqlite3_bind_int64(st, 5, (sqlite3_int64)c->max);
+      if (which == SQ_CLAIM_QUEUE)
+        sqlite3_bind_text(st, 6, c->queues[0], -1, SQLITE_STATIC);
+      else if (which == SQ_CLAIM_QUEUES)
+        sqlite3_bind_text(st, 6, queues_json, -1, SQLITE_STATIC);
+      int step;
+      while ((step = sqlite3_step(st)) == SQLITE_ROW && got < c->max) {
+        pawl_job_t *j = sq_row_to_job(st);
+        if (!j) {
+          rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+          break;
+        }
+        ranked[got].job = j;
+        ranked[got].rank = sqlite3_column_int64(st, 27);
+        got++;
+      }
+      if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
+        rc = sq_fail(s, step, "claim jobs");
+      sqlite3_reset(st);
+    }
+    rc = sq_end(s, rc);
+  }
+  free(queues_json);
+  pawl_job_t **jobs = NULL;
+  if (!rc && got > 0) {
+    jobs = malloc(got * sizeof *jobs);
+    if (!jobs) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
+  if (rc) {
+    /* Nothing was committed (or the commit failed): drop what we read. */
+    for (size_t i = 0; i < got; i++) pawl_job_free(ranked[i].job);
+    free(ranked);
+    return rc;
+  }
+  qsort(ranked, got, sizeof *ranked, sq_ranked_cmp);
+  for (size_t i = 0; i < got; i++) jobs[i] = ranked[i].job;
+  free(ranked);
+  *out = jobs;
+  *n = got;
+  return 0;
+}
+
+static int sq_extend(store_t *base, const pawl_id_t *token, int64_t lease_ms,
+                     size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_EXTEND);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, store_now(base) + lease_ms);
+  sq_bind_id(st, 2, token);
+  int rc = sq_exec(s, st, "extend leases");
+  if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
+  return rc;
+}
+
+static int sq_add_attempt(sq_store_t *s, const pawl_id_t *id, int64_t now,
+                          const char *outcome, const char *error,
+                          const pawl_id_t *token, int32_t attempt) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_ATTEMPT_ADD);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  sqlite3_bind_int64(st, 2, now);
+  sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
+  sq_bind_text(st, 4, error);
+  sq_bind_id(st, 5, token);
+  sqlite3_bind_int(st, 6, attempt);
+  int rc = sq_exec(s, st, "record attempt");
+  if (rc) return rc;
+  return sqlite3_changes(s->db) == 1 ? 0 : PAWL_ELEASE;
+}
+
+static int sq_event_from_row(sq_store_t *s, const pawl_id_t *id, int64_t now,
+                             int to, const char *reason) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_EVENT_FROM_ROW);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  sqlite3_bind_int64(st, 2, now);
+  sqlite3_bind_int(st, 3, to);
+  sq_bind_text(st, 4, reason);
+  return sq_exec(s, st, "record event");
+}
+
+static int sq_add_event(sq_store_t *s, const pawl_id_t *id, int64_t now,
+                        int from, int to, const char *actor,
+                        const char *reason, int32_t attempt) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_EVENT_ADD);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  sqlite3_bind_int64(st, 2, now);
+  sqlite3_bind_int(st, 3, from);
+  sqlite3_bind_int(st, 4, to);
+  sq_bind_text(st, 5, actor);
+  sq_bind_text(st, 6, reason);
+  sqlite3_bind_int(st, 7, attempt);
+  return sq_exec(s, st, "record event");
+}
+
+static int sq_requeue(sq_store_t *s, const pawl_id_t *id, int64_t run_at,
+                      int give_back, const char *error, int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_REQUEUE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, run_at);
+  sqlite3_bind_int64(st, 2, s->boost_ms);
+  sqlite3_bind_int(st, 3, give_back);
+  sq_bind_text(st, 4, error);
+  sqlite3_bind_int64(st, 5, now);
+  sq_bind_id(st, 6, id);
+  return sq_exec(s, st, "requeue job");
+}
+
+static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
+                       int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_FAIL);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_text(st, 1, error);
+  sqlite3_bind_int64(st, 2, now);
+  sq_bind_id(st, 3, id);
+  return sq_exec(s, st, "fail job");
+}
+
+/* One outcome inside the finish transaction. PAWL_ELEASE when the job is not
+ * held by `token` under that attempt any more. */
+static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
+                         const pawl_outcome_t *o, int64_t now) {
+  int rc;
+  if (o->kind == PAWL_OUT_SUCCEEDED) {
+    sqlite3_stmt *st = sq_stmt(s, SQ_SUCCEED);
+    if (!st) return PAWL_ESTORE;
+    sq_bind_text(st, 1, o->result);
+    sqlite3_bind_int64(st, 2, now);
+    sq_bind_id(st, 3, &o->id);
+    sq_bind_id(st, 4, token);
+    sqlite3_bind_int(st, 5, o->attempt);
+    if ((rc = sq_exec(s, st, "complete job"))) return rc;
+    return sqlite3_changes(s->db) == 1 ? 0 : PAWL_ELEASE;
+  }
+  static const char *const names[] = {
+      [PAWL_OUT_FAILED] = "failed", [PAWL_OUT_RETRY] = "retry",
+      [PAWL_OUT_SNOOZE] = "snoozed", [PAWL_OUT_RELEASE] = "released"};
+  if ((int)o->kind < PAWL_OUT_FAILED || o->kind > PAWL_OUT_RELEASE)
+    return store_fail(&s->base, PAWL_EINVAL, "unknown outcome kind %d",
+                      (int)o->kind);
+  const char *error = o->kind == PAWL_OUT_FAILED || o->kind == PAWL_OUT_RETRY
+                          ? o->error
+                          : NULL;
+  rc = sq_add_attempt(s, &o->id, now, names[o->kind], error, token,
+                      o->attempt);
+  if (rc) return rc;
+  switch (o->kind) {
+  case PAWL_OUT_FAILED:
+    if ((rc = sq_event_from_row(s, &o->id, now, PAWL_FAILED,
+                                "attempts exhausted or fatal error")))
+      return rc;
+    return sq_fail_job(s, &o->id, error, now);
+  case PAWL_OUT_RETRY: {
+    char why[96];
+    snprintf(why, sizeof why, "retry in %lld ms",
+             (long long)(o->run_at - now));
+    if ((rc = sq_event_from_row(s, &o->id, now, PAWL_PENDING, why))) return rc;
+    return sq_requeue(s, &o->id, o->run_at, 0, error, now);
+  }
+  case PAWL_OUT_SNOOZE: {
+    char why[96];
+    snprintf(why, sizeof why, "snoozed for %lld ms",
+             (long long)(o->run_at - now));
+    if ((rc = sq_event_from_row(s, &o->id, now, PAWL_PENDING, why))) return rc;
+    return sq_requeue(s, &o->id, o->run_at, 1, NULL, now);
+  }
+  default:
+    if ((rc = sq_event_from_row(s, &o->id, now, PAWL_PENDING,
+                                "released: node stopping")))
+      return rc;
+    return sq_requeue(s, &o->id, now, 1, NULL, now);
+  }
+}
+
+static int sq_finish(store_t *base, const pawl_id_t *token,
+                     const pawl_outcome_t *outs, size_t n, int *rcs) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = store_now(base);
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  for (size_t i = 0; i < n; i++) {
+    int r = sq_finish_one(s, token, &outs[i], now);
+    if (r == PAWL_ELEASE || r == PAWL_EINVAL) {
+      if (rcs) rcs[i] = r;
+      continue;
+    }
+    if (r) return sq_end(s, r);
+    if (rcs) rcs[i] = 0;
+  }
+  return sq_end(s, 0);
+}
+
+/* Takes back expired leases. Each job goes back to pending with its attempt
+ * counted, or to failed when that was its last attempt or it has been
+ * recovered too often (a poison job that keeps killing its node). */
+static int sq_recover(store_t *base, size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = store_now(base);
+  size_t count = 0;
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  sqlite3_stmt *sel = sq_stmt(s, SQ_EXPIRED);
+  if (!sel) return sq_end(s, PAWL_ESTORE);
+  sqlite3_bind_int64(sel, 1, now);
+  /* Collect first: the statements below write to the table we read. */
+  struct lost {
+    pawl_id_t id;
+    int attempt, max_attempts, recoveries;
+    char owner[128];
+  } *lost = NULL;
+  size_t nlost = 0, cap = 0;
+  int step;
+  while ((step = sqlite3_step(sel)) == SQLITE_ROW) {
+    if (nlost == cap) {
+      cap = cap ? cap * 2 : 16;
+      void *p = realloc(lost, cap * sizeof *lost);
+      if (!p) {
+        sqlite3_reset(sel);
+        free(lost);
+        return sq_end(s, store_fail(base, PAWL_ENOMEM, "out of memory"));
+      }
+      lost = p;
+    }
+    struct lost *l = &lost[nlost++];
+    sq_col_id(sel, 0, &l->id);
+    l->attempt = sqlite3_column_int(sel, 1);
+    l->max_attempts = sqlite3_column_int(sel, 2);
+    l->recoveries = sqlite3_column_int(sel, 3);
+    const unsigned char *o = sqlite3_column_text(sel, 4);
+    snprintf(l->owner, sizeof l->owner, "%s", o ? (const char *)o : "?");
+  }
+  sqlite3_reset(sel);
+  if (step != SQLITE_DONE) {
+    free(lost);
+    return sq_end(s, sq_fail(s, step, "find expired leases"));
+  }
+  for (size_t i = 0; i < nlost && !rc; i++) {
+    struct lost *l = &lost[i];
+    char why[256];
+    int poison = l->recoveries + 1 > s->poison;
+    int last = l->attempt >= l->max_attempts;
+    if (poison)
+      snprintf(why, sizeof why,
+               "lease expired on node %s; recovered %d times: poison job",
+               l->owner, l->recoveries + 1);
+    else
+      snprintf(why, sizeof why, "lease expired on node %s%s", l->owner,
+               last ? "; no attempts left" : "");
+    rc = sq_add_attempt(s, &l->id, now, "lost", why, NULL, 0);
+    if (rc == PAWL_ELEASE) {
+      rc = 0; /* already gone: finished within this transaction's view */
+      continue;
+    }
+    if (!rc)
+      rc = sq_event_from_row(s, &l->id, now,
+                             poison || last ? PAWL_FAILED : PAWL_PENDING, why);
+    if (!rc && (poison || last)) {
+      rc = sq_fail_job(s, &l->id, why, now);
+    } else if (!rc) {
+      sqlite3_stmt *st = sq_stmt(s, SQ_RECOVER);
+      if (!st) {
+        rc = PAWL_ESTORE;
+        break;
+      }
+      char from[160];
+      snprintf(from, sizeof from, "recovered from node %s", l->owner);
+      sqlite3_bind_int64(st, 1, now);
+      sqlite3_bind_int64(st, 2, s->boost_ms);
+      sqlite3_bind_text(st, 3, why, -1, SQLITE_TRANSIENT);
+      sq_bind_id(st, 4, &l->id);
+      rc = sq_exec(s, st, "recover job");
+    }
+    if (!rc) count++;
+  }
+  free(lost);
+  rc = sq_end(s, rc);
+  if (!rc && n) *n = count;
+  return rc;
+}
+
+/* ---- operator transitions ----------------------------------------------- */
+
+static const char *sq_op_name(store_op_t op) {
+  switch (op) {
+  case STORE_OP_CANCEL: return "cancel";
+  case STORE_OP_PAUSE: return "pause";
+  case STORE_OP_RESUME: return "resume";
+  case STORE_OP_RETRY: return "retry";
+  case STORE_OP_UNBLOCK: return "unblock";
+  case STORE_OP_EXPIRE: return "expire";
+  }
+  return "?";
+}
+
+static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
+                         const char *actor, const char *reason,
+                         pawl_job_t **out) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = store_now(base);
+  pawl_job_t *j = NULL;
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  if ((rc = sq_read_job(s, id, &j))) return sq_end(s, rc);
+
+  /* The new values; start from the row as it is. */
+  int from = j->state, to = -1, noop = 0;
+  int paused_from = -1;
+  int64_t run_at = j->run_at, finished_at = j->finished_at;
+  int64_t rank = store_rank(j->priority, j->run_at, s->boost_ms);
+  int32_t attempt = j->attempt, recoveries = j->recoveries;
+  const char *last_error = j->last_error, *result = j->result;
+  switch (op) {
+  case STORE_OP_CANCEL:
+    if (from == PAWL_CANCELED) noop = 1;
+    else if (from == PAWL_PENDING || from == PAWL_RUNNING ||
+             from == PAWL_BLOCKED || from == PAWL_PAUSED) {
+      to = PAWL_CANCELED;
+      finished_at = now;
+    }
+    break;
+  case STORE_OP_PAUSE:
+    if (from == PAWL_PAUSED) noop = 1;
+    else if (from == PAWL_PENDING || from == PAWL_FAILED) {
+      to = PAWL_PAUSED;
+      paused_from = from;
+    }
+    break;
+  case STORE_OP_RESUME:
+    if (from == PAWL_PAUSED) to = j->paused_from;
+    else if (from == PAWL_PENDING || from == PAWL_FAILED) noop = 1;
+    break;
+  case STORE_OP_RETRY:
+    if (from == PAWL_PENDING) noop = 1;
+    else if (from == PAWL_FAILED) {
+      to = PAWL_PENDING;
+      run_at = now;
+      rank = store_rank(j->priority, now, s->boost_ms);
+      attempt = 0;
+      recoveries = 0;
+      last_error = NULL;
+      result = NULL;
+      finished_at = 0;
+    }
+    break;
+  case STORE_OP_UNBLOCK:
+    if (from == PAWL_PENDING) noop = 1;
+    else if (from == PAWL_BLOCKED) to = PAWL_PENDING;
+    break;
+  case STORE_OP_EXPIRE:
+    if (from == PAWL_FAILED) noop = 1;
+    else if (from == PAWL_BLOCKED) {
+      to = PAWL_FAILED;
+      finished_at = now;
+      last_error = "wait timed out";
+    }
+    break;
+  }
+  if (noop) {
+    sq_end(s, 0);
+    if (out) *out = j;
+    else pawl_job_free(j);
+    return 0;
+  }
+  if (to < 0) {
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(id, text);
+    rc = store_fail(base, PAWL_ESTATE, "cannot %s job %s: it is %s",
+                    sq_op_name(op), text, pawl_state_name(from));
+    pawl_job_free(j);
+    return sq_end(s, rc);
+  }
+  /* A job canceled while running: its attempt ends here, recorded. */
+  if (from == PAWL_RUNNING) {
+    rc = sq_add_attempt(s, id, now, "canceled", reason, NULL, 0);
+    if (rc == PAWL_ELEASE) rc = 0;
+  }
+  if (!rc) rc = sq_add_event(s, id, now, from, to, actor, reason, j->attempt);
+  sqlite3_stmt *st = rc ? NULL : sq_stmt(s, SQ_TRANSITION);
+  if (!rc && !st) rc = PAWL_ESTORE;
+  if (!rc) {
+    sqlite3_bind_int64(st, 1, now);
+    sq_bind_id(st, 2, id);
+    sqlite3_bind_int64(st, 3, j->version);
+    sqlite3_bind_int(st, 4, to);
+    if (paused_from >= 0)
+      sqlite3_bind_int(st, 5, paused_from);
+    else
+      sqlite3_bind_null(st, 5);
+    sqlite3_bind_int64(st, 6, run_at);
+    sqlite3_bind_int64(st, 7, rank);
+    sqlite3_bind_int(st, 8, attempt);
+    sq_bind_text(st, 9, last_error);
+    sq_bind_text(st, 10, result);
+    sq_bind_opt_int(st, 11, finished_at);
+    sqlite3_bind_int(st, 12, recoveries);
+    if (to == PAWL_RUNNING)
+      sqlite3_bind_int64(st, 13, j->lease_expires);
+    else
+      sqlite3_bind_null(st, 13);
+    int step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step == SQLITE_CONSTRAINT) {
+      char text[PAWL_ID_STRLEN];
+      pawl_id_format(id, text);
+      rc = store_fail(base, PAWL_EKEY,
+                      "cannot %s job %s: its business key \"%s\" is held by "
+                      "another live job",
+                      sq_op_name(op), text,
+                      j->business_key ? j->business_key : "");
+    } else if (step != SQLITE_DONE) {
+      rc = sq_fail(s, step, "update job");
+    } else if (sqlite3_changes(s->db) != 1) {
+      rc = store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
+    }
+  }
+  pawl_job_free(j);
+  j = NULL;
+  if (!rc && out) rc = sq_read_job(s, id, &j);
+  rc = sq_end(s, rc);
+  if (rc) {
+    pawl_job_free(j);
+    return rc;
+  }
+  if (out) *out = j;
+  return 0;
+}
+
+/* ---- history ------------------------------------------------------------ */
+
+/* Grows an array by one zeroed element; NULL when out of memory. */
+static void *sq_push(void **arr, size_t *n, size_t size) {
+  void *p = realloc(*arr, (*n + 1) * size);
+  if (!p) return NULL;
+  *arr = p;
+  memset((char *)p + *n * size, 0, size);
+  return (char *)p + (*n)++ * size;
+}
+
+static char *sq_strdup_opt(const char *s) { return s ? strdup(s) : NULL; }
+
+/* Appends a claim event (pending -> running) for an attempt. */
+static int sq_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
+  pawl_event_t *e = sq_push((void **)&h->events, &h->nevents, sizeof *e);
+  if (!e) return -1;
+  e->at = a->started_at;
+  e->from_state = PAWL_PENDING;
+  e->to_state = PAWL_RUNNING;
+  e->actor = sq_strdup_opt(a->node);
+  e->reason = strdup("claimed");
+  e->attempt = a->attempt;
+  return 0;
+}
+
+/* History: the rows written for failures and operator actions, plus what
+ * the success path keeps on the job row (enqueue, the current attempt's
+ * claim and its success).
+ *
+ * The order is the order things were recorded in, not a sort by time
+ * (several can share a millisecond): every attempt row is written together
+ * with the event that ended it, the one event leaving `running`, so the
+ * n-th such event is preceded by the claim of the n-th recorded attempt;
+ * the attempt on the row comes last. */
+static int sq_history(store_t *base, const pawl_id_t *id,
+                      pawl_history_t **out) {
+  sq_store_t *s = (sq_store_t *)base;
+  pawl_history_t *h = calloc(1, sizeof *h);
+  pawl_job_t *j = NULL;
+  if (!h) return store_fail(base, PAWL_ENOMEM, "out of memory");
+  /* A read transaction gives one consistent snapshot of the three tables. */
+  int rc = sqlite3_exec(s->db, "BEGIN", 0, 0, 0);
+  if (rc != SQLITE_OK) {
+    free(h);
+    return sq_fail(s, rc, "begin read");
+  }
+  rc = sq_read_job(s, id, &j);
+  int oom = 0, step;
+  pawl_event_t *e;
+  pawl_attempt_t *a;
+  sqlite3_stmt *st = NULL;
+  if (!rc) {
+    e = sq_push((void **)&h->events, &h->nevents, sizeof *e);
+    if (!e) oom = 1;
+    else {
+      e->at = j->created_at;
+      e->from_state = -1;
+      e->to_state = PAWL_PENDING; /* or blocked: see below */
+      e->actor = sq_strdup_opt(j->enqueued_by);
+      e->reason = strdup("enqueued");
+    }
+    st = sq_stmt(s, SQ_ATTEMPTS);
+    if (!st) rc = PAWL_ESTORE;
+  }
+  if (!rc && !oom) {
+    sq_bind_id(st, 1, id);
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+      a = sq_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+      if (!a) {
+        oom = 1;
+        break;
+      }
+      a->attempt = sqlite3_column_int(st, 0);
+      a->node = sq_col_str(st, 1);
+      a->scheduled_at = sqlite3_column_int64(st, 2);
+      a->started_at = sqlite3_column_int64(st, 3);
+      a->ended_at = sqlite3_column_int64(st, 4);
+      a->outcome = sq_col_str(st, 5);
+      a->error = sq_col_str(st, 6);
+    }
+    if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read attempts");
+    sqlite3_reset(st);
+  }
+  if (!rc && !oom) {
+    st = sq_stmt(s, SQ_EVENTS);
+    if (!st) rc = PAWL_ESTORE;
+  }
+  if (!rc && !oom) {
+    size_t next_attempt = 0;
+    sq_bind_id(st, 1, id);
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+      int from = sqlite3_column_int(st, 1);
+      if (from == PAWL_RUNNING && next_attempt < h->nattempts &&
+          sq_push_claim(h, &h->attempts[next_attempt++])) {
+        oom = 1;
+        break;
+      }
+      /* Enqueued blocked: its first transition leaves `blocked`. */
+      if (from == PAWL_BLOCKED && h->nevents == 1)
+        h->events[0].to_state = PAWL_BLOCKED;
+      e = sq_push((void **)&h->events, &h->nevents, sizeof *e);
+      if (!e) {
+        oom = 1;
+        break;
+      }
+      e->at = sqlite3_column_int64(st, 0);
+      e->from_state = from;
+      e->to_state = sqlite3_column_int(st, 2);
+      e->actor = sq_col_str(st, 3);
+      e->reason = sq_col_str(st, 4);
+      e->attempt = sqlite3_column_int(st, 5);
+    }
+    if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read events");
+    sqlite3_reset(st);
+  }
+  if (!rc && !oom && h->nevents == 1 && j->state == PAWL_BLOCKED)
+    h->events[0].to_state = PAWL_BLOCKED;
+  /* The attempt whose history lives on the row: running now, or the one
+   * that succeeded. */
+  if (!rc && !oom && (j->state == PAWL_RUNNING || j->state == PAWL_SUCCEEDED)) {
+    a = sq_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+    if (!a) oom = 1;
+    else {
+      a->attempt = j->attempt;
+      a->node = sq_strdup_opt(j->lease_owner);
+      a->scheduled_at = j->run_at;
+      a->started_at = j->started_at;
+      a->ended_at = j->state == PAWL_SUCCEEDED ? j->finished_at : 0;
+      a->outcome = strdup(j->state == PAWL_SUCCEEDED ? "succeeded" : "running");
+      if (sq_push_claim(h, a)) oom = 1;
+    }
+    if (!oom && j->state == PAWL_SUCCEEDED) {
+      e = sq_push((void **)&h->events, &h->nevents, sizeof *e);
+      if (!e) oom = 1;
+      else {
+        e->at = j->finished_at;
+        e->from_state = PAWL_RUNNING;
+        e->to_state = PAWL_SUCCEEDED;
+        e->actor = sq_strdup_opt(j->lease_owner);
+        e->reason = strdup("succeeded");
+        e->attempt = j->attempt;
+      }
+    }
+  }
+  sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
+  pawl_job_free(j);
+  if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (rc) {
+    pawl_history_free(h);
+    return rc;
+  }
+  *out = h;
+  return 0;
+}
+
+/* ---- locks -------------------------------------------------------------- */
+
+static int sq_lock_acquire(store_t *base, const char *name, const char *owner,
+                           int64_t ttl_ms, int *got) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = store_now(base);
+  sqlite3_stmt *st = sq_stmt(s, SQ_LOCK_ACQUIRE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now);
+  sqlite3_bind_int64(st, 4, now + ttl_ms);
+  int rc = sq_exec(s, st, "acquire lock");
+  if (!rc) *got = sqlite3_changes(s->db) == 1;
+  return rc;
+}
+
+static int sq_lock_extend(store_t *base, const char *name, const char *owner,
+                          int64_t ttl_ms, int *ok) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = store_now(base);
+  sqlite3_stmt *st = sq_stmt(s, SQ_LOCK_EXTEND);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now + ttl_ms);
+  sqlite3_bind_int64(st, 4, now);
+  int rc = sq_exec(s, st, "extend lock");
+  if (!rc) *ok = sqlite3_changes(s->db) == 1;
+  return rc;
+}
+
+static int sq_lock_release(store_t *base, const char *name, const char *owner) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_LOCK_RELEASE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
+  return sq_exec(s, st, "release lock");
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+
+static int sq_node_beat(store_t *base, const store_node_t *nd) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_NODE_BEAT);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, nd->id, -1, SQLITE_STATIC);
+  sq_bind_id(st, 2, nd->incarnation);
+  sqlite3_bind_text(st, 3, nd->version ? nd->version : PAWL_VERSION, -1,
+                    SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, nd->queues ? nd->queues : "", -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 5, nd->started_at);
+  sqlite3_bind_int64(st, 6, store_now(base));
+  return sq_exec(s, st, "record node heartbeat");
+}
+
+static int sq_node_list(store_t *base, store_node_cb cb, void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_NODE_LIST);
+  if (!st) return PAWL_ESTORE;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    pawl_id_t inc;
+    sq_col_id(st, 1, &inc);
+    store_node_t nd = {
+        .id = (const char *)sqlite3_column_text(st, 0),
+        .incarnation = &inc,
+        .version = (const char *)sqlite3_column_text(st, 2),
+        .queues = (const char *)sqlite3_column_text(st, 3),
+        .started_at = sqlite3_column_int64(st, 4),
+        .last_beat = sqlite3_column_int64(st, 5),
+    };
+    if (cb(&nd, data)) break;
+  }
+  int err = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sq_fail(s, rc, "list nodes");
+  sqlite3_reset(st);
+  return err;
+}
+
+static int sq_node_reap(store_t *base, int64_t silent_ms, size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_NODE_REAP);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, store_now(base) - silent_ms);
+  int rc = sq_exec(s, st, "remove silent nodes");
+  if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
+  return rc;
+}
+
+/* ---- open and close ----------------------------------------------------- */
+
+static void sq_close(store_t *base) {
+  sq_store_t *s = (sq_store_t *)base;
+  if (!s) return;
+  for (int i = 0; i < SQ_COUNT; i++) sqlite3_finalize(s->stmt[i]);
+  sqlite3_close(s->db);
+  free(s->path);
+  free(s);
+}
+
+static const struct store_ops sq_ops = {
+    .name = "sqlite",
+    .schema = {sq_migrate, sq_version},
+    .jobs = {sq_insert, sq_get, sq_list},
+    .keys = {sq_find_idempotent, sq_find_business},
+    .claim = {sq_claim, sq_extend, sq_recover},
+    .terminal = {sq_finish},
+    .control = {sq_transition},
+    .history = {sq_history},
+    .locks = {sq_lock_acquire, sq_lock_extend, sq_lock_release},
+    .nodes = {sq_node_beat, sq_node_list, sq_node_reap},
+    .settings = {sq_age_boost},
+    .close = sq_close,
+};
+
+/* Switches to WAL. Changing the journal mode needs an exclusive lock and
+ * SQLite may answer SQLITE_BUSY at once instead of calling the busy handler
+ * (several processes opening a new file together), so retry until the busy
+ * timeout runs out. */
+static int sq_set_wal(sqlite3 *db, int timeout_ms, char **msg) {
+  for (int waited = 0;; waited += 5) {
+    int rc = sqlite3_exec(db, "PRAGMA journal_mode = WAL", 0, 0, msg);
+    int base = rc & 0xff;
+    if ((base != SQLITE_BUSY && base != SQLITE_LOCKED) || waited >= timeout_ms)
+      return rc;
+    sqlite3_free(*msg);
+    *msg = NULL;
+    struct timespec ts = {0, 5 * 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Checks the file's directory before SQLite does, to name the problem. */
+static int sq_check_path(const char *path, char *errbuf, size_t errlen) {
+  char *copy = strdup(path);
+  if (!copy) return PAWL_ENOMEM;
+  const char *dir = dirname(copy);
+  struct stat sb;
+  int rc = 0;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    snprintf(errbuf, errlen, "cannot open sqlite:%s: directory %s does not exist",
+             path, dir);
+    rc = PAWL_EIO;
+  } else if (access(path, F_OK) != 0 && access(dir, W_OK) != 0) {
+    snprintf(errbuf, errlen,
+             "cannot create sqlite:%s: directory %s is not writable", path, dir);
+    rc = PAWL_EIO;
+  } else if (access(path, F_OK) == 0 && access(dir, W_OK) != 0) {
+    /* WAL mode needs to create -wal and -shm files beside the database. */
+    snprintf(errbuf, errlen,
+             "cannot open sqlite:%s: directory %s is not writable (SQLite "
+             "needs it for the write-ahead log)",
+             path, dir);
+    rc = PAWL_EIO;
+  } else if (access(path, F_OK) == 0 && access(path, R_OK | W_OK) != 0) {
+    snprintf(errbuf, errlen, "cannot open sqlite:%s: file is not writable",
+             path);
+    rc = PAWL_EIO;
+  }
+  free(copy);
+  return rc;
+}
+
+int store_sqlite_open(store_t **out, const store_config_t *cfg,
+                      const char *path, char *errbuf, size_t errlen);
+
+/* The store's connection, for tests and the benchmark's plain-SQL loop;
+ * NULL if `st` is not an SQLite store. */
+sqlite3 *store_sqlite_db(store_t *st);
+sqlite3 *store_sqlite_db(store_t *st) {
+  return st && st->ops == &sq_ops ? ((sq_store_t *)st)->db : NULL;
+}
+
+int store_sqlite_open(store_t **out, const store_config_t *cfg,
+                      const char *path, char *errbuf, size_t errlen) {
+  if (!path || !*path) {
+    snprintf(errbuf, errlen, "database URL sqlite: has an empty path");
+    return PAWL_EINVAL;
+  }
+  int rc = sq_check_path(path, errbuf, errlen);
+  if (rc) return rc;
+  sq_store_t *s = calloc(1, sizeof *s);
+  if (!s || !(s->path = strdup(path))) {
+    free(s);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  s->base.ops = &sq_ops;
+  s->base.clock = cfg->clock;
+  s->base.clock_data = cfg->clock_data;
+  s->poison = cfg->poison_recoveries > 0 ? cfg->poison_recoveries : 3;
+  /* NOMUTEX: a store is used by one thread at a time, so SQLite's own
+   * connection mutex would only cost. */
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+              (cfg->no_migrate ? 0 : SQLITE_OPEN_CREATE);
+  int src = sqlite3_open_v2(path, &s->db, flags, NULL);
+  if (src != SQLITE_OK) {
+    snprintf(errbuf, errlen, "cannot open sqlite:%s: %s", path,
+             s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
+    rc = sq_rc_to_err(src);
+    goto fail;
+  }
+  sqlite3_extended_result_codes(s->db, 0);
+  sqlite3_busy_timeout(s->db, cfg->busy_timeout_ms > 0 ? cfg->busy_timeout_ms
+                                                       : 5000);
+  /* Look before changing anything: a file that is not a database, or a
+   * database that is not pawl's, is refused before the switch to WAL
+   * (which would rewrite its header). */
+  char *msg = NULL;
+  src = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", 0, 0, &msg);
+  if (src != SQLITE_OK) {
+    if ((src & 0xff) == SQLITE_NOTADB)
+      snprintf(errbuf, errlen, "sqlite:%s is not a pawl database (%s)", path,
+               msg ? msg : sqlite3_errstr(src));
+    else
+      snprintf(errbuf, errlen, "cannot open sqlite:%s: %s", path,
+               msg ? msg : sqlite3_errstr(src));
+    sqlite3_free(msg);
+    rc = sq_rc_to_err(src);
+    goto fail;
+  }
+  int has_schema = 0, ntables = 0;
+  if ((rc = sq_table_exists(s, "pawl_schema", &has_schema)) ||
+      (!has_schema && (rc = sq_count_tables(s, &ntables)))) {
+    snprintf(errbuf, errlen, "%s", s->base.errmsg);
+    goto fail;
+  }
+  if (!has_schema && ntables > 0) {
+    snprintf(errbuf, errlen,
+             "sqlite:%s is not a pawl database (it has %d table%s but no "
+             "pawl_schema)",
+             path, ntables, ntables == 1 ? "" : "s");
+    rc = PAWL_ESCHEMA;
+    goto fail;
+  }
+  src = sq_set_wal(s->db, cfg->busy_timeout_ms > 0 ? cfg->busy_timeout_ms : 5000,
+                   &msg);
+  if (src != SQLITE_OK) {
+    if ((src & 0xff) == SQLITE_NOTADB)
+      snprintf(errbuf, errlen, "sqlite:%s is not a pawl database (%s)", path,
+               msg ? msg : sqlite3_errstr(src));
+    else
+      snprintf(errbuf, errlen, "cannot open sqlite:%s: %s", path,
+               msg ? msg : sqlite3_errstr(src));
+    sqlite3_free(msg);
+    rc = sq_rc_to_err(src);
+    goto fail;
+  }
+  const char *sync = cfg->sync_full ? "PRAGMA synchronous = FULL"
+                                    : "PRAGMA synchronous = NORMAL";
+  if (sqlite3_exec(s->db, sync, 0, 0, &msg) != SQLITE_OK ||
+      sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", 0, 0, &msg) != SQLITE_OK) {
+    snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
+             msg ? msg : "?");
+    sqlite3_free(msg);
+    rc = PAWL_ESTORE;
+    goto fail;
+  }
+  rc = cfg->no_migrate ? sq_prepare_schema_table(s, 0) : sq_migrate(&s->base);
+  if (!rc && cfg->no_migrate) {
+    int cur = 0, latest = 0;
+    rc = sq_version(&s->base, &cur, &latest);
+    if (!rc && cur < latest)
+      rc = store_fail(&s->base, PAWL_ESCHEMA,
+                      "sqlite:%s is at schema version %d, this pawl needs %d: "
+                      "run `pawl migrate`",
+                      path, cur, latest);
+  }
+  if (!rc) rc = sq_setting_get(s, "age_boost_ms", &s->boost_ms);
+  if (!rc && cfg->age_boost_ms >= 0 && cfg->age_boost_ms != s->boost_ms)
+    rc = sq_set_age_boost(s, cfg->age_boost_ms);
+  if (rc) {
+    snprintf(errbuf, errlen, "%s", s->base.errmsg);
+    goto fail;
+  }
+  *out = &s->base;
+  return 0;
+fail:
+  sq_close(&s->base);
+  return rc;
+}

@@ -1,0 +1,211 @@
+/* store.h: the interface between the engine and a database backend.
+ *
+ * The engine depends on this file only; a backend is one folder under
+ * stores/ that fills a `struct store_ops`. The operations are grouped by
+ * responsibility, the way Ratchet splits its SPI: schema, jobs, keys, claim
+ * (and leases), terminal outcomes, operator control (cancel, pause, resume,
+ * manual retry, unblock), history, locks, nodes and settings. Later groups
+ * (recurring, retention) are added as new members.
+ *
+ * Rules every backend follows:
+ * - one connection per store_t; a store_t is used by one thread at a time;
+ * - every statement is prepared once per connection and reused;
+ * - values are always bound, never pasted into SQL text;
+ * - "now" for every decision comes from store_now(): the injected clock in
+ *   tests, otherwise the database clock;
+ * - claiming cost must not grow with the number of finished jobs kept;
+ * - each operation is atomic: on failure nothing it meant to write is
+ *   written, and st->errmsg names the problem.
+ *
+ * Every function returns 0 or a negative PAWL_E* code (see pawl.h).
+ */
+#ifndef PAWL_STORE_H
+#define PAWL_STORE_H
+
+#include "pawl.h"
+
+typedef struct store store_t;
+
+/* How a store is opened. Strings are borrowed for the call. */
+typedef struct store_config {
+  const char *url;          /* "sqlite:PATH" */
+  pawl_clock_fn clock;      /* NULL: the database clock */
+  void *clock_data;
+  int sync_full;            /* SQLite: synchronous=FULL */
+  int busy_timeout_ms;
+  int64_t age_boost_ms;     /* -1: keep the stored setting */
+  int no_migrate;
+  int64_t poison_recoveries; /* recoveries beyond this fail the job; 0: 3 */
+} store_config_t;
+
+/* A job to insert. Strings are borrowed. `tags` is a JSON array text. */
+typedef struct store_new_job {
+  pawl_id_t id;
+  const char *type;
+  const char *queue;
+  int32_t priority;
+  const char *payload;
+  const char *params;
+  const char *tags;
+  int64_t run_at;
+  int32_t max_attempts;
+  int32_t timeout_s;
+  const char *idempotency_key;
+  const char *business_key;
+  int return_existing;
+  const char *correlation_id;
+  const char *enqueued_by;
+  int blocked;
+} store_new_job_t;
+
+/* What a claim asks for. */
+typedef struct store_claim {
+  const char *const *queues;
+  size_t nqueues;
+  size_t max;
+  const char *owner;        /* node id, shown in history */
+  const pawl_id_t *token;   /* the owner's incarnation: leases belong to it */
+  int64_t lease_ms;
+} store_claim_t;
+
+/* Operator and flow transitions, each a compare-and-set. */
+typedef enum store_op {
+  STORE_OP_CANCEL,  /* pending, running, blocked, paused -> canceled */
+  STORE_OP_PAUSE,   /* pending, failed -> paused */
+  STORE_OP_RESUME,  /* paused -> the state it came from */
+  STORE_OP_RETRY,   /* failed -> pending, attempts reset */
+  STORE_OP_UNBLOCK, /* blocked -> pending (its condition is met) */
+  STORE_OP_EXPIRE   /* blocked -> failed (its wait timed out) */
+} store_op_t;
+
+/* A node as recorded in the node table. */
+typedef struct store_node {
+  const char *id;
+  const pawl_id_t *incarnation;
+  const char *version;
+  const char *queues;       /* comma-separated, "" for all */
+  int64_t started_at;
+  int64_t last_beat;        /* filled by list() */
+} store_node_t;
+
+typedef int (*store_node_cb)(const store_node_t *node, void *data);
+
+struct store_ops {
+  const char *name;
+
+  struct {
+    /* Applies pending migrations (each in its own transaction). */
+    int (*migrate)(store_t *st);
+    int (*version)(store_t *st, int *current, int *latest);
+  } schema;
+
+  struct {
+    /* Inserts n jobs in one transaction. status[i] gets PAWL_ENQ_*, ids[i]
+     * the id stored or found. A refused business key fails the whole call
+     * with PAWL_EKEY. */
+    int (*insert)(store_t *st, const store_new_job_t *jobs, size_t n,
+                  pawl_id_t *ids, int *status);
+    int (*get)(store_t *st, const pawl_id_t *id, pawl_job_t **out);
+    int (*list)(store_t *st, const pawl_filter_t *f, pawl_job_cb cb,
+                void *data);
+  } jobs;
+
+  struct {
+    /* The job that holds an idempotency key (forever) or a live business
+     * key. PAWL_ENOTFOUND if none. */
+    int (*find_idempotent)(store_t *st, const char *key, pawl_id_t *out);
+    int (*find_business)(store_t *st, const char *key, pawl_id_t *out);
+  } keys;
+
+  struct {
+    /* Claims up to c->max due jobs in one transaction; see pawl_claim(). */
+    int (*claim)(store_t *st, const store_claim_t *c, pawl_job_t ***out,
+                 size_t *n);
+    /* Extends every lease held by `token` in one statement. */
+    int (*extend)(store_t *st, const pawl_id_t *token, int64_t lease_ms,
+                  size_t *n);
+    /* Takes back jobs whose lease expired (see pawl_recover()). */
+    int (*recover)(store_t *st, size_t *n);
+  } claim;
+
+  struct {
+    /* Writes outcomes of attempts held by `token` in one transaction. */
+    int (*finish)(store_t *st, const pawl_id_t *token,
+                  const pawl_outcome_t *outs, size_t n, int *rcs);
+  } terminal;
+
+  struct {
+    int (*transition)(store_t *st, const pawl_id_t *id, store_op_t op,
+                      const char *actor, const char *reason,
+                      pawl_job_t **out);
+  } control;
+
+  struct {
+    int (*get)(store_t *st, const pawl_id_t *id, pawl_history_t **out);
+  } history;
+
+  struct {
+    /* Acquires `name` if it is free, expired or already ours; *got says. */
+    int (*acquire)(store_t *st, const char *name, const char *owner,
+                   int64_t ttl_ms, int *got);
+    /* Extends our unexpired lock; *ok = 0 if we no longer hold it. */
+    int (*extend)(store_t *st, const char *name, const char *owner,
+                  int64_t ttl_ms, int *ok);
+    int (*release)(store_t *st, const char *name, const char *owner);
+  } locks;
+
+  struct {
+    int (*beat)(store_t *st, const store_node_t *node);
+    int (*list)(store_t *st, store_node_cb cb, void *data);
+    /* Removes nodes silent for longer than silent_ms. */
+    int (*reap)(store_t *st, int64_t silent_ms, size_t *n);
+  } nodes;
+
+  struct {
+    int (*age_boost)(store_t *st, int64_t *ms);
+  } settings;
+
+  void (*close)(store_t *st);
+};
+
+/* The part every backend's store begins with. */
+struct store {
+  const struct store_ops *ops;
+  pawl_clock_fn clock;
+  void *clock_data;
+  char errmsg[512];
+};
+
+/* Opens the backend named by cfg->url. On failure *out is untouched and
+ * errbuf holds one line naming the problem. */
+int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
+               size_t errlen);
+
+/* Milliseconds since the epoch from the store's clock. */
+int64_t store_now(store_t *st);
+
+/* Records a formatted one-line error on `st` and returns `rc`. */
+int store_fail(store_t *st, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The claim order key stored with each pending job: ordering by it
+ * descending, then run_at, then id, is ordering by priority plus one per
+ * `boost_ms` waited. */
+static inline int64_t store_rank(int32_t priority, int64_t run_at,
+                                 int64_t boost_ms) {
+  return boost_ms > 0 ? (int64_t)priority * boost_ms - run_at
+                      : (int64_t)priority;
+}
+
+/* A backend's migrations, embedded at build time from schema/<backend>/. */
+typedef struct store_migration {
+  int version;
+  const char *name;      /* "V001__init.sql" */
+  const char *sql;
+  size_t len;
+} store_migration_t;
+
+/* CRC-32 (IEEE) of the script, the checksum recorded when it was applied. */
+uint32_t store_crc32(const void *data, size_t len);
+
+#endif
