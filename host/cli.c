@@ -1,0 +1,1038 @@
+/* cli.c: the `pawl` command-line tool.
+ *
+ * Written on the public API (pawl.h) only, like any other embedder, plus the
+ * host's small helpers for buffers, JSON checking and ISO 8601 times.
+ *
+ * main() runs in four steps: parse the command line (nothing is opened, so a
+ * usage error touches no file), open the database, run the command, close.
+ * Every helper returns a status and leaves its message in the caller's error
+ * buffer; only main() prints it, as one "pawl: ..." line on stderr, so every
+ * failure looks the same and nothing exits with resources still open.
+ *
+ * Exit status: 0 success, 1 the operation failed (database, state, missing
+ * job, business key held), 2 bad usage or bad input. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "iso8601.h"
+#include "json.h"
+#include "pawl.h"
+
+#define CLI_OK 0
+#define CLI_FAIL 1  /* the operation failed */
+#define CLI_USAGE 2 /* bad usage or bad input */
+
+#define CLI_ERRLEN 1024
+
+/* ---- commands and options ----------------------------------------------- */
+
+typedef enum cli_cmd {
+  CLI_NONE = -1,
+  CLI_MIGRATE,
+  CLI_ENQUEUE,
+  CLI_SHOW,
+  CLI_JOBS,
+  CLI_CANCEL,
+  CLI_PAUSE,
+  CLI_RESUME,
+  CLI_RETRY,
+  CLI_VERSION,
+  CLI_HELP,
+  CLI_CMD_COUNT
+} cli_cmd_t;
+
+static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
+    "migrate", "enqueue", "show", "jobs",    "cancel",
+    "pause",   "resume",  "retry", "version", "help"};
+
+#define CLI_BIT(c) (1u << (c))
+#define CLI_ACTIONS                                                          \
+  (CLI_BIT(CLI_CANCEL) | CLI_BIT(CLI_PAUSE) | CLI_BIT(CLI_RESUME) |          \
+   CLI_BIT(CLI_RETRY))
+
+typedef enum cli_opt_id {
+  CLI_O_JSON,
+  CLI_O_QUEUE,
+  CLI_O_PRIORITY,
+  CLI_O_DELAY,
+  CLI_O_RUN_AT,
+  CLI_O_MAX_ATTEMPTS,
+  CLI_O_TIMEOUT,
+  CLI_O_KEY,
+  CLI_O_BUSINESS_KEY,
+  CLI_O_EXISTING,
+  CLI_O_TAG,
+  CLI_O_PARAMS,
+  CLI_O_CORRELATION_ID,
+  CLI_O_BLOCKED,
+  CLI_O_STATE,
+  CLI_O_TYPE,
+  CLI_O_LIMIT,
+  CLI_O_REASON
+} cli_opt_id_t;
+
+/* Which command takes which option: one table, so that the parser, the
+ * "unknown option --x for CMD" message and the help text cannot disagree. */
+static const struct cli_opt {
+  const char *name;
+  cli_opt_id_t id;
+  int has_value;
+  unsigned cmds;
+} cli_opts[] = {
+    {"--json", CLI_O_JSON, 0,
+     CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--queue", CLI_O_QUEUE, 1, CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS)},
+    {"--priority", CLI_O_PRIORITY, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--delay", CLI_O_DELAY, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--run-at", CLI_O_RUN_AT, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--max-attempts", CLI_O_MAX_ATTEMPTS, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--timeout", CLI_O_TIMEOUT, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--key", CLI_O_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--business-key", CLI_O_BUSINESS_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--existing", CLI_O_EXISTING, 0, CLI_BIT(CLI_ENQUEUE)},
+    {"--tag", CLI_O_TAG, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--params", CLI_O_PARAMS, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--correlation-id", CLI_O_CORRELATION_ID, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--blocked", CLI_O_BLOCKED, 0, CLI_BIT(CLI_ENQUEUE)},
+    {"--state", CLI_O_STATE, 1, CLI_BIT(CLI_JOBS)},
+    {"--type", CLI_O_TYPE, 1, CLI_BIT(CLI_JOBS)},
+    {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS)},
+    {"--reason", CLI_O_REASON, 1, CLI_ACTIONS},
+};
+
+#define CLI_NOPTS (sizeof cli_opts / sizeof cli_opts[0])
+
+static const char cli_usage_text[] =
+    "usage: pawl [--db URL] [--sync-full] COMMAND [ARGS] [OPTIONS]\n"
+    "\n"
+    "Commands:\n"
+    "  migrate                 create the database or bring its schema up to "
+    "date\n"
+    "  enqueue TYPE [JSON]     add a job (payload JSON, default {}); prints "
+    "its id\n"
+    "      --queue Q             queue name (default \"default\")\n"
+    "      --priority N          higher runs first (default 0)\n"
+    "      --delay SECONDS       run no sooner than now + SECONDS (decimals "
+    "allowed)\n"
+    "      --run-at TIME         run no sooner than TIME, ISO 8601 with a zone\n"
+    "                            (2026-11-21T21:05:03Z, ...+01:00, or "
+    "2026-11-21)\n"
+    "      --max-attempts N      attempts before it fails for good (default "
+    "25)\n"
+    "      --timeout SECONDS     limit for one attempt (default none)\n"
+    "      --key K               idempotency key: a repeat prints the first "
+    "job's id\n"
+    "      --business-key K      refused while another live job holds K\n"
+    "      --existing            with --business-key: print the holder's id "
+    "instead\n"
+    "      --tag T               a tag; repeat for more\n"
+    "      --params JSON         parameters for the job's handler\n"
+    "      --correlation-id C    id tying the job to a request or a trace\n"
+    "      --blocked             start blocked instead of pending\n"
+    "  show ID [--json]        a job with its attempts and events\n"
+    "  jobs [--json]           jobs, newest first\n"
+    "      --state S             pending, running, succeeded, failed, "
+    "canceled,\n"
+    "                            paused or blocked\n"
+    "      --queue Q  --type T   only this queue / job type\n"
+    "      --limit N             at most N jobs (default 100)\n"
+    "  cancel ID               pending, running, blocked or paused -> "
+    "canceled\n"
+    "  pause ID                pending or failed -> paused\n"
+    "  resume ID               paused -> the state it was paused from\n"
+    "  retry ID                failed -> pending, attempts reset\n"
+    "      --reason TEXT         recorded in the job's history\n"
+    "      --json                print the job as JSON instead of \"ID: "
+    "STATE\"\n"
+    "  version                 print pawl's version\n"
+    "  help                    print this text\n"
+    "\n"
+    "Global options (anywhere on the line):\n"
+    "  --db URL                the database: sqlite:PATH (default $PAWL_DB,\n"
+    "                          else sqlite:./pawl.db)\n"
+    "  --sync-full             SQLite synchronous=FULL: commits survive power\n"
+    "                          loss, at some cost in speed\n"
+    "\n"
+    "Options also take the form --name=value; \"--\" ends the options.\n"
+    "Exit status: 0 success, 1 the operation failed, 2 bad usage or input.\n";
+
+/* Everything the command line asked for. Pointers borrow argv. */
+typedef struct cli_args {
+  cli_cmd_t cmd;
+  int no_args;             /* nothing at all on the command line */
+  const char *db;          /* NULL: let pawl_open apply $PAWL_DB or default */
+  int sync_full;
+  int json;
+  const char *pos[2];      /* positional arguments after the command */
+  size_t npos;
+  pawl_enqueue_opts_t enq;
+  const char **tags;       /* owned by main: room for every argument */
+  size_t ntags;
+  int has_delay, has_run_at;
+  pawl_filter_t filter;
+  const char *reason;
+  pawl_id_t id;            /* show and the actions */
+} cli_args_t;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int cli_fail(char *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Writes the message for main to print and returns `code`. */
+static int cli_fail(char *err, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, CLI_ERRLEN, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+/* A failed library call: its detail, and the exit status its code means. */
+static int cli_lib_fail(pawl_t *p, int rc, char *err) {
+  return cli_fail(err, rc == PAWL_EINVAL ? CLI_USAGE : CLI_FAIL, "%s",
+                  pawl_errmsg(p));
+}
+
+/* Appends s for a terminal: control characters (a newline in a payload, an
+ * escape sequence in an error) are written as escapes, so one field stays
+ * one line and cannot repaint the screen. */
+static void cli_text(pawl_buf_t *b, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '\n') buf_puts(b, "\\n");
+    else if (c == '\t') buf_puts(b, "\\t");
+    else if (c == '\r') buf_puts(b, "\\r");
+    else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\x%02x", c);
+    else buf_putc(b, (char)c);
+  }
+}
+
+/* Columns a string takes on a terminal, roughly: UTF-8 code points. */
+static size_t cli_width(const char *s) {
+  size_t n = 0;
+  for (; *s; s++)
+    if (((unsigned char)*s & 0xc0) != 0x80) n++;
+  return n;
+}
+
+static void cli_time(int64_t ms, char out[ISO8601_STRLEN]) {
+  if (ms == 0) snprintf(out, ISO8601_STRLEN, "-");
+  else iso8601_format(ms, out);
+}
+
+/* ---- number and value parsing ------------------------------------------- */
+
+/* Parses a whole decimal integer within [min, max]. strtoll alone accepts
+ * leading blanks, trailing junk and silently clamps on overflow: all three
+ * are refused here. */
+static int cli_parse_int(const char *opt, const char *s, long long min,
+                         long long max, long long *out, char *err) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  int starts_ok = *s && !(*s == ' ' || (*s >= '\t' && *s <= '\r'));
+  if (!starts_ok || end == s || *end != '\0')
+    return cli_fail(err, CLI_USAGE, "%s expects an integer, got \"%s\"", opt,
+                    s);
+  if (errno == ERANGE || v < min || v > max)
+    return cli_fail(err, CLI_USAGE, "%s must be between %lld and %lld, got \"%s\"",
+                    opt, min, max, s);
+  *out = v;
+  return 0;
+}
+
+/* Largest --delay: a thousand years is plenty, and keeps now + delay far
+ * from overflowing an int64 of milliseconds. */
+#define CLI_MAX_DELAY_S 31536000000LL
+
+/* Parses decimal seconds ("30", "0.5", ".25") into milliseconds, by hand:
+ * strtod would also take "1e3", "inf", hex and the locale's decimal point.
+ * Digits past milliseconds are dropped. */
+static int cli_parse_seconds(const char *opt, const char *s, int64_t *ms,
+                             char *err) {
+  const char *p = s;
+  int64_t whole = 0, frac = 0;
+  int nint = 0, nfrac = 0;
+  for (; *p >= '0' && *p <= '9'; p++, nint++) {
+    whole = whole * 10 + (*p - '0');
+    if (whole > CLI_MAX_DELAY_S)
+      return cli_fail(err, CLI_USAGE, "%s must be at most %lld seconds, got \"%s\"",
+                      opt, CLI_MAX_DELAY_S, s);
+  }
+  if (*p == '.') {
+    int64_t scale = 100;
+    for (p++; *p >= '0' && *p <= '9'; p++, nfrac++) {
+      frac += (*p - '0') * scale;
+      scale /= 10;
+    }
+  }
+  if (*p != '\0' || nint + nfrac == 0)
+    return cli_fail(err, CLI_USAGE,
+                    "%s expects a number of seconds like 30 or 0.5, got \"%s\"",
+                    opt, s);
+  *ms = whole * 1000 + frac;
+  return 0;
+}
+
+static int cli_check_json(const char *what, const char *s, char *err) {
+  char detail[256];
+  if (json_validate(s, strlen(s), detail, sizeof detail) != 0)
+    return cli_fail(err, CLI_USAGE, "%s is not valid JSON: %s", what, detail);
+  return 0;
+}
+
+static int cli_parse_state(const char *s, int *out, char *err) {
+  int st = pawl_state_parse(s);
+  if (st >= 0) {
+    *out = st;
+    return 0;
+  }
+  char names[128] = "";
+  size_t len = 0;
+  for (int i = 0; i < PAWL_STATE_COUNT && len < sizeof names; i++)
+    len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+                            i ? ", " : "", pawl_state_name(i));
+  return cli_fail(err, CLI_USAGE, "unknown state \"%s\" (expected one of %s)",
+                  s, names);
+}
+
+/* ---- command line ------------------------------------------------------- */
+
+/* Stores one option's value in the arguments, checking it. */
+static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
+                     char *err) {
+  long long n = 0;
+  int rc = 0;
+  switch (o->id) {
+  case CLI_O_JSON: a->json = 1; break;
+  case CLI_O_QUEUE:
+    if (a->cmd == CLI_JOBS) a->filter.queue = v;
+    else a->enq.queue = v;
+    break;
+  case CLI_O_PRIORITY:
+    if (!(rc = cli_parse_int(o->name, v, INT32_MIN, INT32_MAX, &n, err)))
+      a->enq.priority = (int32_t)n;
+    break;
+  case CLI_O_DELAY:
+    if (a->has_run_at)
+      return cli_fail(err, CLI_USAGE, "--delay and --run-at cannot be combined");
+    a->has_delay = 1;
+    rc = cli_parse_seconds(o->name, v, &a->enq.delay_ms, err);
+    break;
+  case CLI_O_RUN_AT:
+    if (a->has_delay)
+      return cli_fail(err, CLI_USAGE, "--delay and --run-at cannot be combined");
+    a->has_run_at = 1;
+    if (iso8601_parse(v, &a->enq.run_at) != 0)
+      return cli_fail(err, CLI_USAGE,
+                      "--run-at expects an ISO 8601 time with a zone, like "
+                      "2026-11-21T21:05:03Z, got \"%s\"",
+                      v);
+    /* run_at 0 means "now" in the API, and negative times are refused. */
+    if (a->enq.run_at <= 0)
+      return cli_fail(err, CLI_USAGE,
+                      "--run-at must be after 1970-01-01T00:00:00Z, got \"%s\"",
+                      v);
+    break;
+  case CLI_O_MAX_ATTEMPTS:
+    if (!(rc = cli_parse_int(o->name, v, 1, INT32_MAX, &n, err)))
+      a->enq.max_attempts = (int32_t)n;
+    break;
+  case CLI_O_TIMEOUT:
+    if (!(rc = cli_parse_int(o->name, v, 0, INT32_MAX, &n, err)))
+      a->enq.timeout_s = (int32_t)n;
+    break;
+  case CLI_O_KEY: a->enq.idempotency_key = v; break;
+  case CLI_O_BUSINESS_KEY: a->enq.business_key = v; break;
+  case CLI_O_EXISTING: a->enq.return_existing = 1; break;
+  case CLI_O_TAG: a->tags[a->ntags++] = v; break;
+  case CLI_O_PARAMS:
+    if (!(rc = cli_check_json("--params", v, err))) a->enq.params = v;
+    break;
+  case CLI_O_CORRELATION_ID: a->enq.correlation_id = v; break;
+  case CLI_O_BLOCKED: a->enq.blocked = 1; break;
+  case CLI_O_STATE: rc = cli_parse_state(v, &a->filter.state, err); break;
+  case CLI_O_TYPE: a->filter.type = v; break;
+  case CLI_O_LIMIT:
+    if (!(rc = cli_parse_int(o->name, v, 1, INT_MAX, &n, err)))
+      a->filter.limit = (int)n;
+    break;
+  case CLI_O_REASON: a->reason = v; break;
+  }
+  return rc;
+}
+
+/* Checks the positional arguments once the whole line has been read. */
+static int cli_check_positionals(cli_args_t *a, char *err) {
+  const char *cmd = cli_cmd_names[a->cmd];
+  size_t min = 0, max = 0;
+  switch (a->cmd) {
+  case CLI_ENQUEUE: min = 1, max = 2; break;
+  case CLI_SHOW:
+  case CLI_CANCEL:
+  case CLI_PAUSE:
+  case CLI_RESUME:
+  case CLI_RETRY: min = max = 1; break;
+  case CLI_HELP: max = 1; break; /* "pawl help enqueue": same text */
+  default: break;
+  }
+  if (a->npos < min)
+    return cli_fail(err, CLI_USAGE, "%s needs a %s (see pawl help)", cmd,
+                    a->cmd == CLI_ENQUEUE ? "job TYPE" : "job ID");
+  if (a->npos > max)
+    return cli_fail(err, CLI_USAGE, "unexpected argument \"%s\" for %s",
+                    a->pos[max], cmd);
+  if (a->cmd == CLI_ENQUEUE && a->npos == 2)
+    return cli_check_json("payload", a->pos[1], err);
+  if (min == 1 && a->cmd != CLI_ENQUEUE &&
+      pawl_id_parse(&a->id, a->pos[0]) != 0)
+    return cli_fail(err, CLI_USAGE, "\"%s\" is not a job id", a->pos[0]);
+  return 0;
+}
+
+/* Splits "--name=value"; returns the length of the name part. */
+static size_t cli_opt_name_len(const char *arg, const char **inline_value) {
+  const char *eq = strchr(arg, '=');
+  *inline_value = eq ? eq + 1 : NULL;
+  return eq ? (size_t)(eq - arg) : strlen(arg);
+}
+
+static int cli_name_is(const char *arg, size_t len, const char *name) {
+  return strlen(name) == len && strncmp(arg, name, len) == 0;
+}
+
+/* Reads the whole command line into `a`. Global options may appear
+ * anywhere; command options only after the command, which decides what
+ * they mean. */
+static int cli_parse(int argc, char **argv, cli_args_t *a, char *err) {
+  int options_done = 0, rc;
+  a->cmd = CLI_NONE;
+  a->no_args = argc <= 1;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    int is_opt = !options_done && arg[0] == '-' && arg[1] != '\0';
+    if (!is_opt) {
+      if (a->cmd == CLI_NONE) {
+        for (int c = 0; c < CLI_CMD_COUNT; c++)
+          if (strcmp(arg, cli_cmd_names[c]) == 0) a->cmd = (cli_cmd_t)c;
+        if (a->cmd == CLI_NONE)
+          return cli_fail(err, CLI_USAGE,
+                          "unknown command \"%s\" (see pawl help)", arg);
+      } else if (a->npos < 2) {
+        a->pos[a->npos++] = arg;
+      } else {
+        return cli_fail(err, CLI_USAGE, "unexpected argument \"%s\" for %s",
+                        arg, cli_cmd_names[a->cmd]);
+      }
+      continue;
+    }
+    if (strcmp(arg, "--") == 0) {
+      options_done = 1;
+      continue;
+    }
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      a->cmd = CLI_HELP; /* help wins over whatever else was asked */
+      a->npos = 0;
+      return 0;
+    }
+    const char *value;
+    size_t len = cli_opt_name_len(arg, &value);
+    if (cli_name_is(arg, len, "--version") && a->cmd == CLI_NONE && !value) {
+      a->cmd = CLI_VERSION;
+      continue;
+    }
+    if (cli_name_is(arg, len, "--sync-full")) {
+      if (value)
+        return cli_fail(err, CLI_USAGE, "--sync-full takes no value");
+      a->sync_full = 1;
+      continue;
+    }
+    const struct cli_opt *o = NULL;
+    int is_db = cli_name_is(arg, len, "--db");
+    for (size_t k = 0; k < CLI_NOPTS && !is_db && !o; k++)
+      if (cli_name_is(arg, len, cli_opts[k].name)) o = &cli_opts[k];
+    if ((is_db || (o && o->has_value)) && !value) {
+      if (i + 1 >= argc)
+        return cli_fail(err, CLI_USAGE, "%s needs a value", arg);
+      value = argv[++i]; /* even if it starts with '-': --priority -5 */
+    } else if (o && !o->has_value && value) {
+      return cli_fail(err, CLI_USAGE, "%.*s takes no value", (int)len, arg);
+    }
+    if (is_db) {
+      /* pawl_open would quietly take an empty URL as "use the default". */
+      if (!*value) return cli_fail(err, CLI_USAGE, "--db needs a value");
+      a->db = value;
+      continue;
+    }
+    if (a->cmd == CLI_NONE)
+      return cli_fail(err, CLI_USAGE,
+                      o ? "option %.*s goes after the command (see pawl help)"
+                        : "unknown option %.*s (see pawl help)",
+                      (int)len, arg);
+    if (!o || !(o->cmds & CLI_BIT(a->cmd)))
+      return cli_fail(err, CLI_USAGE, "unknown option %.*s for %s", (int)len,
+                      arg, cli_cmd_names[a->cmd]);
+    if ((rc = cli_apply(a, o, value, err))) return rc;
+  }
+  if (a->cmd == CLI_NONE) {
+    a->cmd = CLI_HELP;
+    if (!a->no_args)
+      return cli_fail(err, CLI_USAGE, "no command given (see pawl help)");
+    return 0;
+  }
+  if (a->enq.return_existing && !a->enq.business_key)
+    return cli_fail(err, CLI_USAGE, "--existing needs --business-key");
+  a->enq.tags = a->tags;
+  a->enq.ntags = a->ntags;
+  return cli_check_positionals(a, err);
+}
+
+/* ---- tables ------------------------------------------------------------- */
+
+/* Widest table printed (the attempts table has 9 columns). */
+#define CLI_MAX_COLS 16
+
+/* Rows of text cells printed with aligned columns. Cells are copied (made
+ * safe for a terminal by cli_text), so callers can pass borrowed strings. */
+typedef struct cli_table {
+  size_t ncols, nrows, cap;
+  char **cells; /* nrows * ncols */
+  int oom;
+} cli_table_t;
+
+static void cli_table_row(cli_table_t *t, const char *const *cells) {
+  if (t->oom) return;
+  if (t->nrows == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 16;
+    char **grown = realloc(t->cells, cap * t->ncols * sizeof *grown);
+    if (!grown) {
+      t->oom = 1;
+      return;
+    }
+    t->cells = grown;
+    t->cap = cap;
+  }
+  char **row = t->cells + t->nrows * t->ncols;
+  t->nrows++;
+  for (size_t c = 0; c < t->ncols; c++) {
+    pawl_buf_t b;
+    buf_init(&b);
+    cli_text(&b, cells[c] && *cells[c] ? cells[c] : "-");
+    row[c] = buf_detach(&b);
+    if (!row[c]) t->oom = 1;
+  }
+}
+
+/* Prints every row, each line starting with `indent`. The last column is
+ * not padded, so lines carry no trailing blanks. */
+static void cli_table_print(const cli_table_t *t, const char *indent) {
+  size_t width[CLI_MAX_COLS] = {0};
+  for (size_t r = 0; r < t->nrows; r++)
+    for (size_t c = 0; c < t->ncols && c < CLI_MAX_COLS; c++) {
+      size_t w = cli_width(t->cells[r * t->ncols + c]);
+      if (w > width[c]) width[c] = w;
+    }
+  for (size_t r = 0; r < t->nrows; r++) {
+    fputs(indent, stdout);
+    for (size_t c = 0; c < t->ncols; c++) {
+      const char *cell = t->cells[r * t->ncols + c];
+      fputs(cell, stdout);
+      if (c + 1 < t->ncols && c < CLI_MAX_COLS)
+        printf("%*s", (int)(width[c] - cli_width(cell) + 2), "");
+    }
+    fputc('\n', stdout);
+  }
+}
+
+static void cli_table_free(cli_table_t *t) {
+  for (size_t i = 0; i < t->nrows * t->ncols; i++) free(t->cells[i]);
+  free(t->cells);
+  t->cells = NULL;
+  t->nrows = t->cap = 0;
+}
+
+/* ---- JSON output -------------------------------------------------------- */
+
+static void cli_json_str(pawl_buf_t *b, const char *s) {
+  if (s) buf_json_string(b, s, strlen(s));
+  else buf_puts(b, "null");
+}
+
+/* Embeds stored JSON text as a value, with the whitespace between tokens
+ * removed so that one object stays on one line (JSON Lines). Text that is
+ * not valid JSON (a database edited by hand) is embedded as a string rather
+ * than breaking the document. */
+static void cli_json_raw(pawl_buf_t *b, const char *s) {
+  if (!s) {
+    buf_puts(b, "null");
+    return;
+  }
+  if (json_validate(s, strlen(s), NULL, 0) != 0) {
+    cli_json_str(b, s);
+    return;
+  }
+  int in_str = 0, esc = 0;
+  for (; *s; s++) {
+    char c = *s;
+    if (in_str) {
+      if (esc) esc = 0;
+      else if (c == '\\') esc = 1;
+      else if (c == '"') in_str = 0;
+    } else if (c == '"') {
+      in_str = 1;
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+      continue;
+    }
+    buf_putc(b, c);
+  }
+}
+
+static void cli_json_time(pawl_buf_t *b, int64_t ms) {
+  char t[ISO8601_STRLEN];
+  if (ms == 0) {
+    buf_puts(b, "null");
+    return;
+  }
+  iso8601_format(ms, t);
+  buf_printf(b, "\"%s\"", t);
+}
+
+/* The job as one JSON object, every field of pawl_job_t. */
+static void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
+  char id[PAWL_ID_STRLEN];
+  pawl_id_format(&j->id, id);
+  buf_printf(b, "{\"id\":\"%s\",\"type\":", id);
+  cli_json_str(b, j->type);
+  buf_puts(b, ",\"queue\":");
+  cli_json_str(b, j->queue);
+  buf_printf(b, ",\"state\":\"%s\"", pawl_state_name(j->state));
+  if (j->state == PAWL_PAUSED)
+    buf_printf(b, ",\"paused_from\":\"%s\"", pawl_state_name(j->paused_from));
+  buf_printf(b,
+             ",\"priority\":%d,\"attempt\":%d,\"max_attempts\":%d,"
+             "\"timeout_s\":%d,\"run_at\":",
+             (int)j->priority, (int)j->attempt, (int)j->max_attempts,
+             (int)j->timeout_s);
+  cli_json_time(b, j->run_at);
+  buf_puts(b, ",\"payload\":");
+  cli_json_raw(b, j->payload);
+  buf_puts(b, ",\"params\":");
+  cli_json_raw(b, j->params);
+  buf_puts(b, ",\"tags\":");
+  cli_json_raw(b, j->tags ? j->tags : "[]");
+  buf_puts(b, ",\"result\":");
+  cli_json_raw(b, j->result);
+  buf_puts(b, ",\"last_error\":");
+  cli_json_str(b, j->last_error);
+  buf_puts(b, ",\"idempotency_key\":");
+  cli_json_str(b, j->idempotency_key);
+  buf_puts(b, ",\"business_key\":");
+  cli_json_str(b, j->business_key);
+  buf_puts(b, ",\"correlation_id\":");
+  cli_json_str(b, j->correlation_id);
+  buf_puts(b, ",\"enqueued_by\":");
+  cli_json_str(b, j->enqueued_by);
+  buf_puts(b, ",\"created_at\":");
+  cli_json_time(b, j->created_at);
+  buf_puts(b, ",\"updated_at\":");
+  cli_json_time(b, j->updated_at);
+  buf_puts(b, ",\"started_at\":");
+  cli_json_time(b, j->started_at);
+  buf_puts(b, ",\"finished_at\":");
+  cli_json_time(b, j->finished_at);
+  buf_puts(b, ",\"lease_owner\":");
+  cli_json_str(b, j->lease_owner);
+  buf_puts(b, ",\"lease_expires\":");
+  cli_json_time(b, j->lease_expires);
+  buf_printf(b, ",\"recoveries\":%d,\"version\":%lld", (int)j->recoveries,
+             (long long)j->version);
+}
+
+static void cli_json_history(pawl_buf_t *b, const pawl_history_t *h) {
+  buf_puts(b, ",\"attempts\":[");
+  for (size_t i = 0; i < h->nattempts; i++) {
+    const pawl_attempt_t *at = &h->attempts[i];
+    buf_printf(b, "%s{\"attempt\":%d,\"node\":", i ? "," : "", (int)at->attempt);
+    cli_json_str(b, at->node);
+    buf_puts(b, ",\"scheduled_at\":");
+    cli_json_time(b, at->scheduled_at);
+    buf_puts(b, ",\"started_at\":");
+    cli_json_time(b, at->started_at);
+    buf_puts(b, ",\"ended_at\":");
+    cli_json_time(b, at->ended_at);
+    buf_puts(b, ",\"duration_ms\":");
+    if (at->ended_at && at->started_at)
+      buf_printf(b, "%lld", (long long)(at->ended_at - at->started_at));
+    else
+      buf_puts(b, "null");
+    buf_puts(b, ",\"queue_wait_ms\":");
+    if (at->started_at && at->scheduled_at)
+      buf_printf(b, "%lld", (long long)(at->started_at - at->scheduled_at));
+    else
+      buf_puts(b, "null");
+    buf_puts(b, ",\"outcome\":");
+    cli_json_str(b, at->outcome);
+    buf_puts(b, ",\"error\":");
+    cli_json_str(b, at->error);
+    buf_putc(b, '}');
+  }
+  buf_puts(b, "],\"events\":[");
+  for (size_t i = 0; i < h->nevents; i++) {
+    const pawl_event_t *ev = &h->events[i];
+    buf_printf(b, "%s{\"at\":", i ? "," : "");
+    cli_json_time(b, ev->at);
+    buf_puts(b, ",\"from\":");
+    if (ev->from_state < 0) buf_puts(b, "null");
+    else buf_printf(b, "\"%s\"", pawl_state_name(ev->from_state));
+    buf_printf(b, ",\"to\":\"%s\",\"actor\":", pawl_state_name(ev->to_state));
+    cli_json_str(b, ev->actor);
+    buf_puts(b, ",\"reason\":");
+    cli_json_str(b, ev->reason);
+    buf_printf(b, ",\"attempt\":%d}", (int)ev->attempt);
+  }
+  buf_putc(b, ']');
+}
+
+/* Writes a finished JSON document line to stdout. */
+static int cli_emit(pawl_buf_t *b, char *err) {
+  if (b->oom) return cli_fail(err, CLI_FAIL, "out of memory");
+  buf_putc(b, '\n');
+  fputs(buf_cstr(b), stdout);
+  return 0;
+}
+
+static int cli_print_job_json(const pawl_job_t *j, char *err) {
+  pawl_buf_t b;
+  buf_init(&b);
+  cli_json_job_fields(&b, j);
+  buf_putc(&b, '}');
+  int rc = cli_emit(&b, err);
+  buf_free(&b);
+  return rc;
+}
+
+/* ---- text output -------------------------------------------------------- */
+
+static void cli_field(cli_table_t *t, const char *name, const char *value) {
+  const char *row[2] = {name, value};
+  cli_table_row(t, row);
+}
+
+static void cli_field_int(cli_table_t *t, const char *name, long long v) {
+  char s[32];
+  snprintf(s, sizeof s, "%lld", v);
+  cli_field(t, name, s);
+}
+
+static void cli_field_time(cli_table_t *t, const char *name, int64_t ms) {
+  char s[ISO8601_STRLEN];
+  cli_time(ms, s);
+  cli_field(t, name, s);
+}
+
+/* "field: value" lines for every job field. */
+static void cli_job_fields(cli_table_t *t, const pawl_job_t *j) {
+  char id[PAWL_ID_STRLEN];
+  pawl_id_format(&j->id, id);
+  cli_field(t, "id:", id);
+  cli_field(t, "type:", j->type);
+  cli_field(t, "queue:", j->queue);
+  cli_field(t, "state:", pawl_state_name(j->state));
+  if (j->state == PAWL_PAUSED)
+    cli_field(t, "paused_from:", pawl_state_name(j->paused_from));
+  cli_field_int(t, "priority:", j->priority);
+  cli_field_int(t, "attempt:", j->attempt);
+  cli_field_int(t, "max_attempts:", j->max_attempts);
+  if (j->timeout_s) cli_field_int(t, "timeout_s:", j->timeout_s);
+  else cli_field(t, "timeout_s:", "none");
+  cli_field_time(t, "run_at:", j->run_at);
+  cli_field(t, "payload:", j->payload);
+  cli_field(t, "params:", j->params);
+  cli_field(t, "tags:", j->tags);
+  cli_field(t, "idempotency_key:", j->idempotency_key);
+  cli_field(t, "business_key:", j->business_key);
+  cli_field(t, "correlation_id:", j->correlation_id);
+  cli_field(t, "enqueued_by:", j->enqueued_by);
+  cli_field_time(t, "created_at:", j->created_at);
+  cli_field_time(t, "updated_at:", j->updated_at);
+  cli_field_time(t, "started_at:", j->started_at);
+  cli_field_time(t, "finished_at:", j->finished_at);
+  cli_field(t, "lease_owner:", j->lease_owner);
+  cli_field_time(t, "lease_expires:", j->lease_expires);
+  cli_field(t, "last_error:", j->last_error);
+  cli_field(t, "result:", j->result);
+  cli_field_int(t, "recoveries:", j->recoveries);
+  cli_field_int(t, "version:", j->version);
+}
+
+static void cli_attempt_rows(cli_table_t *t, const pawl_history_t *h) {
+  static const char *const head[9] = {
+      "attempt", "node",        "scheduled",     "started", "ended",
+      "duration_ms", "queue_wait_ms", "outcome", "error"};
+  cli_table_row(t, head);
+  for (size_t i = 0; i < h->nattempts; i++) {
+    const pawl_attempt_t *at = &h->attempts[i];
+    char n[16], sch[ISO8601_STRLEN], st[ISO8601_STRLEN], en[ISO8601_STRLEN];
+    char dur[32] = "-", wait[32] = "-";
+    snprintf(n, sizeof n, "%d", (int)at->attempt);
+    cli_time(at->scheduled_at, sch);
+    cli_time(at->started_at, st);
+    cli_time(at->ended_at, en);
+    if (at->ended_at && at->started_at)
+      snprintf(dur, sizeof dur, "%lld", (long long)(at->ended_at - at->started_at));
+    if (at->started_at && at->scheduled_at)
+      snprintf(wait, sizeof wait, "%lld",
+               (long long)(at->started_at - at->scheduled_at));
+    const char *row[9] = {n, at->node, sch, st, en, dur, wait, at->outcome,
+                          at->error};
+    cli_table_row(t, row);
+  }
+}
+
+static void cli_event_rows(cli_table_t *t, const pawl_history_t *h) {
+  static const char *const head[4] = {"at", "change", "actor", "reason"};
+  cli_table_row(t, head);
+  for (size_t i = 0; i < h->nevents; i++) {
+    const pawl_event_t *ev = &h->events[i];
+    char at[ISO8601_STRLEN], change[64];
+    cli_time(ev->at, at);
+    snprintf(change, sizeof change, "%s -> %s",
+             ev->from_state < 0 ? "(new)" : pawl_state_name(ev->from_state),
+             pawl_state_name(ev->to_state));
+    const char *row[4] = {at, change, ev->actor, ev->reason};
+    cli_table_row(t, row);
+  }
+}
+
+/* ---- commands ----------------------------------------------------------- */
+
+static int cli_migrate(pawl_t *p, const cli_args_t *a, char *err) {
+  int current = 0, latest = 0;
+  int rc = pawl_schema_version(p, &current, &latest);
+  if (rc) return cli_lib_fail(p, rc, err);
+  /* The same choice pawl_open made, for the message only. */
+  const char *url = a->db;
+  if (!url) url = getenv("PAWL_DB");
+  if (!url || !*url) url = "sqlite:./pawl.db";
+  printf("schema at version %d (%s)\n", current, url);
+  return 0;
+}
+
+static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
+  pawl_id_t id;
+  int status = PAWL_ENQ_NEW;
+  int rc = pawl_enqueue(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL, &a->enq,
+                        &id, &status);
+  if (rc) return cli_lib_fail(p, rc, err);
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(&id, text);
+  printf("%s\n", text);
+  /* The id goes to stdout either way, so scripts get the job they meant;
+   * the note on stderr says it was not a new one. */
+  pawl_buf_t note;
+  buf_init(&note);
+  if (status == PAWL_ENQ_DUPLICATE && a->enq.idempotency_key) {
+    buf_puts(&note, "duplicate: job already enqueued with key ");
+    cli_text(&note, a->enq.idempotency_key);
+  } else if (status == PAWL_ENQ_EXISTING && a->enq.business_key) {
+    buf_puts(&note, "existing: business key ");
+    cli_text(&note, a->enq.business_key);
+    buf_printf(&note, " is held by live job %s; not enqueued", text);
+  }
+  if (note.len && !note.oom) fprintf(stderr, "%s\n", buf_cstr(&note));
+  buf_free(&note);
+  return 0;
+}
+
+static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
+  pawl_job_t *job = NULL;
+  pawl_history_t *h = NULL;
+  int rc = pawl_get(p, &a->id, &job);
+  if (!rc) rc = pawl_history(p, &a->id, &h);
+  if (rc) {
+    pawl_job_free(job);
+    return cli_lib_fail(p, rc, err);
+  }
+  if (a->json) {
+    pawl_buf_t b;
+    buf_init(&b);
+    cli_json_job_fields(&b, job);
+    cli_json_history(&b, h);
+    buf_putc(&b, '}');
+    rc = cli_emit(&b, err);
+    buf_free(&b);
+  } else {
+    cli_table_t fields = {.ncols = 2}, attempts = {.ncols = 9},
+                events = {.ncols = 4};
+    cli_job_fields(&fields, job);
+    cli_attempt_rows(&attempts, h);
+    cli_event_rows(&events, h);
+    if (fields.oom || attempts.oom || events.oom) {
+      rc = cli_fail(err, CLI_FAIL, "out of memory");
+    } else {
+      cli_table_print(&fields, "");
+      if (h->nattempts) {
+        printf("attempts:\n");
+        cli_table_print(&attempts, "  ");
+      } else {
+        printf("attempts: none\n");
+      }
+      printf("events:\n");
+      cli_table_print(&events, "  ");
+    }
+    cli_table_free(&fields);
+    cli_table_free(&attempts);
+    cli_table_free(&events);
+  }
+  pawl_history_free(h);
+  pawl_job_free(job);
+  return rc;
+}
+
+/* State of a `pawl jobs` listing, for the pawl_list callback. */
+typedef struct cli_list {
+  int json;
+  cli_table_t table;
+  pawl_buf_t line;
+  int oom;
+} cli_list_t;
+
+static int cli_list_cb(const pawl_job_t *j, void *data) {
+  cli_list_t *l = data;
+  if (l->json) {
+    buf_reset(&l->line);
+    cli_json_job_fields(&l->line, j);
+    buf_puts(&l->line, "}\n");
+    if (l->line.oom) {
+      l->oom = 1;
+      return 1;
+    }
+    fputs(buf_cstr(&l->line), stdout);
+    return 0;
+  }
+  char id[PAWL_ID_STRLEN], prio[16], att[32], run_at[ISO8601_STRLEN];
+  pawl_id_format(&j->id, id);
+  snprintf(prio, sizeof prio, "%d", (int)j->priority);
+  snprintf(att, sizeof att, "%d/%d", (int)j->attempt, (int)j->max_attempts);
+  cli_time(j->run_at, run_at);
+  const char *row[7] = {id,   j->type, j->queue, pawl_state_name(j->state),
+                        prio, att,     run_at};
+  cli_table_row(&l->table, row);
+  l->oom = l->table.oom;
+  return l->oom;
+}
+
+static int cli_jobs(pawl_t *p, const cli_args_t *a, char *err) {
+  static const char *const head[7] = {"ID",       "TYPE",    "QUEUE", "STATE",
+                                      "PRIORITY", "ATTEMPT", "RUN_AT"};
+  cli_list_t l = {.json = a->json, .table = {.ncols = 7}};
+  buf_init(&l.line);
+  if (!l.json) cli_table_row(&l.table, head);
+  int rc = pawl_list(p, &a->filter, cli_list_cb, &l);
+  if (rc) rc = cli_lib_fail(p, rc, err);
+  else if (l.oom || l.table.oom) rc = cli_fail(err, CLI_FAIL, "out of memory");
+  else if (!l.json) cli_table_print(&l.table, "");
+  cli_table_free(&l.table);
+  buf_free(&l.line);
+  return rc;
+}
+
+static int cli_action(pawl_t *p, const cli_args_t *a, char *err) {
+  int (*fn)(pawl_t *, const pawl_id_t *, const char *, pawl_job_t **) =
+      a->cmd == CLI_CANCEL   ? pawl_cancel
+      : a->cmd == CLI_PAUSE  ? pawl_pause
+      : a->cmd == CLI_RESUME ? pawl_resume
+                             : pawl_retry;
+  pawl_job_t *job = NULL;
+  int rc = fn(p, &a->id, a->reason, &job);
+  if (rc) return cli_lib_fail(p, rc, err);
+  if (a->json) {
+    rc = cli_print_job_json(job, err);
+  } else {
+    char id[PAWL_ID_STRLEN];
+    pawl_id_format(&job->id, id);
+    printf("%s: %s\n", id, pawl_state_name(job->state));
+  }
+  pawl_job_free(job);
+  return rc;
+}
+
+static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
+  switch (a->cmd) {
+  case CLI_MIGRATE: return cli_migrate(p, a, err);
+  case CLI_ENQUEUE: return cli_enqueue(p, a, err);
+  case CLI_SHOW: return cli_show(p, a, err);
+  case CLI_JOBS: return cli_jobs(p, a, err);
+  case CLI_CANCEL:
+  case CLI_PAUSE:
+  case CLI_RESUME:
+  case CLI_RETRY: return cli_action(p, a, err);
+  default: return cli_fail(err, CLI_USAGE, "internal: no command to run");
+  }
+}
+
+/* Prints "pawl: MESSAGE" as exactly one line, whatever the message holds
+ * (library messages quote user input, which may contain newlines). */
+static void cli_print_error(const char *msg) {
+  pawl_buf_t b;
+  buf_init(&b);
+  buf_puts(&b, "pawl: ");
+  cli_text(&b, *msg ? msg : "unknown error");
+  fprintf(stderr, "%s\n", b.oom ? "pawl: out of memory" : buf_cstr(&b));
+  buf_free(&b);
+}
+
+int main(int argc, char **argv) {
+  char err[CLI_ERRLEN] = "";
+  cli_args_t a;
+  memset(&a, 0, sizeof a);
+  pawl_enqueue_opts_init(&a.enq);
+  pawl_filter_init(&a.filter);
+  /* Each --tag takes two arguments, so argc slots always suffice. */
+  a.tags = calloc((size_t)argc, sizeof *a.tags);
+  if (!a.tags) {
+    cli_print_error("out of memory");
+    return CLI_FAIL;
+  }
+
+  int rc = cli_parse(argc, argv, &a, err);
+  if (!rc && a.cmd == CLI_HELP) {
+    /* No arguments at all is a usage error: show the text where errors go. */
+    fputs(cli_usage_text, a.no_args ? stderr : stdout);
+    rc = a.no_args ? CLI_USAGE : CLI_OK;
+  } else if (!rc && a.cmd == CLI_VERSION) {
+    printf("pawl %s\n", PAWL_VERSION);
+  } else if (!rc) {
+    pawl_options_t opts;
+    pawl_options_init(&opts);
+    opts.db = a.db;
+    opts.sync_full = a.sync_full;
+    pawl_t *p = NULL;
+    int orc = pawl_open(&p, &opts, err, sizeof err);
+    if (orc) {
+      if (!err[0]) snprintf(err, sizeof err, "%s", pawl_strerror(orc));
+      rc = orc == PAWL_EINVAL ? CLI_USAGE : CLI_FAIL;
+    } else {
+      rc = cli_run(p, &a, err);
+      pawl_close(p);
+    }
+  }
+  free(a.tags);
+
+  if (fflush(stdout) != 0 && !rc) {
+    snprintf(err, sizeof err, "cannot write to standard output: %s",
+             strerror(errno));
+    rc = CLI_FAIL;
+  }
+  if (rc && !(a.cmd == CLI_HELP && a.no_args)) cli_print_error(err);
+  return rc;
+}

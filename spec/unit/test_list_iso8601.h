@@ -1,0 +1,3 @@
+TEST_ENTRY(iso8601_roundtrip)
+TEST_ENTRY(iso8601_parse_forms)
+TEST_ENTRY(iso8601_rejects)
