@@ -2,7 +2,8 @@
 # CMakeLists.txt; this file only names the common runs.
 #
 #   make            build (build/)
-#   make deps       install the Debian packages pawl needs (root, idempotent)
+#   make deps       install the Debian packages pawl needs and fetch Debian's
+#                   LuaJIT source (root, idempotent)
 #   make run        deps + build, then run the example story on ./pawl.db
 #   make test       deps + build + every test (ctest)
 #   make test-asan  the whole suite under AddressSanitizer + UBSan
@@ -15,7 +16,7 @@ CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 # Debian 12 packages: compiler and build tools, the libraries pawl links,
 # the Lua pieces the tests use, and tzdata for time zones.
-DEB_PACKAGES = build-essential cmake pkg-config \
+DEB_PACKAGES = build-essential cmake pkg-config dpkg-dev patch \
   libluajit-5.1-dev luajit lua-cjson lua-busted \
   libsqlite3-dev sqlite3 libuv1-dev libpq-dev tzdata
 
@@ -39,6 +40,7 @@ deps:
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
 	else echo "deps: all installed"; fi
+	@./cmake/fetch-luajit.sh third_party/luajit
 
 # Until the worker host lands, the story is: enqueue a job and inspect it.
 run: deps build
