@@ -5,7 +5,9 @@
  *   local id = db:enqueue("mail", { to = "a@b" }, { queue = "mail" })
  *   local jobs = db:claim(10, { queues = { "mail" } })
  *   db:finish{ { id = jobs[1].id, attempt = jobs[1].attempt,
- *                kind = "succeeded", result = { sent = true } } }
+ *                kind = "succeeded", result = { sent = true },
+ *                logs = { { level = "info", message = "sent" } } } }
+ *   for _, line in ipairs(db:logs(id)) do print(line.level, line.message) end
  *
  * Conventions, as in Lua's io library: an operation that fails returns nil,
  * a message (pawl_errmsg) and the code's name ("PAWL_ESTATE"); a wrong
@@ -58,6 +60,8 @@ typedef struct lpawl_box {
   pawl_job_t **jobs;
   size_t njobs;
   pawl_history_t *hist;
+  pawl_log_record_t *logs;
+  size_t nlogs;
 } lpawl_box_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -106,6 +110,7 @@ static void lpawl_box_free(lpawl_box_t *b) {
   pawl_job_free(b->job);
   pawl_jobs_free(b->jobs, b->njobs);
   pawl_history_free(b->hist);
+  pawl_logs_free(b->logs, b->nlogs);
   memset(b, 0, sizeof *b);
 }
 
@@ -348,7 +353,7 @@ static void lpawl_push_id(lua_State *L, const pawl_id_t *id) {
  * JSON fields decoded, plus the raw JSON text of payload, params, result
  * (and json_error if one could not be decoded). */
 static void lpawl_push_job(lua_State *L, const pawl_job_t *j) {
-  lua_createtable(L, 0, 32);
+  lua_createtable(L, 0, 34);
   lpawl_push_id(L, &j->id);
   lua_setfield(L, -2, "id");
   lpawl_set_str(L, "type", j->type);
@@ -380,6 +385,8 @@ static void lpawl_push_job(lua_State *L, const pawl_job_t *j) {
   lpawl_set_json(L, "result", j->result);
   lpawl_set_str(L, "result_json", j->result);
   lpawl_set_num(L, "recoveries", j->recoveries);
+  lpawl_set_num(L, "progress_done", j->progress_done);
+  lpawl_set_num(L, "progress_total", j->progress_total);
   lpawl_set_num(L, "version", (double)j->version);
 }
 
@@ -777,12 +784,66 @@ static int lpawl_claim(lua_State *L) {
   return 1;
 }
 
-/* db:finish{ {id =, attempt =, kind =, result =, error =, run_at =}, ... }
+/* [-0, +0, e] The log lines at t.logs of outcome `i` (the outcome table
+ * at `t`): { {at =, level =, message =, fields = table|JSON}, ... }. `at`
+ * defaults to `now`. The array is a userdata kept by the anchor. */
+static void lpawl_read_logs(lua_State *L, int t, int anchor, size_t i,
+                            int64_t now, pawl_outcome_t *o) {
+  static const char *const names[] = {"at", "level", "message", "fields",
+                                      NULL};
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "outcome %zu: ", i);
+  lua_getfield(L, t, "logs");
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return;
+  }
+  if (lua_type(L, -1) != LUA_TTABLE)
+    luaL_argerror(L, 2, lpawl_msg(L, prefix, "logs must be an array of tables (got %s)",
+                                  luaL_typename(L, -1)));
+  int arr = lua_gettop(L);
+  size_t n = lua_objlen(L, arr);
+  if (n == 0) {
+    lua_pop(L, 1);
+    return;
+  }
+  pawl_log_entry_t *lines = lua_newuserdata(L, n * sizeof *lines);
+  memset(lines, 0, n * sizeof *lines);
+  lpawl_anchor(L, anchor);
+  lua_pop(L, 1);
+  for (size_t k = 0; k < n; k++) {
+    snprintf(prefix, sizeof prefix, "outcome %zu: log line %zu: ", i, k + 1);
+    lua_rawgeti(L, arr, (int)k + 1);
+    int e = lua_gettop(L);
+    if (lua_type(L, e) != LUA_TTABLE)
+      luaL_argerror(L, 2, lpawl_msg(L, prefix, "expected a table (got %s)",
+                                    luaL_typename(L, e)));
+    lpawl_check_keys(L, e, names, 2, prefix, "log");
+    pawl_log_entry_t *l = &lines[k];
+    l->at = (int64_t)lpawl_opt_int(L, e, "at", (double)now, -LPAWL_MAX_EXACT,
+                                   LPAWL_MAX_EXACT, 2, prefix);
+    l->level = lpawl_opt_str(L, e, "level", anchor, 2, prefix);
+    if (!l->level) luaL_argerror(L, 2, lpawl_msg(L, prefix, "level is required"));
+    l->message = lpawl_opt_str(L, e, "message", anchor, 2, prefix);
+    if (!l->message)
+      luaL_argerror(L, 2, lpawl_msg(L, prefix, "message is required"));
+    lua_getfield(L, e, "fields");
+    l->fields = lpawl_json_arg(L, lua_gettop(L), anchor, 2, prefix, "fields");
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  o->logs = lines;
+  o->nlogs = n;
+}
+
+/* db:finish{ {id =, attempt =, kind =, result =, error =, run_at =,
+ *             logs = { {at =, level =, message =, fields =}, ... }}, ... }
  * [-0, +1|3, e] An array with true, or the code's name (PAWL_ELEASE), per
- * outcome; nil, message, code if the transaction failed. */
+ * outcome; nil, message, code if the transaction failed. The log lines are
+ * stored with their outcome, also when it is refused as stale. */
 static int lpawl_finish(lua_State *L) {
   static const char *const names[] = {"id", "attempt", "kind", "result",
-                                      "error", "run_at", NULL};
+                                      "error", "run_at", "logs", NULL};
   static const struct {
     const char *name;
     pawl_outcome_kind_t kind;
@@ -839,6 +900,7 @@ static int lpawl_finish(lua_State *L) {
     o->run_at = (int64_t)lpawl_opt_int(L, t, "run_at", (double)now,
                                        -LPAWL_MAX_EXACT, LPAWL_MAX_EXACT, 2,
                                        prefix);
+    lpawl_read_logs(L, t, 3, i + 1, now, o);
     lua_pop(L, 1);
   }
   int rc = pawl_finish(p, outs, n, rcs);
@@ -871,6 +933,91 @@ static int lpawl_recover(lua_State *L) {
   int rc = pawl_recover(p, &n);
   if (rc) return lpawl_fail(L, p, rc);
   lua_pushnumber(L, (double)n);
+  return 1;
+}
+
+/* [-0, +0, v] The attempt argument at `idx`: a whole number in int32. */
+static int32_t lpawl_check_attempt(lua_State *L, int idx) {
+  double v = luaL_checknumber(L, idx);
+  luaL_argcheck(L, v == floor(v) && v >= INT32_MIN && v <= INT32_MAX, idx,
+                "expected an attempt number");
+  return (int32_t)v;
+}
+
+/* db:progress(id, attempt, done, total) [-0, +1|3, e] true
+ * Records the progress of an attempt this handle holds (total: 0 or nil
+ * for unknown). Not a transition: the version does not change. */
+static int lpawl_progress(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  pawl_id_t id;
+  if (lpawl_parse_id(L, 2, &id)) return lpawl_bad_id(L, 2);
+  int32_t attempt = lpawl_check_attempt(L, 3);
+  double done = luaL_checknumber(L, 4);
+  double total = luaL_optnumber(L, 5, 0);
+  int rc = pawl_progress(p, &id, attempt, done, total);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* db:extend(id, attempt) [-0, +1|3, e] held
+ * Extends the lease of one attempt by the handle's lease; false if the
+ * attempt is no longer this handle's. */
+static int lpawl_extend(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  pawl_id_t id;
+  if (lpawl_parse_id(L, 2, &id)) return lpawl_bad_id(L, 2);
+  int32_t attempt = lpawl_check_attempt(L, 3);
+  int held = 0;
+  int rc = pawl_extend(p, &id, attempt, &held);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushboolean(L, held);
+  return 1;
+}
+
+/* db:next_due{ queues = {...} } [-0, +1|3, e] run_at
+ * The earliest run_at among pending jobs (of those queues), 0 if none. */
+static int lpawl_next_due(lua_State *L) {
+  static const char *const names[] = {"queues", NULL};
+  pawl_t *p = lpawl_check(L, 1)->p;
+  lua_settop(L, 2);
+  lua_newtable(L); /* 3: anchor */
+  pawl_claim_opts_t co;
+  memset(&co, 0, sizeof co);
+  if (!lua_isnil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lpawl_check_keys(L, 2, names, 2, "", "next_due");
+    co.queues = lpawl_opt_strings(L, 2, "queues", 3, &co.nqueues, 2, "");
+  }
+  int64_t at = 0;
+  int rc = pawl_next_due(p, &co, &at);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushnumber(L, (double)at);
+  return 1;
+}
+
+/* db:logs(id) [-0, +1|3, e] { {attempt =, at =, level =, message =,
+ * fields =}, ... } oldest first; fields decoded (raw text in fields_json). */
+static int lpawl_logs(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  pawl_id_t id;
+  if (lpawl_parse_id(L, 2, &id)) return lpawl_bad_id(L, 2);
+  lpawl_box_t *b = lpawl_box_new(L);
+  int rc = pawl_logs(p, &id, &b->logs, &b->nlogs);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_createtable(L, (int)b->nlogs, 0);
+  for (size_t i = 0; i < b->nlogs; i++) {
+    const pawl_log_record_t *r = &b->logs[i];
+    lua_createtable(L, 0, 6);
+    lpawl_set_num(L, "attempt", r->attempt);
+    lpawl_set_num(L, "at", (double)r->at);
+    lpawl_set_str(L, "level", r->level);
+    lpawl_set_str(L, "message", r->message);
+    lpawl_set_json(L, "fields", r->fields);
+    lpawl_set_str(L, "fields_json", r->fields);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lpawl_box_free(b);
   return 1;
 }
 
@@ -937,7 +1084,11 @@ static const luaL_Reg lpawl_methods[] = {
     {"finish", lpawl_finish},
     {"heartbeat", lpawl_heartbeat},
     {"recover", lpawl_recover},
+    {"progress", lpawl_progress},
+    {"extend", lpawl_extend},
+    {"next_due", lpawl_next_due},
     {"history", lpawl_history},
+    {"logs", lpawl_logs},
     {"now", lpawl_now},
     {"set_now", lpawl_set_now},
     {"advance", lpawl_advance},

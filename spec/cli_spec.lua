@@ -260,7 +260,7 @@ describe("pawl CLI", function()
         "created_at", "updated_at", "params", "tags", "timeout_s",
         "idempotency_key", "business_key", "correlation_id", "enqueued_by",
         "started_at", "finished_at", "lease_owner", "lease_expires",
-        "recoveries", "version" }
+        "recoveries", "progress_done", "progress_total", "version" }
       for _, j in ipairs(H.json_lines(out)) do
         for _, k in ipairs(required) do
           assert.is_not_nil(j[k], "missing field " .. k)
@@ -306,6 +306,89 @@ describe("pawl CLI", function()
       -- The text form escapes it instead of breaking the layout.
       local text = env:ok("show", id)
       assert.truthy(text:find('\npayload:%s+{\\n  "text"'), text)
+    end)
+  end)
+
+  -- No command runs a job, so attempts with progress and log lines are made
+  -- through the Lua module (require "pawl", built beside the binary) on the
+  -- same database, as a worker would.
+  describe("show with progress and logs", function()
+    local have_module, pawl = pcall(require, "pawl")
+    local test = have_module and it or pending
+
+    -- Runs job `id` once: progress, then a retry carrying log lines; then
+    -- claims it again and reports progress of the second attempt.
+    local function run_twice(id, progress2)
+      local db = assert(pawl.open{ db = env.db, node_id = "worker-1" })
+      local j = assert(db:claim(1))[1]
+      assert.are.equal(id, j.id)
+      assert(db:progress(id, 1, 1, 4))
+      assert.are.same({ true }, db:finish{ { id = id, attempt = 1, kind = "retry",
+        error = "smtp down", run_at = db:now(), logs = {
+          { at = 1800000000000, level = "info", message = "sending\nnow",
+            fields = { to = "a@example.com", n = { 1, 2 } } },
+          { at = 1800000000500, level = "error", message = "smtp down" },
+        } } })
+      local again = assert(db:claim(1))[1]
+      assert.are.equal(2, again.attempt)
+      if progress2 then assert(db:progress(id, 2, progress2[1], progress2[2])) end
+      db:close()
+    end
+
+    test("includes progress and every log line in --json", function()
+      local id = env:enqueue("email")
+      local j = env:show_json(id)
+      assert.are.equal(0, j.progress_done)
+      assert.are.equal(0, j.progress_total)
+      assert.are.same({}, j.logs)
+      run_twice(id, { 2.5, 10 })
+      j = env:show_json(id)
+      assert.are.equal(2.5, j.progress_done)
+      assert.are.equal(10, j.progress_total)
+      assert.are.equal(2, #j.logs)
+      assert.are.same({ attempt = 1, at = "2027-01-15T08:00:00.000Z", level = "info",
+        message = "sending\nnow", fields = { to = "a@example.com", n = { 1, 2 } } }, j.logs[1])
+      assert.are.same({ attempt = 1, at = "2027-01-15T08:00:00.500Z", level = "error",
+        message = "smtp down", fields = cjson.null }, j.logs[2])
+      -- Listings carry progress too.
+      local listed = H.json_lines(env:ok("jobs", "--json"))[1]
+      assert.are.equal(2.5, listed.progress_done)
+      assert.is_nil(listed.logs)
+    end)
+
+    test("prints progress when set and a logs section", function()
+      local id = env:enqueue("email")
+      local text = env:ok("show", id)
+      assert.is_nil(text:find("\nprogress:", 1, true))
+      assert.truthy(text:find("\nlogs: none\n", 1, true), text)
+      run_twice(id, { 1, 3 })
+      text = env:ok("show", id)
+      local value = text:match("\nprogress:%s+([^\n]*)\n")
+      assert.are.equal("1/3 (33%)", value)
+      -- Aligned with the other fields.
+      local col_state = text:match("\n(state:%s+)")
+      local col_progress = text:match("\n(progress:%s+)")
+      assert.are.equal(#col_state, #col_progress)
+      local logs = text:match("\nlogs:\n(.*)$")
+      assert.truthy(logs, text)
+      local rows = H.lines(logs)
+      assert.are.equal(3, #rows)
+      assert.truthy(rows[1]:match("^  attempt%s+at%s+level%s+message%s+fields$"), rows[1])
+      -- One line per log line: the newline in the message is escaped.
+      assert.truthy(rows[2]:match("^  1%s+2027%-01%-15T08:00:00%.000Z%s+info%s+sending\\nnow%s+{"), rows[2])
+      assert.truthy(rows[2]:find('"to":"a@example.com"', 1, true), rows[2])
+      assert.truthy(rows[3]:match("^  1%s+2027%-01%-15T08:00:00%.500Z%s+error%s+smtp down%s+%-$"), rows[3])
+    end)
+
+    test("shows progress without a total as a bare number", function()
+      local id = env:enqueue("email")
+      run_twice(id, { 7, 0 })
+      local text = env:ok("show", id)
+      assert.are.equal("7", text:match("\nprogress:%s+([^\n]*)\n"))
+      -- A new attempt that has not reported yet shows none.
+      id = env:enqueue("email")
+      run_twice(id, nil)
+      assert.is_nil(env:ok("show", id):find("\nprogress:", 1, true))
     end)
   end)
 

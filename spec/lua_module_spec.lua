@@ -183,6 +183,8 @@ describe("pawl Lua module", function()
       assert.is_nil(j.result)
       assert.is_nil(j.result_json)
       assert.are.equal(0, j.recoveries)
+      assert.are.equal(0, j.progress_done)
+      assert.are.equal(0, j.progress_total)
       assert.are.equal("number", type(j.version))
     end)
 
@@ -1002,6 +1004,219 @@ describe("pawl Lua module", function()
       local h, _, code = db:history(pawl.id_new())
       assert.is_nil(h)
       assert.are.equal("PAWL_ENOTFOUND", code)
+    end)
+  end)
+
+  -- ---- progress, single leases, next due ---------------------------------
+
+  describe("progress", function()
+    it("records progress of a held attempt without a new version", function()
+      local j = claim_one()
+      assert.is_true(db:progress(j.id, 1, 3, 10))
+      local r = db:get(j.id)
+      assert.are.equal(3, r.progress_done)
+      assert.are.equal(10, r.progress_total)
+      assert.are.equal(j.version, r.version)
+      assert.is_true(db:progress(j.id, 1, 0.5))
+      r = db:get(j.id)
+      assert.are.equal(0.5, r.progress_done)
+      assert.are.equal(0, r.progress_total)
+    end)
+
+    it("refuses progress of an attempt this handle does not hold", function()
+      local j = claim_one()
+      local other = open{ node_id = "node-b" }
+      local ok, msg, code = other:progress(j.id, 1, 1, 2)
+      assert.is_nil(ok)
+      assert.matches("attempt 1", msg)
+      assert.are.equal("PAWL_ELEASE", code)
+      local _, _, c2 = db:progress(j.id, 2, 1, 2)
+      assert.are.equal("PAWL_ELEASE", c2)
+      assert.are.equal(0, db:get(j.id).progress_done)
+    end)
+
+    it("refuses negative or infinite numbers", function()
+      local j = claim_one()
+      for _, args in ipairs({ { -1, 2 }, { 1, -2 }, { 1 / 0, 2 }, { 0 / 0, 1 } }) do
+        local ok, msg, code = db:progress(j.id, 1, args[1], args[2])
+        assert.is_nil(ok)
+        assert.matches("progress", msg)
+        assert.are.equal("PAWL_EINVAL", code)
+      end
+      assert.has_error(function() db:progress(j.id, 1, "half") end)
+      assert.has_error(function() db:progress(j.id, 1.5, 1) end)
+      assert.has_error(function() db:progress(j.id) end)
+      local ok, _, code = db:progress("nope", 1, 1)
+      assert.is_nil(ok)
+      assert.are.equal("PAWL_EINVAL", code)
+    end)
+
+    it("starts every attempt without progress", function()
+      local j = claim_one()
+      assert(db:progress(j.id, 1, 9, 10))
+      assert(db:finish{ { id = j.id, attempt = 1, kind = "retry", error = "e", run_at = T0 } })
+      assert.are.equal(9, db:get(j.id).progress_done)
+      local again = db:claim(1)[1]
+      assert.are.equal(2, again.attempt)
+      assert.are.equal(0, again.progress_done)
+      assert.are.equal(0, again.progress_total)
+    end)
+  end)
+
+  describe("extend", function()
+    it("extends the lease of one held attempt only", function()
+      local h = open{ lease_ms = 10000 }
+      h:enqueue("a", nil)
+      h:enqueue("b", nil)
+      local a, b = h:claim(1)[1], h:claim(1)[1]
+      h:set_now(T0 + 8000)
+      assert.is_true(h:extend(a.id, 1))
+      local ra = h:get(a.id)
+      assert.are.equal(T0 + 18000, ra.lease_expires)
+      assert.are.equal(a.version, ra.version)
+      assert.are.equal(T0 + 10000, h:get(b.id).lease_expires)
+      h:set_now(T0 + 10001)
+      assert.are.equal(1, h:recover())
+      assert.are.equal("running", h:get(a.id).state)
+      assert.are.equal("pending", h:get(b.id).state)
+    end)
+
+    it("answers false for an attempt that is not ours", function()
+      local j = claim_one()
+      local other = open{ node_id = "node-b" }
+      assert.is_false(other:extend(j.id, 1))
+      assert.is_false(db:extend(j.id, 2))
+      assert.is_false(db:extend(pawl.id_new(), 1))
+      assert.are.equal(T0 + 30000, db:get(j.id).lease_expires)
+      assert.has_error(function() db:extend(j.id) end)
+    end)
+  end)
+
+  describe("next_due", function()
+    it("is 0 with nothing pending", function()
+      assert.are.equal(0, db:next_due())
+      claim_one()
+      assert.are.equal(0, db:next_due())
+    end)
+
+    it("is the earliest run_at of pending jobs, in the queues asked for", function()
+      db:enqueue("a", nil, { queue = "mail", run_at = T0 + 5000 })
+      db:enqueue("b", nil, { queue = "sms", run_at = T0 + 2000 })
+      db:enqueue("c", nil, { queue = "sms", run_at = T0 + 100, blocked = true })
+      local paused = db:enqueue("d", nil, { queue = "sms", run_at = T0 + 200 })
+      assert(db:pause(paused))
+      assert.are.equal(T0 + 2000, db:next_due())
+      assert.are.equal(T0 + 2000, db:next_due{})
+      assert.are.equal(T0 + 5000, db:next_due{ queues = { "mail" } })
+      assert.are.equal(T0 + 2000, db:next_due{ queues = { "mail", "sms" } })
+      assert.are.equal(0, db:next_due{ queues = { "push" } })
+      local r, _, code = db:next_due{ queues = { "" } }
+      assert.is_nil(r)
+      assert.are.equal("PAWL_EINVAL", code)
+      assert.has_error(function() db:next_due{ queue = "mail" } end)
+    end)
+  end)
+
+  -- ---- logs ---------------------------------------------------------------
+
+  describe("logs", function()
+    it("stores the lines of a finished attempt, oldest first", function()
+      local j = claim_one()
+      db:set_now(T0 + 70)
+      assert.are.same({ true }, db:finish{ { id = j.id, attempt = 1, kind = "succeeded", logs = {
+        { at = T0 + 10, level = "info", message = "sending", fields = { to = "a@b" } },
+        { level = "debug", message = "step 2" },
+        { at = T0 + 60, level = "warn", message = "slow", fields = '{"ms":900}' },
+      } } })
+      local logs = db:logs(j.id)
+      assert.are.same({
+        { attempt = 1, at = T0 + 10, level = "info", message = "sending",
+          fields = { to = "a@b" }, fields_json = '{"to":"a@b"}' },
+        { attempt = 1, at = T0 + 70, level = "debug", message = "step 2" },
+        { attempt = 1, at = T0 + 60, level = "warn", message = "slow",
+          fields = { ms = 900 }, fields_json = '{"ms":900}' },
+      }, logs)
+    end)
+
+    it("returns an empty array for a job without lines, PAWL_ENOTFOUND for no job", function()
+      local id = db:enqueue("t", nil)
+      assert.are.same({}, db:logs(id))
+      local r, msg, code = db:logs(pawl.id_new())
+      assert.is_nil(r)
+      assert.matches("no job", msg)
+      assert.are.equal("PAWL_ENOTFOUND", code)
+      r, _, code = db:logs("nope")
+      assert.is_nil(r)
+      assert.are.equal("PAWL_EINVAL", code)
+    end)
+
+    it("keeps the lines of every kind of outcome under its attempt", function()
+      local j = claim_one()
+      local function line(m) return { { level = "error", message = m } } end
+      assert(db:finish{ { id = j.id, attempt = 1, kind = "retry", error = "e", run_at = T0, logs = line("retry") } })
+      assert(db:finish{ { id = j.id, attempt = 2, kind = "snooze", run_at = T0, logs = line("never claimed") } })
+      assert.are.equal(2, db:claim(1)[1].attempt)
+      assert(db:finish{ { id = j.id, attempt = 2, kind = "snooze", run_at = T0, logs = line("snooze") } })
+      assert.are.equal(2, db:claim(1)[1].attempt)
+      assert(db:finish{ { id = j.id, attempt = 2, kind = "release", logs = line("release") } })
+      assert.are.equal(2, db:claim(1)[1].attempt)
+      assert(db:finish{ { id = j.id, attempt = 2, kind = "failed", error = "x", logs = line("failed") } })
+      local got = {}
+      for _, l in ipairs(db:logs(j.id)) do got[#got + 1] = l.attempt .. ":" .. l.message end
+      -- The stale snooze (attempt 2 was not claimed yet) kept its line too.
+      assert.are.same({ "1:retry", "2:never claimed", "2:snooze", "2:release", "2:failed" }, got)
+    end)
+
+    it("keeps the lines of a stale outcome", function()
+      local j = claim_one()
+      assert(db:cancel(j.id, "operator"))
+      assert.are.same({ "PAWL_ELEASE" }, db:finish{ { id = j.id, attempt = 1, kind = "succeeded",
+        logs = { { level = "info", message = "done, too late" } } } })
+      local other = open{ node_id = "node-b" }
+      local k = claim_one()
+      assert.are.same({ "PAWL_ELEASE" }, other:finish{ { id = k.id, attempt = 1, kind = "failed",
+        error = "x", logs = { { level = "warn", message = "not mine" } } } })
+      assert.are.equal("canceled", db:get(j.id).state)
+      assert.are.equal("running", db:get(k.id).state)
+      assert.are.equal("done, too late", db:logs(j.id)[1].message)
+      assert.are.equal("not mine", db:logs(k.id)[1].message)
+    end)
+
+    it("refuses bad lines and writes nothing", function()
+      local j = claim_one()
+      local function refused(want, logs)
+        local r, msg, code = db:finish{ { id = j.id, attempt = 1, kind = "succeeded", logs = logs } }
+        assert.is_nil(r)
+        assert.are.equal("PAWL_EINVAL", code)
+        assert.matches(want, msg)
+      end
+      refused("level", { { level = "fatal", message = "m" } })
+      refused("log line 2", { { level = "info", message = "ok" }, { level = "loud", message = "m" } })
+      refused("object", { { level = "info", message = "m", fields = { 1, 2 } } })
+      refused("object", { { level = "info", message = "m", fields = "[1]" } })
+      refused("JSON", { { level = "info", message = "m", fields = "{oops" } })
+      refused("time", { { at = -1, level = "info", message = "m" } })
+      assert.are.equal("running", db:get(j.id).state)
+      assert.are.same({}, db:logs(j.id))
+    end)
+
+    it("raises on malformed lines", function()
+      local j = claim_one()
+      local function raises(want, logs)
+        local ok, err = pcall(db.finish, db, { { id = j.id, attempt = 1, kind = "succeeded", logs = logs } })
+        assert.is_false(ok)
+        assert.matches(want, err)
+      end
+      raises("logs must be an array", "x")
+      raises("log line 1: expected a table", { "x" })
+      raises("level is required", { { message = "m" } })
+      raises("message is required", { { level = "info" } })
+      raises('unknown log option "lvl"', { { lvl = "info", message = "m" } })
+      raises("level", { { level = 1, message = "m" } })
+      raises("fields", { { level = "info", message = "m", fields = 3 } })
+      raises("at", { { at = 1.5, level = "info", message = "m" } })
+      assert.are.equal("running", db:get(j.id).state)
+      assert.are.same({}, db:logs(j.id))
     end)
   end)
 

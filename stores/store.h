@@ -108,6 +108,15 @@ struct store_ops {
     int (*get)(store_t *st, const pawl_id_t *id, pawl_job_t **out);
     int (*list)(store_t *st, const pawl_filter_t *f, pawl_job_cb cb,
                 void *data);
+    /* Records the progress of the attempt `token` holds under `attempt`
+     * (running, same lease token and attempt); PAWL_ELEASE otherwise. Not a
+     * transition: the version does not change. A claim clears it. */
+    int (*progress)(store_t *st, const pawl_id_t *id, const pawl_id_t *token,
+                    int32_t attempt, double done, double total);
+    /* A job's log lines, in the order they were written. *out is NULL when
+     * there are none (pawl_logs_free()); PAWL_ENOTFOUND for no such job. */
+    int (*logs)(store_t *st, const pawl_id_t *id, pawl_log_record_t **out,
+                size_t *n);
   } jobs;
 
   struct {
@@ -126,10 +135,22 @@ struct store_ops {
                   size_t *n);
     /* Takes back jobs whose lease expired (see pawl_recover()). */
     int (*recover)(store_t *st, size_t *n);
+    /* Extends the lease of one attempt held by `token`; *held is 1 if it
+     * was (running, same token and attempt), else 0 and nothing changes. */
+    int (*extend_one)(store_t *st, const pawl_id_t *id, const pawl_id_t *token,
+                      int32_t attempt, int64_t lease_ms, int *held);
+    /* The earliest run_at among pending jobs of `queues` (every queue when
+     * nqueues is 0); 0 when none is pending. Like claiming, its cost must
+     * not grow with the finished jobs kept. */
+    int (*next_due)(store_t *st, const char *const *queues, size_t nqueues,
+                    int64_t *run_at);
   } claim;
 
   struct {
-    /* Writes outcomes of attempts held by `token` in one transaction. */
+    /* Writes outcomes of attempts held by `token` in one transaction, each
+     * with its log lines (stored under the outcome's attempt, also when the
+     * outcome is refused as stale, as long as the job exists). A log line
+     * with `at` 0 is stamped with the time of the finish. */
     int (*finish)(store_t *st, const pawl_id_t *token,
                   const pawl_outcome_t *outs, size_t n, int *rcs);
   } terminal;

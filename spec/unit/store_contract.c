@@ -2,6 +2,7 @@
  *
  * Everything runs through the public API on a handle whose clock is
  * injected, so delays, leases and backoff are tested without sleeping. */
+#include <math.h>
 #include <stdatomic.h>
 
 #include "pawl.h"
@@ -1049,5 +1050,397 @@ void contract_nodes(const char *url) {
   CHECK_OK(st->ops->nodes.list(st, node_cb, &seen));
   CHECK_INT(seen.n, ==, 1);
   CHECK_STR(seen.ids[0], "a");
+  pawl_close(p);
+}
+
+/* ---- progress, single leases, next due ---------------------------------- */
+
+void contract_progress(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_t *q = contract_open_with(url, "node-b", -1);
+  pawl_id_t id = enq(p, "long", NULL);
+  /* Pending: nobody holds it. */
+  CHECK_INT(pawl_progress(p, &id, 0, 1, 2), ==, PAWL_ELEASE);
+  pawl_job_t *j = claim_one(p);
+  CHECK(j->progress_done == 0 && j->progress_total == 0);
+  CHECK_OK(pawl_progress(p, &id, 1, 3, 10));
+  pawl_job_t *cur = get(p, &id);
+  CHECK(cur->progress_done == 3 && cur->progress_total == 10);
+  CHECK_INT(cur->version, ==, j->version); /* not a transition */
+  CHECK_INT(cur->updated_at, ==, j->updated_at);
+  pawl_job_free(cur);
+  CHECK_OK(pawl_progress(p, &id, 1, 4.5, 0)); /* total unknown */
+  cur = get(p, &id);
+  CHECK(cur->progress_done == 4.5 && cur->progress_total == 0);
+  pawl_job_free(cur);
+  /* Another node, another attempt: refused, nothing changes. */
+  CHECK_INT(pawl_progress(q, &id, 1, 9, 10), ==, PAWL_ELEASE);
+  CHECK(strstr(pawl_errmsg(q), "attempt 1") != NULL);
+  CHECK_INT(pawl_progress(p, &id, 2, 9, 10), ==, PAWL_ELEASE);
+  cur = get(p, &id);
+  CHECK(cur->progress_done == 4.5);
+  pawl_job_free(cur);
+  /* Bad numbers are refused before the store. */
+  CHECK_INT(pawl_progress(p, &id, 1, -1, 10), ==, PAWL_EINVAL);
+  CHECK(strstr(pawl_errmsg(p), "progress") != NULL);
+  CHECK_INT(pawl_progress(p, &id, 1, 1, -0.5), ==, PAWL_EINVAL);
+  CHECK_INT(pawl_progress(p, &id, 1, NAN, 10), ==, PAWL_EINVAL);
+  CHECK_INT(pawl_progress(p, &id, 1, 1, INFINITY), ==, PAWL_EINVAL);
+  /* The last report stays with the attempt that made it... */
+  contract_advance(10);
+  CHECK_INT(finish(p, j, PAWL_OUT_RETRY, "again", T0 + 10), ==, 0);
+  CHECK_INT(pawl_progress(p, &id, 1, 5, 10), ==, PAWL_ELEASE);
+  cur = get(p, &id);
+  CHECK(cur->progress_done == 4.5);
+  pawl_job_free(cur);
+  pawl_job_free(j);
+  /* ...and the next attempt starts without any. */
+  j = claim_one(p);
+  CHECK_INT(j->attempt, ==, 2);
+  CHECK(j->progress_done == 0 && j->progress_total == 0);
+  CHECK_OK(pawl_progress(p, &id, 2, 10, 10));
+  CHECK_INT(finish(p, j, PAWL_OUT_SUCCEEDED, NULL, 0), ==, 0);
+  cur = get(p, &id);
+  CHECK(cur->progress_done == 10 && cur->progress_total == 10);
+  pawl_job_free(cur);
+  pawl_job_free(j);
+  /* Unknown job: nobody holds it either. */
+  pawl_id_t missing;
+  pawl_id_new(&missing);
+  CHECK_INT(pawl_progress(p, &missing, 1, 1, 1), ==, PAWL_ELEASE);
+  pawl_close(q);
+  pawl_close(p);
+}
+
+void contract_extend_one(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_t *q = contract_open_with(url, "node-b", -1);
+  enq(p, "a", NULL);
+  enq(p, "b", NULL);
+  enq(p, "c", NULL);
+  pawl_job_t *a = claim_one(p), *b = claim_one(p), *c = claim_one(q);
+  contract_advance(8000);
+  int held = -1;
+  CHECK_OK(pawl_extend(p, &a->id, 1, &held));
+  CHECK_INT(held, ==, 1);
+  pawl_job_t *cur = get(p, &a->id);
+  CHECK_INT(cur->lease_expires, ==, T0 + 8000 + 10000);
+  CHECK_INT(cur->version, ==, a->version); /* not a transition */
+  pawl_job_free(cur);
+  /* Only that job. */
+  cur = get(p, &b->id);
+  CHECK_INT(cur->lease_expires, ==, T0 + 10000);
+  pawl_job_free(cur);
+  /* Not ours: another node's job, another attempt, an unknown job. */
+  held = -1;
+  CHECK_OK(pawl_extend(p, &c->id, 1, &held));
+  CHECK_INT(held, ==, 0);
+  cur = get(p, &c->id);
+  CHECK_INT(cur->lease_expires, ==, T0 + 10000);
+  pawl_job_free(cur);
+  held = -1;
+  CHECK_OK(pawl_extend(p, &b->id, 2, &held));
+  CHECK_INT(held, ==, 0);
+  pawl_id_t missing;
+  pawl_id_new(&missing);
+  held = -1;
+  CHECK_OK(pawl_extend(p, &missing, 1, &held));
+  CHECK_INT(held, ==, 0);
+  CHECK_OK(pawl_extend(p, &b->id, 1, NULL));
+  /* Past b's first lease, within the extensions: only c is recovered. */
+  contract_advance(4000);
+  size_t n = 0;
+  CHECK_OK(pawl_recover(p, &n));
+  CHECK_INT(n, ==, 1);
+  CHECK_INT(state_of(p, &a->id), ==, PAWL_RUNNING);
+  CHECK_INT(state_of(p, &b->id), ==, PAWL_RUNNING);
+  CHECK_INT(state_of(p, &c->id), ==, PAWL_PENDING);
+  /* A finished attempt is not held any more. */
+  CHECK_INT(finish(p, a, PAWL_OUT_SUCCEEDED, NULL, 0), ==, 0);
+  held = -1;
+  CHECK_OK(pawl_extend(p, &a->id, 1, &held));
+  CHECK_INT(held, ==, 0);
+  pawl_job_free(a);
+  pawl_job_free(b);
+  pawl_job_free(c);
+  pawl_close(q);
+  pawl_close(p);
+}
+
+static int64_t next_due(pawl_t *p, const char *const *queues, size_t n) {
+  pawl_claim_opts_t co = {.queues = queues, .nqueues = n};
+  int64_t at = -1;
+  int rc = pawl_next_due(p, n ? &co : NULL, &at);
+  if (rc) unit_fail(__FILE__, __LINE__, "next_due: %s", pawl_errmsg(p));
+  return at;
+}
+
+void contract_next_due(const char *url) {
+  pawl_t *p = contract_open(url);
+  CHECK_INT(next_due(p, NULL, 0), ==, 0);
+  pawl_enqueue_opts_t o;
+  /* Running, terminal, blocked and paused jobs are not waiting to run. */
+  pawl_enqueue_opts_init(&o);
+  o.queue = "push";
+  o.run_at = T0 - 500;
+  enq(p, "running", &o);
+  pawl_job_free(claim_one(p));
+  pawl_enqueue_opts_init(&o);
+  o.queue = "sms";
+  o.run_at = T0 - 400;
+  pawl_id_t done = enq(p, "done", &o);
+  pawl_job_t *j = claim_one(p);
+  CHECK(same_id(&j->id, &done));
+  finish(p, j, PAWL_OUT_SUCCEEDED, NULL, 0);
+  pawl_job_free(j);
+  o.run_at = T0 + 100;
+  pawl_id_t canceled = enq(p, "canceled", &o);
+  CHECK_OK(pawl_cancel(p, &canceled, NULL, NULL));
+  o.blocked = 1;
+  o.run_at = T0 + 200;
+  enq(p, "blocked", &o);
+  o.blocked = 0;
+  o.run_at = T0 + 300;
+  pawl_id_t paused = enq(p, "paused", &o);
+  CHECK_OK(pawl_pause(p, &paused, NULL, NULL));
+  CHECK_INT(next_due(p, NULL, 0), ==, 0);
+  /* Pending: the earliest, whether due already or not. */
+  o.run_at = T0 + 2000;
+  enq(p, "b", &o);
+  pawl_enqueue_opts_init(&o);
+  o.queue = "mail";
+  o.run_at = T0 + 5000;
+  enq(p, "a", &o);
+  o.run_at = T0 + 7000;
+  enq(p, "a2", &o);
+  CHECK_INT(next_due(p, NULL, 0), ==, T0 + 2000);
+  const char *mail[] = {"mail"}, *push[] = {"push"}, *none[] = {"none"};
+  const char *mail_push[] = {"mail", "push"}, *sms_mail[] = {"sms", "mail"};
+  CHECK_INT(next_due(p, mail, 1), ==, T0 + 5000);
+  CHECK_INT(next_due(p, push, 1), ==, 0);
+  CHECK_INT(next_due(p, none, 1), ==, 0);
+  CHECK_INT(next_due(p, mail_push, 2), ==, T0 + 5000);
+  CHECK_INT(next_due(p, sms_mail, 2), ==, T0 + 2000);
+  /* A job already due counts too (a poller then claims at once). */
+  pawl_enqueue_opts_init(&o);
+  o.queue = "mail";
+  o.run_at = T0 - 1000;
+  pawl_id_t late = enq(p, "late", &o);
+  CHECK_INT(next_due(p, NULL, 0), ==, T0 - 1000);
+  CHECK_INT(next_due(p, mail, 1), ==, T0 - 1000);
+  CHECK_INT(next_due(p, sms_mail + 0, 1), ==, T0 + 2000);
+  /* Claimed, it no longer counts; back to pending (a retry), it does. */
+  j = claim_one(p);
+  CHECK(same_id(&j->id, &late));
+  CHECK_INT(next_due(p, mail, 1), ==, T0 + 5000);
+  CHECK_INT(finish(p, j, PAWL_OUT_RETRY, "e", T0 + 4000), ==, 0);
+  pawl_job_free(j);
+  CHECK_INT(next_due(p, mail, 1), ==, T0 + 4000);
+  /* Bad queue names are refused like in a claim. */
+  const char *bad[] = {""};
+  pawl_claim_opts_t co = {.queues = bad, .nqueues = 1};
+  int64_t at = 42;
+  CHECK_INT(pawl_next_due(p, &co, &at), ==, PAWL_EINVAL);
+  CHECK_INT(at, ==, 42);
+  /* opts without queues means every queue. */
+  pawl_claim_opts_t all = {0};
+  CHECK_OK(pawl_next_due(p, &all, &at));
+  CHECK_INT(at, ==, T0 + 2000);
+  pawl_close(p);
+}
+
+/* ---- logs --------------------------------------------------------------- */
+
+/* An outcome of `j` carrying `n` log lines. */
+static pawl_outcome_t outcome(const pawl_job_t *j, pawl_outcome_kind_t kind,
+                              const pawl_log_entry_t *logs, size_t n) {
+  pawl_outcome_t o = {.id = j->id, .attempt = j->attempt, .kind = kind,
+                      .logs = logs, .nlogs = n};
+  if (kind == PAWL_OUT_FAILED || kind == PAWL_OUT_RETRY) o.error = "e";
+  if (kind == PAWL_OUT_RETRY || kind == PAWL_OUT_SNOOZE) o.run_at = T0;
+  return o;
+}
+
+static int finish_logged(pawl_t *p, const pawl_job_t *j,
+                         pawl_outcome_kind_t kind,
+                         const pawl_log_entry_t *logs, size_t n) {
+  pawl_outcome_t o = outcome(j, kind, logs, n);
+  int rcs[1] = {99};
+  int rc = pawl_finish(p, &o, 1, rcs);
+  if (rc) unit_fail(__FILE__, __LINE__, "finish: %s", pawl_errmsg(p));
+  return rcs[0];
+}
+
+static size_t logs_of(pawl_t *p, const pawl_id_t *id, pawl_log_record_t **out) {
+  size_t n = 99;
+  *out = (pawl_log_record_t *)1;
+  int rc = pawl_logs(p, id, out, &n);
+  if (rc) unit_fail(__FILE__, __LINE__, "logs: %s", pawl_errmsg(p));
+  if (n == 0) CHECK(*out == NULL);
+  return n;
+}
+
+static void check_log(const pawl_log_record_t *r, int attempt, int64_t at,
+                      const char *level, const char *message,
+                      const char *fields) {
+  CHECK_INT(r->attempt, ==, attempt);
+  CHECK_INT(r->at, ==, at);
+  CHECK_STR(r->level, level);
+  CHECK_STR(r->message, message);
+  if (fields)
+    CHECK_STR(r->fields, fields);
+  else
+    CHECK(r->fields == NULL);
+}
+
+void contract_logs(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_t *q = contract_open_with(url, "node-b", -1);
+  pawl_log_record_t *recs;
+  /* Success, with fields, an explicit time and a default one (0: the
+   * finish's time). */
+  pawl_id_t a = enq(p, "a", NULL);
+  CHECK_INT(logs_of(p, &a, &recs), ==, 0);
+  pawl_job_t *j = claim_one(p);
+  contract_advance(50);
+  pawl_log_entry_t la[3] = {
+      {T0 + 10, "info", "starting", "{\"n\":1,\"to\":\"x\"}"},
+      {T0 + 20, "debug", "step", NULL},
+      {0, "warn", "slow \"quoted\"\nline", "{}"}};
+  CHECK_INT(finish_logged(p, j, PAWL_OUT_SUCCEEDED, la, 3), ==, 0);
+  pawl_job_free(j);
+  CHECK_INT(logs_of(p, &a, &recs), ==, 3);
+  check_log(&recs[0], 1, T0 + 10, "info", "starting", "{\"n\":1,\"to\":\"x\"}");
+  check_log(&recs[1], 1, T0 + 20, "debug", "step", NULL);
+  check_log(&recs[2], 1, T0 + 50, "warn", "slow \"quoted\"\nline", "{}");
+  pawl_logs_free(recs, 3);
+
+  /* Every kind of outcome, attempt after attempt, in the order written. */
+  pawl_id_t b = enq(p, "b", NULL);
+  pawl_log_entry_t one = {T0 + 1, "error", "retry me", NULL};
+  j = claim_one(p);
+  CHECK_INT(finish_logged(p, j, PAWL_OUT_RETRY, &one, 1), ==, 0);
+  pawl_job_free(j);
+  j = claim_one(p);
+  CHECK_INT(j->attempt, ==, 2);
+  one.message = "snoozing";
+  CHECK_INT(finish_logged(p, j, PAWL_OUT_SNOOZE, &one, 1), ==, 0);
+  pawl_job_free(j);
+  j = claim_one(p);
+  CHECK_INT(j->attempt, ==, 2); /* a snooze gives the attempt back */
+  one.message = "releasing";
+  CHECK_INT(finish_logged(p, j, PAWL_OUT_RELEASE, &one, 1), ==, 0);
+  pawl_job_free(j);
+  j = claim_one(p);
+  one.message = "giving up";
+  CHECK_INT(finish_logged(p, j, PAWL_OUT_FAILED, &one, 1), ==, 0);
+  pawl_job_free(j);
+  CHECK_INT(state_of(p, &b), ==, PAWL_FAILED);
+  CHECK_INT(logs_of(p, &b, &recs), ==, 4);
+  check_log(&recs[0], 1, T0 + 1, "error", "retry me", NULL);
+  check_log(&recs[1], 2, T0 + 1, "error", "snoozing", NULL);
+  check_log(&recs[2], 2, T0 + 1, "error", "releasing", NULL);
+  check_log(&recs[3], 2, T0 + 1, "error", "giving up", NULL);
+  pawl_logs_free(recs, 4);
+  /* Logs of one job never show up on another. */
+  CHECK_INT(logs_of(p, &a, &recs), ==, 3);
+  pawl_logs_free(recs, 3);
+
+  /* Stale outcomes: the outcome is refused, its lines are kept. */
+  pawl_id_t c = enq(p, "c", NULL);
+  j = claim_one(p);
+  CHECK_OK(pawl_cancel(p, &c, "operator", NULL));
+  pawl_log_entry_t late = {T0 + 5, "info", "finished late", NULL};
+  CHECK_INT(finish_logged(p, j, PAWL_OUT_SUCCEEDED, &late, 1), ==,
+            PAWL_ELEASE);
+  CHECK_INT(state_of(p, &c), ==, PAWL_CANCELED);
+  pawl_job_free(j);
+  pawl_id_t d = enq(p, "d", NULL);
+  j = claim_one(p);
+  late.message = "from another node";
+  CHECK_INT(finish_logged(q, j, PAWL_OUT_FAILED, &late, 1), ==, PAWL_ELEASE);
+  CHECK_INT(state_of(p, &d), ==, PAWL_RUNNING);
+  CHECK_INT(logs_of(p, &c, &recs), ==, 1);
+  check_log(&recs[0], 1, T0 + 5, "info", "finished late", NULL);
+  pawl_logs_free(recs, 1);
+  CHECK_INT(logs_of(p, &d, &recs), ==, 1);
+  check_log(&recs[0], 1, T0 + 5, "info", "from another node", NULL);
+  pawl_logs_free(recs, 1);
+  /* In a batch, with an outcome for a job that does not exist: its lines
+   * go nowhere, the others are written. */
+  pawl_job_t ghost = {.attempt = 1};
+  pawl_id_new(&ghost.id);
+  pawl_log_entry_t lg = {T0 + 6, "info", "ghost", NULL};
+  pawl_log_entry_t ld = {T0 + 7, "info", "done at last", "{\"k\":[1,2]}"};
+  pawl_outcome_t outs[2] = {outcome(&ghost, PAWL_OUT_SUCCEEDED, &lg, 1),
+                            outcome(j, PAWL_OUT_SUCCEEDED, &ld, 1)};
+  int rcs[2];
+  CHECK_OK(pawl_finish(p, outs, 2, rcs));
+  CHECK_INT(rcs[0], ==, PAWL_ELEASE);
+  CHECK_INT(rcs[1], ==, 0);
+  pawl_job_free(j);
+  CHECK_INT(logs_of(p, &d, &recs), ==, 2);
+  check_log(&recs[1], 1, T0 + 7, "info", "done at last", "{\"k\":[1,2]}");
+  pawl_logs_free(recs, 2);
+  CHECK_INT(pawl_logs(p, &ghost.id, &recs, &(size_t){0}), ==, PAWL_ENOTFOUND);
+  CHECK(strstr(pawl_errmsg(p), "no job") != NULL);
+  pawl_close(q);
+  pawl_close(p);
+}
+
+void contract_logs_bad_input(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t ok_id = enq(p, "ok", NULL), bad_id = enq(p, "bad", NULL);
+  pawl_job_t *ok = claim_one(p), *bad = claim_one(p);
+  pawl_log_entry_t good = {T0, "info", "fine", NULL};
+  struct {
+    pawl_log_entry_t line;
+    const char *msg;
+  } cases[] = {
+      {{T0, "fatal", "m", NULL}, "level"},
+      {{T0, "INFO", "m", NULL}, "level"},
+      {{T0, NULL, "m", NULL}, "level"},
+      {{T0, "info", NULL, NULL}, "message"},
+      {{T0, "info", "m", "[1,2]"}, "object"},
+      {{T0, "info", "m", "\"x\""}, "object"},
+      {{T0, "info", "m", "{\"a\":"}, "JSON"},
+      {{-1, "info", "m", NULL}, "time"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    pawl_log_entry_t lines[2] = {good, cases[i].line};
+    pawl_outcome_t outs[2] = {outcome(ok, PAWL_OUT_SUCCEEDED, &good, 1),
+                              outcome(bad, PAWL_OUT_SUCCEEDED, lines, 2)};
+    int rcs[2] = {99, 99};
+    int rc = pawl_finish(p, outs, 2, rcs);
+    if (rc != PAWL_EINVAL)
+      unit_fail(__FILE__, __LINE__, "case %zu: rc %d, want EINVAL", i, rc);
+    if (!strstr(pawl_errmsg(p), cases[i].msg) ||
+        !strstr(pawl_errmsg(p), "outcome 2") ||
+        !strstr(pawl_errmsg(p), "log line 2"))
+      unit_fail(__FILE__, __LINE__, "case %zu: message \"%s\"", i,
+                pawl_errmsg(p));
+    CHECK_INT(rcs[0], ==, 99);
+  }
+  /* A count without lines. */
+  pawl_outcome_t o = outcome(bad, PAWL_OUT_SUCCEEDED, NULL, 2);
+  CHECK_INT(pawl_finish(p, &o, 1, NULL), ==, PAWL_EINVAL);
+  /* Nothing was written: both still running, no lines anywhere. */
+  pawl_log_record_t *recs;
+  CHECK_INT(state_of(p, &ok_id), ==, PAWL_RUNNING);
+  CHECK_INT(state_of(p, &bad_id), ==, PAWL_RUNNING);
+  CHECK_INT(logs_of(p, &ok_id, &recs), ==, 0);
+  CHECK_INT(logs_of(p, &bad_id, &recs), ==, 0);
+  /* Every level is accepted. */
+  pawl_log_entry_t levels[4] = {{T0, "debug", "", NULL},
+                                {T0, "info", "", NULL},
+                                {T0, "warn", "", NULL},
+                                {T0, "error", "", " { \"a\" : 1 } "}};
+  CHECK_INT(finish_logged(p, bad, PAWL_OUT_SUCCEEDED, levels, 4), ==, 0);
+  CHECK_INT(logs_of(p, &bad_id, &recs), ==, 4);
+  CHECK_STR(recs[3].fields, " { \"a\" : 1 } "); /* kept byte for byte */
+  pawl_logs_free(recs, 4);
+  pawl_logs_free(NULL, 0);
+  pawl_job_free(ok);
+  pawl_job_free(bad);
   pawl_close(p);
 }

@@ -33,7 +33,12 @@
   X(history_operator)          \
   X(list_filters)              \
   X(locks)                     \
-  X(nodes)
+  X(nodes)                     \
+  X(progress)                  \
+  X(extend_one)                \
+  X(next_due)                  \
+  X(logs)                      \
+  X(logs_bad_input)
 
 #define CONTRACT_DECLARE(name) void contract_##name(const char *url);
 CONTRACT_TESTS(CONTRACT_DECLARE)

@@ -11,6 +11,8 @@
 #include "store_contract.h"
 
 sqlite3 *store_sqlite_db(store_t *st);
+extern const store_migration_t store_sqlite_migrations[];
+extern const size_t store_sqlite_migration_count;
 #include "unit.h"
 
 static const char *sqlite_url(const char *name) {
@@ -216,6 +218,86 @@ void test_sqlite_migrate_concurrent(void) {
   sqlite3_close(db);
 }
 
+/* A database made by a pawl that only knew V001, holding a job, is brought
+ * to the current schema when opened: the job is kept and gains the new
+ * columns, and logs work on it. */
+void test_sqlite_migrate_v001_database(void) {
+  CHECK_INT(store_sqlite_migration_count, >=, 2);
+  const store_migration_t *v1 = &store_sqlite_migrations[0];
+  CHECK_STR(v1->name, "V001__init.sql");
+  sqlite3 *db = raw("old.db");
+  raw_exec(db, "CREATE TABLE pawl_schema (version INTEGER PRIMARY KEY, "
+               "name TEXT NOT NULL, checksum TEXT NOT NULL, "
+               "applied_at INTEGER NOT NULL)");
+  char *sql = strndup(v1->sql, v1->len);
+  CHECK(sql != NULL);
+  raw_exec(db, sql);
+  free(sql);
+  char *rec = sqlite3_mprintf("INSERT INTO pawl_schema VALUES (1, "
+                              "'V001__init.sql', '%08x', 0)",
+                              (unsigned)store_crc32(v1->sql, v1->len));
+  raw_exec(db, rec);
+  sqlite3_free(rec);
+  raw_exec(db, "INSERT INTO pawl_jobs (id, type, queue, state, priority, "
+               "rank, payload, run_at, max_attempts, created_at, updated_at) "
+               "VALUES (X'018f0000000070008000000000000001', 'old', "
+               "'default', 0, 0, 0, '{\"kept\":1}', 1000, 25, 1000, 1000)");
+  sqlite3_close(db);
+
+  /* Not migrated when told not to. */
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = "sqlite:old.db";
+  o.no_migrate = 1;
+  pawl_t *p = NULL;
+  char err[512];
+  CHECK_INT(pawl_open(&p, &o, err, sizeof err), ==, PAWL_ESCHEMA);
+  CHECK(strstr(err, "version 1") != NULL);
+
+  p = open_ok("sqlite:old.db");
+  int cur = 0, latest = 0;
+  CHECK_OK(pawl_schema_version(p, &cur, &latest));
+  CHECK_INT(cur, ==, latest);
+  pawl_id_t id;
+  CHECK_OK(pawl_id_parse(&id, "018f0000-0000-7000-8000-000000000001"));
+  pawl_job_t *j = NULL;
+  CHECK_OK(pawl_get(p, &id, &j));
+  CHECK_STR(j->payload, "{\"kept\":1}");
+  CHECK(j->progress_done == 0 && j->progress_total == 0);
+  pawl_job_free(j);
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, NULL, 1, &jobs, &n));
+  CHECK_INT(n, ==, 1);
+  CHECK_OK(pawl_progress(p, &id, 1, 1, 2));
+  pawl_log_entry_t line = {5000, "info", "after the upgrade", NULL};
+  pawl_outcome_t out = {.id = id, .attempt = 1, .kind = PAWL_OUT_SUCCEEDED,
+                        .logs = &line, .nlogs = 1};
+  int rcs[1];
+  CHECK_OK(pawl_finish(p, &out, 1, rcs));
+  CHECK_INT(rcs[0], ==, 0);
+  pawl_jobs_free(jobs, n);
+  pawl_close(p);
+
+  db = raw("old.db");
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_schema"), ==, latest);
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_schema WHERE version = 2 "
+                        "AND name = 'V002__logs_progress.sql'"),
+            ==, 1);
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pragma_table_info('pawl_jobs') "
+                        "WHERE name IN ('progress_done', 'progress_total') "
+                        "AND type = 'REAL'"),
+            ==, 2);
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pragma_table_info('pawl_jobs_v') "
+                        "WHERE name IN ('progress_done', 'progress_total')"),
+            ==, 2);
+  CHECK_INT(raw_int(db, "SELECT progress_total FROM pawl_jobs_v"), ==, 2);
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_logs WHERE attempt = 1 "
+                        "AND at = 5000 AND level = 'info'"),
+            ==, 1);
+  sqlite3_close(db);
+}
+
 /* ---- connection settings ------------------------------------------------ */
 
 static long long own_int(pawl_t *p, const char *sql) {
@@ -301,6 +383,70 @@ void test_sqlite_claim_uses_live_index(void) {
   sqlite3_close(db);
 }
 
+/* A poller asks for the next due time whenever it finds nothing to claim:
+ * that must read the pending rows' partial indexes, never the history. */
+void test_sqlite_next_due_uses_live_index(void) {
+  pawl_t *p = open_ok("sqlite:due.db");
+  pawl_close(p);
+  sqlite3 *db = raw("due.db");
+  raw_exec(db, "BEGIN");
+  raw_exec(db,
+           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+           "WHERE i < 20000) INSERT INTO pawl_jobs (id, type, queue, state, "
+           "priority, rank, payload, run_at, max_attempts, created_at, "
+           "updated_at) SELECT randomblob(16), 't', 'q' || (i % 7), "
+           "CASE WHEN i % 100 = 0 THEN 0 ELSE 2 END, 0, 0, '{}', i, 25, i, i "
+           "FROM n");
+  raw_exec(db, "COMMIT");
+  raw_exec(db, "ANALYZE");
+  const char *sqls[3] = {SQLITE_SQL_NEXT_DUE, SQLITE_SQL_NEXT_DUE_QUEUE,
+                         SQLITE_SQL_NEXT_DUE_QUEUES};
+  char plan[4096];
+  /* Every queue: the claim index; one or several: its queue prefix. */
+  const char *want[3] = {"INDEX pawl_jobs_claim",
+                         "INDEX pawl_jobs_claim_queue (queue=?)",
+                         "INDEX pawl_jobs_claim_queue (queue=?)"};
+  for (int i = 0; i < 3; i++) {
+    plan_of(db, sqls[i], plan, sizeof plan);
+    if (!strstr(plan, want[i]) || strstr(plan, "SCAN pawl_jobs\n") ||
+        strstr(plan, "TEMP B-TREE"))
+      unit_fail(__FILE__, __LINE__, "next due plan %d:\n%s", i, plan);
+  }
+  sqlite3_close(db);
+}
+
+/* The claim reads rank by position: it must stay the last column. */
+void test_sqlite_job_cols_rank_last(void) {
+  pawl_close(open_ok("sqlite:cols.db"));
+  sqlite3 *db = raw("cols.db");
+  sqlite3_stmt *st;
+  CHECK_INT(sqlite3_prepare_v2(db, "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs",
+                               -1, &st, NULL),
+            ==, SQLITE_OK);
+  CHECK_INT(sqlite3_column_count(st), ==, SQLITE_JOB_RANK_COL + 1);
+  CHECK_STR(sqlite3_column_name(st, SQLITE_JOB_RANK_COL), "rank");
+  CHECK_STR(sqlite3_column_name(st, 26), "progress_done");
+  CHECK_STR(sqlite3_column_name(st, 27), "progress_total");
+  CHECK_STR(sqlite3_column_name(st, 28), "version");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+/* A job's log lines are read through their job_id index, already in the
+ * order they were written. */
+void test_sqlite_logs_use_job_index(void) {
+  pawl_close(open_ok("sqlite:logs.db"));
+  sqlite3 *db = raw("logs.db");
+  char plan[4096];
+  plan_of(db,
+          "SELECT attempt, at, level, message, fields FROM pawl_logs "
+          "WHERE job_id = ?1 ORDER BY seq",
+          plan, sizeof plan);
+  if (!strstr(plan, "pawl_logs_job") || strstr(plan, "TEMP B-TREE"))
+    unit_fail(__FILE__, __LINE__, "logs plan:\n%s", plan);
+  sqlite3_close(db);
+}
+
 /* ---- storage details ---------------------------------------------------- */
 
 void test_sqlite_view_and_blobs(void) {
@@ -345,16 +491,27 @@ void test_sqlite_idempotency_outlives_job(void) {
   pawl_close(p);
 }
 
-/* Deleting a job (retention) takes its history rows with it. */
+/* Deleting a job (retention) takes its history rows and logs with it. */
 void test_sqlite_history_cascades(void) {
   pawl_t *p = open_ok("sqlite:casc.db");
   pawl_id_t id;
   CHECK_OK(pawl_enqueue(p, "t", "{}", NULL, &id, NULL));
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, NULL, 1, &jobs, &n));
+  CHECK_INT(n, ==, 1);
   CHECK_OK(pawl_cancel(p, &id, "x", NULL));
+  pawl_log_entry_t line = {1, "info", "late", NULL};
+  pawl_outcome_t out = {.id = id, .attempt = 1, .kind = PAWL_OUT_SUCCEEDED,
+                        .logs = &line, .nlogs = 1};
+  CHECK_OK(pawl_finish(p, &out, 1, NULL));
+  pawl_jobs_free(jobs, n);
   pawl_close(p);
   sqlite3 *db = raw("casc.db");
   CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_events"), ==, 1);
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_logs"), ==, 1);
   raw_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM pawl_jobs");
   CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_events"), ==, 0);
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_logs"), ==, 0);
   sqlite3_close(db);
 }

@@ -5,14 +5,16 @@
 #ifndef PAWL_SQLITE_SQL_H
 #define PAWL_SQLITE_SQL_H
 
-/* Columns read into a pawl_job_t, in sqlite_row_to_job()'s order; the last
- * one, rank, is used to put a claimed batch in claim order. */
+/* Columns read into a pawl_job_t, in sq_row_to_job()'s order; the last
+ * one, rank (index SQLITE_JOB_RANK_COL), is used to put a claimed batch in
+ * claim order. */
 #define SQLITE_JOB_COLS                                                      \
   "id, type, queue, state, paused_from, priority, payload, params, tags, "   \
   "run_at, attempt, max_attempts, timeout_s, idempotency_key, "              \
   "business_key, correlation_id, enqueued_by, created_at, updated_at, "      \
   "started_at, finished_at, lease_owner, lease_expires, last_error, "        \
-  "result, recoveries, version, rank"
+  "result, recoveries, progress_done, progress_total, version, rank"
+#define SQLITE_JOB_RANK_COL 29
 
 #define SQLITE_SQL_INSERT                                                    \
   "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
@@ -23,12 +25,13 @@
 
 /* Claim: ?1 now, ?2 owner, ?3 lease token, ?4 lease expiry, ?5 limit,
  * ?6 the queue (or a JSON array of queues). The inner SELECT walks the
- * partial index of pending rows in claim order. */
+ * partial index of pending rows in claim order. Progress belongs to an
+ * attempt, so a new attempt starts without any. */
 #define SQLITE_SQL_CLAIM_HEAD                                                \
   "UPDATE pawl_jobs SET state = 1, attempt = attempt + 1, started_at = ?1, " \
   "lease_owner = ?2, lease_token = ?3, lease_expires = ?4, updated_at = ?1, "\
-  "version = version + 1 WHERE seq IN (SELECT seq FROM pawl_jobs WHERE "     \
-  "state = 0 AND "
+  "progress_done = NULL, progress_total = NULL, version = version + 1 "      \
+  "WHERE seq IN (SELECT seq FROM pawl_jobs WHERE state = 0 AND "
 #define SQLITE_SQL_CLAIM_TAIL                                                \
   "run_at <= ?1 ORDER BY rank DESC, run_at, id LIMIT ?5) RETURNING "         \
   SQLITE_JOB_COLS
@@ -46,5 +49,17 @@
   "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
   "updated_at = ?2, lease_expires = NULL, version = version + 1 "            \
   "WHERE id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
+
+/* The earliest run_at among pending jobs, for a poller with nothing due:
+ * all queues, one (?1), or a JSON array of them (?1). A min() over the
+ * pending rows' partial indexes (pawl_jobs_claim, or the queue prefix of
+ * pawl_jobs_claim_queue), never the finished history: its cost grows with
+ * the pending jobs only (see V002__logs_progress.sql for why no index of
+ * its own). */
+#define SQLITE_SQL_NEXT_DUE                                                  \
+  "SELECT min(run_at) FROM pawl_jobs WHERE state = 0"
+#define SQLITE_SQL_NEXT_DUE_QUEUE SQLITE_SQL_NEXT_DUE " AND queue = ?1"
+#define SQLITE_SQL_NEXT_DUE_QUEUES                                           \
+  SQLITE_SQL_NEXT_DUE " AND queue IN (SELECT value FROM json_each(?1))"
 
 #endif

@@ -64,6 +64,14 @@ enum {
   SQ_SETTING_GET,
   SQ_SETTING_SET,
   SQ_RERANK,
+  SQ_PROGRESS,
+  SQ_EXISTS,
+  SQ_LOGS,
+  SQ_LOG_ADD,
+  SQ_EXTEND_ONE,
+  SQ_NEXT_DUE,
+  SQ_NEXT_DUE_QUEUE,
+  SQ_NEXT_DUE_QUEUES,
   SQ_COUNT
 };
 
@@ -165,6 +173,23 @@ static const char *const sq_sql[SQ_COUNT] = {
                        "value = excluded.value",
     [SQ_RERANK] = "UPDATE pawl_jobs SET rank = CASE WHEN ?1 > 0 THEN "
                   "priority * ?1 - run_at ELSE priority END WHERE state = 0",
+    /* Progress is not a transition: no version, no updated_at. */
+    [SQ_PROGRESS] = "UPDATE pawl_jobs SET progress_done = ?1, "
+                    "progress_total = ?2 WHERE id = ?3 AND state = 1 AND "
+                    "lease_token = ?4 AND attempt = ?5",
+    [SQ_EXISTS] = "SELECT 1 FROM pawl_jobs WHERE id = ?1",
+    [SQ_LOGS] = "SELECT attempt, at, level, message, fields FROM pawl_logs "
+                "WHERE job_id = ?1 ORDER BY seq",
+    /* Through the job row, so that a line for a job that is gone (deleted
+     * by retention) is dropped instead of breaking the batch. */
+    [SQ_LOG_ADD] = "INSERT INTO pawl_logs (job_id, attempt, at, level, "
+                   "message, fields) SELECT id, ?2, ?3, ?4, ?5, ?6 FROM "
+                   "pawl_jobs WHERE id = ?1",
+    [SQ_EXTEND_ONE] = "UPDATE pawl_jobs SET lease_expires = ?1 WHERE id = ?2 "
+                      "AND state = 1 AND lease_token = ?3 AND attempt = ?4",
+    [SQ_NEXT_DUE] = SQLITE_SQL_NEXT_DUE,
+    [SQ_NEXT_DUE_QUEUE] = SQLITE_SQL_NEXT_DUE_QUEUE,
+    [SQ_NEXT_DUE_QUEUES] = SQLITE_SQL_NEXT_DUE_QUEUES,
 };
 
 typedef struct sq_store {
@@ -340,7 +365,9 @@ static pawl_job_t *sq_row_to_job(sqlite3_stmt *st) {
   j->last_error = sq_col_str(st, 23);
   j->result = sq_col_str(st, 24);
   j->recoveries = sqlite3_column_int(st, 25);
-  j->version = sqlite3_column_int64(st, 26);
+  j->progress_done = sqlite3_column_double(st, 26);
+  j->progress_total = sqlite3_column_double(st, 27);
+  j->version = sqlite3_column_int64(st, 28);
   if (!j->type || !j->queue || !j->payload || !j->tags) {
     pawl_job_free(j);
     return NULL;
@@ -732,6 +759,31 @@ static int sq_find_business(store_t *base, const char *key, pawl_id_t *out) {
   return sq_find_id((sq_store_t *)base, SQ_BIZ_FIND, key, out);
 }
 
+/* The refusal of an attempt this token does not hold (any more). */
+static int sq_not_held(sq_store_t *s, const pawl_id_t *id, int32_t attempt) {
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id, text);
+  return store_fail(&s->base, PAWL_ELEASE,
+                    "job %s is not running under attempt %d on this node",
+                    text, (int)attempt);
+}
+
+static int sq_progress(store_t *base, const pawl_id_t *id,
+                       const pawl_id_t *token, int32_t attempt, double done,
+                       double total) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_PROGRESS);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_double(st, 1, done);
+  sqlite3_bind_double(st, 2, total);
+  sq_bind_id(st, 3, id);
+  sq_bind_id(st, 4, token);
+  sqlite3_bind_int(st, 5, attempt);
+  int rc = sq_exec(s, st, "record progress");
+  if (rc) return rc;
+  return sqlite3_changes(s->db) == 1 ? 0 : sq_not_held(s, id, attempt);
+}
+
 /* ---- claim and leases --------------------------------------------------- */
 
 typedef struct sq_ranked {
@@ -749,6 +801,30 @@ static int sq_ranked_cmp(const void *a, const void *b) {
   return memcmp(x->job->id.bytes, y->job->id.bytes, 16);
 }
 
+/* A JSON array of queue names, bound as one value for json_each(). NULL
+ * when out of memory; free() it. Names never hold control characters
+ * (pawl.c checks them), so escaping quotes and backslashes is enough. */
+static char *sq_queues_json(const char *const *queues, size_t n) {
+  size_t len = 3;
+  for (size_t i = 0; i < n; i++) len += 2 * strlen(queues[i]) + 3;
+  char *json = malloc(len);
+  if (!json) return NULL;
+  char *p = json;
+  *p++ = '[';
+  for (size_t i = 0; i < n; i++) {
+    if (i) *p++ = ',';
+    *p++ = '"';
+    for (const char *q = queues[i]; *q; q++) {
+      if (*q == '"' || *q == '\\') *p++ = '\\';
+      *p++ = *q;
+    }
+    *p++ = '"';
+  }
+  *p++ = ']';
+  *p = 0;
+  return json;
+}
+
 static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
                     size_t *n) {
   sq_store_t *s = (sq_store_t *)base;
@@ -760,24 +836,8 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   if (c->nqueues == 1) {
     which = SQ_CLAIM_QUEUE;
   } else if (c->nqueues > 1) {
-    /* A JSON array of names, bound as one value for json_each(). */
-    size_t len = 3;
-    for (size_t i = 0; i < c->nqueues; i++) len += 2 * strlen(c->queues[i]) + 3;
-    queues_json = malloc(len);
+    queues_json = sq_queues_json(c->queues, c->nqueues);
     if (!queues_json) return store_fail(base, PAWL_ENOMEM, "out of memory");
-    char *p = queues_json;
-    *p++ = '[';
-    for (size_t i = 0; i < c->nqueues; i++) {
-      if (i) *p++ = ',';
-      *p++ = '"';
-      for (const char *q = c->queues[i]; *q; q++) {
-        if (*q == '"' || *q == '\\') *p++ = '\\';
-        *p++ = *q;
-      }
-      *p++ = '"';
-    }
-    *p++ = ']';
-    *p = 0;
     which = SQ_CLAIM_QUEUES;
   }
   int64_t now = store_now(base);
@@ -810,7 +870,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
           break;
         }
         ranked[got].job = j;
-        ranked[got].rank = sqlite3_column_int64(st, 27);
+        ranked[got].rank = sqlite3_column_int64(st, SQLITE_JOB_RANK_COL);
         got++;
       }
       if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
@@ -849,6 +909,53 @@ static int sq_extend(store_t *base, const pawl_id_t *token, int64_t lease_ms,
   int rc = sq_exec(s, st, "extend leases");
   if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
   return rc;
+}
+
+static int sq_extend_one(store_t *base, const pawl_id_t *id,
+                         const pawl_id_t *token, int32_t attempt,
+                         int64_t lease_ms, int *held) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_EXTEND_ONE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, store_now(base) + lease_ms);
+  sq_bind_id(st, 2, id);
+  sq_bind_id(st, 3, token);
+  sqlite3_bind_int(st, 4, attempt);
+  int rc = sq_exec(s, st, "extend lease");
+  if (!rc) *held = sqlite3_changes(s->db) == 1;
+  return rc;
+}
+
+static int sq_next_due(store_t *base, const char *const *queues,
+                       size_t nqueues, int64_t *run_at) {
+  sq_store_t *s = (sq_store_t *)base;
+  char *json = NULL;
+  int which = SQ_NEXT_DUE;
+  if (nqueues == 1) {
+    which = SQ_NEXT_DUE_QUEUE;
+  } else if (nqueues > 1) {
+    json = sq_queues_json(queues, nqueues);
+    if (!json) return store_fail(base, PAWL_ENOMEM, "out of memory");
+    which = SQ_NEXT_DUE_QUEUES;
+  }
+  sqlite3_stmt *st = sq_stmt(s, which);
+  if (!st) {
+    free(json);
+    return PAWL_ESTORE;
+  }
+  if (which == SQ_NEXT_DUE_QUEUE)
+    sqlite3_bind_text(st, 1, queues[0], -1, SQLITE_STATIC);
+  else if (which == SQ_NEXT_DUE_QUEUES)
+    sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
+  int step = sqlite3_step(st);
+  /* min() over no rows is one NULL row: 0, "none pending". */
+  int64_t v = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  free(json);
+  if (step != SQLITE_ROW) return sq_fail(s, step, "find next due job");
+  *run_at = v;
+  return 0;
 }
 
 static int sq_add_attempt(sq_store_t *s, const pawl_id_t *id, int64_t now,
@@ -972,6 +1079,26 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
   }
 }
 
+/* The log lines of one outcome, under its attempt. They were written by
+ * the job whatever became of the outcome, so they are kept even when it is
+ * refused as stale; a job that no longer exists takes none. */
+static int sq_add_logs(sq_store_t *s, const pawl_outcome_t *o, int64_t now) {
+  for (size_t i = 0; i < o->nlogs; i++) {
+    const pawl_log_entry_t *l = &o->logs[i];
+    sqlite3_stmt *st = sq_stmt(s, SQ_LOG_ADD);
+    if (!st) return PAWL_ESTORE;
+    sq_bind_id(st, 1, &o->id);
+    sqlite3_bind_int(st, 2, o->attempt);
+    sqlite3_bind_int64(st, 3, l->at ? l->at : now);
+    sqlite3_bind_text(st, 4, l->level, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, l->message, -1, SQLITE_STATIC);
+    sq_bind_text(st, 6, l->fields);
+    int rc = sq_exec(s, st, "record log line");
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 static int sq_finish(store_t *base, const pawl_id_t *token,
                      const pawl_outcome_t *outs, size_t n, int *rcs) {
   sq_store_t *s = (sq_store_t *)base;
@@ -979,6 +1106,7 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
   int rc = sq_begin(s);
   if (rc) return rc;
   for (size_t i = 0; i < n; i++) {
+    if ((rc = sq_add_logs(s, &outs[i], now))) return sq_end(s, rc);
     int r = sq_finish_one(s, token, &outs[i], now);
     if (r == PAWL_ELEASE || r == PAWL_EINVAL) {
       if (rcs) rcs[i] = r;
@@ -1381,6 +1509,68 @@ static int sq_history(store_t *base, const pawl_id_t *id,
   return 0;
 }
 
+/* ---- logs --------------------------------------------------------------- */
+
+static int sq_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
+                   size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  pawl_log_record_t *recs = NULL;
+  size_t count = 0;
+  int rc = 0, step, oom = 0;
+  /* One read transaction: the lines and the job's existence agree. */
+  int src = sqlite3_exec(s->db, "BEGIN", 0, 0, 0);
+  if (src != SQLITE_OK) return sq_fail(s, src, "begin read");
+  sqlite3_stmt *st = sq_stmt(s, SQ_LOGS);
+  if (!st) rc = PAWL_ESTORE;
+  if (!rc) {
+    sq_bind_id(st, 1, id);
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+      pawl_log_record_t *r = sq_push((void **)&recs, &count, sizeof *recs);
+      if (!r) {
+        oom = 1;
+        break;
+      }
+      r->attempt = sqlite3_column_int(st, 0);
+      r->at = sqlite3_column_int64(st, 1);
+      r->level = sq_col_str(st, 2);
+      r->message = sq_col_str(st, 3);
+      r->fields = sq_col_str(st, 4);
+      if (!r->level || !r->message ||
+          (!r->fields && sqlite3_column_type(st, 4) != SQLITE_NULL))
+        oom = 1;
+    }
+    if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read logs");
+    sqlite3_reset(st);
+  }
+  if (!rc && !oom && count == 0) {
+    /* No lines: say whether that is because there is no such job. */
+    st = sq_stmt(s, SQ_EXISTS);
+    if (!st) {
+      rc = PAWL_ESTORE;
+    } else {
+      sq_bind_id(st, 1, id);
+      step = sqlite3_step(st);
+      sqlite3_reset(st);
+      if (step == SQLITE_DONE) {
+        char text[PAWL_ID_STRLEN];
+        pawl_id_format(id, text);
+        rc = store_fail(base, PAWL_ENOTFOUND, "no job with id %s", text);
+      } else if (step != SQLITE_ROW) {
+        rc = sq_fail(s, step, "read job");
+      }
+    }
+  }
+  sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
+  if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (rc) {
+    pawl_logs_free(recs, count);
+    return rc;
+  }
+  *out = recs;
+  *n = count;
+  return 0;
+}
+
 /* ---- locks -------------------------------------------------------------- */
 
 static int sq_lock_acquire(store_t *base, const char *name, const char *owner,
@@ -1485,9 +1675,9 @@ static void sq_close(store_t *base) {
 static const struct store_ops sq_ops = {
     .name = "sqlite",
     .schema = {sq_migrate, sq_version},
-    .jobs = {sq_insert, sq_get, sq_list},
+    .jobs = {sq_insert, sq_get, sq_list, sq_progress, sq_logs},
     .keys = {sq_find_idempotent, sq_find_business},
-    .claim = {sq_claim, sq_extend, sq_recover},
+    .claim = {sq_claim, sq_extend, sq_recover, sq_extend_one, sq_next_due},
     .terminal = {sq_finish},
     .control = {sq_transition},
     .history = {sq_history},
