@@ -15,7 +15,11 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <limits.h>
+#include <math.h> /* isfinite, a macro: no libm needed */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +48,7 @@ typedef enum cli_cmd {
   CLI_PAUSE,
   CLI_RESUME,
   CLI_RETRY,
+  CLI_RUN,
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
@@ -51,7 +56,7 @@ typedef enum cli_cmd {
 
 static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
     "migrate", "enqueue", "show", "jobs",    "cancel",
-    "pause",   "resume",  "retry", "version", "help"};
+    "pause",   "resume",  "retry", "run",     "version", "help"};
 
 #define CLI_BIT(c) (1u << (c))
 #define CLI_ACTIONS                                                          \
@@ -76,7 +81,20 @@ typedef enum cli_opt_id {
   CLI_O_STATE,
   CLI_O_TYPE,
   CLI_O_LIMIT,
-  CLI_O_REASON
+  CLI_O_REASON,
+  CLI_O_SCRIPTS,
+  CLI_O_WORKERS,
+  CLI_O_QUEUES,
+  CLI_O_NODE_ID,
+  CLI_O_UNTIL_IDLE,
+  CLI_O_LOG_LEVEL,
+  CLI_O_LOG_FORMAT,
+  CLI_O_POLL,
+  CLI_O_GRACE,
+  CLI_O_LEASE,
+  CLI_O_PREFETCH,
+  CLI_O_IDLE_WAIT,
+  CLI_O_UNSAFE_LUA
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -106,6 +124,19 @@ static const struct cli_opt {
     {"--type", CLI_O_TYPE, 1, CLI_BIT(CLI_JOBS)},
     {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS)},
     {"--reason", CLI_O_REASON, 1, CLI_ACTIONS},
+    {"--scripts", CLI_O_SCRIPTS, 1, CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE)},
+    {"--workers", CLI_O_WORKERS, 1, CLI_BIT(CLI_RUN)},
+    {"--queues", CLI_O_QUEUES, 1, CLI_BIT(CLI_RUN)},
+    {"--node-id", CLI_O_NODE_ID, 1, CLI_BIT(CLI_RUN)},
+    {"--until-idle", CLI_O_UNTIL_IDLE, 0, CLI_BIT(CLI_RUN)},
+    {"--log-level", CLI_O_LOG_LEVEL, 1, CLI_BIT(CLI_RUN)},
+    {"--log-format", CLI_O_LOG_FORMAT, 1, CLI_BIT(CLI_RUN)},
+    {"--poll", CLI_O_POLL, 1, CLI_BIT(CLI_RUN)},
+    {"--grace", CLI_O_GRACE, 1, CLI_BIT(CLI_RUN)},
+    {"--lease", CLI_O_LEASE, 1, CLI_BIT(CLI_RUN)},
+    {"--prefetch", CLI_O_PREFETCH, 1, CLI_BIT(CLI_RUN)},
+    {"--idle-wait", CLI_O_IDLE_WAIT, 1, CLI_BIT(CLI_RUN)},
+    {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
 };
 
 #define CLI_NOPTS (sizeof cli_opts / sizeof cli_opts[0])
@@ -137,7 +168,10 @@ static const char cli_usage_text[] =
     "      --params JSON         parameters for the job's handler\n"
     "      --correlation-id C    id tying the job to a request or a trace\n"
     "      --blocked             start blocked instead of pending\n"
-    "  show ID [--json]        a job with its attempts and events\n"
+    "      --scripts DIR         where the job's script is (default ./scripts):\n"
+    "                            its queue, priority, max_attempts and timeout\n"
+    "                            apply unless given here\n"
+    "  show ID [--json]        a job with its attempts, events and logs\n"
     "  jobs [--json]           jobs, newest first\n"
     "      --state S             pending, running, succeeded, failed, "
     "canceled,\n"
@@ -152,6 +186,24 @@ static const char cli_usage_text[] =
     "      --reason TEXT         recorded in the job's history\n"
     "      --json                print the job as JSON instead of \"ID: "
     "STATE\"\n"
+    "  run                     run the jobs: a worker host with Lua job scripts\n"
+    "      --scripts DIR         job scripts (default ./scripts)\n"
+    "      --workers N           worker threads (default: one per core)\n"
+    "      --queues Q1,Q2        serve only these queues (default all)\n"
+    "      --node-id ID          this node's name (default hostname-pid)\n"
+    "      --until-idle          exit once nothing is running or due\n"
+    "      --idle-wait SECONDS   with --until-idle, wait for jobs due this\n"
+    "                            soon, like retries (default 5)\n"
+    "      --log-level L         debug, info, warn or error (default info)\n"
+    "      --log-format F        text or json (default text)\n"
+    "      --poll SECONDS        poll interval (default 1)\n"
+    "      --lease SECONDS       lease of a claimed job (default 30)\n"
+    "      --grace SECONDS       on SIGINT/SIGTERM, time running jobs get to\n"
+    "                            finish (default 30); a second signal stops\n"
+    "                            at once\n"
+    "      --prefetch N          jobs claimed ahead of free workers\n"
+    "                            (default 4 per worker)\n"
+    "      --unsafe-lua          give job code the full standard library\n"
     "  version                 print pawl's version\n"
     "  help                    print this text\n"
     "\n"
@@ -176,10 +228,15 @@ typedef struct cli_args {
   pawl_enqueue_opts_t enq;
   const char **tags;       /* owned by main: room for every argument */
   size_t ntags;
-  int has_delay, has_run_at;
+  int has_delay, has_run_at, has_priority;
   pawl_filter_t filter;
   const char *reason;
   pawl_id_t id;            /* show and the actions */
+  pawl_host_opts_t host;   /* run */
+  const char *node_id;
+  int64_t lease_ms;
+  char *queues_copy;       /* owned: --queues split in place */
+  const char **queues;     /* owned: points into queues_copy */
 } cli_args_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -307,6 +364,26 @@ static int cli_parse_state(const char *s, int *out, char *err) {
 
 /* ---- command line ------------------------------------------------------- */
 
+/* --queues q1,q2: splits a copy in place. */
+static int cli_split_queues(cli_args_t *a, const char *v, char *err) {
+  free(a->queues_copy);
+  free(a->queues);
+  a->queues_copy = strdup(v);
+  size_t n = 1;
+  for (const char *c = v; *c; c++) n += *c == ',';
+  a->queues = calloc(n, sizeof *a->queues);
+  if (!a->queues_copy || !a->queues) return cli_fail(err, CLI_FAIL, "out of memory");
+  size_t k = 0;
+  char *save = NULL;
+  for (char *q = strtok_r(a->queues_copy, ",", &save); q;
+       q = strtok_r(NULL, ",", &save))
+    a->queues[k++] = q;
+  if (k == 0) return cli_fail(err, CLI_USAGE, "--queues needs queue names");
+  a->host.queues = a->queues;
+  a->host.nqueues = k;
+  return 0;
+}
+
 /* Stores one option's value in the arguments, checking it. */
 static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
                      char *err) {
@@ -319,8 +396,10 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     else a->enq.queue = v;
     break;
   case CLI_O_PRIORITY:
-    if (!(rc = cli_parse_int(o->name, v, INT32_MIN, INT32_MAX, &n, err)))
+    if (!(rc = cli_parse_int(o->name, v, INT32_MIN, INT32_MAX, &n, err))) {
       a->enq.priority = (int32_t)n;
+      a->has_priority = 1;
+    }
     break;
   case CLI_O_DELAY:
     if (a->has_run_at)
@@ -367,6 +446,45 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
       a->filter.limit = (int)n;
     break;
   case CLI_O_REASON: a->reason = v; break;
+  case CLI_O_SCRIPTS: a->host.scripts_dir = v; break;
+  case CLI_O_WORKERS:
+    if (!(rc = cli_parse_int(o->name, v, 1, 1024, &n, err)))
+      a->host.workers = (int)n;
+    break;
+  case CLI_O_QUEUES: rc = cli_split_queues(a, v, err); break;
+  case CLI_O_NODE_ID: a->node_id = v; break;
+  case CLI_O_UNTIL_IDLE: a->host.until_idle = 1; break;
+  case CLI_O_LOG_LEVEL: {
+    static const char *const levels[] = {"debug", "info", "warn", "error"};
+    int found = -1;
+    for (int i = 0; i < 4; i++)
+      if (strcmp(v, levels[i]) == 0) found = i;
+    if (found < 0)
+      return cli_fail(err, CLI_USAGE,
+                      "--log-level expects debug, info, warn or error, got "
+                      "\"%s\"",
+                      v);
+    a->host.log_level = found;
+    break;
+  }
+  case CLI_O_LOG_FORMAT:
+    if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0)
+      return cli_fail(err, CLI_USAGE,
+                      "--log-format expects text or json, got \"%s\"", v);
+    a->host.log_json = strcmp(v, "json") == 0;
+    break;
+  case CLI_O_POLL: rc = cli_parse_seconds(o->name, v, &a->host.poll_ms, err); break;
+  case CLI_O_GRACE: rc = cli_parse_seconds(o->name, v, &a->host.grace_ms, err); break;
+  case CLI_O_LEASE: rc = cli_parse_seconds(o->name, v, &a->lease_ms, err); break;
+  case CLI_O_IDLE_WAIT:
+    rc = cli_parse_seconds(o->name, v, &a->host.idle_wait_ms, err);
+    if (!rc && a->host.idle_wait_ms == 0) a->host.idle_wait_ms = -1;
+    break;
+  case CLI_O_PREFETCH:
+    if (!(rc = cli_parse_int(o->name, v, 0, 100000, &n, err)))
+      a->host.prefetch = (int)n;
+    break;
+  case CLI_O_UNSAFE_LUA: a->host.unsafe_lua = 1; break;
   }
   return rc;
 }
@@ -606,6 +724,26 @@ static void cli_json_time(pawl_buf_t *b, int64_t ms) {
   buf_printf(b, "\"%s\"", t);
 }
 
+/* A double as the shortest text that reads back as the same number
+ * (JSON has no NaN or infinity: those would be null, and pawl never stores
+ * them). */
+static void cli_num(char *out, size_t len, double v) {
+  if (!isfinite(v)) {
+    snprintf(out, len, "null");
+    return;
+  }
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(out, len, "%.*g", prec, v);
+    if (strtod(out, NULL) == v) return;
+  }
+}
+
+static void cli_json_num(pawl_buf_t *b, double v) {
+  char s[40];
+  cli_num(s, sizeof s, v);
+  buf_puts(b, s);
+}
+
 /* The job as one JSON object, every field of pawl_job_t. */
 static void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
   char id[PAWL_ID_STRLEN];
@@ -653,8 +791,11 @@ static void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
   cli_json_str(b, j->lease_owner);
   buf_puts(b, ",\"lease_expires\":");
   cli_json_time(b, j->lease_expires);
-  buf_printf(b, ",\"recoveries\":%d,\"version\":%lld", (int)j->recoveries,
-             (long long)j->version);
+  buf_printf(b, ",\"recoveries\":%d,\"progress_done\":", (int)j->recoveries);
+  cli_json_num(b, j->progress_done);
+  buf_puts(b, ",\"progress_total\":");
+  cli_json_num(b, j->progress_total);
+  buf_printf(b, ",\"version\":%lld", (long long)j->version);
 }
 
 static void cli_json_history(pawl_buf_t *b, const pawl_history_t *h) {
@@ -698,6 +839,24 @@ static void cli_json_history(pawl_buf_t *b, const pawl_history_t *h) {
     buf_puts(b, ",\"reason\":");
     cli_json_str(b, ev->reason);
     buf_printf(b, ",\"attempt\":%d}", (int)ev->attempt);
+  }
+  buf_putc(b, ']');
+}
+
+static void cli_json_logs(pawl_buf_t *b, const pawl_log_record_t *logs,
+                          size_t n) {
+  buf_puts(b, ",\"logs\":[");
+  for (size_t i = 0; i < n; i++) {
+    const pawl_log_record_t *l = &logs[i];
+    buf_printf(b, "%s{\"attempt\":%d,\"at\":", i ? "," : "", (int)l->attempt);
+    cli_json_time(b, l->at);
+    buf_puts(b, ",\"level\":");
+    cli_json_str(b, l->level);
+    buf_puts(b, ",\"message\":");
+    cli_json_str(b, l->message);
+    buf_puts(b, ",\"fields\":");
+    cli_json_raw(b, l->fields);
+    buf_putc(b, '}');
   }
   buf_putc(b, ']');
 }
@@ -771,6 +930,22 @@ static void cli_job_fields(cli_table_t *t, const pawl_job_t *j) {
   cli_field(t, "last_error:", j->last_error);
   cli_field(t, "result:", j->result);
   cli_field_int(t, "recoveries:", j->recoveries);
+  if (j->progress_done != 0 || j->progress_total != 0) {
+    /* "3/10 (30%)", or just "3" while the total is unknown. */
+    char done[40], total[40], text[128];
+    cli_num(done, sizeof done, j->progress_done);
+    cli_num(total, sizeof total, j->progress_total);
+    /* Rounded down (99.6% is not done yet), without libm's floor(). */
+    double pct = j->progress_total > 0
+                     ? 100.0 * j->progress_done / j->progress_total
+                     : 0;
+    if (pct < 1e15) pct = (double)(long long)pct;
+    if (j->progress_total > 0)
+      snprintf(text, sizeof text, "%s/%s (%.0f%%)", done, total, pct);
+    else
+      snprintf(text, sizeof text, "%s", done);
+    cli_field(t, "progress:", text);
+  }
   cli_field_int(t, "version:", j->version);
 }
 
@@ -813,6 +988,21 @@ static void cli_event_rows(cli_table_t *t, const pawl_history_t *h) {
   }
 }
 
+static void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs,
+                         size_t n) {
+  static const char *const head[5] = {"attempt", "at", "level", "message",
+                                      "fields"};
+  cli_table_row(t, head);
+  for (size_t i = 0; i < n; i++) {
+    const pawl_log_record_t *l = &logs[i];
+    char att[16], at[ISO8601_STRLEN];
+    snprintf(att, sizeof att, "%d", (int)l->attempt);
+    cli_time(l->at, at);
+    const char *row[5] = {att, at, l->level, l->message, l->fields};
+    cli_table_row(t, row);
+  }
+}
+
 /* ---- commands ----------------------------------------------------------- */
 
 static int cli_migrate(pawl_t *p, const cli_args_t *a, char *err) {
@@ -827,10 +1017,32 @@ static int cli_migrate(pawl_t *p, const cli_args_t *a, char *err) {
   return 0;
 }
 
+/* The job's script, if this machine has it, says where and how the job
+ * runs; what the command line says wins. A broken script is reported and
+ * the job enqueued anyway: the workers may have a good version. */
+static void cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
+                                pawl_script_info_t *info) {
+  char err[CLI_ERRLEN];
+  const char *dir = a->host.scripts_dir ? a->host.scripts_dir : "./scripts";
+  int rc = pawl_script_info(dir, a->pos[0], info, err, sizeof err);
+  if (rc == PAWL_ENOTFOUND) return;
+  if (rc) {
+    fprintf(stderr, "pawl: warning: %s; enqueuing with the given options\n", err);
+    return;
+  }
+  if (!o->queue && info->queue[0]) o->queue = info->queue;
+  if (!a->has_priority && info->has_priority) o->priority = info->priority;
+  if (!o->max_attempts) o->max_attempts = info->max_attempts;
+  if (!o->timeout_s) o->timeout_s = info->timeout_s;
+}
+
 static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
   pawl_id_t id;
   int status = PAWL_ENQ_NEW;
-  int rc = pawl_enqueue(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL, &a->enq,
+  pawl_enqueue_opts_t o = a->enq;
+  pawl_script_info_t info;
+  cli_script_defaults(a, &o, &info);
+  int rc = pawl_enqueue(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL, &o,
                         &id, &status);
   if (rc) return cli_lib_fail(p, rc, err);
   char text[PAWL_ID_STRLEN];
@@ -856,9 +1068,13 @@ static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
 static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
   pawl_job_t *job = NULL;
   pawl_history_t *h = NULL;
+  pawl_log_record_t *logs = NULL;
+  size_t nlogs = 0;
   int rc = pawl_get(p, &a->id, &job);
   if (!rc) rc = pawl_history(p, &a->id, &h);
+  if (!rc) rc = pawl_logs(p, &a->id, &logs, &nlogs);
   if (rc) {
+    pawl_history_free(h);
     pawl_job_free(job);
     return cli_lib_fail(p, rc, err);
   }
@@ -867,16 +1083,18 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     buf_init(&b);
     cli_json_job_fields(&b, job);
     cli_json_history(&b, h);
+    cli_json_logs(&b, logs, nlogs);
     buf_putc(&b, '}');
     rc = cli_emit(&b, err);
     buf_free(&b);
   } else {
     cli_table_t fields = {.ncols = 2}, attempts = {.ncols = 9},
-                events = {.ncols = 4};
+                events = {.ncols = 4}, lines = {.ncols = 5};
     cli_job_fields(&fields, job);
     cli_attempt_rows(&attempts, h);
     cli_event_rows(&events, h);
-    if (fields.oom || attempts.oom || events.oom) {
+    cli_log_rows(&lines, logs, nlogs);
+    if (fields.oom || attempts.oom || events.oom || lines.oom) {
       rc = cli_fail(err, CLI_FAIL, "out of memory");
     } else {
       cli_table_print(&fields, "");
@@ -888,11 +1106,19 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
       }
       printf("events:\n");
       cli_table_print(&events, "  ");
+      if (nlogs) {
+        printf("logs:\n");
+        cli_table_print(&lines, "  ");
+      } else {
+        printf("logs: none\n");
+      }
     }
     cli_table_free(&fields);
     cli_table_free(&attempts);
     cli_table_free(&events);
+    cli_table_free(&lines);
   }
+  pawl_logs_free(logs, nlogs);
   pawl_history_free(h);
   pawl_job_free(job);
   return rc;
@@ -966,8 +1192,36 @@ static int cli_action(pawl_t *p, const cli_args_t *a, char *err) {
   return rc;
 }
 
+/* pawl run: starts the host, then waits for signals in this thread (they
+ * are blocked everywhere else) until the host stops. The first SIGINT or
+ * SIGTERM stops gracefully, a second one at once. */
+static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  int rc = pawl_start(p, &a->host);
+  if (rc) {
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return cli_lib_fail(p, rc, err);
+  }
+  int signals = 0;
+  while (pawl_wait(p, 0) == PAWL_EBUSY) {
+    struct timespec ts = {0, 100 * 1000000};
+    int sig = sigtimedwait(&set, NULL, &ts);
+    if (sig == SIGINT || sig == SIGTERM) {
+      signals++;
+      pawl_stop(p, signals == 1 ? PAWL_STOP_GRACEFUL : PAWL_STOP_NOW);
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return CLI_OK;
+}
+
 static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
   switch (a->cmd) {
+  case CLI_RUN: return cli_host(p, a, err);
   case CLI_MIGRATE: return cli_migrate(p, a, err);
   case CLI_ENQUEUE: return cli_enqueue(p, a, err);
   case CLI_SHOW: return cli_show(p, a, err);
@@ -997,6 +1251,7 @@ int main(int argc, char **argv) {
   memset(&a, 0, sizeof a);
   pawl_enqueue_opts_init(&a.enq);
   pawl_filter_init(&a.filter);
+  pawl_host_opts_init(&a.host);
   /* Each --tag takes two arguments, so argc slots always suffice. */
   a.tags = calloc((size_t)argc, sizeof *a.tags);
   if (!a.tags) {
@@ -1016,6 +1271,8 @@ int main(int argc, char **argv) {
     pawl_options_init(&opts);
     opts.db = a.db;
     opts.sync_full = a.sync_full;
+    opts.node_id = a.node_id;
+    opts.lease_ms = a.lease_ms;
     pawl_t *p = NULL;
     int orc = pawl_open(&p, &opts, err, sizeof err);
     if (orc) {
@@ -1027,6 +1284,8 @@ int main(int argc, char **argv) {
     }
   }
   free(a.tags);
+  free(a.queues);
+  free(a.queues_copy);
 
   if (fflush(stdout) != 0 && !rc) {
     snprintf(err, sizeof err, "cannot write to standard output: %s",

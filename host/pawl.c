@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <math.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "host.h"
 #include "json.h"
 #include "pawl.h"
 #include "pawl_internal.h"
@@ -106,6 +108,16 @@ void pawl_history_free(pawl_history_t *h) {
   free(h->attempts);
   free(h->events);
   free(h);
+}
+
+void pawl_logs_free(pawl_log_record_t *logs, size_t n) {
+  if (!logs) return;
+  for (size_t i = 0; i < n; i++) {
+    free(logs[i].level);
+    free(logs[i].message);
+    free(logs[i].fields);
+  }
+  free(logs);
 }
 
 /* ---- handle ------------------------------------------------------------- */
@@ -214,13 +226,53 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
     pawl_close(p);
     return rc;
   }
+  /* Kept for sibling handles: same database, settings already applied. */
+  p->cfg = cfg;
+  p->cfg.url = strdup(url);
+  p->cfg.age_boost_ms = -1;
+  p->cfg.no_migrate = 1;
+  if (!p->cfg.url) {
+    pawl_close(p);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
+                       char *errbuf, size_t errlen) {
+  pawl_t *p = calloc(1, sizeof *p);
+  if (!p) {
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  p->node_id = strdup(parent->node_id);
+  p->principal = strdup(principal ? principal : parent->principal);
+  p->lease_ms = parent->lease_ms;
+  p->incarnation = parent->incarnation;
+  p->host = parent->host;
+  p->cfg = parent->cfg;
+  p->cfg.url = p->node_id && p->principal ? strdup(parent->cfg.url) : NULL;
+  if (!p->cfg.url) {
+    pawl_close(p);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  int rc = store_open(&p->store, &p->cfg, errbuf, errlen);
+  if (rc) {
+    pawl_close(p);
+    return rc;
+  }
   *out = p;
   return 0;
 }
 
 void pawl_close(pawl_t *p) {
   if (!p) return;
+  if (p->owns_host) pawl__host_free(p);
   if (p->store) p->store->ops->close(p->store);
+  free((char *)p->cfg.url);
   free(p->node_id);
   free(p->principal);
   free(p);
@@ -359,6 +411,8 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
     rc = pawl_from_store(p, p->store->ops->jobs.insert(
                                 p->store, jobs, n, ids ? ids : tmp_ids,
                                 statuses ? statuses : tmp_st));
+  /* In-process enqueues wake the host's poller at once. */
+  if (!rc && p->host) host_wake(p->host);
   if (tags)
     for (size_t i = 0; i < n; i++) buf_free(&tags[i]);
   free(tags);
@@ -443,12 +497,60 @@ int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
   return 0;
 }
 
+/* The levels of ctx:log, lowest first. */
+static const char *const pawl_log_levels[] = {"debug", "info", "warn",
+                                              "error"};
+
+/* Checks one log line of an outcome. */
+static int pawl_check_log(pawl_t *p, const pawl_log_entry_t *l) {
+  int known = 0;
+  for (size_t i = 0; l->level && i < 4; i++)
+    if (strcmp(l->level, pawl_log_levels[i]) == 0) known = 1;
+  if (!known)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "level must be debug, info, warn or error (got %s%s%s)",
+                      l->level ? "\"" : "", l->level ? l->level : "NULL",
+                      l->level ? "\"" : "");
+  if (!l->message) return pawl__fail(p, PAWL_EINVAL, "message is NULL");
+  if (l->at < 0) return pawl__fail(p, PAWL_EINVAL, "time must not be negative");
+  if (l->fields && !json_is_object(l->fields, strlen(l->fields))) {
+    char err[256];
+    if (json_validate(l->fields, strlen(l->fields), err, sizeof err) != 0)
+      return pawl__fail(p, PAWL_EINVAL, "fields are not valid JSON: %s", err);
+    return pawl__fail(p, PAWL_EINVAL, "fields must be a JSON object");
+  }
+  return 0;
+}
+
+/* Checks one outcome before anything is written. */
+static int pawl_check_outcome(pawl_t *p, const pawl_outcome_t *o) {
+  int rc;
+  if (o->kind == PAWL_OUT_SUCCEEDED && o->result &&
+      (rc = pawl_check_json(p, "result", o->result)))
+    return rc;
+  if (o->nlogs && !o->logs)
+    return pawl__fail(p, PAWL_EINVAL, "%zu log lines but no array", o->nlogs);
+  for (size_t i = 0; i < o->nlogs; i++) {
+    if ((rc = pawl_check_log(p, &o->logs[i]))) {
+      char msg[sizeof p->errmsg];
+      snprintf(msg, sizeof msg, "%s", p->errmsg);
+      return pawl__fail(p, rc, "log line %zu: %s", i + 1, msg);
+    }
+  }
+  return 0;
+}
+
 int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int *rcs) {
   p->errmsg[0] = 0;
   for (size_t i = 0; i < n; i++) {
-    if (outs[i].kind == PAWL_OUT_SUCCEEDED && outs[i].result) {
-      int rc = pawl_check_json(p, "result", outs[i].result);
-      if (rc) return rc;
+    int rc = pawl_check_outcome(p, &outs[i]);
+    if (rc) {
+      if (n > 1) {
+        char msg[sizeof p->errmsg];
+        snprintf(msg, sizeof msg, "%s", p->errmsg);
+        pawl__fail(p, rc, "outcome %zu: %s", i + 1, msg);
+      }
+      return rc;
     }
   }
   return pawl_from_store(p, p->store->ops->terminal.finish(
@@ -472,7 +574,59 @@ int pawl_recover(pawl_t *p, size_t *out_n) {
   return rc;
 }
 
+int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
+                  double done, double total) {
+  p->errmsg[0] = 0;
+  if (!isfinite(done) || !isfinite(total) || done < 0 || total < 0)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "progress must be finite and not negative (got %g of %g)",
+                      done, total);
+  return pawl_from_store(p, p->store->ops->jobs.progress(
+                                p->store, id, &p->incarnation, attempt, done,
+                                total));
+}
+
+int pawl_extend(pawl_t *p, const pawl_id_t *id, int32_t attempt, int *held) {
+  p->errmsg[0] = 0;
+  int h = 0;
+  int rc = pawl_from_store(p, p->store->ops->claim.extend_one(
+                                  p->store, id, &p->incarnation, attempt,
+                                  p->lease_ms, &h));
+  if (!rc && held) *held = h;
+  return rc;
+}
+
+int pawl_next_due(pawl_t *p, const pawl_claim_opts_t *opts, int64_t *run_at) {
+  p->errmsg[0] = 0;
+  const char *const *queues = opts ? opts->queues : NULL;
+  size_t nqueues = opts ? opts->nqueues : 0;
+  if (nqueues && !queues)
+    return pawl__fail(p, PAWL_EINVAL, "%zu queues but no array", nqueues);
+  for (size_t i = 0; i < nqueues; i++) {
+    int rc = pawl_check_name(p, "queue name", queues[i]);
+    if (rc) return rc;
+  }
+  int64_t v = 0;
+  int rc = pawl_from_store(
+      p, p->store->ops->claim.next_due(p->store, queues, nqueues, &v));
+  if (!rc) *run_at = v;
+  return rc;
+}
+
 int pawl_history(pawl_t *p, const pawl_id_t *id, pawl_history_t **out) {
   p->errmsg[0] = 0;
   return pawl_from_store(p, p->store->ops->history.get(p->store, id, out));
+}
+
+int pawl_logs(pawl_t *p, const pawl_id_t *id, pawl_log_record_t **out,
+              size_t *n) {
+  p->errmsg[0] = 0;
+  pawl_log_record_t *recs = NULL;
+  size_t count = 0;
+  int rc = pawl_from_store(p, p->store->ops->jobs.logs(p->store, id, &recs,
+                                                       &count));
+  if (rc) return rc;
+  *out = recs;
+  *n = count;
+  return 0;
 }

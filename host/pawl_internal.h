@@ -6,8 +6,15 @@
 #include "pawl.h"
 #include "store.h"
 
+struct host;
+
 struct pawl {
   store_t *store;          /* owned; this handle's one connection */
+  struct host *host;       /* the worker host started on this handle (owned
+                              by the handle that started it), or the host a
+                              sibling handle belongs to (borrowed) */
+  int owns_host;
+  store_config_t cfg;      /* as opened; cfg.url is owned */
   char *node_id;           /* owned */
   char *principal;         /* owned; actor in history for operator actions */
   pawl_id_t incarnation;   /* this handle's lease token: a restarted node
@@ -15,6 +22,14 @@ struct pawl {
   int64_t lease_ms;
   char errmsg[512];
 };
+
+/* Opens another handle on the same database, node and lease token, for
+ * one of the host's threads (each thread has its own connection). */
+int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
+                       char *errbuf, size_t errlen);
+
+/* Stops and frees the host started on `p` (host.c). */
+void pawl__host_free(pawl_t *p);
 
 /* Sets p->errmsg and returns rc. */
 int pawl__fail(pawl_t *p, int rc, const char *fmt, ...)

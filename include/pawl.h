@@ -126,6 +126,8 @@ typedef struct pawl_job {
   char *last_error;         /* sanitized */
   char *result;             /* JSON text */
   int32_t recoveries;       /* times taken back from an expired lease */
+  double progress_done;     /* last ctx:progress(done, total); 0 if none */
+  double progress_total;    /* 0: unknown */
   int64_t version;          /* bumped by every change */
 } pawl_job_t;
 
@@ -318,6 +320,14 @@ typedef enum pawl_outcome_kind {
                          node is stopping */
 } pawl_outcome_kind_t;
 
+/* A log line written by job code (ctx:log). Pointers are borrowed. */
+typedef struct pawl_log_entry {
+  int64_t at;
+  const char *level;   /* "debug", "info", "warn", "error" */
+  const char *message;
+  const char *fields;  /* JSON object or NULL */
+} pawl_log_entry_t;
+
 /* One finished attempt. Pointers are borrowed. */
 typedef struct pawl_outcome {
   pawl_id_t id;
@@ -326,6 +336,10 @@ typedef struct pawl_outcome {
   const char *result;  /* SUCCEEDED: JSON or NULL */
   const char *error;   /* FAILED, RETRY: sanitized error text */
   int64_t run_at;      /* RETRY, SNOOZE: when to run again */
+  /* The attempt's log lines, stored in the same transaction (also when the
+   * outcome itself is refused as stale: the lines were written). */
+  const pawl_log_entry_t *logs;
+  size_t nlogs;
 } pawl_outcome_t;
 
 /* Writes `n` outcomes in one transaction (group commit), each with its
@@ -342,6 +356,22 @@ PAWL_EXTERN int pawl_heartbeat(pawl_t *p, size_t *out_n);
 /* Takes back jobs whose lease expired: pending again, the attempt counted
  * and recorded as lost. *out_n (may be NULL) receives how many. */
 PAWL_EXTERN int pawl_recover(pawl_t *p, size_t *out_n);
+
+/* Records progress of an attempt this node holds (ctx:progress). Not a
+ * transition: the version does not change. PAWL_ELEASE if the attempt is
+ * no longer ours. */
+PAWL_EXTERN int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
+                              double done, double total);
+
+/* Extends the lease of one attempt this node holds (ctx:heartbeat). *held
+ * (may be NULL) is 1 if it still was ours, else 0. */
+PAWL_EXTERN int pawl_extend(pawl_t *p, const pawl_id_t *id, int32_t attempt,
+                            int *held);
+
+/* The earliest run_at among pending jobs (in opts' queues, if given), or
+ * 0 in *run_at when none is pending. Lets a poller sleep until then. */
+PAWL_EXTERN int pawl_next_due(pawl_t *p, const pawl_claim_opts_t *opts,
+                              int64_t *run_at);
 
 /* ---- history ------------------------------------------------------------ */
 
@@ -376,6 +406,101 @@ typedef struct pawl_history {
  * the caller: free with pawl_history_free(). */
 PAWL_EXTERN int pawl_history(pawl_t *p, const pawl_id_t *id, pawl_history_t **out);
 PAWL_EXTERN void pawl_history_free(pawl_history_t *h);
+
+/* ---- logs -------------------------------------------------------------- */
+
+typedef struct pawl_log_record {
+  int32_t attempt;
+  int64_t at;
+  char *level;
+  char *message;
+  char *fields;        /* JSON object or NULL */
+} pawl_log_record_t;
+
+/* A job's stored log lines, oldest first. On success *out (NULL when there
+ * are none) holds *n records owned by the caller: pawl_logs_free(). */
+PAWL_EXTERN int pawl_logs(pawl_t *p, const pawl_id_t *id,
+                          pawl_log_record_t **out, size_t *n);
+PAWL_EXTERN void pawl_logs_free(pawl_log_record_t *logs, size_t n);
+
+/* ---- script defaults ---------------------------------------------------- */
+
+/* What a job script says about jobs of its type at enqueue time. */
+typedef struct pawl_script_info {
+  char queue[201];        /* "" when the script sets none */
+  int has_priority;
+  int32_t priority;
+  int32_t max_attempts;   /* 0 when the script sets none */
+  int32_t timeout_s;      /* 0 when the script sets none (rounded up) */
+} pawl_script_info_t;
+
+/* Loads the script for `type` from `scripts_dir` (and _defaults.lua) the
+ * way `pawl run` does and reports its enqueue-time settings, so that an
+ * enqueuer can route and configure a job as its script asks. Returns 0,
+ * PAWL_ENOTFOUND when there is no script for the type, or PAWL_EINVAL when
+ * the script is broken (errbuf says how). */
+PAWL_EXTERN int pawl_script_info(const char *scripts_dir, const char *type,
+                                 pawl_script_info_t *out, char *errbuf,
+                                 size_t errlen);
+
+/* ---- the worker host ---------------------------------------------------- */
+
+/* Levels of the host's event log. */
+#define PAWL_LOG_DEBUG 0
+#define PAWL_LOG_INFO 1
+#define PAWL_LOG_WARN 2
+#define PAWL_LOG_ERROR 3
+
+/* Receives each finished log line (with its newline). Called from the
+ * host's threads, one call at a time. */
+typedef void (*pawl_log_fn)(void *data, int level, const char *line);
+
+typedef struct pawl_host_opts {
+  const char *scripts_dir;   /* job scripts; NULL: "./scripts" */
+  int workers;               /* worker threads, each with its own Lua state;
+                                0: the number of cores */
+  const char *const *queues; /* nqueues names this node serves; 0: all */
+  size_t nqueues;
+  int prefetch;              /* jobs claimed ahead of free workers;
+                                -1: 4 x workers */
+  int64_t poll_ms;           /* poll interval when nothing wakes us; 0: 1000 */
+  int64_t heartbeat_ms;      /* lease extension period; 0: lease / 3 */
+  int64_t grace_ms;          /* graceful stop: wait this long for running
+                                jobs; 0: 30000 */
+  int64_t reload_ms;         /* how often the scripts dir is checked; 0: 1000 */
+  int64_t default_timeout_s; /* for jobs and scripts that set none; 0: 300 */
+  int until_idle;            /* 1: stop once nothing is running and no job
+                                is due (now or within idle_wait_ms) */
+  int64_t idle_wait_ms;      /* until_idle also waits for jobs due this
+                                soon (retries, snoozes); 0: 5000, -1: none */
+  int unsafe_lua;            /* 1: job code gets the full standard library */
+  int log_level;             /* PAWL_LOG_*; default PAWL_LOG_INFO (0 is
+                                DEBUG: set it explicitly) */
+  int log_json;              /* 1: JSON lines instead of text */
+  pawl_log_fn log_fn;        /* NULL: stderr */
+  void *log_data;
+} pawl_host_opts_t;
+
+PAWL_EXTERN void pawl_host_opts_init(pawl_host_opts_t *o);
+
+/* Starts the worker host on `p`: a poller, a completer, a watchdog and
+ * o->workers worker threads, each with its own database connection. The
+ * scripts are loaded before this returns; broken ones are logged and the
+ * rest serve. Strings in `o` are copied. After this, `p` itself may still
+ * be used by the calling thread (pawl_enqueue() wakes the host at once). */
+PAWL_EXTERN int pawl_start(pawl_t *p, const pawl_host_opts_t *o);
+
+#define PAWL_STOP_GRACEFUL 1 /* stop claiming, let running jobs finish
+                                within the grace period, hand the rest back */
+#define PAWL_STOP_NOW 2      /* hand every unfinished job back at once */
+
+/* Asks the host to stop. Safe from any thread; returns at once. */
+PAWL_EXTERN void pawl_stop(pawl_t *p, int how);
+
+/* Waits up to timeout_ms (-1: forever) for the host to stop by itself
+ * (until_idle) or after pawl_stop(), then joins its threads. Returns 0 once
+ * stopped, PAWL_EBUSY if still running at the timeout. */
+PAWL_EXTERN int pawl_wait(pawl_t *p, int64_t timeout_ms);
 
 #ifdef __cplusplus
 }

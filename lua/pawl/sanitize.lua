@@ -26,7 +26,7 @@ local SECRET_KEYS = {
 local function redact_pairs(msg, key)
   local k = ci(key)
   -- key=value and key: value, up to whitespace or a separator.
-  msg = msg:gsub("(" .. k .. "%s*[=:]%s*)([^%s&;,\"'}]+)", "%1" .. sanitize.REDACTED)
+  msg = msg:gsub("(" .. k .. "%s*[=:]%s*)([^%s&;,\"'})%]]+)", "%1" .. sanitize.REDACTED)
   -- "key": "value" as in JSON.
   msg = msg:gsub("(\"" .. k .. "\"%s*:%s*\")([^\"]*)(\")", "%1" .. sanitize.REDACTED .. "%3")
   return msg

@@ -1,0 +1,119 @@
+/* host.h: the worker host's shared state (internal).
+ *
+ * Threads and what they own:
+ * - the poller: claims jobs, runs the chores (heartbeat, node beat, lease
+ *   recovery, script reloads), and decides when to stop;
+ * - N workers (worker.c): one lua_State each, never shared;
+ * - the completer: writes outcomes in batches (group commit);
+ * - the watchdog: interrupts jobs that pass their deadline.
+ * Each thread has its own pawl_t (own database connection); all share the
+ * lease token of the handle that started the host.
+ *
+ * Everything below `mu` is guarded by it. The hand-offs are queues under
+ * that one mutex with a condition variable per consumer: few enough jobs
+ * change hands per second that one lock is not the bottleneck (the
+ * database is), and one lock keeps the stop logic simple. */
+#ifndef PAWL_HOST_H
+#define PAWL_HOST_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "pawl.h"
+
+typedef struct worker worker_t;
+
+/* One finished attempt on its way to the database, and back to its worker
+ * for the hooks once stored. */
+typedef struct host_outcome {
+  pawl_outcome_t out;        /* its strings point into the fields below */
+  pawl_job_t *job;           /* owned */
+  char *result;              /* owned */
+  char *error;               /* owned */
+  pawl_log_entry_t *logs;    /* owned, with their strings */
+  size_t nlogs;
+  int worker;                /* index of the worker that ran it, -1: none */
+  int hook_ref;              /* LUA_NOREF, or a registry ref in that
+                                worker's state holding {job, arg} */
+  int hooks;                 /* which hooks to run once stored */
+  double duration_ms;
+  int rc;                    /* store's verdict, after the write */
+  struct host_outcome *next;
+} host_outcome_t;
+
+/* A job handed to a worker. */
+typedef struct host_item {
+  pawl_job_t *job;
+  struct host_item *next;
+} host_item_t;
+
+/* A script file: type name ("_defaults" for the defaults file) and path. */
+typedef struct host_script {
+  char *name;
+  char *path;
+} host_script_t;
+
+typedef struct host {
+  pawl_t *p;                 /* the handle that started the host */
+  pawl_host_opts_t opts;     /* strings below are owned copies */
+  char *scripts_dir;
+  char **queues;
+  int capacity;              /* workers + prefetch */
+  host_logger_t log;
+
+  pthread_mutex_t mu;
+  pthread_cond_t poll_cv;    /* poller waits here */
+  pthread_cond_t work_cv;    /* workers wait here */
+  pthread_cond_t done_cv;    /* completer waits here */
+  pthread_cond_t stop_cv;    /* pawl_wait() waits here */
+  int wake;                  /* poller: something changed, look again */
+  host_item_t *queue_head, *queue_tail;
+  int queued;                /* claimed, waiting for a worker */
+  int running;               /* being run by a worker */
+  host_outcome_t *out_head, *out_tail;
+  int outcomes;              /* waiting for the completer */
+  int writing;               /* outcomes the completer is writing now */
+  int stopping;              /* 0, PAWL_STOP_GRACEFUL or PAWL_STOP_NOW */
+  int poller_done, completer_done, watchdog_done;
+  int workers_alive;         /* workers still able to produce outcomes */
+  int stopped;               /* all threads ended; pawl_wait may join */
+  int joined;
+
+  /* Scripts: the list, its generation (bumped on every change seen). */
+  host_script_t *scripts;
+  size_t nscripts;
+  uint64_t scripts_gen;
+
+  worker_t **workers;
+  int nworkers;
+  struct poller *poller_state;
+  int64_t started_at;        /* store clock, for the node table */
+  char *queues_csv;          /* the served queues, for the node table */
+  int64_t abandon_at;        /* mono ms after which workers still stuck
+                                (in a blocking C call) are left behind */
+  int abandoned;             /* workers left behind: never free the host */
+  pthread_t poller, completer, watchdog;
+  pthread_mutex_t lua_init;  /* serializes lua_State creation: lua-cjson's
+                                initialisation writes a static */
+} host_t;
+
+/* Wakes the poller (an enqueue happened, a slot freed up). */
+void host_wake(host_t *h);
+
+/* Hands a finished attempt to the completer. Takes ownership. */
+void host_push_outcome(host_t *h, host_outcome_t *o);
+
+/* Frees an outcome and everything it owns (not its hook ref). */
+void host_outcome_free(host_outcome_t *o);
+
+/* Monotonic milliseconds, for deadlines and timers. */
+int64_t host_mono_ms(void);
+
+/* A copy of the current script list (caller frees with
+ * host_scripts_free); *gen receives its generation. */
+host_script_t *host_scripts_copy(host_t *h, size_t *n, uint64_t *gen);
+void host_scripts_free(host_script_t *s, size_t n);
+
+#endif

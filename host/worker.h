@@ -1,0 +1,75 @@
+/* worker.h: a worker thread and its Lua state (internal).
+ *
+ * A worker owns one lua_State for its whole life; nothing else touches it.
+ * The watchdog reads the worker's deadline (under `dl`) and, when it has
+ * passed, sends the worker thread PAWL_INTERRUPT_SIGNAL. The handler runs
+ * on the worker's own thread and arms a count hook there; LuaJIT built
+ * with LUAJIT_ENABLE_CHECKHOOK then leaves even compiled loops for the
+ * hook, which raises the timeout error. No thread ever touches another
+ * thread's lua_State. */
+#ifndef PAWL_WORKER_H
+#define PAWL_WORKER_H
+
+#include <signal.h>
+
+#include "host.h"
+
+#define PAWL_INTERRUPT_SIGNAL SIGURG
+
+typedef struct lua_State lua_State;
+
+/* Why the watchdog interrupted a worker. */
+#define WORKER_INT_TIMEOUT 1
+#define WORKER_INT_STOP 2
+
+struct worker {
+  host_t *h;
+  int index;                 /* -1: the poller's probe state (no jobs) */
+  pthread_t thread;
+  lua_State *L;
+  pawl_t *p;                 /* this thread's own handle */
+  int ref_worker;            /* registry ref: the pawl.worker table */
+  int ref_decode;            /* registry ref: cjson decode */
+  uint64_t scripts_gen;
+
+  /* Deadline of what the worker runs now. `dl` guards seq and deadline
+   * between the worker and the watchdog; the signal handler reads only
+   * the atomics. */
+  pthread_mutex_t dl;
+  _Atomic uint64_t seq;      /* bumped for every protected call */
+  int64_t deadline;          /* monotonic ms; 0: none */
+  _Atomic uint64_t interrupt_seq;
+  _Atomic int interrupt_why;
+  _Atomic int in_lua;
+  double timeout_s;          /* of the call running now, for messages */
+
+  /* The job being run (owned by the outcome being built). */
+  pawl_job_t *job;
+  uint64_t run_seq;          /* seq of the job's run() call; ctx checks it */
+  int released;              /* the host handed this job back (stopping) */
+  pawl_log_entry_t *logs;
+  size_t nlogs, logs_cap;
+  int64_t cancel_checked;    /* mono ms of the last ctx:canceled() query */
+  int canceled;
+  int64_t progress_written;
+
+  /* Outcomes stored whose hooks this worker must run (guarded by h->mu). */
+  host_outcome_t *inbox;
+};
+
+/* Creates the worker's Lua state and loads the scripts. Called on the
+ * thread that will own the state. On failure `err` says why. */
+int worker_open(worker_t *w, char *err, size_t errlen);
+void worker_close(worker_t *w);
+
+/* (Re)loads the scripts if the host's list changed. `report` logs each
+ * broken script (the poller's probe does, so each error is logged once). */
+void worker_reload(worker_t *w, int report);
+
+/* The worker thread's main loop. */
+void *worker_main(void *arg);
+
+/* Installs the interrupt signal's handler (once per process). */
+void worker_install_signal(void);
+
+#endif

@@ -1,0 +1,434 @@
+-- pawl.worker: the Lua side of one worker thread.
+--
+-- Every worker thread owns a lua_State and loads this module once. The C
+-- side (host/worker.c) lists the scripts directory, builds each job's
+-- `job` table, runs `run(job, ctx)` under the job's deadline, and hands the
+-- outcome to the completer. This module does what is best written in Lua:
+-- the curated environment job code runs in, loading and checking scripts,
+-- the sanitizer and retry-policy steps after a failure, and the hooks.
+--
+-- `pawl.host` is a table of C functions the worker provides (log,
+-- progress, canceled, heartbeat, enqueue, now, print); they act on the job
+-- the worker is running and refuse a ctx used after its job ended.
+
+local host = require "pawl.host"
+local retry = require "pawl.retry"
+local sanitize = require "pawl.sanitize"
+local cjson = require("cjson").new()
+
+local W = {}
+
+-- Script defaults an operator may set in scripts/_defaults.lua.
+local defaults = { retry = retry.default, sanitize = nil, timeout = 300,
+                   max_attempts = nil }
+local types = {}      -- type name -> checked script table
+local unsafe = false
+local max_error_length = 2000
+
+local SENTINEL = {}   -- marks errors raised by pawl.fatal / pawl.snooze
+
+-- ---- the `pawl` table job code sees -----------------------------------
+
+local json = {
+  encode = function(v) return cjson.encode(v) end,
+  decode = function(s) return cjson.decode(s) end,
+}
+
+local ENQUEUE_OPTS = {
+  queue = "string", priority = "number", delay = "number", run_at = "number",
+  max_attempts = "number", timeout = "number", key = "string",
+  business_key = "string", return_existing = "boolean",
+  correlation_id = "string", tags = "table", params = "table",
+  blocked = "boolean",
+}
+
+local pawl = {
+  retry = retry,
+  sanitize = sanitize.default,
+  json = json,
+}
+
+-- Enqueues a job from inside a job. Script defaults of the target type
+-- (queue, priority, max_attempts, timeout) apply unless opts say otherwise.
+function pawl.enqueue(jtype, payload, opts)
+  if type(jtype) ~= "string" then
+    error("pawl.enqueue: job type must be a string", 2)
+  end
+  opts = opts or {}
+  if type(opts) ~= "table" then error("pawl.enqueue: opts must be a table", 2) end
+  for k, v in pairs(opts) do
+    local want = ENQUEUE_OPTS[k]
+    if not want then error(("pawl.enqueue: unknown option %q"):format(tostring(k)), 2) end
+    if type(v) ~= want then
+      error(("pawl.enqueue: option %s must be a %s"):format(k, want), 2)
+    end
+  end
+  local spec = types[jtype]
+  local body = payload == nil and "{}" or (type(payload) == "string" and payload
+               or cjson.encode(payload))
+  local id, status = host.enqueue(jtype, body,
+    opts.queue or (spec and spec.queue),
+    opts.priority or (spec and spec.priority) or 0,
+    opts.delay, opts.run_at,
+    opts.max_attempts or (spec and spec.max_attempts),
+    opts.timeout or (spec and spec.timeout),
+    opts.key, opts.business_key, opts.return_existing,
+    opts.correlation_id,
+    opts.tags and cjson.encode(opts.tags) or nil,
+    opts.params and cjson.encode(opts.params) or nil,
+    opts.blocked)
+  if not id then error("pawl.enqueue: " .. status, 2) end
+  return id, status
+end
+
+-- Fails the job without retrying.
+function pawl.fatal(msg)
+  error({ [SENTINEL] = "fatal", message = tostring(msg) }, 2)
+end
+
+-- Runs the job again after `seconds` without using up an attempt.
+function pawl.snooze(seconds)
+  if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0
+     or seconds == math.huge then
+    error("pawl.snooze: seconds must be a non-negative number", 2)
+  end
+  error({ [SENTINEL] = "snooze", seconds = seconds }, 2)
+end
+
+function pawl.now() return host.now() end
+
+-- ---- ctx --------------------------------------------------------------
+
+local Ctx = {}
+Ctx.__index = Ctx
+
+local LEVELS = { debug = true, info = true, warn = true, error = true }
+
+function Ctx:log(level, msg, fields)
+  if not LEVELS[level] then
+    error("ctx:log: level must be debug, info, warn or error", 2)
+  end
+  local f = nil
+  if fields ~= nil then
+    if type(fields) ~= "table" then error("ctx:log: fields must be a table", 2) end
+    f = cjson.encode(fields)
+  end
+  host.log(self._seq, level, tostring(msg), f)
+end
+
+function Ctx:progress(done, total)
+  if type(done) ~= "number" or (total ~= nil and type(total) ~= "number") then
+    error("ctx:progress: done and total must be numbers", 2)
+  end
+  host.progress(self._seq, done, total or 0)
+end
+
+function Ctx:canceled() return host.canceled(self._seq) end
+
+function Ctx:heartbeat() return host.heartbeat(self._seq) end
+
+-- ---- the curated environment ------------------------------------------
+
+local SAFE = {
+  "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "select",
+  "tonumber", "tostring", "type", "unpack", "rawequal", "rawget", "rawset",
+  "setmetatable", "getmetatable", "collectgarbage", "_VERSION",
+}
+
+local function copy(t, keys)
+  local c = {}
+  if keys then
+    for _, k in ipairs(keys) do c[k] = t[k] end
+  else
+    for k, v in pairs(t) do c[k] = v end
+  end
+  return c
+end
+
+-- Loading text only: bytecode can break out of any sandbox.
+local function text_only(chunk)
+  if type(chunk) == "string" and chunk:byte(1) == 27 then
+    return nil, "loading bytecode is not allowed in job code"
+  end
+  return true
+end
+
+local function safe_env()
+  local env = copy(_G, SAFE)
+  env.string = copy(string)
+  env.table = copy(table)
+  env.math = copy(math)
+  env.coroutine = copy(coroutine)
+  env.bit = copy(bit)
+  env.jit = copy(jit)
+  env.os = copy(os, { "clock", "date", "time", "difftime", "getenv" })
+  env.io = copy(io, { "open", "lines", "read", "write", "type" })
+  env.pawl = pawl
+  env.print = function(...)
+    local parts = {}
+    for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+    host.print(table.concat(parts, "\t"))
+  end
+  env.load = function(chunk, name, mode, e)
+    local ok, err = text_only(chunk)
+    if not ok then return nil, err end
+    local f, lerr = load(chunk, name, "t", e or env)
+    return f, lerr
+  end
+  env.loadstring = function(s, name)
+    local ok, err = text_only(s)
+    if not ok then return nil, err end
+    local f, lerr = loadstring(s, name)
+    if f then setfenv(f, env) end
+    return f, lerr
+  end
+  local allowed = {
+    ["pawl.retry"] = retry, ["pawl.sanitize"] = sanitize, cjson = json,
+    string = env.string, table = env.table, math = env.math, bit = env.bit,
+    jit = env.jit,
+  }
+  env.require = function(name)
+    local m = allowed[name]
+    if m == nil then
+      error(("require %q is not allowed in job code (the operator can allow "
+             .. "everything with --unsafe-lua)"):format(tostring(name)), 2)
+    end
+    return m
+  end
+  env._G = env
+  return env
+end
+
+local function script_env()
+  if unsafe then
+    local env = setmetatable({ pawl = pawl }, { __index = _G })
+    env._G = env
+    return env
+  end
+  return safe_env()
+end
+
+-- ---- scripts ----------------------------------------------------------
+
+local FIELDS = {
+  run = "function", queue = "string", priority = "number",
+  max_attempts = "number", timeout = "number", retry = "function",
+  sanitize = "function", redact = "table", on_success = "function",
+  on_failure = "function", on_dead = "function",
+}
+
+local function check_script(t, is_defaults)
+  if type(t) ~= "table" then
+    return nil, "script must return a table (got " .. type(t) .. ")"
+  end
+  for k, v in pairs(t) do
+    local want = FIELDS[k]
+    if not want then return nil, ("unknown field %q"):format(tostring(k)) end
+    if type(v) ~= want then
+      return nil, ("field %s must be a %s (got %s)"):format(k, want, type(v))
+    end
+  end
+  if not is_defaults and t.run == nil then return nil, "no run function" end
+  if is_defaults and t.run ~= nil then
+    return nil, "_defaults.lua sets defaults; it has no run function"
+  end
+  if t.priority and (t.priority % 1 ~= 0 or t.priority < -1000000
+                     or t.priority > 1000000) then
+    return nil, "priority must be an integer between -1000000 and 1000000"
+  end
+  if t.max_attempts and (t.max_attempts % 1 ~= 0 or t.max_attempts < 1) then
+    return nil, "max_attempts must be a positive integer"
+  end
+  if t.timeout and not (t.timeout > 0 and t.timeout < math.huge) then
+    return nil, "timeout must be a positive number of seconds"
+  end
+  if t.queue and t.queue == "" then return nil, "queue must not be empty" end
+  if t.redact then
+    for _, key in ipairs(t.redact) do
+      if type(key) ~= "string" then return nil, "redact must list field names" end
+    end
+  end
+  return t
+end
+
+local function load_script(path, is_defaults)
+  local f, err = loadfile(path)
+  if not f then return nil, err end
+  setfenv(f, script_env())
+  local ok, t = pcall(f)
+  if not ok then return nil, tostring(t) end
+  local checked, cerr = check_script(t, is_defaults)
+  if not checked then return nil, path .. ": " .. cerr end
+  return checked
+end
+
+-- Loads the scripts in `files` (name -> path; "_defaults" for the defaults
+-- file). A script that fails keeps its previous version, if any; a type
+-- whose file is gone is dropped. Returns a list of { name, error }.
+function W.load(files, opts)
+  if opts then
+    unsafe = opts.unsafe and true or false
+    if opts.default_timeout then defaults.timeout = opts.default_timeout end
+  end
+  local errors = {}
+  local d = files._defaults
+  if d then
+    local t, err = load_script(d, true)
+    if t then
+      defaults.retry = t.retry or retry.default
+      defaults.sanitize = t.sanitize
+      defaults.timeout = t.timeout or defaults.timeout
+      defaults.max_attempts = t.max_attempts
+      defaults.queue, defaults.priority = t.queue, t.priority
+    else
+      errors[#errors + 1] = { "_defaults", err }
+    end
+  end
+  for name in pairs(types) do
+    if not files[name] then types[name] = nil end
+  end
+  for name, path in pairs(files) do
+    if name ~= "_defaults" then
+      local t, err = load_script(path, false)
+      if t then
+        types[name] = t
+      else
+        errors[#errors + 1] = { name, err }
+      end
+    end
+  end
+  table.sort(errors, function(a, b) return a[1] < b[1] end)
+  return errors
+end
+
+-- Names of the loaded types, sorted.
+function W.types()
+  local names = {}
+  for name in pairs(types) do names[#names + 1] = name end
+  table.sort(names)
+  return names
+end
+
+-- Enqueue-time defaults of a type: queue, priority, max_attempts, timeout.
+function W.defaults_of(name)
+  local t = types[name]
+  if not t then return nil end
+  return t.queue or defaults.queue, t.priority or defaults.priority,
+         t.max_attempts or defaults.max_attempts, t.timeout
+end
+
+-- ---- running a job ----------------------------------------------------
+
+-- Returns run, ctx and the timeout in seconds for `job`, or nil and an
+-- error when its type has no script.
+function W.prepare(job, seq)
+  local spec = types[job.type]
+  local ctx = setmetatable({ _seq = seq }, Ctx)
+  local timeout = (job.timeout_s > 0 and job.timeout_s)
+                  or (spec and spec.timeout) or defaults.timeout
+  if not spec then
+    return nil, ("no script for job type %s"):format(job.type), timeout
+  end
+  return spec.run, ctx, timeout
+end
+
+-- The stored form of a successful run's return value: JSON, or nil.
+function W.result_json(result)
+  if result == nil then return nil end
+  local ok, s = pcall(cjson.encode, result)
+  if not ok then
+    error("the job's return value cannot be stored as JSON: " .. tostring(s), 0)
+  end
+  return s
+end
+
+local function message_of(err)
+  if type(err) == "string" then return err end
+  if type(err) == "table" then
+    local ok, s = pcall(cjson.encode, err)
+    if ok then return s end
+  end
+  return tostring(err)
+end
+
+-- The sanitized text of `msg`: the type's sanitizer, else the operator's
+-- default, else the built-in one. A sanitizer that raises, or returns
+-- something that is not a string, falls back to the built-in sanitizer:
+-- the raw message is never what gets stored.
+local function clean(spec, msg, job)
+  local fn = (spec and spec.sanitize) or defaults.sanitize
+  if fn then
+    local ok, out = pcall(fn, msg, job)
+    if ok and type(out) == "string" then
+      return sanitize.truncate(out, max_error_length)
+    end
+  end
+  local ok, out = pcall(sanitize.default, msg, job, max_error_length)
+  if ok then return out end
+  return "(error message withheld: the sanitizer failed)"
+end
+
+-- After a failed attempt: returns kind ("failed" | "retry" | "snooze"),
+-- the sanitized error text, and the delay in seconds.
+function W.failed(job, err)
+  local spec = types[job.type]
+  if type(err) == "table" and err[SENTINEL] == "snooze" then
+    return "snooze", nil, err.seconds
+  end
+  if type(err) == "table" and err[SENTINEL] == "fatal" then
+    return "failed", clean(spec, err.message, job), 0
+  end
+  local text = clean(spec, message_of(err), job)
+  if job.attempt >= job.max_attempts then return "failed", text, 0 end
+  local policy = (spec and spec.retry) or defaults.retry
+  local ok, delay = pcall(policy, job.attempt, err, job)
+  if not ok then
+    return "failed", text .. "\nretry policy failed: "
+      .. clean(spec, message_of(delay), job), 0
+  end
+  if delay == nil then return "failed", text, 0 end
+  if type(delay) ~= "number" or delay ~= delay or delay < 0
+     or delay == math.huge then
+    return "failed", text .. "\nretry policy returned "
+      .. clean(spec, tostring(delay), job) .. ", not a delay in seconds", 0
+  end
+  return "retry", text, delay
+end
+
+-- Runs hook `name` (on_success, on_failure, on_dead) if the script has
+-- one. Returns nil, or the sanitized error it raised.
+function W.hook(name, job, arg)
+  local spec = types[job.type]
+  local fn = spec and spec[name]
+  if not fn then return nil end
+  local ok, err = pcall(fn, job, arg)
+  if ok then return nil end
+  return clean(spec, message_of(err), job)
+end
+
+-- Which hooks the type has, as a bit set: 1 success, 2 failure, 4 dead.
+function W.hooks_of(name)
+  local spec = types[name]
+  if not spec then return 0 end
+  return (spec.on_success and 1 or 0) + (spec.on_failure and 2 or 0)
+       + (spec.on_dead and 4 or 0)
+end
+
+-- Payload fields named in the script's `redact`, masked for log output.
+function W.redacted_payload(job)
+  local spec = types[job.type]
+  if not (spec and spec.redact) or type(job.payload) ~= "table" then
+    return nil
+  end
+  local copy_ = {}
+  for k, v in pairs(job.payload) do copy_[k] = v end
+  for _, key in ipairs(spec.redact) do
+    if copy_[key] ~= nil then copy_[key] = "<redacted>" end
+  end
+  return cjson.encode(copy_)
+end
+
+W.json = json
+W.SENTINEL = SENTINEL
+
+return W
