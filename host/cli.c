@@ -169,8 +169,8 @@ static const char cli_usage_text[] =
     "      --correlation-id C    id tying the job to a request or a trace\n"
     "      --blocked             start blocked instead of pending\n"
     "      --scripts DIR         where the job's script is (default ./scripts):\n"
-    "                            its queue, priority, max_attempts and timeout\n"
-    "                            apply unless given here\n"
+    "                            its queue, priority and max_attempts apply\n"
+    "                            unless given here\n"
     "  show ID [--json]        a job with its attempts, events and logs\n"
     "  jobs [--json]           jobs, newest first\n"
     "      --state S             pending, running, succeeded, failed, "
@@ -1033,7 +1033,8 @@ static void cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
   if (!o->queue && info->queue[0]) o->queue = info->queue;
   if (!a->has_priority && info->has_priority) o->priority = info->priority;
   if (!o->max_attempts) o->max_attempts = info->max_attempts;
-  if (!o->timeout_s) o->timeout_s = info->timeout_s;
+  /* The timeout is not copied: the worker applies the script's own
+   * (fractional) timeout to jobs that set none. */
 }
 
 static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -312,6 +313,15 @@ static int host_fn_now(lua_State *L) {
   return 1;
 }
 
+/* host.time() -> wall-clock seconds with microseconds (for measuring;
+ * scheduling uses host.now, the store's clock) [-0, +1, -] */
+static int host_fn_time(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  lua_pushnumber(L, (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6);
+  return 1;
+}
+
 /* host.print(text) [-1, +0, e] */
 static int host_fn_print(lua_State *L) {
   worker_t *w = host_fn_worker(L);
@@ -330,7 +340,8 @@ static const luaL_Reg host_fns[] = {
     {"log", host_fn_log},         {"progress", host_fn_progress},
     {"canceled", host_fn_canceled}, {"heartbeat", host_fn_heartbeat},
     {"enqueue", host_fn_enqueue}, {"now", host_fn_now},
-    {"print", host_fn_print},     {NULL, NULL}};
+    {"print", host_fn_print},     {"time", host_fn_time},
+    {NULL, NULL}};
 
 /* ---- the state ---------------------------------------------------------- */
 

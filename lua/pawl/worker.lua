@@ -95,7 +95,10 @@ function pawl.snooze(seconds)
   error({ [SENTINEL] = "snooze", seconds = seconds }, 2)
 end
 
+-- The database clock (what scheduling uses), in seconds.
 function pawl.now() return host.now() end
+-- The wall clock with microseconds, for measuring.
+function pawl.time() return host.time() end
 
 -- ---- ctx --------------------------------------------------------------
 
