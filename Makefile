@@ -42,11 +42,18 @@ deps:
 	else echo "deps: all installed"; fi
 	@./cmake/fetch-luajit.sh third_party/luajit
 
-# Until the worker host lands, the story is: enqueue a job and inspect it.
+# The example story on ./pawl.db: enqueue the jobs in scripts/ and run the
+# host until Ctrl-C. One job succeeds, one fails twice and then succeeds,
+# one is retried and ends in the dead-letter set, one reports progress and
+# enqueues another job.
 run: deps build
 	./build/pawl migrate
-	id=$$(./build/pawl enqueue send_welcome '{"to":"ada@example.com"}' --queue mail --tag demo) && \
-	  ./build/pawl jobs && ./build/pawl show "$$id"
+	./build/pawl enqueue send_welcome '{"to":"ada@example.com"}'
+	./build/pawl enqueue flaky_upload '{"file":"report.pdf"}'
+	./build/pawl enqueue charge_card '{"amount":4200,"card":"4242"}'
+	./build/pawl enqueue nightly_report '{"sections":5,"mail_to":"ops@example.com"}'
+	@echo "--- pawl run: Ctrl-C stops it (running jobs finish first) ---"
+	./build/pawl run
 
 test: deps build
 	cd build && ctest $(CTEST_FLAGS)

@@ -204,6 +204,7 @@ static const char cli_usage_text[] =
     "      --prefetch N          jobs claimed ahead of free workers\n"
     "                            (default 4 per worker)\n"
     "      --unsafe-lua          give job code the full standard library\n"
+    "  bench [--help]          measure enqueue, throughput and pickup latency\n"
     "  version                 print pawl's version\n"
     "  help                    print this text\n"
     "\n"
@@ -1246,8 +1247,13 @@ static void cli_print_error(const char *msg) {
   buf_free(&b);
 }
 
+/* pawl bench: the end-to-end benchmark (host/cli_bench.c). */
+int cli_bench_main(int argc, char **argv);
+
 int main(int argc, char **argv) {
   char err[CLI_ERRLEN] = "";
+  if (argc >= 2 && strcmp(argv[1], "bench") == 0)
+    return cli_bench_main(argc - 1, argv + 1);
   cli_args_t a;
   memset(&a, 0, sizeof a);
   pawl_enqueue_opts_init(&a.enq);
