@@ -474,10 +474,12 @@ static void completer_log(host_t *h, const host_outcome_t *o) {
   } else {
     log_begin(&line, &h->log, level, msgs[o->out.kind]);
   }
-  log_id(&line, "job", &o->job->id);
-  log_str(&line, "type", o->job->type);
-  log_str(&line, "queue", o->job->queue);
-  log_int(&line, "attempt", o->job->attempt);
+  log_id(&line, "job", &o->out.id);
+  if (o->job) {
+    log_str(&line, "type", o->job->type);
+    log_str(&line, "queue", o->job->queue);
+  }
+  log_int(&line, "attempt", o->out.attempt);
   if (o->worker >= 0) log_num(&line, "duration_ms", o->duration_ms);
   if (o->out.kind == PAWL_OUT_RETRY || o->out.kind == PAWL_OUT_SNOOZE) {
     char when[32];
@@ -501,11 +503,30 @@ static void completer_log(host_t *h, const host_outcome_t *o) {
 static int completer_may_end(host_t *h) {
   if (!h->poller_done) return 0;
   if (h->workers_alive == 0) return 1;
-  if (h->abandon_at && host_mono_ms() >= h->abandon_at) {
+  if (h->abandon_at && host_mono_ms() >= h->abandon_at && !h->abandoned) {
+    /* Workers stuck in blocking C calls: hand their jobs back by id (the
+     * release is refused as stale if a worker did finish meanwhile). */
     h->abandoned = h->workers_alive;
-    return 1;
+    for (int i = 0; i < h->nworkers; i++) {
+      worker_t *w = h->workers[i];
+      pthread_mutex_lock(&w->dl);
+      host_outcome_t *o = w->has_current ? calloc(1, sizeof *o) : NULL;
+      if (o) {
+        o->worker = -1;
+        o->hook_ref = LUA_NOREF;
+        o->out.id = w->current_id;
+        o->out.attempt = w->current_attempt;
+        o->out.kind = PAWL_OUT_RELEASE;
+        o->next = h->out_head;
+        if (!h->out_head) h->out_tail = o;
+        h->out_head = o;
+        h->outcomes++;
+      }
+      pthread_mutex_unlock(&w->dl);
+    }
+    return 0;
   }
-  return 0;
+  return h->abandoned > 0;
 }
 
 static void *completer_main(void *arg) {

@@ -653,6 +653,11 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
   o->hook_ref = LUA_NOREF;
   o->out.id = job->id;
   o->out.attempt = job->attempt;
+  pthread_mutex_lock(&w->dl);
+  w->has_current = 1;
+  w->current_id = job->id;
+  w->current_attempt = job->attempt;
+  pthread_mutex_unlock(&w->dl);
   w->job = job;
   w->nlogs = 0;
   w->logs_cap = 0;
@@ -706,12 +711,14 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
         lua_pop(L, 1);
         worker_keep_for_hooks(w, o, job_index, result_index, bits & 1);
       }
+    } else if (timed_out && atomic_load(&w->interrupt_why) == WORKER_INT_STOP) {
+      /* The host is stopping and the grace period is over: the job goes
+       * back to pending without using up an attempt, no hooks. */
+      o->out.kind = PAWL_OUT_RELEASE;
     } else {
       if (timed_out) {
         lua_pop(L, 1);
-        if (atomic_load(&w->interrupt_why) == WORKER_INT_STOP)
-          lua_pushliteral(L, "job interrupted: the host is stopping");
-        else {
+        {
           char msg[64];
           snprintf(msg, sizeof msg, "job timed out after %g s", timeout);
           lua_pushstring(L, msg);
@@ -732,8 +739,11 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
     }
   }
   lua_settop(L, top);
+  pthread_mutex_lock(&w->dl);
+  w->has_current = 0;
+  pthread_mutex_unlock(&w->dl);
   if (!o->error && o->out.kind != PAWL_OUT_SUCCEEDED &&
-      o->out.kind != PAWL_OUT_SNOOZE)
+      o->out.kind != PAWL_OUT_SNOOZE && o->out.kind != PAWL_OUT_RELEASE)
     o->error = strdup("(no error message)");
   o->out.result = o->result;
   o->out.error = o->error;

@@ -42,6 +42,11 @@ struct worker {
   _Atomic int interrupt_why;
   _Atomic int in_lua;
   double timeout_s;          /* of the call running now, for messages */
+  /* The job being run, as the rest of the host may see it (under `dl`):
+   * if the worker never comes back, its job is handed back by id. */
+  int has_current;
+  pawl_id_t current_id;
+  int32_t current_attempt;
 
   /* The job being run (owned by the outcome being built). */
   pawl_job_t *job;
