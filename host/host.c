@@ -320,17 +320,33 @@ static void poller_chores(poller_t *pl, int64_t now) {
   }
 }
 
+/* How many jobs this node holds at most: the workers plus a prefetch.
+ * Unless set, the prefetch adapts to how long jobs take: about 10 ms of
+ * work per worker, so short jobs are claimed in big batches (the claim's
+ * cost is per transaction) while long ones are not hoarded by one node.
+ * Called with h->mu held. */
+static int host_capacity(host_t *h) {
+  int workers = h->nworkers, prefetch = h->opts.prefetch;
+  if (prefetch < 0) {
+    double avg = h->avg_job_ms > 0.01 ? h->avg_job_ms : 0.01;
+    double n = 10.0 / avg * workers;
+    prefetch = n > 1000 ? 1000 : n < workers ? workers : (int)n;
+  }
+  return workers + prefetch;
+}
+
 /* Claims what fits and queues it for the workers. Returns how many. */
 static size_t poller_claim(poller_t *pl) {
   host_t *h = pl->h;
   pthread_mutex_lock(&h->mu);
   int outstanding = h->queued + h->running;
-  int want = h->capacity - outstanding;
+  int capacity = host_capacity(h);
+  int want = capacity - outstanding;
   /* Claim in batches: when a good part of the capacity is free, or a
    * worker is idle with nothing queued. */
   int idle = h->queued == 0 && h->running < h->nworkers;
   pthread_mutex_unlock(&h->mu);
-  if (want <= 0 || !(idle || want >= h->capacity / 4 || want >= 64)) return 0;
+  if (want <= 0 || !(idle || want >= capacity / 4 || want >= 64)) return 0;
   if (want > HOST_CLAIM_MAX) want = HOST_CLAIM_MAX;
   pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
                           .nqueues = h->opts.nqueues};
@@ -594,6 +610,8 @@ static void *completer_main(void *arg) {
     for (size_t i = 0; i < n; i++) {
       host_outcome_t *o = batch[i];
       o->rc = rcs[i];
+      if (o->worker >= 0)
+        h->avg_job_ms = 0.95 * h->avg_job_ms + 0.05 * o->duration_ms;
       completer_log(h, o);
       if (o->worker >= 0 && o->hook_ref >= 0) {
         /* Hooks run in the worker whose state holds their reference. */
@@ -717,7 +735,6 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     o->workers = n > 0 ? (int)n : 1;
   }
   if (o->workers > 1024) return host_fail(p, h, PAWL_EINVAL, "at most 1024 workers");
-  if (o->prefetch < 0) o->prefetch = 4 * o->workers;
   if (o->poll_ms <= 0) o->poll_ms = 1000;
   if (o->heartbeat_ms <= 0) o->heartbeat_ms = p->lease_ms / 3 > 0 ? p->lease_ms / 3 : 1;
   if (o->grace_ms <= 0) o->grace_ms = 30000;
@@ -726,7 +743,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   if (o->idle_wait_ms == 0) o->idle_wait_ms = 5000;
   if (o->idle_wait_ms < 0) o->idle_wait_ms = 0;
   h->started_at = pawl_now(p);
-  h->capacity = o->workers + o->prefetch;
+  h->avg_job_ms = 1.0;
   h->scripts_dir = strdup(o->scripts_dir ? o->scripts_dir : "./scripts");
   h->queues = calloc(o->nqueues ? o->nqueues : 1, sizeof *h->queues);
   if (!h->scripts_dir || !h->queues)

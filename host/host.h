@@ -60,7 +60,8 @@ typedef struct host {
   pawl_host_opts_t opts;     /* strings below are owned copies */
   char *scripts_dir;
   char **queues;
-  int capacity;              /* workers + prefetch */
+  double avg_job_ms;         /* moving average of job durations (under mu),
+                                for the adaptive prefetch */
   host_logger_t log;
 
   pthread_mutex_t mu;

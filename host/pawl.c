@@ -212,7 +212,15 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }
+  p->gate = malloc(sizeof *p->gate);
+  if (!p->gate) {
+    pawl_close(p);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  pthread_mutex_init(p->gate, NULL);
   store_config_t cfg = {
+      .write_gate = p->gate,
       .url = url,
       .clock = opts->clock,
       .clock_data = opts->clock_data,
@@ -273,6 +281,10 @@ void pawl_close(pawl_t *p) {
   if (p->owns_host) pawl__host_free(p);
   if (p->store) p->store->ops->close(p->store);
   free((char *)p->cfg.url);
+  if (p->gate) {
+    pthread_mutex_destroy(p->gate);
+    free(p->gate);
+  }
   free(p->node_id);
   free(p->principal);
   free(p);

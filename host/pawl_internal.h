@@ -3,6 +3,8 @@
 #ifndef PAWL_INTERNAL_H
 #define PAWL_INTERNAL_H
 
+#include <pthread.h>
+
 #include "pawl.h"
 #include "store.h"
 
@@ -14,6 +16,9 @@ struct pawl {
                               by the handle that started it), or the host a
                               sibling handle belongs to (borrowed) */
   int owns_host;
+  pthread_mutex_t *gate;   /* the write gate of this handle and its
+                              siblings (see store_config_t); owned by the
+                              handle pawl_open() made */
   store_config_t cfg;      /* as opened; cfg.url is owned */
   char *node_id;           /* owned */
   char *principal;         /* owned; actor in history for operator actions */

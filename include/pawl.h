@@ -461,8 +461,9 @@ typedef struct pawl_host_opts {
                                 0: the number of cores */
   const char *const *queues; /* nqueues names this node serves; 0: all */
   size_t nqueues;
-  int prefetch;              /* jobs claimed ahead of free workers;
-                                -1: 4 x workers */
+  int prefetch;              /* jobs claimed ahead of free workers; -1:
+                                adaptive, about 10 ms of work per worker
+                                (at least one job, at most 1000) */
   int64_t poll_ms;           /* poll interval when nothing wakes us; 0: 1000 */
   int64_t heartbeat_ms;      /* lease extension period; 0: lease / 3 */
   int64_t grace_ms;          /* graceful stop: wait this long for running

@@ -36,6 +36,11 @@ typedef struct store_config {
   int64_t age_boost_ms;     /* -1: keep the stored setting */
   int no_migrate;
   int64_t poison_recoveries; /* recoveries beyond this fail the job; 0: 3 */
+  /* Optional pthread_mutex_t shared by the connections of one process to
+   * one database: writers take it around their write transactions, so
+   * they queue in-process instead of meeting SQLite's busy handler (which
+   * sleeps a millisecond and more between tries). */
+  void *write_gate;
 } store_config_t;
 
 /* A job to insert. Strings are borrowed. `tags` is a JSON array text. */

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include "sqlite_sql.h"
@@ -199,6 +200,8 @@ typedef struct sq_store {
   sqlite3_stmt *stmt[SQ_COUNT];
   int64_t boost_ms;
   int64_t poison;
+  pthread_mutex_t *gate;   /* borrowed; see store_config_t.write_gate */
+  int gated;               /* this connection holds the gate */
 } sq_store_t;
 
 /* ---- errors ------------------------------------------------------------- */
@@ -284,33 +287,62 @@ static void sq_bind_opt_int(sqlite3_stmt *st, int i, int64_t v) {
     sqlite3_bind_null(st, i);
 }
 
+static void sq_gate(sq_store_t *s) {
+  if (s->gate && !s->gated) {
+    pthread_mutex_lock(s->gate);
+    s->gated = 1;
+  }
+}
+
+static void sq_ungate(sq_store_t *s) {
+  if (s->gated) {
+    s->gated = 0;
+    pthread_mutex_unlock(s->gate);
+  }
+}
+
+/* Every write transaction: sq_begin(), then sq_end() (or sq_commit() /
+ * sq_rollback()), which also release the write gate. */
 static int sq_begin(sq_store_t *s) {
   sqlite3_stmt *st = sq_stmt(s, SQ_BEGIN);
   if (!st) return s->base.errmsg[0] ? PAWL_ESTORE : PAWL_ENOMEM;
-  return sq_exec(s, st, "begin transaction");
+  sq_gate(s);
+  int rc = sq_exec(s, st, "begin transaction");
+  if (rc) sq_ungate(s);
+  return rc;
 }
 
 static int sq_commit(sq_store_t *s) {
   sqlite3_stmt *st = sq_stmt(s, SQ_COMMIT);
-  if (!st) return PAWL_ESTORE;
-  int rc = sq_exec(s, st, "commit");
+  int rc = st ? sq_exec(s, st, "commit") : PAWL_ESTORE;
   if (rc) {
     /* A failed COMMIT may leave the transaction open; end it so the next
      * operation starts clean. */
     if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
   }
+  sq_ungate(s);
   return rc;
 }
 
 static void sq_rollback(sq_store_t *s) {
-  if (sqlite3_get_autocommit(s->db)) return;
-  sqlite3_stmt *st = sq_stmt(s, SQ_ROLLBACK);
-  if (st) {
-    sqlite3_step(st);
-    sqlite3_reset(st);
-  } else {
-    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+  if (!sqlite3_get_autocommit(s->db)) {
+    sqlite3_stmt *st = sq_stmt(s, SQ_ROLLBACK);
+    if (st) {
+      sqlite3_step(st);
+      sqlite3_reset(st);
+    } else {
+      sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+    }
   }
+  sq_ungate(s);
+}
+
+/* A single write statement outside a transaction, under the gate. */
+static int sq_exec_write(sq_store_t *s, sqlite3_stmt *st, const char *what) {
+  sq_gate(s);
+  int rc = sq_exec(s, st, what);
+  sq_ungate(s);
+  return rc;
 }
 
 /* Ends a transaction: commit when rc == 0, else roll back. */
@@ -779,7 +811,7 @@ static int sq_progress(store_t *base, const pawl_id_t *id,
   sq_bind_id(st, 3, id);
   sq_bind_id(st, 4, token);
   sqlite3_bind_int(st, 5, attempt);
-  int rc = sq_exec(s, st, "record progress");
+  int rc = sq_exec_write(s, st, "record progress");
   if (rc) return rc;
   return sqlite3_changes(s->db) == 1 ? 0 : sq_not_held(s, id, attempt);
 }
@@ -906,7 +938,7 @@ static int sq_extend(store_t *base, const pawl_id_t *token, int64_t lease_ms,
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_int64(st, 1, store_now(base) + lease_ms);
   sq_bind_id(st, 2, token);
-  int rc = sq_exec(s, st, "extend leases");
+  int rc = sq_exec_write(s, st, "extend leases");
   if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
   return rc;
 }
@@ -921,7 +953,7 @@ static int sq_extend_one(store_t *base, const pawl_id_t *id,
   sq_bind_id(st, 2, id);
   sq_bind_id(st, 3, token);
   sqlite3_bind_int(st, 4, attempt);
-  int rc = sq_exec(s, st, "extend lease");
+  int rc = sq_exec_write(s, st, "extend lease");
   if (!rc) *held = sqlite3_changes(s->db) == 1;
   return rc;
 }
@@ -1583,7 +1615,7 @@ static int sq_lock_acquire(store_t *base, const char *name, const char *owner,
   sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, now);
   sqlite3_bind_int64(st, 4, now + ttl_ms);
-  int rc = sq_exec(s, st, "acquire lock");
+  int rc = sq_exec_write(s, st, "acquire lock");
   if (!rc) *got = sqlite3_changes(s->db) == 1;
   return rc;
 }
@@ -1598,7 +1630,7 @@ static int sq_lock_extend(store_t *base, const char *name, const char *owner,
   sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, now + ttl_ms);
   sqlite3_bind_int64(st, 4, now);
-  int rc = sq_exec(s, st, "extend lock");
+  int rc = sq_exec_write(s, st, "extend lock");
   if (!rc) *ok = sqlite3_changes(s->db) == 1;
   return rc;
 }
@@ -1609,7 +1641,7 @@ static int sq_lock_release(store_t *base, const char *name, const char *owner) {
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
-  return sq_exec(s, st, "release lock");
+  return sq_exec_write(s, st, "release lock");
 }
 
 /* ---- nodes -------------------------------------------------------------- */
@@ -1625,7 +1657,7 @@ static int sq_node_beat(store_t *base, const store_node_t *nd) {
   sqlite3_bind_text(st, 4, nd->queues ? nd->queues : "", -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 5, nd->started_at);
   sqlite3_bind_int64(st, 6, store_now(base));
-  return sq_exec(s, st, "record node heartbeat");
+  return sq_exec_write(s, st, "record node heartbeat");
 }
 
 static int sq_node_list(store_t *base, store_node_cb cb, void *data) {
@@ -1656,7 +1688,7 @@ static int sq_node_reap(store_t *base, int64_t silent_ms, size_t *n) {
   sqlite3_stmt *st = sq_stmt(s, SQ_NODE_REAP);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_int64(st, 1, store_now(base) - silent_ms);
-  int rc = sq_exec(s, st, "remove silent nodes");
+  int rc = sq_exec_write(s, st, "remove silent nodes");
   if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
   return rc;
 }
@@ -1763,6 +1795,7 @@ int store_sqlite_open(store_t **out, const store_config_t *cfg,
   s->base.clock = cfg->clock;
   s->base.clock_data = cfg->clock_data;
   s->poison = cfg->poison_recoveries > 0 ? cfg->poison_recoveries : 3;
+  s->gate = cfg->write_gate;
   /* NOMUTEX: a store is used by one thread at a time, so SQLite's own
    * connection mutex would only cost. */
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
