@@ -102,8 +102,18 @@ void host_scripts_free(host_script_t *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
     free(s[i].name);
     free(s[i].path);
+    free(s[i].src);
   }
   free(s);
+}
+
+/* A copy of `len` bytes and a NUL, or NULL. */
+static char *host_memdup(const char *p, size_t len) {
+  char *c = malloc(len + 1);
+  if (!c) return NULL;
+  memcpy(c, p, len);
+  c[len] = 0;
+  return c;
 }
 
 host_script_t *host_scripts_copy(host_t *h, size_t *n, uint64_t *gen) {
@@ -111,9 +121,18 @@ host_script_t *host_scripts_copy(host_t *h, size_t *n, uint64_t *gen) {
   host_script_t *c = calloc(h->nscripts ? h->nscripts : 1, sizeof *c);
   size_t k = 0;
   for (size_t i = 0; c && i < h->nscripts; i++) {
-    c[k].name = strdup(h->scripts[i].name);
-    c[k].path = strdup(h->scripts[i].path);
-    if (c[k].name && c[k].path) k++;
+    const host_script_t *s = &h->scripts[i];
+    c[k].name = strdup(s->name);
+    c[k].path = strdup(s->path);
+    c[k].src = s->src ? host_memdup(s->src, s->len) : NULL;
+    c[k].len = s->len;
+    if (c[k].name && c[k].path && (c[k].src || !s->src)) {
+      k++;
+    } else {
+      free(c[k].name);
+      free(c[k].path);
+      free(c[k].src);
+    }
   }
   *gen = h->scripts_gen;
   pthread_mutex_unlock(&h->mu);
@@ -126,9 +145,29 @@ static int host_script_cmp(const void *a, const void *b) {
                 ((const host_script_t *)b)->name);
 }
 
+/* The contents of `path` (NUL-terminated, *len bytes), or NULL if it
+ * cannot be read. */
+static char *host_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  pawl_buf_t b;
+  buf_init(&b);
+  char chunk[8192];
+  size_t k;
+  while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(&b, chunk, k);
+  int bad = ferror(f) || b.oom;
+  fclose(f);
+  *len = b.len;
+  char *s = bad ? NULL : buf_detach(&b);
+  if (!s && !bad) s = strdup(""); /* an empty file */
+  buf_free(&b);
+  return s;
+}
+
 /* Lists the scripts directory: NAME.lua files are job types, _defaults.lua
- * the defaults; other files starting with '_' or '.' are ignored. *sig
- * receives a signature of names, sizes and modification times, so any
+ * the defaults; other files starting with '_' or '.' are ignored. Each
+ * file's text is read here, once for all workers. *sig receives a
+ * signature of names, sizes, modification times and contents, so any
  * change to the directory shows. Returns -1 if the directory is unusable. */
 static int host_list_scripts(const char *dir, host_script_t **out, size_t *n,
                              uint64_t *sig) {
@@ -165,11 +204,16 @@ static int host_list_scripts(const char *dir, host_script_t **out, size_t *n,
       free(path);
       continue;
     }
+    host_script_t *s = &list[count];
+    s->len = 0;
+    s->src = host_read_file(path, &s->len);
     count++;
     uint64_t parts[3] = {(uint64_t)sb.st_size, (uint64_t)sb.st_mtim.tv_sec,
                          (uint64_t)sb.st_mtim.tv_nsec};
     for (const char *c = e->d_name; *c; c++) hash = (hash ^ (uint8_t)*c) * 1099511628211u;
     for (int i = 0; i < 3; i++) hash = (hash ^ parts[i]) * 1099511628211u;
+    for (size_t i = 0; s->src && i < s->len; i++)
+      hash = (hash ^ (uint8_t)s->src[i]) * 1099511628211u;
   }
   closedir(d);
   if (count) qsort(list, count, sizeof *list, host_script_cmp);
@@ -187,8 +231,13 @@ static int host_list_scripts(const char *dir, host_script_t **out, size_t *n,
 }
 
 /* Looks at the scripts directory; if it changed, installs the new list and
- * bumps the generation. Returns 1 when it changed. */
-static int host_scan_scripts(host_t *h, uint64_t *last_sig) {
+ * bumps the generation. Returns 1 when it changed. With a `probe` state,
+ * the new list is loaded there first (which logs each broken script), and
+ * a script that does not load is installed with the text of the version
+ * it had: workers reload only between jobs, so one that was busy through
+ * the last good change must still get that version, not the one before.
+ * Called by the poller only (the one writer of h->scripts). */
+static int host_scan_scripts(host_t *h, uint64_t *last_sig, worker_t *probe) {
   host_script_t *list = NULL;
   size_t n = 0;
   uint64_t sig = 0;
@@ -198,6 +247,24 @@ static int host_scan_scripts(host_t *h, uint64_t *last_sig) {
     return 0;
   }
   *last_sig = sig;
+  int *failed = probe ? calloc(n ? n : 1, sizeof *failed) : NULL;
+  if (failed) {
+    worker_load_list(probe, list, n, failed);
+    for (size_t i = 0; i < n; i++) {
+      if (!failed[i]) continue;
+      for (size_t k = 0; k < h->nscripts; k++) {
+        const host_script_t *old = &h->scripts[k];
+        if (strcmp(old->name, list[i].name) != 0 || !old->src) continue;
+        char *keep = host_memdup(old->src, old->len);
+        if (keep) {
+          free(list[i].src);
+          list[i].src = keep;
+          list[i].len = old->len;
+        }
+      }
+    }
+    free(failed);
+  }
   pthread_mutex_lock(&h->mu);
   host_script_t *old = h->scripts;
   size_t nold = h->nscripts;
@@ -309,8 +376,7 @@ static void poller_chores(poller_t *pl, int64_t now) {
   }
   if (now >= pl->next_scan) {
     pl->next_scan = now + h->opts.reload_ms;
-    if (host_scan_scripts(h, &pl->script_sig)) {
-      worker_reload(&pl->probe, 1);
+    if (host_scan_scripts(h, &pl->script_sig, &pl->probe)) {
       log_line_t line;
       log_begin(&line, &h->log, PAWL_LOG_INFO, "scripts loaded");
       log_str(&line, "dir", h->scripts_dir);
@@ -790,7 +856,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   }
   if (!rc) {
     uint64_t sig = 0;
-    host_scan_scripts(h, &sig);
+    host_scan_scripts(h, &sig, NULL);
     pl->script_sig = sig;
     pl->probe.h = h;
     pl->probe.index = -1;

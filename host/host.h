@@ -49,10 +49,14 @@ typedef struct host_item {
   struct host_item *next;
 } host_item_t;
 
-/* A script file: type name ("_defaults" for the defaults file) and path. */
+/* A script file: type name ("_defaults" for the defaults file), path, and
+ * the text the workers load: the file as read at the scan, or, when that
+ * did not load, the text of the version that keeps serving. */
 typedef struct host_script {
   char *name;
   char *path;
+  char *src;                 /* NULL: unreadable (loading the path says why) */
+  size_t len;
 } host_script_t;
 
 typedef struct host {

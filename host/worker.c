@@ -274,21 +274,15 @@ static int host_fn_enqueue(lua_State *L) {
     o.tags = tags;
     o.ntags = n;
   }
-  /* Jobs enqueued by a job say so, and share its correlation id. */
-  char by[PAWL_ID_STRLEN + 8] = "job";
+  /* Jobs enqueued by a job say so, and share its correlation id (its own
+   * id when it has none), so a chain of jobs can be followed. */
+  char by[PAWL_ID_STRLEN + 8] = "job", parent[PAWL_ID_STRLEN];
   if (w->job) {
-    char text[PAWL_ID_STRLEN];
-    pawl_id_format(&w->job->id, text);
-    snprintf(by, sizeof by, "job:%s", text);
-    if (!o.correlation_id)
-      o.correlation_id = w->job->correlation_id ? w->job->correlation_id : text;
+    pawl_id_format(&w->job->id, parent);
+    snprintf(by, sizeof by, "job:%s", parent);
     o.enqueued_by = by;
-    if (!o.correlation_id) o.correlation_id = by + 4;
-  }
-  char corr[PAWL_ID_STRLEN];
-  if (w->job && !w->job->correlation_id && o.correlation_id == by + 4) {
-    pawl_id_format(&w->job->id, corr);
-    o.correlation_id = corr;
+    if (!o.correlation_id)
+      o.correlation_id = w->job->correlation_id ? w->job->correlation_id : parent;
   }
   pawl_id_t id;
   int status = 0;
@@ -471,6 +465,60 @@ void worker_close(worker_t *w) {
   w->L = NULL;
 }
 
+/* Loads `list` into the state: the files' text as the host read it, so
+ * that every worker serves the same version. `failed` (n ints, or NULL)
+ * gets a 1 for each script that did not load; `report` logs each. */
+static void worker_load(worker_t *w, const host_script_t *list, size_t n,
+                        int report, int *failed) {
+  lua_State *L = w->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
+  lua_getfield(L, -1, "load");
+  lua_newtable(L);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, list[i].path);
+    lua_setfield(L, -2, list[i].name);
+  }
+  lua_newtable(L);
+  lua_pushboolean(L, w->h->opts.unsafe_lua);
+  lua_setfield(L, -2, "unsafe");
+  lua_pushnumber(L, (double)w->h->opts.default_timeout_s);
+  lua_setfield(L, -2, "default_timeout");
+  lua_newtable(L);
+  for (size_t i = 0; i < n; i++) {
+    if (!list[i].src) continue; /* unreadable: loading the path says why */
+    lua_pushlstring(L, list[i].src, list[i].len);
+    lua_setfield(L, -2, list[i].name);
+  }
+  int timed_out = 0;
+  int rc = worker_call(w, 3, 1, WORKER_STEP_TIMEOUT_S, &timed_out);
+  if (rc != 0) {
+    log_line_t line;
+    log_begin(&line, &w->h->log, PAWL_LOG_ERROR, "loading scripts failed");
+    log_str(&line, "error", lua_tostring(L, -1));
+    log_end(&line);
+  } else {
+    size_t nerr = lua_objlen(L, -1);
+    for (size_t i = 1; i <= nerr; i++) {
+      lua_rawgeti(L, -1, (int)i);
+      lua_rawgeti(L, -1, 1);
+      lua_rawgeti(L, -2, 2);
+      const char *name = lua_tostring(L, -2);
+      for (size_t k = 0; failed && name && k < n; k++)
+        if (strcmp(list[k].name, name) == 0) failed[k] = 1;
+      if (report) {
+        log_line_t line;
+        log_begin(&line, &w->h->log, PAWL_LOG_ERROR,
+                  "script not loaded (a previous version, if any, keeps serving)");
+        log_str(&line, "script", name);
+        log_str(&line, "error", lua_tostring(L, -1));
+        log_end(&line);
+      }
+      lua_pop(L, 3);
+    }
+  }
+  lua_pop(L, 2);
+}
+
 void worker_reload(worker_t *w, int report) {
   size_t n = 0;
   uint64_t gen = 0;
@@ -479,44 +527,14 @@ void worker_reload(worker_t *w, int report) {
     host_scripts_free(scripts, n);
     return;
   }
-  lua_State *L = w->L;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
-  lua_getfield(L, -1, "load");
-  lua_newtable(L);
-  for (size_t i = 0; i < n; i++) {
-    lua_pushstring(L, scripts[i].path);
-    lua_setfield(L, -2, scripts[i].name);
-  }
-  lua_newtable(L);
-  lua_pushboolean(L, w->h->opts.unsafe_lua);
-  lua_setfield(L, -2, "unsafe");
-  lua_pushnumber(L, (double)w->h->opts.default_timeout_s);
-  lua_setfield(L, -2, "default_timeout");
+  worker_load(w, scripts, n, report, NULL);
   host_scripts_free(scripts, n);
-  int timed_out = 0;
-  int rc = worker_call(w, 2, 1, WORKER_STEP_TIMEOUT_S, &timed_out);
-  if (rc != 0) {
-    log_line_t line;
-    log_begin(&line, &w->h->log, PAWL_LOG_ERROR, "loading scripts failed");
-    log_str(&line, "error", lua_tostring(L, -1));
-    log_end(&line);
-  } else if (report) {
-    size_t nerr = lua_objlen(L, -1);
-    for (size_t i = 1; i <= nerr; i++) {
-      lua_rawgeti(L, -1, (int)i);
-      lua_rawgeti(L, -1, 1);
-      lua_rawgeti(L, -2, 2);
-      log_line_t line;
-      log_begin(&line, &w->h->log, PAWL_LOG_ERROR,
-                "script not loaded (a previous version, if any, keeps serving)");
-      log_str(&line, "script", lua_tostring(L, -2));
-      log_str(&line, "error", lua_tostring(L, -1));
-      log_end(&line);
-      lua_pop(L, 3);
-    }
-  }
-  lua_pop(L, 2);
   w->scripts_gen = gen;
+}
+
+void worker_load_list(worker_t *w, const host_script_t *list, size_t n,
+                      int *failed) {
+  worker_load(w, list, n, 1, failed);
 }
 
 /* ---- running one job ---------------------------------------------------- */

@@ -71,6 +71,12 @@ void worker_close(worker_t *w);
  * broken script (the poller's probe does, so each error is logged once). */
 void worker_reload(worker_t *w, int report);
 
+/* Loads a script list the host has not installed yet (the poller's probe
+ * checks each new list first), logging each broken script; failed[i]
+ * (n ints, zeroed by the caller) becomes 1 for each one that did not load. */
+void worker_load_list(worker_t *w, const host_script_t *list, size_t n,
+                      int *failed);
+
 /* The worker thread's main loop. */
 void *worker_main(void *arg);
 

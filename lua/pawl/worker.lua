@@ -21,6 +21,17 @@ local W = {}
 -- Script defaults an operator may set in scripts/_defaults.lua.
 local defaults = { retry = retry.default, sanitize = nil, timeout = 300,
                    max_attempts = nil }
+local host_timeout = 300 -- the host's default timeout, when no file sets one
+local file_defaults = false -- whether _defaults.lua's settings are in use
+
+-- The defaults when there is no _defaults.lua (or no good one yet).
+local function builtin_defaults()
+  defaults.retry, defaults.sanitize = retry.default, nil
+  defaults.timeout, defaults.max_attempts = host_timeout, nil
+  defaults.queue, defaults.priority = nil, nil
+  file_defaults = false
+end
+
 local types = {}      -- type name -> checked script table
 local unsafe = false
 local max_error_length = 2000
@@ -254,8 +265,13 @@ local function check_script(t, is_defaults)
   return t
 end
 
-local function load_script(path, is_defaults)
-  local f, err = loadfile(path)
+local function load_script(path, is_defaults, src)
+  local f, err
+  if src then
+    f, err = load(src, "@" .. path)
+  else
+    f, err = loadfile(path)
+  end
   if not f then return nil, err end
   setfenv(f, script_env())
   local ok, t = pcall(f)
@@ -266,33 +282,43 @@ local function load_script(path, is_defaults)
 end
 
 -- Loads the scripts in `files` (name -> path; "_defaults" for the defaults
--- file). A script that fails keeps its previous version, if any; a type
--- whose file is gone is dropped. Returns a list of { name, error }.
-function W.load(files, opts)
+-- file). `sources` (name -> text, optional) holds the text to load instead
+-- of reading the file, as the host read it for every worker. A script that
+-- fails keeps its previous version, if any; a type whose file is gone is
+-- dropped. Returns a list of { name, error }.
+function W.load(files, opts, sources)
+  sources = sources or {}
   if opts then
     unsafe = opts.unsafe and true or false
-    if opts.default_timeout then defaults.timeout = opts.default_timeout end
+    if opts.default_timeout then host_timeout = opts.default_timeout end
   end
   local errors = {}
   local d = files._defaults
   if d then
-    local t, err = load_script(d, true)
+    local t, err = load_script(d, true, sources._defaults)
     if t then
       defaults.retry = t.retry or retry.default
       defaults.sanitize = t.sanitize
-      defaults.timeout = t.timeout or defaults.timeout
+      defaults.timeout = t.timeout or host_timeout
       defaults.max_attempts = t.max_attempts
       defaults.queue, defaults.priority = t.queue, t.priority
+      file_defaults = true
     else
       errors[#errors + 1] = { "_defaults", err }
+      -- Its previous version keeps serving; with none, the built-in ones.
+      if not file_defaults then builtin_defaults() end
     end
+  else
+    -- No defaults file, or not any more: the built-in defaults apply again
+    -- (a removed file must not leave its policy behind until a restart).
+    builtin_defaults()
   end
   for name in pairs(types) do
     if not files[name] then types[name] = nil end
   end
   for name, path in pairs(files) do
     if name ~= "_defaults" then
-      local t, err = load_script(path, false)
+      local t, err = load_script(path, false, sources[name])
       if t then
         types[name] = t
       else

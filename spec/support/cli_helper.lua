@@ -83,6 +83,7 @@ M.user = M.capture("id -un"):match("^%s*(.-)%s*$")
 -- A temp dir for one spec, with a database URL inside it.
 local Env = {}
 Env.__index = Env
+M.Env = Env -- host_helper.lua builds on it
 
 function M.env()
   local dir = os.tmpname()
