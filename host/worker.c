@@ -671,6 +671,7 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
   o->hook_ref = LUA_NOREF;
   o->out.id = job->id;
   o->out.attempt = job->attempt;
+  o->out.store_key = job->store_key;
   pthread_mutex_lock(&w->dl);
   w->has_current = 1;
   w->current_id = job->id;

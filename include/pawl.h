@@ -129,6 +129,9 @@ typedef struct pawl_job {
   double progress_done;     /* last ctx:progress(done, total); 0 if none */
   double progress_total;    /* 0: unknown */
   int64_t version;          /* bumped by every change */
+  int64_t store_key;        /* the store's handle on the row (SQLite: its
+                               rowid); 0 when unknown. Pass it back in
+                               pawl_outcome_t.store_key. */
 } pawl_job_t;
 
 /* Frees a job from pawl_get(), pawl_claim() and friends. NULL is fine. */
@@ -336,6 +339,9 @@ typedef struct pawl_outcome {
   const char *result;  /* SUCCEEDED: JSON or NULL */
   const char *error;   /* FAILED, RETRY: sanitized error text */
   int64_t run_at;      /* RETRY, SNOOZE: when to run again */
+  /* The claimed job's store_key, or 0: lets the store find the row without
+   * its id index and write a batch of successes in one statement. */
+  int64_t store_key;
   /* The attempt's log lines, stored in the same transaction (also when the
    * outcome itself is refused as stale: the lines were written). */
   const pawl_log_entry_t *logs;

@@ -91,7 +91,7 @@ static pawl_job_t *claim_one(pawl_t *p) {
 static int finish(pawl_t *p, const pawl_job_t *j, pawl_outcome_kind_t kind,
                   const char *text, int64_t run_at) {
   pawl_outcome_t o = {.id = j->id, .attempt = j->attempt, .kind = kind,
-                      .run_at = run_at};
+                      .run_at = run_at, .store_key = j->store_key};
   if (kind == PAWL_OUT_SUCCEEDED)
     o.result = text;
   else
@@ -440,6 +440,35 @@ void contract_finish_success(const char *url) {
   CHECK_INT(h->events[1].to_state, ==, PAWL_RUNNING);
   CHECK_INT(h->events[2].to_state, ==, PAWL_SUCCEEDED);
   pawl_history_free(h);
+  /* A batch of successes with their row keys is written in one go, each
+   * result stored as given; without a key, a success is found by id. */
+  for (int i = 0; i < 3; i++) enq(p, "batch", NULL);
+  pawl_job_t **jobs;
+  CHECK_INT(claim(p, 3, &jobs), ==, 3);
+  const char *results[3] = {"{\"n\":1,\"s\":\"a,b\"}", NULL, "[1,[2,{}]]"};
+  pawl_outcome_t outs[3];
+  for (int i = 0; i < 3; i++) {
+    CHECK(jobs[i]->store_key > 0);
+    outs[i] = (pawl_outcome_t){.id = jobs[i]->id, .attempt = 1,
+                               .kind = PAWL_OUT_SUCCEEDED, .result = results[i],
+                               .store_key = i == 1 ? 0 : jobs[i]->store_key};
+  }
+  int rcs[3] = {9, 9, 9};
+  CHECK_OK(pawl_finish(p, outs, 3, rcs));
+  for (int i = 0; i < 3; i++) {
+    CHECK_INT(rcs[i], ==, 0);
+    pawl_job_t *done = get(p, &jobs[i]->id);
+    CHECK_INT(done->state, ==, PAWL_SUCCEEDED);
+    if (results[i])
+      CHECK_STR(done->result, results[i]);
+    else
+      CHECK(done->result == NULL);
+    pawl_job_free(done);
+  }
+  /* Written again (a repeat of the same outcomes): refused as stale. */
+  CHECK_OK(pawl_finish(p, outs, 3, rcs));
+  for (int i = 0; i < 3; i++) CHECK_INT(rcs[i], ==, PAWL_ELEASE);
+  pawl_jobs_free(jobs, 3);
   /* A result that is not JSON is refused before anything is written. */
   enq(p, "job2", NULL);
   j = claim_one(p);
@@ -475,8 +504,10 @@ void contract_finish_stale(const char *url) {
   pawl_job_t **jobs;
   CHECK_INT(claim(p, 2, &jobs), ==, 2);
   pawl_outcome_t outs[3] = {
-      {.id = jobs[0]->id, .attempt = 1, .kind = PAWL_OUT_SUCCEEDED},
-      {.id = j->id, .attempt = 1, .kind = PAWL_OUT_SUCCEEDED},
+      {.id = jobs[0]->id, .attempt = 1, .kind = PAWL_OUT_SUCCEEDED,
+       .store_key = jobs[0]->store_key},
+      {.id = j->id, .attempt = 1, .kind = PAWL_OUT_SUCCEEDED,
+       .store_key = j->store_key},
       {.id = jobs[1]->id, .attempt = 1, .kind = PAWL_OUT_FAILED, .error = "e"}};
   int rcs[3];
   CHECK_OK(pawl_finish(p, outs, 3, rcs));

@@ -415,7 +415,8 @@ void test_sqlite_next_due_uses_live_index(void) {
   sqlite3_close(db);
 }
 
-/* The claim reads rank by position: it must stay the last column. */
+/* The claim reads seq and rank by position: they must stay the last
+ * columns. */
 void test_sqlite_job_cols_rank_last(void) {
   pawl_close(open_ok("sqlite:cols.db"));
   sqlite3 *db = raw("cols.db");
@@ -428,6 +429,7 @@ void test_sqlite_job_cols_rank_last(void) {
   CHECK_STR(sqlite3_column_name(st, 26), "progress_done");
   CHECK_STR(sqlite3_column_name(st, 27), "progress_total");
   CHECK_STR(sqlite3_column_name(st, 28), "version");
+  CHECK_STR(sqlite3_column_name(st, SQLITE_JOB_SEQ_COL), "seq");
   sqlite3_finalize(st);
   sqlite3_close(db);
 }

@@ -5,16 +5,17 @@
 #ifndef PAWL_SQLITE_SQL_H
 #define PAWL_SQLITE_SQL_H
 
-/* Columns read into a pawl_job_t, in sq_row_to_job()'s order; the last
- * one, rank (index SQLITE_JOB_RANK_COL), is used to put a claimed batch in
- * claim order. */
+/* Columns read into a pawl_job_t, in sq_row_to_job()'s order; seq (the
+ * rowid, handed out as the job's store_key) and rank (to put a claimed
+ * batch in claim order) come last. */
 #define SQLITE_JOB_COLS                                                      \
   "id, type, queue, state, paused_from, priority, payload, params, tags, "   \
   "run_at, attempt, max_attempts, timeout_s, idempotency_key, "              \
   "business_key, correlation_id, enqueued_by, created_at, updated_at, "      \
   "started_at, finished_at, lease_owner, lease_expires, last_error, "        \
-  "result, recoveries, progress_done, progress_total, version, rank"
-#define SQLITE_JOB_RANK_COL 29
+  "result, recoveries, progress_done, progress_total, version, seq, rank"
+#define SQLITE_JOB_SEQ_COL 29
+#define SQLITE_JOB_RANK_COL 30
 
 #define SQLITE_SQL_INSERT                                                    \
   "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
@@ -45,6 +46,20 @@
 
 /* Success, the common path: one UPDATE, its history on the row.
  * ?1 result, ?2 now, ?3 id, ?4 lease token, ?5 attempt. */
+/* Success of a whole batch in one statement, the rows found by rowid:
+ * ?1 now, ?2 a JSON array of [seq, attempt, result] (result: the JSON
+ * value, or null for none), ?3 lease token. RETURNING names the rows
+ * written; an outcome whose row is missing is stale. */
+#define SQLITE_SQL_SUCCEED_MANY                                              \
+  "UPDATE pawl_jobs SET state = 2, result = b.result, finished_at = ?1, "    \
+  "updated_at = ?1, lease_expires = NULL, version = version + 1 FROM "       \
+  "(SELECT value ->> '$[0]' AS seq, value ->> '$[1]' AS attempt, CASE "      \
+  "WHEN json_type(value, '$[2]') = 'null' THEN NULL ELSE "                   \
+  "value -> '$[2]' END AS result FROM json_each(?2)) AS b "                  \
+  "WHERE pawl_jobs.seq = b.seq AND pawl_jobs.state = 1 AND "                 \
+  "pawl_jobs.lease_token = ?3 AND pawl_jobs.attempt = b.attempt "            \
+  "RETURNING pawl_jobs.seq"
+
 #define SQLITE_SQL_SUCCEED                                                   \
   "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
   "updated_at = ?2, lease_expires = NULL, version = version + 1 "            \
