@@ -159,7 +159,6 @@ static char *host_read_file(const char *path, size_t *len) {
   fclose(f);
   *len = b.len;
   char *s = bad ? NULL : buf_detach(&b);
-  if (!s && !bad) s = strdup(""); /* an empty file */
   buf_free(&b);
   return s;
 }
@@ -247,10 +246,10 @@ static int host_scan_scripts(host_t *h, uint64_t *last_sig, worker_t *probe) {
     return 0;
   }
   *last_sig = sig;
-  int *failed = probe ? calloc(n ? n : 1, sizeof *failed) : NULL;
-  if (failed) {
+  if (probe) {
+    int *failed = calloc(n ? n : 1, sizeof *failed);
     worker_load_list(probe, list, n, failed);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; failed && i < n; i++) {
       if (!failed[i]) continue;
       for (size_t k = 0; k < h->nscripts; k++) {
         const host_script_t *old = &h->scripts[k];

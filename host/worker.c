@@ -213,7 +213,7 @@ static int host_fn_canceled(lua_State *L) {
       pawl_job_free(cur);
     }
   }
-  lua_pushboolean(L, w->canceled || w->released);
+  lua_pushboolean(L, w->canceled);
   return 1;
 }
 

@@ -51,7 +51,6 @@ struct worker {
   /* The job being run (owned by the outcome being built). */
   pawl_job_t *job;
   uint64_t run_seq;          /* seq of the job's run() call; ctx checks it */
-  int released;              /* the host handed this job back (stopping) */
   pawl_log_entry_t *logs;
   size_t nlogs, logs_cap;
   int64_t cancel_checked;    /* mono ms of the last ctx:canceled() query */
