@@ -11,6 +11,7 @@
 #   make bench      store benchmark (Release build)
 
 BUILD_TYPE ?= RelWithDebInfo
+MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 

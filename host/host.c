@@ -916,7 +916,20 @@ void pawl_stop(pawl_t *p, int how) {
   host_t *h = p->host;
   if (!h) return;
   pthread_mutex_lock(&h->mu);
+  int was = h->stopping;
   if (how > h->stopping) h->stopping = how;
+  if (h->stopping != was) {
+    log_line_t line;
+    if (h->stopping == PAWL_STOP_GRACEFUL) {
+      log_begin(&line, &h->log, PAWL_LOG_INFO,
+                "stopping: no new jobs; running ones may finish");
+      log_num(&line, "grace_s", (double)h->opts.grace_ms / 1000.0);
+    } else {
+      log_begin(&line, &h->log, PAWL_LOG_INFO,
+                "stopping now: unfinished jobs are handed back");
+    }
+    log_end(&line);
+  }
   h->wake = 1;
   pthread_cond_broadcast(&h->poll_cv);
   pthread_cond_broadcast(&h->work_cv);
