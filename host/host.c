@@ -461,11 +461,13 @@ static int poller_idle(poller_t *pl, int64_t *next_due) {
   pthread_mutex_lock(&h->mu);
   int busy = h->queued || h->running || h->outcomes || h->writing;
   pthread_mutex_unlock(&h->mu);
+  /* Busy: the next completion wakes us anyway, and the query below reads
+   * every pending row, which is for an idle poller only. */
+  *next_due = 0;
+  if (busy) return 0;
   pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
                           .nqueues = h->opts.nqueues};
-  *next_due = 0;
   if (pawl_next_due(pl->p, &co, next_due) != 0) return 0;
-  if (busy) return 0;
   return *next_due == 0 || *next_due > pawl_now(pl->p);
 }
 
@@ -741,6 +743,36 @@ static void *watchdog_main(void *arg) {
   return NULL;
 }
 
+/* ---- the checkpointer --------------------------------------------------- */
+
+/* The host's connections do not checkpoint in their commits (that puts an
+ * fsync into a claim or a finish now and then: the pickup latency's long
+ * tail). This thread does it, every 50 ms, without blocking writers. */
+static void *checkpointer_main(void *arg) {
+  host_t *h = arg;
+  pawl_t *p = NULL;
+  char err[512];
+  int ok = pawl__open_sibling(h->p, NULL, &p, err, sizeof err) == 0;
+  pthread_mutex_lock(&h->mu);
+  while (!h->completer_done) {
+    struct timespec ts = host_deadline(50);
+    pthread_cond_timedwait(&h->stop_cv, &h->mu, &ts);
+    pthread_mutex_unlock(&h->mu);
+    if (ok && p->store->ops->maintenance.checkpoint)
+      p->store->ops->maintenance.checkpoint(p->store);
+    pthread_mutex_lock(&h->mu);
+  }
+  pthread_mutex_unlock(&h->mu);
+  if (ok && p->store->ops->maintenance.checkpoint)
+    p->store->ops->maintenance.checkpoint(p->store);
+  pawl_close(p);
+  pthread_mutex_lock(&h->mu);
+  h->checkpointer_done = 1;
+  pthread_cond_broadcast(&h->stop_cv);
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
 /* ---- start, stop, wait -------------------------------------------------- */
 
 static void host_free(host_t *h) {
@@ -907,6 +939,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     pthread_create(&h->workers[i]->thread, NULL, worker_main, h->workers[i]);
   pthread_create(&h->completer, NULL, completer_main, h);
   pthread_create(&h->watchdog, NULL, watchdog_main, h);
+  pthread_create(&h->checkpointer, NULL, checkpointer_main, h);
   pthread_create(&h->poller, NULL, poller_main, pl);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return 0;
@@ -941,7 +974,8 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
   if (!h) return 0;
   int64_t end = timeout_ms >= 0 ? host_mono_ms() + timeout_ms : 0;
   pthread_mutex_lock(&h->mu);
-  while (!(h->completer_done && h->watchdog_done && h->poller_done)) {
+  while (!(h->completer_done && h->watchdog_done && h->poller_done &&
+           h->checkpointer_done)) {
     if (timeout_ms >= 0) {
       int64_t left = end - host_mono_ms();
       if (left <= 0) {
@@ -962,6 +996,7 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
     pthread_join(h->poller, NULL);
     pthread_join(h->completer, NULL);
     pthread_join(h->watchdog, NULL);
+    pthread_join(h->checkpointer, NULL);
     if (abandoned) {
       /* Their jobs were handed back; they cannot be joined. */
       for (int i = 0; i < h->nworkers; i++) pthread_detach(h->workers[i]->thread);

@@ -99,7 +99,8 @@ typedef struct host {
   int64_t abandon_at;        /* mono ms after which workers still stuck
                                 (in a blocking C call) are left behind */
   int abandoned;             /* workers left behind: never free the host */
-  pthread_t poller, completer, watchdog;
+  pthread_t poller, completer, watchdog, checkpointer;
+  int checkpointer_done;
   pthread_mutex_t lua_init;  /* serializes lua_State creation: lua-cjson's
                                 initialisation writes a static */
 } host_t;

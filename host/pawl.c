@@ -261,6 +261,8 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
   p->incarnation = parent->incarnation;
   p->host = parent->host;
   p->cfg = parent->cfg;
+  /* The host's connections leave checkpoints to its checkpointer. */
+  p->cfg.no_autocheckpoint = 1;
   p->cfg.url = p->node_id && p->principal ? strdup(parent->cfg.url) : NULL;
   if (!p->cfg.url) {
     pawl_close(p);

@@ -108,7 +108,7 @@ static int worker_call(worker_t *w, int nargs, int nres, double timeout_s,
                        int *timed_out) {
   lua_State *L = w->L;
   int base = lua_gettop(L) - nargs;
-  lua_pushcfunction(L, worker_msgh);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_msgh); /* made once per state */
   lua_insert(L, base);
   pthread_mutex_lock(&w->dl);
   uint64_t seq = atomic_fetch_add(&w->seq, 1) + 1;
@@ -369,6 +369,8 @@ static int worker_setup(lua_State *L) {
   }
   lua_setfield(L, -2, "pawl.host");
   lua_pop(L, 2);
+  lua_pushcfunction(L, worker_msgh);
+  w->ref_msgh = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getglobal(L, "require");
   lua_pushliteral(L, "pawl.worker");
   lua_call(L, 1, 1);
@@ -583,7 +585,12 @@ static void worker_push_job(worker_t *w, const pawl_job_t *j) {
   worker_setstr(L, "enqueued_by", j->enqueued_by);
   worker_setjson(w, "payload", j->payload);
   worker_setjson(w, "params", j->params);
-  worker_setjson(w, "tags", j->tags);
+  if (j->tags && strcmp(j->tags, "[]") == 0) {
+    lua_newtable(L); /* the common case, without a decode */
+    lua_setfield(L, -2, "tags");
+  } else {
+    worker_setjson(w, "tags", j->tags);
+  }
 }
 
 /* Fills `o` from a failed attempt; the error value is on top of the stack
@@ -640,16 +647,6 @@ static void worker_keep_for_hooks(worker_t *w, host_outcome_t *o,
   o->hook_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
-static int worker_hooks_of(worker_t *w, const char *type) {
-  lua_State *L = w->L;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
-  lua_getfield(L, -1, "hooks_of");
-  lua_pushstring(L, type);
-  int bits = 0;
-  if (lua_pcall(L, 1, 1, 0) == 0) bits = (int)lua_tointeger(L, -1);
-  lua_pop(L, 2);
-  return bits;
-}
 
 /* Runs `job` (owned by the outcome from here on) and hands the outcome to
  * the completer. */
@@ -690,16 +687,21 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
 
   worker_push_job(w, job);
   int job_index = lua_gettop(L);
-  int bits = worker_hooks_of(w, job->type);
 
-  /* prepare(job, seq) -> run, ctx, timeout | nil, message, timeout */
+  /* prepare(job, seq) -> run, ctx, timeout, hooks
+   *                   | nil, message, timeout, hooks */
   uint64_t run_seq = atomic_load(&w->seq) + 2; /* the run call's seq */
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
   lua_getfield(L, -1, "prepare");
   lua_remove(L, -2);
   lua_pushvalue(L, job_index);
   lua_pushnumber(L, (double)run_seq);
-  int rc = worker_call(w, 2, 3, WORKER_STEP_TIMEOUT_S, NULL);
+  int rc = worker_call(w, 2, 4, WORKER_STEP_TIMEOUT_S, NULL);
+  int bits = 0;
+  if (rc == 0) {
+    bits = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
   if (rc != 0) {
     worker_fail(w, o, job_index);
   } else if (lua_isnil(L, -3)) {
@@ -715,7 +717,11 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
     int timed_out = 0;
     rc = worker_call(w, 2, 1, timeout, &timed_out);
     w->run_seq = 0;
-    if (rc == 0) {
+    if (rc == 0 && lua_isnil(L, -1)) {
+      /* No result to encode (the common no-op case). */
+      o->out.kind = PAWL_OUT_SUCCEEDED;
+      worker_keep_for_hooks(w, o, job_index, lua_gettop(L), bits & 1);
+    } else if (rc == 0) {
       int result_index = lua_gettop(L);
       lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
       lua_getfield(L, -1, "result_json");

@@ -30,6 +30,7 @@ struct worker {
   pawl_t *p;                 /* this thread's own handle */
   int ref_worker;            /* registry ref: the pawl.worker table */
   int ref_decode;            /* registry ref: cjson decode */
+  int ref_msgh;              /* registry ref: the message handler */
   uint64_t scripts_gen;
 
   /* Deadline of what the worker runs now. `dl` guards seq and deadline

@@ -41,6 +41,10 @@ typedef struct store_config {
    * they queue in-process instead of meeting SQLite's busy handler (which
    * sleeps a millisecond and more between tries). */
   void *write_gate;
+  /* SQLite: no checkpoint inside commits (wal_autocheckpoint = 0); the
+   * owner runs maintenance.checkpoint() from a thread of its own, so the
+   * checkpoint's fsync stays off the jobs' path. */
+  int no_autocheckpoint;
 } store_config_t;
 
 /* A job to insert. Strings are borrowed. `tags` is a JSON array text. */
@@ -190,6 +194,12 @@ struct store_ops {
   struct {
     int (*age_boost)(store_t *st, int64_t *ms);
   } settings;
+
+  struct {
+    /* Moves committed pages from the write-ahead log into the database
+     * without blocking writers; NULL for backends that need nothing. */
+    int (*checkpoint)(store_t *st);
+  } maintenance;
 
   void (*close)(store_t *st);
 };

@@ -348,17 +348,18 @@ end
 
 -- ---- running a job ----------------------------------------------------
 
--- Returns run, ctx and the timeout in seconds for `job`, or nil and an
--- error when its type has no script.
+-- Returns run, ctx, the timeout in seconds and the type's hooks (a bit
+-- set: 1 on_success, 2 on_failure, 4 on_dead) for `job`; or nil and an
+-- error (with the timeout and 0) when its type has no script.
 function W.prepare(job, seq)
   local spec = types[job.type]
   local ctx = setmetatable({ _seq = seq }, Ctx)
   local timeout = (job.timeout_s > 0 and job.timeout_s)
                   or (spec and spec.timeout) or defaults.timeout
   if not spec then
-    return nil, ("no script for job type %s"):format(job.type), timeout
+    return nil, ("no script for job type %s"):format(job.type), timeout, 0
   end
-  return spec.run, ctx, timeout
+  return spec.run, ctx, timeout, W.hooks_of(job.type)
 end
 
 -- The stored form of a successful run's return value: JSON, or nil.

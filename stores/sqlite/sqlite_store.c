@@ -1778,6 +1778,16 @@ static void sq_close(store_t *base) {
   free(s);
 }
 
+static int sq_checkpoint(store_t *base) {
+  sq_store_t *s = (sq_store_t *)base;
+  int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                     NULL, NULL);
+  /* Busy only means readers or a writer got there first: try next time. */
+  if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
+    return sq_fail(s, rc, "checkpoint");
+  return 0;
+}
+
 static const struct store_ops sq_ops = {
     .name = "sqlite",
     .schema = {sq_migrate, sq_version},
@@ -1790,6 +1800,7 @@ static const struct store_ops sq_ops = {
     .locks = {sq_lock_acquire, sq_lock_extend, sq_lock_release},
     .nodes = {sq_node_beat, sq_node_list, sq_node_reap},
     .settings = {sq_age_boost},
+    .maintenance = {sq_checkpoint},
     .close = sq_close,
 };
 
@@ -1936,7 +1947,10 @@ int store_sqlite_open(store_t **out, const store_config_t *cfg,
   const char *sync = cfg->sync_full ? "PRAGMA synchronous = FULL"
                                     : "PRAGMA synchronous = NORMAL";
   if (sqlite3_exec(s->db, sync, 0, 0, &msg) != SQLITE_OK ||
-      sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", 0, 0, &msg) != SQLITE_OK) {
+      sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", 0, 0, &msg) != SQLITE_OK ||
+      (cfg->no_autocheckpoint &&
+       sqlite3_exec(s->db, "PRAGMA wal_autocheckpoint = 0", 0, 0, &msg) !=
+           SQLITE_OK)) {
     snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
              msg ? msg : "?");
     sqlite3_free(msg);
