@@ -39,7 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 
 #include "pawl.h"
 #include "pawl_internal.h"
@@ -197,6 +199,8 @@ static void copy_db(const char *src, const char *dst) {
   if (access(s2, F_OK) == 0) copy_file(s2, d2);
 }
 
+/* Both sides run as pawl runs in production (the worker host): commits do
+ * not checkpoint the WAL; a thread of its own does, every 50 ms. */
 static pawl_t *open_pawl(const char *path) {
   char url[PATH_MAX + 16], err[512];
   snprintf(url, sizeof url, "sqlite:%s", path);
@@ -206,10 +210,42 @@ static pawl_t *open_pawl(const char *path) {
   o.node_id = BENCH_NODE;
   o.principal = BENCH_PRINCIPAL;
   o.lease_ms = BENCH_LEASE_MS;
+  o.manual_checkpoint = 1;
   pawl_t *p = NULL;
   int rc = pawl_open(&p, &o, err, sizeof err);
   if (rc) die("pawl_open %s: %s", path, err);
   return p;
+}
+
+typedef struct checkpointer {
+  pthread_t thread;
+  pawl_t *p;
+  _Atomic int stop;
+} checkpointer_t;
+
+static void *checkpointer_main(void *arg) {
+  checkpointer_t *c = arg;
+  while (!atomic_load(&c->stop)) {
+    struct timespec ts = {0, 50 * 1000000};
+    nanosleep(&ts, NULL);
+    pawl_checkpoint(c->p);
+  }
+  return NULL;
+}
+
+static checkpointer_t *checkpointer_start(const char *path) {
+  checkpointer_t *c = xcalloc(1, sizeof *c);
+  c->p = open_pawl(path);
+  if (pthread_create(&c->thread, NULL, checkpointer_main, c) != 0)
+    die("pthread_create");
+  return c;
+}
+
+static void checkpointer_stop(checkpointer_t *c) {
+  atomic_store(&c->stop, 1);
+  pthread_join(c->thread, NULL);
+  pawl_close(c->p);
+  free(c);
 }
 
 static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
@@ -262,6 +298,7 @@ BENCH_SIDE static sample_t enqueue_store(const char *path, size_t n,
   int *status = xcalloc(batch, sizeof *status);
   for (size_t i = 0; i < batch; i++)
     items[i] = (pawl_enqueue_item_t){BENCH_TYPE, BENCH_PAYLOAD, NULL};
+  checkpointer_t *ck = checkpointer_start(path);
   bench_clock_t t0 = clock_start();
   for (size_t done = 0; done < n;) {
     size_t k = n - done < batch ? n - done : batch;
@@ -272,6 +309,7 @@ BENCH_SIDE static sample_t enqueue_store(const char *path, size_t n,
     done += k;
   }
   sample_t r = clock_stop(t0, n);
+  checkpointer_stop(ck);
   int64_t rows = query_int(store_sqlite_db(p->store),
                            "SELECT count(*) FROM pawl_jobs WHERE state = 0");
   if (rows != (int64_t)n)
@@ -295,6 +333,7 @@ BENCH_SIDE static sample_t enqueue_ceiling(const char *path, size_t n,
   sqlite3_stmt *begin = prepare(db, "BEGIN IMMEDIATE");
   sqlite3_stmt *commit = prepare(db, "COMMIT");
   sqlite3_stmt *ins = prepare(db, SQLITE_SQL_INSERT);
+  checkpointer_t *ck = checkpointer_start(path);
   bench_clock_t t0 = clock_start();
   for (size_t done = 0; done < n;) {
     size_t k = n - done < batch ? n - done : batch;
@@ -326,6 +365,7 @@ BENCH_SIDE static sample_t enqueue_ceiling(const char *path, size_t n,
     done += k;
   }
   sample_t r = clock_stop(t0, n);
+  checkpointer_stop(ck);
   sqlite3_finalize(begin);
   sqlite3_finalize(commit);
   sqlite3_finalize(ins);
@@ -362,6 +402,7 @@ BENCH_SIDE static sample_t claim_store(const char *tmpl, const char *path,
   pawl_t *p = open_pawl(path);
   pawl_outcome_t *outs = xcalloc(batch, sizeof *outs);
   int *rcs = xcalloc(batch, sizeof *rcs);
+  checkpointer_t *ck = checkpointer_start(path);
   bench_clock_t t0 = clock_start();
   for (size_t done = 0; done < total;) {
     size_t want = total - done < batch ? total - done : batch;
@@ -382,6 +423,7 @@ BENCH_SIDE static sample_t claim_store(const char *tmpl, const char *path,
     done += n;
   }
   sample_t r = clock_stop(t0, total);
+  checkpointer_stop(ck);
   check_claimed(store_sqlite_db(p->store), pending, total);
   free(outs);
   free(rcs);
@@ -422,6 +464,7 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
   char *json = xcalloc(cap, 1);
   pawl_id_t token;
   pawl_id_new(&token);
+  checkpointer_t *ck = checkpointer_start(path);
   bench_clock_t t0 = clock_start();
   for (size_t done = 0; done < total;) {
     size_t want = total - done < batch ? total - done : batch, n = 0;
@@ -463,6 +506,7 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
     done += n;
   }
   sample_t r = clock_stop(t0, total);
+  checkpointer_stop(ck);
   sqlite3_finalize(begin);
   sqlite3_finalize(commit);
   sqlite3_finalize(claim);

@@ -71,22 +71,8 @@ int pawl_state_parse(const char *name) {
 
 /* ---- jobs and history memory -------------------------------------------- */
 
-void pawl_job_free(pawl_job_t *j) {
-  if (!j) return;
-  free(j->type);
-  free(j->queue);
-  free(j->payload);
-  free(j->params);
-  free(j->tags);
-  free(j->idempotency_key);
-  free(j->business_key);
-  free(j->correlation_id);
-  free(j->enqueued_by);
-  free(j->lease_owner);
-  free(j->last_error);
-  free(j->result);
-  free(j);
-}
+/* A job and its strings are one allocation (see the store). */
+void pawl_job_free(pawl_job_t *j) { free(j); }
 
 void pawl_jobs_free(pawl_job_t **jobs, size_t n) {
   if (!jobs) return;
@@ -228,6 +214,7 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
       .busy_timeout_ms = opts->busy_timeout_ms,
       .age_boost_ms = opts->age_boost_ms,
       .no_migrate = opts->no_migrate,
+      .no_autocheckpoint = opts->manual_checkpoint,
   };
   int rc = store_open(&p->store, &cfg, errbuf, errlen);
   if (rc) {
@@ -299,6 +286,12 @@ const char *pawl_errmsg(pawl_t *p) {
 const char *pawl_node_id(pawl_t *p) { return p->node_id; }
 
 int64_t pawl_now(pawl_t *p) { return store_now(p->store); }
+
+int pawl_checkpoint(pawl_t *p) {
+  p->errmsg[0] = 0;
+  if (!p->store->ops->maintenance.checkpoint) return 0;
+  return pawl_from_store(p, p->store->ops->maintenance.checkpoint(p->store));
+}
 
 int pawl_schema_version(pawl_t *p, int *current, int *latest) {
   p->errmsg[0] = 0;

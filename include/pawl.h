@@ -96,9 +96,9 @@ PAWL_EXTERN const char *pawl_state_name(int state);
 /* The state named `name`, or PAWL_EINVAL. */
 PAWL_EXTERN int pawl_state_parse(const char *name);
 
-/* A job as stored. Every string is NUL-terminated and owned by the job;
- * optional ones are NULL when unset, times are 0 when unset. Free the whole
- * job with pawl_job_free(). */
+/* A job as stored. Every string is NUL-terminated and lives in the job's
+ * own allocation (do not free or replace one); optional ones are NULL when
+ * unset, times are 0 when unset. Free the whole job with pawl_job_free(). */
 typedef struct pawl_job {
   pawl_id_t id;
   char *type;
@@ -173,6 +173,10 @@ typedef struct pawl_options {
   /* 1: do not apply pending schema migrations; fail with PAWL_ESCHEMA if the
    * database is not up to date. */
   int no_migrate;
+  /* 1: commits never checkpoint the SQLite write-ahead log; the program
+   * calls pawl_checkpoint() from a thread of its own instead (as the worker
+   * host does), which keeps the checkpoint's fsync off the jobs' path. */
+  int manual_checkpoint;
 } pawl_options_t;
 
 /* Fills `opts` with the defaults. Call before setting fields. */
@@ -194,6 +198,11 @@ PAWL_EXTERN const char *pawl_errmsg(pawl_t *p);
 PAWL_EXTERN const char *pawl_node_id(pawl_t *p);
 /* The handle's clock (injected or the database's), in ms. */
 PAWL_EXTERN int64_t pawl_now(pawl_t *p);
+
+/* Moves committed pages from the write-ahead log into the database file
+ * without blocking writers (SQLite; a no-op elsewhere). For handles opened
+ * with manual_checkpoint, or any time. Safe to call often. */
+PAWL_EXTERN int pawl_checkpoint(pawl_t *p);
 
 /* Schema version the database is at, and the newest this build knows. */
 PAWL_EXTERN int pawl_schema_version(pawl_t *p, int *current, int *latest);

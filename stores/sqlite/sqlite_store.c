@@ -372,40 +372,52 @@ static void sq_col_id(sqlite3_stmt *st, int i, pawl_id_t *out) {
 
 /* A pawl_job_t from a row of SQLITE_JOB_COLS. NULL when out of memory. */
 static pawl_job_t *sq_row_to_job(sqlite3_stmt *st) {
-  pawl_job_t *j = calloc(1, sizeof *j);
+  /* One allocation for the job and its strings: claiming a batch builds
+   * many jobs, and pawl_job_free() is then one free(). */
+  enum { NSTR = 12 };
+  static const int cols[NSTR] = {1, 2, 6, 7, 8, 13, 14, 15, 16, 21, 23, 24};
+  const unsigned char *text[NSTR];
+  size_t len[NSTR], total = sizeof(pawl_job_t);
+  for (int k = 0; k < NSTR; k++) {
+    text[k] = sqlite3_column_text(st, cols[k]);
+    len[k] = text[k] ? (size_t)sqlite3_column_bytes(st, cols[k]) + 1 : 0;
+    total += len[k];
+  }
+  pawl_job_t *j = calloc(1, total);
   if (!j) return NULL;
+  char **fields[NSTR] = {&j->type,           &j->queue,
+                         &j->payload,        &j->params,
+                         &j->tags,           &j->idempotency_key,
+                         &j->business_key,   &j->correlation_id,
+                         &j->enqueued_by,    &j->lease_owner,
+                         &j->last_error,     &j->result};
+  char *at = (char *)(j + 1);
+  for (int k = 0; k < NSTR; k++) {
+    if (!text[k]) continue;
+    memcpy(at, text[k], len[k]);
+    *fields[k] = at;
+    at += len[k];
+  }
   sq_col_id(st, 0, &j->id);
-  j->type = sq_col_str(st, 1);
-  j->queue = sq_col_str(st, 2);
   j->state = (pawl_state_t)sqlite3_column_int(st, 3);
   j->paused_from = (pawl_state_t)sqlite3_column_int(st, 4);
   j->priority = sqlite3_column_int(st, 5);
-  j->payload = sq_col_str(st, 6);
-  j->params = sq_col_str(st, 7);
-  j->tags = sq_col_str(st, 8);
   j->run_at = sqlite3_column_int64(st, 9);
   j->attempt = sqlite3_column_int(st, 10);
   j->max_attempts = sqlite3_column_int(st, 11);
   j->timeout_s = sqlite3_column_int(st, 12);
-  j->idempotency_key = sq_col_str(st, 13);
-  j->business_key = sq_col_str(st, 14);
-  j->correlation_id = sq_col_str(st, 15);
-  j->enqueued_by = sq_col_str(st, 16);
   j->created_at = sqlite3_column_int64(st, 17);
   j->updated_at = sqlite3_column_int64(st, 18);
   j->started_at = sqlite3_column_int64(st, 19);
   j->finished_at = sqlite3_column_int64(st, 20);
-  j->lease_owner = sq_col_str(st, 21);
   j->lease_expires = sqlite3_column_int64(st, 22);
-  j->last_error = sq_col_str(st, 23);
-  j->result = sq_col_str(st, 24);
   j->recoveries = sqlite3_column_int(st, 25);
   j->progress_done = sqlite3_column_double(st, 26);
   j->progress_total = sqlite3_column_double(st, 27);
   j->version = sqlite3_column_int64(st, 28);
   j->store_key = sqlite3_column_int64(st, SQLITE_JOB_SEQ_COL);
   if (!j->type || !j->queue || !j->payload || !j->tags) {
-    pawl_job_free(j);
+    free(j);
     return NULL;
   }
   return j;
@@ -927,7 +939,10 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     free(ranked);
     return rc;
   }
-  qsort(ranked, got, sizeof *ranked, sq_ranked_cmp);
+  int sorted = 1;
+  for (size_t i = 1; i < got && sorted; i++)
+    sorted = sq_ranked_cmp(&ranked[i - 1], &ranked[i]) <= 0;
+  if (!sorted) qsort(ranked, got, sizeof *ranked, sq_ranked_cmp);
   for (size_t i = 0; i < got; i++) jobs[i] = ranked[i].job;
   free(ranked);
   *out = jobs;
