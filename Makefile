@@ -8,7 +8,7 @@
 #   make test       deps + build + every test (ctest)
 #   make test-asan  the whole suite under AddressSanitizer + UBSan
 #   make test-tsan  the threaded tests under ThreadSanitizer
-#   make bench      store benchmark (Release build)
+#   make bench      store and worker host benchmarks (Release build)
 
 BUILD_TYPE ?= RelWithDebInfo
 MAKEFLAGS += --no-print-directory
@@ -71,8 +71,9 @@ test-tsan: deps
 
 bench: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release
-	cmake --build build-release -j$(JOBS) --target pawl_store_bench
+	cmake --build build-release -j$(JOBS) --target pawl_store_bench pawl
 	./build-release/pawl_store_bench
+	./build-release/pawl bench --runs 5
 
 clean:
 	rm -rf build build-asan build-tsan build-release
