@@ -912,9 +912,6 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     w->index = i;
     pthread_mutex_init(&w->dl, NULL);
     rc = pawl__open_sibling(p, NULL, &w->p, err, sizeof err);
-    /* States are built here, one after another, before any thread runs
-     * Lua (lua-cjson's initialisation writes a static). */
-    if (!rc) rc = worker_open(w, err, sizeof err);
   }
   if (rc) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -935,8 +932,33 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   }
   h->workers_alive = o->workers;
   h->poller_state = pl;
+  /* Each worker thread builds its own Lua state, one at a time (lua-cjson's
+   * initialisation writes a static; the probe above opened it first), and
+   * no job is claimed before every state is ready. */
   for (int i = 0; i < o->workers; i++)
     pthread_create(&h->workers[i]->thread, NULL, worker_main, h->workers[i]);
+  pthread_mutex_lock(&h->mu);
+  while (h->states_ready + h->states_failed < o->workers)
+    pthread_cond_wait(&h->stop_cv, &h->mu);
+  int failed = h->states_failed;
+  if (failed) {
+    /* Nothing ran yet: let the workers that did start leave at once. */
+    h->stopping = PAWL_STOP_NOW;
+    h->completer_done = 1;
+    pthread_cond_broadcast(&h->work_cv);
+  }
+  pthread_mutex_unlock(&h->mu);
+  if (failed) {
+    for (int i = 0; i < o->workers; i++) pthread_join(h->workers[i]->thread, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    worker_close(&pl->probe);
+    pthread_mutex_destroy(&pl->probe.dl);
+    pawl_close(pl->p);
+    free(pl);
+    h->poller_state = NULL;
+    snprintf(err, sizeof err, "%s", h->start_err);
+    return host_fail(p, h, PAWL_ESTORE, err);
+  }
   pthread_create(&h->completer, NULL, completer_main, h);
   pthread_create(&h->watchdog, NULL, watchdog_main, h);
   pthread_create(&h->checkpointer, NULL, checkpointer_main, h);

@@ -101,6 +101,8 @@ typedef struct host {
   int abandoned;             /* workers left behind: never free the host */
   pthread_t poller, completer, watchdog, checkpointer;
   int checkpointer_done;
+  int states_ready, states_failed; /* workers' Lua states built at start */
+  char start_err[512];       /* why a worker could not build its state */
   pthread_mutex_t lua_init;  /* serializes lua_State creation: lua-cjson's
                                 initialisation writes a static */
 } host_t;

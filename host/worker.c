@@ -394,8 +394,8 @@ int worker_open(worker_t *w, char *err, size_t errlen) {
   lua_pushcfunction(L, worker_setup);
   lua_pushlightuserdata(L, w);
   int rc = lua_pcall(L, 1, 0, 0);
-  if (w->h) pthread_mutex_unlock(&w->h->lua_init);
   if (rc != 0) {
+    if (w->h) pthread_mutex_unlock(&w->h->lua_init);
     snprintf(err, errlen, "cannot set up the worker's Lua state: %s",
              lua_tostring(L, -1));
     lua_close(L);
@@ -403,7 +403,10 @@ int worker_open(worker_t *w, char *err, size_t errlen) {
     return PAWL_ESTORE;
   }
   w->scripts_gen = 0;
+  /* Still under lua_init: the scripts' top-level code may use cjson, whose
+   * static another thread's state creation would be writing. */
   if (w->h) worker_reload(w, 0);
+  if (w->h) pthread_mutex_unlock(&w->h->lua_init);
   return 0;
 }
 
@@ -838,6 +841,23 @@ void *worker_main(void *arg) {
   sigemptyset(&set);
   sigaddset(&set, PAWL_INTERRUPT_SIGNAL);
   pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  /* This thread's own Lua state, for its whole life. */
+  char err[400];
+  int rc = worker_open(w, err, sizeof err);
+  pthread_mutex_lock(&h->mu);
+  if (rc) {
+    h->states_failed++;
+    snprintf(h->start_err, sizeof h->start_err, "worker %d: %s", w->index, err);
+    h->workers_alive--;
+  } else {
+    h->states_ready++;
+  }
+  pthread_cond_broadcast(&h->stop_cv);
+  pthread_mutex_unlock(&h->mu);
+  if (rc) {
+    worker_self = NULL;
+    return NULL;
+  }
   for (;;) {
     pthread_mutex_lock(&h->mu);
     /* Once stopping, no new job starts: the poller hands the queued ones
