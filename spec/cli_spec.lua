@@ -170,6 +170,44 @@ describe("pawl CLI", function()
       assert.is_true(H.iso_ms(j.run_at) <= H.iso_ms(j.created_at))
     end)
 
+    it("takes queue, priority and max_attempts from the job's script", function()
+      local dir = env:path("scripts")
+      os.execute("mkdir -p '" .. dir .. "'")
+      assert.is_true(H.exists(dir))
+      H.write_file(dir .. "/mailer.lua", 'return { queue = "mail", priority = 3, '
+        .. 'max_attempts = 4, timeout = 2.5, run = function() end }')
+      local j = env:show_json(env:enqueue("mailer", "--scripts", dir))
+      assert.are.equal("mail", j.queue)
+      assert.are.equal(3, j.priority)
+      assert.are.equal(4, j.max_attempts)
+      -- The timeout is left to the worker, which applies the script's own.
+      assert.are.equal(0, j.timeout_s)
+      -- What the command line says wins.
+      j = env:show_json(env:enqueue("mailer", "--scripts", dir, "--queue", "bulk",
+                                    "--priority", "0", "--max-attempts", "9"))
+      assert.are.equal("bulk", j.queue)
+      assert.are.equal(0, j.priority)
+      assert.are.equal(9, j.max_attempts)
+      -- _defaults.lua speaks for scripts that say nothing.
+      H.write_file(dir .. "/_defaults.lua", "return { max_attempts = 7 }")
+      H.write_file(dir .. "/plain.lua", "return { run = function() end }")
+      j = env:show_json(env:enqueue("plain", "--scripts", dir))
+      assert.are.equal(7, j.max_attempts)
+      assert.are.equal("default", j.queue)
+      -- A broken script: a warning, and the job is enqueued as asked.
+      H.write_file(dir .. "/broken.lua", "return { run = ")
+      local r = env:pawl("enqueue", "broken", "--scripts", dir)
+      assert.are.equal(0, r.code, r.err)
+      assert.truthy(r.out:match("^%x+%-"))
+      assert.truthy(r.err:find("warning", 1, true), r.err)
+      assert.truthy(r.err:find("broken.lua", 1, true), r.err)
+      -- No script for the type: the plain defaults (the workers will fail
+      -- it with "no script for job type" and the default retry policy).
+      j = env:show_json(env:enqueue("unknown_type", "--scripts", dir))
+      assert.are.equal("default", j.queue)
+      assert.are.equal(25, j.max_attempts)
+    end)
+
     it("runs a delayed job at roughly now + delay", function()
       local before = H.now_ms()
       local j = env:show_json(env:enqueue("later", "--delay", "2.5"))

@@ -517,3 +517,43 @@ void test_sqlite_history_cascades(void) {
   CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_logs"), ==, 0);
   sqlite3_close(db);
 }
+
+static long long file_size(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+/* Writes about 6 MB of jobs through a handle on `url`. */
+static pawl_t *fill(const char *url, int manual) {
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = url;
+  o.manual_checkpoint = manual;
+  pawl_t *p = NULL;
+  char err[256];
+  CHECK_OK(pawl_open(&p, &o, err, sizeof err));
+  static char payload[1100];
+  memset(payload, 'x', sizeof payload - 1);
+  payload[0] = '"';
+  payload[sizeof payload - 2] = '"';
+  pawl_enqueue_item_t items[500];
+  for (int i = 0; i < 500; i++) items[i] = (pawl_enqueue_item_t){"t", payload, NULL};
+  for (int r = 0; r < 12; r++) CHECK_OK(pawl_enqueue_many(p, items, 500, NULL, NULL));
+  return p;
+}
+
+/* With manual_checkpoint, commits leave the pages in the WAL until
+ * pawl_checkpoint() moves them; without it, SQLite checkpoints inside the
+ * commits once the WAL passes 1000 pages. */
+void test_sqlite_manual_checkpoint(void) {
+  pawl_t *p = fill("sqlite:manual.db", 1);
+  CHECK(file_size("manual.db") < 1000000);
+  CHECK(file_size("manual.db-wal") > 5000000);
+  CHECK_OK(pawl_checkpoint(p));
+  CHECK(file_size("manual.db") > 5000000);
+  pawl_close(p);
+  p = fill("sqlite:auto.db", 0);
+  CHECK(file_size("auto.db") > 4000000);
+  CHECK_OK(pawl_checkpoint(p)); /* allowed any time */
+  pawl_close(p);
+}
