@@ -1,5 +1,6 @@
 /* buf.c: growable byte buffer; see buf.h. */
 #include "buf.h"
+#include "json.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -120,35 +121,6 @@ char *buf_detach(pawl_buf_t *b) {
   return out;
 }
 
-/* Length (1-4) of the well-formed UTF-8 sequence at p[0..n), n >= 1, or 0
- * if p[0] does not start one. Follows the table of well-formed byte
- * sequences in Unicode 15 section 3.9 (table 3-7), which excludes overlong
- * forms, surrogates (ED A0..BF) and code points above U+10FFFF. */
-static size_t buf_utf8_len(const unsigned char *p, size_t n) {
-  unsigned char c = p[0];
-  if (c < 0x80) return 1;
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;      /* below is overlong */
-    else if (c == 0xED) hi = 0x9F; /* above is a surrogate */
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;      /* below is overlong */
-    else if (c == 0xF4) hi = 0x8F; /* above is > U+10FFFF */
-  } else {
-    return 0; /* continuation byte, C0/C1 (overlong) or F5..FF */
-  }
-  if (n < len) return 0;
-  if (p[1] < lo || p[1] > hi) return 0;
-  for (size_t i = 2; i < len; i++)
-    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
-  return len;
-}
-
 void buf_json_string(pawl_buf_t *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   /* s may be NULL when n == 0, and even NULL + 0 is undefined behaviour. */
@@ -169,7 +141,7 @@ void buf_json_string(pawl_buf_t *b, const char *s, size_t n) {
       continue;
     }
     if (c >= 0x80) {
-      size_t k = buf_utf8_len(p + i, n - i);
+      size_t k = json_utf8_len(p + i, n - i);
       if (k > 0) {
         i += k;
         continue;

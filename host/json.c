@@ -90,11 +90,7 @@ static void json_skip_ws(json_parser_t *p) {
   }
 }
 
-/* Length (1-4) of the well-formed UTF-8 sequence at p[0..n), n >= 1, or 0.
- * Table 3-7 of Unicode 15 section 3.9: no overlong forms, no surrogates,
- * nothing above U+10FFFF. (Duplicated in buf.c to keep both files free of
- * dependencies.) */
-static size_t json_utf8_len(const unsigned char *p, size_t n) {
+size_t json_utf8_len(const unsigned char *p, size_t n) {
   unsigned char c = p[0];
   if (c < 0x80) return 1;
   size_t len;

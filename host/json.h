@@ -40,6 +40,12 @@
  * and may contain NUL bytes (which are invalid JSON). */
 int json_validate(const char *s, size_t len, char *err, size_t errlen);
 
+/* Length (1-4) of the well-formed UTF-8 sequence at p[0..n), n >= 1, or 0
+ * if p[0] does not start one. Follows table 3-7 of Unicode 15 section 3.9:
+ * no overlong forms, no surrogates (ED A0..BF), nothing above U+10FFFF.
+ * Shared by the validator and buf_json_string(). */
+size_t json_utf8_len(const unsigned char *p, size_t n);
+
 /* 1 if s[0..len) is valid JSON whose top-level value is an object, else 0. */
 int json_is_object(const char *s, size_t len);
 
