@@ -16,10 +16,11 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 # Debian 12 packages: compiler and build tools, the libraries pawl links,
-# the Lua pieces the tests use, and tzdata for time zones.
+# the Lua pieces the tests use, the PostgreSQL server the tests start (one
+# throwaway server per run), and tzdata for time zones.
 DEB_PACKAGES = build-essential cmake pkg-config dpkg-dev patch \
   libluajit-5.1-dev luajit lua-cjson lua-busted \
-  libsqlite3-dev sqlite3 libuv1-dev libpq-dev tzdata
+  libsqlite3-dev sqlite3 libuv1-dev libpq-dev postgresql tzdata
 
 .PHONY: all build deps run test test-asan test-tsan bench clean
 

@@ -39,6 +39,7 @@ static const struct {
     {PAWL_EBUSY, "PAWL_EBUSY", "database is locked"},
     {PAWL_EIO, "PAWL_EIO", "file or directory not usable"},
     {PAWL_ELEASE, "PAWL_ELEASE", "job is no longer leased by this node"},
+    {PAWL_EUNAVAIL, "PAWL_EUNAVAIL", "database unreachable"},
 };
 
 const char *pawl_strerror(int err) {

@@ -49,6 +49,7 @@ extern "C" {
 #define PAWL_EBUSY (-9)     /* database locked longer than the busy timeout */
 #define PAWL_EIO (-10)      /* file or directory missing, unreadable, read-only */
 #define PAWL_ELEASE (-11)   /* the job is no longer leased by this node */
+#define PAWL_EUNAVAIL (-12) /* database unreachable (connection lost): retry later */
 
 /* A static English description of `err`. Never NULL. */
 PAWL_EXTERN const char *pawl_strerror(int err);

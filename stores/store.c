@@ -12,6 +12,8 @@
 
 int store_sqlite_open(store_t **out, const store_config_t *cfg,
                       const char *path, char *errbuf, size_t errlen);
+int store_postgres_open(store_t **out, const store_config_t *cfg,
+                        const char *conninfo, char *errbuf, size_t errlen);
 
 int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
                size_t errlen) {
@@ -22,16 +24,23 @@ int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
   }
   if (strncmp(url, "sqlite:", 7) == 0)
     return store_sqlite_open(out, cfg, url + 7, errbuf, errlen);
+  /* PostgreSQL: a libpq URI as it is, or "postgres:" followed by any
+   * libpq connection string ("postgres:host=/run/x dbname=jobs"). */
   if (strncmp(url, "postgres://", 11) == 0 ||
-      strncmp(url, "postgresql://", 13) == 0) {
-    snprintf(errbuf, errlen,
-             "database URL %s: the PostgreSQL store is not built into this "
-             "pawl yet (use sqlite:PATH)",
-             url);
-    return PAWL_EINVAL;
+      strncmp(url, "postgresql://", 13) == 0)
+    return store_postgres_open(out, cfg, url, errbuf, errlen);
+  if (strncmp(url, "postgres:", 9) == 0) {
+    if (url[9] == '\0') {
+      snprintf(errbuf, errlen,
+               "database URL postgres: has no connection string");
+      return PAWL_EINVAL;
+    }
+    return store_postgres_open(out, cfg, url + 9, errbuf, errlen);
   }
   snprintf(errbuf, errlen,
-           "database URL \"%s\" is not understood: expected sqlite:PATH", url);
+           "database URL \"%s\" is not understood: expected sqlite:PATH, "
+           "postgres://... or postgres:CONNINFO",
+           url);
   return PAWL_EINVAL;
 }
 
@@ -39,7 +48,7 @@ int64_t store_now(store_t *st) {
   if (st->clock) return st->clock(st->clock_data);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + st->skew_ms;
 }
 
 int store_fail(store_t *st, int rc, const char *fmt, ...) {

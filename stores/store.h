@@ -28,7 +28,7 @@ typedef struct store store_t;
 
 /* How a store is opened. Strings are borrowed for the call. */
 typedef struct store_config {
-  const char *url;          /* "sqlite:PATH" */
+  const char *url;          /* "sqlite:PATH", "postgres://...", "postgres:CONNINFO" */
   pawl_clock_fn clock;      /* NULL: the database clock */
   void *clock_data;
   int sync_full;            /* SQLite: synchronous=FULL */
@@ -201,6 +201,16 @@ struct store_ops {
     int (*checkpoint)(store_t *st);
   } maintenance;
 
+  /* Wakeup across processes: other nodes' enqueues wake this one at once
+   * (PostgreSQL LISTEN/NOTIFY). NULL for backends without it; the host
+   * polls anyway as a safety net. A store that listens is used for
+   * nothing else. */
+  struct {
+    int (*listen)(store_t *st);
+    /* Waits up to timeout_ms; *woke = 1 if jobs were enqueued meanwhile. */
+    int (*wait)(store_t *st, int timeout_ms, int *woke);
+  } wakeup;
+
   void (*close)(store_t *st);
 };
 
@@ -209,6 +219,11 @@ struct store {
   const struct store_ops *ops;
   pawl_clock_fn clock;
   void *clock_data;
+  /* How far the database clock is ahead of this machine's, when the
+   * database keeps the time (PostgreSQL): store_now() adds it, so that
+   * times this node computes (a retry's run_at) agree with the database's
+   * decisions. Measured at open; 0 for SQLite. */
+  int64_t skew_ms;
   char errmsg[512];
 };
 
@@ -217,7 +232,8 @@ struct store {
 int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
                size_t errlen);
 
-/* Milliseconds since the epoch from the store's clock. */
+/* Milliseconds since the epoch from the store's clock: the injected one,
+ * else this machine's corrected by skew_ms. */
 int64_t store_now(store_t *st);
 
 /* Records a formatted one-line error on `st` and returns `rc`. */

@@ -7,7 +7,12 @@
  * Each test runs in a forked child whose working directory is a fresh temp
  * dir (removed afterwards, whatever happened) and which is killed after
  * UNIT_TIMEOUT_S seconds. ctest calls the runner once per test name, so each
- * test is also its own ctest entry. */
+ * test is also its own ctest entry.
+ *
+ * A test that exits with UNIT_SKIP was skipped (explicitly disabled by the
+ * environment, never silently): the runner says so, and exits with
+ * UNIT_SKIP itself when every test it ran was skipped, which ctest reports
+ * as "Not Run (Skipped)". */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -20,6 +25,7 @@
 #include <sys/wait.h>
 
 #define UNIT_TIMEOUT_S 120
+#define UNIT_SKIP 77
 
 /* The build passes -DUNIT_LIST=\"...\" to run a subset while developing. */
 #ifndef UNIT_LIST
@@ -87,6 +93,10 @@ static int unit_run(const struct unit_test *t) {
     printf("ok   %s\n", t->name);
     return 0;
   }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == UNIT_SKIP) {
+    printf("SKIP %s\n", t->name);
+    return UNIT_SKIP;
+  }
   if (WIFSIGNALED(status))
     printf("FAIL %s (signal %d%s)\n", t->name, WTERMSIG(status),
            WTERMSIG(status) == SIGALRM ? ": timed out" : "");
@@ -97,7 +107,7 @@ static int unit_run(const struct unit_test *t) {
 
 int main(int argc, char **argv) {
   size_t n = sizeof unit_tests / sizeof unit_tests[0];
-  int failed = 0, ran = 0;
+  int failed = 0, ran = 0, skipped = 0;
   if (argc == 2 && strcmp(argv[1], "--list") == 0) {
     for (size_t i = 0; i < n; i++) puts(unit_tests[i].name);
     return 0;
@@ -108,12 +118,18 @@ int main(int argc, char **argv) {
       wanted = strcmp(argv[a], unit_tests[i].name) == 0;
     if (!wanted) continue;
     ran++;
-    failed += unit_run(&unit_tests[i]);
+    int rc = unit_run(&unit_tests[i]);
+    if (rc == UNIT_SKIP)
+      skipped++;
+    else
+      failed += rc;
   }
   if (ran == 0) {
     fprintf(stderr, "pawl_unit: no test matched\n");
     return 2;
   }
-  printf("%d passed, %d failed\n", ran - failed, failed);
-  return failed ? 1 : 0;
+  printf("%d passed, %d failed, %d skipped\n", ran - failed - skipped, failed,
+         skipped);
+  if (failed) return 1;
+  return skipped == ran ? UNIT_SKIP : 0;
 }

@@ -1816,6 +1816,7 @@ static const struct store_ops sq_ops = {
     .nodes = {sq_node_beat, sq_node_list, sq_node_reap},
     .settings = {sq_age_boost},
     .maintenance = {sq_checkpoint},
+    .wakeup = {NULL, NULL},
     .close = sq_close,
 };
 

@@ -1,0 +1,106 @@
+/* pg_sql.h: the SQL text of the PostgreSQL store's hot path.
+ *
+ * Kept in one place so that the benchmark's plain-SQL ceiling runs exactly
+ * the statements the store runs (bench/pg_bench.c includes this file).
+ *
+ * Every statement takes "now" as a parameter that is NULL in production:
+ * pawl_now(NULL) is the database clock (see schema/postgres/V001__init.sql),
+ * and tests bind their injected clock instead. Times cross the wire as
+ * milliseconds since the epoch (pawl_ms(), pawl_ts()). */
+#ifndef PAWL_PG_SQL_H
+#define PAWL_PG_SQL_H
+
+/* Columns read into a pawl_job_t, in pg_row_to_job()'s order; rank (to put
+ * a claimed batch in claim order) comes last. `j` is pawl_jobs. */
+#define PG_JOB_COLS                                                          \
+  "j.id, j.type, j.queue, j.state, j.paused_from, j.priority, j.payload, "   \
+  "j.params, j.tags, pawl_ms(j.run_at), j.attempt, j.max_attempts, "         \
+  "j.timeout_s, j.idempotency_key, j.business_key, j.correlation_id, "       \
+  "j.enqueued_by, pawl_ms(j.created_at), pawl_ms(j.updated_at), "            \
+  "pawl_ms(j.started_at), pawl_ms(j.finished_at), j.lease_owner, "           \
+  "pawl_ms(j.lease_expires), j.last_error, j.result, j.recoveries, "         \
+  "j.progress_done, j.progress_total, j.version, j.rank"
+#define PG_JOB_RANK_COL 29
+
+/* One job: $1 id, $2 type, $3 queue, $4 state, $5 priority, $6 payload,
+ * $7 params, $8 tags, $9 run_at (NULL: now), $10 max_attempts,
+ * $11 timeout_s, $12 idempotency key, $13 business key, $14 correlation id,
+ * $15 enqueued_by, $16 now, $17 age boost. A live business key held by
+ * another job is the only conflict possible (ids are fresh UUIDv7s): then
+ * nothing is inserted and no row returned. */
+#define PG_SQL_INSERT                                                        \
+  "INSERT INTO pawl_jobs AS j (id, type, queue, state, priority, rank, "     \
+  "payload, params, tags, run_at, max_attempts, timeout_s, "                 \
+  "idempotency_key, business_key, correlation_id, enqueued_by, created_at, " \
+  "updated_at) SELECT $1::uuid, $2::text, $3::text, $4::smallint, "          \
+  "$5::int, pawl_rank($5::int, t.run_at, $17::bigint), $6::jsonb, "          \
+  "$7::jsonb, $8::jsonb, t.run_at, $10::int, $11::int, $12::text, "          \
+  "$13::text, $14::text, $15::text, t.now, t.now FROM (SELECT "              \
+  "pawl_now($16::bigint) AS now, coalesce(pawl_ts($9::bigint), "             \
+  "pawl_now($16::bigint)) AS run_at) AS t ON CONFLICT DO NOTHING "           \
+  "RETURNING j.id"
+
+/* Many jobs without keys in one statement, each column an array:
+ * $1 ids, $2 types, $3 queues, $4 states, $5 priorities, $6 payloads,
+ * $7 params, $8 tags, $9 run_at (NULL: now), $10 max_attempts,
+ * $11 timeouts, $12 correlation ids, $13 enqueued_by; $14 now,
+ * $15 age boost. */
+#define PG_SQL_INSERT_MANY                                                   \
+  "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
+  "params, tags, run_at, max_attempts, timeout_s, correlation_id, "          \
+  "enqueued_by, created_at, updated_at) SELECT b.id, b.type, b.queue, "      \
+  "b.state, b.priority, pawl_rank(b.priority, coalesce(pawl_ts(b.run_at), "  \
+  "t.now), $15::bigint), b.payload, b.params, b.tags, "                      \
+  "coalesce(pawl_ts(b.run_at), t.now), b.max_attempts, b.timeout_s, "        \
+  "b.correlation_id, b.enqueued_by, t.now, t.now FROM (SELECT "              \
+  "pawl_now($14::bigint) AS now) AS t, unnest($1::uuid[], $2::text[], "      \
+  "$3::text[], $4::smallint[], $5::int[], $6::jsonb[], $7::jsonb[], "        \
+  "$8::jsonb[], $9::bigint[], $10::int[], $11::int[], $12::text[], "         \
+  "$13::text[]) AS b(id, type, queue, state, priority, payload, params, "    \
+  "tags, run_at, max_attempts, timeout_s, correlation_id, enqueued_by)"
+
+/* Claim in one statement: $1 now, $2 owner, $3 lease token, $4 lease ms,
+ * $5 limit, $6 the queue (or an array of queues). The inner SELECT walks
+ * the partial index of pending rows in claim order and skips rows another
+ * node is claiming right now (SKIP LOCKED), so nodes never wait for each
+ * other and never take the same job. Progress belongs to an attempt, so a
+ * new attempt starts without any. */
+#define PG_SQL_CLAIM_HEAD                                                    \
+  "UPDATE pawl_jobs AS j SET state = 1, attempt = j.attempt + 1, "           \
+  "started_at = pawl_now($1::bigint), lease_owner = $2::text, "              \
+  "lease_token = $3::uuid, lease_expires = pawl_now($1::bigint) + "          \
+  "$4::float8 * interval '1 millisecond', updated_at = pawl_now($1::bigint), "\
+  "progress_done = NULL, progress_total = NULL, version = j.version + 1 "    \
+  "FROM (SELECT id FROM pawl_jobs WHERE state = 0 AND "
+#define PG_SQL_CLAIM_TAIL                                                    \
+  "run_at <= pawl_now($1::bigint) ORDER BY rank DESC, run_at, id "           \
+  "LIMIT $5::int FOR UPDATE SKIP LOCKED) AS c WHERE j.id = c.id "            \
+  "RETURNING " PG_JOB_COLS
+
+#define PG_SQL_CLAIM PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_TAIL
+#define PG_SQL_CLAIM_QUEUE                                                   \
+  PG_SQL_CLAIM_HEAD "queue = $6::text AND " PG_SQL_CLAIM_TAIL
+#define PG_SQL_CLAIM_QUEUES                                                  \
+  PG_SQL_CLAIM_HEAD "queue = ANY($6::text[]) AND " PG_SQL_CLAIM_TAIL
+
+/* Success of a whole batch in one statement, its history on the row:
+ * $1 now, $2 ids, $3 attempts, $4 results (NULL for none), $5 lease token.
+ * RETURNING names the rows written; an outcome whose row is missing is
+ * stale (canceled, or recovered by another node). */
+#define PG_SQL_SUCCEED_MANY                                                  \
+  "UPDATE pawl_jobs AS j SET state = 2, result = b.result, "                 \
+  "finished_at = pawl_now($1::bigint), updated_at = pawl_now($1::bigint), "  \
+  "lease_expires = NULL, version = j.version + 1 FROM unnest($2::uuid[], "   \
+  "$3::int[], $4::jsonb[]) AS b(id, attempt, result) WHERE j.id = b.id AND " \
+  "j.state = 1 AND j.lease_token = $5::uuid AND j.attempt = b.attempt "      \
+  "RETURNING j.id"
+
+/* The earliest run_at among pending jobs, for a poller with nothing due:
+ * all queues, one ($1), or an array of them ($1). Read from the pending
+ * rows' partial indexes, never the finished history. */
+#define PG_SQL_NEXT_DUE                                                      \
+  "SELECT pawl_ms(min(run_at)) FROM pawl_jobs WHERE state = 0"
+#define PG_SQL_NEXT_DUE_QUEUE PG_SQL_NEXT_DUE " AND queue = $1::text"
+#define PG_SQL_NEXT_DUE_QUEUES PG_SQL_NEXT_DUE " AND queue = ANY($1::text[])"
+
+#endif

@@ -1,0 +1,2044 @@
+/* pg_store.c: the PostgreSQL backend of the store interface (libpq).
+ *
+ * One connection per store_t. Every statement is prepared once per
+ * connection (on first use, and again after a reconnect) and run with bound
+ * parameters in text form. Times cross the wire as epoch milliseconds; the
+ * SQL converts (pawl_ms(), pawl_ts()) and takes "now" from the database
+ * clock unless a test injected one (pawl_now($n) with the reading bound).
+ *
+ * Several nodes share one database: claims lock the rows they take with
+ * FOR UPDATE SKIP LOCKED, every other write is a compare-and-set on the
+ * row's state, lease token, attempt or version, and constraint violations
+ * are told apart by SQLSTATE, never by message text.
+ *
+ * Losing the connection is not fatal: an operation that finds the
+ * connection broken tries one reconnect first; if the database is still
+ * unreachable it fails with PAWL_EUNAVAIL and changes nothing, and the
+ * caller (the host) retries later with backoff. Statements that must be
+ * atomic together go out in one pipeline (one round trip, one implicit
+ * transaction) or inside BEGIN/COMMIT. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libpq-fe.h>
+
+#include "buf.h"
+#include "pg_sql.h"
+#include "store.h"
+
+extern const store_migration_t store_postgres_migrations[];
+extern const size_t store_postgres_migration_count;
+
+/* The channel enqueues NOTIFY on (the trigger in V001__init.sql). */
+#define PG_CHANNEL "pawl_jobs"
+
+/* Statement ids; their SQL is in pg_sql[]. */
+enum {
+  PG_IDEM_FIND,
+  PG_IDEM_ADD,
+  PG_BIZ_FIND,
+  PG_INSERT,
+  PG_INSERT_MANY,
+  PG_GET,
+  PG_GET_LOCKED,
+  PG_LIST,
+  PG_LIST_FAILED,
+  PG_CLAIM,
+  PG_CLAIM_QUEUE,
+  PG_CLAIM_QUEUES,
+  PG_SUCCEED_MANY,
+  PG_END_ATTEMPT,
+  PG_LOG_MANY,
+  PG_ATTEMPT_ADD,
+  PG_EVENT_ADD,
+  PG_EXTEND,
+  PG_EXPIRED,
+  PG_TRANSITION,
+  PG_ATTEMPTS,
+  PG_EVENTS,
+  PG_LOCK_ACQUIRE,
+  PG_LOCK_EXTEND,
+  PG_LOCK_RELEASE,
+  PG_NODE_BEAT,
+  PG_NODE_LIST,
+  PG_NODE_REAP,
+  PG_SETTING_GET,
+  PG_SETTING_SET,
+  PG_RERANK,
+  PG_PROGRESS,
+  PG_EXISTS,
+  PG_LOGS,
+  PG_EXTEND_ONE,
+  PG_NEXT_DUE,
+  PG_NEXT_DUE_QUEUE,
+  PG_NEXT_DUE_QUEUES,
+  PG_NOTIFY,
+  PG_COUNT
+};
+
+static const char *const pg_sql[PG_COUNT] = {
+    [PG_IDEM_FIND] = "SELECT job_id FROM pawl_idempotency WHERE key = $1::text",
+    /* Unique forever: a second holder of the key finds the first one's row
+     * (after waiting for its transaction, if it is not committed yet). */
+    [PG_IDEM_ADD] = "INSERT INTO pawl_idempotency (key, job_id, created_at) "
+                    "VALUES ($1::text, $2::uuid, pawl_now($3::bigint)) "
+                    "ON CONFLICT (key) DO NOTHING",
+    [PG_BIZ_FIND] = "SELECT id FROM pawl_jobs WHERE business_key = $1::text "
+                    "AND state IN (0, 1, 5, 6)",
+    [PG_INSERT] = PG_SQL_INSERT,
+    [PG_INSERT_MANY] = PG_SQL_INSERT_MANY,
+    [PG_GET] = "SELECT " PG_JOB_COLS " FROM pawl_jobs AS j WHERE j.id = $1::uuid",
+    [PG_GET_LOCKED] = "SELECT " PG_JOB_COLS " FROM pawl_jobs AS j WHERE "
+                      "j.id = $1::uuid FOR UPDATE",
+    [PG_LIST] = "SELECT " PG_JOB_COLS " FROM pawl_jobs AS j WHERE "
+                "($1::smallint IS NULL OR j.state = $1::smallint) AND "
+                "($2::text IS NULL OR j.queue = $2::text) AND "
+                "($3::text IS NULL OR j.type = $3::text) "
+                "ORDER BY j.id DESC LIMIT $4::int",
+    /* The dead-letter set has its own index; list it through that. */
+    [PG_LIST_FAILED] = "SELECT " PG_JOB_COLS " FROM pawl_jobs AS j WHERE "
+                       "j.state = 3 AND ($2::text IS NULL OR j.queue = "
+                       "$2::text) AND ($3::text IS NULL OR j.type = $3::text) "
+                       /* $1 is the state filter, 3 here: bound like
+                        * PG_LIST's so both take the same parameters. */
+                       "AND $1::smallint = 3 "
+                       "ORDER BY j.id DESC LIMIT $4::int",
+    [PG_CLAIM] = PG_SQL_CLAIM,
+    [PG_CLAIM_QUEUE] = PG_SQL_CLAIM_QUEUE,
+    [PG_CLAIM_QUEUES] = PG_SQL_CLAIM_QUEUES,
+    [PG_SUCCEED_MANY] = PG_SQL_SUCCEED_MANY,
+    /* Ends a running attempt other than by success, in one statement: the
+     * attempt row and the event come from the row as it was, then the row
+     * moves on. With a token ($5) only the holder's attempt $6 matches, which
+     * is how a stale outcome is detected (no row returned).
+     * $1 now, $2 id, $3 attempt outcome, $4 attempt error, $5 token,
+     * $6 attempt, $7 new state, $8 event reason, $9 run_at (NULL: now),
+     * $10 attempts given back (0 or 1), $11 age boost, $12 last error (NULL:
+     * keep), $13 recoveries added (0 or 1). */
+    [PG_END_ATTEMPT] =
+        "WITH cur AS (SELECT id, attempt, lease_owner, run_at, started_at "
+        "FROM pawl_jobs WHERE id = $2::uuid AND state = 1 AND ($5::uuid IS "
+        "NULL OR (lease_token = $5::uuid AND attempt = $6::int)) FOR UPDATE), "
+        "att AS (INSERT INTO pawl_attempts (job_id, attempt, node, "
+        "scheduled_at, started_at, ended_at, outcome, error) SELECT id, "
+        "attempt, lease_owner, run_at, started_at, pawl_now($1::bigint), "
+        "$3::text, $4::text FROM cur), "
+        "ev AS (INSERT INTO pawl_events (job_id, at, from_state, to_state, "
+        "actor, reason, attempt) SELECT id, pawl_now($1::bigint), 1, "
+        "$7::smallint, lease_owner, $8::text, attempt FROM cur) "
+        "UPDATE pawl_jobs AS j SET state = $7::smallint, run_at = CASE WHEN "
+        "$7::smallint = 0 THEN coalesce(pawl_ts($9::bigint), "
+        "pawl_now($1::bigint)) ELSE j.run_at END, rank = CASE WHEN "
+        "$7::smallint = 0 THEN pawl_rank(j.priority, coalesce(pawl_ts("
+        "$9::bigint), pawl_now($1::bigint)), $11::bigint) ELSE j.rank END, "
+        "attempt = j.attempt - $10::int, last_error = coalesce($12::text, "
+        "j.last_error), finished_at = CASE WHEN $7::smallint = 3 THEN "
+        "pawl_now($1::bigint) ELSE j.finished_at END, recoveries = "
+        "j.recoveries + $13::int, updated_at = pawl_now($1::bigint), "
+        "lease_expires = NULL, version = j.version + 1 FROM cur WHERE "
+        "j.id = cur.id RETURNING j.id",
+    /* Log lines of a batch of outcomes: $1 now, then one array per column
+     * ($4 at: NULL for "the time of the finish"). Lines of a job that is
+     * gone (deleted by retention) are dropped instead of failing the batch. */
+    [PG_LOG_MANY] =
+        "INSERT INTO pawl_logs (job_id, attempt, at, level, message, fields) "
+        "SELECT l.job_id, l.attempt, coalesce(pawl_ts(l.at), "
+        "pawl_now($1::bigint)), l.level, l.message, l.fields FROM "
+        "unnest($2::uuid[], $3::int[], $4::bigint[], $5::text[], $6::text[], "
+        "$7::jsonb[]) WITH ORDINALITY AS l(job_id, attempt, at, level, "
+        "message, fields, n) WHERE EXISTS (SELECT 1 FROM pawl_jobs WHERE "
+        "id = l.job_id) ORDER BY l.n",
+    [PG_ATTEMPT_ADD] =
+        "INSERT INTO pawl_attempts (job_id, attempt, node, scheduled_at, "
+        "started_at, ended_at, outcome, error) SELECT id, attempt, "
+        "lease_owner, run_at, started_at, pawl_now($2::bigint), $3::text, "
+        "$4::text FROM pawl_jobs WHERE id = $1::uuid AND state = 1",
+    [PG_EVENT_ADD] = "INSERT INTO pawl_events (job_id, at, from_state, "
+                     "to_state, actor, reason, attempt) VALUES ($1::uuid, "
+                     "pawl_now($2::bigint), $3::smallint, $4::smallint, "
+                     "$5::text, $6::text, $7::int)",
+    [PG_EXTEND] = "UPDATE pawl_jobs SET lease_expires = pawl_now($1::bigint) "
+                  "+ $2::float8 * interval '1 millisecond' WHERE state = 1 "
+                  "AND lease_token = $3::uuid",
+    /* Expired leases, locked so that two sweeping nodes never take back the
+     * same job (the engine also sweeps under a lock). */
+    [PG_EXPIRED] = "SELECT id, attempt, max_attempts, recoveries, lease_owner "
+                   "FROM pawl_jobs WHERE state = 1 AND lease_expires < "
+                   "pawl_now($1::bigint) LIMIT 500 FOR UPDATE SKIP LOCKED",
+    /* Every operator transition: C decides the new values from the row it
+     * read, the version check makes it a compare-and-set. */
+    [PG_TRANSITION] =
+        "UPDATE pawl_jobs SET state = $4::smallint, paused_from = "
+        "$5::smallint, run_at = pawl_ts($6::bigint), rank = pawl_rank("
+        "priority, pawl_ts($6::bigint), $7::bigint), attempt = $8::int, "
+        "last_error = $9::text, result = $10::jsonb, finished_at = "
+        "pawl_ts($11::bigint), recoveries = $12::int, lease_expires = "
+        "pawl_ts($13::bigint), updated_at = pawl_now($1::bigint), version = "
+        "version + 1 WHERE id = $2::uuid AND version = $3::bigint",
+    [PG_ATTEMPTS] = "SELECT attempt, node, pawl_ms(scheduled_at), "
+                    "pawl_ms(started_at), pawl_ms(ended_at), outcome, error "
+                    "FROM pawl_attempts WHERE job_id = $1::uuid ORDER BY seq",
+    [PG_EVENTS] = "SELECT pawl_ms(at), from_state, to_state, actor, reason, "
+                  "attempt FROM pawl_events WHERE job_id = $1::uuid "
+                  "ORDER BY seq",
+    [PG_LOCK_ACQUIRE] =
+        "INSERT INTO pawl_locks AS l (name, owner, acquired_at, expires_at) "
+        "VALUES ($1::text, $2::text, pawl_now($3::bigint), "
+        "pawl_now($3::bigint) + $4::float8 * interval '1 millisecond') "
+        "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, "
+        "acquired_at = CASE WHEN l.owner = excluded.owner THEN l.acquired_at "
+        "ELSE excluded.acquired_at END, expires_at = excluded.expires_at "
+        "WHERE l.owner = excluded.owner OR l.expires_at <= "
+        "pawl_now($3::bigint)",
+    [PG_LOCK_EXTEND] = "UPDATE pawl_locks SET expires_at = pawl_now($3::bigint) "
+                       "+ $4::float8 * interval '1 millisecond' WHERE name = "
+                       "$1::text AND owner = $2::text AND expires_at > "
+                       "pawl_now($3::bigint)",
+    [PG_LOCK_RELEASE] = "DELETE FROM pawl_locks WHERE name = $1::text AND "
+                        "owner = $2::text",
+    [PG_NODE_BEAT] =
+        "INSERT INTO pawl_nodes (id, incarnation, version, queues, "
+        "started_at, last_beat) VALUES ($1::text, $2::uuid, $3::text, "
+        "$4::text, pawl_ts($5::bigint), pawl_now($6::bigint)) "
+        "ON CONFLICT (id) DO UPDATE SET incarnation = excluded.incarnation, "
+        "version = excluded.version, queues = excluded.queues, "
+        "started_at = excluded.started_at, last_beat = excluded.last_beat",
+    [PG_NODE_LIST] = "SELECT id, incarnation, version, queues, "
+                     "pawl_ms(started_at), pawl_ms(last_beat) FROM pawl_nodes "
+                     "ORDER BY id",
+    [PG_NODE_REAP] = "DELETE FROM pawl_nodes WHERE last_beat < "
+                     "pawl_now($1::bigint) - $2::float8 * interval "
+                     "'1 millisecond'",
+    [PG_SETTING_GET] = "SELECT value FROM pawl_settings WHERE name = $1::text",
+    [PG_SETTING_SET] = "INSERT INTO pawl_settings (name, value) VALUES "
+                       "($1::text, $2::text) ON CONFLICT (name) DO UPDATE SET "
+                       "value = excluded.value",
+    [PG_RERANK] = "UPDATE pawl_jobs SET rank = pawl_rank(priority, run_at, "
+                  "$1::bigint) WHERE state = 0",
+    /* Progress is not a transition: no version, no updated_at. */
+    [PG_PROGRESS] = "UPDATE pawl_jobs SET progress_done = $1::float8, "
+                    "progress_total = $2::float8 WHERE id = $3::uuid AND "
+                    "state = 1 AND lease_token = $4::uuid AND attempt = $5::int",
+    [PG_EXISTS] = "SELECT 1 FROM pawl_jobs WHERE id = $1::uuid",
+    [PG_LOGS] = "SELECT attempt, pawl_ms(at), level, message, fields FROM "
+                "pawl_logs WHERE job_id = $1::uuid ORDER BY seq",
+    [PG_EXTEND_ONE] = "UPDATE pawl_jobs SET lease_expires = "
+                      "pawl_now($1::bigint) + $2::float8 * interval "
+                      "'1 millisecond' WHERE id = $3::uuid AND state = 1 AND "
+                      "lease_token = $4::uuid AND attempt = $5::int",
+    [PG_NEXT_DUE] = PG_SQL_NEXT_DUE,
+    [PG_NEXT_DUE_QUEUE] = PG_SQL_NEXT_DUE_QUEUE,
+    [PG_NEXT_DUE_QUEUES] = PG_SQL_NEXT_DUE_QUEUES,
+    /* A job made pending again by an operator wakes the nodes too. */
+    [PG_NOTIFY] = "SELECT pg_notify('" PG_CHANNEL "', '')",
+};
+
+typedef struct pg_store {
+  store_t base;
+  PGconn *conn;
+  char *conninfo;          /* what the user gave, for messages and reconnects */
+  char prepared[PG_COUNT]; /* prepared on this connection (reset on reconnect) */
+  int listening;           /* LISTEN again after a reconnect */
+  int64_t boost_ms;
+  int64_t poison;
+} pg_store_t;
+
+/* ---- parameters ----------------------------------------------------------- */
+
+/* Bound values in text form; numbers and ids are formatted into `num`. */
+#define PG_MAXP 20
+typedef struct pg_params {
+  const char *v[PG_MAXP];
+  char num[PG_MAXP][40];
+} pg_params_t;
+
+static void pp_str(pg_params_t *pp, int i, const char *s) { pp->v[i] = s; }
+
+static void pp_int(pg_params_t *pp, int i, int64_t x) {
+  snprintf(pp->num[i], sizeof pp->num[i], "%" PRId64, x);
+  pp->v[i] = pp->num[i];
+}
+
+static void pp_dbl(pg_params_t *pp, int i, double x) {
+  snprintf(pp->num[i], sizeof pp->num[i], "%.17g", x);
+  pp->v[i] = pp->num[i];
+}
+
+static void pp_id(pg_params_t *pp, int i, const pawl_id_t *id) {
+  if (!id) {
+    pp->v[i] = NULL;
+    return;
+  }
+  pawl_id_format(id, pp->num[i]);
+  pp->v[i] = pp->num[i];
+}
+
+/* "Now" for the SQL: the injected clock's reading, or NULL for the
+ * database's own clock. */
+static void pp_now(pg_store_t *s, pg_params_t *pp, int i) {
+  if (s->base.clock)
+    pp_int(pp, i, s->base.clock(s->base.clock_data));
+  else
+    pp->v[i] = NULL;
+}
+
+/* A PostgreSQL array literal built element by element, for unnest(). */
+static void arr_begin(pawl_buf_t *b) {
+  buf_init(b);
+  buf_putc(b, '{');
+}
+
+static void arr_sep(pawl_buf_t *b) {
+  if (b->len > 1) buf_putc(b, ',');
+}
+
+static void arr_str(pawl_buf_t *b, const char *s) {
+  arr_sep(b);
+  if (!s) {
+    buf_puts(b, "NULL");
+    return;
+  }
+  buf_putc(b, '"');
+  for (const char *p = s; *p; p++) {
+    if (*p == '"' || *p == '\\') buf_putc(b, '\\');
+    buf_putc(b, *p);
+  }
+  buf_putc(b, '"');
+}
+
+static void arr_int(pawl_buf_t *b, int64_t x) {
+  arr_sep(b);
+  buf_printf(b, "%" PRId64, x);
+}
+
+static void arr_opt_int(pawl_buf_t *b, int64_t x) {
+  if (x)
+    arr_int(b, x);
+  else {
+    arr_sep(b);
+    buf_puts(b, "NULL");
+  }
+}
+
+static void arr_id(pawl_buf_t *b, const pawl_id_t *id) {
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id, text);
+  arr_sep(b);
+  buf_puts(b, text);
+}
+
+static void arr_end(pawl_buf_t *b) { buf_putc(b, '}'); }
+
+/* ---- errors --------------------------------------------------------------- */
+
+/* A PAWL_E* code for a failed result, by SQLSTATE. */
+static int pg_code(pg_store_t *s, const PGresult *res) {
+  if (PQstatus(s->conn) != CONNECTION_OK) return PAWL_EUNAVAIL;
+  const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+  if (!st) return PAWL_EUNAVAIL; /* no answer from the server at all */
+  if (strcmp(st, "23505") == 0) return PAWL_EKEY;       /* unique_violation */
+  if (strcmp(st, "23503") == 0) return PAWL_ENOTFOUND;  /* foreign_key_violation */
+  if (strncmp(st, "22", 2) == 0) return PAWL_EINVAL;    /* data exception */
+  if (strcmp(st, "40001") == 0 || strcmp(st, "40P01") == 0 ||
+      strcmp(st, "55P03") == 0)
+    return PAWL_EBUSY; /* serialization failure, deadlock, lock not available */
+  if (strncmp(st, "08", 2) == 0 || strncmp(st, "57P", 3) == 0 ||
+      strncmp(st, "53", 2) == 0)
+    return PAWL_EUNAVAIL; /* connection, shutdown, insufficient resources */
+  if (strcmp(st, "42P01") == 0 || strcmp(st, "42883") == 0)
+    return PAWL_ESCHEMA; /* undefined table or function: not migrated */
+  return PAWL_ESTORE;
+}
+
+/* The server's message without its trailing newline. */
+static void pg_message(pg_store_t *s, const PGresult *res, char *out,
+                       size_t len) {
+  const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+  if (!m || !*m) m = PQerrorMessage(s->conn);
+  snprintf(out, len, "%s", m && *m ? m : "no answer from the server");
+  size_t n = strlen(out);
+  while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' ')) out[--n] = 0;
+}
+
+static int pg_fail(pg_store_t *s, const PGresult *res, const char *what) {
+  char msg[300];
+  pg_message(s, res, msg, sizeof msg);
+  int rc = pg_code(s, res);
+  if (rc == PAWL_EUNAVAIL)
+    return store_fail(&s->base, rc, "%s: database unreachable: %s", what, msg);
+  return store_fail(&s->base, rc, "%s: %s", what, msg);
+}
+
+/* ---- connection ----------------------------------------------------------- */
+
+static int pg_listen_now(pg_store_t *s);
+
+/* Makes sure the connection is up: after a failure, one reconnect attempt
+ * (bounded by connect_timeout). Statements are prepared again on the new
+ * connection, and a listener listens again. */
+static int pg_ready(pg_store_t *s) {
+  if (PQstatus(s->conn) == CONNECTION_OK) return 0;
+  PQreset(s->conn);
+  memset(s->prepared, 0, sizeof s->prepared);
+  if (PQstatus(s->conn) != CONNECTION_OK) {
+    char msg[300];
+    pg_message(s, NULL, msg, sizeof msg);
+    return store_fail(&s->base, PAWL_EUNAVAIL, "database unreachable: %s", msg);
+  }
+  if (s->listening) return pg_listen_now(s);
+  return 0;
+}
+
+static int pg_prepare(pg_store_t *s, int id) {
+  if (s->prepared[id]) return 0;
+  char name[16];
+  snprintf(name, sizeof name, "pawl_%d", id);
+  PGresult *res = PQprepare(s->conn, name, pg_sql[id], 0, NULL);
+  int rc = 0;
+  if (PQresultStatus(res) != PGRES_COMMAND_OK)
+    rc = pg_fail(s, res, "prepare statement");
+  else
+    s->prepared[id] = 1;
+  PQclear(res);
+  return rc;
+}
+
+/* Runs prepared statement `id` with n text parameters. On success *out (if
+ * not NULL) holds the result, which the caller PQclear()s. */
+static int pg_run(pg_store_t *s, int id, int n, const char *const *vals,
+                  PGresult **out, const char *what) {
+  if (out) *out = NULL;
+  int rc = pg_ready(s);
+  if (!rc) rc = pg_prepare(s, id);
+  if (rc) return rc;
+  char name[16];
+  snprintf(name, sizeof name, "pawl_%d", id);
+  PGresult *res = PQexecPrepared(s->conn, name, n, vals, NULL, NULL, 0);
+  ExecStatusType st = PQresultStatus(res);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    rc = pg_fail(s, res, what);
+    PQclear(res);
+    return rc;
+  }
+  if (out)
+    *out = res;
+  else
+    PQclear(res);
+  return 0;
+}
+
+/* Rows changed by a command result. */
+static long pg_changed(PGresult *res) { return atol(PQcmdTuples(res)); }
+
+/* A plain command (BEGIN, COMMIT, ...), or a query whose rows we ignore. */
+static int pg_cmd(pg_store_t *s, const char *sql, const char *what) {
+  PGresult *res = PQexec(s->conn, sql);
+  int rc = 0;
+  ExecStatusType st = PQresultStatus(res);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) rc = pg_fail(s, res, what);
+  PQclear(res);
+  return rc;
+}
+
+static int pg_begin(pg_store_t *s) {
+  int rc = pg_ready(s);
+  return rc ? rc : pg_cmd(s, "BEGIN", "begin transaction");
+}
+
+/* Ends a transaction: commit when rc == 0, else roll back. */
+static int pg_end(pg_store_t *s, int rc) {
+  if (rc == 0) return pg_cmd(s, "COMMIT", "commit");
+  if (PQstatus(s->conn) == CONNECTION_OK &&
+      PQtransactionStatus(s->conn) != PQTRANS_IDLE) {
+    PGresult *res = PQexec(s->conn, "ROLLBACK");
+    PQclear(res);
+  }
+  return rc;
+}
+
+/* ---- pipelines ------------------------------------------------------------ */
+
+/* Statements sent together in one round trip. Up to the sync they form one
+ * implicit transaction: if one fails, those before it are rolled back and
+ * those after it are skipped. */
+typedef struct pg_call {
+  int stmt;
+  int n;
+  const char *v[PG_MAXP];
+  char num[PG_MAXP][40];
+  PGresult *res; /* filled by pg_pipeline() */
+} pg_call_t;
+
+static int pg_pipeline(pg_store_t *s, pg_call_t *calls, size_t n,
+                       const char *what) {
+  int rc = pg_ready(s);
+  for (size_t i = 0; i < n && !rc; i++) rc = pg_prepare(s, calls[i].stmt);
+  if (rc) return rc;
+  if (!PQenterPipelineMode(s->conn))
+    return pg_fail(s, NULL, "enter pipeline mode");
+  size_t sent = 0;
+  for (; sent < n; sent++) {
+    char name[16];
+    snprintf(name, sizeof name, "pawl_%d", calls[sent].stmt);
+    if (!PQsendQueryPrepared(s->conn, name, calls[sent].n, calls[sent].v, NULL,
+                             NULL, 0))
+      break;
+  }
+  int synced = sent == n && PQpipelineSync(s->conn);
+  if (!synced) rc = pg_fail(s, NULL, what);
+  /* Read back whatever the server answers, up to the sync. */
+  for (size_t i = 0; i < sent; i++) {
+    PGresult *res = PQgetResult(s->conn);
+    if (!res) break; /* connection lost */
+    ExecStatusType st = PQresultStatus(res);
+    if (!rc && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+      rc = pg_fail(s, res, what);
+    calls[i].res = res;
+    PGresult *end = PQgetResult(s->conn); /* NULL after each query */
+    if (end) PQclear(end);
+  }
+  if (synced) {
+    PGresult *res;
+    while ((res = PQgetResult(s->conn)) != NULL) {
+      int done = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+      PQclear(res);
+      if (done) break;
+    }
+  }
+  if (!PQexitPipelineMode(s->conn) && !rc)
+    rc = pg_fail(s, NULL, "leave pipeline mode");
+  if (PQstatus(s->conn) != CONNECTION_OK && !rc)
+    rc = pg_fail(s, NULL, what);
+  return rc;
+}
+
+static void pg_calls_free(pg_call_t *calls, size_t n) {
+  for (size_t i = 0; i < n; i++) PQclear(calls[i].res);
+  free(calls);
+}
+
+/* ---- rows ----------------------------------------------------------------- */
+
+static const char *pg_val(const PGresult *r, int row, int col) {
+  return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+static int64_t pg_int(const PGresult *r, int row, int col) {
+  return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static double pg_dbl(const PGresult *r, int row, int col) {
+  return PQgetisnull(r, row, col) ? 0 : strtod(PQgetvalue(r, row, col), NULL);
+}
+
+static char *pg_str(const PGresult *r, int row, int col) {
+  const char *v = pg_val(r, row, col);
+  return v ? strdup(v) : NULL;
+}
+
+static void pg_id(const PGresult *r, int row, int col, pawl_id_t *out) {
+  const char *v = pg_val(r, row, col);
+  if (!v || pawl_id_parse(out, v) != 0) memset(out->bytes, 0, 16);
+}
+
+/* A pawl_job_t from a row of PG_JOB_COLS, in one allocation (as the SQLite
+ * store does: pawl_job_free() is one free()). NULL when out of memory. */
+static pawl_job_t *pg_row_to_job(const PGresult *r, int row) {
+  enum { NSTR = 12 };
+  static const int cols[NSTR] = {1, 2, 6, 7, 8, 13, 14, 15, 16, 21, 23, 24};
+  const char *text[NSTR];
+  size_t len[NSTR], total = sizeof(pawl_job_t);
+  for (int k = 0; k < NSTR; k++) {
+    text[k] = pg_val(r, row, cols[k]);
+    len[k] = text[k] ? (size_t)PQgetlength(r, row, cols[k]) + 1 : 0;
+    total += len[k];
+  }
+  pawl_job_t *j = calloc(1, total);
+  if (!j) return NULL;
+  char **fields[NSTR] = {&j->type,           &j->queue,
+                         &j->payload,        &j->params,
+                         &j->tags,           &j->idempotency_key,
+                         &j->business_key,   &j->correlation_id,
+                         &j->enqueued_by,    &j->lease_owner,
+                         &j->last_error,     &j->result};
+  char *at = (char *)(j + 1);
+  for (int k = 0; k < NSTR; k++) {
+    if (!text[k]) continue;
+    memcpy(at, text[k], len[k]);
+    *fields[k] = at;
+    at += len[k];
+  }
+  pg_id(r, row, 0, &j->id);
+  j->state = (pawl_state_t)pg_int(r, row, 3);
+  j->paused_from = (pawl_state_t)pg_int(r, row, 4);
+  j->priority = (int32_t)pg_int(r, row, 5);
+  j->run_at = pg_int(r, row, 9);
+  j->attempt = (int32_t)pg_int(r, row, 10);
+  j->max_attempts = (int32_t)pg_int(r, row, 11);
+  j->timeout_s = (int32_t)pg_int(r, row, 12);
+  j->created_at = pg_int(r, row, 17);
+  j->updated_at = pg_int(r, row, 18);
+  j->started_at = pg_int(r, row, 19);
+  j->finished_at = pg_int(r, row, 20);
+  j->lease_expires = pg_int(r, row, 22);
+  j->recoveries = (int32_t)pg_int(r, row, 25);
+  j->progress_done = pg_dbl(r, row, 26);
+  j->progress_total = pg_dbl(r, row, 27);
+  j->version = pg_int(r, row, 28);
+  j->store_key = 0; /* rows are found by id, through the primary key */
+  if (!j->type || !j->queue || !j->payload || !j->tags) {
+    free(j);
+    return NULL;
+  }
+  return j;
+}
+
+static int pg_no_job(pg_store_t *s, const pawl_id_t *id) {
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id, text);
+  return store_fail(&s->base, PAWL_ENOTFOUND, "no job with id %s", text);
+}
+
+/* Reads job `id` (locked for update inside a transaction when `lock`). */
+static int pg_read_job(pg_store_t *s, const pawl_id_t *id, int lock,
+                       pawl_job_t **out) {
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  PGresult *res;
+  int rc = pg_run(s, lock ? PG_GET_LOCKED : PG_GET, 1, pp.v, &res, "read job");
+  if (rc) return rc;
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    return pg_no_job(s, id);
+  }
+  pawl_job_t *j = pg_row_to_job(res, 0);
+  PQclear(res);
+  if (!j) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  *out = j;
+  return 0;
+}
+
+/* ---- settings ------------------------------------------------------------- */
+
+static int pg_setting_get(pg_store_t *s, const char *name, int64_t *out) {
+  const char *v[1] = {name};
+  PGresult *res;
+  int rc = pg_run(s, PG_SETTING_GET, 1, v, &res, name);
+  if (rc) return rc;
+  if (PQntuples(res) == 1) *out = pg_int(res, 0, 0);
+  PQclear(res);
+  return 0;
+}
+
+/* Stores a new age boost and re-ranks the pending rows, in one
+ * transaction, so every node orders the queue the same way. */
+static int pg_set_age_boost(pg_store_t *s, int64_t ms) {
+  int rc = pg_begin(s);
+  if (rc) return rc;
+  pg_params_t pp;
+  pp_str(&pp, 0, "age_boost_ms");
+  pp_int(&pp, 1, ms);
+  rc = pg_run(s, PG_SETTING_SET, 2, pp.v, NULL, "store age boost");
+  if (!rc) rc = pg_run(s, PG_RERANK, 1, &pp.v[1], NULL, "re-rank pending jobs");
+  rc = pg_end(s, rc);
+  if (!rc) s->boost_ms = ms;
+  return rc;
+}
+
+static int pg_age_boost(store_t *base, int64_t *ms) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_setting_get(s, "age_boost_ms", &s->boost_ms);
+  if (!rc) *ms = s->boost_ms;
+  return rc;
+}
+
+/* ---- schema and migrations ------------------------------------------------ */
+
+/* The advisory lock that serializes migrations of one database: every pawl
+ * starting at once takes it in turn, and the first applies what is
+ * pending. ('pawl' in ASCII.) */
+#define PG_MIGRATE_LOCK "1885435756"
+
+/* Runs a query with no parameters that returns one integer. */
+static int pg_query_int(pg_store_t *s, const char *sql, int64_t *out,
+                        const char *what) {
+  PGresult *res = PQexec(s->conn, sql);
+  int rc = 0;
+  if (PQresultStatus(res) != PGRES_TUPLES_OK)
+    rc = pg_fail(s, res, what);
+  else
+    *out = PQntuples(res) ? pg_int(res, 0, 0) : 0;
+  PQclear(res);
+  return rc;
+}
+
+static int pg_has_schema_table(pg_store_t *s, int *exists) {
+  int64_t v = 0;
+  int rc = pg_query_int(s,
+                        "SELECT count(*) FROM pg_tables WHERE schemaname = "
+                        "current_schema() AND tablename = 'pawl_schema'",
+                        &v, "read schema");
+  *exists = v > 0;
+  return rc;
+}
+
+/* Checks what is recorded in pawl_schema against the migrations this build
+ * carries: an applied script whose checksum changed, or a version newer than
+ * we know, is refused. *applied receives the highest applied version. */
+static int pg_check_applied(pg_store_t *s, int *applied) {
+  PGresult *res = PQexec(s->conn, "SELECT version, name, checksum FROM "
+                                  "pawl_schema ORDER BY version");
+  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+    int rc = pg_fail(s, res, "read pawl_schema");
+    PQclear(res);
+    return rc;
+  }
+  *applied = 0;
+  int err = 0;
+  for (int i = 0; i < PQntuples(res) && !err; i++) {
+    int v = (int)pg_int(res, i, 0);
+    const char *name = pg_val(res, i, 1), *sum = pg_val(res, i, 2);
+    *applied = v;
+    if ((size_t)v > store_postgres_migration_count || v < 1) {
+      err = store_fail(&s->base, PAWL_ESCHEMA,
+                       "database %s is at schema version %d, newer than this "
+                       "pawl knows (%zu): upgrade pawl",
+                       PQdb(s->conn), v, store_postgres_migration_count);
+      break;
+    }
+    const store_migration_t *m = &store_postgres_migrations[v - 1];
+    char want[16];
+    snprintf(want, sizeof want, "%08x", store_crc32(m->sql, m->len));
+    if (!sum || strcmp(sum, want) != 0)
+      err = store_fail(&s->base, PAWL_ESCHEMA,
+                       "migration %s was changed after it was applied to "
+                       "database %s (checksum recorded %s, file now %s)",
+                       name ? name : m->name, PQdb(s->conn),
+                       sum ? sum : "(none)", want);
+  }
+  PQclear(res);
+  return err;
+}
+
+/* Creates pawl_schema in an empty schema; refuses a schema that holds other
+ * tables but no pawl_schema (not a pawl database). */
+static int pg_check_schema_table(pg_store_t *s, int create) {
+  int exists = 0, rc = pg_has_schema_table(s, &exists);
+  if (rc || exists) return rc;
+  int64_t ntables = 0;
+  if ((rc = pg_query_int(s,
+                         "SELECT count(*) FROM pg_tables WHERE schemaname = "
+                         "current_schema()",
+                         &ntables, "read schema")))
+    return rc;
+  if (ntables > 0)
+    return store_fail(&s->base, PAWL_ESCHEMA,
+                      "database %s is not a pawl database (schema %s has "
+                      "%lld table%s but no pawl_schema)",
+                      PQdb(s->conn), "public", (long long)ntables,
+                      ntables == 1 ? "" : "s");
+  if (!create)
+    return store_fail(&s->base, PAWL_ESCHEMA,
+                      "database %s has no pawl schema yet: run `pawl migrate`",
+                      PQdb(s->conn));
+  return pg_cmd(s,
+                "CREATE TABLE pawl_schema (version integer PRIMARY KEY, "
+                "name text NOT NULL, checksum text NOT NULL, applied_at "
+                "timestamptz NOT NULL DEFAULT now())",
+                "create pawl_schema");
+}
+
+/* Applies one migration in its own transaction. */
+static int pg_apply(pg_store_t *s, const store_migration_t *m) {
+  int rc = pg_cmd(s, "BEGIN", "begin migration");
+  if (rc) return rc;
+  char *sql = strndup(m->sql, m->len);
+  if (!sql) return pg_end(s, store_fail(&s->base, PAWL_ENOMEM, "out of memory"));
+  PGresult *res = PQexec(s->conn, sql);
+  free(sql);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+      PQresultStatus(res) != PGRES_TUPLES_OK) {
+    char msg[300];
+    pg_message(s, res, msg, sizeof msg);
+    rc = store_fail(&s->base, pg_code(s, res), "migration %s failed: %s",
+                    m->name, msg);
+    PQclear(res);
+    return pg_end(s, rc);
+  }
+  PQclear(res);
+  char version[16], sum[16];
+  snprintf(version, sizeof version, "%d", m->version);
+  snprintf(sum, sizeof sum, "%08x", store_crc32(m->sql, m->len));
+  const char *v[3] = {version, m->name, sum};
+  res = PQexecParams(s->conn,
+                     "INSERT INTO pawl_schema (version, name, checksum) "
+                     "VALUES ($1::int, $2::text, $3::text)",
+                     3, NULL, v, NULL, NULL, 0);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK)
+    rc = pg_fail(s, res, "record migration");
+  PQclear(res);
+  return pg_end(s, rc);
+}
+
+/* Migrations run under a session advisory lock: concurrent starts queue
+ * on it, and each re-reads the applied versions once it holds it. */
+static int pg_migrate_locked(pg_store_t *s, int create) {
+  int rc = pg_check_schema_table(s, create);
+  if (rc) return rc;
+  int applied = 0;
+  if ((rc = pg_check_applied(s, &applied))) return rc;
+  if (!create) return 0;
+  for (size_t i = (size_t)applied; i < store_postgres_migration_count && !rc; i++)
+    rc = pg_apply(s, &store_postgres_migrations[i]);
+  return rc;
+}
+
+static int pg_migrate_with(pg_store_t *s, int create) {
+  int rc = pg_ready(s);
+  if (rc) return rc;
+  if ((rc = pg_cmd(s, "SELECT pg_advisory_lock(" PG_MIGRATE_LOCK ")",
+                   "lock for migration")))
+    return rc;
+  rc = pg_migrate_locked(s, create);
+  PGresult *res = PQexec(s->conn, "SELECT pg_advisory_unlock(" PG_MIGRATE_LOCK ")");
+  PQclear(res);
+  return rc;
+}
+
+static int pg_migrate(store_t *base) {
+  return pg_migrate_with((pg_store_t *)base, 1);
+}
+
+static int pg_version(store_t *base, int *current, int *latest) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_ready(s);
+  int exists = 0, applied = 0;
+  if (!rc) rc = pg_has_schema_table(s, &exists);
+  if (!rc && exists) rc = pg_check_applied(s, &applied);
+  if (rc) return rc;
+  *current = applied;
+  *latest = (int)store_postgres_migration_count;
+  return 0;
+}
+
+/* ---- jobs ----------------------------------------------------------------- */
+
+static int pg_find_id(pg_store_t *s, int stmt, const char *key,
+                      pawl_id_t *out) {
+  const char *v[1] = {key};
+  PGresult *res;
+  int rc = pg_run(s, stmt, 1, v, &res, "look up key");
+  if (rc) return rc;
+  int found = PQntuples(res) > 0;
+  if (found) pg_id(res, 0, 0, out);
+  PQclear(res);
+  return found ? 0 : PAWL_ENOTFOUND;
+}
+
+static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
+                         pawl_id_t *id_out, int *status) {
+  int rc;
+  pg_params_t pp;
+  if (j->idempotency_key) {
+    /* Claim the key first: a concurrent enqueue with the same key waits
+     * here for ours to commit or roll back, then finds it. */
+    pp_str(&pp, 0, j->idempotency_key);
+    pp_id(&pp, 1, &j->id);
+    pp_now(s, &pp, 2);
+    PGresult *res;
+    if ((rc = pg_run(s, PG_IDEM_ADD, 3, pp.v, &res, "record idempotency key")))
+      return rc;
+    long added = pg_changed(res);
+    PQclear(res);
+    if (!added) {
+      rc = pg_find_id(s, PG_IDEM_FIND, j->idempotency_key, id_out);
+      if (rc == 0) *status = PAWL_ENQ_DUPLICATE;
+      return rc;
+    }
+  }
+  pp_id(&pp, 0, &j->id);
+  pp_str(&pp, 1, j->type);
+  pp_str(&pp, 2, j->queue ? j->queue : "default");
+  pp_int(&pp, 3, j->blocked ? PAWL_BLOCKED : PAWL_PENDING);
+  pp_int(&pp, 4, j->priority);
+  pp_str(&pp, 5, j->payload ? j->payload : "{}");
+  pp_str(&pp, 6, j->params);
+  pp_str(&pp, 7, j->tags ? j->tags : "[]");
+  if (j->run_at)
+    pp_int(&pp, 8, j->run_at);
+  else
+    pp_str(&pp, 8, NULL);
+  pp_int(&pp, 9, j->max_attempts);
+  pp_int(&pp, 10, j->timeout_s);
+  pp_str(&pp, 11, j->idempotency_key);
+  pp_str(&pp, 12, j->business_key);
+  pp_str(&pp, 13, j->correlation_id);
+  pp_str(&pp, 14, j->enqueued_by);
+  pp_now(s, &pp, 15);
+  pp_int(&pp, 16, s->boost_ms);
+  PGresult *res;
+  if ((rc = pg_run(s, PG_INSERT, 17, pp.v, &res, "insert job"))) return rc;
+  int inserted = PQntuples(res) == 1;
+  PQclear(res);
+  if (inserted) {
+    *id_out = j->id;
+    *status = PAWL_ENQ_NEW;
+    return 0;
+  }
+  /* Nothing inserted: the business key is held by a live job. */
+  rc = j->business_key ? pg_find_id(s, PG_BIZ_FIND, j->business_key, id_out)
+                       : PAWL_ENOTFOUND;
+  if (rc == PAWL_ENOTFOUND)
+    return store_fail(&s->base, PAWL_ECONFLICT,
+                      "job not inserted: a live job took its business key "
+                      "and finished meanwhile; try again");
+  if (rc) return rc;
+  if (j->return_existing) {
+    *status = PAWL_ENQ_EXISTING;
+    return 0;
+  }
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id_out, text);
+  return store_fail(&s->base, PAWL_EKEY,
+                    "business key \"%s\" is held by live job %s",
+                    j->business_key, text);
+}
+
+/* Jobs without keys, in one statement of arrays: the bulk path. */
+static int pg_insert_many(pg_store_t *s, const store_new_job_t *jobs, size_t n,
+                          pawl_id_t *ids, int *status) {
+  enum { NCOL = 13 };
+  pawl_buf_t a[NCOL];
+  for (int c = 0; c < NCOL; c++) arr_begin(&a[c]);
+  for (size_t i = 0; i < n; i++) {
+    const store_new_job_t *j = &jobs[i];
+    arr_id(&a[0], &j->id);
+    arr_str(&a[1], j->type);
+    arr_str(&a[2], j->queue ? j->queue : "default");
+    arr_int(&a[3], j->blocked ? PAWL_BLOCKED : PAWL_PENDING);
+    arr_int(&a[4], j->priority);
+    arr_str(&a[5], j->payload ? j->payload : "{}");
+    arr_str(&a[6], j->params);
+    arr_str(&a[7], j->tags ? j->tags : "[]");
+    arr_opt_int(&a[8], j->run_at);
+    arr_int(&a[9], j->max_attempts);
+    arr_int(&a[10], j->timeout_s);
+    arr_str(&a[11], j->correlation_id);
+    arr_str(&a[12], j->enqueued_by);
+  }
+  int oom = 0;
+  pg_params_t pp;
+  for (int c = 0; c < NCOL; c++) {
+    arr_end(&a[c]);
+    oom |= a[c].oom;
+    pp_str(&pp, c, a[c].data);
+  }
+  pp_now(s, &pp, 13);
+  pp_int(&pp, 14, s->boost_ms);
+  int rc = oom ? store_fail(&s->base, PAWL_ENOMEM, "out of memory")
+               : pg_run(s, PG_INSERT_MANY, 15, pp.v, NULL, "insert jobs");
+  for (int c = 0; c < NCOL; c++) buf_free(&a[c]);
+  if (rc) return rc;
+  for (size_t i = 0; i < n; i++) {
+    ids[i] = jobs[i].id;
+    status[i] = PAWL_ENQ_NEW;
+  }
+  return 0;
+}
+
+static int pg_insert(store_t *base, const store_new_job_t *jobs, size_t n,
+                     pawl_id_t *ids, int *status) {
+  pg_store_t *s = (pg_store_t *)base;
+  if (n == 0) return 0;
+  int keyed = 0;
+  for (size_t i = 0; i < n && !keyed; i++)
+    keyed = jobs[i].idempotency_key || jobs[i].business_key;
+  if (!keyed && n > 1) return pg_insert_many(s, jobs, n, ids, status);
+  /* One statement needs no transaction of its own. */
+  if (n == 1 && !jobs[0].idempotency_key)
+    return pg_insert_one(s, &jobs[0], &ids[0], &status[0]);
+  int rc = pg_begin(s);
+  for (size_t i = 0; i < n && !rc; i++)
+    rc = pg_insert_one(s, &jobs[i], &ids[i], &status[i]);
+  return pg_end(s, rc);
+}
+
+static int pg_get(store_t *base, const pawl_id_t *id, pawl_job_t **out) {
+  return pg_read_job((pg_store_t *)base, id, 0, out);
+}
+
+static int pg_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
+                   void *data) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  if (f->state >= 0)
+    pp_int(&pp, 0, f->state);
+  else
+    pp_str(&pp, 0, NULL);
+  pp_str(&pp, 1, f->queue);
+  pp_str(&pp, 2, f->type);
+  pp_int(&pp, 3, f->limit > 0 ? f->limit : 100);
+  PGresult *res;
+  int rc = pg_run(s, f->state == PAWL_FAILED ? PG_LIST_FAILED : PG_LIST, 4,
+                  pp.v, &res, "list jobs");
+  if (rc) return rc;
+  for (int i = 0; i < PQntuples(res); i++) {
+    pawl_job_t *j = pg_row_to_job(res, i);
+    if (!j) {
+      rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    int stop = cb(j, data);
+    pawl_job_free(j);
+    if (stop) break;
+  }
+  PQclear(res);
+  return rc;
+}
+
+static int pg_find_idempotent(store_t *base, const char *key, pawl_id_t *out) {
+  return pg_find_id((pg_store_t *)base, PG_IDEM_FIND, key, out);
+}
+
+static int pg_find_business(store_t *base, const char *key, pawl_id_t *out) {
+  return pg_find_id((pg_store_t *)base, PG_BIZ_FIND, key, out);
+}
+
+/* The refusal of an attempt this token does not hold (any more). */
+static int pg_not_held(pg_store_t *s, const pawl_id_t *id, int32_t attempt) {
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id, text);
+  return store_fail(&s->base, PAWL_ELEASE,
+                    "job %s is not running under attempt %d on this node",
+                    text, (int)attempt);
+}
+
+static int pg_progress(store_t *base, const pawl_id_t *id,
+                       const pawl_id_t *token, int32_t attempt, double done,
+                       double total) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_dbl(&pp, 0, done);
+  pp_dbl(&pp, 1, total);
+  pp_id(&pp, 2, id);
+  pp_id(&pp, 3, token);
+  pp_int(&pp, 4, attempt);
+  PGresult *res;
+  int rc = pg_run(s, PG_PROGRESS, 5, pp.v, &res, "record progress");
+  if (rc) return rc;
+  long n = pg_changed(res);
+  PQclear(res);
+  return n == 1 ? 0 : pg_not_held(s, id, attempt);
+}
+
+/* ---- claim and leases ----------------------------------------------------- */
+
+typedef struct pg_ranked {
+  pawl_job_t *job;
+  int64_t rank;
+} pg_ranked_t;
+
+/* Claim order: rank descending, then run_at, then id. RETURNING does not
+ * keep the subquery's order, so the batch is sorted here. */
+static int pg_ranked_cmp(const void *a, const void *b) {
+  const pg_ranked_t *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank > y->rank ? -1 : 1;
+  if (x->job->run_at != y->job->run_at)
+    return x->job->run_at < y->job->run_at ? -1 : 1;
+  return memcmp(x->job->id.bytes, y->job->id.bytes, 16);
+}
+
+/* A text[] literal of queue names; NULL when out of memory (free() it). */
+static char *pg_queues_array(const char *const *queues, size_t n) {
+  pawl_buf_t b;
+  arr_begin(&b);
+  for (size_t i = 0; i < n; i++) arr_str(&b, queues[i]);
+  arr_end(&b);
+  if (b.oom) {
+    buf_free(&b);
+    return NULL;
+  }
+  return b.data;
+}
+
+static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
+                    size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  *out = NULL;
+  *n = 0;
+  if (c->max == 0) return 0;
+  char *queues = NULL;
+  int which = PG_CLAIM, np = 5;
+  pg_params_t pp;
+  if (c->nqueues == 1) {
+    which = PG_CLAIM_QUEUE;
+    pp_str(&pp, 5, c->queues[0]);
+    np = 6;
+  } else if (c->nqueues > 1) {
+    if (!(queues = pg_queues_array(c->queues, c->nqueues)))
+      return store_fail(base, PAWL_ENOMEM, "out of memory");
+    which = PG_CLAIM_QUEUES;
+    pp_str(&pp, 5, queues);
+    np = 6;
+  }
+  pp_now(s, &pp, 0);
+  pp_str(&pp, 1, c->owner);
+  pp_id(&pp, 2, c->token);
+  pp_int(&pp, 3, c->lease_ms);
+  pp_int(&pp, 4, (int64_t)c->max);
+  PGresult *res;
+  int rc = pg_run(s, which, np, pp.v, &res, "claim jobs");
+  free(queues);
+  if (rc) return rc;
+  size_t got = (size_t)PQntuples(res);
+  pg_ranked_t *ranked = calloc(got ? got : 1, sizeof *ranked);
+  pawl_job_t **jobs = malloc((got ? got : 1) * sizeof *jobs);
+  if (!ranked || !jobs) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  size_t built = 0;
+  for (; !rc && built < got; built++) {
+    ranked[built].job = pg_row_to_job(res, (int)built);
+    ranked[built].rank = pg_int(res, (int)built, PG_JOB_RANK_COL);
+    if (!ranked[built].job) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
+  PQclear(res);
+  if (rc) {
+    /* The jobs are claimed but cannot be handed out: their leases expire
+     * and recovery takes them back. */
+    for (size_t i = 0; ranked && i < built; i++) pawl_job_free(ranked[i].job);
+    free(ranked);
+    free(jobs);
+    return rc;
+  }
+  qsort(ranked, got, sizeof *ranked, pg_ranked_cmp);
+  for (size_t i = 0; i < got; i++) jobs[i] = ranked[i].job;
+  free(ranked);
+  if (got == 0) {
+    free(jobs);
+    jobs = NULL;
+  }
+  *out = jobs;
+  *n = got;
+  return 0;
+}
+
+static int pg_extend(store_t *base, const pawl_id_t *token, int64_t lease_ms,
+                     size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_now(s, &pp, 0);
+  pp_int(&pp, 1, lease_ms);
+  pp_id(&pp, 2, token);
+  PGresult *res;
+  int rc = pg_run(s, PG_EXTEND, 3, pp.v, &res, "extend leases");
+  if (rc) return rc;
+  if (n) *n = (size_t)pg_changed(res);
+  PQclear(res);
+  return 0;
+}
+
+static int pg_extend_one(store_t *base, const pawl_id_t *id,
+                         const pawl_id_t *token, int32_t attempt,
+                         int64_t lease_ms, int *held) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_now(s, &pp, 0);
+  pp_int(&pp, 1, lease_ms);
+  pp_id(&pp, 2, id);
+  pp_id(&pp, 3, token);
+  pp_int(&pp, 4, attempt);
+  PGresult *res;
+  int rc = pg_run(s, PG_EXTEND_ONE, 5, pp.v, &res, "extend lease");
+  if (rc) return rc;
+  *held = pg_changed(res) == 1;
+  PQclear(res);
+  return 0;
+}
+
+static int pg_next_due(store_t *base, const char *const *queues,
+                       size_t nqueues, int64_t *run_at) {
+  pg_store_t *s = (pg_store_t *)base;
+  char *arr = NULL;
+  int which = PG_NEXT_DUE, np = 0;
+  const char *v[1] = {NULL};
+  if (nqueues == 1) {
+    which = PG_NEXT_DUE_QUEUE;
+    v[0] = queues[0];
+    np = 1;
+  } else if (nqueues > 1) {
+    if (!(arr = pg_queues_array(queues, nqueues)))
+      return store_fail(base, PAWL_ENOMEM, "out of memory");
+    which = PG_NEXT_DUE_QUEUES;
+    v[0] = arr;
+    np = 1;
+  }
+  PGresult *res;
+  int rc = pg_run(s, which, np, v, &res, "find next due job");
+  free(arr);
+  if (rc) return rc;
+  /* min() over no rows is one NULL row: 0, "none pending". */
+  *run_at = PQntuples(res) ? pg_int(res, 0, 0) : 0;
+  PQclear(res);
+  return 0;
+}
+
+/* ---- finishing attempts --------------------------------------------------- */
+
+/* Fills an END_ATTEMPT call (see its SQL for the parameters). */
+static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
+                                const pawl_id_t *id, const char *outcome,
+                                const char *error, const pawl_id_t *token,
+                                int32_t attempt, int to, const char *reason,
+                                int64_t run_at, int give_back,
+                                const char *last_error, int recovered) {
+  c->stmt = PG_END_ATTEMPT;
+  c->n = 13;
+  pg_params_t p;
+  pp_now(s, &p, 0);
+  pp_id(&p, 1, id);
+  pp_str(&p, 2, outcome);
+  pp_str(&p, 3, error);
+  pp_id(&p, 4, token);
+  pp_int(&p, 5, attempt);
+  pp_int(&p, 6, to);
+  pp_str(&p, 7, reason);
+  if (run_at)
+    pp_int(&p, 8, run_at);
+  else
+    pp_str(&p, 8, NULL);
+  pp_int(&p, 9, give_back);
+  pp_int(&p, 10, s->boost_ms);
+  pp_str(&p, 11, last_error);
+  pp_int(&p, 12, recovered);
+  /* Numbers live in the call itself: point at its own copies. */
+  for (int i = 0; i < c->n; i++) {
+    if (p.v[i] == p.num[i]) {
+      memcpy(c->num[i], p.num[i], sizeof c->num[i]);
+      c->v[i] = c->num[i];
+    } else {
+      c->v[i] = p.v[i];
+    }
+  }
+}
+
+/* How the attempt row names each outcome other than success. */
+static const char *const pg_outcome_names[] = {
+    [PAWL_OUT_FAILED] = "failed", [PAWL_OUT_RETRY] = "retry",
+    [PAWL_OUT_SNOOZE] = "snoozed", [PAWL_OUT_RELEASE] = "released"};
+
+static int pg_finish(store_t *base, const pawl_id_t *token,
+                     const pawl_outcome_t *outs, size_t n, int *rcs) {
+  pg_store_t *s = (pg_store_t *)base;
+  int *local = rcs ? NULL : calloc(n ? n : 1, sizeof *local);
+  /* At most: one call for the logs, one for the successes, one per other
+   * outcome. Reasons with numbers in them need storage that outlives the
+   * loop: one per outcome. */
+  pg_call_t *calls = calloc(n + 2, sizeof *calls);
+  char(*why)[96] = calloc(n ? n : 1, sizeof *why);
+  size_t *call_of = calloc(n ? n : 1, sizeof *call_of);
+  pawl_buf_t ids, attempts, results;
+  pawl_buf_t lids, latt, lat, llevel, lmsg, lfields;
+  pawl_buf_t *bufs[] = {&ids, &attempts, &results, &lids, &latt,
+                        &lat, &llevel, &lmsg, &lfields};
+  for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) arr_begin(bufs[b]);
+  if ((!rcs && !local) || !calls || !why || !call_of) {
+    free(local);
+    free(calls);
+    free(why);
+    free(call_of);
+    for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) buf_free(bufs[b]);
+    return store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
+  if (!rcs) rcs = local;
+  /* The clock is read once: one batch, one "now" (as in one SQLite
+   * transaction). With the database clock, now() is the transaction's. */
+  int64_t now = s->base.clock ? s->base.clock(s->base.clock_data) : 0;
+  size_t ncalls = 0, nsucc = 0, nlogs = 0;
+  for (size_t i = 0; i < n; i++) {
+    const pawl_outcome_t *o = &outs[i];
+    for (size_t k = 0; k < o->nlogs; k++, nlogs++) {
+      const pawl_log_entry_t *l = &o->logs[k];
+      arr_id(&lids, &o->id);
+      arr_int(&latt, o->attempt);
+      arr_opt_int(&lat, l->at);
+      arr_str(&llevel, l->level);
+      arr_str(&lmsg, l->message);
+      arr_str(&lfields, l->fields);
+    }
+    rcs[i] = 0;
+    if (o->kind == PAWL_OUT_SUCCEEDED) {
+      arr_id(&ids, &o->id);
+      arr_int(&attempts, o->attempt);
+      arr_str(&results, o->result);
+      nsucc++;
+      continue;
+    }
+    if ((int)o->kind < PAWL_OUT_FAILED || o->kind > PAWL_OUT_RELEASE) {
+      rcs[i] = store_fail(base, PAWL_EINVAL, "unknown outcome kind %d",
+                          (int)o->kind);
+      call_of[i] = SIZE_MAX;
+      continue;
+    }
+    const char *error =
+        o->kind == PAWL_OUT_FAILED || o->kind == PAWL_OUT_RETRY ? o->error : NULL;
+    /* Delays in reasons are measured from the batch's clock reading; with
+     * the database clock, from this node's corrected clock. */
+    int64_t from = now ? now : store_now(base);
+    int to = PAWL_PENDING, give_back = 0;
+    int64_t run_at = o->run_at;
+    switch (o->kind) {
+    case PAWL_OUT_FAILED:
+      to = PAWL_FAILED;
+      run_at = 0;
+      snprintf(why[i], sizeof why[i], "attempts exhausted or fatal error");
+      break;
+    case PAWL_OUT_RETRY:
+      snprintf(why[i], sizeof why[i], "retry in %lld ms",
+               (long long)(o->run_at - from));
+      break;
+    case PAWL_OUT_SNOOZE:
+      give_back = 1;
+      snprintf(why[i], sizeof why[i], "snoozed for %lld ms",
+               (long long)(o->run_at - from));
+      break;
+    default:
+      give_back = 1;
+      run_at = 0;
+      snprintf(why[i], sizeof why[i], "released: node stopping");
+      break;
+    }
+    call_of[i] = ncalls;
+    pg_end_attempt_call(s, &calls[ncalls++], &o->id, pg_outcome_names[o->kind],
+                        error, token, o->attempt, to, why[i], run_at,
+                        give_back, error, 0);
+  }
+  size_t succ_call = SIZE_MAX;
+  int oom = 0;
+  for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) {
+    arr_end(bufs[b]);
+    oom |= bufs[b]->oom;
+  }
+  pg_params_t pp;
+  if (nsucc) {
+    succ_call = ncalls;
+    pg_call_t *c = &calls[ncalls++];
+    c->stmt = PG_SUCCEED_MANY;
+    c->n = 5;
+    pp_now(s, &pp, 0);
+    if (pp.v[0]) {
+      memcpy(c->num[0], pp.num[0], sizeof c->num[0]);
+      c->v[0] = c->num[0];
+    }
+    c->v[1] = ids.data;
+    c->v[2] = attempts.data;
+    c->v[3] = results.data;
+    pawl_id_format(token, c->num[4]);
+    c->v[4] = c->num[4];
+  }
+  if (nlogs) {
+    pg_call_t *c = &calls[ncalls++];
+    c->stmt = PG_LOG_MANY;
+    c->n = 7;
+    pp_now(s, &pp, 0);
+    if (pp.v[0]) {
+      memcpy(c->num[0], pp.num[0], sizeof c->num[0]);
+      c->v[0] = c->num[0];
+    }
+    c->v[1] = lids.data;
+    c->v[2] = latt.data;
+    c->v[3] = lat.data;
+    c->v[4] = llevel.data;
+    c->v[5] = lmsg.data;
+    c->v[6] = lfields.data;
+  }
+  int rc = oom ? store_fail(base, PAWL_ENOMEM, "out of memory") : 0;
+  if (!rc && ncalls) rc = pg_pipeline(s, calls, ncalls, "finish jobs");
+  if (!rc) {
+    /* Successes: written unless stale. */
+    if (succ_call != SIZE_MAX) {
+      PGresult *res = calls[succ_call].res;
+      int nrows = PQntuples(res);
+      for (size_t i = 0; i < n; i++) {
+        if (outs[i].kind != PAWL_OUT_SUCCEEDED) continue;
+        int hit = 0;
+        for (int r = 0; r < nrows && !hit; r++) {
+          pawl_id_t got;
+          pg_id(res, r, 0, &got);
+          hit = memcmp(got.bytes, outs[i].id.bytes, 16) == 0;
+        }
+        rcs[i] = hit ? 0 : PAWL_ELEASE;
+      }
+    }
+    for (size_t i = 0; i < n; i++) {
+      if (outs[i].kind == PAWL_OUT_SUCCEEDED || call_of[i] == SIZE_MAX) continue;
+      rcs[i] = PQntuples(calls[call_of[i]].res) == 1 ? 0 : PAWL_ELEASE;
+    }
+  }
+  pg_calls_free(calls, ncalls);
+  free(why);
+  free(call_of);
+  free(local);
+  for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) buf_free(bufs[b]);
+  return rc;
+}
+
+/* Takes back expired leases. Each job goes back to pending with its attempt
+ * counted, or to failed when that was its last attempt or it has been
+ * recovered too often (a poison job that keeps killing its node). */
+static int pg_recover(store_t *base, size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_begin(s);
+  if (rc) return rc;
+  pg_params_t pp;
+  pp_now(s, &pp, 0);
+  PGresult *lost;
+  if ((rc = pg_run(s, PG_EXPIRED, 1, pp.v, &lost, "find expired leases")))
+    return pg_end(s, rc);
+  size_t count = 0;
+  for (int i = 0; i < PQntuples(lost) && !rc; i++) {
+    pawl_id_t id;
+    pg_id(lost, i, 0, &id);
+    int attempt = (int)pg_int(lost, i, 1);
+    int max_attempts = (int)pg_int(lost, i, 2);
+    int recoveries = (int)pg_int(lost, i, 3);
+    const char *owner = pg_val(lost, i, 4);
+    if (!owner) owner = "?";
+    char why[256];
+    int poison = recoveries + 1 > s->poison;
+    int last = attempt >= max_attempts;
+    if (poison)
+      snprintf(why, sizeof why,
+               "lease expired on node %s; recovered %d times: poison job",
+               owner, recoveries + 1);
+    else if (last)
+      snprintf(why, sizeof why,
+               "lease expired on node %s; no attempts left", owner);
+    else
+      snprintf(why, sizeof why, "recovered from node %s: lease expired",
+               owner);
+    pg_call_t c;
+    memset(&c, 0, sizeof c);
+    pg_end_attempt_call(s, &c, &id, "lost", why, NULL, 0,
+                        poison || last ? PAWL_FAILED : PAWL_PENDING, why, 0, 0,
+                        why, 1);
+    PGresult *res;
+    rc = pg_run(s, PG_END_ATTEMPT, c.n, c.v, &res, "recover job");
+    if (!rc) {
+      count += PQntuples(res) == 1;
+      PQclear(res);
+    }
+  }
+  PQclear(lost);
+  rc = pg_end(s, rc);
+  if (!rc && n) *n = count;
+  return rc;
+}
+
+/* ---- operator transitions ------------------------------------------------- */
+
+static const char *pg_op_name(store_op_t op) {
+  switch (op) {
+  case STORE_OP_CANCEL: return "cancel";
+  case STORE_OP_PAUSE: return "pause";
+  case STORE_OP_RESUME: return "resume";
+  case STORE_OP_RETRY: return "retry";
+  case STORE_OP_UNBLOCK: return "unblock";
+  case STORE_OP_EXPIRE: return "expire";
+  }
+  return "?";
+}
+
+static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
+                         const char *actor, const char *reason,
+                         pawl_job_t **out) {
+  pg_store_t *s = (pg_store_t *)base;
+  pawl_job_t *j = NULL;
+  int rc = pg_begin(s);
+  if (rc) return rc;
+  /* The row is locked until commit: the decision below cannot race. */
+  if ((rc = pg_read_job(s, id, 1, &j))) return pg_end(s, rc);
+  /* "Now" as the database sees it in this transaction, for run_at and
+   * finished_at decided here. */
+  int64_t now = 0;
+  if (s->base.clock) {
+    now = s->base.clock(s->base.clock_data);
+  } else if ((rc = pg_query_int(s, "SELECT pawl_ms(now())", &now, "read clock"))) {
+    pawl_job_free(j);
+    return pg_end(s, rc);
+  }
+
+  int from = j->state, to = -1, noop = 0;
+  int paused_from = -1;
+  int64_t run_at = j->run_at, finished_at = j->finished_at;
+  int32_t attempt = j->attempt, recoveries = j->recoveries;
+  const char *last_error = j->last_error, *result = j->result;
+  switch (op) {
+  case STORE_OP_CANCEL:
+    if (from == PAWL_CANCELED) noop = 1;
+    else if (from == PAWL_PENDING || from == PAWL_RUNNING ||
+             from == PAWL_BLOCKED || from == PAWL_PAUSED) {
+      to = PAWL_CANCELED;
+      finished_at = now;
+    }
+    break;
+  case STORE_OP_PAUSE:
+    if (from == PAWL_PAUSED) noop = 1;
+    else if (from == PAWL_PENDING || from == PAWL_FAILED) {
+      to = PAWL_PAUSED;
+      paused_from = from;
+    }
+    break;
+  case STORE_OP_RESUME:
+    if (from == PAWL_PAUSED) to = j->paused_from;
+    else if (from == PAWL_PENDING || from == PAWL_FAILED) noop = 1;
+    break;
+  case STORE_OP_RETRY:
+    if (from == PAWL_PENDING) noop = 1;
+    else if (from == PAWL_FAILED) {
+      to = PAWL_PENDING;
+      run_at = now;
+      attempt = 0;
+      recoveries = 0;
+      last_error = NULL;
+      result = NULL;
+      finished_at = 0;
+    }
+    break;
+  case STORE_OP_UNBLOCK:
+    if (from == PAWL_PENDING) noop = 1;
+    else if (from == PAWL_BLOCKED) to = PAWL_PENDING;
+    break;
+  case STORE_OP_EXPIRE:
+    if (from == PAWL_FAILED) noop = 1;
+    else if (from == PAWL_BLOCKED) {
+      to = PAWL_FAILED;
+      finished_at = now;
+      last_error = "wait timed out";
+    }
+    break;
+  }
+  if (noop) {
+    pg_end(s, 0);
+    if (out) *out = j;
+    else pawl_job_free(j);
+    return 0;
+  }
+  if (to < 0) {
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(id, text);
+    rc = store_fail(base, PAWL_ESTATE, "cannot %s job %s: it is %s",
+                    pg_op_name(op), text, pawl_state_name(from));
+    pawl_job_free(j);
+    return pg_end(s, rc);
+  }
+  pg_params_t pp;
+  /* A job canceled while running: its attempt ends here, recorded. */
+  if (from == PAWL_RUNNING) {
+    pp_id(&pp, 0, id);
+    pp_now(s, &pp, 1);
+    pp_str(&pp, 2, "canceled");
+    pp_str(&pp, 3, reason);
+    rc = pg_run(s, PG_ATTEMPT_ADD, 4, pp.v, NULL, "record attempt");
+  }
+  if (!rc) {
+    pp_id(&pp, 0, id);
+    pp_now(s, &pp, 1);
+    pp_int(&pp, 2, from);
+    pp_int(&pp, 3, to);
+    pp_str(&pp, 4, actor);
+    pp_str(&pp, 5, reason);
+    pp_int(&pp, 6, j->attempt);
+    rc = pg_run(s, PG_EVENT_ADD, 7, pp.v, NULL, "record event");
+  }
+  if (!rc) {
+    pp_now(s, &pp, 0);
+    pp_id(&pp, 1, id);
+    pp_int(&pp, 2, j->version);
+    pp_int(&pp, 3, to);
+    if (paused_from >= 0)
+      pp_int(&pp, 4, paused_from);
+    else
+      pp_str(&pp, 4, NULL);
+    pp_int(&pp, 5, run_at);
+    pp_int(&pp, 6, s->boost_ms);
+    pp_int(&pp, 7, attempt);
+    pp_str(&pp, 8, last_error);
+    pp_str(&pp, 9, result);
+    if (finished_at)
+      pp_int(&pp, 10, finished_at);
+    else
+      pp_str(&pp, 10, NULL);
+    pp_int(&pp, 11, recoveries);
+    if (to == PAWL_RUNNING)
+      pp_int(&pp, 12, j->lease_expires);
+    else
+      pp_str(&pp, 12, NULL);
+    PGresult *res;
+    rc = pg_run(s, PG_TRANSITION, 13, pp.v, &res, "update job");
+    if (rc == PAWL_EKEY) {
+      char text[PAWL_ID_STRLEN];
+      pawl_id_format(id, text);
+      rc = store_fail(base, PAWL_EKEY,
+                      "cannot %s job %s: its business key \"%s\" is held by "
+                      "another live job",
+                      pg_op_name(op), text,
+                      j->business_key ? j->business_key : "");
+    } else if (!rc) {
+      if (pg_changed(res) != 1)
+        rc = store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
+      PQclear(res);
+    }
+  }
+  if (!rc && to == PAWL_PENDING)
+    rc = pg_run(s, PG_NOTIFY, 0, NULL, NULL, "wake nodes");
+  pawl_job_free(j);
+  j = NULL;
+  if (!rc && out) rc = pg_read_job(s, id, 0, &j);
+  rc = pg_end(s, rc);
+  if (rc) {
+    pawl_job_free(j);
+    return rc;
+  }
+  if (out) *out = j;
+  return 0;
+}
+
+/* ---- history -------------------------------------------------------------- */
+
+/* Grows an array by one zeroed element; NULL when out of memory. */
+static void *pg_push(void **arr, size_t *n, size_t size) {
+  void *p = realloc(*arr, (*n + 1) * size);
+  if (!p) return NULL;
+  *arr = p;
+  memset((char *)p + *n * size, 0, size);
+  return (char *)p + (*n)++ * size;
+}
+
+static char *pg_strdup_opt(const char *s) { return s ? strdup(s) : NULL; }
+
+/* Appends a claim event (pending -> running) for an attempt. */
+static int pg_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
+  pawl_event_t *e = pg_push((void **)&h->events, &h->nevents, sizeof *e);
+  if (!e) return -1;
+  e->at = a->started_at;
+  e->from_state = PAWL_PENDING;
+  e->to_state = PAWL_RUNNING;
+  e->actor = pg_strdup_opt(a->node);
+  e->reason = strdup("claimed");
+  e->attempt = a->attempt;
+  return 0;
+}
+
+/* History, put together as the SQLite store does (see sq_history()): the
+ * rows written for failures and operator actions, plus what the success
+ * path keeps on the job row. One snapshot for the three reads. */
+static int pg_history(store_t *base, const pawl_id_t *id,
+                      pawl_history_t **out) {
+  pg_store_t *s = (pg_store_t *)base;
+  pawl_history_t *h = calloc(1, sizeof *h);
+  pawl_job_t *j = NULL;
+  PGresult *att = NULL, *ev = NULL;
+  if (!h) return store_fail(base, PAWL_ENOMEM, "out of memory");
+  int rc = pg_ready(s);
+  if (!rc)
+    rc = pg_cmd(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                "begin read");
+  if (rc) {
+    free(h);
+    return rc;
+  }
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  rc = pg_read_job(s, id, 0, &j);
+  if (!rc) rc = pg_run(s, PG_ATTEMPTS, 1, pp.v, &att, "read attempts");
+  if (!rc) rc = pg_run(s, PG_EVENTS, 1, pp.v, &ev, "read events");
+  pg_end(s, rc ? rc : 0);
+  int oom = 0;
+  pawl_event_t *e;
+  pawl_attempt_t *a;
+  if (!rc) {
+    e = pg_push((void **)&h->events, &h->nevents, sizeof *e);
+    if (!e) oom = 1;
+    else {
+      e->at = j->created_at;
+      e->from_state = -1;
+      e->to_state = PAWL_PENDING; /* or blocked: see below */
+      e->actor = pg_strdup_opt(j->enqueued_by);
+      e->reason = strdup("enqueued");
+    }
+  }
+  for (int r = 0; !rc && !oom && r < PQntuples(att); r++) {
+    a = pg_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+    if (!a) {
+      oom = 1;
+      break;
+    }
+    a->attempt = (int32_t)pg_int(att, r, 0);
+    a->node = pg_str(att, r, 1);
+    a->scheduled_at = pg_int(att, r, 2);
+    a->started_at = pg_int(att, r, 3);
+    a->ended_at = pg_int(att, r, 4);
+    a->outcome = pg_str(att, r, 5);
+    a->error = pg_str(att, r, 6);
+  }
+  size_t next_attempt = 0;
+  for (int r = 0; !rc && !oom && r < PQntuples(ev); r++) {
+    int from = (int)pg_int(ev, r, 1);
+    if (from == PAWL_RUNNING && next_attempt < h->nattempts &&
+        pg_push_claim(h, &h->attempts[next_attempt++])) {
+      oom = 1;
+      break;
+    }
+    /* Enqueued blocked: its first transition leaves `blocked`. */
+    if (from == PAWL_BLOCKED && h->nevents == 1)
+      h->events[0].to_state = PAWL_BLOCKED;
+    e = pg_push((void **)&h->events, &h->nevents, sizeof *e);
+    if (!e) {
+      oom = 1;
+      break;
+    }
+    e->at = pg_int(ev, r, 0);
+    e->from_state = from;
+    e->to_state = (int)pg_int(ev, r, 2);
+    e->actor = pg_str(ev, r, 3);
+    e->reason = pg_str(ev, r, 4);
+    e->attempt = (int32_t)pg_int(ev, r, 5);
+  }
+  if (!rc && !oom && h->nevents == 1 && j->state == PAWL_BLOCKED)
+    h->events[0].to_state = PAWL_BLOCKED;
+  /* The attempt whose history lives on the row: running now, or the one
+   * that succeeded. */
+  if (!rc && !oom && (j->state == PAWL_RUNNING || j->state == PAWL_SUCCEEDED)) {
+    a = pg_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+    if (!a) oom = 1;
+    else {
+      a->attempt = j->attempt;
+      a->node = pg_strdup_opt(j->lease_owner);
+      a->scheduled_at = j->run_at;
+      a->started_at = j->started_at;
+      a->ended_at = j->state == PAWL_SUCCEEDED ? j->finished_at : 0;
+      a->outcome = strdup(j->state == PAWL_SUCCEEDED ? "succeeded" : "running");
+      if (pg_push_claim(h, a)) oom = 1;
+    }
+    if (!oom && j->state == PAWL_SUCCEEDED) {
+      e = pg_push((void **)&h->events, &h->nevents, sizeof *e);
+      if (!e) oom = 1;
+      else {
+        e->at = j->finished_at;
+        e->from_state = PAWL_RUNNING;
+        e->to_state = PAWL_SUCCEEDED;
+        e->actor = pg_strdup_opt(j->lease_owner);
+        e->reason = strdup("succeeded");
+        e->attempt = j->attempt;
+      }
+    }
+  }
+  PQclear(att);
+  PQclear(ev);
+  pawl_job_free(j);
+  if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (rc) {
+    pawl_history_free(h);
+    return rc;
+  }
+  *out = h;
+  return 0;
+}
+
+/* ---- logs ----------------------------------------------------------------- */
+
+static int pg_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
+                   size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  PGresult *res;
+  int rc = pg_run(s, PG_LOGS, 1, pp.v, &res, "read logs");
+  if (rc) return rc;
+  size_t count = (size_t)PQntuples(res);
+  if (count == 0) {
+    PQclear(res);
+    /* No lines: say whether that is because there is no such job. */
+    if ((rc = pg_run(s, PG_EXISTS, 1, pp.v, &res, "read job"))) return rc;
+    int exists = PQntuples(res) > 0;
+    PQclear(res);
+    if (!exists) return pg_no_job(s, id);
+    *out = NULL;
+    *n = 0;
+    return 0;
+  }
+  pawl_log_record_t *recs = calloc(count, sizeof *recs);
+  int oom = !recs;
+  for (size_t i = 0; !oom && i < count; i++) {
+    pawl_log_record_t *r = &recs[i];
+    r->attempt = (int32_t)pg_int(res, (int)i, 0);
+    r->at = pg_int(res, (int)i, 1);
+    r->level = pg_str(res, (int)i, 2);
+    r->message = pg_str(res, (int)i, 3);
+    r->fields = pg_str(res, (int)i, 4);
+    if (!r->level || !r->message ||
+        (!r->fields && !PQgetisnull(res, (int)i, 4)))
+      oom = 1;
+  }
+  PQclear(res);
+  if (oom) {
+    pawl_logs_free(recs, recs ? count : 0);
+    return store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
+  *out = recs;
+  *n = count;
+  return 0;
+}
+
+/* ---- locks ---------------------------------------------------------------- */
+
+static int pg_lock_write(pg_store_t *s, int stmt, const char *name,
+                         const char *owner, int64_t ttl_ms, int *changed,
+                         const char *what) {
+  pg_params_t pp;
+  pp_str(&pp, 0, name);
+  pp_str(&pp, 1, owner);
+  pp_now(s, &pp, 2);
+  pp_int(&pp, 3, ttl_ms);
+  PGresult *res;
+  int rc = pg_run(s, stmt, stmt == PG_LOCK_RELEASE ? 2 : 4, pp.v, &res, what);
+  if (rc) return rc;
+  if (changed) *changed = pg_changed(res) == 1;
+  PQclear(res);
+  return 0;
+}
+
+static int pg_lock_acquire(store_t *base, const char *name, const char *owner,
+                           int64_t ttl_ms, int *got) {
+  return pg_lock_write((pg_store_t *)base, PG_LOCK_ACQUIRE, name, owner,
+                       ttl_ms, got, "acquire lock");
+}
+
+static int pg_lock_extend(store_t *base, const char *name, const char *owner,
+                          int64_t ttl_ms, int *ok) {
+  return pg_lock_write((pg_store_t *)base, PG_LOCK_EXTEND, name, owner, ttl_ms,
+                       ok, "extend lock");
+}
+
+static int pg_lock_release(store_t *base, const char *name, const char *owner) {
+  return pg_lock_write((pg_store_t *)base, PG_LOCK_RELEASE, name, owner, 0,
+                       NULL, "release lock");
+}
+
+/* ---- nodes ---------------------------------------------------------------- */
+
+static int pg_node_beat(store_t *base, const store_node_t *nd) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_str(&pp, 0, nd->id);
+  pp_id(&pp, 1, nd->incarnation);
+  pp_str(&pp, 2, nd->version ? nd->version : PAWL_VERSION);
+  pp_str(&pp, 3, nd->queues ? nd->queues : "");
+  pp_int(&pp, 4, nd->started_at);
+  pp_now(s, &pp, 5);
+  return pg_run(s, PG_NODE_BEAT, 6, pp.v, NULL, "record node heartbeat");
+}
+
+static int pg_node_list(store_t *base, store_node_cb cb, void *data) {
+  pg_store_t *s = (pg_store_t *)base;
+  PGresult *res;
+  int rc = pg_run(s, PG_NODE_LIST, 0, NULL, &res, "list nodes");
+  if (rc) return rc;
+  for (int i = 0; i < PQntuples(res); i++) {
+    pawl_id_t inc;
+    pg_id(res, i, 1, &inc);
+    store_node_t nd = {
+        .id = pg_val(res, i, 0),
+        .incarnation = &inc,
+        .version = pg_val(res, i, 2),
+        .queues = pg_val(res, i, 3),
+        .started_at = pg_int(res, i, 4),
+        .last_beat = pg_int(res, i, 5),
+    };
+    if (cb(&nd, data)) break;
+  }
+  PQclear(res);
+  return 0;
+}
+
+static int pg_node_reap(store_t *base, int64_t silent_ms, size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_now(s, &pp, 0);
+  pp_int(&pp, 1, silent_ms);
+  PGresult *res;
+  int rc = pg_run(s, PG_NODE_REAP, 2, pp.v, &res, "remove silent nodes");
+  if (rc) return rc;
+  if (n) *n = (size_t)pg_changed(res);
+  PQclear(res);
+  return 0;
+}
+
+/* ---- wakeup --------------------------------------------------------------- */
+
+static int pg_listen_now(pg_store_t *s) {
+  return pg_cmd(s, "LISTEN " PG_CHANNEL, "listen for new jobs");
+}
+
+static int pg_listen(store_t *base) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_ready(s);
+  if (!rc) rc = pg_listen_now(s);
+  if (!rc) s->listening = 1;
+  return rc;
+}
+
+/* Waits up to timeout_ms for a notification; *woke says whether one came
+ * (all pending ones are consumed). */
+static int pg_wait(store_t *base, int timeout_ms, int *woke) {
+  pg_store_t *s = (pg_store_t *)base;
+  *woke = 0;
+  int rc = pg_ready(s);
+  if (rc) return rc;
+  for (int round = 0; round < 2; round++) {
+    if (!PQconsumeInput(s->conn)) return pg_fail(s, NULL, "wait for new jobs");
+    PGnotify *nt;
+    while ((nt = PQnotifies(s->conn)) != NULL) {
+      *woke = 1;
+      PQfreemem(nt);
+    }
+    if (*woke || round == 1) return 0;
+    struct pollfd pfd = {.fd = PQsocket(s->conn), .events = POLLIN};
+    if (pfd.fd < 0) return pg_fail(s, NULL, "wait for new jobs");
+    int pr = poll(&pfd, 1, timeout_ms);
+    if (pr < 0 && errno != EINTR)
+      return store_fail(base, PAWL_EUNAVAIL, "wait for new jobs: %s",
+                        strerror(errno));
+    if (pr <= 0) return 0;
+  }
+  return 0;
+}
+
+/* ---- open and close ------------------------------------------------------- */
+
+static void pg_close(store_t *base) {
+  pg_store_t *s = (pg_store_t *)base;
+  if (!s) return;
+  PQfinish(s->conn);
+  free(s->conninfo);
+  free(s);
+}
+
+static const struct store_ops pg_ops = {
+    .name = "postgres",
+    .schema = {pg_migrate, pg_version},
+    .jobs = {pg_insert, pg_get, pg_list, pg_progress, pg_logs},
+    .keys = {pg_find_idempotent, pg_find_business},
+    .claim = {pg_claim, pg_extend, pg_recover, pg_extend_one, pg_next_due},
+    .terminal = {pg_finish},
+    .control = {pg_transition},
+    .history = {pg_history},
+    .locks = {pg_lock_acquire, pg_lock_extend, pg_lock_release},
+    .nodes = {pg_node_beat, pg_node_list, pg_node_reap},
+    .settings = {pg_age_boost},
+    .maintenance = {NULL},
+    .wakeup = {pg_listen, pg_wait},
+    .close = pg_close,
+};
+
+/* The connection of a PostgreSQL store, for tests and the benchmark's
+ * plain-SQL loop; NULL if `st` is not one. */
+PGconn *store_postgres_conn(store_t *st);
+PGconn *store_postgres_conn(store_t *st) {
+  return st && st->ops == &pg_ops ? ((pg_store_t *)st)->conn : NULL;
+}
+
+static int64_t pg_wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* How far the database clock is ahead of ours (negative: behind), from one
+ * round trip, taking its midpoint as the moment the server read its clock. */
+static int pg_measure_skew(pg_store_t *s, int64_t *skew) {
+  int64_t before = pg_wall_ms(), db = 0;
+  int rc = pg_query_int(s,
+                        "SELECT floor(extract(epoch FROM clock_timestamp()) "
+                        "* 1000)::bigint",
+                        &db, "read database clock");
+  int64_t after = pg_wall_ms();
+  if (!rc) *skew = db - (before + after) / 2;
+  return rc;
+}
+
+int store_postgres_open(store_t **out, const store_config_t *cfg,
+                        const char *conninfo, char *errbuf, size_t errlen);
+
+int store_postgres_open(store_t **out, const store_config_t *cfg,
+                        const char *conninfo, char *errbuf, size_t errlen) {
+  pg_store_t *s = calloc(1, sizeof *s);
+  if (!s || !(s->conninfo = strdup(conninfo))) {
+    free(s);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  s->base.ops = &pg_ops;
+  s->base.clock = cfg->clock;
+  s->base.clock_data = cfg->clock_data;
+  s->poison = cfg->poison_recoveries > 0 ? cfg->poison_recoveries : 3;
+  /* Defaults that the connection string may override (later wins): a
+   * bounded connect, and keepalives so that a dropped network is noticed
+   * in seconds rather than after the kernel's two hours. */
+  const char *const keys[] = {"connect_timeout", "keepalives_idle",
+                              "keepalives_interval", "keepalives_count",
+                              "application_name", "dbname", NULL};
+  const char *const vals[] = {"5", "5", "2", "3", "pawl", conninfo, NULL};
+  s->conn = PQconnectdbParams(keys, vals, 1);
+  int rc = 0;
+  if (!s->conn) {
+    snprintf(errbuf, errlen, "out of memory");
+    rc = PAWL_ENOMEM;
+    goto fail;
+  }
+  if (PQstatus(s->conn) != CONNECTION_OK) {
+    char msg[300];
+    pg_message(s, NULL, msg, sizeof msg);
+    snprintf(errbuf, errlen, "cannot connect to PostgreSQL (%s): %s", conninfo,
+             msg);
+    rc = PAWL_EUNAVAIL;
+    goto fail;
+  }
+  /* Messages in the server's language would be fine, but warnings on
+   * stderr from the client library would not: keep notices quiet. */
+  PQsetNoticeProcessor(s->conn, NULL, NULL);
+  if (!s->base.clock && (rc = pg_measure_skew(s, &s->base.skew_ms))) {
+    snprintf(errbuf, errlen, "%s", s->base.errmsg);
+    goto fail;
+  }
+  rc = pg_migrate_with(s, !cfg->no_migrate);
+  if (!rc && cfg->no_migrate) {
+    int cur = 0, latest = 0;
+    rc = pg_version(&s->base, &cur, &latest);
+    if (!rc && cur < latest)
+      rc = store_fail(&s->base, PAWL_ESCHEMA,
+                      "database %s is at schema version %d, this pawl needs "
+                      "%d: run `pawl migrate`",
+                      PQdb(s->conn), cur, latest);
+  }
+  if (!rc) rc = pg_setting_get(s, "age_boost_ms", &s->boost_ms);
+  if (!rc && cfg->age_boost_ms >= 0 && cfg->age_boost_ms != s->boost_ms)
+    rc = pg_set_age_boost(s, cfg->age_boost_ms);
+  if (rc) {
+    snprintf(errbuf, errlen, "%s", s->base.errmsg);
+    goto fail;
+  }
+  *out = &s->base;
+  return 0;
+fail:
+  pg_close(&s->base);
+  return rc;
+}
