@@ -293,6 +293,29 @@ static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
   log_end(&line);
 }
 
+void host_hand_back(host_t *h, pawl_job_t *job) {
+  host_outcome_t *o = calloc(1, sizeof *o);
+  if (!o) {
+    pawl_job_free(job);
+    return; /* its lease expires and recovery takes it back */
+  }
+  o->job = job;
+  o->worker = -1;
+  o->hook_ref = LUA_NOREF;
+  o->out.id = job->id;
+  o->out.attempt = job->attempt;
+  o->out.kind = PAWL_OUT_RELEASE;
+  host_push_outcome(h, o);
+}
+
+/* A tenth of the lease as a margin: the database's lease was set a little
+ * after our clock reading, but other nodes may run a little fast. */
+int host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono) {
+  int64_t renewed = claimed_mono > h->beat_ok_mono ? claimed_mono : h->beat_ok_mono;
+  int64_t lease = h->p->lease_ms;
+  return now_mono >= renewed + lease - lease / 10;
+}
+
 /* Hands back jobs that never started (stopping): pending again, no attempt
  * used. They go through the completer like any outcome. */
 static void host_release_queued(host_t *h) {
@@ -304,19 +327,7 @@ static void host_release_queued(host_t *h) {
   while (items) {
     host_item_t *it = items;
     items = it->next;
-    host_outcome_t *o = calloc(1, sizeof *o);
-    if (!o) {
-      pawl_job_free(it->job);
-      free(it);
-      continue; /* its lease expires and recovery takes it back */
-    }
-    o->job = it->job;
-    o->worker = -1;
-    o->hook_ref = LUA_NOREF;
-    o->out.id = it->job->id;
-    o->out.attempt = it->job->attempt;
-    o->out.kind = PAWL_OUT_RELEASE;
-    host_push_outcome(h, o);
+    host_hand_back(h, it->job);
     free(it);
   }
 }
@@ -343,7 +354,31 @@ static void poller_chores(poller_t *pl, int64_t now) {
   host_t *h = pl->h;
   if (now >= pl->next_heartbeat) {
     pl->next_heartbeat = now + h->opts.heartbeat_ms;
-    if (pawl_heartbeat(pl->p, NULL) != 0) host_log_rc(h, pl->p, "heartbeat failed");
+    if (pawl_heartbeat(pl->p, NULL) != 0) {
+      host_log_rc(h, pl->p, "heartbeat failed");
+      pthread_mutex_lock(&h->mu);
+      int lapsed = host_lapsed(h, 0, host_mono_ms()) && !h->lapsed_logged;
+      if (lapsed) h->lapsed_logged = 1;
+      pthread_mutex_unlock(&h->mu);
+      if (lapsed) {
+        log_line_t line;
+        log_begin(&line, &h->log, PAWL_LOG_ERROR,
+                  "database unreachable for longer than the lease: not "
+                  "starting new jobs until it is back");
+        log_end(&line);
+      }
+    } else {
+      pthread_mutex_lock(&h->mu);
+      h->beat_ok_mono = now;
+      int was_lapsed = h->lapsed_logged;
+      h->lapsed_logged = 0;
+      pthread_mutex_unlock(&h->mu);
+      if (was_lapsed) {
+        log_line_t line;
+        log_begin(&line, &h->log, PAWL_LOG_INFO, "database reachable again");
+        log_end(&line);
+      }
+    }
     store_node_t nd = {.id = pawl_node_id(pl->p),
                        .incarnation = &pl->p->incarnation,
                        .version = PAWL_VERSION,
@@ -368,6 +403,15 @@ static void poller_chores(poller_t *pl, int64_t now) {
         log_begin(&line, &h->log, PAWL_LOG_WARN,
                   "took back jobs whose lease expired");
         log_int(&line, "jobs", (int64_t)n);
+        log_end(&line);
+      }
+      /* Nodes silent for five leases are gone: their jobs were taken back
+       * long ago; the node table lists the living. */
+      size_t reaped = 0;
+      if (st->ops->nodes.reap(st, 5 * pl->p->lease_ms, &reaped) == 0 && reaped) {
+        log_line_t line;
+        log_begin(&line, &h->log, PAWL_LOG_INFO, "removed silent nodes");
+        log_int(&line, "nodes", (int64_t)reaped);
         log_end(&line);
       }
       st->ops->locks.release(st, "pawl.recover", owner);
@@ -422,6 +466,7 @@ static size_t poller_claim(poller_t *pl) {
     return 0;
   }
   if (n == 0) return 0;
+  int64_t claimed = host_mono_ms();
   host_item_t *first = NULL, *last = NULL;
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
@@ -431,6 +476,7 @@ static size_t poller_claim(poller_t *pl) {
       continue;
     }
     it->job = jobs[i];
+    it->claimed_mono = claimed;
     it->next = NULL;
     if (last)
       last->next = it;
@@ -773,6 +819,67 @@ static void *checkpointer_main(void *arg) {
   return NULL;
 }
 
+/* ---- the listener ------------------------------------------------------- */
+
+/* Stores that can hear other processes' enqueues (PostgreSQL NOTIFY) get a
+ * connection of their own that only listens, and wakes the poller at once.
+ * Polling stays the safety net: while this connection is down, jobs are
+ * still found within poll_ms. */
+static void *listener_main(void *arg) {
+  host_t *h = arg;
+  pawl_t *p = NULL;
+  char err[512];
+  int64_t backoff = 100;
+  int listening = 0, down = 0;
+  pthread_mutex_lock(&h->mu);
+  while (!h->poller_done) {
+    pthread_mutex_unlock(&h->mu);
+    int rc = 0, woke = 0;
+    if (!p && pawl__open_sibling(h->p, NULL, &p, err, sizeof err) != 0) {
+      p = NULL;
+      rc = -1;
+    } else if (!listening) {
+      rc = p->store->ops->wakeup.listen(p->store);
+      if (!rc) listening = 1;
+      snprintf(err, sizeof err, "%s", p->store->errmsg);
+    } else {
+      rc = p->store->ops->wakeup.wait(p->store, 200, &woke);
+      snprintf(err, sizeof err, "%s", p->store->errmsg);
+    }
+    if (rc) {
+      if (!down) {
+        log_line_t line;
+        log_begin(&line, &h->log, PAWL_LOG_WARN,
+                  "not hearing about new jobs; polling until the database "
+                  "is back");
+        log_str(&line, "error", err);
+        log_end(&line);
+      }
+      down = 1;
+      pthread_mutex_lock(&h->mu);
+      struct timespec ts = host_deadline(backoff);
+      pthread_cond_timedwait(&h->stop_cv, &h->mu, &ts);
+      if (backoff < 2000) backoff *= 2;
+      continue;
+    }
+    if (down && listening) {
+      /* Jobs may have come in while we were deaf. */
+      down = 0;
+      backoff = 100;
+      woke = 1;
+    }
+    if (woke) host_wake(h);
+    pthread_mutex_lock(&h->mu);
+  }
+  pthread_mutex_unlock(&h->mu);
+  pawl_close(p);
+  pthread_mutex_lock(&h->mu);
+  h->listener_done = 1;
+  pthread_cond_broadcast(&h->stop_cv);
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
 /* ---- start, stop, wait -------------------------------------------------- */
 
 static void host_free(host_t *h) {
@@ -928,8 +1035,20 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     log_str(&line, "node", pawl_node_id(p));
     log_int(&line, "workers", o->workers);
     log_str(&line, "scripts", h->scripts_dir);
+    log_str(&line, "db", p->store->ops->name);
     log_end(&line);
   }
+  /* Scheduling follows the database clock; retry times this node computes
+   * are corrected by the skew, but a large one means a clock is wrong. */
+  if (p->store->skew_ms > 1000 || p->store->skew_ms < -1000) {
+    log_line_t line;
+    log_begin(&line, &h->log, PAWL_LOG_WARN,
+              "this machine's clock differs from the database's by more "
+              "than a second");
+    log_int(&line, "skew_ms", p->store->skew_ms);
+    log_end(&line);
+  }
+  h->beat_ok_mono = host_mono_ms();
   h->workers_alive = o->workers;
   h->poller_state = pl;
   /* Each worker thread builds its own Lua state, one at a time (lua-cjson's
@@ -962,6 +1081,10 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   pthread_create(&h->completer, NULL, completer_main, h);
   pthread_create(&h->watchdog, NULL, watchdog_main, h);
   pthread_create(&h->checkpointer, NULL, checkpointer_main, h);
+  if (p->store->ops->wakeup.listen)
+    pthread_create(&h->listener, NULL, listener_main, h);
+  else
+    h->listener_done = 1;
   pthread_create(&h->poller, NULL, poller_main, pl);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return 0;
@@ -997,7 +1120,7 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
   int64_t end = timeout_ms >= 0 ? host_mono_ms() + timeout_ms : 0;
   pthread_mutex_lock(&h->mu);
   while (!(h->completer_done && h->watchdog_done && h->poller_done &&
-           h->checkpointer_done)) {
+           h->checkpointer_done && h->listener_done)) {
     if (timeout_ms >= 0) {
       int64_t left = end - host_mono_ms();
       if (left <= 0) {
@@ -1019,6 +1142,7 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
     pthread_join(h->completer, NULL);
     pthread_join(h->watchdog, NULL);
     pthread_join(h->checkpointer, NULL);
+    if (p->store->ops->wakeup.listen) pthread_join(h->listener, NULL);
     if (abandoned) {
       /* Their jobs were handed back; they cannot be joined. */
       for (int i = 0; i < h->nworkers; i++) pthread_detach(h->workers[i]->thread);

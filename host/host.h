@@ -5,7 +5,10 @@
  *   recovery, script reloads), and decides when to stop;
  * - N workers (worker.c): one lua_State each, never shared;
  * - the completer: writes outcomes in batches (group commit);
- * - the watchdog: interrupts jobs that pass their deadline.
+ * - the watchdog: interrupts jobs that pass their deadline;
+ * - the checkpointer (SQLite): moves the write-ahead log into the database;
+ * - the listener (PostgreSQL): wakes the poller when another process
+ *   enqueues (LISTEN/NOTIFY).
  * Each thread has its own pawl_t (own database connection); all share the
  * lease token of the handle that started the host.
  *
@@ -46,6 +49,7 @@ typedef struct host_outcome {
 /* A job handed to a worker. */
 typedef struct host_item {
   pawl_job_t *job;
+  int64_t claimed_mono;      /* when the claim returned (monotonic ms) */
   struct host_item *next;
 } host_item_t;
 
@@ -99,8 +103,13 @@ typedef struct host {
   int64_t abandon_at;        /* mono ms after which workers still stuck
                                 (in a blocking C call) are left behind */
   int abandoned;             /* workers left behind: never free the host */
-  pthread_t poller, completer, watchdog, checkpointer;
-  int checkpointer_done;
+  pthread_t poller, completer, watchdog, checkpointer, listener;
+  int checkpointer_done, listener_done;
+  /* When the last heartbeat reached the database (monotonic ms). A job
+   * whose lease was last renewed longer than a lease ago may have been
+   * taken back by another node: it is not started (see host_lapsed()). */
+  int64_t beat_ok_mono;
+  int lapsed_logged;         /* "not starting new jobs" was logged */
   int states_ready, states_failed; /* workers' Lua states built at start */
   char start_err[512];       /* why a worker could not build its state */
   pthread_mutex_t lua_init;  /* serializes lua_State creation: lua-cjson's
@@ -109,6 +118,15 @@ typedef struct host {
 
 /* Wakes the poller (an enqueue happened, a slot freed up). */
 void host_wake(host_t *h);
+
+/* 1 if the lease of a job claimed at `claimed_mono` may have run out
+ * (the database has not heard from this node for about a lease): such a
+ * job must not start. Called with h->mu held. */
+int host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono);
+
+/* Hands a claimed job that never started back to the store (pending again,
+ * no attempt used) through the completer. Takes ownership of `job`. */
+void host_hand_back(host_t *h, pawl_job_t *job);
 
 /* Hands a finished attempt to the completer. Takes ownership. */
 void host_push_outcome(host_t *h, host_outcome_t *o);

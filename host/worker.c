@@ -330,12 +330,27 @@ static int host_fn_print(lua_State *L) {
   return 0;
 }
 
+/* host.sleep(seconds): blocks this worker (not the host) for a while. The
+ * watchdog's signal cuts it short when the job times out or the host stops
+ * (nanosleep returns EINTR), and the armed hook then raises the error as it
+ * does for a running loop. [-1, +0, e] */
+static int host_fn_sleep(lua_State *L) {
+  worker_t *w = host_fn_worker(L);
+  double s = luaL_checknumber(L, 1);
+  if (!(s >= 0) || s > 86400) return luaL_error(L, "pawl.sleep: seconds must be between 0 and 86400");
+  uint64_t seq = atomic_load(&w->seq);
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    if (atomic_load(&w->interrupt_seq) == seq) break;
+  return 0;
+}
+
 static const luaL_Reg host_fns[] = {
     {"log", host_fn_log},         {"progress", host_fn_progress},
     {"canceled", host_fn_canceled}, {"heartbeat", host_fn_heartbeat},
     {"enqueue", host_fn_enqueue}, {"now", host_fn_now},
     {"print", host_fn_print},     {"time", host_fn_time},
-    {NULL, NULL}};
+    {"sleep", host_fn_sleep},     {NULL, NULL}};
 
 /* ---- the state ---------------------------------------------------------- */
 
@@ -876,7 +891,16 @@ void *worker_main(void *arg) {
     }
     int quit = !inbox && !item && h->stopping;
     uint64_t gen = h->scripts_gen;
+    /* Claimed, but the database has not heard from us for about a lease:
+     * another node may have taken it back. Hand it back, do not run it. */
+    int lapsed = item && host_lapsed(h, item->claimed_mono, host_mono_ms());
+    if (lapsed) h->running--;
     pthread_mutex_unlock(&h->mu);
+    if (lapsed) {
+      host_hand_back(h, item->job);
+      free(item);
+      continue;
+    }
     if (inbox) {
       worker_run_inbox(w, inbox);
       continue;

@@ -509,6 +509,31 @@ return {
       assert.are.same({ sum = 500000500000, ok = false, err = "caught" }, j.result)
     end)
 
+    it_interrupts("pawl.sleep waits, and a timeout cuts the wait short", function()
+      env:script("nap", [[
+return {
+  timeout = 0.3,
+  max_attempts = 1,
+  run = function(job)
+    local t0 = pawl.time()
+    pawl.sleep(job.payload.s)
+    return { slept = pawl.time() - t0 }
+  end,
+}]])
+      local short = env:enqueue("nap", H.json { s = 0.05 })
+      local long = env:enqueue("nap", H.json { s = 30 })
+      local p = env:run_idle("--workers", "2")
+      assert.are.equal(0, p.code, p:stderr())
+      local j = env:show(short)
+      assert.are.equal("succeeded", j.state, tostring(j.last_error))
+      assert.is_true(j.result.slept >= 0.049, tostring(j.result.slept))
+      j = env:show(long)
+      assert.are.equal("failed", j.state)
+      assert.truthy(has(j.last_error, "job timed out after 0.3 s"), j.last_error)
+      local d = j.attempts[1].duration_ms
+      assert.is_true(d >= 250 and d < 2500, tostring(d))
+    end)
+
     it_interrupts("times out a job blocked in a C call once it is back in Lua", function()
       env:script("blocked", [[
 return {

@@ -106,6 +106,12 @@ function pawl.snooze(seconds)
   error({ [SENTINEL] = "snooze", seconds = seconds }, 2)
 end
 
+-- Waits `seconds` (this job's worker only; a timeout or a stop cuts it short).
+function pawl.sleep(seconds)
+  if type(seconds) ~= "number" then error("pawl.sleep: seconds must be a number", 2) end
+  host.sleep(seconds)
+end
+
 -- The database clock (what scheduling uses), in seconds.
 function pawl.now() return host.now() end
 -- The wall clock with microseconds, for measuring.
