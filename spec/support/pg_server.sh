@@ -4,6 +4,9 @@
 #   pg_server.sh start STATE [test|bench]   start one; prints its URL
 #   pg_server.sh stop STATE                 stop it and delete its data
 #   pg_server.sh url STATE                  print the URL of a running one
+#   pg_server.sh restart STATE [SECONDS]    stop it (fast shutdown: sessions
+#                                           are cut), stay down SECONDS (0),
+#                                           start it again on the same port
 #
 # STATE is a directory of ours (build/pgtest, say) holding only two small
 # files: `url` and `dir`. The data and the unix socket live in a fresh
@@ -41,6 +44,18 @@ as_pg() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# Starts the server in $dir on $port with the options of $mode.
+server_start() {
+  if [ "$mode" = test ]; then
+    durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  else
+    durability=""
+  fi
+  as_pg "$(pgbin)/pg_ctl" start -D "$dir/data" -w -t 30 -l "$dir/server.log" \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 $durability" \
+    >/dev/null 2>&1
+}
+
 stop() {
   [ -f "$state/dir" ] || return 0
   dir=$(cat "$state/dir")
@@ -48,7 +63,7 @@ stop() {
     as_pg "$(pgbin)/pg_ctl" stop -D "$dir/data" -m immediate -w >/dev/null 2>&1 || true
   fi
   case "$dir" in /tmp/pawl-pg-*) rm -rf "$dir" ;; esac
-  rm -f "$state/dir" "$state/url"
+  rm -f "$state/dir" "$state/url" "$state/port" "$state/mode"
 }
 
 case "$cmd" in
@@ -57,6 +72,17 @@ stop)
   ;;
 url)
   cat "$state/url"
+  ;;
+restart)
+  dir=$(cat "$state/dir")
+  port=$(cat "$state/port")
+  mode=$(cat "$state/mode")
+  as_pg "$(pgbin)/pg_ctl" stop -D "$dir/data" -m fast -w >/dev/null
+  sleep "${3:-0}"
+  server_start || {
+    tail -20 "$dir/server.log" >&2
+    exit 1
+  }
   ;;
 start)
   if [ "$mode" = test ] && [ -n "${PAWL_TEST_NO_PG:-}" ]; then
@@ -81,19 +107,12 @@ start)
     cat "$dir/initdb.log" >&2
     exit 1
   }
-  if [ "$mode" = test ]; then
-    durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-  else
-    durability=""
-  fi
   # A free port: try a few from a per-process starting point; a port taken
   # by another process makes the start fail fast, and we move on.
   port=$((20000 + $$ % 20000))
   tries=0
   while :; do
-    if as_pg "$bin/pg_ctl" start -D "$dir/data" -w -t 30 -l "$dir/server.log" \
-      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 $durability" \
-      >/dev/null 2>&1; then
+    if server_start; then
       break
     fi
     tries=$((tries + 1))
@@ -105,11 +124,13 @@ start)
     port=$((port + 1))
   done
   url="postgresql://postgres@/postgres?host=$dir&port=$port"
+  echo "$port" >"$state/port"
+  echo "$mode" >"$state/mode"
   echo "$url" >"$state/url"
   echo "$url"
   ;;
 *)
-  echo "usage: $0 start|stop|url STATE [test|bench]" >&2
+  echo "usage: $0 start|stop|url|restart STATE [test|bench|SECONDS]" >&2
   exit 2
   ;;
 esac
