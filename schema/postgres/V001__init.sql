@@ -95,10 +95,16 @@ CREATE INDEX pawl_jobs_claim ON pawl_jobs (rank DESC, run_at, id)
   WHERE state = 0;
 CREATE INDEX pawl_jobs_claim_queue ON pawl_jobs (queue, rank DESC, run_at, id)
   WHERE state = 0;
--- Running jobs: heartbeats extend a lease token's rows, recovery looks for
--- expired leases.
-CREATE INDEX pawl_jobs_running ON pawl_jobs (lease_token) WHERE state = 1;
-CREATE INDEX pawl_jobs_expiry ON pawl_jobs (lease_expires) WHERE state = 1;
+-- Running jobs, for lease recovery (expired leases) and heartbeats (a
+-- token's rows, filtered from these). Every key ends in the id, so that no
+-- two entries are equal: B-tree deduplication would otherwise pack the
+-- entries of a batch (one lease_expires, one lease_token) into posting
+-- lists, which cannot be marked dead while any of their rows lives, and
+-- every scan would visit each row version ever claimed. There is no index
+-- on lease_token for the same reason: finishing a batch must find its rows
+-- by id (the primary key), not by walking every row its node ever held.
+CREATE INDEX pawl_jobs_running ON pawl_jobs (lease_expires, id)
+  WHERE state = 1;
 -- The dead-letter set.
 CREATE INDEX pawl_jobs_failed ON pawl_jobs (id) WHERE state = 3;
 -- A business key is unique among live jobs only.
@@ -108,10 +114,12 @@ CREATE UNIQUE INDEX pawl_jobs_business_key ON pawl_jobs (business_key)
 -- Wakeup: every statement that inserts jobs sends one NOTIFY, delivered
 -- when its transaction commits; each node LISTENs and claims at once
 -- instead of waiting for its next poll. Once per statement, not per row:
--- a bulk insert wakes the nodes once.
+-- a bulk insert wakes the nodes once. Channels belong to the whole
+-- database, so the name carries the schema: pawl installs in two schemas
+-- of one database do not wake each other.
 CREATE FUNCTION pawl_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_notify('pawl_jobs', '');
+  PERFORM pg_notify('pawl_jobs:' || TG_TABLE_SCHEMA, '');
   RETURN NULL;
 END
 $$;

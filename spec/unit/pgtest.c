@@ -31,6 +31,11 @@ static void pgtest_admin_url(char *out, size_t len) {
   out[strcspn(out, "\r\n")] = 0;
 }
 
+static void pgtest_quiet(void *arg, const char *message) {
+  (void)arg;
+  (void)message;
+}
+
 PGconn *pgtest_connect(const char *url) {
   const char *conninfo = strncmp(url, "postgres:", 9) == 0 &&
                                  strncmp(url, "postgres://", 11) != 0
@@ -40,7 +45,7 @@ PGconn *pgtest_connect(const char *url) {
   if (PQstatus(c) != CONNECTION_OK)
     unit_fail(__FILE__, __LINE__, "connect %s: %s", conninfo,
               PQerrorMessage(c));
-  PQsetNoticeProcessor(c, NULL, NULL);
+  PQsetNoticeProcessor(c, pgtest_quiet, NULL);
   return c;
 }
 

@@ -11,10 +11,12 @@
  * row's state, lease token, attempt or version, and constraint violations
  * are told apart by SQLSTATE, never by message text.
  *
- * Losing the connection is not fatal: an operation that finds the
- * connection broken tries one reconnect first; if the database is still
- * unreachable it fails with PAWL_EUNAVAIL and changes nothing, and the
- * caller (the host) retries later with backoff. Statements that must be
+ * Losing the connection is not fatal. The operation during which it broke
+ * fails with PAWL_EUNAVAIL (it may or may not have been committed: a
+ * caller retrying it meets the compare-and-set checks, so nothing is
+ * written twice); the next operation reconnects first, and fails with
+ * PAWL_EUNAVAIL, changing nothing, while the database stays unreachable.
+ * The host retries with backoff. Statements that must be
  * atomic together go out in one pipeline (one round trip, one implicit
  * transaction) or inside BEGIN/COMMIT. */
 #ifndef _GNU_SOURCE
@@ -38,8 +40,8 @@
 extern const store_migration_t store_postgres_migrations[];
 extern const size_t store_postgres_migration_count;
 
-/* The channel enqueues NOTIFY on (the trigger in V001__init.sql). */
-#define PG_CHANNEL "pawl_jobs"
+/* Enqueues NOTIFY on "pawl_jobs:SCHEMA" (the trigger in V001__init.sql). */
+#define PG_CHANNEL "'pawl_jobs:' || current_schema()"
 
 /* Statement ids; their SQL is in pg_sql[]. */
 enum {
@@ -239,7 +241,7 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_NEXT_DUE_QUEUE] = PG_SQL_NEXT_DUE_QUEUE,
     [PG_NEXT_DUE_QUEUES] = PG_SQL_NEXT_DUE_QUEUES,
     /* A job made pending again by an operator wakes the nodes too. */
-    [PG_NOTIFY] = "SELECT pg_notify('" PG_CHANNEL "', '')",
+    [PG_NOTIFY] = "SELECT pg_notify(" PG_CHANNEL ", '')",
 };
 
 typedef struct pg_store {
@@ -740,12 +742,20 @@ static int pg_check_schema_table(pg_store_t *s, int create) {
                          "current_schema()",
                          &ntables, "read schema")))
     return rc;
-  if (ntables > 0)
-    return store_fail(&s->base, PAWL_ESCHEMA,
-                      "database %s is not a pawl database (schema %s has "
-                      "%lld table%s but no pawl_schema)",
-                      PQdb(s->conn), "public", (long long)ntables,
-                      ntables == 1 ? "" : "s");
+  if (ntables > 0) {
+    PGresult *res = PQexec(s->conn, "SELECT current_schema()");
+    const char *schema = PQresultStatus(res) == PGRES_TUPLES_OK &&
+                                 PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)
+                             ? PQgetvalue(res, 0, 0)
+                             : "?";
+    int rc = store_fail(&s->base, PAWL_ESCHEMA,
+                        "database %s is not a pawl database (schema %s has "
+                        "%lld table%s but no pawl_schema)",
+                        PQdb(s->conn), schema, (long long)ntables,
+                        ntables == 1 ? "" : "s");
+    PQclear(res);
+    return rc;
+  }
   if (!create)
     return store_fail(&s->base, PAWL_ESCHEMA,
                       "database %s has no pawl schema yet: run `pawl migrate`",
@@ -1884,8 +1894,27 @@ static int pg_node_reap(store_t *base, int64_t silent_ms, size_t *n) {
 
 /* ---- wakeup --------------------------------------------------------------- */
 
+/* LISTEN takes a channel name, not a value: it cannot be bound, so the
+ * name (read from the server) is quoted as an identifier. */
 static int pg_listen_now(pg_store_t *s) {
-  return pg_cmd(s, "LISTEN " PG_CHANNEL, "listen for new jobs");
+  PGresult *res = PQexec(s->conn, "SELECT " PG_CHANNEL);
+  if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+    int rc = pg_fail(s, res, "listen for new jobs");
+    PQclear(res);
+    return rc;
+  }
+  const char *name = PQgetvalue(res, 0, 0);
+  char *quoted = PQescapeIdentifier(s->conn, name, strlen(name));
+  PQclear(res);
+  if (!quoted) return pg_fail(s, NULL, "listen for new jobs");
+  pawl_buf_t sql;
+  buf_init(&sql);
+  buf_printf(&sql, "LISTEN %s", quoted);
+  PQfreemem(quoted);
+  int rc = sql.oom ? store_fail(&s->base, PAWL_ENOMEM, "out of memory")
+                   : pg_cmd(s, sql.data, "listen for new jobs");
+  buf_free(&sql);
+  return rc;
 }
 
 static int pg_listen(store_t *base) {
@@ -1956,6 +1985,31 @@ PGconn *store_postgres_conn(store_t *st) {
   return st && st->ops == &pg_ops ? ((pg_store_t *)st)->conn : NULL;
 }
 
+/* Server notices (and the FATAL a killed session gets) would go to
+ * stderr: the store reports errors through its results instead. */
+static void pg_quiet(void *arg, const char *message) {
+  (void)arg;
+  (void)message;
+}
+
+/* Where a connection goes, for messages: host, port, database and user,
+ * never the password the connection string may carry. */
+static void pg_describe(const char *conninfo, char *out, size_t len) {
+  PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+  const char *host = NULL, *port = NULL, *db = NULL, *user = NULL;
+  for (PQconninfoOption *o = opts; o && o->keyword; o++) {
+    if (!o->val) continue;
+    if (strcmp(o->keyword, "host") == 0) host = o->val;
+    if (strcmp(o->keyword, "port") == 0) port = o->val;
+    if (strcmp(o->keyword, "dbname") == 0) db = o->val;
+    if (strcmp(o->keyword, "user") == 0) user = o->val;
+  }
+  snprintf(out, len, "host=%s port=%s dbname=%s user=%s",
+           host ? host : "(default)", port ? port : "(default)",
+           db ? db : "(default)", user ? user : "(default)");
+  PQconninfoFree(opts);
+}
+
 static int64_t pg_wall_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -2005,16 +2059,15 @@ int store_postgres_open(store_t **out, const store_config_t *cfg,
     goto fail;
   }
   if (PQstatus(s->conn) != CONNECTION_OK) {
-    char msg[300];
+    char msg[300], where[300];
     pg_message(s, NULL, msg, sizeof msg);
-    snprintf(errbuf, errlen, "cannot connect to PostgreSQL (%s): %s", conninfo,
+    pg_describe(conninfo, where, sizeof where);
+    snprintf(errbuf, errlen, "cannot connect to PostgreSQL (%s): %s", where,
              msg);
     rc = PAWL_EUNAVAIL;
     goto fail;
   }
-  /* Messages in the server's language would be fine, but warnings on
-   * stderr from the client library would not: keep notices quiet. */
-  PQsetNoticeProcessor(s->conn, NULL, NULL);
+  PQsetNoticeProcessor(s->conn, pg_quiet, NULL);
   if (!s->base.clock && (rc = pg_measure_skew(s, &s->base.skew_ms))) {
     snprintf(errbuf, errlen, "%s", s->base.errmsg);
     goto fail;
