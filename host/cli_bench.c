@@ -11,12 +11,18 @@
  *   enqueue      N no-op jobs with pawl_enqueue_many, 1,000 per
  *                transaction, then min(N, 10,000) with pawl_enqueue, one
  *                transaction each;
- *   processing   a host with W workers started on all of them, until idle:
- *                jobs processed / time from pawl_start to idle, checked
- *                with pawl_list (every job must have succeeded);
+ *   processing   --nodes hosts (default 1) with W workers each, started on
+ *                all of them, until idle: jobs processed / time from the
+ *                first pawl_start to the last host stopped, checked with
+ *                pawl_list (every job must have succeeded). Each node is a
+ *                handle of its own (own node id, connections and lease
+ *                token), as separate processes would be;
  *   latency      a host waiting with a 60 s poll interval, so that only the
  *                in-process wakeup of pawl_enqueue can explain a fast
- *                pickup, and L jobs enqueued ~1 ms apart, each carrying the
+ *                pickup (on PostgreSQL the jobs are enqueued through a
+ *                second handle, so the pickup measures NOTIFY reaching the
+ *                host's listener), and L jobs enqueued ~1 ms apart, each
+ *                carrying the
  *                wall-clock time just before its pawl_enqueue; each job
  *                returns pawl.time() when it starts.
  *
@@ -81,13 +87,16 @@ static const char bench_usage_text[] =
     "processing throughput, pickup latency and memory. Works in a temporary\n"
     "directory under $TMPDIR (or /tmp), removed at the end.\n"
     "\n"
-    "  --db URL            put the jobs in this database (sqlite:PATH) instead\n"
+    "  --db URL            put the jobs in this database (sqlite:PATH,\n"
+    "                      postgres://..., postgres:CONNINFO) instead\n"
     "                      of a fresh one per run; they stay there, in queues\n"
     "                      named pawl-bench-PID-rN\n"
     "  --jobs N            no-op jobs enqueued in batches of 1000 per run\n"
     "                      (default 100000); min(N, 10000) more are enqueued\n"
     "                      one per transaction, and all of them are processed\n"
     "  --workers W         worker threads (default: one per core)\n"
+    "  --nodes N           hosts processing the jobs together (default 1);\n"
+    "                      each is a node of its own, with W workers\n"
     "  --payload-bytes B   filler bytes in each no-op job's payload (default 16)\n"
     "  --runs R            repeat the enqueue, processing and latency\n"
     "                      measurements R times and print the median, min and\n"
@@ -145,6 +154,7 @@ typedef struct bench_cfg {
   const char *db;     /* --db; NULL: a fresh database per run */
   long jobs;
   long workers;
+  long nodes;
   long payload_bytes;
   long runs;
   long latency_jobs;
@@ -473,30 +483,46 @@ static int bench_enqueue_noops(bench_ctx_t *c, pawl_t *p, const char *queue,
   return rc;
 }
 
-/* Runs a host on `p` until nothing is left to do. *seconds: from
- * pawl_start to the host stopped (scripts loaded, Lua states built and
- * threads joined included: what `pawl run --until-idle` pays); *cpu: this
- * process's CPU seconds meanwhile. */
-static int bench_run_until_idle(bench_ctx_t *c, pawl_t *p, const char *queue,
-                                long workers, double *seconds, double *cpu) {
+static int bench_open(bench_ctx_t *c, const char *url, pawl_t **out);
+
+/* Runs `nodes` hosts (p and nodes-1 more handles on `url`) until nothing
+ * is left to do. *seconds: from the first pawl_start to the last host
+ * stopped (scripts loaded, Lua states built and threads joined included:
+ * what `pawl run --until-idle` pays); *cpu: this process's CPU seconds
+ * meanwhile. */
+static int bench_run_until_idle(bench_ctx_t *c, pawl_t *p, const char *url,
+                                const char *queue, long workers, long nodes,
+                                double *seconds, double *cpu) {
   const char *const q[1] = {queue};
   pawl_host_opts_t o;
   bench_host_opts(c, &o, q, workers);
   o.until_idle = 1;
   o.idle_wait_ms = -1; /* nothing here retries: stop at the first idle */
+  pawl_t **hosts = calloc((size_t)nodes, sizeof *hosts);
+  if (!hosts) return bench_fail(c, BENCH_FAIL, "bench: out of memory");
+  hosts[0] = p;
+  int rc = 0;
+  for (long i = 1; !rc && i < nodes; i++) rc = bench_open(c, url, &hosts[i]);
   double c0 = bench_cpu_s(), t0 = bench_mono_s();
-  if (pawl_start(p, &o) != 0) return bench_lib_fail(c, p, "pawl_start");
+  long started = 0;
+  for (; !rc && started < nodes; started++)
+    if (pawl_start(hosts[started], &o) != 0)
+      rc = bench_lib_fail(c, hosts[started], "pawl_start");
   /* pawl_wait in slices, so that SIGINT is noticed. */
-  while (pawl_wait(p, 100) != 0) {
-    if (bench_interrupted) {
-      pawl_stop(p, PAWL_STOP_NOW);
-      pawl_wait(p, -1);
-      return bench_check_interrupt(c);
+  for (long i = 0; i < started; i++) {
+    while (pawl_wait(hosts[i], 100) != 0) {
+      if (bench_interrupted || rc) {
+        for (long k = 0; k < started; k++) pawl_stop(hosts[k], PAWL_STOP_NOW);
+        pawl_wait(hosts[i], -1);
+        if (!rc) rc = bench_check_interrupt(c);
+      }
     }
   }
   *seconds = bench_mono_s() - t0;
   if (cpu) *cpu = bench_cpu_s() - c0;
-  return 0;
+  for (long i = 1; i < nodes; i++) pawl_close(hosts[i]);
+  free(hosts);
+  return rc;
 }
 
 static int bench_tally_job(const pawl_job_t *job, void *data) {
@@ -627,6 +653,10 @@ static int bench_latency(bench_ctx_t *c, const char *url, const char *queue,
   if (!rc && pawl_start(p, &o) != 0) rc = bench_lib_fail(c, p, "pawl_start");
   /* Let every thread reach its wait before the first job. */
   if (!rc) bench_sleep_us(100000);
+  /* Across processes (PostgreSQL), enqueue as another process would: the
+   * host then hears of each job through NOTIFY only. */
+  pawl_t *e = p;
+  if (!rc && strncmp(url, "sqlite:", 7) != 0) rc = bench_open(c, url, &e);
   pawl_enqueue_opts_t eo;
   pawl_enqueue_opts_init(&eo);
   eo.queue = queue;
@@ -634,8 +664,8 @@ static int bench_latency(bench_ctx_t *c, const char *url, const char *queue,
     char payload[64];
     snprintf(payload, sizeof payload, "{\"t_us\":%lld}",
              (long long)bench_wall_us());
-    if (pawl_enqueue(p, "latency", payload, &eo, &ids[i], NULL) != 0) {
-      rc = bench_lib_fail(c, p, "enqueue");
+    if (pawl_enqueue(e, "latency", payload, &eo, &ids[i], NULL) != 0) {
+      rc = bench_lib_fail(c, e, "enqueue");
       break;
     }
     bench_sleep_us(BENCH_LATENCY_GAP_US);
@@ -652,6 +682,7 @@ static int bench_latency(bench_ctx_t *c, const char *url, const char *queue,
     out[1] = bench_percentile(lat, (size_t)n, 0.99);
     out[2] = lat[n - 1];
   }
+  if (e != p) pawl_close(e);
   pawl_close(p); /* stops the host at once if a failure left it running */
   free(ids);
   free(lat);
@@ -687,7 +718,8 @@ static int bench_one_run(bench_ctx_t *c, long run, double *figs,
   }
   if (!rc) {
     figs[F_SINGLE] = (double)single / secs;
-    rc = bench_run_until_idle(c, p, q, c->cfg.workers, &secs, &cpu);
+    rc = bench_run_until_idle(c, p, url, q, c->cfg.workers, c->cfg.nodes,
+                              &secs, &cpu);
   }
   if (!rc) {
     *rss_kb = bench_maxrss_kb();
@@ -717,7 +749,7 @@ static int bench_lua_heap(bench_ctx_t *c, double *kib) {
   double secs = 0;
   if (pawl_enqueue(p, "mem", NULL, NULL, &id, NULL) != 0)
     rc = bench_lib_fail(c, p, "enqueue");
-  if (!rc) rc = bench_run_until_idle(c, p, NULL, 1, &secs, NULL);
+  if (!rc) rc = bench_run_until_idle(c, p, NULL, NULL, 1, 1, &secs, NULL);
   pawl_job_t *job = NULL;
   if (!rc && pawl_get(p, &id, &job) != 0)
     rc = bench_lib_fail(c, p, "reading the memory job");
@@ -819,7 +851,7 @@ static int bench_probe_main(int argc, char **argv) {
   double secs = 0;
   if (!rc) rc = bench_enqueue_noops(&c, p, NULL, BENCH_PROBE_JOBS, BENCH_BATCH,
                                     &secs);
-  if (!rc) rc = bench_run_until_idle(&c, p, NULL, w, &secs, NULL);
+  if (!rc) rc = bench_run_until_idle(&c, p, NULL, NULL, w, 1, &secs, NULL);
   if (!rc) rc = bench_check_succeeded(&c, p, NULL, "noop", BENCH_PROBE_JOBS);
   if (!rc) printf("%ld\n", bench_maxrss_kb());
   pawl_close(p);
@@ -852,6 +884,7 @@ static int bench_parse(bench_ctx_t *c, int argc, char **argv) {
   cfg->jobs = 100000;
   cfg->workers = ncpu > 0 ? (ncpu > 1024 ? 1024 : ncpu) : 1;
   cfg->payload_bytes = 16;
+  cfg->nodes = 1;
   cfg->runs = 1;
   cfg->latency_jobs = 2000;
   static const struct {
@@ -861,6 +894,7 @@ static int bench_parse(bench_ctx_t *c, int argc, char **argv) {
   } nums[] = {
       {"--jobs", 1, 100000000, offsetof(bench_cfg_t, jobs)},
       {"--workers", 1, 1024, offsetof(bench_cfg_t, workers)},
+      {"--nodes", 1, 64, offsetof(bench_cfg_t, nodes)},
       {"--payload-bytes", 0, BENCH_MAX_PAYLOAD,
        offsetof(bench_cfg_t, payload_bytes)},
       {"--runs", 1, 1000, offsetof(bench_cfg_t, runs)},
@@ -1018,10 +1052,10 @@ static int bench_run(bench_ctx_t *c) {
   long single = cfg->jobs < BENCH_SINGLE_MAX ? cfg->jobs : BENCH_SINGLE_MAX;
   char a[32], b[32];
   bench_describe_machine();
-  printf("config: jobs=%s (+%s enqueued one per txn) workers=%ld "
+  printf("config: jobs=%s (+%s enqueued one per txn) nodes=%ld workers=%ld "
          "payload=%zu bytes (filler %ld) runs=%ld latency-jobs=%ld\n",
          bench_fmt_rate((double)cfg->jobs, a, sizeof a),
-         bench_fmt_rate((double)single, b, sizeof b), cfg->workers,
+         bench_fmt_rate((double)single, b, sizeof b), cfg->nodes, cfg->workers,
          strlen(c->payload), cfg->payload_bytes, cfg->runs, cfg->latency_jobs);
   if (cfg->db)
     printf("database: %s (--db): the jobs are added there, in queues "

@@ -36,8 +36,8 @@ const logger = new Logger(() => (level, message) => {
 });
 
 // The worker settings of perfTest's fastest ("With batching") configuration:
-// perfTest/graphile.config.js and the "Performance" page of the docs
-// (website/docs/performance.md): concurrentJobs 24 (run.js: CONCURRENCY = 24,
+// perfTest/graphile.config.js and the docs' "Performance" page
+// (worker.graphile.org/docs/performance): concurrentJobs 24 (run.js: CONCURRENCY = 24,
 // passed as `-j 24 -m 25`), maxPoolSize concurrency + 1, localQueue of 500,
 // completeJobBatchDelay 0 and failJobBatchDelay 0 (batched completion,
 // flushed on the next tick). graphile.config.js also sets

@@ -83,6 +83,12 @@
 #define PG_SQL_CLAIM_QUEUES                                                  \
   PG_SQL_CLAIM_HEAD "queue = ANY($6::text[]) AND " PG_SQL_CLAIM_TAIL
 
+/* Statements that find a running job by id test its state as
+ * PG_RUNNING_BY_ID: "state + 0" is not the partial indexes' "state = 1",
+ * so the planner cannot take a running-rows index (small by its statistics,
+ * scanned whole for each id) over the primary key. */
+#define PG_RUNNING_BY_ID "(j.state + 0) = 1"
+
 /* Success of a whole batch in one statement, its history on the row:
  * $1 now, $2 ids, $3 attempts, $4 results (NULL for none), $5 lease token.
  * RETURNING names the rows written; an outcome whose row is missing is
@@ -92,7 +98,8 @@
   "finished_at = pawl_now($1::bigint), updated_at = pawl_now($1::bigint), "  \
   "lease_expires = NULL, version = j.version + 1 FROM unnest($2::uuid[], "   \
   "$3::int[], $4::jsonb[]) AS b(id, attempt, result) WHERE j.id = b.id AND " \
-  "j.state = 1 AND j.lease_token = $5::uuid AND j.attempt = b.attempt "      \
+  PG_RUNNING_BY_ID " AND j.lease_token = $5::uuid AND "                      \
+  "j.attempt = b.attempt "                                                   \
   "RETURNING j.id"
 
 /* The earliest run_at among pending jobs, for a poller with nothing due:

@@ -128,8 +128,9 @@ static const char *const pg_sql[PG_COUNT] = {
      * keep), $13 recoveries added (0 or 1). */
     [PG_END_ATTEMPT] =
         "WITH cur AS (SELECT id, attempt, lease_owner, run_at, started_at "
-        "FROM pawl_jobs WHERE id = $2::uuid AND state = 1 AND ($5::uuid IS "
-        "NULL OR (lease_token = $5::uuid AND attempt = $6::int)) FOR UPDATE), "
+        "FROM pawl_jobs AS j WHERE j.id = $2::uuid AND " PG_RUNNING_BY_ID
+        " AND ($5::uuid IS NULL OR (j.lease_token = $5::uuid AND j.attempt = "
+        "$6::int)) FOR UPDATE), "
         "att AS (INSERT INTO pawl_attempts (job_id, attempt, node, "
         "scheduled_at, started_at, ended_at, outcome, error) SELECT id, "
         "attempt, lease_owner, run_at, started_at, pawl_now($1::bigint), "
@@ -163,7 +164,8 @@ static const char *const pg_sql[PG_COUNT] = {
         "INSERT INTO pawl_attempts (job_id, attempt, node, scheduled_at, "
         "started_at, ended_at, outcome, error) SELECT id, attempt, "
         "lease_owner, run_at, started_at, pawl_now($2::bigint), $3::text, "
-        "$4::text FROM pawl_jobs WHERE id = $1::uuid AND state = 1",
+        "$4::text FROM pawl_jobs AS j WHERE j.id = $1::uuid AND "
+        PG_RUNNING_BY_ID,
     [PG_EVENT_ADD] = "INSERT INTO pawl_events (job_id, at, from_state, "
                      "to_state, actor, reason, attempt) VALUES ($1::uuid, "
                      "pawl_now($2::bigint), $3::smallint, $4::smallint, "
@@ -227,16 +229,18 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_RERANK] = "UPDATE pawl_jobs SET rank = pawl_rank(priority, run_at, "
                   "$1::bigint) WHERE state = 0",
     /* Progress is not a transition: no version, no updated_at. */
-    [PG_PROGRESS] = "UPDATE pawl_jobs SET progress_done = $1::float8, "
-                    "progress_total = $2::float8 WHERE id = $3::uuid AND "
-                    "state = 1 AND lease_token = $4::uuid AND attempt = $5::int",
+    [PG_PROGRESS] = "UPDATE pawl_jobs AS j SET progress_done = $1::float8, "
+                    "progress_total = $2::float8 WHERE j.id = $3::uuid AND "
+                    PG_RUNNING_BY_ID " AND j.lease_token = $4::uuid AND "
+                    "j.attempt = $5::int",
     [PG_EXISTS] = "SELECT 1 FROM pawl_jobs WHERE id = $1::uuid",
     [PG_LOGS] = "SELECT attempt, pawl_ms(at), level, message, fields FROM "
                 "pawl_logs WHERE job_id = $1::uuid ORDER BY seq",
-    [PG_EXTEND_ONE] = "UPDATE pawl_jobs SET lease_expires = "
+    [PG_EXTEND_ONE] = "UPDATE pawl_jobs AS j SET lease_expires = "
                       "pawl_now($1::bigint) + $2::float8 * interval "
-                      "'1 millisecond' WHERE id = $3::uuid AND state = 1 AND "
-                      "lease_token = $4::uuid AND attempt = $5::int",
+                      "'1 millisecond' WHERE j.id = $3::uuid AND "
+                      PG_RUNNING_BY_ID " AND j.lease_token = $4::uuid AND "
+                      "j.attempt = $5::int",
     [PG_NEXT_DUE] = PG_SQL_NEXT_DUE,
     [PG_NEXT_DUE_QUEUE] = PG_SQL_NEXT_DUE_QUEUE,
     [PG_NEXT_DUE_QUEUES] = PG_SQL_NEXT_DUE_QUEUES,
