@@ -604,6 +604,45 @@ int pawl_extend(pawl_t *p, const pawl_id_t *id, int32_t attempt, int *held) {
   return rc;
 }
 
+static int pawl_lock_check(pawl_t *p, const char *name, const char *owner,
+                           int64_t ttl_ms) {
+  p->errmsg[0] = 0;
+  if (!name || !*name || strlen(name) > 200)
+    return pawl__fail(p, PAWL_EINVAL, "lock name must be 1 to 200 bytes");
+  if (!owner || !*owner || strlen(owner) > 200)
+    return pawl__fail(p, PAWL_EINVAL, "lock owner must be 1 to 200 bytes");
+  if (ttl_ms <= 0)
+    return pawl__fail(p, PAWL_EINVAL, "lock TTL must be positive");
+  return 0;
+}
+
+int pawl_lock_acquire(pawl_t *p, const char *name, const char *owner,
+                      int64_t ttl_ms, int *got) {
+  int g = 0, rc = pawl_lock_check(p, name, owner, ttl_ms);
+  if (!rc)
+    rc = pawl_from_store(
+        p, p->store->ops->locks.acquire(p->store, name, owner, ttl_ms, &g));
+  if (got) *got = rc ? 0 : g;
+  return rc;
+}
+
+int pawl_lock_extend(pawl_t *p, const char *name, const char *owner,
+                     int64_t ttl_ms, int *held) {
+  int h = 0, rc = pawl_lock_check(p, name, owner, ttl_ms);
+  if (!rc)
+    rc = pawl_from_store(
+        p, p->store->ops->locks.extend(p->store, name, owner, ttl_ms, &h));
+  if (held) *held = rc ? 0 : h;
+  return rc;
+}
+
+int pawl_lock_release(pawl_t *p, const char *name, const char *owner) {
+  int rc = pawl_lock_check(p, name, owner, 1);
+  if (!rc)
+    rc = pawl_from_store(p, p->store->ops->locks.release(p->store, name, owner));
+  return rc;
+}
+
 int pawl_next_due(pawl_t *p, const pawl_claim_opts_t *opts, int64_t *run_at) {
   p->errmsg[0] = 0;
   const char *const *queues = opts ? opts->queues : NULL;

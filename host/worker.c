@@ -345,12 +345,51 @@ static int host_fn_sleep(lua_State *L) {
   return 0;
 }
 
+/* host.lock_acquire(name, ttl_s) -> owner | false | nil, message: an owner
+ * of our own (node id and a fresh UUIDv7: unique to this call, so two jobs
+ * of one node exclude each other too). [-2, +1|2, e] */
+static int host_fn_lock_acquire(lua_State *L) {
+  worker_t *w = host_fn_worker(L);
+  const char *name = luaL_checkstring(L, 1);
+  double ttl = luaL_checknumber(L, 2);
+  if (!(ttl > 0) || ttl > 86400) return luaL_error(L, "pawl.lock: ttl must be between 0 and 86400 seconds");
+  pawl_id_t id;
+  pawl_id_new(&id);
+  char owner[300], text[PAWL_ID_STRLEN];
+  pawl_id_format(&id, text);
+  snprintf(owner, sizeof owner, "%s/%s", pawl_node_id(w->p), text);
+  int got = 0;
+  if (pawl_lock_acquire(w->p, name, owner, (int64_t)ceil(ttl * 1000), &got) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, pawl_errmsg(w->p));
+    return 2;
+  }
+  if (got)
+    lua_pushstring(L, owner);
+  else
+    lua_pushboolean(L, 0);
+  return 1;
+}
+
+/* host.lock_release(name, owner) -> true | nil, message [-2, +1|2, e] */
+static int host_fn_lock_release(lua_State *L) {
+  worker_t *w = host_fn_worker(L);
+  if (pawl_lock_release(w->p, luaL_checkstring(L, 1), luaL_checkstring(L, 2)) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, pawl_errmsg(w->p));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static const luaL_Reg host_fns[] = {
     {"log", host_fn_log},         {"progress", host_fn_progress},
     {"canceled", host_fn_canceled}, {"heartbeat", host_fn_heartbeat},
     {"enqueue", host_fn_enqueue}, {"now", host_fn_now},
     {"print", host_fn_print},     {"time", host_fn_time},
-    {"sleep", host_fn_sleep},     {NULL, NULL}};
+    {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},
+    {"lock_release", host_fn_lock_release}, {NULL, NULL}};
 
 /* ---- the state ---------------------------------------------------------- */
 

@@ -381,6 +381,24 @@ PAWL_EXTERN int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
 
 /* Extends the lease of one attempt this node holds (ctx:heartbeat). *held
  * (may be NULL) is 1 if it still was ours, else 0. */
+/* Distributed locks, shared by every node on the database: at most one
+ * owner holds `name` at a time, until it releases it or `ttl_ms` passes
+ * (so a dead owner never blocks the others for longer). `owner` names the
+ * holder: give each holder its own (two holders with one name share the
+ * lock). Strings are borrowed for the call.
+ *
+ * pawl_lock_acquire: *got = 1 if the lock is now ours (it was free,
+ * expired, or already ours: then its TTL starts again), else 0.
+ * pawl_lock_extend: *held = 1 if we still held it and its TTL starts
+ * again, else 0 (it expired and someone else may hold it).
+ * pawl_lock_release: releases it if we hold it; no error if we do not. */
+PAWL_EXTERN int pawl_lock_acquire(pawl_t *p, const char *name,
+                                  const char *owner, int64_t ttl_ms, int *got);
+PAWL_EXTERN int pawl_lock_extend(pawl_t *p, const char *name,
+                                 const char *owner, int64_t ttl_ms, int *held);
+PAWL_EXTERN int pawl_lock_release(pawl_t *p, const char *name,
+                                  const char *owner);
+
 PAWL_EXTERN int pawl_extend(pawl_t *p, const pawl_id_t *id, int32_t attempt,
                             int *held);
 

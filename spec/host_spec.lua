@@ -791,6 +791,43 @@ return {
 
   -- ---- waking ------------------------------------------------------------
 
+  it("pawl.lock lets one job at a time into its section, on every node", function()
+    -- Two workers start two jobs together; each takes the lock for 0.3 s
+    -- and says whether it got it; a third job, run after them, gets it.
+    env:script("locked", [[
+return {
+  max_attempts = 1,
+  run = function(job)
+    local t0 = pawl.time()
+    local got, a, b = pawl.lock("report", 10, function()
+      pawl.sleep(job.payload.hold)
+      return "done", 42
+    end)
+    if job.payload.fail then
+      local ok, err = pcall(pawl.lock, "report", 10, function() error("inside") end)
+      return { raised = tostring(err), again = (pawl.lock("report", 10, function() end)) }
+    end
+    return { got = got, a = a, b = b, waited = pawl.time() - t0 }
+  end,
+}]])
+    local x = env:enqueue("locked", H.json { hold = 0.3 })
+    local y = env:enqueue("locked", H.json { hold = 0.3 })
+    local p = env:run_idle("--workers", "2")
+    assert.are.equal(0, p.code, p:stderr())
+    local rx, ry = env:show(x).result, env:show(y).result
+    assert.is_true(rx.got ~= ry.got, "exactly one job got the lock: " .. cjson.encode { rx, ry })
+    local winner = rx.got and rx or ry
+    assert.are.equal("done", winner.a)
+    assert.are.equal(42, winner.b)
+    -- Released at the end (also when fn raises): later jobs get it again.
+    local z = env:enqueue("locked", H.json { hold = 0, fail = true })
+    p = env:run_idle("--workers", "2")
+    assert.are.equal(0, p.code, p:stderr())
+    local rz = env:show(z).result
+    assert.truthy(has(rz.raised, "inside"), rz.raised)
+    assert.is_true(rz.again)
+  end)
+
   it("a job's pawl.enqueue wakes the host at once", function()
     -- The parent enqueues a child every 0.5 s while it keeps running; with
     -- --poll 60 only the wakeup can start each child within 0.3 s (the

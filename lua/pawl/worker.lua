@@ -106,6 +106,29 @@ function pawl.snooze(seconds)
   error({ [SENTINEL] = "snooze", seconds = seconds }, 2)
 end
 
+-- Runs fn() holding the distributed lock `name`, shared by every node on the
+-- database, for at most `ttl` seconds (a holder that dies frees it when the
+-- TTL runs out, so fn should finish well within it). Returns false when
+-- another holder has it, else true and fn's results. The lock is released
+-- however fn ends; an error in fn is raised again after the release.
+function pawl.lock(name, ttl, fn)
+  if type(name) ~= "string" or name == "" then
+    error("pawl.lock: name must be a non-empty string", 2)
+  end
+  if type(ttl) ~= "number" then error("pawl.lock: ttl must be a number of seconds", 2) end
+  if type(fn) ~= "function" then error("pawl.lock: fn must be a function", 2) end
+  local owner, err = host.lock_acquire(name, ttl)
+  if owner == nil then error("pawl.lock: " .. err, 2) end
+  if not owner then return false end
+  local function released(ok, ...)
+    local done, rerr = host.lock_release(name, owner)
+    if not ok then error((...), 0) end
+    if not done then error("pawl.lock: " .. rerr, 3) end
+    return true, ...
+  end
+  return released(pcall(fn))
+end
+
 -- Waits `seconds` (this job's worker only; a timeout or a stop cuts it short).
 function pawl.sleep(seconds)
   if type(seconds) ~= "number" then error("pawl.sleep: seconds must be a number", 2) end
