@@ -284,6 +284,8 @@ typedef struct poller {
                                 each broken script is reported once */
   uint64_t script_sig;
   int64_t next_heartbeat, next_recover, next_scan;
+  int64_t claim_failed_at;   /* last "claim failed" logged (mono ms): while
+                                the database is away, once every 5 s */
 } poller_t;
 
 static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
@@ -462,9 +464,14 @@ static size_t poller_claim(poller_t *pl) {
   pawl_job_t **jobs = NULL;
   size_t n = 0;
   if (pawl_claim(pl->p, &co, (size_t)want, &jobs, &n) != 0) {
-    host_log_rc(h, pl->p, "claim failed");
+    int64_t now = host_mono_ms();
+    if (!pl->claim_failed_at || now - pl->claim_failed_at >= 5000) {
+      pl->claim_failed_at = now;
+      host_log_rc(h, pl->p, "claim failed");
+    }
     return 0;
   }
+  pl->claim_failed_at = 0;
   if (n == 0) return 0;
   int64_t claimed = host_mono_ms();
   host_item_t *first = NULL, *last = NULL;
@@ -1096,7 +1103,9 @@ void pawl_stop(pawl_t *p, int how) {
   pthread_mutex_lock(&h->mu);
   int was = h->stopping;
   if (how > h->stopping) h->stopping = how;
-  if (h->stopping != was) {
+  /* Once the host has stopped there is nothing left to hand back. */
+  int ended = h->poller_done && h->completer_done;
+  if (h->stopping != was && !ended) {
     log_line_t line;
     if (h->stopping == PAWL_STOP_GRACEFUL) {
       log_begin(&line, &h->log, PAWL_LOG_INFO,
