@@ -5,6 +5,7 @@
 #endif
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -69,4 +70,175 @@ uint32_t store_crc32(const void *data, size_t len) {
     for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
   }
   return ~crc;
+}
+
+/* ---- what every backend decides the same way ---------------------------- */
+
+const char *store_op_name(store_op_t op) {
+  switch (op) {
+  case STORE_OP_CANCEL: return "cancel";
+  case STORE_OP_PAUSE: return "pause";
+  case STORE_OP_RESUME: return "resume";
+  case STORE_OP_RETRY: return "retry";
+  case STORE_OP_UNBLOCK: return "unblock";
+  case STORE_OP_EXPIRE: return "expire";
+  }
+  return "?";
+}
+
+/* The state machine's operator transitions, in one place. */
+void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
+                           store_plan_t *out) {
+  int from = j->state;
+  *out = (store_plan_t){.to = -1,
+                        .paused_from = -1,
+                        .run_at = j->run_at,
+                        .finished_at = j->finished_at,
+                        .attempt = j->attempt,
+                        .recoveries = j->recoveries,
+                        .last_error = j->last_error,
+                        .result = j->result};
+  switch (op) {
+  case STORE_OP_CANCEL:
+    if (from == PAWL_CANCELED) out->noop = 1;
+    else if (from == PAWL_PENDING || from == PAWL_RUNNING ||
+             from == PAWL_BLOCKED || from == PAWL_PAUSED) {
+      out->to = PAWL_CANCELED;
+      out->finished_at = now;
+    }
+    break;
+  case STORE_OP_PAUSE:
+    if (from == PAWL_PAUSED) out->noop = 1;
+    else if (from == PAWL_PENDING || from == PAWL_FAILED) {
+      out->to = PAWL_PAUSED;
+      out->paused_from = from;
+    }
+    break;
+  case STORE_OP_RESUME:
+    if (from == PAWL_PAUSED) out->to = j->paused_from;
+    else if (from == PAWL_PENDING || from == PAWL_FAILED) out->noop = 1;
+    break;
+  case STORE_OP_RETRY:
+    if (from == PAWL_PENDING) out->noop = 1;
+    else if (from == PAWL_FAILED) {
+      out->to = PAWL_PENDING;
+      out->run_at = now;
+      out->attempt = 0;
+      out->recoveries = 0;
+      out->last_error = NULL;
+      out->result = NULL;
+      out->finished_at = 0;
+    }
+    break;
+  case STORE_OP_UNBLOCK:
+    if (from == PAWL_PENDING) out->noop = 1;
+    else if (from == PAWL_BLOCKED) out->to = PAWL_PENDING;
+    break;
+  case STORE_OP_EXPIRE:
+    if (from == PAWL_FAILED) out->noop = 1;
+    else if (from == PAWL_BLOCKED) {
+      out->to = PAWL_FAILED;
+      out->finished_at = now;
+      out->last_error = "wait timed out";
+    }
+    break;
+  }
+}
+
+/* Grows an array by one zeroed element; NULL when out of memory. */
+void *store_push(void **arr, size_t *n, size_t size) {
+  void *p = realloc(*arr, (*n + 1) * size);
+  if (!p) return NULL;
+  *arr = p;
+  memset((char *)p + *n * size, 0, size);
+  return (char *)p + (*n)++ * size;
+}
+
+static char *store_strdup_opt(const char *s) { return s ? strdup(s) : NULL; }
+
+/* Appends a claim event (pending -> running) for an attempt. */
+static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
+  pawl_event_t *e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+  if (!e) return -1;
+  e->at = a->started_at;
+  e->from_state = PAWL_PENDING;
+  e->to_state = PAWL_RUNNING;
+  e->actor = store_strdup_opt(a->node);
+  e->reason = strdup("claimed");
+  e->attempt = a->attempt;
+  return 0;
+}
+
+/* The order is the order things were recorded in, not a sort by time
+ * (several can share a millisecond): every attempt row is written together
+ * with the event that ended it, the one event leaving `running`, so the
+ * n-th such event is preceded by the claim of the n-th recorded attempt;
+ * the attempt on the row comes last. */
+int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
+                           pawl_event_t *rows, size_t nrows) {
+  size_t moved = 0;
+  int oom = 0;
+  pawl_event_t *e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+  if (!e) oom = 1;
+  else {
+    e->at = j->created_at;
+    e->from_state = -1;
+    e->to_state = PAWL_PENDING; /* or blocked: see below */
+    e->actor = store_strdup_opt(j->enqueued_by);
+    e->reason = strdup("enqueued");
+  }
+  size_t next_attempt = 0;
+  for (; !oom && moved < nrows; moved++) {
+    pawl_event_t *row = &rows[moved];
+    if (row->from_state == PAWL_RUNNING && next_attempt < h->nattempts &&
+        store_push_claim(h, &h->attempts[next_attempt++])) {
+      oom = 1;
+      break;
+    }
+    /* Enqueued blocked: its first transition leaves `blocked`. */
+    if (row->from_state == PAWL_BLOCKED && h->nevents == 1)
+      h->events[0].to_state = PAWL_BLOCKED;
+    e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+    if (!e) {
+      oom = 1;
+      break;
+    }
+    *e = *row; /* its strings move with it */
+  }
+  /* Rows not moved keep their strings: free them here. */
+  for (size_t i = moved; i < nrows; i++) {
+    free(rows[i].actor);
+    free(rows[i].reason);
+  }
+  if (!oom && h->nevents == 1 && j->state == PAWL_BLOCKED)
+    h->events[0].to_state = PAWL_BLOCKED;
+  /* The attempt whose history lives on the row: running now, or the one
+   * that succeeded. */
+  if (!oom && (j->state == PAWL_RUNNING || j->state == PAWL_SUCCEEDED)) {
+    pawl_attempt_t *a =
+        store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+    if (!a) oom = 1;
+    else {
+      a->attempt = j->attempt;
+      a->node = store_strdup_opt(j->lease_owner);
+      a->scheduled_at = j->run_at;
+      a->started_at = j->started_at;
+      a->ended_at = j->state == PAWL_SUCCEEDED ? j->finished_at : 0;
+      a->outcome = strdup(j->state == PAWL_SUCCEEDED ? "succeeded" : "running");
+      if (store_push_claim(h, a)) oom = 1;
+    }
+    if (!oom && j->state == PAWL_SUCCEEDED) {
+      e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+      if (!e) oom = 1;
+      else {
+        e->at = j->finished_at;
+        e->from_state = PAWL_RUNNING;
+        e->to_state = PAWL_SUCCEEDED;
+        e->actor = store_strdup_opt(j->lease_owner);
+        e->reason = strdup("succeeded");
+        e->attempt = j->attempt;
+      }
+    }
+  }
+  return oom ? -1 : 0;
 }

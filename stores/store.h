@@ -249,6 +249,37 @@ static inline int64_t store_rank(int32_t priority, int64_t run_at,
                       : (int64_t)priority;
 }
 
+/* ---- logic every backend shares ------------------------------------------ */
+
+/* What an operator transition does to a job, decided from the row as read
+ * (the same for every backend; the backend writes it as a compare-and-set
+ * on the version it read). Strings are borrowed from the job, or static. */
+typedef struct store_plan {
+  int noop;               /* the job already made this transition */
+  int to;                 /* the new state; -1: not allowed from its state */
+  int paused_from;        /* -1: none */
+  int64_t run_at;
+  int64_t finished_at;    /* 0: none */
+  int32_t attempt, recoveries;
+  const char *last_error, *result;
+} store_plan_t;
+
+void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
+                           store_plan_t *out);
+const char *store_op_name(store_op_t op);
+
+/* Grows *arr (of *n elements of `size` bytes) by one zeroed element and
+ * returns it; NULL when out of memory (*arr is unchanged then). */
+void *store_push(void **arr, size_t *n, size_t size);
+
+/* Puts a job's history together: h->attempts holds the attempt rows as the
+ * backend read them (in the order written); `rows` are the event rows in
+ * the order written, whose strings move into h (the array itself stays the
+ * caller's). Adds the enqueue, the claims and what the success path keeps
+ * on the job row. -1 when out of memory (h is then the caller's to free). */
+int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
+                           pawl_event_t *rows, size_t nrows);
+
 /* A backend's migrations, embedded at build time from schema/<backend>/. */
 typedef struct store_migration {
   int version;

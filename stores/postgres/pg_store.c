@@ -1458,17 +1458,6 @@ static int pg_recover(store_t *base, size_t *n) {
 
 /* ---- operator transitions ------------------------------------------------- */
 
-static const char *pg_op_name(store_op_t op) {
-  switch (op) {
-  case STORE_OP_CANCEL: return "cancel";
-  case STORE_OP_PAUSE: return "pause";
-  case STORE_OP_RESUME: return "resume";
-  case STORE_OP_RETRY: return "retry";
-  case STORE_OP_UNBLOCK: return "unblock";
-  case STORE_OP_EXPIRE: return "expire";
-  }
-  return "?";
-}
 
 static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
                          const char *actor, const char *reason,
@@ -1489,57 +1478,10 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
     return pg_end(s, rc);
   }
 
-  int from = j->state, to = -1, noop = 0;
-  int paused_from = -1;
-  int64_t run_at = j->run_at, finished_at = j->finished_at;
-  int32_t attempt = j->attempt, recoveries = j->recoveries;
-  const char *last_error = j->last_error, *result = j->result;
-  switch (op) {
-  case STORE_OP_CANCEL:
-    if (from == PAWL_CANCELED) noop = 1;
-    else if (from == PAWL_PENDING || from == PAWL_RUNNING ||
-             from == PAWL_BLOCKED || from == PAWL_PAUSED) {
-      to = PAWL_CANCELED;
-      finished_at = now;
-    }
-    break;
-  case STORE_OP_PAUSE:
-    if (from == PAWL_PAUSED) noop = 1;
-    else if (from == PAWL_PENDING || from == PAWL_FAILED) {
-      to = PAWL_PAUSED;
-      paused_from = from;
-    }
-    break;
-  case STORE_OP_RESUME:
-    if (from == PAWL_PAUSED) to = j->paused_from;
-    else if (from == PAWL_PENDING || from == PAWL_FAILED) noop = 1;
-    break;
-  case STORE_OP_RETRY:
-    if (from == PAWL_PENDING) noop = 1;
-    else if (from == PAWL_FAILED) {
-      to = PAWL_PENDING;
-      run_at = now;
-      attempt = 0;
-      recoveries = 0;
-      last_error = NULL;
-      result = NULL;
-      finished_at = 0;
-    }
-    break;
-  case STORE_OP_UNBLOCK:
-    if (from == PAWL_PENDING) noop = 1;
-    else if (from == PAWL_BLOCKED) to = PAWL_PENDING;
-    break;
-  case STORE_OP_EXPIRE:
-    if (from == PAWL_FAILED) noop = 1;
-    else if (from == PAWL_BLOCKED) {
-      to = PAWL_FAILED;
-      finished_at = now;
-      last_error = "wait timed out";
-    }
-    break;
-  }
-  if (noop) {
+  store_plan_t plan;
+  store_plan_transition(j, op, now, &plan);
+  int from = j->state, to = plan.to;
+  if (plan.noop) {
     pg_end(s, 0);
     if (out) *out = j;
     else pawl_job_free(j);
@@ -1549,7 +1491,7 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
     char text[PAWL_ID_STRLEN];
     pawl_id_format(id, text);
     rc = store_fail(base, PAWL_ESTATE, "cannot %s job %s: it is %s",
-                    pg_op_name(op), text, pawl_state_name(from));
+                    store_op_name(op), text, pawl_state_name(from));
     pawl_job_free(j);
     return pg_end(s, rc);
   }
@@ -1577,20 +1519,20 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
     pp_id(&pp, 1, id);
     pp_int(&pp, 2, j->version);
     pp_int(&pp, 3, to);
-    if (paused_from >= 0)
-      pp_int(&pp, 4, paused_from);
+    if (plan.paused_from >= 0)
+      pp_int(&pp, 4, plan.paused_from);
     else
       pp_str(&pp, 4, NULL);
-    pp_int(&pp, 5, run_at);
+    pp_int(&pp, 5, plan.run_at);
     pp_int(&pp, 6, s->boost_ms);
-    pp_int(&pp, 7, attempt);
-    pp_str(&pp, 8, last_error);
-    pp_str(&pp, 9, result);
-    if (finished_at)
-      pp_int(&pp, 10, finished_at);
+    pp_int(&pp, 7, plan.attempt);
+    pp_str(&pp, 8, plan.last_error);
+    pp_str(&pp, 9, plan.result);
+    if (plan.finished_at)
+      pp_int(&pp, 10, plan.finished_at);
     else
       pp_str(&pp, 10, NULL);
-    pp_int(&pp, 11, recoveries);
+    pp_int(&pp, 11, plan.recoveries);
     if (to == PAWL_RUNNING)
       pp_int(&pp, 12, j->lease_expires);
     else
@@ -1603,7 +1545,7 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
       rc = store_fail(base, PAWL_EKEY,
                       "cannot %s job %s: its business key \"%s\" is held by "
                       "another live job",
-                      pg_op_name(op), text,
+                      store_op_name(op), text,
                       j->business_key ? j->business_key : "");
     } else if (!rc) {
       if (pg_changed(res) != 1)
@@ -1627,33 +1569,9 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
 
 /* ---- history -------------------------------------------------------------- */
 
-/* Grows an array by one zeroed element; NULL when out of memory. */
-static void *pg_push(void **arr, size_t *n, size_t size) {
-  void *p = realloc(*arr, (*n + 1) * size);
-  if (!p) return NULL;
-  *arr = p;
-  memset((char *)p + *n * size, 0, size);
-  return (char *)p + (*n)++ * size;
-}
-
-static char *pg_strdup_opt(const char *s) { return s ? strdup(s) : NULL; }
-
-/* Appends a claim event (pending -> running) for an attempt. */
-static int pg_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
-  pawl_event_t *e = pg_push((void **)&h->events, &h->nevents, sizeof *e);
-  if (!e) return -1;
-  e->at = a->started_at;
-  e->from_state = PAWL_PENDING;
-  e->to_state = PAWL_RUNNING;
-  e->actor = pg_strdup_opt(a->node);
-  e->reason = strdup("claimed");
-  e->attempt = a->attempt;
-  return 0;
-}
-
-/* History, put together as the SQLite store does (see sq_history()): the
- * rows written for failures and operator actions, plus what the success
- * path keeps on the job row. One snapshot for the three reads. */
+/* History: the rows written for failures and operator actions, put
+ * together with what the success path keeps on the job row by
+ * store_history_assemble(). One snapshot for the three reads. */
 static int pg_history(store_t *base, const pawl_id_t *id,
                       pawl_history_t **out) {
   pg_store_t *s = (pg_store_t *)base;
@@ -1676,21 +1594,11 @@ static int pg_history(store_t *base, const pawl_id_t *id,
   if (!rc) rc = pg_run(s, PG_EVENTS, 1, pp.v, &ev, "read events");
   pg_end(s, rc ? rc : 0);
   int oom = 0;
-  pawl_event_t *e;
-  pawl_attempt_t *a;
-  if (!rc) {
-    e = pg_push((void **)&h->events, &h->nevents, sizeof *e);
-    if (!e) oom = 1;
-    else {
-      e->at = j->created_at;
-      e->from_state = -1;
-      e->to_state = PAWL_PENDING; /* or blocked: see below */
-      e->actor = pg_strdup_opt(j->enqueued_by);
-      e->reason = strdup("enqueued");
-    }
-  }
+  pawl_event_t *rows = NULL;
+  size_t nrows = 0;
   for (int r = 0; !rc && !oom && r < PQntuples(att); r++) {
-    a = pg_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+    pawl_attempt_t *a =
+        store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
     if (!a) {
       oom = 1;
       break;
@@ -1703,58 +1611,28 @@ static int pg_history(store_t *base, const pawl_id_t *id,
     a->outcome = pg_str(att, r, 5);
     a->error = pg_str(att, r, 6);
   }
-  size_t next_attempt = 0;
   for (int r = 0; !rc && !oom && r < PQntuples(ev); r++) {
-    int from = (int)pg_int(ev, r, 1);
-    if (from == PAWL_RUNNING && next_attempt < h->nattempts &&
-        pg_push_claim(h, &h->attempts[next_attempt++])) {
-      oom = 1;
-      break;
-    }
-    /* Enqueued blocked: its first transition leaves `blocked`. */
-    if (from == PAWL_BLOCKED && h->nevents == 1)
-      h->events[0].to_state = PAWL_BLOCKED;
-    e = pg_push((void **)&h->events, &h->nevents, sizeof *e);
+    pawl_event_t *e = store_push((void **)&rows, &nrows, sizeof *e);
     if (!e) {
       oom = 1;
       break;
     }
     e->at = pg_int(ev, r, 0);
-    e->from_state = from;
+    e->from_state = (int)pg_int(ev, r, 1);
     e->to_state = (int)pg_int(ev, r, 2);
     e->actor = pg_str(ev, r, 3);
     e->reason = pg_str(ev, r, 4);
     e->attempt = (int32_t)pg_int(ev, r, 5);
   }
-  if (!rc && !oom && h->nevents == 1 && j->state == PAWL_BLOCKED)
-    h->events[0].to_state = PAWL_BLOCKED;
-  /* The attempt whose history lives on the row: running now, or the one
-   * that succeeded. */
-  if (!rc && !oom && (j->state == PAWL_RUNNING || j->state == PAWL_SUCCEEDED)) {
-    a = pg_push((void **)&h->attempts, &h->nattempts, sizeof *a);
-    if (!a) oom = 1;
-    else {
-      a->attempt = j->attempt;
-      a->node = pg_strdup_opt(j->lease_owner);
-      a->scheduled_at = j->run_at;
-      a->started_at = j->started_at;
-      a->ended_at = j->state == PAWL_SUCCEEDED ? j->finished_at : 0;
-      a->outcome = strdup(j->state == PAWL_SUCCEEDED ? "succeeded" : "running");
-      if (pg_push_claim(h, a)) oom = 1;
-    }
-    if (!oom && j->state == PAWL_SUCCEEDED) {
-      e = pg_push((void **)&h->events, &h->nevents, sizeof *e);
-      if (!e) oom = 1;
-      else {
-        e->at = j->finished_at;
-        e->from_state = PAWL_RUNNING;
-        e->to_state = PAWL_SUCCEEDED;
-        e->actor = pg_strdup_opt(j->lease_owner);
-        e->reason = strdup("succeeded");
-        e->attempt = j->attempt;
-      }
+  if (!rc && !oom) {
+    oom = store_history_assemble(h, j, rows, nrows) != 0;
+  } else {
+    for (size_t i = 0; i < nrows; i++) {
+      free(rows[i].actor);
+      free(rows[i].reason);
     }
   }
+  free(rows);
   PQclear(att);
   PQclear(ev);
   pawl_job_free(j);

@@ -1329,17 +1329,6 @@ static int sq_recover(store_t *base, size_t *n) {
 
 /* ---- operator transitions ----------------------------------------------- */
 
-static const char *sq_op_name(store_op_t op) {
-  switch (op) {
-  case STORE_OP_CANCEL: return "cancel";
-  case STORE_OP_PAUSE: return "pause";
-  case STORE_OP_RESUME: return "resume";
-  case STORE_OP_RETRY: return "retry";
-  case STORE_OP_UNBLOCK: return "unblock";
-  case STORE_OP_EXPIRE: return "expire";
-  }
-  return "?";
-}
 
 static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
                          const char *actor, const char *reason,
@@ -1351,60 +1340,12 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
   if (rc) return rc;
   if ((rc = sq_read_job(s, id, &j))) return sq_end(s, rc);
 
-  /* The new values; start from the row as it is. */
-  int from = j->state, to = -1, noop = 0;
-  int paused_from = -1;
-  int64_t run_at = j->run_at, finished_at = j->finished_at;
-  int64_t rank = store_rank(j->priority, j->run_at, s->boost_ms);
-  int32_t attempt = j->attempt, recoveries = j->recoveries;
-  const char *last_error = j->last_error, *result = j->result;
-  switch (op) {
-  case STORE_OP_CANCEL:
-    if (from == PAWL_CANCELED) noop = 1;
-    else if (from == PAWL_PENDING || from == PAWL_RUNNING ||
-             from == PAWL_BLOCKED || from == PAWL_PAUSED) {
-      to = PAWL_CANCELED;
-      finished_at = now;
-    }
-    break;
-  case STORE_OP_PAUSE:
-    if (from == PAWL_PAUSED) noop = 1;
-    else if (from == PAWL_PENDING || from == PAWL_FAILED) {
-      to = PAWL_PAUSED;
-      paused_from = from;
-    }
-    break;
-  case STORE_OP_RESUME:
-    if (from == PAWL_PAUSED) to = j->paused_from;
-    else if (from == PAWL_PENDING || from == PAWL_FAILED) noop = 1;
-    break;
-  case STORE_OP_RETRY:
-    if (from == PAWL_PENDING) noop = 1;
-    else if (from == PAWL_FAILED) {
-      to = PAWL_PENDING;
-      run_at = now;
-      rank = store_rank(j->priority, now, s->boost_ms);
-      attempt = 0;
-      recoveries = 0;
-      last_error = NULL;
-      result = NULL;
-      finished_at = 0;
-    }
-    break;
-  case STORE_OP_UNBLOCK:
-    if (from == PAWL_PENDING) noop = 1;
-    else if (from == PAWL_BLOCKED) to = PAWL_PENDING;
-    break;
-  case STORE_OP_EXPIRE:
-    if (from == PAWL_FAILED) noop = 1;
-    else if (from == PAWL_BLOCKED) {
-      to = PAWL_FAILED;
-      finished_at = now;
-      last_error = "wait timed out";
-    }
-    break;
-  }
-  if (noop) {
+  /* The new values, decided from the row as it is. */
+  store_plan_t plan;
+  store_plan_transition(j, op, now, &plan);
+  int from = j->state, to = plan.to;
+  int64_t rank = store_rank(j->priority, plan.run_at, s->boost_ms);
+  if (plan.noop) {
     sq_end(s, 0);
     if (out) *out = j;
     else pawl_job_free(j);
@@ -1414,7 +1355,7 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
     char text[PAWL_ID_STRLEN];
     pawl_id_format(id, text);
     rc = store_fail(base, PAWL_ESTATE, "cannot %s job %s: it is %s",
-                    sq_op_name(op), text, pawl_state_name(from));
+                    store_op_name(op), text, pawl_state_name(from));
     pawl_job_free(j);
     return sq_end(s, rc);
   }
@@ -1431,17 +1372,17 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
     sq_bind_id(st, 2, id);
     sqlite3_bind_int64(st, 3, j->version);
     sqlite3_bind_int(st, 4, to);
-    if (paused_from >= 0)
-      sqlite3_bind_int(st, 5, paused_from);
+    if (plan.paused_from >= 0)
+      sqlite3_bind_int(st, 5, plan.paused_from);
     else
       sqlite3_bind_null(st, 5);
-    sqlite3_bind_int64(st, 6, run_at);
+    sqlite3_bind_int64(st, 6, plan.run_at);
     sqlite3_bind_int64(st, 7, rank);
-    sqlite3_bind_int(st, 8, attempt);
-    sq_bind_text(st, 9, last_error);
-    sq_bind_text(st, 10, result);
-    sq_bind_opt_int(st, 11, finished_at);
-    sqlite3_bind_int(st, 12, recoveries);
+    sqlite3_bind_int(st, 8, plan.attempt);
+    sq_bind_text(st, 9, plan.last_error);
+    sq_bind_text(st, 10, plan.result);
+    sq_bind_opt_int(st, 11, plan.finished_at);
+    sqlite3_bind_int(st, 12, plan.recoveries);
     if (to == PAWL_RUNNING)
       sqlite3_bind_int64(st, 13, j->lease_expires);
     else
@@ -1454,7 +1395,7 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
       rc = store_fail(base, PAWL_EKEY,
                       "cannot %s job %s: its business key \"%s\" is held by "
                       "another live job",
-                      sq_op_name(op), text,
+                      store_op_name(op), text,
                       j->business_key ? j->business_key : "");
     } else if (step != SQLITE_DONE) {
       rc = sq_fail(s, step, "update job");
@@ -1476,44 +1417,16 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
 
 /* ---- history ------------------------------------------------------------ */
 
-/* Grows an array by one zeroed element; NULL when out of memory. */
-static void *sq_push(void **arr, size_t *n, size_t size) {
-  void *p = realloc(*arr, (*n + 1) * size);
-  if (!p) return NULL;
-  *arr = p;
-  memset((char *)p + *n * size, 0, size);
-  return (char *)p + (*n)++ * size;
-}
-
-static char *sq_strdup_opt(const char *s) { return s ? strdup(s) : NULL; }
-
-/* Appends a claim event (pending -> running) for an attempt. */
-static int sq_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
-  pawl_event_t *e = sq_push((void **)&h->events, &h->nevents, sizeof *e);
-  if (!e) return -1;
-  e->at = a->started_at;
-  e->from_state = PAWL_PENDING;
-  e->to_state = PAWL_RUNNING;
-  e->actor = sq_strdup_opt(a->node);
-  e->reason = strdup("claimed");
-  e->attempt = a->attempt;
-  return 0;
-}
-
-/* History: the rows written for failures and operator actions, plus what
- * the success path keeps on the job row (enqueue, the current attempt's
- * claim and its success).
- *
- * The order is the order things were recorded in, not a sort by time
- * (several can share a millisecond): every attempt row is written together
- * with the event that ended it, the one event leaving `running`, so the
- * n-th such event is preceded by the claim of the n-th recorded attempt;
- * the attempt on the row comes last. */
+/* History: the rows written for failures and operator actions, put
+ * together with what the success path keeps on the job row by
+ * store_history_assemble(). */
 static int sq_history(store_t *base, const pawl_id_t *id,
                       pawl_history_t **out) {
   sq_store_t *s = (sq_store_t *)base;
   pawl_history_t *h = calloc(1, sizeof *h);
   pawl_job_t *j = NULL;
+  pawl_event_t *rows = NULL;
+  size_t nrows = 0;
   if (!h) return store_fail(base, PAWL_ENOMEM, "out of memory");
   /* A read transaction gives one consistent snapshot of the three tables. */
   int rc = sqlite3_exec(s->db, "BEGIN", 0, 0, 0);
@@ -1523,26 +1436,13 @@ static int sq_history(store_t *base, const pawl_id_t *id,
   }
   rc = sq_read_job(s, id, &j);
   int oom = 0, step;
-  pawl_event_t *e;
-  pawl_attempt_t *a;
   sqlite3_stmt *st = NULL;
+  if (!rc && !(st = sq_stmt(s, SQ_ATTEMPTS))) rc = PAWL_ESTORE;
   if (!rc) {
-    e = sq_push((void **)&h->events, &h->nevents, sizeof *e);
-    if (!e) oom = 1;
-    else {
-      e->at = j->created_at;
-      e->from_state = -1;
-      e->to_state = PAWL_PENDING; /* or blocked: see below */
-      e->actor = sq_strdup_opt(j->enqueued_by);
-      e->reason = strdup("enqueued");
-    }
-    st = sq_stmt(s, SQ_ATTEMPTS);
-    if (!st) rc = PAWL_ESTORE;
-  }
-  if (!rc && !oom) {
     sq_bind_id(st, 1, id);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-      a = sq_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+      pawl_attempt_t *a =
+          store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
       if (!a) {
         oom = 1;
         break;
@@ -1558,30 +1458,17 @@ static int sq_history(store_t *base, const pawl_id_t *id,
     if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read attempts");
     sqlite3_reset(st);
   }
+  if (!rc && !oom && !(st = sq_stmt(s, SQ_EVENTS))) rc = PAWL_ESTORE;
   if (!rc && !oom) {
-    st = sq_stmt(s, SQ_EVENTS);
-    if (!st) rc = PAWL_ESTORE;
-  }
-  if (!rc && !oom) {
-    size_t next_attempt = 0;
     sq_bind_id(st, 1, id);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-      int from = sqlite3_column_int(st, 1);
-      if (from == PAWL_RUNNING && next_attempt < h->nattempts &&
-          sq_push_claim(h, &h->attempts[next_attempt++])) {
-        oom = 1;
-        break;
-      }
-      /* Enqueued blocked: its first transition leaves `blocked`. */
-      if (from == PAWL_BLOCKED && h->nevents == 1)
-        h->events[0].to_state = PAWL_BLOCKED;
-      e = sq_push((void **)&h->events, &h->nevents, sizeof *e);
+      pawl_event_t *e = store_push((void **)&rows, &nrows, sizeof *e);
       if (!e) {
         oom = 1;
         break;
       }
       e->at = sqlite3_column_int64(st, 0);
-      e->from_state = from;
+      e->from_state = sqlite3_column_int(st, 1);
       e->to_state = sqlite3_column_int(st, 2);
       e->actor = sq_col_str(st, 3);
       e->reason = sq_col_str(st, 4);
@@ -1590,36 +1477,16 @@ static int sq_history(store_t *base, const pawl_id_t *id,
     if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read events");
     sqlite3_reset(st);
   }
-  if (!rc && !oom && h->nevents == 1 && j->state == PAWL_BLOCKED)
-    h->events[0].to_state = PAWL_BLOCKED;
-  /* The attempt whose history lives on the row: running now, or the one
-   * that succeeded. */
-  if (!rc && !oom && (j->state == PAWL_RUNNING || j->state == PAWL_SUCCEEDED)) {
-    a = sq_push((void **)&h->attempts, &h->nattempts, sizeof *a);
-    if (!a) oom = 1;
-    else {
-      a->attempt = j->attempt;
-      a->node = sq_strdup_opt(j->lease_owner);
-      a->scheduled_at = j->run_at;
-      a->started_at = j->started_at;
-      a->ended_at = j->state == PAWL_SUCCEEDED ? j->finished_at : 0;
-      a->outcome = strdup(j->state == PAWL_SUCCEEDED ? "succeeded" : "running");
-      if (sq_push_claim(h, a)) oom = 1;
-    }
-    if (!oom && j->state == PAWL_SUCCEEDED) {
-      e = sq_push((void **)&h->events, &h->nevents, sizeof *e);
-      if (!e) oom = 1;
-      else {
-        e->at = j->finished_at;
-        e->from_state = PAWL_RUNNING;
-        e->to_state = PAWL_SUCCEEDED;
-        e->actor = sq_strdup_opt(j->lease_owner);
-        e->reason = strdup("succeeded");
-        e->attempt = j->attempt;
-      }
+  sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
+  if (!rc && !oom) {
+    oom = store_history_assemble(h, j, rows, nrows) != 0;
+  } else {
+    for (size_t i = 0; i < nrows; i++) {
+      free(rows[i].actor);
+      free(rows[i].reason);
     }
   }
-  sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
+  free(rows);
   pawl_job_free(j);
   if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
   if (rc) {
@@ -1646,7 +1513,7 @@ static int sq_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
   if (!rc) {
     sq_bind_id(st, 1, id);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-      pawl_log_record_t *r = sq_push((void **)&recs, &count, sizeof *recs);
+      pawl_log_record_t *r = store_push((void **)&recs, &count, sizeof *recs);
       if (!r) {
         oom = 1;
         break;
