@@ -129,7 +129,7 @@ static char *jc_value(jcanon_t *c) {
       jc_ws(c);
     }
     c->p++;
-    qsort(m, n, sizeof *m, jc_member_cmp);
+    if (n) qsort(m, n, sizeof *m, jc_member_cmp);
     jc_put(&sub, "{", 1);
     for (size_t i = 0; i < n; i++) {
       if (i) jc_put(&sub, ",", 1);
