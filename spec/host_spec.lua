@@ -904,7 +904,9 @@ hooks.run = function() return { v = 1 } end
 return hooks]])
       env:script("hooked_bad", HOOKS .. [[
 hooks.max_attempts = 2
-hooks.retry = pawl.retry.fixed { delay = 0.1 }
+-- Long enough for the first failure's hook (which starts `pawl show`, slow
+-- under AddressSanitizer) to see the job still pending before the retry.
+hooks.retry = pawl.retry.fixed { delay = 2 }
 hooks.run = function(job) error("bad thing " .. job.attempt) end
 return hooks]])
       env:script("hooked_fatal", HOOKS .. [[
