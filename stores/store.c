@@ -169,6 +169,14 @@ static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
   return 0;
 }
 
+void store_events_free(pawl_event_t *rows, size_t nrows) {
+  for (size_t i = 0; i < nrows; i++) {
+    free(rows[i].actor);
+    free(rows[i].reason);
+  }
+  free(rows);
+}
+
 /* The order is the order things were recorded in, not a sort by time
  * (several can share a millisecond): every attempt row is written together
  * with the event that ended it, the one event leaving `running`, so the
@@ -176,7 +184,6 @@ static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
  * the attempt on the row comes last. */
 int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
                            pawl_event_t *rows, size_t nrows) {
-  size_t moved = 0;
   int oom = 0;
   pawl_event_t *e = store_push((void **)&h->events, &h->nevents, sizeof *e);
   if (!e) oom = 1;
@@ -188,8 +195,8 @@ int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
     e->reason = strdup("enqueued");
   }
   size_t next_attempt = 0;
-  for (; !oom && moved < nrows; moved++) {
-    pawl_event_t *row = &rows[moved];
+  for (size_t i = 0; !oom && i < nrows; i++) {
+    pawl_event_t *row = &rows[i];
     if (row->from_state == PAWL_RUNNING && next_attempt < h->nattempts &&
         store_push_claim(h, &h->attempts[next_attempt++])) {
       oom = 1;
@@ -204,12 +211,9 @@ int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
       break;
     }
     *e = *row; /* its strings move with it */
+    row->actor = row->reason = NULL;
   }
-  /* Rows not moved keep their strings: free them here. */
-  for (size_t i = moved; i < nrows; i++) {
-    free(rows[i].actor);
-    free(rows[i].reason);
-  }
+  store_events_free(rows, nrows); /* what was not moved, and the array */
   if (!oom && h->nevents == 1 && j->state == PAWL_BLOCKED)
     h->events[0].to_state = PAWL_BLOCKED;
   /* The attempt whose history lives on the row: running now, or the one

@@ -274,11 +274,15 @@ void *store_push(void **arr, size_t *n, size_t size);
 
 /* Puts a job's history together: h->attempts holds the attempt rows as the
  * backend read them (in the order written); `rows` are the event rows in
- * the order written, whose strings move into h (the array itself stays the
- * caller's). Adds the enqueue, the claims and what the success path keeps
- * on the job row. -1 when out of memory (h is then the caller's to free). */
+ * the order written, taken over (their strings move into h, the array is
+ * freed). Adds the enqueue, the claims and what the success path keeps on
+ * the job row. -1 when out of memory (h is then the caller's to free). */
 int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
                            pawl_event_t *rows, size_t nrows);
+
+/* Frees event rows that were read but not assembled: their strings and
+ * the array. */
+void store_events_free(pawl_event_t *rows, size_t nrows);
 
 /* A backend's migrations, embedded at build time from schema/<backend>/. */
 typedef struct store_migration {

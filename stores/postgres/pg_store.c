@@ -479,8 +479,7 @@ static int pg_end(pg_store_t *s, int rc) {
 typedef struct pg_call {
   int stmt;
   int n;
-  const char *v[PG_MAXP];
-  char num[PG_MAXP][40];
+  pg_params_t p;
   PGresult *res; /* filled by pg_pipeline() */
 } pg_call_t;
 
@@ -495,8 +494,8 @@ static int pg_pipeline(pg_store_t *s, pg_call_t *calls, size_t n,
   for (; sent < n; sent++) {
     char name[16];
     snprintf(name, sizeof name, "pawl_%d", calls[sent].stmt);
-    if (!PQsendQueryPrepared(s->conn, name, calls[sent].n, calls[sent].v, NULL,
-                             NULL, 0))
+    if (!PQsendQueryPrepared(s->conn, name, calls[sent].n, calls[sent].p.v,
+                             NULL, NULL, 0))
       break;
   }
   int synced = sent == n && PQpipelineSync(s->conn);
@@ -1213,34 +1212,25 @@ static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
                                 int32_t attempt, int to, const char *reason,
                                 int64_t run_at, int give_back,
                                 const char *last_error, int recovered) {
+  pg_params_t *p = &c->p;
   c->stmt = PG_END_ATTEMPT;
   c->n = 13;
-  pg_params_t p;
-  pp_now(s, &p, 0);
-  pp_id(&p, 1, id);
-  pp_str(&p, 2, outcome);
-  pp_str(&p, 3, error);
-  pp_id(&p, 4, token);
-  pp_int(&p, 5, attempt);
-  pp_int(&p, 6, to);
-  pp_str(&p, 7, reason);
+  pp_now(s, p, 0);
+  pp_id(p, 1, id);
+  pp_str(p, 2, outcome);
+  pp_str(p, 3, error);
+  pp_id(p, 4, token);
+  pp_int(p, 5, attempt);
+  pp_int(p, 6, to);
+  pp_str(p, 7, reason);
   if (run_at)
-    pp_int(&p, 8, run_at);
+    pp_int(p, 8, run_at);
   else
-    pp_str(&p, 8, NULL);
-  pp_int(&p, 9, give_back);
-  pp_int(&p, 10, s->boost_ms);
-  pp_str(&p, 11, last_error);
-  pp_int(&p, 12, recovered);
-  /* Numbers live in the call itself: point at its own copies. */
-  for (int i = 0; i < c->n; i++) {
-    if (p.v[i] == p.num[i]) {
-      memcpy(c->num[i], p.num[i], sizeof c->num[i]);
-      c->v[i] = c->num[i];
-    } else {
-      c->v[i] = p.v[i];
-    }
-  }
+    pp_str(p, 8, NULL);
+  pp_int(p, 9, give_back);
+  pp_int(p, 10, s->boost_ms);
+  pp_str(p, 11, last_error);
+  pp_int(p, 12, recovered);
 }
 
 /* How the attempt row names each outcome other than success. */
@@ -1340,38 +1330,28 @@ static int pg_finish(store_t *base, const pawl_id_t *token,
     arr_end(bufs[b]);
     oom |= bufs[b]->oom;
   }
-  pg_params_t pp;
   if (nsucc) {
     succ_call = ncalls;
     pg_call_t *c = &calls[ncalls++];
     c->stmt = PG_SUCCEED_MANY;
     c->n = 5;
-    pp_now(s, &pp, 0);
-    if (pp.v[0]) {
-      memcpy(c->num[0], pp.num[0], sizeof c->num[0]);
-      c->v[0] = c->num[0];
-    }
-    c->v[1] = ids.data;
-    c->v[2] = attempts.data;
-    c->v[3] = results.data;
-    pawl_id_format(token, c->num[4]);
-    c->v[4] = c->num[4];
+    pp_now(s, &c->p, 0);
+    pp_str(&c->p, 1, ids.data);
+    pp_str(&c->p, 2, attempts.data);
+    pp_str(&c->p, 3, results.data);
+    pp_id(&c->p, 4, token);
   }
   if (nlogs) {
     pg_call_t *c = &calls[ncalls++];
     c->stmt = PG_LOG_MANY;
     c->n = 7;
-    pp_now(s, &pp, 0);
-    if (pp.v[0]) {
-      memcpy(c->num[0], pp.num[0], sizeof c->num[0]);
-      c->v[0] = c->num[0];
-    }
-    c->v[1] = lids.data;
-    c->v[2] = latt.data;
-    c->v[3] = lat.data;
-    c->v[4] = llevel.data;
-    c->v[5] = lmsg.data;
-    c->v[6] = lfields.data;
+    pp_now(s, &c->p, 0);
+    pp_str(&c->p, 1, lids.data);
+    pp_str(&c->p, 2, latt.data);
+    pp_str(&c->p, 3, lat.data);
+    pp_str(&c->p, 4, llevel.data);
+    pp_str(&c->p, 5, lmsg.data);
+    pp_str(&c->p, 6, lfields.data);
   }
   int rc = oom ? store_fail(base, PAWL_ENOMEM, "out of memory") : 0;
   if (!rc && ncalls) rc = pg_pipeline(s, calls, ncalls, "finish jobs");
@@ -1444,7 +1424,7 @@ static int pg_recover(store_t *base, size_t *n) {
                         poison || last ? PAWL_FAILED : PAWL_PENDING, why, 0, 0,
                         why, 1);
     PGresult *res;
-    rc = pg_run(s, PG_END_ATTEMPT, c.n, c.v, &res, "recover job");
+    rc = pg_run(s, PG_END_ATTEMPT, c.n, c.p.v, &res, "recover job");
     if (!rc) {
       count += PQntuples(res) == 1;
       PQclear(res);
@@ -1624,15 +1604,10 @@ static int pg_history(store_t *base, const pawl_id_t *id,
     e->reason = pg_str(ev, r, 4);
     e->attempt = (int32_t)pg_int(ev, r, 5);
   }
-  if (!rc && !oom) {
+  if (!rc && !oom)
     oom = store_history_assemble(h, j, rows, nrows) != 0;
-  } else {
-    for (size_t i = 0; i < nrows; i++) {
-      free(rows[i].actor);
-      free(rows[i].reason);
-    }
-  }
-  free(rows);
+  else
+    store_events_free(rows, nrows);
   PQclear(att);
   PQclear(ev);
   pawl_job_free(j);

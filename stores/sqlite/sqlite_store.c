@@ -1478,15 +1478,10 @@ static int sq_history(store_t *base, const pawl_id_t *id,
     sqlite3_reset(st);
   }
   sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
-  if (!rc && !oom) {
+  if (!rc && !oom)
     oom = store_history_assemble(h, j, rows, nrows) != 0;
-  } else {
-    for (size_t i = 0; i < nrows; i++) {
-      free(rows[i].actor);
-      free(rows[i].reason);
-    }
-  }
-  free(rows);
+  else
+    store_events_free(rows, nrows);
   pawl_job_free(j);
   if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
   if (rc) {
