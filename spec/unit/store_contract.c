@@ -381,6 +381,93 @@ void contract_enqueue_many_atomic(const char *url) {
   pawl_close(p);
 }
 
+/* The bulk path (a backend may write keyless batches differently from
+ * single jobs) stores every field as pawl_enqueue() does, and ranks its
+ * jobs for the claim the same way. */
+void contract_enqueue_many_fields(const char *url) {
+  pawl_t *p = contract_open(url);
+  const char *tags[] = {"billing", "eu"};
+  pawl_enqueue_opts_t full, blocked, old, high;
+  pawl_enqueue_opts_init(&full);
+  full.queue = "mail";
+  full.priority = 7;
+  full.delay_ms = 5000;
+  full.max_attempts = 3;
+  full.timeout_s = 30;
+  full.params = "{\"region\":\"eu\"}";
+  full.tags = tags;
+  full.ntags = 2;
+  full.correlation_id = "corr-9";
+  full.enqueued_by = "api:shop";
+  pawl_enqueue_opts_init(&blocked);
+  blocked.blocked = 1;
+  blocked.run_at = T0 + 123456;
+  pawl_enqueue_opts_init(&old);
+  old.run_at = T0 - 1000;
+  pawl_enqueue_opts_init(&high);
+  high.priority = 5;
+  pawl_enqueue_item_t items[5] = {
+      {"send_mail", "{\"to\":\"a@b.c\",\"n\":[1,2]}", &full},
+      {"wait", NULL, &blocked},
+      {"plain", "{\"s\":\"caf\u00e9 \\\" \\n\"}", NULL},
+      {"old", "{}", &old},
+      {"high", "{}", &high}};
+  pawl_id_t ids[5];
+  int st[5];
+  CHECK_OK(pawl_enqueue_many(p, items, 5, ids, st));
+  for (int i = 0; i < 5; i++) CHECK_INT(st[i], ==, PAWL_ENQ_NEW);
+
+  pawl_job_t *j = get(p, &ids[0]);
+  CHECK_STR(j->type, "send_mail");
+  CHECK_STR(j->queue, "mail");
+  CHECK_INT(j->state, ==, PAWL_PENDING);
+  CHECK_INT(j->priority, ==, 7);
+  CHECK_JSON(j->payload, "{\"to\":\"a@b.c\",\"n\":[1,2]}");
+  CHECK_JSON(j->params, "{\"region\":\"eu\"}");
+  CHECK_JSON(j->tags, "[\"billing\",\"eu\"]");
+  CHECK_INT(j->run_at, ==, T0 + 5000);
+  CHECK_INT(j->attempt, ==, 0);
+  CHECK_INT(j->max_attempts, ==, 3);
+  CHECK_INT(j->timeout_s, ==, 30);
+  CHECK(j->idempotency_key == NULL);
+  CHECK(j->business_key == NULL);
+  CHECK_STR(j->correlation_id, "corr-9");
+  CHECK_STR(j->enqueued_by, "api:shop");
+  CHECK_INT(j->created_at, ==, T0);
+  CHECK_INT(j->updated_at, ==, T0);
+  CHECK_INT(j->started_at, ==, 0);
+  CHECK(j->lease_owner == NULL);
+  CHECK(j->result == NULL);
+  CHECK_INT(j->version, ==, 1);
+  pawl_job_free(j);
+
+  j = get(p, &ids[1]);
+  CHECK_INT(j->state, ==, PAWL_BLOCKED);
+  CHECK_INT(j->run_at, ==, T0 + 123456);
+  CHECK_JSON(j->payload, "{}");
+  CHECK(j->params == NULL);
+  CHECK_JSON(j->tags, "[]");
+  CHECK_INT(j->max_attempts, ==, 25);
+  CHECK_INT(j->timeout_s, ==, 0);
+  pawl_job_free(j);
+
+  j = get(p, &ids[2]);
+  CHECK_STR(j->queue, "default");
+  CHECK_INT(j->run_at, ==, T0);
+  CHECK_JSON(j->payload, "{\"s\":\"caf\u00e9 \\\" \\n\"}");
+  CHECK(j->correlation_id == NULL);
+  pawl_job_free(j);
+
+  /* Claim order: priority (with the age boost), then run_at, then id. */
+  pawl_job_t **got = NULL;
+  CHECK_INT(claim(p, 10, &got), ==, 3);
+  CHECK(same_id(&got[0]->id, &ids[4]));
+  CHECK(same_id(&got[1]->id, &ids[3]));
+  CHECK(same_id(&got[2]->id, &ids[2]));
+  pawl_jobs_free(got, 3);
+  pawl_close(p);
+}
+
 /* ---- claim -------------------------------------------------------------- */
 
 void contract_claim_order(const char *url) {

@@ -13,6 +13,7 @@
   X(enqueue_defaults)          \
   X(enqueue_bad_input)         \
   X(enqueue_many_atomic)       \
+  X(enqueue_many_fields)       \
   X(claim_order)               \
   X(claim_due_only)            \
   X(claim_queues)              \

@@ -40,24 +40,13 @@
   "pawl_now($16::bigint)) AS run_at) AS t ON CONFLICT DO NOTHING "           \
   "RETURNING j.id"
 
-/* Many jobs without keys in one statement, each column an array:
- * $1 ids, $2 types, $3 queues, $4 states, $5 priorities, $6 payloads,
- * $7 params, $8 tags, $9 run_at (NULL: now), $10 max_attempts,
- * $11 timeouts, $12 correlation ids, $13 enqueued_by; $14 now,
- * $15 age boost. */
-#define PG_SQL_INSERT_MANY                                                   \
-  "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
+/* Many jobs without keys: COPY in binary format (pg_insert_many() writes
+ * the rows in this column order). The statement trigger's NOTIFY fires for
+ * a COPY as for an INSERT. */
+#define PG_SQL_COPY_JOBS                                                     \
+  "COPY pawl_jobs (id, type, queue, state, priority, rank, payload, "        \
   "params, tags, run_at, max_attempts, timeout_s, correlation_id, "          \
-  "enqueued_by, created_at, updated_at) SELECT b.id, b.type, b.queue, "      \
-  "b.state, b.priority, pawl_rank(b.priority, coalesce(pawl_ts(b.run_at), "  \
-  "t.now), $15::bigint), b.payload, b.params, b.tags, "                      \
-  "coalesce(pawl_ts(b.run_at), t.now), b.max_attempts, b.timeout_s, "        \
-  "b.correlation_id, b.enqueued_by, t.now, t.now FROM (SELECT "              \
-  "pawl_now($14::bigint) AS now) AS t, unnest($1::uuid[], $2::text[], "      \
-  "$3::text[], $4::smallint[], $5::int[], $6::jsonb[], $7::jsonb[], "        \
-  "$8::jsonb[], $9::bigint[], $10::int[], $11::int[], $12::text[], "         \
-  "$13::text[]) AS b(id, type, queue, state, priority, payload, params, "    \
-  "tags, run_at, max_attempts, timeout_s, correlation_id, enqueued_by)"
+  "enqueued_by, created_at, updated_at) FROM STDIN (FORMAT binary)"
 
 /* Claim in one statement: $1 now, $2 owner, $3 lease token, $4 lease ms,
  * $5 limit, $6 the queue (or an array of queues). The inner SELECT walks

@@ -49,7 +49,6 @@ enum {
   PG_IDEM_ADD,
   PG_BIZ_FIND,
   PG_INSERT,
-  PG_INSERT_MANY,
   PG_GET,
   PG_GET_LOCKED,
   PG_LIST,
@@ -97,7 +96,6 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_BIZ_FIND] = "SELECT id FROM pawl_jobs WHERE business_key = $1::text "
                     "AND state IN (0, 1, 5, 6)",
     [PG_INSERT] = PG_SQL_INSERT,
-    [PG_INSERT_MANY] = PG_SQL_INSERT_MANY,
     [PG_GET] = "SELECT " PG_JOB_COLS " FROM pawl_jobs AS j WHERE j.id = $1::uuid",
     [PG_GET_LOCKED] = "SELECT " PG_JOB_COLS " FROM pawl_jobs AS j WHERE "
                       "j.id = $1::uuid FOR UPDATE",
@@ -926,40 +924,156 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
                     j->business_key, text);
 }
 
-/* Jobs without keys, in one statement of arrays: the bulk path. */
+/* ---- bulk enqueue: COPY in binary format -------------------------------- */
+
+/* Keyless jobs go in with COPY ... (FORMAT binary): ids, numbers and times
+ * reach the server as their binary values, so it parses nothing but the
+ * JSON, which is most of what a multi-row INSERT of arrays costs it. The
+ * layout (PostgreSQL manual, COPY, "Binary Format"): a signature, flags and
+ * header extension; per row a 16-bit field count, then per field a 32-bit
+ * length (-1 for NULL) and the value in network byte order. */
+
+/* Microseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
+#define PG_EPOCH_US INT64_C(946684800000000)
+
+static void cp_u32(pawl_buf_t *b, uint32_t x) {
+  unsigned char v[4] = {x >> 24, x >> 16, x >> 8, x};
+  buf_append(b, v, 4);
+}
+
+static void cp_u64(pawl_buf_t *b, uint64_t x) {
+  cp_u32(b, (uint32_t)(x >> 32));
+  cp_u32(b, (uint32_t)x);
+}
+
+static void cp_null(pawl_buf_t *b) { cp_u32(b, UINT32_MAX); }
+
+static void cp_i16(pawl_buf_t *b, int16_t x) {
+  unsigned char v[2] = {(uint16_t)x >> 8, (uint16_t)x};
+  cp_u32(b, 2);
+  buf_append(b, v, 2);
+}
+
+static void cp_i32(pawl_buf_t *b, int32_t x) {
+  cp_u32(b, 4);
+  cp_u32(b, (uint32_t)x);
+}
+
+static void cp_i64(pawl_buf_t *b, int64_t x) {
+  cp_u32(b, 8);
+  cp_u64(b, (uint64_t)x);
+}
+
+/* timestamptz: microseconds since 2000-01-01 UTC. */
+static void cp_time(pawl_buf_t *b, int64_t ms) {
+  cp_i64(b, ms * 1000 - PG_EPOCH_US);
+}
+
+static void cp_text(pawl_buf_t *b, const char *s) {
+  if (!s) {
+    cp_null(b);
+    return;
+  }
+  size_t n = strlen(s);
+  cp_u32(b, (uint32_t)n);
+  buf_append(b, s, n);
+}
+
+/* jsonb: a version byte (1), then the JSON text. */
+static void cp_jsonb(pawl_buf_t *b, const char *s) {
+  if (!s) {
+    cp_null(b);
+    return;
+  }
+  size_t n = strlen(s);
+  cp_u32(b, (uint32_t)n + 1);
+  buf_putc(b, 1);
+  buf_append(b, s, n);
+}
+
+static void cp_uuid(pawl_buf_t *b, const pawl_id_t *id) {
+  cp_u32(b, 16);
+  buf_append(b, id->bytes, 16);
+}
+
+/* One row in PG_SQL_COPY_JOBS's column order. */
+static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
+                   int64_t boost_ms) {
+  int64_t run_at = j->run_at ? j->run_at : now;
+  unsigned char nfields[2] = {0, 16};
+  buf_append(b, nfields, 2);
+  cp_uuid(b, &j->id);
+  cp_text(b, j->type);
+  cp_text(b, j->queue ? j->queue : "default");
+  cp_i16(b, j->blocked ? PAWL_BLOCKED : PAWL_PENDING);
+  cp_i32(b, j->priority);
+  cp_i64(b, store_rank(j->priority, run_at, boost_ms));
+  cp_jsonb(b, j->payload ? j->payload : "{}");
+  cp_jsonb(b, j->params);
+  cp_jsonb(b, j->tags ? j->tags : "[]");
+  cp_time(b, run_at);
+  cp_i32(b, j->max_attempts);
+  cp_i32(b, j->timeout_s);
+  cp_text(b, j->correlation_id);
+  cp_text(b, j->enqueued_by);
+  cp_time(b, now);
+  cp_time(b, now);
+}
+
+/* Sends the rows of a COPY under way and ends it; the COPY's result says
+ * whether the server took them. */
+static int pg_copy_send(pg_store_t *s, const pawl_buf_t *b) {
+  PGresult *res = PQexec(s->conn, PG_SQL_COPY_JOBS);
+  if (PQresultStatus(res) != PGRES_COPY_IN) {
+    int rc = pg_fail(s, res, "insert jobs");
+    PQclear(res);
+    return rc;
+  }
+  PQclear(res);
+  /* In pieces: PQputCopyData takes an int length. */
+  int ok = 1;
+  for (size_t off = 0; ok && off < b->len; off += 1 << 20) {
+    size_t len = b->len - off < (1u << 20) ? b->len - off : 1u << 20;
+    ok = PQputCopyData(s->conn, b->data + off, (int)len) == 1;
+  }
+  ok = PQputCopyEnd(s->conn, ok ? NULL : "sending the rows failed") == 1 && ok;
+  int rc = 0;
+  /* Read every result, also after a failed send, so the connection is
+   * ready for the next command. */
+  while ((res = PQgetResult(s->conn)) != NULL) {
+    if (!rc && PQresultStatus(res) != PGRES_COMMAND_OK)
+      rc = pg_fail(s, res, "insert jobs");
+    PQclear(res);
+  }
+  if (!ok && !rc) rc = pg_fail(s, NULL, "insert jobs");
+  return rc;
+}
+
+/* Jobs without keys, in one COPY: the bulk path. "Now" is the transaction's
+ * (as a multi-row INSERT would see it), or the injected clock's reading. */
 static int pg_insert_many(pg_store_t *s, const store_new_job_t *jobs, size_t n,
                           pawl_id_t *ids, int *status) {
-  enum { NCOL = 13 };
-  pawl_buf_t a[NCOL];
-  for (int c = 0; c < NCOL; c++) arr_begin(&a[c]);
-  for (size_t i = 0; i < n; i++) {
-    const store_new_job_t *j = &jobs[i];
-    arr_id(&a[0], &j->id);
-    arr_str(&a[1], j->type);
-    arr_str(&a[2], j->queue ? j->queue : "default");
-    arr_int(&a[3], j->blocked ? PAWL_BLOCKED : PAWL_PENDING);
-    arr_int(&a[4], j->priority);
-    arr_str(&a[5], j->payload ? j->payload : "{}");
-    arr_str(&a[6], j->params);
-    arr_str(&a[7], j->tags ? j->tags : "[]");
-    arr_opt_int(&a[8], j->run_at);
-    arr_int(&a[9], j->max_attempts);
-    arr_int(&a[10], j->timeout_s);
-    arr_str(&a[11], j->correlation_id);
-    arr_str(&a[12], j->enqueued_by);
+  int rc = pg_begin(s);
+  int64_t now = 0;
+  if (!rc && s->base.clock)
+    now = s->base.clock(s->base.clock_data);
+  else if (!rc)
+    rc = pg_query_int(s, "SELECT pawl_ms(now())", &now, "read the clock");
+  pawl_buf_t b;
+  buf_init(&b);
+  if (!rc) {
+    static const char head[] = "PGCOPY\n\377\r\n";
+    buf_append(&b, head, sizeof head); /* with its NUL, as the format says */
+    cp_u32(&b, 0);                     /* flags */
+    cp_u32(&b, 0);                     /* header extension length */
+    for (size_t i = 0; i < n; i++) cp_job(&b, &jobs[i], now, s->boost_ms);
+    unsigned char trailer[2] = {0xff, 0xff};
+    buf_append(&b, trailer, 2);
+    rc = b.oom ? store_fail(&s->base, PAWL_ENOMEM, "out of memory")
+               : pg_copy_send(s, &b);
   }
-  int oom = 0;
-  pg_params_t pp;
-  for (int c = 0; c < NCOL; c++) {
-    arr_end(&a[c]);
-    oom |= a[c].oom;
-    pp_str(&pp, c, a[c].data);
-  }
-  pp_now(s, &pp, 13);
-  pp_int(&pp, 14, s->boost_ms);
-  int rc = oom ? store_fail(&s->base, PAWL_ENOMEM, "out of memory")
-               : pg_run(s, PG_INSERT_MANY, 15, pp.v, NULL, "insert jobs");
-  for (int c = 0; c < NCOL; c++) buf_free(&a[c]);
+  buf_free(&b);
+  rc = pg_end(s, rc);
   if (rc) return rc;
   for (size_t i = 0; i < n; i++) {
     ids[i] = jobs[i].id;
