@@ -1020,9 +1020,14 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
   cp_time(b, now);
 }
 
-/* Sends the rows of a COPY under way and ends it; the COPY's result says
- * whether the server took them. */
-static int pg_copy_send(pg_store_t *s, const pawl_buf_t *b) {
+/* The rows go out in pieces of this size while the next ones are being
+ * written, so that the server parses one piece while we build the next. */
+#define PG_COPY_PIECE (256 * 1024)
+
+/* Streams jobs[0..n) into a COPY under way, then ends it; the COPY's result
+ * says whether the server took them. */
+static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
+                        int64_t now) {
   PGresult *res = PQexec(s->conn, PG_SQL_COPY_JOBS);
   if (PQresultStatus(res) != PGRES_COPY_IN) {
     int rc = pg_fail(s, res, "insert jobs");
@@ -1030,49 +1035,58 @@ static int pg_copy_send(pg_store_t *s, const pawl_buf_t *b) {
     return rc;
   }
   PQclear(res);
-  /* In pieces: PQputCopyData takes an int length. */
+  pawl_buf_t b;
+  buf_init(&b);
+  static const char head[] = "PGCOPY\n\377\r\n";
+  buf_append(&b, head, sizeof head); /* with its NUL, as the format says */
+  cp_u32(&b, 0);                     /* flags */
+  cp_u32(&b, 0);                     /* header extension length */
   int ok = 1;
-  for (size_t off = 0; ok && off < b->len; off += 1 << 20) {
-    size_t len = b->len - off < (1u << 20) ? b->len - off : 1u << 20;
-    ok = PQputCopyData(s->conn, b->data + off, (int)len) == 1;
+  for (size_t i = 0; ok && i < n; i++) {
+    cp_job(&b, &jobs[i], now, s->boost_ms);
+    if (i + 1 == n) {
+      unsigned char trailer[2] = {0xff, 0xff};
+      buf_append(&b, trailer, 2);
+    }
+    if (b.oom) break;
+    if (b.len >= PG_COPY_PIECE || i + 1 == n) {
+      ok = PQputCopyData(s->conn, b.data, (int)b.len) == 1;
+      buf_reset(&b);
+    }
   }
-  ok = PQputCopyEnd(s->conn, ok ? NULL : "sending the rows failed") == 1 && ok;
+  int oom = b.oom;
+  buf_free(&b);
+  /* A COPY ended with an error message is rolled back by the server. */
+  const char *abort = oom ? "out of memory" : !ok ? "sending failed" : NULL;
+  ok = PQputCopyEnd(s->conn, abort) == 1 && ok;
   int rc = 0;
   /* Read every result, also after a failed send, so the connection is
    * ready for the next command. */
   while ((res = PQgetResult(s->conn)) != NULL) {
-    if (!rc && PQresultStatus(res) != PGRES_COMMAND_OK)
+    if (!rc && !oom && PQresultStatus(res) != PGRES_COMMAND_OK)
       rc = pg_fail(s, res, "insert jobs");
     PQclear(res);
   }
+  if (oom) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   if (!ok && !rc) rc = pg_fail(s, NULL, "insert jobs");
   return rc;
 }
 
 /* Jobs without keys, in one COPY: the bulk path. "Now" is the transaction's
- * (as a multi-row INSERT would see it), or the injected clock's reading. */
+ * (as a multi-row INSERT would see it), read in the round trip that begins
+ * it, or the injected clock's reading. */
 static int pg_insert_many(pg_store_t *s, const store_new_job_t *jobs, size_t n,
                           pawl_id_t *ids, int *status) {
-  int rc = pg_begin(s);
   int64_t now = 0;
-  if (!rc && s->base.clock)
+  int rc = pg_ready(s);
+  if (!rc && s->base.clock) {
     now = s->base.clock(s->base.clock_data);
-  else if (!rc)
-    rc = pg_query_int(s, "SELECT pawl_ms(now())", &now, "read the clock");
-  pawl_buf_t b;
-  buf_init(&b);
-  if (!rc) {
-    static const char head[] = "PGCOPY\n\377\r\n";
-    buf_append(&b, head, sizeof head); /* with its NUL, as the format says */
-    cp_u32(&b, 0);                     /* flags */
-    cp_u32(&b, 0);                     /* header extension length */
-    for (size_t i = 0; i < n; i++) cp_job(&b, &jobs[i], now, s->boost_ms);
-    unsigned char trailer[2] = {0xff, 0xff};
-    buf_append(&b, trailer, 2);
-    rc = b.oom ? store_fail(&s->base, PAWL_ENOMEM, "out of memory")
-               : pg_copy_send(s, &b);
+    rc = pg_cmd(s, "BEGIN", "begin transaction");
+  } else if (!rc) {
+    rc = pg_query_int(s, "BEGIN; SELECT pawl_ms(now())", &now,
+                      "begin transaction");
   }
-  buf_free(&b);
+  if (!rc) rc = pg_copy_rows(s, jobs, n, now);
   rc = pg_end(s, rc);
   if (rc) return rc;
   for (size_t i = 0; i < n; i++) {
