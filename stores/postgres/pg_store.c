@@ -1362,6 +1362,11 @@ static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
 }
 
 /* How the attempt row names each outcome other than success. */
+static int pg_id_cmp(const void *a, const void *b) {
+  return memcmp(((const pawl_id_t *)a)->bytes, ((const pawl_id_t *)b)->bytes,
+                16);
+}
+
 static const char *const pg_outcome_names[] = {
     [PAWL_OUT_FAILED] = "failed", [PAWL_OUT_RETRY] = "retry",
     [PAWL_OUT_SNOOZE] = "snoozed", [PAWL_OUT_RELEASE] = "released"};
@@ -1486,18 +1491,24 @@ static int pg_finish(store_t *base, const pawl_id_t *token,
   if (!rc) {
     /* Successes: written unless stale. */
     if (succ_call != SIZE_MAX) {
+      /* The rows written, sorted, so that each outcome is looked up in
+       * log time: batches are large. */
       PGresult *res = calls[succ_call].res;
-      int nrows = PQntuples(res);
-      for (size_t i = 0; i < n; i++) {
+      size_t nrows = (size_t)PQntuples(res);
+      pawl_id_t *got = malloc((nrows ? nrows : 1) * sizeof *got);
+      if (!got) {
+        rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+        nrows = 0;
+      }
+      for (size_t r = 0; r < nrows; r++) pg_id(res, (int)r, 0, &got[r]);
+      if (nrows) qsort(got, nrows, sizeof *got, pg_id_cmp);
+      for (size_t i = 0; i < n && got; i++) {
         if (outs[i].kind != PAWL_OUT_SUCCEEDED) continue;
-        int hit = 0;
-        for (int r = 0; r < nrows && !hit; r++) {
-          pawl_id_t got;
-          pg_id(res, r, 0, &got);
-          hit = memcmp(got.bytes, outs[i].id.bytes, 16) == 0;
-        }
+        int hit = nrows && bsearch(&outs[i].id, got, nrows, sizeof *got,
+                                   pg_id_cmp) != NULL;
         rcs[i] = hit ? 0 : PAWL_ELEASE;
       }
+      free(got);
     }
     for (size_t i = 0; i < n; i++) {
       if (outs[i].kind == PAWL_OUT_SUCCEEDED || call_of[i] == SIZE_MAX) continue;
