@@ -34,7 +34,7 @@ schema_url() {
   local dir port
   dir=$(sed 's/.*host=\([^&]*\).*/\1/' <<<"$url")
   port=$(sed 's/.*port=\([0-9]*\).*/\1/' <<<"$url")
-  psql "$url" -qc "DROP SCHEMA IF EXISTS $1 CASCADE; CREATE SCHEMA $1" >/dev/null
+  PGOPTIONS=-cclient_min_messages=warning psql "$url" -qc "DROP SCHEMA IF EXISTS $1 CASCADE; CREATE SCHEMA $1" >/dev/null
   echo "postgres:host=$dir port=$port user=postgres dbname=postgres options=-csearch_path=$1"
 }
 
