@@ -229,44 +229,36 @@ static int same_id(const pawl_id_t *a, const pawl_id_t *b) {
 
 /* ---- enqueue ------------------------------------------------------------ */
 
-void contract_enqueue_get(const char *url) {
-  pawl_t *p = contract_open(url);
-  const char *tags[] = {"billing", "eu"};
-  pawl_enqueue_opts_t o;
-  pawl_enqueue_opts_init(&o);
-  o.queue = "mail";
-  o.priority = 7;
-  o.delay_ms = 5000;
-  o.max_attempts = 3;
-  o.timeout_s = 30;
-  o.params = "{\"region\":\"eu\"}";
-  o.tags = tags;
-  o.ntags = 2;
-  o.idempotency_key = "idem-1";
-  o.business_key = "order-42";
-  o.correlation_id = "corr-9";
-  o.enqueued_by = "api:shop";
-  pawl_id_t id;
-  int status = -1;
-  CHECK_OK(pawl_enqueue(p, "send_mail", "{\"to\":\"a@b.c\",\"n\":[1,2]}", &o,
-                        &id, &status));
-  CHECK_INT(status, ==, PAWL_ENQ_NEW);
-  CHECK_INT(id.bytes[6] >> 4, ==, 7);
-  pawl_job_t *j = get(p, &id);
-  CHECK(same_id(&j->id, &id));
+/* Every option but the keys set, for the enqueue tests (tags: 2 names). */
+static void opts_full(pawl_enqueue_opts_t *o, const char *const *tags) {
+  pawl_enqueue_opts_init(o);
+  o->queue = "mail";
+  o->priority = 7;
+  o->delay_ms = 5000;
+  o->max_attempts = 3;
+  o->timeout_s = 30;
+  o->params = "{\"region\":\"eu\"}";
+  o->tags = tags;
+  o->ntags = 2;
+  o->correlation_id = "corr-9";
+  o->enqueued_by = "api:shop";
+}
+
+#define FULL_PAYLOAD "{\"to\":\"a@b.c\",\"n\":[1,2]}"
+
+/* A job enqueued at T0 with opts_full() and FULL_PAYLOAD, as read back. */
+static void check_full(const pawl_job_t *j) {
   CHECK_STR(j->type, "send_mail");
   CHECK_STR(j->queue, "mail");
   CHECK_INT(j->state, ==, PAWL_PENDING);
   CHECK_INT(j->priority, ==, 7);
-  CHECK_JSON(j->payload, "{\"to\":\"a@b.c\",\"n\":[1,2]}");
+  CHECK_JSON(j->payload, FULL_PAYLOAD);
   CHECK_JSON(j->params, "{\"region\":\"eu\"}");
   CHECK_JSON(j->tags, "[\"billing\",\"eu\"]");
   CHECK_INT(j->run_at, ==, T0 + 5000);
   CHECK_INT(j->attempt, ==, 0);
   CHECK_INT(j->max_attempts, ==, 3);
   CHECK_INT(j->timeout_s, ==, 30);
-  CHECK_STR(j->idempotency_key, "idem-1");
-  CHECK_STR(j->business_key, "order-42");
   CHECK_STR(j->correlation_id, "corr-9");
   CHECK_STR(j->enqueued_by, "api:shop");
   CHECK_INT(j->created_at, ==, T0);
@@ -277,6 +269,25 @@ void contract_enqueue_get(const char *url) {
   CHECK(j->last_error == NULL);
   CHECK(j->result == NULL);
   CHECK_INT(j->version, ==, 1);
+}
+
+void contract_enqueue_get(const char *url) {
+  pawl_t *p = contract_open(url);
+  const char *tags[] = {"billing", "eu"};
+  pawl_enqueue_opts_t o;
+  opts_full(&o, tags);
+  o.idempotency_key = "idem-1";
+  o.business_key = "order-42";
+  pawl_id_t id;
+  int status = -1;
+  CHECK_OK(pawl_enqueue(p, "send_mail", FULL_PAYLOAD, &o, &id, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_NEW);
+  CHECK_INT(id.bytes[6] >> 4, ==, 7);
+  pawl_job_t *j = get(p, &id);
+  CHECK(same_id(&j->id, &id));
+  check_full(j);
+  CHECK_STR(j->idempotency_key, "idem-1");
+  CHECK_STR(j->business_key, "order-42");
   pawl_job_free(j);
 
   /* An explicit run_at wins over the delay. */
@@ -388,17 +399,7 @@ void contract_enqueue_many_fields(const char *url) {
   pawl_t *p = contract_open(url);
   const char *tags[] = {"billing", "eu"};
   pawl_enqueue_opts_t full, blocked, old, high;
-  pawl_enqueue_opts_init(&full);
-  full.queue = "mail";
-  full.priority = 7;
-  full.delay_ms = 5000;
-  full.max_attempts = 3;
-  full.timeout_s = 30;
-  full.params = "{\"region\":\"eu\"}";
-  full.tags = tags;
-  full.ntags = 2;
-  full.correlation_id = "corr-9";
-  full.enqueued_by = "api:shop";
+  opts_full(&full, tags);
   pawl_enqueue_opts_init(&blocked);
   blocked.blocked = 1;
   blocked.run_at = T0 + 123456;
@@ -407,7 +408,7 @@ void contract_enqueue_many_fields(const char *url) {
   pawl_enqueue_opts_init(&high);
   high.priority = 5;
   pawl_enqueue_item_t items[5] = {
-      {"send_mail", "{\"to\":\"a@b.c\",\"n\":[1,2]}", &full},
+      {"send_mail", FULL_PAYLOAD, &full},
       {"wait", NULL, &blocked},
       {"plain", "{\"s\":\"caf\u00e9 \\\" \\n\"}", NULL},
       {"old", "{}", &old},
@@ -418,27 +419,9 @@ void contract_enqueue_many_fields(const char *url) {
   for (int i = 0; i < 5; i++) CHECK_INT(st[i], ==, PAWL_ENQ_NEW);
 
   pawl_job_t *j = get(p, &ids[0]);
-  CHECK_STR(j->type, "send_mail");
-  CHECK_STR(j->queue, "mail");
-  CHECK_INT(j->state, ==, PAWL_PENDING);
-  CHECK_INT(j->priority, ==, 7);
-  CHECK_JSON(j->payload, "{\"to\":\"a@b.c\",\"n\":[1,2]}");
-  CHECK_JSON(j->params, "{\"region\":\"eu\"}");
-  CHECK_JSON(j->tags, "[\"billing\",\"eu\"]");
-  CHECK_INT(j->run_at, ==, T0 + 5000);
-  CHECK_INT(j->attempt, ==, 0);
-  CHECK_INT(j->max_attempts, ==, 3);
-  CHECK_INT(j->timeout_s, ==, 30);
+  check_full(j);
   CHECK(j->idempotency_key == NULL);
   CHECK(j->business_key == NULL);
-  CHECK_STR(j->correlation_id, "corr-9");
-  CHECK_STR(j->enqueued_by, "api:shop");
-  CHECK_INT(j->created_at, ==, T0);
-  CHECK_INT(j->updated_at, ==, T0);
-  CHECK_INT(j->started_at, ==, 0);
-  CHECK(j->lease_owner == NULL);
-  CHECK(j->result == NULL);
-  CHECK_INT(j->version, ==, 1);
   pawl_job_free(j);
 
   j = get(p, &ids[1]);
