@@ -1361,12 +1361,12 @@ static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
   pp_int(p, 12, recovered);
 }
 
-/* How the attempt row names each outcome other than success. */
 static int pg_id_cmp(const void *a, const void *b) {
   return memcmp(((const pawl_id_t *)a)->bytes, ((const pawl_id_t *)b)->bytes,
                 16);
 }
 
+/* How the attempt row names each outcome other than success. */
 static const char *const pg_outcome_names[] = {
     [PAWL_OUT_FAILED] = "failed", [PAWL_OUT_RETRY] = "retry",
     [PAWL_OUT_SNOOZE] = "snoozed", [PAWL_OUT_RELEASE] = "released"};
