@@ -60,6 +60,20 @@ int store_fail(store_t *st, int rc, const char *fmt, ...) {
   return rc;
 }
 
+int store_no_job(store_t *st, const pawl_id_t *id) {
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id, text);
+  return store_fail(st, PAWL_ENOTFOUND, "no job with id %s", text);
+}
+
+int store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt) {
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id, text);
+  return store_fail(st, PAWL_ELEASE,
+                    "job %s is not running under attempt %d on this node",
+                    text, (int)attempt);
+}
+
 /* CRC-32 (IEEE 802.3, reflected), bit by bit: it runs once per migration at
  * start-up, so a table would buy nothing. */
 uint32_t store_crc32(const void *data, size_t len) {

@@ -240,6 +240,12 @@ int64_t store_now(store_t *st);
 int store_fail(store_t *st, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The refusals every backend words the same way: no such job
+ * (PAWL_ENOTFOUND), and an attempt the caller's token does not hold (any
+ * more) (PAWL_ELEASE). */
+int store_no_job(store_t *st, const pawl_id_t *id);
+int store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt);
+
 /* The claim order key stored with each pending job: ordering by it
  * descending, then run_at, then id, is ordering by priority plus one per
  * `boost_ms` waited. */

@@ -605,12 +605,6 @@ static pawl_job_t *pg_row_to_job(const PGresult *r, int row) {
   return j;
 }
 
-static int pg_no_job(pg_store_t *s, const pawl_id_t *id) {
-  char text[PAWL_ID_STRLEN];
-  pawl_id_format(id, text);
-  return store_fail(&s->base, PAWL_ENOTFOUND, "no job with id %s", text);
-}
-
 /* Reads job `id` (locked for update inside a transaction when `lock`). */
 static int pg_read_job(pg_store_t *s, const pawl_id_t *id, int lock,
                        pawl_job_t **out) {
@@ -621,7 +615,7 @@ static int pg_read_job(pg_store_t *s, const pawl_id_t *id, int lock,
   if (rc) return rc;
   if (PQntuples(res) == 0) {
     PQclear(res);
-    return pg_no_job(s, id);
+    return store_no_job(&s->base, id);
   }
   pawl_job_t *j = pg_row_to_job(res, 0);
   PQclear(res);
@@ -1154,15 +1148,6 @@ static int pg_find_business(store_t *base, const char *key, pawl_id_t *out) {
   return pg_find_id((pg_store_t *)base, PG_BIZ_FIND, key, out);
 }
 
-/* The refusal of an attempt this token does not hold (any more). */
-static int pg_not_held(pg_store_t *s, const pawl_id_t *id, int32_t attempt) {
-  char text[PAWL_ID_STRLEN];
-  pawl_id_format(id, text);
-  return store_fail(&s->base, PAWL_ELEASE,
-                    "job %s is not running under attempt %d on this node",
-                    text, (int)attempt);
-}
-
 static int pg_progress(store_t *base, const pawl_id_t *id,
                        const pawl_id_t *token, int32_t attempt, double done,
                        double total) {
@@ -1178,7 +1163,7 @@ static int pg_progress(store_t *base, const pawl_id_t *id,
   if (rc) return rc;
   long n = pg_changed(res);
   PQclear(res);
-  return n == 1 ? 0 : pg_not_held(s, id, attempt);
+  return n == 1 ? 0 : store_not_held(&s->base, id, attempt);
 }
 
 /* ---- claim and leases ----------------------------------------------------- */
@@ -1776,7 +1761,7 @@ static int pg_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
     if ((rc = pg_run(s, PG_EXISTS, 1, pp.v, &res, "read job"))) return rc;
     int exists = PQntuples(res) > 0;
     PQclear(res);
-    if (!exists) return pg_no_job(s, id);
+    if (!exists) return store_no_job(&s->base, id);
     *out = NULL;
     *n = 0;
     return 0;

@@ -431,9 +431,7 @@ static int sq_read_job(sq_store_t *s, const pawl_id_t *id, pawl_job_t **out) {
   int rc = sqlite3_step(st);
   if (rc == SQLITE_DONE) {
     sqlite3_reset(st);
-    char text[PAWL_ID_STRLEN];
-    pawl_id_format(id, text);
-    return store_fail(&s->base, PAWL_ENOTFOUND, "no job with id %s", text);
+    return store_no_job(&s->base, id);
   }
   if (rc != SQLITE_ROW) {
     sqlite3_reset(st);
@@ -807,15 +805,6 @@ static int sq_find_business(store_t *base, const char *key, pawl_id_t *out) {
   return sq_find_id((sq_store_t *)base, SQ_BIZ_FIND, key, out);
 }
 
-/* The refusal of an attempt this token does not hold (any more). */
-static int sq_not_held(sq_store_t *s, const pawl_id_t *id, int32_t attempt) {
-  char text[PAWL_ID_STRLEN];
-  pawl_id_format(id, text);
-  return store_fail(&s->base, PAWL_ELEASE,
-                    "job %s is not running under attempt %d on this node",
-                    text, (int)attempt);
-}
-
 static int sq_progress(store_t *base, const pawl_id_t *id,
                        const pawl_id_t *token, int32_t attempt, double done,
                        double total) {
@@ -829,7 +818,7 @@ static int sq_progress(store_t *base, const pawl_id_t *id,
   sqlite3_bind_int(st, 5, attempt);
   int rc = sq_exec_write(s, st, "record progress");
   if (rc) return rc;
-  return sqlite3_changes(s->db) == 1 ? 0 : sq_not_held(s, id, attempt);
+  return sqlite3_changes(s->db) == 1 ? 0 : store_not_held(&s->base, id, attempt);
 }
 
 /* ---- claim and leases --------------------------------------------------- */
@@ -1535,9 +1524,7 @@ static int sq_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
       step = sqlite3_step(st);
       sqlite3_reset(st);
       if (step == SQLITE_DONE) {
-        char text[PAWL_ID_STRLEN];
-        pawl_id_format(id, text);
-        rc = store_fail(base, PAWL_ENOTFOUND, "no job with id %s", text);
+        rc = store_no_job(base, id);
       } else if (step != SQLITE_ROW) {
         rc = sq_fail(s, step, "read job");
       }
