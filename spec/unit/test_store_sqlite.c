@@ -321,6 +321,7 @@ void test_sqlite_pragmas(void) {
   CHECK_INT(own_int(p, "PRAGMA synchronous"), ==, 1); /* NORMAL */
   CHECK_INT(own_int(p, "PRAGMA foreign_keys"), ==, 1);
   CHECK_INT(own_int(p, "PRAGMA busy_timeout"), ==, 5000);
+  CHECK_INT(own_int(p, "PRAGMA temp_store"), ==, 2); /* MEMORY */
   pawl_close(p);
   pawl_options_t o;
   pawl_options_init(&o);
@@ -332,6 +333,60 @@ void test_sqlite_pragmas(void) {
   CHECK_INT(own_int(p, "PRAGMA synchronous"), ==, 2); /* FULL */
   CHECK_INT(own_int(p, "PRAGMA busy_timeout"), ==, 1234);
   pawl_close(p);
+}
+
+/* Temporary files opened through the default VFS, counted by a shim that
+ * passes every call on to the real one. */
+static sqlite3_vfs *g_real_vfs;
+static sqlite3_vfs g_count_vfs;
+static int g_temp_opens;
+
+static int count_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f,
+                      int flags, int *out_flags) {
+  (void)vfs;
+  if (!name || (flags & (SQLITE_OPEN_SUBJOURNAL | SQLITE_OPEN_TEMP_DB |
+                         SQLITE_OPEN_TRANSIENT_DB | SQLITE_OPEN_TEMP_JOURNAL)))
+    g_temp_opens++;
+  return g_real_vfs->xOpen(g_real_vfs, name, f, flags, out_flags);
+}
+
+/* A claim and a finish each change many rows in one statement, so SQLite
+ * keeps a statement journal to undo that statement alone. With temporary
+ * files, a journal past 64 KiB spills into a file that is created,
+ * unlinked and closed again for every claim; the store keeps temporary
+ * data in memory, so a claim+finish cycle of 1,000 jobs opens no file. */
+void test_sqlite_claim_no_temp_files(void) {
+  enum { N = 1000 };
+  g_real_vfs = sqlite3_vfs_find(NULL);
+  CHECK(g_real_vfs != NULL);
+  g_count_vfs = *g_real_vfs;
+  g_count_vfs.zName = "pawl-count";
+  g_count_vfs.xOpen = count_open;
+  CHECK_INT(sqlite3_vfs_register(&g_count_vfs, 1), ==, SQLITE_OK);
+  pawl_t *p = open_ok("sqlite:temp.db");
+  static pawl_enqueue_item_t items[N];
+  static pawl_outcome_t outs[N];
+  static int rcs[N];
+  const char *payload = "{\"to\":\"user@example.com\",\"template\":\"welcome\"}";
+  for (int i = 0; i < N; i++) items[i] = (pawl_enqueue_item_t){"t", payload, NULL};
+  CHECK_OK(pawl_enqueue_many(p, items, N, NULL, NULL));
+  g_temp_opens = 0;
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, NULL, N, &jobs, &n));
+  CHECK_INT(n, ==, N);
+  for (size_t i = 0; i < n; i++)
+    outs[i] = (pawl_outcome_t){.id = jobs[i]->id,
+                               .attempt = jobs[i]->attempt,
+                               .kind = PAWL_OUT_SUCCEEDED,
+                               .result = "{\"ok\":true}",
+                               .store_key = jobs[i]->store_key};
+  CHECK_OK(pawl_finish(p, outs, n, rcs));
+  for (size_t i = 0; i < n; i++) CHECK_INT(rcs[i], ==, 0);
+  pawl_jobs_free(jobs, n);
+  CHECK_INT(g_temp_opens, ==, 0);
+  pawl_close(p);
+  sqlite3_vfs_unregister(&g_count_vfs);
 }
 
 /* ---- the claim's query plan --------------------------------------------- */

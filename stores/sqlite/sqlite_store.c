@@ -1809,10 +1809,18 @@ int store_sqlite_open(store_t **out, const store_config_t *cfg,
     rc = sq_rc_to_err(src);
     goto fail;
   }
+  /* temp_store = MEMORY: a claim or a finish changes many rows in one
+   * statement, so SQLite keeps a statement journal to undo it alone. With
+   * temporary files, a journal past 64 KiB spills into a file created,
+   * unlinked and closed again for every batch: about 12% of a
+   * claim+complete cycle at batch 100 (bench/RESULTS.md). Temporary data
+   * here is bounded by a batch or a LIMIT, so memory is the place for it. */
   const char *sync = cfg->sync_full ? "PRAGMA synchronous = FULL"
                                     : "PRAGMA synchronous = NORMAL";
   if (sqlite3_exec(s->db, sync, 0, 0, &msg) != SQLITE_OK ||
       sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", 0, 0, &msg) != SQLITE_OK ||
+      sqlite3_exec(s->db, "PRAGMA temp_store = MEMORY", 0, 0, &msg) !=
+          SQLITE_OK ||
       (cfg->no_autocheckpoint &&
        sqlite3_exec(s->db, "PRAGMA wal_autocheckpoint = 0", 0, 0, &msg) !=
            SQLITE_OK)) {
