@@ -432,12 +432,12 @@ BENCH_SIDE static sample_t claim_store(const char *tmpl, const char *path,
   return r;
 }
 
-/* Ceiling: SQLITE_SQL_CLAIM in BEGIN IMMEDIATE/COMMIT, reading only the seq
- * and attempt of each RETURNING row; then one SQLITE_SQL_SUCCEED_MANY for
- * the batch in a second BEGIN IMMEDIATE/COMMIT, as sq_claim() and
- * sq_finish() do when outcomes carry their store_key. It runs
- * on the store's connection, so the pragmas and open flags are the store's
- * by construction (WAL, synchronous=NORMAL, foreign_keys=ON, NOMUTEX). */
+/* Ceiling: SQLITE_SQL_CLAIM in BEGIN IMMEDIATE/COMMIT, reading only the
+ * seq, id and attempt of each RETURNING row; then one SQLITE_SQL_SUCCEED_SEQ
+ * per job in a second BEGIN IMMEDIATE/COMMIT, as sq_claim() and sq_finish()
+ * do when outcomes carry their store_key. It runs on the store's
+ * connection, so the pragmas and open flags are the store's by construction
+ * (WAL, synchronous=NORMAL, foreign_keys=ON, temp_store=MEMORY, NOMUTEX). */
 BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
                                          size_t pending, size_t batch,
                                          size_t total) {
@@ -447,21 +447,26 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
   sqlite3_stmt *begin = prepare(db, "BEGIN IMMEDIATE");
   sqlite3_stmt *commit = prepare(db, "COMMIT");
   sqlite3_stmt *claim = prepare(db, SQLITE_SQL_CLAIM);
-  sqlite3_stmt *succeed = prepare(db, SQLITE_SQL_SUCCEED_MANY);
+  sqlite3_stmt *succeed = prepare(db, SQLITE_SQL_SUCCEED_SEQ);
   /* The RETURNING list is SQLITE_JOB_COLS, whose order the store owns:
-   * find the two columns we read by name. */
-  int col_seq = -1, col_attempt = -1;
+   * find the columns we read by name. */
+  int col_seq = -1, col_id = -1, col_attempt = -1;
   for (int i = 0; i < sqlite3_column_count(claim); i++) {
     const char *name = sqlite3_column_name(claim, i);
     if (strcmp(name, "seq") == 0)
       col_seq = i;
+    else if (strcmp(name, "id") == 0)
+      col_id = i;
     else if (strcmp(name, "attempt") == 0)
       col_attempt = i;
   }
-  if (col_seq < 0 || col_attempt < 0) die("claim: no seq or attempt column");
-  /* The batch as the store sends it: [[seq, attempt, result], ...]. */
-  size_t cap = batch * 64 + 16;
-  char *json = xcalloc(cap, 1);
+  if (col_seq < 0 || col_id < 0 || col_attempt < 0)
+    die("claim: no seq, id or attempt column");
+  struct held {
+    int64_t seq;
+    int attempt;
+    pawl_id_t id;
+  } *held = xcalloc(batch, sizeof *held);
   pawl_id_t token;
   pawl_id_new(&token);
   checkpointer_t *ck = checkpointer_start(path);
@@ -476,17 +481,12 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
     sqlite3_bind_int64(claim, 4, now + BENCH_LEASE_MS);
     sqlite3_bind_int64(claim, 5, (sqlite3_int64)want);
     int rc;
-    size_t len = 0;
-    json[len++] = '[';
     while ((rc = sqlite3_step(claim)) == SQLITE_ROW && n < want) {
-      len += (size_t)snprintf(json + len, cap - len, "%s[%lld,%d,%s]",
-                              n ? "," : "",
-                              (long long)sqlite3_column_int64(claim, col_seq),
-                              sqlite3_column_int(claim, col_attempt),
-                              BENCH_RESULT);
+      held[n].seq = sqlite3_column_int64(claim, col_seq);
+      held[n].attempt = sqlite3_column_int(claim, col_attempt);
+      memcpy(held[n].id.bytes, sqlite3_column_blob(claim, col_id), 16);
       n++;
     }
-    json[len++] = ']';
     sqlite3_reset(claim);
     if (rc != SQLITE_DONE) die("claim: %s", sqlite3_errmsg(db));
     exec_stmt(db, commit, "commit claim");
@@ -494,14 +494,16 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
 
     now = wall_ms();
     exec_stmt(db, begin, "begin");
-    sqlite3_bind_int64(succeed, 1, now);
-    sqlite3_bind_text(succeed, 2, json, (int)len, SQLITE_STATIC);
-    sqlite3_bind_blob(succeed, 3, token.bytes, 16, SQLITE_STATIC);
-    size_t written = 0;
-    while ((rc = sqlite3_step(succeed)) == SQLITE_ROW) written++;
-    sqlite3_reset(succeed);
-    if (rc != SQLITE_DONE) die("succeed: %s", sqlite3_errmsg(db));
-    if (written != n) die("succeed: lease lost");
+    for (size_t i = 0; i < n; i++) {
+      sqlite3_bind_text(succeed, 1, BENCH_RESULT, -1, SQLITE_STATIC);
+      sqlite3_bind_int64(succeed, 2, now);
+      sqlite3_bind_blob(succeed, 3, held[i].id.bytes, 16, SQLITE_STATIC);
+      sqlite3_bind_blob(succeed, 4, token.bytes, 16, SQLITE_STATIC);
+      sqlite3_bind_int(succeed, 5, held[i].attempt);
+      sqlite3_bind_int64(succeed, 6, held[i].seq);
+      exec_stmt(db, succeed, "succeed");
+      if (sqlite3_changes(db) != 1) die("succeed: lease lost");
+    }
     exec_stmt(db, commit, "commit finish");
     done += n;
   }
@@ -512,7 +514,7 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
   sqlite3_finalize(claim);
   sqlite3_finalize(succeed);
   check_claimed(db, pending, total);
-  free(json);
+  free(held);
   pawl_close(p);
   remove_db(path);
   return r;

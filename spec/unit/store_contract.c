@@ -631,8 +631,8 @@ void contract_finish_success(const char *url) {
   CHECK_INT(h->events[1].to_state, ==, PAWL_RUNNING);
   CHECK_INT(h->events[2].to_state, ==, PAWL_SUCCEEDED);
   pawl_history_free(h);
-  /* A batch of successes with their row keys is written in one go, each
-   * result stored as given; without a key, a success is found by id. */
+  /* A batch of successes, found by their row keys or (without one) by id,
+   * each result stored as given. */
   for (int i = 0; i < 3; i++) enq(p, "batch", NULL);
   pawl_job_t **jobs;
   CHECK_INT(claim(p, 3, &jobs), ==, 3);
@@ -708,6 +708,22 @@ void contract_finish_stale(const char *url) {
   CHECK_INT(rcs[2], ==, 0);
   CHECK_INT(state_of(p, &a), ==, PAWL_SUCCEEDED);
   CHECK_INT(state_of(p, &b), ==, PAWL_FAILED);
+  pawl_jobs_free(jobs, 2);
+  /* A store_key is a hint, the id the truth: an outcome whose key names
+   * another held row completes its own job, and only that one. */
+  pawl_id_t x = enq(p, "x", NULL), y = enq(p, "y", NULL);
+  CHECK_INT(claim(p, 2, &jobs), ==, 2);
+  CHECK(same_id(&jobs[0]->id, &x));
+  pawl_outcome_t mixed = {.id = x, .attempt = 1, .kind = PAWL_OUT_SUCCEEDED,
+                          .result = "{\"job\":\"x\"}",
+                          .store_key = jobs[1]->store_key};
+  CHECK_OK(pawl_finish(p, &mixed, 1, rcs));
+  CHECK_INT(rcs[0], ==, 0);
+  pawl_job_t *done = get(p, &x);
+  CHECK_INT(done->state, ==, PAWL_SUCCEEDED);
+  CHECK_JSON(done->result, "{\"job\":\"x\"}");
+  pawl_job_free(done);
+  CHECK_INT(state_of(p, &y), ==, PAWL_RUNNING);
   pawl_jobs_free(jobs, 2);
   pawl_job_free(j);
   pawl_close(q);

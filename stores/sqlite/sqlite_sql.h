@@ -44,26 +44,22 @@
   SQLITE_SQL_CLAIM_HEAD                                                      \
   "queue IN (SELECT value FROM json_each(?6)) AND " SQLITE_SQL_CLAIM_TAIL
 
-/* Success, the common path: one UPDATE, its history on the row.
- * ?1 result, ?2 now, ?3 id, ?4 lease token, ?5 attempt. */
-/* Success of a whole batch in one statement, the rows found by rowid:
- * ?1 now, ?2 a JSON array of [seq, attempt, result] (result: the JSON
- * value, or null for none), ?3 lease token. RETURNING names the rows
- * written; an outcome whose row is missing is stale. */
-#define SQLITE_SQL_SUCCEED_MANY                                              \
-  "UPDATE pawl_jobs SET state = 2, result = b.result, finished_at = ?1, "    \
-  "updated_at = ?1, lease_expires = NULL, version = version + 1 FROM "       \
-  "(SELECT value ->> '$[0]' AS seq, value ->> '$[1]' AS attempt, CASE "      \
-  "WHEN json_type(value, '$[2]') = 'null' THEN NULL ELSE "                   \
-  "value -> '$[2]' END AS result FROM json_each(?2)) AS b "                  \
-  "WHERE pawl_jobs.seq = b.seq AND pawl_jobs.state = 1 AND "                 \
-  "pawl_jobs.lease_token = ?3 AND pawl_jobs.attempt = b.attempt "            \
-  "RETURNING pawl_jobs.seq"
-
-#define SQLITE_SQL_SUCCEED                                                   \
+/* Success, the common path: one UPDATE per job, its history on the row.
+ * ?1 result, ?2 now, ?3 id, ?4 lease token, ?5 attempt; SUCCEED_SEQ finds
+ * the row by its rowid ?6 (the store_key the claim handed out) and still
+ * checks the id, so a stale or foreign key cannot complete another job.
+ * One UPDATE per row by rowid costs less than one UPDATE for the whole
+ * batch with the outcomes in a JSON array: parsing that array was most of
+ * the finish's CPU (bench/RESULTS.md). */
+#define SQLITE_SQL_SUCCEED_SET                                               \
   "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
-  "updated_at = ?2, lease_expires = NULL, version = version + 1 "            \
-  "WHERE id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
+  "updated_at = ?2, lease_expires = NULL, version = version + 1 WHERE "
+#define SQLITE_SQL_SUCCEED                                                   \
+  SQLITE_SQL_SUCCEED_SET                                                     \
+  "id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
+#define SQLITE_SQL_SUCCEED_SEQ                                               \
+  SQLITE_SQL_SUCCEED_SET                                                     \
+  "seq = ?6 AND id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
 
 /* The earliest run_at among pending jobs, for a poller with nothing due:
  * all queues, one (?1), or a JSON array of them (?1). A min() over the

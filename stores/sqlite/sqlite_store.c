@@ -46,7 +46,7 @@ enum {
   SQ_CLAIM_QUEUE,
   SQ_CLAIM_QUEUES,
   SQ_SUCCEED,
-  SQ_SUCCEED_MANY,
+  SQ_SUCCEED_SEQ,
   SQ_ATTEMPT_ADD,
   SQ_EVENT_FROM_ROW,
   SQ_EVENT_ADD,
@@ -100,7 +100,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_CLAIM_QUEUE] = SQLITE_SQL_CLAIM_QUEUE,
     [SQ_CLAIM_QUEUES] = SQLITE_SQL_CLAIM_QUEUES,
     [SQ_SUCCEED] = SQLITE_SQL_SUCCEED,
-    [SQ_SUCCEED_MANY] = SQLITE_SQL_SUCCEED_MANY,
+    [SQ_SUCCEED_SEQ] = SQLITE_SQL_SUCCEED_SEQ,
     /* Records the attempt being finished from the row as it is before the
      * change; with a token (?5) it only matches the holder's attempt ?6,
      * which is how a stale outcome is detected. */
@@ -1069,15 +1069,24 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
                          const pawl_outcome_t *o, int64_t now) {
   int rc;
   if (o->kind == PAWL_OUT_SUCCEEDED) {
-    sqlite3_stmt *st = sq_stmt(s, SQ_SUCCEED);
-    if (!st) return PAWL_ESTORE;
-    sq_bind_text(st, 1, o->result);
-    sqlite3_bind_int64(st, 2, now);
-    sq_bind_id(st, 3, &o->id);
-    sq_bind_id(st, 4, token);
-    sqlite3_bind_int(st, 5, o->attempt);
-    if ((rc = sq_exec(s, st, "complete job"))) return rc;
-    return sqlite3_changes(s->db) == 1 ? 0 : PAWL_ELEASE;
+    /* The claim's store_key finds the row without the id index. It is a
+     * hint, the id is the truth: a key that names another row falls back
+     * to the id. */
+    int by_key = o->store_key > 0;
+    for (;;) {
+      sqlite3_stmt *st = sq_stmt(s, by_key ? SQ_SUCCEED_SEQ : SQ_SUCCEED);
+      if (!st) return PAWL_ESTORE;
+      sq_bind_text(st, 1, o->result);
+      sqlite3_bind_int64(st, 2, now);
+      sq_bind_id(st, 3, &o->id);
+      sq_bind_id(st, 4, token);
+      sqlite3_bind_int(st, 5, o->attempt);
+      if (by_key) sqlite3_bind_int64(st, 6, o->store_key);
+      if ((rc = sq_exec(s, st, "complete job"))) return rc;
+      if (sqlite3_changes(s->db) == 1) return 0;
+      if (!by_key) return PAWL_ELEASE;
+      by_key = 0;
+    }
   }
   static const char *const names[] = {
       [PAWL_OUT_FAILED] = "failed", [PAWL_OUT_RETRY] = "retry",
@@ -1139,92 +1148,21 @@ static int sq_add_logs(sq_store_t *s, const pawl_outcome_t *o, int64_t now) {
   return 0;
 }
 
-typedef struct sq_keyed {
-  int64_t seq;
-  size_t index;
-} sq_keyed_t;
-
-static int sq_keyed_cmp(const void *a, const void *b) {
-  const sq_keyed_t *x = a, *y = b;
-  return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* The successes that carry their row's key, written in one statement (the
- * common path: one UPDATE for a whole batch instead of one per job). Each
- * gets 0 in rcs if its row was written, PAWL_ELEASE if not. */
-static int sq_succeed_many(sq_store_t *s, const pawl_id_t *token,
-                           const pawl_outcome_t *outs, const sq_keyed_t *keyed,
-                           size_t nk, int64_t now, int *rcs) {
-  pawl_buf_t json;
-  buf_init(&json);
-  buf_putc(&json, '[');
-  for (size_t k = 0; k < nk; k++) {
-    const pawl_outcome_t *o = &outs[keyed[k].index];
-    /* Results were checked to be JSON by pawl_finish(): embedded as is. */
-    buf_printf(&json, "%s[%lld,%d,%s]", k ? "," : "", (long long)keyed[k].seq,
-               (int)o->attempt, o->result ? o->result : "null");
-  }
-  buf_putc(&json, ']');
-  if (json.oom) {
-    buf_free(&json);
-    return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
-  }
-  sqlite3_stmt *st = sq_stmt(s, SQ_SUCCEED_MANY);
-  if (!st) {
-    buf_free(&json);
-    return PAWL_ESTORE;
-  }
-  for (size_t k = 0; k < nk; k++) rcs[keyed[k].index] = PAWL_ELEASE;
-  sqlite3_bind_int64(st, 1, now);
-  sqlite3_bind_text(st, 2, json.data, (int)json.len, SQLITE_STATIC);
-  sq_bind_id(st, 3, token);
-  int step;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    sq_keyed_t key = {sqlite3_column_int64(st, 0), 0};
-    const sq_keyed_t *hit = bsearch(&key, keyed, nk, sizeof *keyed, sq_keyed_cmp);
-    if (hit) rcs[hit->index] = 0;
-  }
-  sqlite3_reset(st);
-  buf_free(&json);
-  if (step != SQLITE_DONE) return sq_fail(s, step, "complete jobs");
-  return 0;
-}
-
 static int sq_finish(store_t *base, const pawl_id_t *token,
                      const pawl_outcome_t *outs, size_t n, int *rcs) {
   sq_store_t *s = (sq_store_t *)base;
   int64_t now = store_now(base);
-  int *local = rcs ? NULL : calloc(n ? n : 1, sizeof *local);
-  sq_keyed_t *keyed = calloc(n ? n : 1, sizeof *keyed);
-  if ((!rcs && !local) || !keyed) {
-    free(local);
-    free(keyed);
-    return store_fail(base, PAWL_ENOMEM, "out of memory");
-  }
-  if (!rcs) rcs = local;
-  size_t nk = 0;
   int rc = sq_begin(s);
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_add_logs(s, &outs[i], now))) break;
-    if (outs[i].kind == PAWL_OUT_SUCCEEDED && outs[i].store_key > 0) {
-      keyed[nk].seq = outs[i].store_key;
-      keyed[nk++].index = i;
-      continue;
-    }
     int r = sq_finish_one(s, token, &outs[i], now);
     if (r == PAWL_ELEASE || r == PAWL_EINVAL) {
-      rcs[i] = r;
+      if (rcs) rcs[i] = r;
       continue;
     }
     if (r) rc = r;
-    else rcs[i] = 0;
+    else if (rcs) rcs[i] = 0;
   }
-  if (!rc && nk > 0) {
-    qsort(keyed, nk, sizeof *keyed, sq_keyed_cmp);
-    rc = sq_succeed_many(s, token, outs, keyed, nk, now, rcs);
-  }
-  free(keyed);
-  free(local);
   return sq_end(s, rc);
 }
 
