@@ -432,10 +432,11 @@ BENCH_SIDE static sample_t claim_store(const char *tmpl, const char *path,
   return r;
 }
 
-/* Ceiling: SQLITE_SQL_CLAIM in BEGIN IMMEDIATE/COMMIT, reading only the
- * seq, id and attempt of each RETURNING row; then one SQLITE_SQL_SUCCEED_SEQ
- * per job in a second BEGIN IMMEDIATE/COMMIT, as sq_claim() and sq_finish()
- * do when outcomes carry their store_key. It runs on the store's
+/* Ceiling: SQLITE_SQL_CLAIM then SQLITE_SQL_CLAIM_TAKE in BEGIN
+ * IMMEDIATE/COMMIT, reading only the seq, id and attempt of each picked
+ * row; then one SQLITE_SQL_SUCCEED_SEQ per job in a second BEGIN
+ * IMMEDIATE/COMMIT, as sq_claim() and sq_finish() do when outcomes carry
+ * their store_key. It runs on the store's
  * connection, so the pragmas and open flags are the store's by construction
  * (WAL, synchronous=NORMAL, foreign_keys=ON, temp_store=MEMORY, NOMUTEX). */
 BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
@@ -447,9 +448,10 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
   sqlite3_stmt *begin = prepare(db, "BEGIN IMMEDIATE");
   sqlite3_stmt *commit = prepare(db, "COMMIT");
   sqlite3_stmt *claim = prepare(db, SQLITE_SQL_CLAIM);
+  sqlite3_stmt *take = prepare(db, SQLITE_SQL_CLAIM_TAKE);
   sqlite3_stmt *succeed = prepare(db, SQLITE_SQL_SUCCEED_SEQ);
-  /* The RETURNING list is SQLITE_JOB_COLS, whose order the store owns:
-   * find the columns we read by name. */
+  /* The picked columns are SQLITE_JOB_COLS, whose order the store owns:
+   * find the ones we read by name. */
   int col_seq = -1, col_id = -1, col_attempt = -1;
   for (int i = 0; i < sqlite3_column_count(claim); i++) {
     const char *name = sqlite3_column_name(claim, i);
@@ -467,6 +469,9 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
     int attempt;
     pawl_id_t id;
   } *held = xcalloc(batch, sizeof *held);
+  /* The picked seqs as CLAIM_TAKE takes them: [seq,...]. */
+  size_t cap = batch * 24 + 16;
+  char *seqs = xcalloc(cap, 1);
   pawl_id_t token;
   pawl_id_new(&token);
   checkpointer_t *ck = checkpointer_start(path);
@@ -476,19 +481,28 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
     int64_t now = wall_ms();
     exec_stmt(db, begin, "begin");
     sqlite3_bind_int64(claim, 1, now);
-    sqlite3_bind_text(claim, 2, BENCH_NODE, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(claim, 3, token.bytes, 16, SQLITE_STATIC);
-    sqlite3_bind_int64(claim, 4, now + BENCH_LEASE_MS);
-    sqlite3_bind_int64(claim, 5, (sqlite3_int64)want);
+    sqlite3_bind_int64(claim, 2, (sqlite3_int64)want);
     int rc;
+    size_t len = 0;
+    seqs[len++] = '[';
     while ((rc = sqlite3_step(claim)) == SQLITE_ROW && n < want) {
       held[n].seq = sqlite3_column_int64(claim, col_seq);
-      held[n].attempt = sqlite3_column_int(claim, col_attempt);
+      held[n].attempt = sqlite3_column_int(claim, col_attempt) + 1;
       memcpy(held[n].id.bytes, sqlite3_column_blob(claim, col_id), 16);
+      len += (size_t)snprintf(seqs + len, cap - len, "%s%lld", n ? "," : "",
+                              (long long)held[n].seq);
       n++;
     }
+    seqs[len++] = ']';
     sqlite3_reset(claim);
     if (rc != SQLITE_DONE) die("claim: %s", sqlite3_errmsg(db));
+    sqlite3_bind_int64(take, 1, now);
+    sqlite3_bind_text(take, 2, BENCH_NODE, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(take, 3, token.bytes, 16, SQLITE_STATIC);
+    sqlite3_bind_int64(take, 4, now + BENCH_LEASE_MS);
+    sqlite3_bind_text(take, 5, seqs, (int)len, SQLITE_STATIC);
+    exec_stmt(db, take, "take");
+    if ((size_t)sqlite3_changes(db) != n) die("take: rows changed under us");
     exec_stmt(db, commit, "commit claim");
     if (n != want) die("claim ceiling: got %zu jobs, wanted %zu", n, want);
 
@@ -512,9 +526,11 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
   sqlite3_finalize(begin);
   sqlite3_finalize(commit);
   sqlite3_finalize(claim);
+  sqlite3_finalize(take);
   sqlite3_finalize(succeed);
   check_claimed(db, pending, total);
   free(held);
+  free(seqs);
   pawl_close(p);
   remove_db(path);
   return r;

@@ -546,9 +546,21 @@ void contract_claim_batch_lease(const char *url) {
     CHECK_STR(jobs[i]->lease_owner, "node-a");
     CHECK_INT(jobs[i]->version, ==, 2);
   }
-  pawl_job_t *again = get(p, &jobs[3]->id);
-  CHECK_INT(again->state, ==, PAWL_RUNNING);
-  pawl_job_free(again);
+  /* Each claimed job is what the store now holds for it. */
+  for (size_t i = 0; i < n; i++) {
+    pawl_job_t *held = get(p, &jobs[i]->id);
+    CHECK_INT(held->state, ==, jobs[i]->state);
+    CHECK_INT(held->attempt, ==, jobs[i]->attempt);
+    CHECK_INT(held->started_at, ==, jobs[i]->started_at);
+    CHECK_INT(held->updated_at, ==, jobs[i]->updated_at);
+    CHECK_INT(held->lease_expires, ==, jobs[i]->lease_expires);
+    CHECK_STR(held->lease_owner, jobs[i]->lease_owner);
+    CHECK_INT(held->version, ==, jobs[i]->version);
+    CHECK(held->progress_done == jobs[i]->progress_done);
+    CHECK(held->progress_total == jobs[i]->progress_total);
+    CHECK_STR(held->payload, jobs[i]->payload);
+    pawl_job_free(held);
+  }
   pawl_jobs_free(jobs, n);
   /* A second node takes the rest; nobody gets a job twice. */
   pawl_t *q = contract_open_with(url, "node-b", -1);

@@ -435,6 +435,11 @@ void test_sqlite_claim_uses_live_index(void) {
   plan_of(db, SQLITE_SQL_CLAIM_QUEUES, plan, sizeof plan);
   if (!strstr(plan, "pawl_jobs_claim") || strstr(plan, "SCAN pawl_jobs\n"))
     unit_fail(__FILE__, __LINE__, "queues claim plan:\n%s", plan);
+  /* Taking the picked rows finds each by its rowid. */
+  plan_of(db, SQLITE_SQL_CLAIM_TAKE, plan, sizeof plan);
+  if (!strstr(plan, "SEARCH pawl_jobs USING INTEGER PRIMARY KEY") ||
+      strstr(plan, "SCAN pawl_jobs\n"))
+    unit_fail(__FILE__, __LINE__, "claim take plan:\n%s", plan);
   sqlite3_close(db);
 }
 
@@ -470,17 +475,16 @@ void test_sqlite_next_due_uses_live_index(void) {
   sqlite3_close(db);
 }
 
-/* The claim reads seq and rank by position: they must stay the last
- * columns. */
-void test_sqlite_job_cols_rank_last(void) {
+/* sq_row_to_job() reads the columns by position, seq (the store_key) last. */
+void test_sqlite_job_cols_seq_last(void) {
   pawl_close(open_ok("sqlite:cols.db"));
   sqlite3 *db = raw("cols.db");
   sqlite3_stmt *st;
   CHECK_INT(sqlite3_prepare_v2(db, "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs",
                                -1, &st, NULL),
             ==, SQLITE_OK);
-  CHECK_INT(sqlite3_column_count(st), ==, SQLITE_JOB_RANK_COL + 1);
-  CHECK_STR(sqlite3_column_name(st, SQLITE_JOB_RANK_COL), "rank");
+  CHECK_INT(sqlite3_column_count(st), ==, SQLITE_JOB_SEQ_COL + 1);
+  CHECK_STR(sqlite3_column_name(st, 21), "lease_owner");
   CHECK_STR(sqlite3_column_name(st, 26), "progress_done");
   CHECK_STR(sqlite3_column_name(st, 27), "progress_total");
   CHECK_STR(sqlite3_column_name(st, 28), "version");

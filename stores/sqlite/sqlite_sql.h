@@ -6,16 +6,14 @@
 #define PAWL_SQLITE_SQL_H
 
 /* Columns read into a pawl_job_t, in sq_row_to_job()'s order; seq (the
- * rowid, handed out as the job's store_key) and rank (to put a claimed
- * batch in claim order) come last. */
+ * rowid, handed out as the job's store_key) comes last. */
 #define SQLITE_JOB_COLS                                                      \
   "id, type, queue, state, paused_from, priority, payload, params, tags, "   \
   "run_at, attempt, max_attempts, timeout_s, idempotency_key, "              \
   "business_key, correlation_id, enqueued_by, created_at, updated_at, "      \
   "started_at, finished_at, lease_owner, lease_expires, last_error, "        \
-  "result, recoveries, progress_done, progress_total, version, seq, rank"
+  "result, recoveries, progress_done, progress_total, version, seq"
 #define SQLITE_JOB_SEQ_COL 29
-#define SQLITE_JOB_RANK_COL 30
 
 #define SQLITE_SQL_INSERT                                                    \
   "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
@@ -24,25 +22,34 @@
   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "    \
   "?15, ?16, ?17, ?17)"
 
-/* Claim: ?1 now, ?2 owner, ?3 lease token, ?4 lease expiry, ?5 limit,
- * ?6 the queue (or a JSON array of queues). The inner SELECT walks the
- * partial index of pending rows in claim order. Progress belongs to an
- * attempt, so a new attempt starts without any. */
+/* Claim, in one BEGIN IMMEDIATE transaction: CLAIM picks the due rows in
+ * claim order, walking the partial index of pending rows; CLAIM_TAKE then
+ * leases exactly those. Picking then taking costs less than one
+ * UPDATE ... RETURNING, which stages every returned row in a temporary
+ * table (bench/RESULTS.md); the write lock held since BEGIN IMMEDIATE
+ * keeps the picked rows pending in between.
+ * CLAIM: ?1 now, ?2 limit, ?3 the queue (or a JSON array of queues). */
 #define SQLITE_SQL_CLAIM_HEAD                                                \
-  "UPDATE pawl_jobs SET state = 1, attempt = attempt + 1, started_at = ?1, " \
-  "lease_owner = ?2, lease_token = ?3, lease_expires = ?4, updated_at = ?1, "\
-  "progress_done = NULL, progress_total = NULL, version = version + 1 "      \
-  "WHERE seq IN (SELECT seq FROM pawl_jobs WHERE state = 0 AND "
+  "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs WHERE state = 0 AND "
 #define SQLITE_SQL_CLAIM_TAIL                                                \
-  "run_at <= ?1 ORDER BY rank DESC, run_at, id LIMIT ?5) RETURNING "         \
-  SQLITE_JOB_COLS
+  "run_at <= ?1 ORDER BY rank DESC, run_at, id LIMIT ?2"
 
 #define SQLITE_SQL_CLAIM SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_QUEUE                                               \
-  SQLITE_SQL_CLAIM_HEAD "queue = ?6 AND " SQLITE_SQL_CLAIM_TAIL
+  SQLITE_SQL_CLAIM_HEAD "queue = ?3 AND " SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_QUEUES                                              \
   SQLITE_SQL_CLAIM_HEAD                                                      \
-  "queue IN (SELECT value FROM json_each(?6)) AND " SQLITE_SQL_CLAIM_TAIL
+  "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
+
+/* CLAIM_TAKE: ?1 now, ?2 owner, ?3 lease token, ?4 lease expiry, ?5 a JSON
+ * array of the picked seqs. Progress belongs to an attempt, so a new
+ * attempt starts without any. sq_claim() applies the same changes to the
+ * jobs it hands out. */
+#define SQLITE_SQL_CLAIM_TAKE                                                \
+  "UPDATE pawl_jobs SET state = 1, attempt = attempt + 1, started_at = ?1, " \
+  "lease_owner = ?2, lease_token = ?3, lease_expires = ?4, updated_at = ?1, "\
+  "progress_done = NULL, progress_total = NULL, version = version + 1 "      \
+  "WHERE seq IN (SELECT value FROM json_each(?5)) AND state = 0"
 
 /* Success, the common path: one UPDATE per job, its history on the row.
  * ?1 result, ?2 now, ?3 id, ?4 lease token, ?5 attempt; SUCCEED_SEQ finds

@@ -45,6 +45,7 @@ enum {
   SQ_CLAIM,
   SQ_CLAIM_QUEUE,
   SQ_CLAIM_QUEUES,
+  SQ_CLAIM_TAKE,
   SQ_SUCCEED,
   SQ_SUCCEED_SEQ,
   SQ_ATTEMPT_ADD,
@@ -99,6 +100,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_CLAIM] = SQLITE_SQL_CLAIM,
     [SQ_CLAIM_QUEUE] = SQLITE_SQL_CLAIM_QUEUE,
     [SQ_CLAIM_QUEUES] = SQLITE_SQL_CLAIM_QUEUES,
+    [SQ_CLAIM_TAKE] = SQLITE_SQL_CLAIM_TAKE,
     [SQ_SUCCEED] = SQLITE_SQL_SUCCEED,
     [SQ_SUCCEED_SEQ] = SQLITE_SQL_SUCCEED_SEQ,
     /* Records the attempt being finished from the row as it is before the
@@ -370,17 +372,24 @@ static void sq_col_id(sqlite3_stmt *st, int i, pawl_id_t *out) {
     memset(out->bytes, 0, 16);
 }
 
-/* A pawl_job_t from a row of SQLITE_JOB_COLS. NULL when out of memory. */
-static pawl_job_t *sq_row_to_job(sqlite3_stmt *st) {
+/* A pawl_job_t from a row of SQLITE_JOB_COLS, with `owner` (when not NULL)
+ * as its lease owner instead of the row's. NULL when out of memory. */
+static pawl_job_t *sq_row_to_job(sqlite3_stmt *st, const char *owner) {
   /* One allocation for the job and its strings: claiming a batch builds
    * many jobs, and pawl_job_free() is then one free(). */
   enum { NSTR = 12 };
   static const int cols[NSTR] = {1, 2, 6, 7, 8, 13, 14, 15, 16, 21, 23, 24};
   const unsigned char *text[NSTR];
   size_t len[NSTR], total = sizeof(pawl_job_t);
+  enum { OWNER = 9 }; /* lease_owner's place in cols */
   for (int k = 0; k < NSTR; k++) {
-    text[k] = sqlite3_column_text(st, cols[k]);
-    len[k] = text[k] ? (size_t)sqlite3_column_bytes(st, cols[k]) + 1 : 0;
+    if (k == OWNER && owner) {
+      text[k] = (const unsigned char *)owner;
+      len[k] = strlen(owner) + 1;
+    } else {
+      text[k] = sqlite3_column_text(st, cols[k]);
+      len[k] = text[k] ? (size_t)sqlite3_column_bytes(st, cols[k]) + 1 : 0;
+    }
     total += len[k];
   }
   pawl_job_t *j = calloc(1, total);
@@ -437,7 +446,7 @@ static int sq_read_job(sq_store_t *s, const pawl_id_t *id, pawl_job_t **out) {
     sqlite3_reset(st);
     return sq_fail(s, rc, "read job");
   }
-  pawl_job_t *j = sq_row_to_job(st);
+  pawl_job_t *j = sq_row_to_job(st, NULL);
   sqlite3_reset(st);
   if (!j) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   *out = j;
@@ -782,7 +791,7 @@ static int sq_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   sqlite3_bind_int(st, 4, f->limit > 0 ? f->limit : 100);
   int rc, err = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    pawl_job_t *j = sq_row_to_job(st);
+    pawl_job_t *j = sq_row_to_job(st, NULL);
     if (!j) {
       err = store_fail(base, PAWL_ENOMEM, "out of memory");
       break;
@@ -823,21 +832,6 @@ static int sq_progress(store_t *base, const pawl_id_t *id,
 
 /* ---- claim and leases --------------------------------------------------- */
 
-typedef struct sq_ranked {
-  pawl_job_t *job;
-  int64_t rank;
-} sq_ranked_t;
-
-/* Claim order: rank descending, then run_at, then id. RETURNING does not
- * promise the subquery's order, so the batch is sorted here. */
-static int sq_ranked_cmp(const void *a, const void *b) {
-  const sq_ranked_t *x = a, *y = b;
-  if (x->rank != y->rank) return x->rank > y->rank ? -1 : 1;
-  if (x->job->run_at != y->job->run_at)
-    return x->job->run_at < y->job->run_at ? -1 : 1;
-  return memcmp(x->job->id.bytes, y->job->id.bytes, 16);
-}
-
 /* A JSON array of queue names, bound as one value for json_each(). NULL
  * when out of memory; free() it. Names never hold control characters
  * (pawl.c checks them), so escaping quotes and backslashes is enough. */
@@ -862,6 +856,30 @@ static char *sq_queues_json(const char *const *queues, size_t n) {
   return json;
 }
 
+/* Leases the `n` picked rows whose seqs `seqs` holds as a JSON array. All
+ * must still be pending: the transaction has held the write lock since
+ * they were picked. */
+static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
+                         const pawl_buf_t *seqs, size_t n) {
+  if (seqs->oom) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  sqlite3_stmt *st = sq_stmt(s, SQ_CLAIM_TAKE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, now);
+  sqlite3_bind_text(st, 2, c->owner, -1, SQLITE_STATIC);
+  sq_bind_id(st, 3, c->token);
+  sqlite3_bind_int64(st, 4, now + c->lease_ms);
+  sqlite3_bind_text(st, 5, seqs->data, (int)seqs->len, SQLITE_STATIC);
+  int rc = sq_exec(s, st, "claim jobs");
+  if (!rc && (size_t)sqlite3_changes(s->db) != n)
+    rc = store_fail(&s->base, PAWL_ESTORE,
+                    "claim: %d of %zu picked jobs were still pending",
+                    sqlite3_changes(s->db), n);
+  return rc;
+}
+
+/* Picks the due jobs in claim order and leases them, in one transaction
+ * (see SQLITE_SQL_CLAIM). The jobs come out as CLAIM_TAKE leaves their
+ * rows. */
 static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
                     size_t *n) {
   sq_store_t *s = (sq_store_t *)base;
@@ -878,8 +896,10 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     which = SQ_CLAIM_QUEUES;
   }
   int64_t now = store_now(base);
-  sq_ranked_t *ranked = calloc(c->max, sizeof *ranked);
-  if (!ranked) {
+  pawl_job_t **jobs = calloc(c->max, sizeof *jobs);
+  pawl_buf_t seqs;
+  buf_init(&seqs);
+  if (!jobs) {
     free(queues_json);
     return store_fail(base, PAWL_ENOMEM, "out of memory");
   }
@@ -891,49 +911,45 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
       rc = PAWL_ESTORE;
     } else {
       sqlite3_bind_int64(st, 1, now);
-      sqlite3_bind_text(st, 2, c->owner, -1, SQLITE_STATIC);
-      sq_bind_id(st, 3, c->token);
-      sqlite3_bind_int64(st, 4, now + c->lease_ms);
-      sqlite3_bind_int64(st, 5, (sqlite3_int64)c->max);
+      sqlite3_bind_int64(st, 2, (sqlite3_int64)c->max);
       if (which == SQ_CLAIM_QUEUE)
-        sqlite3_bind_text(st, 6, c->queues[0], -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, c->queues[0], -1, SQLITE_STATIC);
       else if (which == SQ_CLAIM_QUEUES)
-        sqlite3_bind_text(st, 6, queues_json, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, queues_json, -1, SQLITE_STATIC);
+      buf_putc(&seqs, '[');
       int step;
       while ((step = sqlite3_step(st)) == SQLITE_ROW && got < c->max) {
-        pawl_job_t *j = sq_row_to_job(st);
+        pawl_job_t *j = sq_row_to_job(st, c->owner);
         if (!j) {
           rc = store_fail(base, PAWL_ENOMEM, "out of memory");
           break;
         }
-        ranked[got].job = j;
-        ranked[got].rank = sqlite3_column_int64(st, SQLITE_JOB_RANK_COL);
-        got++;
+        /* What CLAIM_TAKE writes to the row. */
+        j->state = PAWL_RUNNING;
+        j->attempt++;
+        j->started_at = j->updated_at = now;
+        j->lease_expires = now + c->lease_ms;
+        j->progress_done = j->progress_total = 0;
+        j->version++;
+        buf_printf(&seqs, "%s%lld", got ? "," : "", (long long)j->store_key);
+        jobs[got++] = j;
       }
+      buf_putc(&seqs, ']');
       if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
-        rc = sq_fail(s, step, "claim jobs");
+        rc = sq_fail(s, step, "pick jobs to claim");
       sqlite3_reset(st);
     }
+    if (!rc && got > 0) rc = sq_claim_take(s, c, now, &seqs, got);
     rc = sq_end(s, rc);
   }
   free(queues_json);
-  pawl_job_t **jobs = NULL;
-  if (!rc && got > 0) {
-    jobs = malloc(got * sizeof *jobs);
-    if (!jobs) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
-  }
-  if (rc) {
+  buf_free(&seqs);
+  if (rc || got == 0) {
     /* Nothing was committed (or the commit failed): drop what we read. */
-    for (size_t i = 0; i < got; i++) pawl_job_free(ranked[i].job);
-    free(ranked);
+    for (size_t i = 0; i < got; i++) pawl_job_free(jobs[i]);
+    free(jobs);
     return rc;
   }
-  int sorted = 1;
-  for (size_t i = 1; i < got && sorted; i++)
-    sorted = sq_ranked_cmp(&ranked[i - 1], &ranked[i]) <= 0;
-  if (!sorted) qsort(ranked, got, sizeof *ranked, sq_ranked_cmp);
-  for (size_t i = 0; i < got; i++) jobs[i] = ranked[i].job;
-  free(ranked);
   *out = jobs;
   *n = got;
   return 0;
