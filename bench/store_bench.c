@@ -11,13 +11,15 @@
  * Each scenario also runs a "ceiling": the store's exact SQL text (the
  * macros of sqlite_sql.h, never retyped here) stepped straight through the
  * sqlite3 C API on the store's own connection, in the same transaction
- * shape, without the store's C layer (no pawl_job_t, no sorting, no JSON
- * checks). store/ceiling is then the share of the achievable speed the C
+ * shape, without the store's C layer (no pawl_job_t, no checks of the
+ * outcomes). store/ceiling is then the share of the achievable speed the C
  * layer keeps; the SQL itself is the same on both sides.
  *
  * Every measurement uses a fresh database file in a temporary directory
  * ($TMPDIR or /tmp), copied from a template built once so that a million
  * rows of history are not rebuilt for every run, and removed afterwards.
+ * Before each claim scenario's pair of measurements, a short unmeasured run
+ * warms up (see main() for why).
  * Each measurement is repeated --runs times; the tables show the median and
  * the range of jobs per second of wall time, and, because the machine may be
  * shared, of jobs per second of this process's CPU time. */
