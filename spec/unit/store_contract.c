@@ -4,6 +4,8 @@
  * injected, so delays, leases and backoff are tested without sleeping. */
 #include <math.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "pawl.h"
 #include "pawl_internal.h"
@@ -21,6 +23,44 @@ static int64_t contract_clock(void *data) {
 
 static void contract_set(int64_t ms) { atomic_store(&contract_now, ms); }
 static void contract_advance(int64_t ms) { atomic_fetch_add(&contract_now, ms); }
+
+void contract_open_race(const char *url, int n) {
+  int go[2];
+  CHECK_INT(pipe(go), ==, 0);
+  pid_t kids[64];
+  CHECK(n > 0 && n <= 64);
+  for (int i = 0; i < n; i++) {
+    kids[i] = fork();
+    CHECK(kids[i] >= 0);
+    if (kids[i] == 0) {
+      char ch;
+      close(go[1]);
+      if (read(go[0], &ch, 1) != 0) _exit(3); /* wait for the start signal */
+      pawl_options_t o;
+      pawl_options_init(&o);
+      o.db = url;
+      pawl_t *p = NULL;
+      char err[512];
+      if (pawl_open(&p, &o, err, sizeof err)) {
+        fprintf(stderr, "child %d: %s\n", i, err);
+        _exit(1);
+      }
+      pawl_id_t id;
+      int rc = pawl_enqueue(p, "hello", "{}", NULL, &id, NULL);
+      if (rc) fprintf(stderr, "child %d: %s\n", i, pawl_errmsg(p));
+      pawl_close(p);
+      _exit(rc ? 2 : 0);
+    }
+  }
+  close(go[0]);
+  close(go[1]); /* EOF releases every child at once */
+  for (int i = 0; i < n; i++) {
+    int status;
+    CHECK_INT(waitpid(kids[i], &status, 0), ==, kids[i]);
+    CHECK(WIFEXITED(status));
+    CHECK_INT(WEXITSTATUS(status), ==, 0);
+  }
+}
 
 /* A handle on `url` with the test clock; age boost off unless asked. */
 static pawl_t *contract_open_with(const char *url, const char *node,

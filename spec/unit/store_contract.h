@@ -41,6 +41,11 @@
   X(logs)                      \
   X(logs_bad_input)
 
+/* Starts `n` processes that open `url` (a database nobody has migrated yet)
+ * at the same instant and enqueue one job each; checks that every one
+ * succeeded. The caller then checks the schema was migrated once. */
+void contract_open_race(const char *url, int n);
+
 #define CONTRACT_DECLARE(name) void contract_##name(const char *url);
 CONTRACT_TESTS(CONTRACT_DECLARE)
 #undef CONTRACT_DECLARE

@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include "pawl.h"
@@ -236,40 +235,7 @@ void test_pg_not_pawl_database(void) {
 void test_pg_migrate_concurrent(void) {
   enum { N = 8 };
   const char *url = pgtest_url("migrate_concurrent");
-  int go[2];
-  CHECK_INT(pipe(go), ==, 0);
-  pid_t kids[N];
-  for (int i = 0; i < N; i++) {
-    kids[i] = fork();
-    CHECK(kids[i] >= 0);
-    if (kids[i] == 0) {
-      char ch;
-      close(go[1]);
-      if (read(go[0], &ch, 1) != 0) _exit(3); /* wait for the start signal */
-      pawl_options_t o;
-      pawl_options_init(&o);
-      o.db = url;
-      pawl_t *p = NULL;
-      char err[512];
-      if (pawl_open(&p, &o, err, sizeof err)) {
-        fprintf(stderr, "child %d: %s\n", i, err);
-        _exit(1);
-      }
-      pawl_id_t id;
-      int rc = pawl_enqueue(p, "hello", "{}", NULL, &id, NULL);
-      if (rc) fprintf(stderr, "child %d: %s\n", i, pawl_errmsg(p));
-      pawl_close(p);
-      _exit(rc ? 2 : 0);
-    }
-  }
-  close(go[0]);
-  close(go[1]); /* EOF releases every child at once */
-  for (int i = 0; i < N; i++) {
-    int status;
-    CHECK_INT(waitpid(kids[i], &status, 0), ==, kids[i]);
-    CHECK(WIFEXITED(status));
-    CHECK_INT(WEXITSTATUS(status), ==, 0);
-  }
+  contract_open_race(url, N);
   PGconn *c = pgtest_connect(url);
   CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_schema"), ==,
             (long long)store_postgres_migration_count);

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "pawl.h"
 #include "pawl_internal.h"
@@ -178,39 +177,7 @@ void test_sqlite_no_migrate(void) {
  * each migration is applied exactly once. */
 void test_sqlite_migrate_concurrent(void) {
   enum { N = 8 };
-  int go[2];
-  CHECK_INT(pipe(go), ==, 0);
-  pid_t kids[N];
-  for (int i = 0; i < N; i++) {
-    kids[i] = fork();
-    CHECK(kids[i] >= 0);
-    if (kids[i] == 0) {
-      char c;
-      close(go[1]);
-      if (read(go[0], &c, 1) != 0) _exit(3); /* wait for the start signal */
-      pawl_options_t o;
-      pawl_options_init(&o);
-      o.db = "sqlite:race.db";
-      pawl_t *p = NULL;
-      char err[512];
-      if (pawl_open(&p, &o, err, sizeof err)) {
-        fprintf(stderr, "child %d: %s\n", i, err);
-        _exit(1);
-      }
-      pawl_id_t id;
-      int rc = pawl_enqueue(p, "hello", "{}", NULL, &id, NULL);
-      pawl_close(p);
-      _exit(rc ? 2 : 0);
-    }
-  }
-  close(go[0]);
-  close(go[1]); /* EOF releases every child at once */
-  for (int i = 0; i < N; i++) {
-    int status;
-    CHECK_INT(waitpid(kids[i], &status, 0), ==, kids[i]);
-    CHECK(WIFEXITED(status));
-    CHECK_INT(WEXITSTATUS(status), ==, 0);
-  }
+  contract_open_race(sqlite_url("race"), N);
   sqlite3 *db = raw("race.db");
   CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_schema"), ==,
             raw_int(db, "SELECT max(version) FROM pawl_schema"));
@@ -406,13 +373,15 @@ static void plan_of(sqlite3 *db, const char *sql, char *out, size_t n) {
   sqlite3_finalize(st);
 }
 
-/* Claiming must walk the partial index of pending rows in claim order: no
- * table scan, no sort. Checked with finished history present, so the
- * planner sees a realistic table. */
-void test_sqlite_claim_uses_live_index(void) {
-  pawl_t *p = open_ok("sqlite:plan.db");
-  pawl_close(p);
-  sqlite3 *db = raw("plan.db");
+/* A pawl database `name`.db holding 20,000 jobs in 7 queues, 1% of them
+ * pending and the rest finished, analyzed, so that the planner sees a
+ * realistic table. */
+static sqlite3 *plan_db(const char *name) {
+  char url[64], path[64];
+  snprintf(url, sizeof url, "sqlite:%s.db", name);
+  snprintf(path, sizeof path, "%s.db", name);
+  pawl_close(open_ok(url));
+  sqlite3 *db = raw(path);
   raw_exec(db, "BEGIN");
   raw_exec(db,
            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
@@ -423,6 +392,14 @@ void test_sqlite_claim_uses_live_index(void) {
            "FROM n");
   raw_exec(db, "COMMIT");
   raw_exec(db, "ANALYZE");
+  return db;
+}
+
+/* Claiming must walk the partial index of pending rows in claim order: no
+ * table scan, no sort. Checked with finished history present, so the
+ * planner sees a realistic table. */
+void test_sqlite_claim_uses_live_index(void) {
+  sqlite3 *db = plan_db("plan");
   char plan[4096];
   plan_of(db, SQLITE_SQL_CLAIM, plan, sizeof plan);
   if (!strstr(plan, "USING INDEX pawl_jobs_claim ") || strstr(plan, "TEMP B-TREE") ||
@@ -446,19 +423,7 @@ void test_sqlite_claim_uses_live_index(void) {
 /* A poller asks for the next due time whenever it finds nothing to claim:
  * that must read the pending rows' partial indexes, never the history. */
 void test_sqlite_next_due_uses_live_index(void) {
-  pawl_t *p = open_ok("sqlite:due.db");
-  pawl_close(p);
-  sqlite3 *db = raw("due.db");
-  raw_exec(db, "BEGIN");
-  raw_exec(db,
-           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
-           "WHERE i < 20000) INSERT INTO pawl_jobs (id, type, queue, state, "
-           "priority, rank, payload, run_at, max_attempts, created_at, "
-           "updated_at) SELECT randomblob(16), 't', 'q' || (i % 7), "
-           "CASE WHEN i % 100 = 0 THEN 0 ELSE 2 END, 0, 0, '{}', i, 25, i, i "
-           "FROM n");
-  raw_exec(db, "COMMIT");
-  raw_exec(db, "ANALYZE");
+  sqlite3 *db = plan_db("due");
   const char *sqls[3] = {SQLITE_SQL_NEXT_DUE, SQLITE_SQL_NEXT_DUE_QUEUE,
                          SQLITE_SQL_NEXT_DUE_QUEUES};
   char plan[4096];
