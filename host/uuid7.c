@@ -6,13 +6,16 @@
  * thread. The random tail comes after those 60 bits, so it can never undo
  * that order and needs no lock.
  *
- * Waiting: the timestamp is never allowed to run ahead of the clock. When
- * the counter is used up within one ms, or the clock stepped backwards
- * (below the last ms handed out), pawl_id_new polls the clock until it
- * reaches a usable ms, sleeping briefly between polls with the lock
- * released. */
+ * Never waiting: when the clock reads the last ms handed out or an
+ * earlier one (a stepped-back clock: NTP, a VM restored from a snapshot),
+ * the id carries on from the last one instead of waiting for the clock to
+ * catch up, as RFC 9562 section 6.2 allows: the counter goes up, and when
+ * it is used up the timestamp moves on by one ms. So after a step back of
+ * an hour ids keep coming at once, their timestamps a little ahead of the
+ * clock (one ms per 4,096 ids) until it catches up. Before, every id (and
+ * so every enqueue and pawl_open) waited out the hour. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* getrandom, nanosleep, clock_gettime */
+#define _GNU_SOURCE /* getrandom, clock_gettime */
 #endif
 #include "uuid7.h"
 
@@ -29,9 +32,6 @@
 
 /* Largest timestamp that fits the 48-bit field. */
 #define UUID7_MS_MAX ((INT64_C(1) << 48) - 1)
-/* Pause between clock polls while waiting for the next ms: short enough
- * that a waiter wakes within a small fraction of the ms it waits for. */
-#define UUID7_POLL_NS 50000L
 
 static pthread_mutex_t uuid7_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Guarded by uuid7_lock. */
@@ -137,12 +137,6 @@ static void uuid7_random(uint8_t *buf, size_t len) {
   }
 }
 
-static void uuid7_pause(void) {
-  struct timespec ts = {0, UUID7_POLL_NS};
-  /* An interrupted sleep only means an early poll. */
-  nanosleep(&ts, NULL);
-}
-
 void uuid7_set_clock(uuid7_clock_fn fn, void *data) {
   pthread_mutex_lock(&uuid7_lock);
   uuid7_clock = fn;
@@ -162,25 +156,21 @@ void pawl_id_new(pawl_id_t *out) {
    * no part in ordering. */
   uuid7_random(rnd, sizeof rnd);
 
-  for (;;) {
-    pthread_mutex_lock(&uuid7_lock);
-    int64_t now = uuid7_now();
-    if (now > uuid7_last_ms) {
-      uuid7_last_ms = now;
-      uuid7_counter = 0;
-      break;
-    }
-    if (now == uuid7_last_ms && uuid7_counter < UUID7_COUNTER_MAX) {
-      uuid7_counter++;
-      break;
-    }
-    /* Counter used up in this ms, or the clock went back. Taking ms + 1
-     * would put the id ahead of the clock, so wait for the clock instead.
-     * Release the lock while sleeping so the clock can be swapped and other
-     * threads can poll too; whoever sees the new ms first takes it. */
-    pthread_mutex_unlock(&uuid7_lock);
-    uuid7_pause();
+  pthread_mutex_lock(&uuid7_lock);
+  int64_t now = uuid7_now();
+  if (now > uuid7_last_ms) {
+    uuid7_last_ms = now;
+    uuid7_counter = 0;
+  } else if (uuid7_counter < UUID7_COUNTER_MAX) {
+    /* Same ms, or the clock went back: carry on from the last id. */
+    uuid7_counter++;
+  } else if (uuid7_last_ms < UUID7_MS_MAX) {
+    /* Counter used up: the next ms, a little ahead of the clock. */
+    uuid7_last_ms++;
+    uuid7_counter = 0;
   }
+  /* else: the end of the 48-bit field (year 10889) with its counter used
+   * up; ids stay unique by their random tail, no longer strictly ordered. */
   ms = uuid7_last_ms;
   counter = uuid7_counter;
   pthread_mutex_unlock(&uuid7_lock);

@@ -12,7 +12,9 @@
  * The 12-bit rand_a field is a per-millisecond counter (RFC 9562 method 1,
  * "fixed bit-length dedicated counter") starting at 0 in each new ms, so
  * timestamp + counter is unique and strictly increasing across the process
- * and memcmp order is generation order. */
+ * and memcmp order is generation order. A clock that stands still or steps
+ * back never makes pawl_id_new wait: the id carries on from the last one
+ * (the counter, then the timestamp by one ms; RFC 9562 section 6.2). */
 #ifndef PAWL_UUID7_H
 #define PAWL_UUID7_H
 
@@ -30,7 +32,7 @@ typedef int64_t (*uuid7_clock_fn)(void *data);
  * CLOCK_REALTIME; NULL restores the real clock. Process-wide. It also resets
  * the sequence (last ms and counter), because the ids of one clock are not
  * ordered against those of another: without the reset, a test clock behind
- * the previous one would make pawl_id_new wait forever. `fn` may be called
+ * the previous one would only carry on the previous clock's sequence. `fn` may be called
  * from any thread that makes an id, under an internal lock, so it must be
  * thread-safe and must not make ids itself. */
 void uuid7_set_clock(uuid7_clock_fn fn, void *data);

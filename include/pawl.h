@@ -65,9 +65,12 @@ typedef struct pawl_id {
 /* Length of the canonical text form plus its NUL. */
 #define PAWL_ID_STRLEN 37
 
-/* A new UUIDv7. Thread-safe; ids are monotonic across all threads of the
- * process (one generated later compares greater with memcmp), and the
- * timestamp is never ahead of the wall clock. */
+/* A new UUIDv7. Thread-safe and never waits; ids are monotonic across all
+ * threads of the process (one generated later compares greater with
+ * memcmp). The timestamp is the wall clock's, except when the clock stands
+ * still or steps back (NTP): then ids carry on from the last one (RFC 9562
+ * section 6.2), their timestamps at most a little ahead of the clock (one
+ * ms per 4,096 ids) until it catches up. */
 PAWL_EXTERN void pawl_id_new(pawl_id_t *out);
 /* Writes the lower-case canonical form "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
  * and a NUL into `out`. */

@@ -40,12 +40,6 @@ static int64_t uuid7_wall_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static double uuid7_mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static unsigned uuid7_version(const pawl_id_t *id) { return id->bytes[6] >> 4; }
 
 static unsigned uuid7_variant(const pawl_id_t *id) { return id->bytes[8] >> 6; }
@@ -397,88 +391,118 @@ void test_uuid7_time_ms(void) {
   }
 }
 
-/* ---- waiting for the clock ---------------------------------------------- */
+/* ---- a clock that stands still or steps back ----------------------------
+ * pawl_id_new never waits for the clock: it reads it once per id and
+ * carries on from the last id. The test clock counts its reads; if the
+ * generator polls it (the old behaviour: waiting for the clock to catch
+ * up), the clock gives in after a few hundred reads and jumps to `rescue`,
+ * so a regression fails on the read count instead of hanging the test. */
 
-struct uuid7_waiter {
-  pawl_id_t id;
-  atomic_int done;
+struct uuid7_rclock {
+  int64_t now;
+  int64_t rescue; /* where a polled clock jumps to */
+  long reads;     /* since the last uuid7_rclock_id() */
 };
 
-static void *uuid7_waiter_run(void *arg) {
-  struct uuid7_waiter *w = arg;
-  pawl_id_new(&w->id);
-  atomic_store_explicit(&w->done, 1, memory_order_release);
-  return NULL;
+static int64_t uuid7_rclock_fn(void *data) {
+  struct uuid7_rclock *c = data;
+  if (++c->reads > 500) c->now = c->rescue;
+  return c->now;
 }
 
-/* Starts a thread making one id while the clock `c` cannot give it one, and
- * checks that it keeps polling the clock without returning. */
-static void uuid7_check_blocked(struct uuid7_tclock *c, struct uuid7_waiter *w,
-                                pthread_t *th) {
-  atomic_init(&w->done, 0);
-  long polls0 = atomic_load(&c->polls);
-  CHECK_INT(pthread_create(th, NULL, uuid7_waiter_run, w), ==, 0);
-  /* Bounded: at ~50 us per poll, 20 polls take about a millisecond. */
-  double deadline = uuid7_mono_s() + 5.0;
-  while (atomic_load(&c->polls) < polls0 + 20 && uuid7_mono_s() < deadline) {
-    struct timespec ts = {0, 100000};
-    nanosleep(&ts, NULL);
-  }
-  CHECK_INT(atomic_load(&c->polls), >=, polls0 + 20);
-  CHECK_INT(atomic_load_explicit(&w->done, memory_order_acquire), ==, 0);
+/* One id, checking that the clock was read exactly once for it. */
+static void uuid7_rclock_id(struct uuid7_rclock *c, pawl_id_t *id) {
+  c->reads = 0;
+  pawl_id_new(id);
+  CHECK_INT(c->reads, ==, 1);
 }
 
-void test_uuid7_frozen_clock_waits(void) {
+void test_uuid7_frozen_clock_carries_on(void) {
   const int64_t t = INT64_C(1700000000000);
-  struct uuid7_tclock c;
-  uuid7_tclock_start(&c, t);
+  struct uuid7_rclock c = {.now = t, .rescue = t + 1};
+  uuid7_set_clock(uuid7_rclock_fn, &c);
 
   /* The whole counter of one ms. */
   static pawl_id_t ids[UUID7_COUNTER_MAX + 1];
   for (unsigned i = 0; i <= UUID7_COUNTER_MAX; i++) {
-    pawl_id_new(&ids[i]);
+    uuid7_rclock_id(&c, &ids[i]);
     CHECK_V7(ids[i], t);
     CHECK_INT(uuid7_counter_of(&ids[i]), ==, i);
     if (i > 0) CHECK(uuid7_cmp(&ids[i - 1], &ids[i]) < 0);
   }
 
-  /* The 4,097th cannot be had in ms t without running ahead of the clock. */
-  struct uuid7_waiter w;
-  pthread_t th;
-  uuid7_check_blocked(&c, &w, &th);
+  /* The 4,097th: the next ms at once, one ms ahead of the frozen clock. */
+  pawl_id_t next, after;
+  uuid7_rclock_id(&c, &next);
+  CHECK_V7(next, t + 1);
+  CHECK_INT(uuid7_counter_of(&next), ==, 0);
+  CHECK(uuid7_cmp(&ids[UUID7_COUNTER_MAX], &next) < 0);
 
-  atomic_store(&c.now, t + 1);
-  CHECK_INT(pthread_join(th, NULL), ==, 0);
-  CHECK_INT(atomic_load(&w.done), ==, 1);
-  CHECK_V7(w.id, t + 1);
-  CHECK_INT(uuid7_counter_of(&w.id), ==, 0);
-  CHECK(uuid7_cmp(&ids[UUID7_COUNTER_MAX], &w.id) < 0);
+  /* The clock reaching that ms continues its counter; a later ms starts a
+   * new one. */
+  c.now = t + 1;
+  uuid7_rclock_id(&c, &after);
+  CHECK_V7(after, t + 1);
+  CHECK_INT(uuid7_counter_of(&after), ==, 1);
+  CHECK(uuid7_cmp(&next, &after) < 0);
+  c.now = t + 5;
+  uuid7_rclock_id(&c, &next);
+  CHECK_V7(next, t + 5);
+  CHECK_INT(uuid7_counter_of(&next), ==, 0);
+  uuid7_set_clock(NULL, NULL);
 }
 
-void test_uuid7_clock_backwards_waits(void) {
-  const int64_t t = INT64_C(1700000000000);
-  struct uuid7_tclock c;
-  uuid7_tclock_start(&c, t);
-  pawl_id_t first;
-  pawl_id_new(&first);
+void test_uuid7_clock_backwards_carries_on(void) {
+  const int64_t t = INT64_C(1700000000000), hour = 3600 * 1000;
+  struct uuid7_rclock c = {.now = t, .rescue = t};
+  uuid7_set_clock(uuid7_rclock_fn, &c);
+  pawl_id_t first, id, prev;
+  uuid7_rclock_id(&c, &first);
   CHECK_V7(first, t);
 
-  /* The clock steps back 5 ms: no id until it is back at t. */
-  atomic_store(&c.now, t - 5);
-  struct uuid7_waiter w;
-  pthread_t th;
-  uuid7_check_blocked(&c, &w, &th);
+  /* An NTP step back of an hour: the next id comes at once, carrying on
+   * from the last one (same ms, next counter value). */
+  c.now = t - hour;
+  uuid7_rclock_id(&c, &id);
+  CHECK_V7(id, t);
+  CHECK_INT(uuid7_counter_of(&id), ==, 1);
+  CHECK(uuid7_cmp(&first, &id) < 0);
 
-  /* Still behind: still waiting. */
-  atomic_store(&c.now, t - 1);
-  long polls = atomic_load(&c.polls);
-  while (atomic_load(&c.polls) < polls + 5) sched_yield();
-  CHECK_INT(atomic_load_explicit(&w.done, memory_order_acquire), ==, 0);
+  /* Many more while the clock is behind: strictly increasing, the
+   * timestamp moving on one ms per used-up counter, never back. */
+  prev = id;
+  for (int i = 0; i < 3 * (UUID7_COUNTER_MAX + 1); i++) {
+    c.now = t - hour + i / 100; /* the clock creeps on, still behind */
+    uuid7_rclock_id(&c, &id);
+    CHECK(uuid7_cmp(&prev, &id) < 0);
+    CHECK_INT(pawl_id_time_ms(&id), >=, t);
+    CHECK_INT(pawl_id_time_ms(&id), <=, t + 3);
+    prev = id;
+  }
+  CHECK_V7(prev, t + 3);
 
-  /* Back at t: the next counter value of t, not a jump ahead. */
-  atomic_store(&c.now, t);
-  CHECK_INT(pthread_join(th, NULL), ==, 0);
-  CHECK_V7(w.id, t);
-  CHECK_INT(uuid7_counter_of(&w.id), ==, 1);
-  CHECK(uuid7_cmp(&first, &w.id) < 0);
+  /* The clock catching up past the carried timestamp takes over again. */
+  c.now = t + 10;
+  uuid7_rclock_id(&c, &id);
+  CHECK_V7(id, t + 10);
+  CHECK_INT(uuid7_counter_of(&id), ==, 0);
+  CHECK(uuid7_cmp(&prev, &id) < 0);
+  uuid7_set_clock(NULL, NULL);
+}
+
+/* The end of the 48-bit field with its counter used up: no wait, no wrap
+ * to 1970 (ids stay unique by their random tails). */
+void test_uuid7_field_end_no_wait(void) {
+  const int64_t end = (INT64_C(1) << 48) - 1;
+  struct uuid7_rclock c = {.now = end, .rescue = end};
+  uuid7_set_clock(uuid7_rclock_fn, &c);
+  pawl_id_t id, prev;
+  memset(&prev, 0, sizeof prev);
+  for (unsigned i = 0; i <= UUID7_COUNTER_MAX + 10; i++) {
+    uuid7_rclock_id(&c, &id);
+    CHECK_V7(id, end);
+    CHECK(memcmp(prev.bytes, id.bytes, 16) != 0);
+    prev = id;
+  }
+  uuid7_set_clock(NULL, NULL);
 }
