@@ -1086,6 +1086,65 @@ void contract_business_key(const char *url) {
   pawl_close(p);
 }
 
+/* An idempotency key together with a live business key and
+ * return_existing: the holder is returned and the key is NOT recorded (no
+ * job was made under it), so a later enqueue with that key is not a
+ * "duplicate" of a job that does not exist. */
+void contract_idempotency_business_existing(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.business_key = "order-9";
+  pawl_id_t holder = enq(p, "ship", &o), got, found;
+  int status;
+  o.idempotency_key = "ship-order-9-a";
+  o.return_existing = 1;
+  CHECK_OK(pawl_enqueue(p, "ship", "{}", &o, &got, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_EXISTING);
+  CHECK(same_id(&holder, &got));
+  CHECK_INT(p->store->ops->keys.find_idempotent(p->store, "ship-order-9-a",
+                                                &found),
+            ==, PAWL_ENOTFOUND);
+  /* Asked again: still the holder, never a duplicate of a phantom. */
+  CHECK_OK(pawl_enqueue(p, "ship", "{}", &o, &got, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_EXISTING);
+  CHECK(same_id(&holder, &got));
+  /* In a batch too. */
+  pawl_enqueue_item_t items[2] = {{"ship", "{}", &o}, {"other", "{}", NULL}};
+  pawl_id_t ids[2];
+  int sts[2];
+  CHECK_OK(pawl_enqueue_many(p, items, 2, ids, sts));
+  CHECK_INT(sts[0], ==, PAWL_ENQ_EXISTING);
+  CHECK(same_id(&holder, &ids[0]));
+  CHECK_INT(p->store->ops->keys.find_idempotent(p->store, "ship-order-9-a",
+                                                &found),
+            ==, PAWL_ENOTFOUND);
+  /* Refused (no return_existing): nothing recorded either. */
+  o.return_existing = 0;
+  o.idempotency_key = "ship-order-9-b";
+  CHECK_INT(pawl_enqueue(p, "ship", "{}", &o, &got, &status), ==, PAWL_EKEY);
+  CHECK_INT(p->store->ops->keys.find_idempotent(p->store, "ship-order-9-b",
+                                                &found),
+            ==, PAWL_ENOTFOUND);
+  /* Once the holder is done, the key makes a job and is recorded for it. */
+  pawl_job_t *j = claim_one(p);
+  CHECK(same_id(&j->id, &holder));
+  CHECK_INT(finish(p, j, PAWL_OUT_SUCCEEDED, NULL, 0), ==, 0);
+  pawl_job_free(j);
+  o.idempotency_key = "ship-order-9-a";
+  o.return_existing = 1;
+  pawl_id_t fresh;
+  CHECK_OK(pawl_enqueue(p, "ship", "{}", &o, &fresh, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_NEW);
+  CHECK(!same_id(&fresh, &holder));
+  CHECK_OK(pawl_enqueue(p, "ship", "{}", &o, &got, &status));
+  CHECK_INT(status, ==, PAWL_ENQ_DUPLICATE);
+  CHECK(same_id(&fresh, &got));
+  pawl_job_t *again = get(p, &got);
+  pawl_job_free(again);
+  pawl_close(p);
+}
+
 /* ---- leases ------------------------------------------------------------- */
 
 void contract_heartbeat_extends(const char *url) {

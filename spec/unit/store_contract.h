@@ -28,6 +28,7 @@
   X(transition_noop)           \
   X(idempotency_key)           \
   X(business_key)              \
+  X(idempotency_business_existing) \
   X(heartbeat_extends)         \
   X(recover_expired)           \
   X(recover_poison)            \

@@ -47,6 +47,7 @@ extern const size_t store_postgres_migration_count;
 enum {
   PG_IDEM_FIND,
   PG_IDEM_ADD,
+  PG_IDEM_DROP,
   PG_BIZ_FIND,
   PG_INSERT,
   PG_GET,
@@ -93,6 +94,9 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_IDEM_ADD] = "INSERT INTO pawl_idempotency (key, job_id, created_at) "
                     "VALUES ($1::text, $2::uuid, pawl_now($3::bigint)) "
                     "ON CONFLICT (key) DO NOTHING",
+    /* Takes back a key claimed above when no job was made under it. */
+    [PG_IDEM_DROP] = "DELETE FROM pawl_idempotency WHERE key = $1::text AND "
+                     "job_id = $2::uuid",
     [PG_BIZ_FIND] = "SELECT id FROM pawl_jobs WHERE business_key = $1::text "
                     "AND state IN (0, 1, 5, 6)",
     [PG_INSERT] = PG_SQL_INSERT,
@@ -908,6 +912,17 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
                       "and finished meanwhile; try again");
   if (rc) return rc;
   if (j->return_existing) {
+    /* No job was made under the idempotency key claimed above: give it
+     * back, or it would stay recorded for an id that names no job, and
+     * every later enqueue with it would be a "duplicate" of nothing. (A
+     * refusal needs nothing: the caller rolls the transaction back.) */
+    if (j->idempotency_key) {
+      pp_str(&pp, 0, j->idempotency_key);
+      pp_id(&pp, 1, &j->id);
+      if ((rc = pg_run(s, PG_IDEM_DROP, 2, pp.v, NULL,
+                       "give back idempotency key")))
+        return rc;
+    }
     *status = PAWL_ENQ_EXISTING;
     return 0;
   }
