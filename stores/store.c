@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,8 +160,26 @@ void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
   }
 }
 
+/* ---- allocation, with a seam for tests ------------------------------------ */
+
+/* The test seam of store_fail_alloc_at(): how many allocations to go
+ * until the one that fails; 0 when off (always, outside tests). */
+static _Atomic int store_alloc_countdown;
+
+void store_fail_alloc_at(int n) {
+  atomic_store(&store_alloc_countdown, n > 0 ? n : 0);
+}
+
+/* 1 if the seam says this allocation fails. */
+static int store_alloc_fails(void) {
+  if (atomic_load_explicit(&store_alloc_countdown, memory_order_relaxed) <= 0)
+    return 0;
+  return atomic_fetch_sub(&store_alloc_countdown, 1) == 1;
+}
+
 /* Grows an array by one zeroed element; NULL when out of memory. */
 void *store_push(void **arr, size_t *n, size_t size) {
+  if (store_alloc_fails()) return NULL;
   void *p = realloc(*arr, (*n + 1) * size);
   if (!p) return NULL;
   *arr = p;
@@ -168,7 +187,13 @@ void *store_push(void **arr, size_t *n, size_t size) {
   return (char *)p + (*n)++ * size;
 }
 
-static char *store_strdup_opt(const char *s) { return s ? strdup(s) : NULL; }
+int store_dup(char **dst, const char *src) {
+  *dst = NULL;
+  if (!src) return 0;
+  if (store_alloc_fails()) return -1;
+  *dst = strdup(src);
+  return *dst ? 0 : -1;
+}
 
 /* Appends a claim event (pending -> running) for an attempt. */
 static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
@@ -177,10 +202,11 @@ static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
   e->at = a->started_at;
   e->from_state = PAWL_PENDING;
   e->to_state = PAWL_RUNNING;
-  e->actor = store_strdup_opt(a->node);
-  e->reason = strdup("claimed");
   e->attempt = a->attempt;
-  return 0;
+  /* Both tried, so that a failure leaves nothing half-made to account for:
+   * whatever was copied is in h, which the caller frees. */
+  int rc = store_dup(&e->actor, a->node);
+  return store_dup(&e->reason, "claimed") | rc;
 }
 
 void store_events_free(pawl_event_t *rows, size_t nrows) {
@@ -205,8 +231,8 @@ int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
     e->at = j->created_at;
     e->from_state = -1;
     e->to_state = PAWL_PENDING; /* or blocked: see below */
-    e->actor = store_strdup_opt(j->enqueued_by);
-    e->reason = strdup("enqueued");
+    oom |= store_dup(&e->actor, j->enqueued_by);
+    oom |= store_dup(&e->reason, "enqueued");
   }
   size_t next_attempt = 0;
   for (size_t i = 0; !oom && i < nrows; i++) {
@@ -238,12 +264,13 @@ int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
     if (!a) oom = 1;
     else {
       a->attempt = j->attempt;
-      a->node = store_strdup_opt(j->lease_owner);
       a->scheduled_at = j->run_at;
       a->started_at = j->started_at;
       a->ended_at = j->state == PAWL_SUCCEEDED ? j->finished_at : 0;
-      a->outcome = strdup(j->state == PAWL_SUCCEEDED ? "succeeded" : "running");
-      if (store_push_claim(h, a)) oom = 1;
+      oom |= store_dup(&a->node, j->lease_owner);
+      oom |= store_dup(&a->outcome,
+                       j->state == PAWL_SUCCEEDED ? "succeeded" : "running");
+      if (!oom && store_push_claim(h, a)) oom = 1;
     }
     if (!oom && j->state == PAWL_SUCCEEDED) {
       e = store_push((void **)&h->events, &h->nevents, sizeof *e);
@@ -252,9 +279,9 @@ int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
         e->at = j->finished_at;
         e->from_state = PAWL_RUNNING;
         e->to_state = PAWL_SUCCEEDED;
-        e->actor = store_strdup_opt(j->lease_owner);
-        e->reason = strdup("succeeded");
         e->attempt = j->attempt;
+        oom |= store_dup(&e->actor, j->lease_owner);
+        oom |= store_dup(&e->reason, "succeeded");
       }
     }
   }

@@ -278,6 +278,15 @@ const char *store_op_name(store_op_t op);
  * returns it; NULL when out of memory (*arr is unchanged then). */
 void *store_push(void **arr, size_t *n, size_t size);
 
+/* *dst = a copy of src (NULL when src is NULL). -1 when out of memory
+ * (*dst is then NULL), else 0. */
+int store_dup(char **dst, const char *src);
+
+/* Test seam: the n-th call of store_push() or store_dup() from now on
+ * fails as if out of memory (once); 0 turns it off. Process-wide: for
+ * tests of the paths that run out of memory (reading history). */
+void store_fail_alloc_at(int n);
+
 /* Puts a job's history together: h->attempts holds the attempt rows as the
  * backend read them (in the order written); `rows` are the event rows in
  * the order written, taken over (their strings move into h, the array is

@@ -1326,6 +1326,109 @@ void contract_list_filters(const char *url) {
 
 /* ---- locks and nodes ---------------------------------------------------- */
 
+/* What a pawl_list callback may do (include/pawl.h): call anything on the
+ * handle, pawl_list included, and change the jobs it is shown. The walk is
+ * the rows that matched when it started, each once, in order. */
+struct relist {
+  pawl_t *p;
+  int outer, inner_total;
+  pawl_id_t seen[8];
+};
+
+static int relist_inner_cb(const pawl_job_t *j, void *data) {
+  (void)j;
+  ((struct relist *)data)->inner_total++;
+  return 0;
+}
+
+static int relist_cb(const pawl_job_t *j, void *data) {
+  struct relist *r = data;
+  if (r->outer >= 8) return 1; /* a walk that restarts: stop, and fail */
+  r->seen[r->outer++] = j->id;
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  f.state = PAWL_PENDING;
+  CHECK_OK(pawl_list(r->p, &f, relist_inner_cb, r));
+  CHECK_OK(pawl_cancel(r->p, &j->id, "relist", NULL));
+  CHECK_OK(pawl_enqueue(r->p, "spawned", "{}", NULL, NULL, NULL));
+  pawl_job_t *again = NULL;
+  CHECK_OK(pawl_get(r->p, &j->id, &again));
+  CHECK_INT(again->state, ==, PAWL_CANCELED);
+  pawl_job_free(again);
+  return 0;
+}
+
+void contract_list_reentrant(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t ids[4];
+  for (int i = 0; i < 4; i++) ids[i] = enq(p, "walked", NULL);
+  struct relist r = {.p = p};
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  f.state = PAWL_PENDING;
+  f.type = "walked";
+  CHECK_OK(pawl_list(p, &f, relist_cb, &r));
+  CHECK_INT(r.outer, ==, 4);
+  for (int i = 0; i < 4; i++) CHECK(same_id(&r.seen[i], &ids[3 - i]));
+  /* Each inner walk saw 4 pending jobs: one original fewer (canceled)
+   * and one spawned job more than the walk before. */
+  CHECK_INT(r.inner_total, ==, 4 + 4 + 4 + 4);
+  CHECK_INT(count_jobs(p), ==, 8);
+  pawl_close(p);
+}
+
+static int same_opt_str(const char *a, const char *b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Reading a history when memory runs out at each allocation in turn:
+ * PAWL_ENOMEM (or, past the last allocation, the whole history), never a
+ * crash, a half-made history or a leak (the sanitizer build checks). */
+void contract_history_out_of_memory(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t id = enq(p, "h", NULL);
+  pawl_job_t *j = claim_one(p);
+  CHECK_INT(finish(p, j, PAWL_OUT_RETRY, "boom", T0), ==, 0);
+  pawl_job_free(j);
+  CHECK_OK(pawl_pause(p, &id, "look", NULL));
+  CHECK_OK(pawl_resume(p, &id, NULL, NULL));
+  j = claim_one(p);
+  CHECK_INT(finish(p, j, PAWL_OUT_SUCCEEDED, NULL, 0), ==, 0);
+  pawl_job_free(j);
+  pawl_history_t *whole = NULL;
+  CHECK_OK(pawl_history(p, &id, &whole));
+  int failed = 0;
+  for (int n = 1;; n++) {
+    CHECK(n < 1000);
+    pawl_history_t *h = NULL;
+    store_fail_alloc_at(n);
+    int rc = pawl_history(p, &id, &h);
+    store_fail_alloc_at(0);
+    if (rc == 0) {
+      CHECK_INT(h->nattempts, ==, whole->nattempts);
+      CHECK_INT(h->nevents, ==, whole->nevents);
+      for (size_t i = 0; i < h->nevents; i++) {
+        CHECK(same_opt_str(h->events[i].reason, whole->events[i].reason));
+        CHECK(same_opt_str(h->events[i].actor, whole->events[i].actor));
+      }
+      for (size_t i = 0; i < h->nattempts; i++) {
+        CHECK(same_opt_str(h->attempts[i].outcome, whole->attempts[i].outcome));
+        CHECK(same_opt_str(h->attempts[i].node, whole->attempts[i].node));
+        CHECK(same_opt_str(h->attempts[i].error, whole->attempts[i].error));
+      }
+      pawl_history_free(h);
+      break;
+    }
+    CHECK_INT(rc, ==, PAWL_ENOMEM);
+    CHECK(h == NULL);
+    failed++;
+  }
+  /* Every string of the history is an allocation that was tried. */
+  CHECK_INT(failed, >=, (int)(whole->nevents * 2 + whole->nattempts * 2));
+  pawl_history_free(whole);
+  pawl_close(p);
+}
+
 void contract_locks(const char *url) {
   pawl_t *p = contract_open(url);
   store_t *st = p->store;

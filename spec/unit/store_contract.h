@@ -34,6 +34,8 @@
   X(recover_poison)            \
   X(history_operator)          \
   X(list_filters)              \
+  X(list_reentrant)            \
+  X(history_out_of_memory)     \
   X(locks)                     \
   X(nodes)                     \
   X(progress)                  \

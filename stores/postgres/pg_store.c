@@ -1723,12 +1723,12 @@ static int pg_history(store_t *base, const pawl_id_t *id,
       break;
     }
     a->attempt = (int32_t)pg_int(att, r, 0);
-    a->node = pg_str(att, r, 1);
     a->scheduled_at = pg_int(att, r, 2);
     a->started_at = pg_int(att, r, 3);
     a->ended_at = pg_int(att, r, 4);
-    a->outcome = pg_str(att, r, 5);
-    a->error = pg_str(att, r, 6);
+    oom |= store_dup(&a->node, pg_val(att, r, 1));
+    oom |= store_dup(&a->outcome, pg_val(att, r, 5));
+    oom |= store_dup(&a->error, pg_val(att, r, 6));
   }
   for (int r = 0; !rc && !oom && r < PQntuples(ev); r++) {
     pawl_event_t *e = store_push((void **)&rows, &nrows, sizeof *e);
@@ -1739,9 +1739,9 @@ static int pg_history(store_t *base, const pawl_id_t *id,
     e->at = pg_int(ev, r, 0);
     e->from_state = (int)pg_int(ev, r, 1);
     e->to_state = (int)pg_int(ev, r, 2);
-    e->actor = pg_str(ev, r, 3);
-    e->reason = pg_str(ev, r, 4);
     e->attempt = (int32_t)pg_int(ev, r, 5);
+    oom |= store_dup(&e->actor, pg_val(ev, r, 3));
+    oom |= store_dup(&e->reason, pg_val(ev, r, 4));
   }
   if (!rc && !oom)
     oom = store_history_assemble(h, j, rows, nrows) != 0;

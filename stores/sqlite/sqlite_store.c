@@ -779,6 +779,12 @@ static int sq_get(store_t *base, const pawl_id_t *id, pawl_job_t **out) {
   return sq_read_job((sq_store_t *)base, id, out);
 }
 
+/* The matching rows are read, and the statement reset, before the first
+ * callback: a callback may then call anything on this handle (pawl_list
+ * again, which reuses this statement; a write, which would change the
+ * index the walk is on), and the walk is the rows that matched when it
+ * started, as on PostgreSQL, whose result is complete before the first
+ * callback too. The rows take memory up to the filter's limit. */
 static int sq_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
                    void *data) {
   sq_store_t *s = (sq_store_t *)base;
@@ -789,20 +795,25 @@ static int sq_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   sq_bind_text(st, 2, f->queue);
   sq_bind_text(st, 3, f->type);
   sqlite3_bind_int(st, 4, f->limit > 0 ? f->limit : 100);
+  pawl_job_t **jobs = NULL;
+  size_t n = 0, i = 0;
   int rc, err = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    pawl_job_t *j = sq_row_to_job(st, NULL);
-    if (!j) {
+    pawl_job_t **slot = store_push((void **)&jobs, &n, sizeof *jobs);
+    if (!slot || !(*slot = sq_row_to_job(st, NULL))) {
       err = store_fail(base, PAWL_ENOMEM, "out of memory");
       break;
     }
-    int stop = cb(j, data);
-    pawl_job_free(j);
+  }
+  if (!err && rc != SQLITE_DONE) err = sq_fail(s, rc, "list jobs");
+  sqlite3_reset(st);
+  for (; !err && i < n; i++) {
+    int stop = cb(jobs[i], data);
+    pawl_job_free(jobs[i]);
+    jobs[i] = NULL;
     if (stop) break;
   }
-  if (!err && rc != SQLITE_ROW && rc != SQLITE_DONE)
-    err = sq_fail(s, rc, "list jobs");
-  sqlite3_reset(st);
+  pawl_jobs_free(jobs, n); /* what the callbacks were not shown */
   return err;
 }
 
@@ -1391,12 +1402,13 @@ static int sq_history(store_t *base, const pawl_id_t *id,
         break;
       }
       a->attempt = sqlite3_column_int(st, 0);
-      a->node = sq_col_str(st, 1);
       a->scheduled_at = sqlite3_column_int64(st, 2);
       a->started_at = sqlite3_column_int64(st, 3);
       a->ended_at = sqlite3_column_int64(st, 4);
-      a->outcome = sq_col_str(st, 5);
-      a->error = sq_col_str(st, 6);
+      oom |= store_dup(&a->node, (const char *)sqlite3_column_text(st, 1));
+      oom |= store_dup(&a->outcome, (const char *)sqlite3_column_text(st, 5));
+      oom |= store_dup(&a->error, (const char *)sqlite3_column_text(st, 6));
+      if (oom) break;
     }
     if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read attempts");
     sqlite3_reset(st);
@@ -1413,9 +1425,10 @@ static int sq_history(store_t *base, const pawl_id_t *id,
       e->at = sqlite3_column_int64(st, 0);
       e->from_state = sqlite3_column_int(st, 1);
       e->to_state = sqlite3_column_int(st, 2);
-      e->actor = sq_col_str(st, 3);
-      e->reason = sq_col_str(st, 4);
       e->attempt = sqlite3_column_int(st, 5);
+      oom |= store_dup(&e->actor, (const char *)sqlite3_column_text(st, 3));
+      oom |= store_dup(&e->reason, (const char *)sqlite3_column_text(st, 4));
+      if (oom) break;
     }
     if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read events");
     sqlite3_reset(st);
