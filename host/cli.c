@@ -29,6 +29,7 @@
 #include "iso8601.h"
 #include "json.h"
 #include "pawl.h"
+#include "redact.h"
 
 #define CLI_OK 0
 #define CLI_FAIL 1  /* the operation failed */
@@ -1016,7 +1017,9 @@ static int cli_migrate(pawl_t *p, const cli_args_t *a, char *err) {
   const char *url = a->db;
   if (!url) url = getenv("PAWL_DB");
   if (!url || !*url) url = "sqlite:./pawl.db";
-  printf("schema at version %d (%s)\n", current, url);
+  char shown[1024];
+  redact_url(url, shown, sizeof shown);
+  printf("schema at version %d (%s)\n", current, shown);
   return 0;
 }
 

@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "pawl.h"
+#include "redact.h"
 
 int cli_bench_main(int argc, char **argv);
 
@@ -442,9 +443,11 @@ static int bench_open(bench_ctx_t *c, const char *url, pawl_t **out) {
   if (rc && err[0]) /* it names the database */
     return bench_fail(c, rc == PAWL_EINVAL ? BENCH_USAGE : BENCH_FAIL,
                       "bench: %s", err);
+  char shown[512];
+  redact_url(url, shown, sizeof shown);
   if (rc)
     return bench_fail(c, rc == PAWL_EINVAL ? BENCH_USAGE : BENCH_FAIL,
-                      "bench: cannot open %s: %s", url, pawl_strerror(rc));
+                      "bench: cannot open %s: %s", shown, pawl_strerror(rc));
   return 0;
 }
 
@@ -1057,10 +1060,12 @@ static int bench_run(bench_ctx_t *c) {
          bench_fmt_rate((double)cfg->jobs, a, sizeof a),
          bench_fmt_rate((double)single, b, sizeof b), cfg->nodes, cfg->workers,
          strlen(c->payload), cfg->payload_bytes, cfg->runs, cfg->latency_jobs);
+  char shown[512];
+  if (cfg->db) redact_url(cfg->db, shown, sizeof shown);
   if (cfg->db)
     printf("database: %s (--db): the jobs are added there, in queues "
            "pawl-bench-%ld-r1..r%ld, and stay\n",
-           cfg->db, (long)getpid(), cfg->runs);
+           shown, (long)getpid(), cfg->runs);
   else
     printf("database: a fresh SQLite file per run in %s (removed at the "
            "end)\n",

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "redact.h"
 #include "store.h"
 
 int store_sqlite_open(store_t **out, const store_config_t *cfg,
@@ -39,10 +40,12 @@ int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
     }
     return store_postgres_open(out, cfg, url + 9, errbuf, errlen);
   }
+  char shown[512];
+  redact_url(url, shown, sizeof shown); /* "postgresx://u:pw@..." */
   snprintf(errbuf, errlen,
            "database URL \"%s\" is not understood: expected sqlite:PATH, "
            "postgres://... or postgres:CONNINFO",
-           url);
+           shown);
   return PAWL_EINVAL;
 }
 

@@ -35,6 +35,7 @@
 
 #include "buf.h"
 #include "pg_sql.h"
+#include "redact.h"
 #include "store.h"
 
 extern const store_migration_t store_postgres_migrations[];
@@ -367,12 +368,15 @@ static int pg_code(pg_store_t *s, const PGresult *res) {
   return PAWL_ESTORE;
 }
 
-/* The server's message without its trailing newline. */
+/* The server's message without its trailing newline, and without the
+ * password of our connection string wherever it might be quoted (libpq's
+ * connection messages quote what they stumbled on). */
 static void pg_message(pg_store_t *s, const PGresult *res, char *out,
                        size_t len) {
   const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
   if (!m || !*m) m = PQerrorMessage(s->conn);
-  snprintf(out, len, "%s", m && *m ? m : "no answer from the server");
+  redact_message(s->conninfo, m && *m ? m : "no answer from the server", 0,
+                 out, len);
   size_t n = strlen(out);
   while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' ')) out[--n] = 0;
 }
@@ -1989,7 +1993,8 @@ static void pg_quiet(void *arg, const char *message) {
 }
 
 /* Where a connection goes, for messages: host, port, database and user,
- * never the password the connection string may carry. */
+ * never the password the connection string may carry (not even the pieces
+ * of one that libpq read as something else). */
 static void pg_describe(const char *conninfo, char *out, size_t len) {
   PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
   const char *host = NULL, *port = NULL, *db = NULL, *user = NULL;
@@ -2000,10 +2005,14 @@ static void pg_describe(const char *conninfo, char *out, size_t len) {
     if (strcmp(o->keyword, "dbname") == 0) db = o->val;
     if (strcmp(o->keyword, "user") == 0) user = o->val;
   }
-  snprintf(out, len, "host=%s port=%s dbname=%s user=%s",
+  char text[600];
+  snprintf(text, sizeof text, "host=%s port=%s dbname=%s user=%s",
            host ? host : "(default)", port ? port : "(default)",
            db ? db : "(default)", user ? user : "(default)");
   PQconninfoFree(opts);
+  /* A password with a '/' or an '@' makes libpq read part of it as the
+   * host, port or database. */
+  redact_message(conninfo, text, 0, out, len);
 }
 
 static int64_t pg_wall_ms(void) {
@@ -2046,6 +2055,23 @@ int store_postgres_open(store_t **out, const store_config_t *cfg,
   const char *const keys[] = {"connect_timeout", "keepalives_idle",
                               "keepalives_interval", "keepalives_count",
                               "application_name", "dbname", NULL};
+  /* A connection string libpq cannot read is refused before connecting,
+   * as bad input, with libpq's reason cleaned: it quotes the string or the
+   * piece it stumbled on, which may be the password. */
+  char *perr = NULL;
+  PQconninfoOption *parsed = PQconninfoParse(conninfo, &perr);
+  if (!parsed) {
+    char msg[300];
+    redact_message(conninfo, perr ? perr : "out of memory", 1, msg, sizeof msg);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) msg[--n] = 0;
+    int prc = perr ? PAWL_EINVAL : PAWL_ENOMEM;
+    PQfreemem(perr);
+    snprintf(errbuf, errlen, "database URL is malformed: %s", msg);
+    pg_close(&s->base);
+    return prc;
+  }
+  PQconninfoFree(parsed);
   const char *const vals[] = {"5", "5", "2", "3", "pawl", conninfo, NULL};
   s->conn = PQconnectdbParams(keys, vals, 1);
   int rc = 0;

@@ -1,0 +1,3 @@
+TEST_ENTRY(redact_url_forms)
+TEST_ENTRY(redact_message_quotes)
+TEST_ENTRY(redact_pg_open_messages)
