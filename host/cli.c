@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "iso8601.h"
@@ -149,7 +150,9 @@ static const char cli_usage_text[] =
     "  migrate                 create the database or bring its schema up to "
     "date\n"
     "  enqueue TYPE [JSON]     add a job (payload JSON, default {}); prints "
-    "its id\n"
+    "its id;\n"
+    "                          JSON - reads it from stdin, @FILE from FILE\n"
+    "                          (at most 16 MiB; also for --params)\n"
     "      --queue Q             queue name (default \"default\")\n"
     "      --priority N          higher runs first (default 0)\n"
     "      --delay SECONDS       run no sooner than now + SECONDS (decimals "
@@ -214,6 +217,10 @@ static const char cli_usage_text[] =
     "                          libpq URI) or postgres:CONNINFO (any libpq\n"
     "                          connection string); default $PAWL_DB, else\n"
     "                          sqlite:./pawl.db\n"
+    "  --create                create the database if there is none (only\n"
+    "                          migrate does without it)\n"
+    "  --db-mode MODE          permission bits of a new SQLite database file\n"
+    "                          and its -wal/-shm files (default 0600)\n"
     "  --sync-full             SQLite synchronous=FULL: commits survive power\n"
     "                          loss, at some cost in speed\n"
     "\n"
@@ -226,6 +233,8 @@ typedef struct cli_args {
   int no_args;             /* nothing at all on the command line */
   const char *db;          /* NULL: let pawl_open apply $PAWL_DB or default */
   int sync_full;
+  int create;              /* --create: any command may create the database */
+  unsigned db_mode;        /* --db-mode: bits of a new SQLite file; 0: 0600 */
   int json;
   const char *pos[2];      /* positional arguments after the command */
   size_t npos;
@@ -241,6 +250,8 @@ typedef struct cli_args {
   int64_t lease_ms;
   char *queues_copy;       /* owned: --queues split in place */
   const char **queues;     /* owned: points into queues_copy */
+  char *payload_read;      /* owned: payload read from stdin or a file */
+  char *params_read;       /* owned: --params read from stdin or a file */
 } cli_args_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -344,6 +355,72 @@ static int cli_parse_seconds(const char *opt, const char *s, int64_t *ms,
   return 0;
 }
 
+/* --db-mode: octal permission bits, like chmod's ("0640", "640"). */
+static int cli_parse_mode(const char *s, unsigned *out, char *err) {
+  unsigned v = 0;
+  const char *p = s;
+  for (; *p >= '0' && *p <= '7' && p - s < 5; p++) v = v * 8 + (unsigned)(*p - '0');
+  if (p == s || *p != '\0' || v > 0777 || (v & 0600) != 0600)
+    return cli_fail(err, CLI_USAGE,
+                    "--db-mode expects octal permission bits within 0777 that "
+                    "give the owner read and write, like 0600 or 0640, got "
+                    "\"%s\"",
+                    s);
+  *out = v;
+  return 0;
+}
+
+/* Largest payload or --params read from stdin or a file. A command-line
+ * argument stops at 128 KiB (the kernel's MAX_ARG_STRLEN), hence `-` and
+ * `@FILE`; past a few MiB a payload belongs elsewhere (a file or an object
+ * store) with a reference in the job. */
+#define CLI_MAX_INPUT (16u << 20)
+
+/* The JSON of a payload or --params as given: "-" reads stdin, "@PATH"
+ * reads the file PATH (up to CLI_MAX_INPUT bytes), anything else is the
+ * JSON itself. *owned receives what was read (the caller frees it). */
+static int cli_json_input(const char *what, const char *v, const char **out,
+                          char **owned, char *err) {
+  *out = v;
+  if (strcmp(v, "-") != 0 && v[0] != '@') return 0;
+  const char *src = strcmp(v, "-") == 0 ? "standard input" : v + 1;
+  FILE *f = stdin;
+  if (strcmp(v, "-") != 0 && (!*src || !(f = fopen(src, "rb")))) {
+    return cli_fail(err, CLI_USAGE, "cannot read %s from \"%s\": %s", what,
+                    src, *src ? strerror(errno) : "no file named after @");
+  }
+  pawl_buf_t b;
+  buf_init(&b);
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len <= CLI_MAX_INPUT)
+    buf_append(&b, chunk, n);
+  int bad = ferror(f);
+  if (f != stdin) fclose(f);
+  int rc = 0;
+  if (bad)
+    rc = cli_fail(err, CLI_USAGE, "cannot read %s from %s: %s", what, src,
+                  strerror(errno));
+  else if (b.oom)
+    rc = cli_fail(err, CLI_FAIL, "out of memory reading %s", what);
+  else if (b.len > CLI_MAX_INPUT)
+    rc = cli_fail(err, CLI_USAGE,
+                  "%s from %s is larger than %u bytes (16 MiB): put the "
+                  "data elsewhere and a reference to it in the job",
+                  what, src, CLI_MAX_INPUT);
+  else if (memchr(buf_cstr(&b), '\0', b.len))
+    rc = cli_fail(err, CLI_USAGE, "%s from %s contains a NUL byte", what, src);
+  if (rc) {
+    buf_free(&b);
+    return rc;
+  }
+  *owned = buf_detach(&b);
+  if (!*owned) *owned = strdup(""); /* nothing read: empty, refused below */
+  if (!*owned) return cli_fail(err, CLI_FAIL, "out of memory");
+  *out = *owned;
+  return 0;
+}
+
 static int cli_check_json(const char *what, const char *s, char *err) {
   char detail[256];
   if (json_validate(s, strlen(s), detail, sizeof detail) != 0)
@@ -439,7 +516,7 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   case CLI_O_EXISTING: a->enq.return_existing = 1; break;
   case CLI_O_TAG: a->tags[a->ntags++] = v; break;
   case CLI_O_PARAMS:
-    if (!(rc = cli_check_json("--params", v, err))) a->enq.params = v;
+    a->enq.params = v; /* read and checked with the positionals */
     break;
   case CLI_O_CORRELATION_ID: a->enq.correlation_id = v; break;
   case CLI_O_BLOCKED: a->enq.blocked = 1; break;
@@ -513,8 +590,25 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
   if (a->npos > max)
     return cli_fail(err, CLI_USAGE, "unexpected argument \"%s\" for %s",
                     a->pos[max], cmd);
-  if (a->cmd == CLI_ENQUEUE && a->npos == 2)
-    return cli_check_json("payload", a->pos[1], err);
+  if (a->cmd == CLI_ENQUEUE) {
+    int rc;
+    if (a->npos == 2 && strcmp(a->pos[1], "-") == 0 && a->enq.params &&
+        strcmp(a->enq.params, "-") == 0)
+      return cli_fail(err, CLI_USAGE,
+                      "only one of the payload and --params can be read "
+                      "from standard input");
+    if (a->npos == 2 &&
+        ((rc = cli_json_input("payload", a->pos[1], &a->pos[1],
+                              &a->payload_read, err)) ||
+         (rc = cli_check_json("payload", a->pos[1], err))))
+      return rc;
+    if (a->enq.params &&
+        ((rc = cli_json_input("--params", a->enq.params,
+                              &a->enq.params, &a->params_read, err)) ||
+         (rc = cli_check_json("--params", a->enq.params, err))))
+      return rc;
+    return 0;
+  }
   if (min == 1 && a->cmd != CLI_ENQUEUE &&
       pawl_id_parse(&a->id, a->pos[0]) != 0)
     return cli_fail(err, CLI_USAGE, "\"%s\" is not a job id", a->pos[0]);
@@ -576,6 +670,20 @@ static int cli_parse(int argc, char **argv, cli_args_t *a, char *err) {
       if (value)
         return cli_fail(err, CLI_USAGE, "--sync-full takes no value");
       a->sync_full = 1;
+      continue;
+    }
+    if (cli_name_is(arg, len, "--create")) {
+      if (value) return cli_fail(err, CLI_USAGE, "--create takes no value");
+      a->create = 1;
+      continue;
+    }
+    if (cli_name_is(arg, len, "--db-mode")) {
+      if (!value) {
+        if (i + 1 >= argc)
+          return cli_fail(err, CLI_USAGE, "--db-mode needs a value");
+        value = argv[++i];
+      }
+      if ((rc = cli_parse_mode(value, &a->db_mode, err))) return rc;
       continue;
     }
     const struct cli_opt *o = NULL;
@@ -1009,14 +1117,19 @@ static void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs,
 
 /* ---- commands ----------------------------------------------------------- */
 
+/* The database URL pawl_open used: --db, else $PAWL_DB, else the default. */
+static const char *cli_db_url(const cli_args_t *a) {
+  const char *url = a->db;
+  if (!url) url = getenv("PAWL_DB");
+  if (!url || !*url) url = "sqlite:./pawl.db";
+  return url;
+}
+
 static int cli_migrate(pawl_t *p, const cli_args_t *a, char *err) {
   int current = 0, latest = 0;
   int rc = pawl_schema_version(p, &current, &latest);
   if (rc) return cli_lib_fail(p, rc, err);
-  /* The same choice pawl_open made, for the message only. */
-  const char *url = a->db;
-  if (!url) url = getenv("PAWL_DB");
-  if (!url || !*url) url = "sqlite:./pawl.db";
+  const char *url = cli_db_url(a);
   char shown[1024];
   redact_url(url, shown, sizeof shown);
   printf("schema at version %d (%s)\n", current, shown);
@@ -1199,30 +1312,76 @@ static int cli_action(pawl_t *p, const cli_args_t *a, char *err) {
   return rc;
 }
 
+/* An SQLite database file as `pawl run` found it at start, to notice it
+ * being deleted or replaced (a new file under the same name) while the
+ * host serves the old one: its connections would keep using the orphaned
+ * file, and everything enqueued into the new one would wait for nobody. */
+typedef struct cli_dbfile {
+  const char *path; /* NULL: not an SQLite file */
+  dev_t dev;
+  ino_t ino;
+} cli_dbfile_t;
+
+static void cli_dbfile_init(cli_dbfile_t *f, const cli_args_t *a) {
+  struct stat sb;
+  const char *url = cli_db_url(a);
+  memset(f, 0, sizeof *f);
+  if (strncmp(url, "sqlite:", 7) == 0 && stat(url + 7, &sb) == 0) {
+    f->path = url + 7;
+    f->dev = sb.st_dev;
+    f->ino = sb.st_ino;
+  }
+}
+
+/* 1 if the file is gone or another file has taken its name. */
+static int cli_dbfile_changed(const cli_dbfile_t *f) {
+  struct stat sb;
+  if (!f->path) return 0;
+  if (stat(f->path, &sb) != 0) return errno == ENOENT || errno == ENOTDIR;
+  return sb.st_dev != f->dev || sb.st_ino != f->ino;
+}
+
 /* pawl run: starts the host, then waits for signals in this thread (they
  * are blocked everywhere else) until the host stops. The first SIGINT or
- * SIGTERM stops gracefully, a second one at once. */
+ * SIGTERM stops gracefully, a second one at once. Every second it checks
+ * that the SQLite database file is still the one it opened; if not, it
+ * stops gracefully and exits with a failure. */
 static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
   sigset_t set, old;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, &old);
+  cli_dbfile_t file;
+  cli_dbfile_init(&file, a);
   int rc = pawl_start(p, &a->host);
   if (rc) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return cli_lib_fail(p, rc, err);
   }
-  int signals = 0;
-  while (pawl_wait(p, 0) == PAWL_EBUSY) {
+  int signals = 0, lost = 0;
+  for (unsigned tick = 1; pawl_wait(p, 0) == PAWL_EBUSY; tick++) {
     struct timespec ts = {0, 100 * 1000000};
     int sig = sigtimedwait(&set, NULL, &ts);
     if (sig == SIGINT || sig == SIGTERM) {
       signals++;
       pawl_stop(p, signals == 1 ? PAWL_STOP_GRACEFUL : PAWL_STOP_NOW);
     }
+    if (!lost && tick % 10 == 0 && cli_dbfile_changed(&file)) {
+      lost = 1;
+      /* Said now, not at exit: running jobs may take the grace period. */
+      fprintf(stderr,
+              "pawl: the database file %s was deleted or replaced while "
+              "pawl run was serving it; stopping\n",
+              file.path);
+      pawl_stop(p, PAWL_STOP_GRACEFUL);
+    }
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (lost)
+    return cli_fail(err, CLI_FAIL,
+                    "stopped: the database file %s was deleted or replaced",
+                    file.path);
   return CLI_OK;
 }
 
@@ -1283,12 +1442,21 @@ int main(int argc, char **argv) {
     pawl_options_init(&opts);
     opts.db = a.db;
     opts.sync_full = a.sync_full;
+    /* Only migrate (or --create) makes a database: a mistyped --db must
+     * not become a new, empty one that `pawl run` then quietly serves. */
+    opts.create = a.cmd == CLI_MIGRATE || a.create;
+    opts.file_mode = a.db_mode;
     opts.node_id = a.node_id;
     opts.lease_ms = a.lease_ms;
     pawl_t *p = NULL;
     int orc = pawl_open(&p, &opts, err, sizeof err);
     if (orc) {
       if (!err[0]) snprintf(err, sizeof err, "%s", pawl_strerror(orc));
+      if (!opts.create && (strncmp(err, "no database at ", 15) == 0 ||
+                           strncmp(err, "no pawl database in ", 20) == 0)) {
+        size_t n = strlen(err);
+        snprintf(err + n, sizeof err - n, " (or pass --create)");
+      }
       rc = orc == PAWL_EINVAL ? CLI_USAGE : CLI_FAIL;
     } else {
       rc = cli_run(p, &a, err);
@@ -1298,6 +1466,8 @@ int main(int argc, char **argv) {
   free(a.tags);
   free(a.queues);
   free(a.queues_copy);
+  free(a.payload_read);
+  free(a.params_read);
 
   if (fflush(stdout) != 0 && !rc) {
     snprintf(err, sizeof err, "cannot write to standard output: %s",

@@ -419,7 +419,7 @@ static int lpawl_id_time(lua_State *L) {
 static int lpawl_open(lua_State *L) {
   static const char *const names[] = {
       "db", "node_id", "principal", "lease_ms", "age_boost_ms", "sync_full",
-      "busy_timeout_ms", "no_migrate", "now", NULL};
+      "busy_timeout_ms", "no_migrate", "now", "create", "file_mode", NULL};
   if (lua_isnoneornil(L, 1)) {
     lua_settop(L, 0);
     lua_newtable(L);
@@ -440,6 +440,12 @@ static int lpawl_open(lua_State *L) {
   o.busy_timeout_ms = (int)lpawl_opt_int(L, 1, "busy_timeout_ms", 0, 0,
                                          INT32_MAX, 1, "");
   o.no_migrate = lpawl_opt_bool(L, 1, "no_migrate", 1, "");
+  /* create: true unless given false, as in the C API. */
+  lua_getfield(L, 1, "create");
+  int has_create = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  if (has_create) o.create = lpawl_opt_bool(L, 1, "create", 1, "");
+  o.file_mode = (unsigned)lpawl_opt_int(L, 1, "file_mode", 0, 0, 0777, 1, "");
   lua_getfield(L, 1, "now");
   int frozen = !lua_isnil(L, -1);
   lua_pop(L, 1);

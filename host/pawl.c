@@ -131,6 +131,7 @@ static int pawl_from_store(pawl_t *p, int rc) {
 void pawl_options_init(pawl_options_t *o) {
   memset(o, 0, sizeof *o);
   o->age_boost_ms = -1;
+  o->create = 1;
 }
 
 void pawl_enqueue_opts_init(pawl_enqueue_opts_t *o) { memset(o, 0, sizeof *o); }
@@ -184,6 +185,14 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
     snprintf(errbuf, errlen, "lease_ms and busy_timeout_ms must not be negative");
     return PAWL_EINVAL;
   }
+  if (opts->file_mode & ~0777u ||
+      (opts->file_mode && (opts->file_mode & 0600) != 0600)) {
+    snprintf(errbuf, errlen,
+             "file mode 0%o must be within 0777 and give the owner read and "
+             "write (0600)",
+             opts->file_mode);
+    return PAWL_EINVAL;
+  }
   pawl_t *p = calloc(1, sizeof *p);
   if (!p) {
     snprintf(errbuf, errlen, "out of memory");
@@ -215,6 +224,8 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
       .busy_timeout_ms = opts->busy_timeout_ms,
       .age_boost_ms = opts->age_boost_ms,
       .no_migrate = opts->no_migrate,
+      .create = opts->create,
+      .file_mode = opts->file_mode,
       .no_autocheckpoint = opts->manual_checkpoint,
   };
   int rc = store_open(&p->store, &cfg, errbuf, errlen);
@@ -227,6 +238,7 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
   p->cfg.url = strdup(url);
   p->cfg.age_boost_ms = -1;
   p->cfg.no_migrate = 1;
+  p->cfg.create = 0; /* a sibling never makes a new database of its own */
   if (!p->cfg.url) {
     pawl_close(p);
     snprintf(errbuf, errlen, "out of memory");

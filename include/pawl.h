@@ -152,8 +152,11 @@ typedef struct pawl pawl_t;
 typedef int64_t (*pawl_clock_fn)(void *data);
 
 typedef struct pawl_options {
-  /* "sqlite:PATH" (PATH may be relative). NULL: $PAWL_DB, else
-   * "sqlite:./pawl.db". Borrowed. */
+  /* "sqlite:PATH" (PATH may be relative), "postgres://..." (a libpq URI)
+   * or "postgres:CONNINFO". NULL: $PAWL_DB, else "sqlite:./pawl.db".
+   * Borrowed. "sqlite::memory:" and "sqlite:file:..." URIs are refused
+   * (PAWL_EINVAL): an in-memory database keeps nothing, and each of the
+   * host's connections would get a database of its own. */
   const char *db;
   /* Name of this node in leases and history. NULL: "hostname-pid".
    * Borrowed (copied). */
@@ -177,6 +180,21 @@ typedef struct pawl_options {
   /* 1: do not apply pending schema migrations; fail with PAWL_ESCHEMA if the
    * database is not up to date. */
   int no_migrate;
+  /* 1 (pawl_options_init's default): create the database when there is
+   * none: a missing SQLite file, or pawl's tables in a PostgreSQL database
+   * that has none. 0: fail instead, with PAWL_EIO ("no database at
+   * sqlite:PATH") or PAWL_ESCHEMA ("no pawl database in ..."), as every
+   * `pawl` command but `migrate` does, so that a mistyped path is an error
+   * rather than a new, empty database. The default stays 1 for embedders:
+   * a program's database path is written in the program, not typed, and
+   * SQLite's own open creates the file too. */
+  int create;
+  /* SQLite: the permission bits of a database file this handle creates.
+   * SQLite gives the -wal, -shm and journal files the main file's bits.
+   * 0: 0600 (the owner only: payloads, results and errors may be
+   * confidential). Must include 0600 and nothing beyond 0777; applied
+   * exactly (not reduced by the umask). An existing file keeps its mode. */
+  unsigned file_mode;
   /* 1: commits never checkpoint the SQLite write-ahead log; the program
    * calls pawl_checkpoint() from a thread of its own instead (as the worker
    * host does), which keeps the checkpoint's fsync off the jobs' path. */
@@ -186,7 +204,8 @@ typedef struct pawl_options {
 /* Fills `opts` with the defaults. Call before setting fields. */
 PAWL_EXTERN void pawl_options_init(pawl_options_t *opts);
 
-/* Opens (and, unless opts->no_migrate, creates or migrates) the database.
+/* Opens the database: creates it if there is none and opts->create, and
+ * applies pending migrations unless opts->no_migrate.
  * On success *out owns the handle: close it with pawl_close(). On failure
  * *out is left untouched, and if `errbuf` is not NULL a one-line message
  * naming the problem is written into it (at most errlen bytes). `opts` may

@@ -1097,15 +1097,15 @@ return {
     -- a host and an enqueue, so more rounds fit.)
     for round = 1, 60 do
       local db = "sqlite:" .. env:path("race" .. round .. ".db")
-      local a = env:spawn("--db", db, "enqueue", "ok", "--scripts", env.scripts)
-      local b = env:spawn("--db", db, "enqueue", "ok", "--scripts", env.scripts)
+      local a = env:spawn("--db", db, "--create", "enqueue", "ok", "--scripts", env.scripts)
+      local b = env:spawn("--db", db, "--create", "enqueue", "ok", "--scripts", env.scripts)
       assert.are.equal(0, a:wait(20), a:stderr())
       assert.are.equal(0, b:wait(20), b:stderr())
     end
     env:script("ok", [[return { run = function() return 1 end }]])
     local db = "sqlite:" .. env:path("race-host.db")
-    local p = env:spawn("--db", db, "run", "--scripts", env.scripts, "--until-idle")
-    local r = H.run { "--db", db, "enqueue", "ok", "--scripts", env.scripts }
+    local p = env:spawn("--db", db, "--create", "run", "--scripts", env.scripts, "--until-idle")
+    local r = H.run { "--db", db, "--create", "enqueue", "ok", "--scripts", env.scripts }
     assert.are.equal(0, r.code, r.err)
     assert.are.equal(0, p:wait(20), p:stderr())
   end)

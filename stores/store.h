@@ -35,6 +35,8 @@ typedef struct store_config {
   int busy_timeout_ms;
   int64_t age_boost_ms;     /* -1: keep the stored setting */
   int no_migrate;
+  int create;               /* create a missing database (pawl_options_t) */
+  unsigned file_mode;       /* SQLite: bits of a file it creates; 0: 0600 */
   int64_t poison_recoveries; /* recoveries beyond this fail the job; 0: 3 */
   /* Optional pthread_mutex_t shared by the connections of one process to
    * one database: writers take it around their write transactions, so

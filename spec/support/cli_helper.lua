@@ -97,9 +97,11 @@ end
 
 function Env:path(name) return self.dir .. "/" .. name end
 
--- pawl with --db pointing at this env's database (unless args give one).
+-- pawl with --db pointing at this env's database (unless args give one),
+-- and --create: a spec's first command makes the database, as it did
+-- before only `pawl migrate` could (spec/cli_data_spec.lua tests that).
 function Env:pawl(...)
-  local args = { "--db", self.db }
+  local args = { "--db", self.db, "--create" }
   for _, a in ipairs({ ... }) do args[#args + 1] = a end
   return M.run(args)
 end

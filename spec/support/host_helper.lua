@@ -205,9 +205,11 @@ function Env:show(id) return self:show_json(id) end
 -- attempts, events and logs.
 function Env:show_text(id) return self:ok("show", id, "--json") end
 
--- Starts `pawl --db DB run --scripts DIR ARGS...` in the background.
+-- Starts `pawl --db DB --create run --scripts DIR ARGS...` in the
+-- background (--create: a host may be a spec's first command).
 function Env:start(...)
-  return self:spawn("--db", self.db, "run", "--scripts", self.scripts, ...)
+  return self:spawn("--db", self.db, "--create", "run", "--scripts",
+                    self.scripts, ...)
 end
 
 -- Starts `pawl ARGS...` in the background (no --db added).

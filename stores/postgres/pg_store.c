@@ -761,7 +761,9 @@ static int pg_check_schema_table(pg_store_t *s, int create) {
   }
   if (!create)
     return store_fail(&s->base, PAWL_ESCHEMA,
-                      "database %s has no pawl schema yet: run `pawl migrate`",
+                      "no pawl database in PostgreSQL database %s (its "
+                      "current schema has no pawl tables): create it with "
+                      "`pawl migrate`",
                       PQdb(s->conn));
   return pg_cmd(s,
                 "CREATE TABLE pawl_schema (version integer PRIMARY KEY, "
@@ -804,31 +806,33 @@ static int pg_apply(pg_store_t *s, const store_migration_t *m) {
 
 /* Migrations run under a session advisory lock: concurrent starts queue
  * on it, and each re-reads the applied versions once it holds it. */
-static int pg_migrate_locked(pg_store_t *s, int create) {
-  int rc = pg_check_schema_table(s, create);
+/* create: make pawl's tables in a database without them; migrate: apply
+ * pending migrations to one that has them. */
+static int pg_migrate_locked(pg_store_t *s, int create, int migrate) {
+  int rc = pg_check_schema_table(s, create && migrate);
   if (rc) return rc;
   int applied = 0;
   if ((rc = pg_check_applied(s, &applied))) return rc;
-  if (!create) return 0;
+  if (!migrate) return 0;
   for (size_t i = (size_t)applied; i < store_postgres_migration_count && !rc; i++)
     rc = pg_apply(s, &store_postgres_migrations[i]);
   return rc;
 }
 
-static int pg_migrate_with(pg_store_t *s, int create) {
+static int pg_migrate_with(pg_store_t *s, int create, int migrate) {
   int rc = pg_ready(s);
   if (rc) return rc;
   if ((rc = pg_cmd(s, "SELECT pg_advisory_lock(" PG_MIGRATE_LOCK ")",
                    "lock for migration")))
     return rc;
-  rc = pg_migrate_locked(s, create);
+  rc = pg_migrate_locked(s, create, migrate);
   PGresult *res = PQexec(s->conn, "SELECT pg_advisory_unlock(" PG_MIGRATE_LOCK ")");
   PQclear(res);
   return rc;
 }
 
 static int pg_migrate(store_t *base) {
-  return pg_migrate_with((pg_store_t *)base, 1);
+  return pg_migrate_with((pg_store_t *)base, 1, 1);
 }
 
 static int pg_version(store_t *base, int *current, int *latest) {
@@ -2094,7 +2098,7 @@ int store_postgres_open(store_t **out, const store_config_t *cfg,
     snprintf(errbuf, errlen, "%s", s->base.errmsg);
     goto fail;
   }
-  rc = pg_migrate_with(s, !cfg->no_migrate);
+  rc = pg_migrate_with(s, cfg->create, !cfg->no_migrate);
   if (!rc && cfg->no_migrate) {
     int cur = 0, latest = 0;
     rc = pg_version(&s->base, &cur, &latest);

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -1700,8 +1701,54 @@ int store_sqlite_open(store_t **out, const store_config_t *cfg,
     snprintf(errbuf, errlen, "database URL sqlite: has an empty path");
     return PAWL_EINVAL;
   }
+  /* Each connection to ":memory:" is a database of its own, gone when it
+   * closes: an enqueue there is lost, and the host's other connections
+   * would never see it. SQLite's "file:" URIs can ask for the same (and
+   * name a file other than the path we check), so they are refused too. */
+  if (strcmp(path, ":memory:") == 0) {
+    snprintf(errbuf, errlen,
+             "sqlite::memory: keeps nothing (each connection has its own "
+             "database, gone when it closes): give a file path");
+    return PAWL_EINVAL;
+  }
+  if (strncmp(path, "file:", 5) == 0) {
+    snprintf(errbuf, errlen,
+             "sqlite:%s: SQLite URIs are not supported: give a file path",
+             path);
+    return PAWL_EINVAL;
+  }
   int rc = sq_check_path(path, errbuf, errlen);
   if (rc) return rc;
+  /* Only a handle allowed to create makes the file, with the operator's
+   * permission bits (0600 by default, exactly: the umask would let a
+   * database full of payloads be world-readable). SQLite gives the -wal,
+   * -shm and journal files the main file's bits. An empty file is an
+   * empty SQLite database. */
+  struct stat sb;
+  if (stat(path, &sb) != 0) {
+    if (!cfg->create || cfg->no_migrate) {
+      snprintf(errbuf, errlen,
+               "no database at sqlite:%s: create it with `pawl migrate`",
+               path);
+      return PAWL_EIO;
+    }
+    mode_t mode = cfg->file_mode ? (mode_t)cfg->file_mode : 0600;
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd >= 0) {
+      int bad = fchmod(fd, mode) != 0;
+      close(fd);
+      if (bad) {
+        snprintf(errbuf, errlen, "cannot set the mode of sqlite:%s: %s",
+                 path, strerror(errno));
+        unlink(path);
+        return PAWL_EIO;
+      }
+    } else if (errno != EEXIST) { /* EEXIST: another process was first */
+      snprintf(errbuf, errlen, "cannot create sqlite:%s: %s", path,
+               strerror(errno));
+      return PAWL_EIO;
+    }
+  }
   sq_store_t *s = calloc(1, sizeof *s);
   if (!s || !(s->path = strdup(path))) {
     free(s);
@@ -1715,8 +1762,7 @@ int store_sqlite_open(store_t **out, const store_config_t *cfg,
   s->gate = cfg->write_gate;
   /* NOMUTEX: a store is used by one thread at a time, so SQLite's own
    * connection mutex would only cost. */
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
-              (cfg->no_migrate ? 0 : SQLITE_OPEN_CREATE);
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   int src = sqlite3_open_v2(path, &s->db, flags, NULL);
   if (src != SQLITE_OK) {
     snprintf(errbuf, errlen, "cannot open sqlite:%s: %s", path,
@@ -1761,6 +1807,14 @@ int store_sqlite_open(store_t **out, const store_config_t *cfg,
              "pawl_schema)",
              path, ntables, ntables == 1 ? "" : "s");
     rc = PAWL_ESCHEMA;
+    goto fail;
+  }
+  if (!has_schema && !cfg->create && !cfg->no_migrate) {
+    snprintf(errbuf, errlen,
+             "no database at sqlite:%s (the file is empty): create it with "
+             "`pawl migrate`",
+             path);
+    rc = PAWL_EIO;
     goto fail;
   }
   src = sq_set_wal(s->db, cfg->busy_timeout_ms > 0 ? cfg->busy_timeout_ms : 5000,

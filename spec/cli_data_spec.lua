@@ -1,0 +1,226 @@
+-- cli_data_spec.lua: the CLI and the data it keeps (issue 10, items 12, 14,
+-- 16, 17, 19): who creates a database, with which permissions, passwords
+-- in connection errors, large payloads, and JSON that survives job code.
+local H = require "host_helper"
+local cjson = require "cjson"
+
+local SECRET = "SuperSecret99"
+
+-- The permission bits of a file, as an octal string ("600").
+local function mode_of(path)
+  return (H.capture("stat -c %a " .. H.quote(path)):gsub("%s+$", ""))
+end
+
+describe("pawl CLI and its data", function()
+  local env
+
+  before_each(function() env = H.env() end)
+  after_each(function() env:cleanup() end)
+
+  -- Runs pawl on this env's database without --create.
+  local function plain(...)
+    local args = { "--db", env.db }
+    for _, a in ipairs({ ... }) do args[#args + 1] = a end
+    return H.run(args)
+  end
+
+  -- ---- who creates a database (item 17) ---------------------------------
+
+  describe("a missing database", function()
+    it("is created by migrate only; other commands say there is none", function()
+      local id = "01a20000-0000-7000-8000-000000000000"
+      for _, args in ipairs({ { "jobs" }, { "show", id }, { "enqueue", "t", "{}" },
+                              { "enqueue", "t", "not json" }, { "cancel", id } }) do
+        local r = plain(unpack(args))
+        local what = table.concat(args, " ")
+        if args[3] == "not json" then
+          assert.are.equal(2, r.code, what) -- refused before anything is opened
+        else
+          assert.are.equal(1, r.code, what .. ": " .. r.err)
+          assert.truthy(r.err:find("no database at " .. env.db, 1, true), r.err)
+          assert.truthy(r.err:find("create it with `pawl migrate` (or pass --create)",
+                                   1, true), r.err)
+        end
+        assert.is_false(H.exists(env.db_path), what)
+      end
+      local r = plain("migrate")
+      assert.are.equal(0, r.code, r.err)
+      assert.is_true(H.exists(env.db_path))
+      r = plain("jobs")
+      assert.are.equal(0, r.code, r.err)
+    end)
+
+    it("is created by any command given --create", function()
+      local r = H.run { "--db", env.db, "enqueue", "t", "{}", "--create" }
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal(1, #H.json_lines(plain("jobs", "--json").out))
+    end)
+
+    it("is not served by pawl run: a mistyped --db is an error", function()
+      local p = env:spawn("--db", "sqlite:" .. env:path("typo.db"), "run",
+                          "--scripts", env.scripts)
+      assert.are.equal(1, p:wait(60), p:stderr())
+      assert.truthy(p:stderr():find("no database at", 1, true), p:stderr())
+      assert.is_false(H.exists(env:path("typo.db")))
+    end)
+
+    it("refuses an empty file as well", function()
+      H.write_file(env.db_path, "")
+      local r = plain("jobs")
+      assert.are.equal(1, r.code)
+      assert.truthy(r.err:find("the file is empty", 1, true), r.err)
+      assert.are.equal("", H.read_file(env.db_path))
+    end)
+
+    it("refuses sqlite::memory: and SQLite URIs, which keep nothing", function()
+      for _, url in ipairs({ "sqlite::memory:", "sqlite:file::memory:",
+                             "sqlite:file:x.db?mode=memory" }) do
+        for _, cmd in ipairs({ { "migrate" }, { "enqueue", "t" } }) do
+          local r = H.run({ "--db", url, unpack(cmd) }, { cwd = env.dir })
+          assert.are.equal(2, r.code, url .. " " .. cmd[1])
+          assert.truthy(r.err:find("give a file path", 1, true), r.err)
+        end
+      end
+    end)
+  end)
+
+  describe("pawl run", function()
+    local function serving(db)
+      env:script("ok", [[return { run = function() return { ok = true } end }]])
+      local p = env:spawn("--db", db, "run", "--scripts", env.scripts,
+                          "--poll", "0.1")
+      local id = env:enqueue("ok")
+      env:wait_state(id, "succeeded", 60)
+      return p
+    end
+
+    it("stops with an error when its database file is deleted", function()
+      env:ok("migrate")
+      local p = serving(env.db)
+      assert.is_true(os.remove(env.db_path))
+      assert.are.equal(1, p:wait(60), p:stderr())
+      assert.truthy(p:stderr():find("deleted or replaced", 1, true), p:stderr())
+    end)
+
+    it("stops with an error when its database file is replaced", function()
+      env:ok("migrate")
+      local other = env:path("other.db")
+      assert.are.equal(0, H.run({ "--db", "sqlite:" .. other, "migrate" }).code)
+      local p = serving(env.db)
+      assert.is_true(os.rename(other, env.db_path))
+      assert.are.equal(1, p:wait(60), p:stderr())
+      assert.truthy(p:stderr():find("deleted or replaced", 1, true), p:stderr())
+    end)
+  end)
+
+  -- ---- permissions (item 14) --------------------------------------------
+
+  describe("a new database file", function()
+    it("is readable by its owner only, whatever the umask", function()
+      local cmd = ("umask 022 && %s --db %s migrate >/dev/null"):format(
+        H.quote(H.bin), H.quote(env.db))
+      assert.is_true(H.sh(cmd))
+      assert.are.equal("600", mode_of(env.db_path))
+      env:enqueue("t", '{"card":"4242"}')
+      assert.are.equal("600", mode_of(env.db_path))
+    end)
+
+    it("takes --db-mode, exactly, for the file and its -wal and -shm", function()
+      local db = env:path("group.db")
+      local cmd = ("umask 077 && %s --db %s --db-mode 0640 migrate >/dev/null")
+        :format(H.quote(H.bin), H.quote("sqlite:" .. db))
+      assert.is_true(H.sh(cmd))
+      assert.are.equal("640", mode_of(db))
+      -- A host keeps the -wal and -shm files open: they have the same bits.
+      env:script("ok", [[return { run = function() return 1 end }]])
+      local p = env:spawn("--db", "sqlite:" .. db, "run", "--scripts", env.scripts)
+      env:wait_until("the -shm file", function() return H.exists(db .. "-shm") end, 60)
+      assert.are.equal("640", mode_of(db .. "-wal"))
+      assert.are.equal("640", mode_of(db .. "-shm"))
+      p:signal("TERM")
+      assert.are.equal(0, p:wait(60), p:stderr())
+    end)
+
+    it("refuses a mode that locks its owner out", function()
+      for _, m in ipairs({ "0444", "0200", "1600", "rw", "" }) do
+        local r = H.run { "--db", env.db, "--db-mode", m, "migrate" }
+        assert.are.equal(2, r.code, m)
+        assert.is_false(H.exists(env.db_path))
+      end
+    end)
+  end)
+
+  -- ---- passwords in connection errors (item 12) --------------------------
+
+  describe("a PostgreSQL URL's password", function()
+    local urls = {
+      "postgres://alice:" .. SECRET .. "@[::1/db",
+      "postgres://alice:Super%zz" .. SECRET .. "@localhost/db",
+      "postgresql://alice@localhost/db?password=" .. SECRET .. "&x=%zz",
+      "postgres:password=" .. SECRET .. " host='unterminated",
+      "postgres://alice:Super/" .. SECRET .. "@localhost/db",
+      "postgresx://alice:" .. SECRET .. "@localhost/db",
+    }
+    for _, url in ipairs(urls) do
+      it("never shows in an error: " .. url:gsub(SECRET, "***"), function()
+        for _, cmd in ipairs({ "jobs", "migrate", "run" }) do
+          local r = H.run { "--db", url, cmd }
+          assert.is_true(r.code == 1 or r.code == 2, cmd .. ": " .. r.err)
+          assert.is_nil(r.err:find("Secret", 1, true), r.err)
+          assert.is_nil(r.out:find("Secret", 1, true), r.out)
+        end
+      end)
+    end
+  end)
+
+  -- ---- large payloads (item 19) -----------------------------------------
+
+  describe("enqueue's payload and --params", function()
+    local big = cjson.encode { blob = ("x"):rep(300 * 1024) } -- > 128 KiB
+
+    it("come from a file with @PATH", function()
+      env:ok("migrate")
+      H.write_file(env:path("big.json"), big)
+      H.write_file(env:path("params.json"), '{"mode":"fast"}\n')
+      local id = env:enqueue("t", "@" .. env:path("big.json"),
+                             "--params", "@" .. env:path("params.json"))
+      local j = env:show_json(id)
+      assert.are.equal(300 * 1024, #j.payload.blob)
+      assert.are.same({ mode = "fast" }, j.params)
+    end)
+
+    it("come from standard input with -", function()
+      env:ok("migrate")
+      H.write_file(env:path("big.json"), big)
+      local out = H.capture(("%s --db %s enqueue t - < %s"):format(
+        H.quote(H.bin), H.quote(env.db), H.quote(env:path("big.json"))))
+      local id = out:match("^(%S+)\n$")
+      assert.truthy(id, out)
+      assert.are.equal(300 * 1024, #env:show_json(id).payload.blob)
+      out = H.capture(("echo '{\"p\":1}' | %s --db %s enqueue t '{}' --params -")
+        :format(H.quote(H.bin), H.quote(env.db)))
+      id = out:match("^(%S+)\n$")
+      assert.are.same({ p = 1 }, env:show_json(id).params)
+    end)
+
+    it("are bounded, checked, and refused with a clear message", function()
+      env:ok("migrate")
+      local huge = env:path("huge.json")
+      assert.is_true(H.sh("head -c 17000000 /dev/zero | tr '\\0' ' ' > " .. H.quote(huge)))
+      local r = env:pawl("enqueue", "t", "@" .. huge)
+      assert.are.equal(2, r.code)
+      assert.truthy(r.err:find("larger than 16777216 bytes", 1, true), r.err)
+      r = env:pawl("enqueue", "t", "@" .. env:path("missing.json"))
+      assert.are.equal(2, r.code)
+      assert.truthy(r.err:find("missing.json", 1, true), r.err)
+      H.write_file(env:path("bad.json"), "{nope")
+      r = env:pawl("enqueue", "t", "@" .. env:path("bad.json"))
+      assert.are.equal(2, r.code)
+      assert.truthy(r.err:find("payload is not valid JSON", 1, true), r.err)
+      r = env:pawl("enqueue", "t", "-", "--params", "-")
+      assert.are.equal(2, r.code)
+      assert.truthy(r.err:find("only one of", 1, true), r.err)
+      assert.are.equal(0, #H.json_lines(env:ok("jobs", "--json")))
+    end)
+  end)
+end)

@@ -1,0 +1,5 @@
+TEST_ENTRY(dbfile_mode_default)
+TEST_ENTRY(dbfile_mode_option)
+TEST_ENTRY(dbfile_no_create)
+TEST_ENTRY(dbfile_memory_refused)
+TEST_ENTRY(pg_open_no_create)
