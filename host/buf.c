@@ -157,7 +157,11 @@ void buf_json_string(pawl_buf_t *b, const char *s, size_t n) {
     case '\b': buf_append(b, "\\b", 2); break;
     case '\f': buf_append(b, "\\f", 2); break;
     default:
-      if (c < 0x20) {
+      if (c == 0) {
+        /* pawl's JSON has no \u0000 (json.h): a NUL is replaced like a
+         * bad byte, so the output stays storable on every backend. */
+        buf_append(b, "\\ufffd", 6);
+      } else if (c < 0x20) {
         char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
         buf_append(b, u, 6);
       } else {

@@ -44,7 +44,8 @@ char *buf_detach(pawl_buf_t *b);
 
 /* Appends s[0..n) as a double-quoted JSON string. Escapes '"', '\\' and
  * every control character below 0x20 (\n \r \t \b \f by name, the rest as
- * \u00XX). Valid UTF-8 is copied as is. Each byte that is not part of a
+ * \u00XX, but NUL, which pawl's JSON excludes (json.h), becomes \ufffd).
+ * Valid UTF-8 is copied as is. Each byte that is not part of a
  * well-formed UTF-8 sequence (bad lead byte, stray continuation byte,
  * truncated sequence, overlong form, UTF-16 surrogate, above U+10FFFF) is
  * replaced by \ufffd, so the output is always valid JSON whatever the input.

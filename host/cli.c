@@ -806,7 +806,7 @@ static void cli_json_raw(pawl_buf_t *b, const char *s) {
     buf_puts(b, "null");
     return;
   }
-  if (json_validate(s, strlen(s), NULL, 0) != 0) {
+  if (json_check(s, strlen(s), JSON_GRAMMAR, NULL, 0) != 0) {
     cli_json_str(b, s);
     return;
   }

@@ -4,17 +4,25 @@
  * value just ended", with an explicit stack of open containers. It never
  * recurses, so hostile input such as a million '[' costs a bounded amount of
  * C stack and is rejected as soon as it passes JSON_MAX_DEPTH. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strtod_l, newlocale */
+#endif
 #include "json.h"
 
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct json_parser {
   const unsigned char *s;
   size_t len;
   size_t pos;
+  int mode; /* JSON_POLICY, JSON_READ or JSON_GRAMMAR */
   char *err;
   size_t errlen;
   size_t depth;
@@ -132,6 +140,24 @@ static int json_fail_eof_in(json_parser_t *p, const char *what,
   return -1;
 }
 
+/* The four hex digits of the \u escape at `esc` into *cu. */
+static int json_hex4(json_parser_t *p, size_t esc, const char *what,
+                     size_t start, unsigned *cu) {
+  char name[16];
+  *cu = 0;
+  for (size_t i = 0; i < 4; i++) {
+    if (esc + 2 + i >= p->len) return json_fail_eof_in(p, what, start);
+    unsigned char c = p->s[esc + 2 + i];
+    if (!json_is_hex(c))
+      return json_fail(p, esc,
+                       "invalid \\u escape in %s: %s is not a hex digit",
+                       what, json_byte_name(c, name));
+    *cu = *cu << 4 |
+          (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  return 0;
+}
+
 /* A string starting at the '"' at p->pos; leaves pos after the closing
  * quote. `what` ("string" or "object key") makes messages more precise. */
 static int json_string(json_parser_t *p, const char *what) {
@@ -157,19 +183,43 @@ static int json_string(json_parser_t *p, const char *what) {
       case 't':
         p->pos += 2;
         continue;
-      case 'u':
-        for (size_t i = 0; i < 4; i++) {
-          if (esc + 2 + i >= p->len)
-            return json_fail_eof_in(p, what, start);
-          if (!json_is_hex(p->s[esc + 2 + i]))
-            return json_fail(p, esc,
-                             "invalid \\u escape in %s: %s is not a hex "
-                             "digit",
-                             what, json_byte_name(p->s[esc + 2 + i], name));
+      case 'u': {
+        unsigned cu = 0;
+        int rc = json_hex4(p, esc, what, start, &cu);
+        if (rc) return rc;
+        if (p->mode == JSON_GRAMMAR) {
+          p->pos += 6;
+          continue;
         }
-        /* Lone surrogates are accepted on purpose: see json.h. */
+        if (cu == 0)
+          return json_fail(p, esc,
+                           "\\u0000 in %s: NUL is not allowed (see json.h)",
+                           what);
+        if (cu >= 0xDC00 && cu <= 0xDFFF)
+          return json_fail(p, esc,
+                           "lone UTF-16 surrogate \\u%04x in %s: a low "
+                           "surrogate must follow a high one (see json.h)",
+                           cu, what);
+        if (cu >= 0xD800 && cu <= 0xDBFF) {
+          unsigned lo = 0;
+          if (esc + 7 < p->len && p->s[esc + 6] == '\\' &&
+              p->s[esc + 7] == 'u') {
+            if ((rc = json_hex4(p, esc + 6, what, start, &lo))) return rc;
+          } else if (esc + 6 >= p->len) {
+            return json_fail_eof_in(p, what, start);
+          }
+          if (lo < 0xDC00 || lo > 0xDFFF)
+            return json_fail(p, esc,
+                             "lone UTF-16 surrogate \\u%04x in %s: a high "
+                             "surrogate must be followed by a low one (see "
+                             "json.h)",
+                             cu, what);
+          p->pos += 12;
+          continue;
+        }
         p->pos += 6;
         continue;
+      }
       default:
         if (e > 0x20 && e < 0x7F)
           return json_fail(p, esc, "invalid escape '\\%c' in %s", e, what);
@@ -193,8 +243,177 @@ static int json_digit(const json_parser_t *p, size_t at) {
   return at < p->len && p->s[at] >= '0' && p->s[at] <= '9';
 }
 
-/* number = [ "-" ] int [ frac ] [ exp ], at p->pos (a '-' or a digit). */
+static int json_number_syntax(json_parser_t *p, int *plain);
+
+/* ---- numbers in the C locale ---------------------------------------------- */
+
+static pthread_once_t json_once = PTHREAD_ONCE_INIT;
+static locale_t json_c_locale; /* written once, under json_once */
+
+static void json_locale_init(void) {
+  json_c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+double json_strtod(const char *s, char **end) {
+  pthread_once(&json_once, json_locale_init);
+  if (json_c_locale) return strtod_l(s, end, json_c_locale);
+  return strtod(s, end); /* no locale object: the process's (usually C) */
+}
+
+/* snprintf of a double, with a locale's decimal point (a ',' in some)
+ * written as '.'. */
+static void json_fmt(char *out, size_t len, const char *fmt, int prec,
+                     double d) {
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, fmt, prec, d);
+  size_t k = 0;
+  int dot = 0;
+  for (const char *c = tmp; *c && k + 1 < len; c++) {
+    if ((*c >= '0' && *c <= '9') || *c == '-' || *c == '+' || *c == 'e') {
+      out[k++] = *c;
+      dot = 0;
+    } else if (!dot) { /* the decimal point, however many bytes */
+      out[k++] = '.';
+      dot = 1;
+    }
+  }
+  out[k] = 0;
+}
+
+void json_number_text(double d, char *out, size_t len) {
+  if (!isfinite(d)) {
+    snprintf(out, len, "null");
+    return;
+  }
+  if (d == floor(d) && fabs(d) <= (double)JSON_MAX_SAFE_INT) {
+    if (d == 0) snprintf(out, len, signbit(d) ? "-0" : "0");
+    else snprintf(out, len, "%lld", (long long)d);
+    return;
+  }
+  int integral = d == floor(d);
+  for (int prec = integral ? 0 : 15; prec <= 17; prec++) {
+    json_fmt(out, len, integral ? "%.*e" : "%.*g", prec, d);
+    if (json_strtod(out, NULL) == d) return;
+  }
+}
+
+/* The smallest decimal that a double cannot hold: halfway between DBL_MAX
+ * and 2^1024, 2^1024 - 2^970, which rounds (to even) to infinity. Its
+ * significant digits; the value is 1.797...e308. */
+static const char json_overflow_digits[] =
+    "179769313486231580793728971405303415079934132710037826936173778980444968"
+    "292764750946649017977587207096330286416692887910946555547851940402630657"
+    "488671505820681908902000708383676273854845817711531764475730270069855571"
+    "366959622842914819860834936475292719074168444365510704342711559699508093"
+    "042880177904174497792";
+
+/* Whether the number p->s[start..end) (valid JSON) is outside what a double
+ * holds, judged on its digits (exactly, and whatever the locale): its
+ * decimal exponent, then its significant digits against the limit's. */
+static int json_number_overflows(const json_parser_t *p, size_t start,
+                                 size_t end) {
+  const unsigned char *s = p->s;
+  size_t i = start + (s[start] == '-');
+  size_t int0 = i, int1, frac0 = 0, frac1 = 0;
+  while (i < end && s[i] >= '0' && s[i] <= '9') i++;
+  int1 = i;
+  if (i < end && s[i] == '.') {
+    frac0 = ++i;
+    while (i < end && s[i] >= '0' && s[i] <= '9') i++;
+    frac1 = i;
+  }
+  long long exp = 0;
+  if (i < end && (s[i] == 'e' || s[i] == 'E')) {
+    int neg = s[++i] == '-';
+    if (s[i] == '-' || s[i] == '+') i++;
+    for (; i < end; i++)
+      if (exp < 1000000) exp = exp * 10 + (s[i] - '0'); /* saturates */
+    if (neg) exp = -exp;
+  }
+  /* The significant digits, int part then fraction, and the power of ten
+   * of the first one. */
+  char sig[sizeof json_overflow_digits + 1];
+  size_t nsig = 0;
+  long long first = 0;
+  int seen = 0;
+  for (size_t k = int0; k < int1; k++) {
+    if (!seen && s[k] == '0') continue;
+    if (!seen) first = (long long)(int1 - k) - 1;
+    seen = 1;
+    if (nsig < sizeof sig - 1) sig[nsig++] = (char)s[k];
+  }
+  for (size_t k = frac0; k < frac1; k++) {
+    if (!seen && s[k] == '0') continue;
+    if (!seen) first = -(long long)(k - frac0) - 1;
+    seen = 1;
+    if (nsig < sizeof sig - 1) sig[nsig++] = (char)s[k];
+  }
+  if (!seen) return 0; /* zero */
+  long long pow10 = first + exp;
+  if (pow10 != 308) return pow10 > 308;
+  while (nsig > 0 && sig[nsig - 1] == '0') nsig--;
+  size_t nlim = sizeof json_overflow_digits - 1;
+  for (size_t k = 0; k < nsig && k < nlim; k++)
+    if (sig[k] != json_overflow_digits[k]) return sig[k] > json_overflow_digits[k];
+  /* One is a prefix of the other: the longer is the larger (neither ends
+   * in a zero). sig was cut at nlim + 1 digits, enough to tell. */
+  return nsig >= nlim;
+}
+
+/* The significant digits of a decimal's text (no sign, point, exponent,
+ * leading or trailing zeros) into out; returns their number. */
+static size_t json_sig_digits(const char *t, char *out, size_t cap) {
+  size_t n = 0;
+  for (; *t && *t != 'e' && *t != 'E'; t++) {
+    if (*t < '0' || *t > '9') continue;
+    if (n == 0 && *t == '0') continue;
+    if (n + 1 < cap) out[n++] = *t;
+  }
+  while (n > 0 && out[n - 1] == '0') n--;
+  out[n] = 0;
+  return n;
+}
+
+/* number = [ "-" ] int [ frac ] [ exp ], at p->pos (a '-' or a digit).
+ * Beyond the grammar, pawl's policy (json.h): a number must fit a double,
+ * and an integer written without fraction or exponent must read back as
+ * itself from one. */
 static int json_number(json_parser_t *p) {
+  size_t start = p->pos;
+  int plain = 1;
+  int rc = json_number_syntax(p, &plain);
+  if (rc || p->mode == JSON_GRAMMAR) return rc;
+  size_t end = p->pos, len = end - start;
+  const char *text = (const char *)p->s + start;
+  int show = len > 24 ? 24 : (int)len;
+  const char *more = len > 24 ? "..." : "";
+  if (json_number_overflows(p, start, end))
+    return json_fail(p, start,
+                     "number %.*s%s is out of the range of a double "
+                     "(about +-1.8e308)",
+                     show, text, more);
+  /* Up to 15 digits, every integer is exact. Longer ones fit the range
+   * (checked above), so at most 309 digits. */
+  if (plain && p->mode == JSON_POLICY && len - (text[0] == '-') > 15) {
+    char tok[400], as[48], want[400], got[48];
+    memcpy(tok, text, len);
+    tok[len] = 0;
+    double d = json_strtod(tok, NULL);
+    json_number_text(d, as, sizeof as);
+    json_sig_digits(tok, want, sizeof want);
+    json_sig_digits(as, got, sizeof got);
+    if (strcmp(want, got) != 0)
+      return json_fail(p, start,
+                       "integer %.*s%s would reach job code as %s (a double "
+                       "holds about 16 digits): send it as a string (see "
+                       "json.h)",
+                       show, text, more, as);
+  }
+  return 0;
+}
+
+/* The grammar of a number; *plain = 0 if it has a fraction or exponent. */
+static int json_number_syntax(json_parser_t *p, int *plain) {
   if (p->s[p->pos] == '-') {
     p->pos++;
     if (!json_digit(p, p->pos))
@@ -208,12 +427,14 @@ static int json_number(json_parser_t *p) {
     while (json_digit(p, p->pos)) p->pos++;
   }
   if (p->pos < p->len && p->s[p->pos] == '.') {
+    *plain = 0;
     p->pos++;
     if (!json_digit(p, p->pos))
       return json_fail(p, p->pos, "expected a digit after '.' in number");
     while (json_digit(p, p->pos)) p->pos++;
   }
   if (p->pos < p->len && (p->s[p->pos] == 'e' || p->s[p->pos] == 'E')) {
+    *plain = 0;
     p->pos++;
     if (p->pos < p->len && (p->s[p->pos] == '+' || p->s[p->pos] == '-'))
       p->pos++;
@@ -273,9 +494,15 @@ static int json_key(json_parser_t *p, int after_comma) {
 }
 
 int json_validate(const char *s, size_t len, char *err, size_t errlen) {
+  return json_check(s, len, JSON_POLICY, err, errlen);
+}
+
+int json_check(const char *s, size_t len, int mode, char *err,
+               size_t errlen) {
   /* The parser holds the 512-entry stack (about 4.5 KB): fine on any thread
    * stack, and it avoids a heap allocation per call. */
   json_parser_t p;
+  p.mode = mode;
   p.s = (const unsigned char *)s;
   p.len = s ? len : 0;
   p.pos = 0;

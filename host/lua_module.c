@@ -21,8 +21,8 @@
  * an error while the result is turned into Lua tables (out of memory, a
  * decode error) still frees it.
  *
- * No mutable C statics: lua-cjson and everything else per state lives in
- * that state's registry, so one state per worker thread can load this. */
+ * No mutable C statics: the JSON codec and everything else per state lives
+ * in that state's registry, so one state per worker thread can load this. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -36,11 +36,12 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "ljson.h"
 #include "pawl.h"
 
 #define LPAWL_HANDLE "pawl.handle"
 #define LPAWL_BOX "pawl.box"
-#define LPAWL_CJSON "pawl.cjson" /* registry: a private lua-cjson instance */
+#define LPAWL_CJSON "pawl.cjson" /* registry: a private pawl.json (ljson.c) */
 
 /* Largest integer a double holds exactly: ms timestamps are numbers. */
 #define LPAWL_MAX_EXACT 9007199254740992.0
@@ -143,7 +144,7 @@ static int lpawl_bad_id(lua_State *L, int idx) {
   return 3;
 }
 
-/* [-0, +1, e] cjson.encode(value at idx). */
+/* [-0, +1, e] pawl.json.encode(value at idx). */
 static void lpawl_json_encode(lua_State *L, int idx) {
   idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
   lua_getfield(L, LUA_REGISTRYINDEX, LPAWL_CJSON);
@@ -317,11 +318,11 @@ static void lpawl_set_time(lua_State *L, const char *k, int64_t v) {
   if (v) lpawl_set_num(L, k, (double)v);
 }
 
-/* The library accepts all of RFC 8259, lua-cjson a little less (a lone
- * surrogate escape such as "\ud800"): a job must still be readable, so a
- * decode failure leaves the field out (its raw text stays in <k>_json) and
- * names it in `json_error`. The message is all we keep, so this pcall needs
- * no traceback handler. */
+/* Text stored before pawl checked its JSON policy (json.h) may not decode
+ * (a lone surrogate escape such as "\ud800"): a job must still be
+ * readable, so a decode failure leaves the field out (its raw text stays in
+ * <k>_json) and names it in `json_error`. The message is all we keep, so
+ * this pcall needs no traceback handler. */
 static void lpawl_set_json(lua_State *L, const char *k, const char *v) {
   if (!v) return;
   lua_getfield(L, LUA_REGISTRYINDEX, LPAWL_CJSON);
@@ -1110,19 +1111,10 @@ static const luaL_Reg lpawl_meta[] = {
 
 /* require "pawl" [-0, +1, e] */
 __attribute__((visibility("default"))) int luaopen_pawl(lua_State *L) {
-  /* lua-cjson, loaded once per state. cjson.new() gives a private instance
-   * so that a script's cjson.encode_* settings do not change what we
-   * store. */
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "cjson");
-  lua_call(L, 1, 1);
-  lua_getfield(L, -1, "new");
-  if (lua_isfunction(L, -1)) {
-    lua_call(L, 0, 1);
-    lua_remove(L, -2);
-  } else {
-    lua_pop(L, 1);
-  }
+  /* pawl's JSON codec (host/ljson.c), the one job code uses: an empty
+   * array read from a job stays an array when it is enqueued again. A
+   * private table, so that a script cannot change what we store. */
+  ljson_open(L);
   lua_setfield(L, LUA_REGISTRYINDEX, LPAWL_CJSON);
 
   luaL_newmetatable(L, LPAWL_BOX);
@@ -1147,5 +1139,8 @@ __attribute__((visibility("default"))) int luaopen_pawl(lua_State *L) {
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "states");
+  /* pawl.json: the codec job code has (null, array, encode, decode). */
+  ljson_open(L);
+  lua_setfield(L, -2, "json");
   return 1;
 }

@@ -14,7 +14,9 @@
 local host = require "pawl.host"
 local retry = require "pawl.retry"
 local sanitize = require "pawl.sanitize"
-local cjson = require("cjson").new()
+-- pawl's JSON codec (host/ljson.c): arrays stay arrays, numbers keep every
+-- digit, and it refuses what the store would refuse (host/json.h).
+local pjson = require "pawl.json"
 
 local W = {}
 
@@ -41,8 +43,10 @@ local SENTINEL = {}   -- marks errors raised by pawl.fatal / pawl.snooze
 -- ---- the `pawl` table job code sees -----------------------------------
 
 local json = {
-  encode = function(v) return cjson.encode(v) end,
-  decode = function(s) return cjson.decode(s) end,
+  encode = pjson.encode,
+  decode = pjson.decode,
+  null = pjson.null,   -- JSON null inside arrays and objects
+  array = pjson.array, -- marks a table as an array: pawl.json.array({})
 }
 
 local ENQUEUE_OPTS = {
@@ -76,7 +80,7 @@ function pawl.enqueue(jtype, payload, opts)
   end
   local spec = types[jtype]
   local body = payload == nil and "{}" or (type(payload) == "string" and payload
-               or cjson.encode(payload))
+               or pjson.encode(payload))
   local id, status = host.enqueue(jtype, body,
     opts.queue or (spec and spec.queue),
     opts.priority or (spec and spec.priority) or 0,
@@ -85,8 +89,8 @@ function pawl.enqueue(jtype, payload, opts)
     opts.timeout or (spec and spec.timeout),
     opts.key, opts.business_key, opts.return_existing,
     opts.correlation_id,
-    opts.tags and cjson.encode(opts.tags) or nil,
-    opts.params and cjson.encode(opts.params) or nil,
+    opts.tags and pjson.encode(opts.tags) or nil,
+    opts.params and pjson.encode(opts.params) or nil,
     opts.blocked)
   if not id then error("pawl.enqueue: " .. status, 2) end
   return id, status
@@ -154,7 +158,7 @@ function Ctx:log(level, msg, fields)
   local f = nil
   if fields ~= nil then
     if type(fields) ~= "table" then error("ctx:log: fields must be a table", 2) end
-    f = cjson.encode(fields)
+    f = pjson.encode(fields)
   end
   host.log(self._seq, level, tostring(msg), f)
 end
@@ -388,13 +392,17 @@ function W.prepare(job, seq)
   if not spec then
     return nil, ("no script for job type %s"):format(job.type), timeout, 0
   end
+  if job._json_error then -- stored before pawl checked JSON: cannot run
+    return nil, { [SENTINEL] = "fatal", message = job._json_error }, timeout,
+           W.hooks_of(job.type)
+  end
   return spec.run, ctx, timeout, W.hooks_of(job.type)
 end
 
 -- The stored form of a successful run's return value: JSON, or nil.
 function W.result_json(result)
   if result == nil then return nil end
-  local ok, s = pcall(cjson.encode, result)
+  local ok, s = pcall(pjson.encode, result)
   if not ok then
     error("the job's return value cannot be stored as JSON: " .. tostring(s), 0)
   end
@@ -404,7 +412,7 @@ end
 local function message_of(err)
   if type(err) == "string" then return err end
   if type(err) == "table" then
-    local ok, s = pcall(cjson.encode, err)
+    local ok, s = pcall(pjson.encode, err)
     if ok then return s end
   end
   return tostring(err)
@@ -484,7 +492,7 @@ function W.redacted_payload(job)
   for _, key in ipairs(spec.redact) do
     if copy_[key] ~= nil then copy_[key] = "<redacted>" end
   end
-  return cjson.encode(copy_)
+  return pjson.encode(copy_)
 end
 
 W.json = json

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "pawl.h"
 #include "pawl_internal.h"
 #include "store_contract.h"
@@ -1014,6 +1015,75 @@ void contract_transition_noop(const char *url) {
   CHECK_INT(h->nevents, ==, 2); /* enqueued, canceled: the repeat wrote none */
   CHECK_STR(h->events[1].reason, "first");
   pawl_history_free(h);
+  pawl_close(p);
+}
+
+/* ---- JSON policy ------------------------------------------------------------
+ * One policy on both backends (host/json.h): what one refuses, the other
+ * refuses with the same message, before anything is written; what is
+ * stored comes back as a value the worker reads (json_check JSON_READ),
+ * with empty arrays and objects kept apart. */
+
+void contract_json_policy(const char *url) {
+  pawl_t *p = contract_open(url);
+  static const struct {
+    const char *json, *why;
+  } bad[] = {
+      {"{\"s\":\"\\ud800\"}", "lone UTF-16 surrogate"},
+      {"[\"\\udc00x\"]", "lone UTF-16 surrogate"},
+      {"{\"s\":\"a\\u0000b\"}", "\\u0000"},
+      {"{\"n\":1e400}", "out of the range of a double"},
+      {"[-1e309]", "out of the range of a double"},
+      {"{\"id\":9007199254740993}", "send it as a string"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    pawl_enqueue_opts_t o;
+    pawl_enqueue_opts_init(&o);
+    CHECK_INT(pawl_enqueue(p, "j", bad[i].json, NULL, NULL, NULL), ==,
+              PAWL_EINVAL);
+    if (!strstr(pawl_errmsg(p), bad[i].why) ||
+        !strstr(pawl_errmsg(p), "payload"))
+      unit_fail(__FILE__, __LINE__, "%s: %s", bad[i].json, pawl_errmsg(p));
+    o.params = bad[i].json;
+    CHECK_INT(pawl_enqueue(p, "j", "{}", &o, NULL, NULL), ==, PAWL_EINVAL);
+    CHECK(strstr(pawl_errmsg(p), "params") != NULL);
+  }
+  CHECK_INT(count_jobs(p), ==, 0);
+  /* A result outside the policy is refused before anything is written. */
+  pawl_id_t rid = enq(p, "r", NULL);
+  pawl_job_t *j = claim_one(p);
+  pawl_outcome_t out = {.id = j->id, .attempt = j->attempt,
+                        .kind = PAWL_OUT_SUCCEEDED,
+                        .result = "{\"s\":\"\\ud800\"}",
+                        .store_key = j->store_key};
+  CHECK_INT(pawl_finish(p, &out, 1, NULL), ==, PAWL_EINVAL);
+  CHECK_INT(state_of(p, &rid), ==, PAWL_RUNNING);
+  out.result = "{\"a\":[],\"b\":{},\"c\":[[],[{}]],\"d\":[1,null,3]}";
+  CHECK_OK(pawl_finish(p, &out, 1, NULL));
+  pawl_job_free(j);
+  pawl_job_t *done = get(p, &rid);
+  CHECK_JSON(done->result, out.result);
+  pawl_job_free(done);
+  /* Accepted at the edges, and read back as the worker will read it. */
+  static const char *const good[] = {
+      "[]", "{}", "{\"a\":[],\"b\":{},\"c\":[[],[{}]],\"d\":[1,null,3]}",
+      "{\"max\":9007199254740991,\"min\":-9007199254740991,"
+      "\"two53\":9007199254740992,\"e20\":100000000000000000000}",
+      "{\"s\":\"\\ud83d\\ude00 caf\u00e9 \\u0001\"}",
+      "{\"big\":1e300,\"tiny\":1e-400,\"x\":1.7976931348623157e308}",
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    pawl_id_t id;
+    if (pawl_enqueue(p, "j", good[i], NULL, &id, NULL))
+      unit_fail(__FILE__, __LINE__, "%s: %s", good[i], pawl_errmsg(p));
+    pawl_job_t *g = get(p, &id);
+    char err[256];
+    if (json_check(g->payload, strlen(g->payload), JSON_READ, err, sizeof err))
+      unit_fail(__FILE__, __LINE__, "%s came back as %s: %s", good[i],
+                g->payload, err);
+    if (i < 4) CHECK_JSON(g->payload, good[i]); /* jsonb rewrites the rest */
+    pawl_job_free(g);
+  }
   pawl_close(p);
 }
 

@@ -42,7 +42,8 @@
   X(extend_one)                \
   X(next_due)                  \
   X(logs)                      \
-  X(logs_bad_input)
+  X(logs_bad_input)            \
+  X(json_policy)
 
 /* Starts `n` processes that open `url` (a database nobody has migrated yet)
  * at the same instant and enqueue one job each; checks that every one

@@ -8,3 +8,4 @@
 #include "test_list_iso8601.h"
 #include "test_list_redact.h"
 #include "test_list_dbfile.h"
+#include "test_list_ljson.h"

@@ -1,5 +1,7 @@
 TEST_ENTRY(json_valid_values)
 TEST_ENTRY(json_rejects)
+TEST_ENTRY(json_policy)
+TEST_ENTRY(json_number_text)
 TEST_ENTRY(json_depth_limit)
 TEST_ENTRY(buf_basic)
 TEST_ENTRY(buf_json_string)

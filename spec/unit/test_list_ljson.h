@@ -1,0 +1,4 @@
+TEST_ENTRY(ljson_arrays_stay_arrays)
+TEST_ENTRY(ljson_numbers_keep_digits)
+TEST_ENTRY(ljson_strings)
+TEST_ENTRY(ljson_refusals)
