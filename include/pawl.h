@@ -310,7 +310,7 @@ typedef int (*pawl_job_cb)(const pawl_job_t *job, void *data);
  * every backend, so the callback may call any function on `p` (pawl_list
  * again, pawl_get, pawl_cancel and the other actions, pawl_enqueue): what
  * it changes does not change the walk, which shows each job once, as it
- * was when pawl_list started. It must not close `p` or start its host.
+ * was when pawl_list started. It must not close `p`.
  * The jobs read take memory up to the limit. A callback's own error is its
  * to report: pawl_list returns 0 when the callback stops the walk. */
 PAWL_EXTERN int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data);
