@@ -245,21 +245,27 @@ end }]])
       end
     end)
 
-    -- A job claimed by a node that died (a handle that claims and never
-    -- finishes) with a lease of `lease_ms`.
-    local function dead_node_claims(lease_ms)
-      local pawl = require "pawl"
-      local db = assert(pawl.open { db = env.db })
-      local jobs = assert(db:claim(1, { lease_ms = lease_ms }))
-      assert.are.equal(1, #jobs)
-      db:close()
-      return jobs[1].id
+    -- A node that dies (SIGKILL) while running a job, its lease
+    -- `lease` seconds; returns the job's id.
+    local function dead_node(lease)
+      env:script("hang", [[
+return { run = function(job, ctx)
+  if job.attempt == 1 then
+    ctx:log("info", "hanging")
+    pawl.sleep(3600)
+  end
+  return { ok = true }
+end }]])
+      local id = env:enqueue("hang")
+      local p = env:start("--workers", "1", "--lease", lease)
+      env:wait_until("the job to start", function() return p:count("hanging") > 0 end, 60)
+      p:kill()
+      return id
     end
 
     it("waits for the lease of a job a dead node left running, then runs it",
        function()
-      env:enqueue("good")
-      local id = dead_node_claims(500)
+      local id = dead_node("1")
       local p = env:start("--until-idle", "--idle-wait", "60")
       assert.are.equal(0, ended(p), p:stderr())
       local j = env:show(id)
@@ -269,9 +275,8 @@ end }]])
     end)
 
     it("says how many jobs are still running elsewhere when it exits", function()
-      env:enqueue("good")
+      local id = dead_node("3600")
       local other = env:enqueue("good")
-      local id = dead_node_claims(3600 * 1000)
       local p = env:start("--until-idle", "--idle-wait", "0.1")
       assert.are.equal(0, ended(p), p:stderr())
       assert.are.equal("running", env:show(id).state)
