@@ -297,9 +297,13 @@ typedef struct poller {
   int64_t next_heartbeat, next_recover, next_scan;
   int64_t claim_failed_at;   /* last "claim failed" logged (mono ms): while
                                 the database is away, once every 5 s */
-  int64_t claims_failing_since; /* first of the claims failing in a row
-                                (mono ms), 0 when the last one worked */
-  char claim_err[300];       /* why the last claim failed */
+  /* For --until-idle's give-up: since when claims, and heartbeats, have
+   * failed in a row (mono ms; 0: the last one worked, or no claim was
+   * tried: a node whose workers are all busy does not claim), and why. A
+   * database that is away fails both; with every slot taken (by outcomes
+   * it cannot write, say) only the heartbeat still asks. */
+  int64_t claims_failing_since, beats_failing_since;
+  char claim_err[300], beat_err[300];
   int64_t swept_for_idle;    /* last sweep forced by --until-idle (mono) */
 } poller_t;
 
@@ -372,6 +376,8 @@ static void poller_chores(poller_t *pl, int64_t now) {
   if (now >= pl->next_heartbeat) {
     pl->next_heartbeat = now + h->opts.heartbeat_ms;
     if (pawl_heartbeat(pl->p, NULL) != 0) {
+      if (!pl->beats_failing_since) pl->beats_failing_since = now;
+      snprintf(pl->beat_err, sizeof pl->beat_err, "%s", pawl_errmsg(pl->p));
       host_log_rc(h, pl->p, "heartbeat failed");
       pthread_mutex_lock(&h->mu);
       int lapsed = host_lapsed(h, 0, host_mono_ms()) && !h->lapsed_logged;
@@ -387,6 +393,7 @@ static void poller_chores(poller_t *pl, int64_t now) {
     } else {
       pthread_mutex_lock(&h->mu);
       h->beat_ok_mono = now;
+      pl->beats_failing_since = 0;
       int was_lapsed = h->lapsed_logged;
       h->lapsed_logged = 0;
       pthread_mutex_unlock(&h->mu);
@@ -474,7 +481,10 @@ static size_t poller_claim(poller_t *pl) {
    * worker is idle with nothing queued. */
   int idle = h->queued == 0 && h->running < h->nworkers;
   pthread_mutex_unlock(&h->mu);
-  if (want <= 0 || !(idle || want >= capacity / 4 || want >= 64)) return 0;
+  if (want <= 0 || !(idle || want >= capacity / 4 || want >= 64)) {
+    pl->claims_failing_since = 0; /* not tried: no news */
+    return 0;
+  }
   if (want > HOST_CLAIM_MAX) want = HOST_CLAIM_MAX;
   pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
                           .nqueues = h->opts.nqueues};
@@ -574,24 +584,47 @@ static size_t poller_running_elsewhere(poller_t *pl, int64_t *lease_end) {
   return s.n;
 }
 
-/* --until-idle with a database that keeps refusing claims: stop, and say
- * so (pawl_host_status). */
-static void poller_give_up(poller_t *pl, int64_t failing_ms) {
+/* --until-idle with a database that keeps failing claims (or heartbeats)
+ * for longer than give_up_ms: stop, and say so (pawl_host_status).
+ * Returns 1 when it gave up. */
+static int poller_give_up(poller_t *pl, int64_t now) {
   host_t *h = pl->h;
+  if (!h->opts.until_idle || h->opts.give_up_ms <= 0) return 0;
+  /* Whichever has failed longest: claims, heartbeats, outcome writes. */
+  struct {
+    int64_t since;
+    const char *what, *why;
+  } f[3] = {{pl->claims_failing_since, "claiming jobs", pl->claim_err},
+            {pl->beats_failing_since, "extending leases", pl->beat_err},
+            {0, "writing outcomes", NULL}};
+  char write_err[sizeof h->write_err];
+  pthread_mutex_lock(&h->mu);
+  f[2].since = h->writes_failing_since;
+  memcpy(write_err, h->write_err, sizeof write_err);
+  pthread_mutex_unlock(&h->mu);
+  f[2].why = write_err;
+  int k = -1;
+  for (int i = 0; i < 3; i++)
+    if (f[i].since && (k < 0 || f[i].since < f[k].since)) k = i;
+  int64_t failing = k < 0 ? 0 : now - f[k].since;
+  if (k < 0 || failing < h->opts.give_up_ms) return 0;
+  const char *what = f[k].what, *why = f[k].why;
   pthread_mutex_lock(&h->mu);
   h->gave_up = 1;
   snprintf(h->gave_up_msg, sizeof h->gave_up_msg,
-           "gave up: claiming jobs has failed for %.1f s: %s",
-           (double)failing_ms / 1000.0, pl->claim_err);
+           "gave up: %s has failed for %.1f s: %s", what,
+           (double)failing / 1000.0, why);
   pthread_mutex_unlock(&h->mu);
   log_line_t line;
   log_begin(&line, &h->log, PAWL_LOG_ERROR,
-            "giving up: the database has refused claims for longer than the "
-            "give-up time");
-  log_num(&line, "failing_s", (double)failing_ms / 1000.0);
-  log_str(&line, "error", pl->claim_err);
+            "giving up: the database has failed for longer than the give-up "
+            "time");
+  log_str(&line, "failing", what);
+  log_num(&line, "failing_s", (double)failing / 1000.0);
+  log_str(&line, "error", why);
   log_end(&line);
   pawl_stop(h->p, PAWL_STOP_GRACEFUL);
+  return 1;
 }
 
 /* --until-idle found nothing to do here: stop, unless a job comes due or
@@ -662,12 +695,7 @@ static void *poller_main(void *arg) {
       poller_chores(pl, now);
       size_t got = poller_claim(pl);
       if (got > 0) continue;
-      int64_t failing = pl->claims_failing_since ? now - pl->claims_failing_since : 0;
-      if (h->opts.until_idle && h->opts.give_up_ms > 0 &&
-          failing >= h->opts.give_up_ms) {
-        poller_give_up(pl, failing);
-        continue;
-      }
+      if (poller_give_up(pl, host_mono_ms())) continue;
     }
     int64_t wait = h->opts.poll_ms;
     if (!stopping) {
@@ -1133,6 +1161,12 @@ static void *completer_main(void *arg) {
 
     pthread_mutex_lock(&h->mu);
     h->writing = 0;
+    if (!c->down) {
+      h->writes_failing_since = 0;
+    } else if (!h->writes_failing_since) {
+      h->writes_failing_since = host_mono_ms();
+      snprintf(h->write_err, sizeof h->write_err, "%s", c->err);
+    }
     int give_up = c->down && h->stopping && h->flush_until &&
                   host_mono_ms() >= h->flush_until;
     pthread_mutex_unlock(&h->mu);

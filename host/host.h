@@ -117,11 +117,14 @@ typedef struct host {
   int64_t flush_until;
   int backlog;               /* outcomes the completer holds after a failed
                                 write: the poller claims that many fewer */
+  int64_t writes_failing_since; /* mono ms of the first of the completer's
+                                failed rounds in a row, 0: the last wrote */
+  char write_err[512];       /* why it failed */
   struct completer *completer_state; /* its buffers, made by pawl_start */
   /* How the host ended (pawl_host_status): it gave up (until_idle, claims
    * failing), and outcomes it could not store (logged one by one). */
   int gave_up;
-  char gave_up_msg[400];
+  char gave_up_msg[640];
   int unstored;
   int unstored_rc;
   char unstored_msg[300];

@@ -513,10 +513,12 @@ typedef struct pawl_host_opts {
                                 soon (retries, snoozes), and for the leases
                                 of jobs left running by a dead node that
                                 expire this soon; 0: 5000, -1: none */
-  int64_t give_up_ms;        /* until_idle: stop once claims have failed
-                                (database unreachable) for this long, with
-                                pawl_host_status() PAWL_EUNAVAIL; 0: 60000,
-                                -1: never; at most PAWL_GIVE_UP_MAX_MS */
+  int64_t give_up_ms;        /* until_idle: stop once claims, heartbeats
+                                or outcome writes have failed in a row for
+                                this long (a database that stays away),
+                                with pawl_host_status() PAWL_EUNAVAIL;
+                                0: 60000, -1: never; at most
+                                PAWL_GIVE_UP_MAX_MS */
   int64_t flush_ms;          /* stopping: outcomes the database does not
                                 take are retried until the grace period
                                 plus this long has passed (after a second
@@ -555,11 +557,13 @@ PAWL_EXTERN int pawl_wait(pawl_t *p, int64_t timeout_ms);
 
 /* How the host ended, once pawl_wait() has returned 0 (before that, and
  * without a host: 0). 0: it stopped cleanly. PAWL_EUNAVAIL: it gave up
- * (until_idle: claims failed for longer than give_up_ms). Another negative
- * code (the database's last refusal, PAWL_EUNAVAIL when it was away):
- * some outcomes could not be stored, each listed in the log with its job
- * id; those jobs stay running until their leases expire, and lease
- * recovery then takes them back. pawl_errmsg(p) says which, in one line. */
+ * (until_idle: the database failed it for longer than give_up_ms).
+ * Another negative code (the database's last refusal, PAWL_EUNAVAIL when
+ * it was away): some outcomes could not be stored, each listed in the log
+ * with its job id; those jobs stay running until their leases expire, and
+ * lease recovery then takes them back. pawl_errmsg(p) says which, in one
+ * line (valid until the next call on p). Call it from the thread that
+ * called pawl_wait(). */
 PAWL_EXTERN int pawl_host_status(pawl_t *p);
 
 #ifdef __cplusplus

@@ -454,6 +454,27 @@ void test_completer_until_idle_gives_up(void) {
   pawl_close(p);
 }
 
+/* --until-idle whose outcomes cannot be written (every slot then holds
+ * one, so no claim is even tried) gives up too, and the stop lists them. */
+void test_completer_until_idle_gives_up_on_writes(void) {
+  script("good", GOOD);
+  pawl_t *p = open_db(sqlite_url());
+  pawl_id_t ids[3];
+  enqueue_n(p, "good", 3, ids);
+  plan("finish:1+:transient");
+  pawl_host_opts_t o;
+  host_opts(&o);
+  o.give_up_ms = 100;
+  o.grace_ms = 50;
+  o.flush_ms = 100;
+  run_until_idle(p, &o);
+  CHECK_INT(pawl_host_status(p), ==, PAWL_EUNAVAIL);
+  CHECK(strstr(pawl_errmsg(p), "gave up: writing outcomes has failed") != NULL);
+  CHECK(strstr(pawl_errmsg(p), "could not be stored") != NULL);
+  CHECK(cap_count("outcome not stored", NULL) >= 1);
+  pawl_close(p);
+}
+
 void test_completer_host_opts_checked(void) {
   script("good", GOOD);
   pawl_t *p = open_db(sqlite_url());
