@@ -96,6 +96,7 @@ typedef enum cli_opt_id {
   CLI_O_LEASE,
   CLI_O_PREFETCH,
   CLI_O_IDLE_WAIT,
+  CLI_O_GIVE_UP,
   CLI_O_UNSAFE_LUA
 } cli_opt_id_t;
 
@@ -138,6 +139,7 @@ static const struct cli_opt {
     {"--lease", CLI_O_LEASE, 1, CLI_BIT(CLI_RUN)},
     {"--prefetch", CLI_O_PREFETCH, 1, CLI_BIT(CLI_RUN)},
     {"--idle-wait", CLI_O_IDLE_WAIT, 1, CLI_BIT(CLI_RUN)},
+    {"--give-up", CLI_O_GIVE_UP, 1, CLI_BIT(CLI_RUN)},
     {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
 };
 
@@ -197,7 +199,13 @@ static const char cli_usage_text[] =
     "      --node-id ID          this node's name (default hostname-pid)\n"
     "      --until-idle          exit once nothing is running or due\n"
     "      --idle-wait SECONDS   with --until-idle, wait for jobs due this\n"
-    "                            soon, like retries (default 5)\n"
+    "                            soon, like retries, and for jobs a dead node\n"
+    "                            left running whose leases expire this soon\n"
+    "                            (default 5); jobs still running elsewhere\n"
+    "                            at exit are counted in the log\n"
+    "      --give-up SECONDS     with --until-idle, exit 1 once the database\n"
+    "                            has failed claims, heartbeats or writes for\n"
+    "                            this long (default 60; 0: never)\n"
     "      --log-level L         debug, info, warn or error (default info)\n"
     "      --log-format F        text or json (default text)\n"
     "      --poll SECONDS        poll interval (default 1)\n"
@@ -564,6 +572,13 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   case CLI_O_PREFETCH:
     if (!(rc = cli_parse_int(o->name, v, 0, 100000, &n, err)))
       a->host.prefetch = (int)n;
+    break;
+  case CLI_O_GIVE_UP:
+    rc = cli_parse_seconds(o->name, v, &a->host.give_up_ms, err);
+    if (!rc && a->host.give_up_ms > PAWL_GIVE_UP_MAX_MS)
+      return cli_fail(err, CLI_USAGE, "--give-up must be at most %lld seconds, "
+                      "got \"%s\"", (long long)(PAWL_GIVE_UP_MAX_MS / 1000), v);
+    if (!rc && a->host.give_up_ms == 0) a->host.give_up_ms = -1;
     break;
   case CLI_O_UNSAFE_LUA: a->host.unsafe_lua = 1; break;
   }
@@ -1382,6 +1397,9 @@ static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
     return cli_fail(err, CLI_FAIL,
                     "stopped: the database file %s was deleted or replaced",
                     file.path);
+  /* It gave up, or left outcomes unstored: say so, and exit 1. */
+  if ((rc = pawl_host_status(p)) != 0)
+    return cli_fail(err, CLI_FAIL, "%s", pawl_errmsg(p));
   return CLI_OK;
 }
 

@@ -17,8 +17,10 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "fault.h"
 #include "iso8601.h"
 #include "pawl_internal.h"
+#include "utf8.h"
 #include "worker.h"
 
 /* Outcomes written per transaction, at most. */
@@ -27,6 +29,8 @@
 #define HOST_CLAIM_MAX 1000
 /* The watchdog's tick: how late a timeout may fire. */
 #define HOST_WATCHDOG_MS 20
+/* Running jobs looked at by --until-idle (jobs left by a dead node). */
+#define HOST_RUNNING_SCAN 1000
 
 int64_t host_mono_ms(void) {
   struct timespec ts;
@@ -54,6 +58,13 @@ static void host_cond_init(pthread_cond_t *c) {
   pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
   pthread_cond_init(c, &a);
   pthread_condattr_destroy(&a);
+}
+
+/* Starts a thread of the host. Returns 0 or an errno value (the test seam
+ * "thread" makes it fail on purpose). */
+static int host_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+  if (fault_hit(FAULT_THREAD)) return EAGAIN;
+  return pthread_create(t, NULL, fn, arg);
 }
 
 void pawl_host_opts_init(pawl_host_opts_t *o) {
@@ -286,6 +297,14 @@ typedef struct poller {
   int64_t next_heartbeat, next_recover, next_scan;
   int64_t claim_failed_at;   /* last "claim failed" logged (mono ms): while
                                 the database is away, once every 5 s */
+  /* For --until-idle's give-up: since when claims, and heartbeats, have
+   * failed in a row (mono ms; 0: the last one worked, or no claim was
+   * tried: a node whose workers are all busy does not claim), and why. A
+   * database that is away fails both; with every slot taken (by outcomes
+   * it cannot write, say) only the heartbeat still asks. */
+  int64_t claims_failing_since, beats_failing_since;
+  char claim_err[300], beat_err[300];
+  int64_t swept_for_idle;    /* last sweep forced by --until-idle (mono) */
 } poller_t;
 
 static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
@@ -357,6 +376,8 @@ static void poller_chores(poller_t *pl, int64_t now) {
   if (now >= pl->next_heartbeat) {
     pl->next_heartbeat = now + h->opts.heartbeat_ms;
     if (pawl_heartbeat(pl->p, NULL) != 0) {
+      if (!pl->beats_failing_since) pl->beats_failing_since = now;
+      snprintf(pl->beat_err, sizeof pl->beat_err, "%s", pawl_errmsg(pl->p));
       host_log_rc(h, pl->p, "heartbeat failed");
       pthread_mutex_lock(&h->mu);
       int lapsed = host_lapsed(h, 0, host_mono_ms()) && !h->lapsed_logged;
@@ -372,6 +393,7 @@ static void poller_chores(poller_t *pl, int64_t now) {
     } else {
       pthread_mutex_lock(&h->mu);
       h->beat_ok_mono = now;
+      pl->beats_failing_since = 0;
       int was_lapsed = h->lapsed_logged;
       h->lapsed_logged = 0;
       pthread_mutex_unlock(&h->mu);
@@ -450,14 +472,19 @@ static int host_capacity(host_t *h) {
 static size_t poller_claim(poller_t *pl) {
   host_t *h = pl->h;
   pthread_mutex_lock(&h->mu);
-  int outstanding = h->queued + h->running;
+  /* Outcomes the completer cannot write yet count as work held: a node
+   * whose database takes no outcomes does not claim more. */
+  int outstanding = h->queued + h->running + h->backlog;
   int capacity = host_capacity(h);
   int want = capacity - outstanding;
   /* Claim in batches: when a good part of the capacity is free, or a
    * worker is idle with nothing queued. */
   int idle = h->queued == 0 && h->running < h->nworkers;
   pthread_mutex_unlock(&h->mu);
-  if (want <= 0 || !(idle || want >= capacity / 4 || want >= 64)) return 0;
+  if (want <= 0 || !(idle || want >= capacity / 4 || want >= 64)) {
+    pl->claims_failing_since = 0; /* not tried: no news */
+    return 0;
+  }
   if (want > HOST_CLAIM_MAX) want = HOST_CLAIM_MAX;
   pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
                           .nqueues = h->opts.nqueues};
@@ -465,6 +492,8 @@ static size_t poller_claim(poller_t *pl) {
   size_t n = 0;
   if (pawl_claim(pl->p, &co, (size_t)want, &jobs, &n) != 0) {
     int64_t now = host_mono_ms();
+    if (!pl->claims_failing_since) pl->claims_failing_since = now;
+    snprintf(pl->claim_err, sizeof pl->claim_err, "%s", pawl_errmsg(pl->p));
     if (!pl->claim_failed_at || now - pl->claim_failed_at >= 5000) {
       pl->claim_failed_at = now;
       host_log_rc(h, pl->p, "claim failed");
@@ -472,6 +501,7 @@ static size_t poller_claim(poller_t *pl) {
     return 0;
   }
   pl->claim_failed_at = 0;
+  pl->claims_failing_since = 0;
   if (n == 0) return 0;
   int64_t claimed = host_mono_ms();
   host_item_t *first = NULL, *last = NULL;
@@ -512,7 +542,8 @@ static size_t poller_claim(poller_t *pl) {
 static int poller_idle(poller_t *pl, int64_t *next_due) {
   host_t *h = pl->h;
   pthread_mutex_lock(&h->mu);
-  int busy = h->queued || h->running || h->outcomes || h->writing;
+  int busy = h->queued || h->running || h->outcomes || h->writing ||
+             h->backlog;
   pthread_mutex_unlock(&h->mu);
   /* Busy: the next completion wakes us anyway, and the query below reads
    * every pending row, which is for an idle poller only. */
@@ -522,6 +553,118 @@ static int poller_idle(poller_t *pl, int64_t *next_due) {
                           .nqueues = h->opts.nqueues};
   if (pawl_next_due(pl->p, &co, next_due) != 0) return 0;
   return *next_due == 0 || *next_due > pawl_now(pl->p);
+}
+
+/* What running_elsewhere() gathers. */
+typedef struct poller_scan {
+  size_t n;
+  int64_t lease_end;         /* earliest lease expiry seen */
+} poller_scan_t;
+
+static int poller_scan_job(const pawl_job_t *j, void *data) {
+  poller_scan_t *s = data;
+  s->n++;
+  if (j->lease_expires && (!s->lease_end || j->lease_expires < s->lease_end))
+    s->lease_end = j->lease_expires;
+  return 0;
+}
+
+/* Jobs running in the database while this node runs none (it is idle):
+ * another node's, or a dead node's until their leases expire. How many
+ * (at most HOST_RUNNING_SCAN are looked at), and the earliest lease end. */
+static size_t poller_running_elsewhere(poller_t *pl, int64_t *lease_end) {
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  f.state = PAWL_RUNNING;
+  f.limit = HOST_RUNNING_SCAN;
+  if (pl->h->opts.nqueues == 1) f.queue = pl->h->queues[0];
+  poller_scan_t s = {0, 0};
+  if (pawl_list(pl->p, &f, poller_scan_job, &s) != 0) return 0;
+  *lease_end = s.lease_end;
+  return s.n;
+}
+
+/* --until-idle with a database that keeps failing claims (or heartbeats)
+ * for longer than give_up_ms: stop, and say so (pawl_host_status).
+ * Returns 1 when it gave up. */
+static int poller_give_up(poller_t *pl, int64_t now) {
+  host_t *h = pl->h;
+  if (!h->opts.until_idle || h->opts.give_up_ms <= 0) return 0;
+  /* Whichever has failed longest: claims, heartbeats, outcome writes. */
+  struct {
+    int64_t since;
+    const char *what, *why;
+  } f[3] = {{pl->claims_failing_since, "claiming jobs", pl->claim_err},
+            {pl->beats_failing_since, "extending leases", pl->beat_err},
+            {0, "writing outcomes", NULL}};
+  char write_err[sizeof h->write_err];
+  pthread_mutex_lock(&h->mu);
+  f[2].since = h->writes_failing_since;
+  memcpy(write_err, h->write_err, sizeof write_err);
+  pthread_mutex_unlock(&h->mu);
+  f[2].why = write_err;
+  int k = -1;
+  for (int i = 0; i < 3; i++)
+    if (f[i].since && (k < 0 || f[i].since < f[k].since)) k = i;
+  int64_t failing = k < 0 ? 0 : now - f[k].since;
+  if (k < 0 || failing < h->opts.give_up_ms) return 0;
+  const char *what = f[k].what, *why = f[k].why;
+  pthread_mutex_lock(&h->mu);
+  h->gave_up = 1;
+  snprintf(h->gave_up_msg, sizeof h->gave_up_msg,
+           "gave up: %s has failed for %.1f s: %s", what,
+           (double)failing / 1000.0, why);
+  pthread_mutex_unlock(&h->mu);
+  log_line_t line;
+  log_begin(&line, &h->log, PAWL_LOG_ERROR,
+            "giving up: the database has failed for longer than the give-up "
+            "time");
+  log_str(&line, "failing", what);
+  log_num(&line, "failing_s", (double)failing / 1000.0);
+  log_str(&line, "error", why);
+  log_end(&line);
+  pawl_stop(h->p, PAWL_STOP_GRACEFUL);
+  return 1;
+}
+
+/* --until-idle found nothing to do here: stop, unless a job comes due or
+ * a lease left by a dead node expires within idle_wait_ms (that job is
+ * taken back and run: it is work this run was started for). `next_due` is
+ * the earliest pending job's run_at (0: none); it becomes what the poller
+ * waits for. Returns 1 when the host is stopping. */
+static int poller_until_idle(poller_t *pl, int64_t now, int64_t *next_due) {
+  host_t *h = pl->h;
+  int64_t db_now = pawl_now(pl->p), lease_end = 0;
+  size_t elsewhere = poller_running_elsewhere(pl, &lease_end);
+  if (elsewhere && lease_end && lease_end - db_now <= h->opts.idle_wait_ms) {
+    if (lease_end <= db_now + 100) {
+      /* Expired: lease recovery takes it back at its next sweep. Make that
+       * soon (at most once a second), and look again shortly. */
+      if (now - pl->swept_for_idle >= 1000) {
+        pl->swept_for_idle = now;
+        pl->next_recover = now;
+      }
+      lease_end = db_now + 100;
+    }
+    if (*next_due == 0 || lease_end < *next_due) *next_due = lease_end;
+  }
+  if (*next_due != 0 && *next_due - db_now <= h->opts.idle_wait_ms) return 0;
+  if (elsewhere) {
+    log_line_t line;
+    log_begin(&line, &h->log, PAWL_LOG_WARN,
+              "stopping while jobs are still running elsewhere: on other "
+              "nodes, or left by a node that died (lease recovery takes "
+              "those back once their leases expire)");
+    log_int(&line, "running", (int64_t)elsewhere);
+    if (lease_end) {
+      char when[32];
+      iso8601_format(lease_end, when);
+      log_str(&line, "first_lease_expires", when);
+    }
+    log_end(&line);
+  }
+  pawl_stop(h->p, PAWL_STOP_GRACEFUL);
+  return 1;
 }
 
 static void *poller_main(void *arg) {
@@ -552,6 +695,7 @@ static void *poller_main(void *arg) {
       poller_chores(pl, now);
       size_t got = poller_claim(pl);
       if (got > 0) continue;
+      if (poller_give_up(pl, host_mono_ms())) continue;
     }
     int64_t wait = h->opts.poll_ms;
     if (!stopping) {
@@ -559,11 +703,8 @@ static void *poller_main(void *arg) {
       int idle = poller_idle(pl, &next_due);
       /* Jobs due soon (a retry, a snooze) are part of the work this run
        * was started for: wait for those, not for ones far in the future. */
-      if (h->opts.until_idle && idle &&
-          (next_due == 0 || next_due - pawl_now(pl->p) > h->opts.idle_wait_ms)) {
-        pawl_stop(h->p, PAWL_STOP_GRACEFUL);
+      if (h->opts.until_idle && idle && poller_until_idle(pl, now, &next_due))
         continue;
-      }
       if (next_due > 0) {
         int64_t until = next_due - pawl_now(pl->p);
         if (until < wait) wait = until < 1 ? 1 : until;
@@ -665,76 +806,413 @@ static int completer_may_end(host_t *h) {
   return h->abandoned > 0;
 }
 
-static void *completer_main(void *arg) {
-  host_t *h = arg;
-  pawl_t *p = NULL;
-  char err[512];
-  int64_t backoff = 10;
-  while (pawl__open_sibling(h->p, NULL, &p, err, sizeof err) != 0) {
-    log_line_t line;
-    log_begin(&line, &h->log, PAWL_LOG_ERROR, "completer cannot open the database");
-    log_str(&line, "error", err);
-    log_end(&line);
-    struct timespec ts = {backoff / 1000, (backoff % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-    if (backoff < 2000) backoff *= 2;
+/* The completer's buffers and state. pawl_start makes them, so that a
+ * failed allocation fails the start instead of leaving a host whose
+ * outcomes nobody writes. Used by the completer thread only. */
+typedef struct completer {
+  host_t *h;
+  pawl_t *p;                 /* its connection; NULL until it could open */
+  pawl_outcome_t *outs;      /* HOST_BATCH each */
+  int *rcs;
+  host_outcome_t **batch;
+  host_outcome_t *pending;   /* kept after a failed write, in order */
+  /* One round's verdicts: written (or given up on), and to write again. */
+  host_outcome_t *done, **done_tail;
+  host_outcome_t *again, **again_tail;
+  int down;                  /* this round met a database that is away
+                                (its code), 0: not */
+  char err[512];             /* why */
+} completer_t;
+
+static void completer_free(completer_t *c) {
+  if (!c) return;
+  free(c->outs);
+  free(c->rcs);
+  free(c->batch);
+  free(c);
+}
+
+static completer_t *completer_new(host_t *h) {
+  completer_t *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->h = h;
+  c->outs = malloc(HOST_BATCH * sizeof *c->outs);
+  c->rcs = malloc(HOST_BATCH * sizeof *c->rcs);
+  c->batch = malloc(HOST_BATCH * sizeof *c->batch);
+  if (!c->outs || !c->rcs || !c->batch) {
+    completer_free(c);
+    return NULL;
   }
-  pawl_outcome_t *outs = malloc(HOST_BATCH * sizeof *outs);
-  int *rcs = malloc(HOST_BATCH * sizeof *rcs);
-  host_outcome_t **batch = malloc(HOST_BATCH * sizeof *batch);
-  host_outcome_t *pending = NULL; /* taken from the queue, not yet written */
+  return c;
+}
+
+/* Errors that say the database is away, busy or out of room, not that it
+ * refuses what was written: the outcomes are kept and written again later.
+ * Any other error refuses something in the batch (bad data: PAWL_EINVAL,
+ * PostgreSQL's data exceptions), and retrying it as it is would fail the
+ * same way for ever. */
+static int completer_transient(int rc) {
+  return rc == PAWL_EUNAVAIL || rc == PAWL_EBUSY || rc == PAWL_EIO ||
+         rc == PAWL_ENOMEM;
+}
+
+static void completer_push(host_outcome_t ***tail, host_outcome_t *o) {
+  o->next = NULL;
+  **tail = o;
+  *tail = &o->next;
+}
+
+/* One write; each outcome's verdict goes into its rc when it returns 0. */
+static int completer_finish(completer_t *c, host_outcome_t **b, size_t n) {
+  for (size_t i = 0; i < n; i++) c->outs[i] = b[i]->out;
+  int rc = pawl_finish(c->p, c->outs, n, c->rcs);
+  if (!rc)
+    for (size_t i = 0; i < n; i++) b[i]->rc = c->rcs[i];
+  return rc;
+}
+
+static void completer_went_down(completer_t *c, int rc, const char *why) {
+  if (c->down) return;
+  c->down = rc;
+  snprintf(c->err, sizeof c->err, "%s", why);
+}
+
+/* Text from the store made safe to store and log (valid UTF-8, no NUL),
+ * cut to fit `len` (a byte may become three). */
+static void completer_reason(char *out, size_t len, const char *why) {
+  char *safe = utf8_scrub(why, strnlen(why, (len - 1) / 3), NULL);
+  snprintf(out, len, "%s", safe ? safe : "the database refused it");
+  free(safe);
+}
+
+static void completer_free_logs(host_outcome_t *o) {
+  for (size_t i = 0; i < o->nlogs; i++) {
+    free((char *)o->logs[i].level);
+    free((char *)o->logs[i].message);
+    free((char *)o->logs[i].fields);
+  }
+  free(o->logs);
+  o->logs = NULL;
+  o->nlogs = 0;
+  o->out.logs = NULL;
+  o->out.nlogs = 0;
+}
+
+/* First rewrite of a refused outcome: the same outcome without its log
+ * lines, and one line saying they were dropped (none when out of memory).
+ * Returns 0. */
+static int completer_strip_logs(host_outcome_t *o, const char *why) {
+  size_t n = o->nlogs;
+  completer_free_logs(o);
+  pawl_log_entry_t *e = calloc(1, sizeof *e);
+  char *msg = NULL;
+  if (!e || asprintf(&msg, "%zu log line%s of this attempt could not be "
+                     "stored: %s", n, n == 1 ? "" : "s", why) < 0) {
+    free(e);
+    return 0; /* the outcome goes without its note */
+  }
+  e->level = strdup("warn");
+  e->message = msg;
+  if (!e->level) {
+    free(msg);
+    free(e);
+    return 0;
+  }
+  o->logs = e;
+  o->nlogs = 1;
+  o->out.logs = e;
+  o->out.nlogs = 1;
+  return 0;
+}
+
+/* Second rewrite: no log lines, and a failure saying what could not be
+ * stored in place of what was refused. A success becomes a failure for
+ * good (dead-lettered): the retry policy is Lua, which the completer does
+ * not run, and the refusal is about the data, which a retry would likely
+ * produce again; an operator can `pawl retry` it. A retry keeps its time,
+ * a failure stays one. Hooks do not run for a rewritten outcome. Returns
+ * -1 when out of memory. */
+static int completer_rewrite(host_outcome_t *o, const char *why) {
+  completer_free_logs(o);
+  o->hooks = 0;
+  const char *what = NULL;
+  switch (o->out.kind) {
+  case PAWL_OUT_SUCCEEDED:
+    o->out.kind = PAWL_OUT_FAILED;
+    what = "the job's result could not be stored";
+    break;
+  case PAWL_OUT_FAILED:
+  case PAWL_OUT_RETRY:
+    what = "the job's outcome could not be stored";
+    break;
+  default:
+    return 0; /* nothing of its own to replace */
+  }
+  char *msg = NULL;
+  if (asprintf(&msg, "%s: %s", what, why) < 0) return -1;
+  free(o->result);
+  o->result = NULL;
+  free(o->error);
+  o->error = msg;
+  o->out.result = NULL;
+  o->out.error = msg;
+  return 0;
+}
+
+static const char *const completer_kinds[] = {
+    [PAWL_OUT_SUCCEEDED] = "succeeded", [PAWL_OUT_FAILED] = "failed",
+    [PAWL_OUT_RETRY] = "retry", [PAWL_OUT_SNOOZE] = "snooze",
+    [PAWL_OUT_RELEASE] = "release"};
+
+/* An outcome that will not be stored: logged with its job id, counted for
+ * pawl_host_status(), and sent on its way with `rc` (its hooks, if any,
+ * are only released). Its job stays running until the lease expires, when
+ * lease recovery takes it back. */
+static void completer_unstored(completer_t *c, host_outcome_t *o, int rc,
+                               const char *msg, const char *why) {
+  host_t *h = c->h;
+  log_line_t line;
+  log_begin(&line, &h->log, PAWL_LOG_ERROR, msg);
+  log_id(&line, "job", &o->out.id);
+  if (o->job) log_str(&line, "type", o->job->type);
+  log_int(&line, "attempt", o->out.attempt);
+  log_str(&line, "outcome", completer_kinds[o->out.kind]);
+  log_str(&line, "error", why);
+  log_end(&line);
+  pthread_mutex_lock(&h->mu);
+  h->unstored++;
+  h->unstored_rc = rc;
+  snprintf(h->unstored_msg, sizeof h->unstored_msg, "%s", why);
+  pthread_mutex_unlock(&h->mu);
+  o->rc = rc;
+  o->hooks = 0;
+  completer_push(&c->done_tail, o);
+}
+
+/* An outcome the database refused on its own (rc, why): rewritten, first
+ * without its log lines, then as a failure saying what was refused, and
+ * written alone each time; refused a third time, it is dropped. The
+ * rewrites stay with the outcome, so one kept for later (the database
+ * went away meanwhile) goes on from where it was. */
+static void completer_refused(completer_t *c, host_outcome_t *o, int rc,
+                              const char *why_in) {
+  char why[1024];
+  for (;;) {
+    completer_reason(why, sizeof why, why_in);
+    int step = ++o->refusals;
+    if (step == 1 && o->nlogs == 0) step = ++o->refusals;
+    int oom = 0;
+    if (step == 1) {
+      oom = completer_strip_logs(o, why);
+      log_line_t line;
+      log_begin(&line, &c->h->log, PAWL_LOG_WARN,
+                "the database refused an outcome: writing it again without "
+                "its log lines");
+      log_id(&line, "job", &o->out.id);
+      log_str(&line, "error", why);
+      log_end(&line);
+    } else if (step == 2) {
+      log_line_t line;
+      log_begin(&line, &c->h->log, PAWL_LOG_ERROR,
+                "the database refused an outcome: storing a failure that "
+                "says so instead");
+      log_id(&line, "job", &o->out.id);
+      log_str(&line, "outcome", completer_kinds[o->out.kind]);
+      log_str(&line, "error", why);
+      log_end(&line);
+      oom = completer_rewrite(o, why);
+    }
+    if (step > 2 || oom) {
+      completer_unstored(c, o, rc,
+                         "outcome dropped: the database refused it and its "
+                         "replacement; the job is taken back when its lease "
+                         "expires",
+                         why);
+      return;
+    }
+    rc = completer_finish(c, &o, 1);
+    if (rc == 0) {
+      if (o->rc == 0 || o->rc == PAWL_ELEASE) {
+        completer_push(&c->done_tail, o);
+        return;
+      }
+      rc = o->rc;
+      why_in = pawl_strerror(rc);
+    } else if (completer_transient(rc)) {
+      completer_went_down(c, rc, pawl_errmsg(c->p));
+      completer_push(&c->again_tail, o);
+      return;
+    } else {
+      why_in = pawl_errmsg(c->p);
+    }
+  }
+}
+
+/* Writes b[0..n). Written outcomes go to done. When the database refuses
+ * the batch, the batch is halved until each refused outcome stands alone
+ * (the others are written), and each of those is rewritten. Once the
+ * database is found away, nothing more is tried this round: the rest is
+ * kept, in order, for the next. */
+static void completer_write(completer_t *c, host_outcome_t **b, size_t n,
+                            int top) {
+  if (c->down) {
+    for (size_t i = 0; i < n; i++) completer_push(&c->again_tail, b[i]);
+    return;
+  }
+  int rc = completer_finish(c, b, n);
+  if (rc == 0) {
+    for (size_t i = 0; i < n; i++) {
+      if (b[i]->rc == 0 || b[i]->rc == PAWL_ELEASE)
+        completer_push(&c->done_tail, b[i]);
+      else
+        completer_refused(c, b[i], b[i]->rc, pawl_strerror(b[i]->rc));
+    }
+    return;
+  }
+  if (completer_transient(rc)) {
+    completer_went_down(c, rc, pawl_errmsg(c->p));
+    completer_write(c, b, n, 0); /* keeps them all */
+    return;
+  }
+  if (n == 1) {
+    completer_refused(c, b[0], rc, pawl_errmsg(c->p));
+    return;
+  }
+  if (top) {
+    log_line_t line;
+    log_begin(&line, &c->h->log, PAWL_LOG_WARN,
+              "the database refused a batch of outcomes: writing it in parts "
+              "to find the refused ones");
+    log_int(&line, "outcomes", (int64_t)n);
+    log_str(&line, "error", pawl_errmsg(c->p));
+    log_end(&line);
+  }
+  completer_write(c, b, n / 2, 0);
+  completer_write(c, b + n / 2, n - n / 2, 0);
+}
+
+/* Waits `ms`, or less when the host starts stopping (or stops at once),
+ * or its flush deadline passes. New outcomes do not cut it short: while
+ * the database is away, they wait for the next round. Called with h->mu
+ * held. */
+static void completer_backoff(host_t *h, int64_t ms) {
+  int64_t now = host_mono_ms(), until = now + ms;
+  int stopping = h->stopping;
+  while (now < until && h->stopping == stopping &&
+         !(h->flush_until && now >= h->flush_until)) {
+    int64_t left = until - now;
+    if (h->flush_until && h->flush_until - now < left) left = h->flush_until - now;
+    struct timespec ts = host_deadline(left > 0 ? left : 1);
+    pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
+    now = host_mono_ms();
+  }
+}
+
+static void *completer_main(void *arg) {
+  completer_t *c = arg;
+  host_t *h = c->h;
+  int64_t backoff = 10;
   for (;;) {
     pthread_mutex_lock(&h->mu);
-    while (!h->out_head && !pending && !completer_may_end(h)) {
+    while (!h->out_head && !c->pending && !completer_may_end(h)) {
       struct timespec ts = host_deadline(50);
       pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
     }
-    if (!h->out_head && !pending) {
+    if (!h->out_head && !c->pending) {
       pthread_mutex_unlock(&h->mu);
       break;
     }
     /* Take up to a batch: everything that arrived while we were writing
      * the last one goes into one transaction (group commit). */
     size_t n = 0;
-    while (pending && n < HOST_BATCH) {
-      batch[n++] = pending;
-      pending = pending->next;
+    while (c->pending && n < HOST_BATCH) {
+      c->batch[n++] = c->pending;
+      c->pending = c->pending->next;
     }
     while (h->out_head && n < HOST_BATCH) {
       host_outcome_t *o = h->out_head;
       h->out_head = o->next;
       if (!h->out_head) h->out_tail = NULL;
       h->outcomes--;
-      batch[n++] = o;
+      c->batch[n++] = o;
     }
     h->writing = (int)n;
     pthread_mutex_unlock(&h->mu);
-    for (size_t i = 0; i < n; i++) outs[i] = batch[i]->out;
-    int rc = pawl_finish(p, outs, n, rcs);
-    if (rc != 0) {
-      /* Keep every outcome in memory and try again: none is lost while
-       * the database is away. */
-      host_log_rc(h, p, "writing outcomes failed; retrying");
-      for (size_t i = n; i-- > 0;) {
-        batch[i]->next = pending;
-        pending = batch[i];
+
+    c->done = c->again = NULL;
+    c->done_tail = &c->done;
+    c->again_tail = &c->again;
+    c->down = 0;
+    if (!c->p) {
+      /* Opened here, not by pawl_start, so that a database that is away
+       * for a moment does not stop the host from starting; until it is
+       * back, this is a failed write like any other. */
+      char err[512];
+      int rc = pawl__open_sibling(h->p, NULL, &c->p, err, sizeof err);
+      if (rc) {
+        c->p = NULL;
+        completer_went_down(c, rc == PAWL_ENOMEM ? rc : PAWL_EUNAVAIL, err);
       }
-      struct timespec ts = {backoff / 1000, (backoff % 1000) * 1000000};
-      nanosleep(&ts, NULL);
-      if (backoff < 2000) backoff *= 2;
-      continue;
     }
-    backoff = 10;
+    completer_write(c, c->batch, n, 1);
+    /* What is kept goes before whatever was still left from before. */
+    *c->again_tail = c->pending;
+    c->pending = c->again;
+
     pthread_mutex_lock(&h->mu);
     h->writing = 0;
-    for (size_t i = 0; i < n; i++) {
-      host_outcome_t *o = batch[i];
-      o->rc = rcs[i];
+    if (!c->down) {
+      h->writes_failing_since = 0;
+    } else if (!h->writes_failing_since) {
+      h->writes_failing_since = host_mono_ms();
+      snprintf(h->write_err, sizeof h->write_err, "%s", c->err);
+    }
+    int give_up = c->down && h->stopping && h->flush_until &&
+                  host_mono_ms() >= h->flush_until;
+    pthread_mutex_unlock(&h->mu);
+    if (c->down) {
+      log_line_t line;
+      log_begin(&line, &h->log, PAWL_LOG_ERROR,
+                give_up ? "writing outcomes failed; stopping: not trying "
+                          "again"
+                        : "writing outcomes failed; retrying");
+      log_str(&line, "error", c->err);
+      log_end(&line);
+    }
+    if (give_up) {
+      /* Stopping, and the deadline for writing has passed: the rest is
+       * not stored. Each is listed; their jobs stay running until their
+       * leases expire, and lease recovery takes them back. */
+      size_t left = 0;
+      while (c->pending) {
+        host_outcome_t *o = c->pending;
+        c->pending = o->next;
+        left++;
+        completer_unstored(c, o, c->down,
+                           "outcome not stored: the host is stopping and the "
+                           "database does not take it; the job is taken back "
+                           "when its lease expires",
+                           c->err);
+      }
+      log_line_t line;
+      log_begin(&line, &h->log, PAWL_LOG_ERROR,
+                "outcomes not stored at the stop (listed above)");
+      log_int(&line, "outcomes", (int64_t)left);
+      log_end(&line);
+    }
+    size_t kept = 0;
+    for (host_outcome_t *o = c->pending; o; o = o->next) kept++;
+
+    pthread_mutex_lock(&h->mu);
+    h->backlog = (int)kept;
+    for (host_outcome_t *o = c->done, *next; o; o = next) {
+      next = o->next;
       if (o->worker >= 0)
         h->avg_job_ms = 0.95 * h->avg_job_ms + 0.05 * o->duration_ms;
-      completer_log(h, o);
+      if (o->rc == 0 || o->rc == PAWL_ELEASE) completer_log(h, o);
       if (o->worker >= 0 && o->hook_ref >= 0) {
-        /* Hooks run in the worker whose state holds their reference. */
+        /* Hooks run in the worker whose state holds their reference (one
+         * not stored only releases it there). */
         worker_t *w = h->workers[o->worker];
         o->next = w->inbox;
         w->inbox = o;
@@ -745,12 +1223,16 @@ static void *completer_main(void *arg) {
     }
     h->wake = 1;
     pthread_cond_signal(&h->poll_cv);
+    if (c->down && !give_up) {
+      completer_backoff(h, backoff);
+      if (backoff < 2000) backoff *= 2;
+    } else if (!c->down) {
+      backoff = 10;
+    }
     pthread_mutex_unlock(&h->mu);
   }
-  free(outs);
-  free(rcs);
-  free(batch);
-  pawl_close(p);
+  pawl_close(c->p);
+  c->p = NULL;
   pthread_mutex_lock(&h->mu);
   h->completer_done = 1;
   pthread_cond_broadcast(&h->work_cv);
@@ -900,8 +1382,9 @@ static void host_free(host_t *h) {
   }
   free(h->workers);
   host_scripts_free(h->scripts, h->nscripts);
-  for (size_t i = 0; i < h->opts.nqueues; i++) free(h->queues[i]);
+  for (size_t i = 0; h->queues && i < h->opts.nqueues; i++) free(h->queues[i]);
   free(h->queues);
+  completer_free(h->completer_state);
   free(h->scripts_dir);
   free(h->queues_csv);
   log_destroy(&h->log);
@@ -920,6 +1403,36 @@ static int host_fail(pawl_t *p, host_t *h, int rc, const char *msg) {
   p->owns_host = 0;
   host_free(h);
   return rc;
+}
+
+/* Undoes a pawl_start that could not start every thread or every worker's
+ * Lua state: the threads that did start (`workers` workers, and `others`)
+ * are stopped and joined, the host is freed, and pawl_start fails with rc
+ * and msg. Nothing was claimed: the poller starts last. A thread that was
+ * never started has its done flag set by the caller (for the workers'
+ * failure, none of the others was started). */
+static int host_unwind(pawl_t *p, host_t *h, const sigset_t *old, int workers,
+                       pthread_t *const *others, int nothers, int rc,
+                       const char *msg) {
+  pthread_mutex_lock(&h->mu);
+  h->stopping = PAWL_STOP_NOW;
+  h->poller_done = 1;
+  if (nothers == 0) h->completer_done = h->watchdog_done = 1;
+  pthread_cond_broadcast(&h->work_cv);
+  pthread_cond_broadcast(&h->done_cv);
+  pthread_cond_broadcast(&h->stop_cv);
+  pthread_cond_broadcast(&h->poll_cv);
+  pthread_mutex_unlock(&h->mu);
+  for (int i = 0; i < workers; i++) pthread_join(h->workers[i]->thread, NULL);
+  for (int i = 0; i < nothers; i++) pthread_join(*others[i], NULL);
+  pthread_sigmask(SIG_SETMASK, old, NULL);
+  poller_t *pl = h->poller_state;
+  h->poller_state = NULL;
+  worker_close(&pl->probe);
+  pthread_mutex_destroy(&pl->probe.dl);
+  pawl_close(pl->p);
+  free(pl);
+  return host_fail(p, h, rc, msg);
 }
 
 int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
@@ -953,6 +1466,19 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   if (o->default_timeout_s <= 0) o->default_timeout_s = 300;
   if (o->idle_wait_ms == 0) o->idle_wait_ms = 5000;
   if (o->idle_wait_ms < 0) o->idle_wait_ms = 0;
+  {
+    char msg[200] = "";
+    if (o->give_up_ms < -1 || o->give_up_ms > PAWL_GIVE_UP_MAX_MS)
+      snprintf(msg, sizeof msg,
+               "give_up_ms must be -1 (never) or between 0 and %lld (got %lld)",
+               (long long)PAWL_GIVE_UP_MAX_MS, (long long)o->give_up_ms);
+    else if (o->flush_ms < 0 || o->flush_ms > PAWL_GIVE_UP_MAX_MS)
+      snprintf(msg, sizeof msg, "flush_ms must be between 0 and %lld (got %lld)",
+               (long long)PAWL_GIVE_UP_MAX_MS, (long long)o->flush_ms);
+    if (msg[0]) return host_fail(p, h, PAWL_EINVAL, msg);
+  }
+  if (o->give_up_ms == 0) o->give_up_ms = 60000;
+  if (o->flush_ms == 0) o->flush_ms = 10000;
   h->started_at = pawl_now(p);
   h->avg_job_ms = 1.0;
   h->scripts_dir = strdup(o->scripts_dir ? o->scripts_dir : "./scripts");
@@ -1027,6 +1553,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     pthread_mutex_init(&w->dl, NULL);
     rc = pawl__open_sibling(p, NULL, &w->p, err, sizeof err);
   }
+  if (!rc && !(h->completer_state = completer_new(h))) rc = PAWL_ENOMEM;
   if (rc) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pl) {
@@ -1061,38 +1588,63 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   /* Each worker thread builds its own Lua state, one at a time (lua-cjson's
    * initialisation writes a static; the probe above opened it first), and
    * no job is claimed before every state is ready. */
-  for (int i = 0; i < o->workers; i++)
-    pthread_create(&h->workers[i]->thread, NULL, worker_main, h->workers[i]);
+  int started = 0, terr = 0;
+  for (int i = 0; i < o->workers && !terr; i++)
+    if (!(terr = host_thread_start(&h->workers[i]->thread, worker_main,
+                                   h->workers[i])))
+      started++;
   pthread_mutex_lock(&h->mu);
-  while (h->states_ready + h->states_failed < o->workers)
+  h->workers_alive -= o->workers - started; /* those that never started */
+  while (h->states_ready + h->states_failed < started)
     pthread_cond_wait(&h->stop_cv, &h->mu);
-  int failed = h->states_failed;
-  if (failed) {
-    /* Nothing ran yet: let the workers that did start leave at once. */
-    h->stopping = PAWL_STOP_NOW;
-    h->completer_done = 1;
-    pthread_cond_broadcast(&h->work_cv);
-  }
+  int failed = h->states_failed || terr;
   pthread_mutex_unlock(&h->mu);
   if (failed) {
-    for (int i = 0; i < o->workers; i++) pthread_join(h->workers[i]->thread, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    worker_close(&pl->probe);
-    pthread_mutex_destroy(&pl->probe.dl);
-    pawl_close(pl->p);
-    free(pl);
-    h->poller_state = NULL;
-    snprintf(err, sizeof err, "%s", h->start_err);
-    return host_fail(p, h, PAWL_ESTORE, err);
+    if (terr)
+      snprintf(err, sizeof err, "cannot start a worker thread: %s",
+               strerror(terr));
+    else
+      snprintf(err, sizeof err, "%s", h->start_err);
+    return host_unwind(p, h, &old, started, NULL, 0,
+                       terr ? PAWL_ENOMEM : PAWL_ESTORE, err);
   }
-  pthread_create(&h->completer, NULL, completer_main, h);
-  pthread_create(&h->watchdog, NULL, watchdog_main, h);
-  pthread_create(&h->checkpointer, NULL, checkpointer_main, h);
-  if (p->store->ops->wakeup.listen)
-    pthread_create(&h->listener, NULL, listener_main, h);
-  else
-    h->listener_done = 1;
-  pthread_create(&h->poller, NULL, poller_main, pl);
+  /* The other threads; the poller last, so that nothing is claimed unless
+   * every thread that writes, watches and listens is there. */
+  struct {
+    pthread_t *t;
+    void *(*fn)(void *);
+    void *arg;
+    int *done;
+    const char *name;
+  } threads[] = {
+      {&h->completer, completer_main, h->completer_state, &h->completer_done,
+       "completer"},
+      {&h->watchdog, watchdog_main, h, &h->watchdog_done, "watchdog"},
+      {&h->checkpointer, checkpointer_main, h, &h->checkpointer_done,
+       "checkpointer"},
+      {&h->listener, listener_main, h, &h->listener_done, "listener"},
+      {&h->poller, poller_main, pl, &h->poller_done, "poller"},
+  };
+  int nthreads = (int)(sizeof threads / sizeof *threads), up = 0, nrun = 0;
+  pthread_t *running[sizeof threads / sizeof *threads];
+  if (!p->store->ops->wakeup.listen) h->listener_done = 1;
+  for (; up < nthreads; up++) {
+    if (threads[up].t == &h->listener && !p->store->ops->wakeup.listen)
+      continue;
+    if ((terr = host_thread_start(threads[up].t, threads[up].fn,
+                                  threads[up].arg)))
+      break;
+    running[nrun++] = threads[up].t;
+  }
+  if (terr) {
+    snprintf(err, sizeof err, "cannot start the %s thread: %s",
+             threads[up].name, strerror(terr));
+    /* Those never started count as ended; the others end as in a stop. */
+    pthread_mutex_lock(&h->mu);
+    for (int i = up; i < nthreads; i++) *threads[i].done = 1;
+    pthread_mutex_unlock(&h->mu);
+    return host_unwind(p, h, &old, started, running, nrun, PAWL_ENOMEM, err);
+  }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return 0;
 }
@@ -1103,6 +1655,14 @@ void pawl_stop(pawl_t *p, int how) {
   pthread_mutex_lock(&h->mu);
   int was = h->stopping;
   if (how > h->stopping) h->stopping = how;
+  /* Outcomes the database does not take are tried until the grace period
+   * and the flush time have passed; after a stop-now, once more each. */
+  int64_t now = host_mono_ms();
+  if (h->stopping == PAWL_STOP_GRACEFUL && was == 0)
+    h->flush_until = now + h->opts.grace_ms + h->opts.flush_ms;
+  else if (h->stopping == PAWL_STOP_NOW && was != PAWL_STOP_NOW &&
+           (!h->flush_until || now < h->flush_until))
+    h->flush_until = now;
   /* Once the host has stopped there is nothing left to hand back. */
   int ended = h->poller_done && h->completer_done;
   if (h->stopping != was && !ended) {
@@ -1120,7 +1680,33 @@ void pawl_stop(pawl_t *p, int how) {
   h->wake = 1;
   pthread_cond_broadcast(&h->poll_cv);
   pthread_cond_broadcast(&h->work_cv);
+  pthread_cond_broadcast(&h->done_cv);
   pthread_mutex_unlock(&h->mu);
+}
+
+int pawl_host_status(pawl_t *p) {
+  host_t *h = p->host;
+  if (!h) return 0;
+  pthread_mutex_lock(&h->mu);
+  int ended = h->joined;
+  int rc = 0;
+  if (ended && h->gave_up) {
+    rc = PAWL_EUNAVAIL;
+    if (h->unstored)
+      pawl__fail(p, rc, "%s; and %d outcome%s could not be stored (see the "
+                 "log)", h->gave_up_msg, h->unstored,
+                 h->unstored == 1 ? "" : "s");
+    else
+      pawl__fail(p, rc, "%s", h->gave_up_msg);
+  } else if (ended && h->unstored) {
+    rc = h->unstored_rc ? h->unstored_rc : PAWL_ESTORE;
+    pawl__fail(p, rc,
+               "%d outcome%s could not be stored (each is in the log; those "
+               "jobs are taken back when their leases expire): %s",
+               h->unstored, h->unstored == 1 ? "" : "s", h->unstored_msg);
+  }
+  pthread_mutex_unlock(&h->mu);
+  return rc;
 }
 
 int pawl_wait(pawl_t *p, int64_t timeout_ms) {

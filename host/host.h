@@ -43,6 +43,8 @@ typedef struct host_outcome {
   int hooks;                 /* which hooks to run once stored */
   double duration_ms;
   int rc;                    /* store's verdict, after the write */
+  int refusals;              /* times the store refused it as bad data: the
+                                completer rewrites it, then drops it */
   struct host_outcome *next;
 } host_outcome_t;
 
@@ -110,6 +112,22 @@ typedef struct host {
    * taken back by another node: it is not started (see host_lapsed()). */
   int64_t beat_ok_mono;
   int lapsed_logged;         /* "not starting new jobs" was logged */
+  /* Stopping with a database that does not take outcomes: a failed write
+   * after flush_until (monotonic ms; 0 while not stopping) is final. */
+  int64_t flush_until;
+  int backlog;               /* outcomes the completer holds after a failed
+                                write: the poller claims that many fewer */
+  int64_t writes_failing_since; /* mono ms of the first of the completer's
+                                failed rounds in a row, 0: the last wrote */
+  char write_err[512];       /* why it failed */
+  struct completer *completer_state; /* its buffers, made by pawl_start */
+  /* How the host ended (pawl_host_status): it gave up (until_idle, claims
+   * failing), and outcomes it could not store (logged one by one). */
+  int gave_up;
+  char gave_up_msg[640];
+  int unstored;
+  int unstored_rc;
+  char unstored_msg[300];
   int states_ready, states_failed; /* workers' Lua states built at start */
   char start_err[512];       /* why a worker could not build its state */
   pthread_mutex_t lua_init;  /* serializes lua_State creation: lua-cjson's

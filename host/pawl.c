@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fault.h"
 #include "host.h"
 #include "json.h"
 #include "pawl.h"
@@ -229,6 +230,7 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
       .no_autocheckpoint = opts->manual_checkpoint,
   };
   int rc = store_open(&p->store, &cfg, errbuf, errlen);
+  if (!rc) rc = fault_store_wrap(&p->store, errbuf, errlen); /* tests only */
   if (rc) {
     pawl_close(p);
     return rc;
@@ -270,6 +272,7 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
     return PAWL_ENOMEM;
   }
   int rc = store_open(&p->store, &p->cfg, errbuf, errlen);
+  if (!rc) rc = fault_store_wrap(&p->store, errbuf, errlen); /* tests only */
   if (rc) {
     pawl_close(p);
     return rc;

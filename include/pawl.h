@@ -519,6 +519,9 @@ PAWL_EXTERN int pawl_script_info(const char *scripts_dir, const char *type,
  * host's threads, one call at a time. */
 typedef void (*pawl_log_fn)(void *data, int level, const char *line);
 
+/* The longest give_up_ms and flush_ms accepted: a day. */
+#define PAWL_GIVE_UP_MAX_MS (INT64_C(24) * 3600 * 1000)
+
 typedef struct pawl_host_opts {
   const char *scripts_dir;   /* job scripts; NULL: "./scripts" */
   int workers;               /* worker threads, each with its own Lua state;
@@ -537,7 +540,22 @@ typedef struct pawl_host_opts {
   int until_idle;            /* 1: stop once nothing is running and no job
                                 is due (now or within idle_wait_ms) */
   int64_t idle_wait_ms;      /* until_idle also waits for jobs due this
-                                soon (retries, snoozes); 0: 5000, -1: none */
+                                soon (retries, snoozes), and for the leases
+                                of jobs left running by a dead node that
+                                expire this soon; 0: 5000, -1: none */
+  int64_t give_up_ms;        /* until_idle: stop once claims, heartbeats
+                                or outcome writes have failed in a row for
+                                this long (a database that stays away),
+                                with pawl_host_status() PAWL_EUNAVAIL;
+                                0: 60000, -1: never; at most
+                                PAWL_GIVE_UP_MAX_MS */
+  int64_t flush_ms;          /* stopping: outcomes the database does not
+                                take are retried until the grace period
+                                plus this long has passed (after a second
+                                pawl_stop(), PAWL_STOP_NOW, each gets one
+                                more try), then listed in the log as not
+                                stored; 0: 10000; at most
+                                PAWL_GIVE_UP_MAX_MS */
   int unsafe_lua;            /* 1: job code gets the full standard library */
   int log_level;             /* PAWL_LOG_*; default PAWL_LOG_INFO (0 is
                                 DEBUG: set it explicitly) */
@@ -566,6 +584,17 @@ PAWL_EXTERN void pawl_stop(pawl_t *p, int how);
  * (until_idle) or after pawl_stop(), then joins its threads. Returns 0 once
  * stopped, PAWL_EBUSY if still running at the timeout. */
 PAWL_EXTERN int pawl_wait(pawl_t *p, int64_t timeout_ms);
+
+/* How the host ended, once pawl_wait() has returned 0 (before that, and
+ * without a host: 0). 0: it stopped cleanly. PAWL_EUNAVAIL: it gave up
+ * (until_idle: the database failed it for longer than give_up_ms).
+ * Another negative code (the database's last refusal, PAWL_EUNAVAIL when
+ * it was away): some outcomes could not be stored, each listed in the log
+ * with its job id; those jobs stay running until their leases expire, and
+ * lease recovery then takes them back. pawl_errmsg(p) says which, in one
+ * line (valid until the next call on p). Call it from the thread that
+ * called pawl_wait(). */
+PAWL_EXTERN int pawl_host_status(pawl_t *p);
 
 #ifdef __cplusplus
 }

@@ -160,7 +160,8 @@ function Ctx:log(level, msg, fields)
     if type(fields) ~= "table" then error("ctx:log: fields must be a table", 2) end
     f = pjson.encode(fields)
   end
-  host.log(self._seq, level, tostring(msg), f)
+  local err = host.log(self._seq, level, tostring(msg), f)
+  if err then error("ctx:log: " .. err, 2) end
 end
 
 function Ctx:progress(done, total)

@@ -9,3 +9,4 @@
 #include "test_list_redact.h"
 #include "test_list_dbfile.h"
 #include "test_list_ljson.h"
+#include "test_list_completer.h"

@@ -357,6 +357,8 @@ static int pg_code(pg_store_t *s, const PGresult *res) {
   if (strcmp(st, "23505") == 0) return PAWL_EKEY;       /* unique_violation */
   if (strcmp(st, "23503") == 0) return PAWL_ENOTFOUND;  /* foreign_key_violation */
   if (strncmp(st, "22", 2) == 0) return PAWL_EINVAL;    /* data exception */
+  if (strncmp(st, "23", 2) == 0) return PAWL_EINVAL;    /* other integrity
+                                                          constraints */
   if (strcmp(st, "40001") == 0 || strcmp(st, "40P01") == 0 ||
       strcmp(st, "55P03") == 0)
     return PAWL_EBUSY; /* serialization failure, deadlock, lock not available */

@@ -1,0 +1,75 @@
+/* fault.h: TEST-ONLY fault injection: a store that refuses the Nth write,
+ * a thread that does not start, an allocation that fails.
+ *
+ * Off unless the environment variable PAWL_TEST_FAULTS is set when the
+ * first database is opened (the `pawl` binary, the library), or a C test
+ * calls fault_plan_set(). It exists so that tests can drive the paths that
+ * real failures take (a refused outcome, a database that stays away, a
+ * thread that cannot start) without hoping for them. Never set
+ * PAWL_TEST_FAULTS in production: a node with faults planned refuses work
+ * on purpose. A malformed plan makes every open fail with a message naming
+ * the rule, so a typo cannot pass for a plan that never fires.
+ *
+ * A plan is rules separated by commas; a rule is SITE:N[+][:MODE]. N
+ * counts events of the site in this process, from 1; "N+" means the Nth
+ * and every later one.
+ *
+ *   finish:N[+]:transient  the finish call carrying the Nth outcome (or
+ *                          every call from it on) fails with PAWL_EUNAVAIL,
+ *                          nothing written: a database that went away
+ *   finish:N:permanent     the Nth outcome is bad data: every finish call
+ *                          that carries it unchanged (same job, attempt,
+ *                          kind, result and error; log lines aside) fails
+ *                          with PAWL_EINVAL; a rewritten one passes
+ *   finish:N:logs          the Nth outcome is refused (PAWL_EINVAL) as long
+ *                          as it carries its own log lines
+ *   finish:N:poison        every outcome of the Nth outcome's job is
+ *                          refused (PAWL_EINVAL), rewritten or not
+ *   claim:N[+]             the Nth claim call (or every one from it on)
+ *                          fails with PAWL_EUNAVAIL
+ *   open:N[+]              the Nth database open (every one from it on)
+ *                          fails with PAWL_EUNAVAIL
+ *   thread:N[+]            the Nth thread the host starts (...) fails to
+ *                          start, as if pthread_create said EAGAIN
+ *   result_alloc:N[+]      the Nth copy of a job's result (...) fails, as
+ *                          if out of memory
+ *
+ * Outcomes are counted as finish calls carry them: an outcome written
+ * again after a failure is counted again. */
+#ifndef PAWL_FAULT_H
+#define PAWL_FAULT_H
+
+#include <stddef.h>
+
+#include "store.h"
+
+typedef enum fault_site {
+  FAULT_FINISH,
+  FAULT_CLAIM,
+  FAULT_OPEN,
+  FAULT_THREAD,
+  FAULT_RESULT_ALLOC,
+  FAULT_NSITES
+} fault_site_t;
+
+/* Replaces the plan (NULL or "": none) and resets every count. Returns 0,
+ * or PAWL_EINVAL with a message in err when `spec` is malformed (the plan
+ * is then empty). For C tests; the environment variable is read once, on
+ * first use, unless this was called before. Not for use while stores are
+ * in use on other threads. */
+int fault_plan_set(const char *spec, char *err, size_t errlen);
+
+/* 1 if this event of `site` is to fail (and counts it), else 0. Cheap when
+ * no plan is set. For the sites that are not store calls (thread,
+ * result_alloc). Thread-safe. */
+int fault_hit(fault_site_t site);
+
+/* Called on every store pawl opens: with a plan that touches the store,
+ * makes *st refuse what the plan says (its ops are replaced by wrappers
+ * that call the backend's own). With an "open" fault due, closes *st,
+ * sets it to NULL and returns PAWL_EUNAVAIL; with a malformed
+ * PAWL_TEST_FAULTS, does the same with PAWL_EINVAL. errbuf gets the
+ * message. Returns 0 otherwise (no plan: nothing changes). */
+int fault_store_wrap(store_t **st, char *errbuf, size_t errlen);
+
+#endif
