@@ -94,7 +94,9 @@ typedef enum cli_opt_id {
   CLI_O_LEASE,
   CLI_O_PREFETCH,
   CLI_O_IDLE_WAIT,
-  CLI_O_UNSAFE_LUA
+  CLI_O_UNSAFE_LUA,
+  CLI_O_ALLOW_IO,
+  CLI_O_ALLOW_ENV
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -137,6 +139,8 @@ static const struct cli_opt {
     {"--prefetch", CLI_O_PREFETCH, 1, CLI_BIT(CLI_RUN)},
     {"--idle-wait", CLI_O_IDLE_WAIT, 1, CLI_BIT(CLI_RUN)},
     {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
+    {"--allow-io", CLI_O_ALLOW_IO, 0, CLI_BIT(CLI_RUN)},
+    {"--allow-env", CLI_O_ALLOW_ENV, 0, CLI_BIT(CLI_RUN)},
 };
 
 #define CLI_NOPTS (sizeof cli_opts / sizeof cli_opts[0])
@@ -203,6 +207,9 @@ static const char cli_usage_text[] =
     "                            at once\n"
     "      --prefetch N          jobs claimed ahead of free workers (default:\n"
     "                            about 10 ms of work per worker)\n"
+    "      --allow-io            let job code read and write files (io.open,\n"
+    "                            io.lines, io.read, io.write, io.type)\n"
+    "      --allow-env           let job code read the environment (os.getenv)\n"
     "      --unsafe-lua          give job code the full standard library\n"
     "  bench [--help]          measure enqueue, throughput and pickup latency\n"
     "  version                 print pawl's version\n"
@@ -488,6 +495,8 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
       a->host.prefetch = (int)n;
     break;
   case CLI_O_UNSAFE_LUA: a->host.unsafe_lua = 1; break;
+  case CLI_O_ALLOW_IO: a->host.allow_io = 1; break;
+  case CLI_O_ALLOW_ENV: a->host.allow_env = 1; break;
   }
   return rc;
 }
