@@ -85,11 +85,10 @@ local function closing(msg, p, q)
   end
 end
 
--- Bytes of a key: letters, digits, _ . -
-local KEY_BYTE = {}
-for c = 0, 255 do
-  local ch = string.char(c)
-  KEY_BYTE[c] = ch:find("^[%w_%.%-]$") ~= nil
+-- Whether byte c may be part of a key: a letter, a digit, _ . or -
+local function key_byte(c)
+  return (c >= 97 and c <= 122) or (c >= 65 and c <= 90) or (c >= 48 and c <= 57)
+         or c == 95 or c == 46 or c == 45
 end
 
 -- Lower-case words that every secret key contains: the text is searched
@@ -127,7 +126,7 @@ local function redact_pairs(msg, low)
       if not s then break end
       -- The whole key around the word.
       local a = s
-      while a > 1 and KEY_BYTE[byte(low, a - 1)] do a = a - 1 end
+      while a > 1 and key_byte(byte(low, a - 1)) do a = a - 1 end
       local _, b = find(low, "^[%w_%.%-]*", s)
       if not starts then starts, ends = {}, {} end
       if not ends[a] then

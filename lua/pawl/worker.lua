@@ -237,19 +237,25 @@ local function read_only(name)
   end
 end
 
--- A read-only view of `t`; tables in it are viewed too. Later changes to
--- `t` do not show (host modules do not change after they load).
+-- A read-only view of `t`; tables in it are viewed too (then it reads
+-- from a copy of `t` holding their views: later changes to `t` do not
+-- show, and host modules do not change after they load).
 local function view(t, name)
   local v = view_of[t]
   if v then return v end
-  local b = {}
+  local b = t
+  for _, x in pairs(t) do
+    if type(x) == "table" then b = {} break end
+  end
   v = setmetatable({}, { __index = b, __newindex = read_only(name),
                          __metatable = false })
   view_of[t] = v
   backing[v] = b
-  for k, x in pairs(t) do
-    if type(x) == "table" then x = view(x, name .. "." .. tostring(k)) end
-    b[k] = x
+  if b ~= t then
+    for k, x in pairs(t) do
+      if type(x) == "table" then x = view(x, name .. "." .. tostring(k)) end
+      b[k] = x
+    end
   end
   return v
 end
@@ -307,10 +313,26 @@ local function through(fn)
   return function(t, ...) return fn(backing[t] or t, ...) end
 end
 
+-- pairs and ipairs return the table they walk: for a view, walk what it
+-- reads from without handing that out.
+local function view_next(t, k) return next(backing[t], k) end
+local function view_inext(t, i)
+  i = i + 1
+  local x = rawget(backing[t], i)
+  if x ~= nil then return i, x end
+end
+
 local SANDBOX = {
   rawset = refuse_views(rawset, "rawset"),
   rawget = through(rawget), next = through(next),
-  pairs = through(pairs), ipairs = through(ipairs),
+  pairs = function(t)
+    if backing[t] then return view_next, t, nil end
+    return pairs(t)
+  end,
+  ipairs = function(t)
+    if backing[t] then return view_inext, t, 0 end
+    return ipairs(t)
+  end,
   collectgarbage = function(opt, ...)
     if opt == nil or opt == "collect" or opt == "count" or opt == "step" then
       return collectgarbage(opt, ...)
