@@ -271,15 +271,37 @@ static int cli_lib_fail(pawl_t *p, int rc, char *err) {
 
 /* Appends s for a terminal: control characters (a newline in a payload, an
  * escape sequence in an error) are written as escapes, so one field stays
- * one line and cannot repaint the screen. */
+ * one line and cannot repaint the screen; so are C1 controls (which some
+ * terminals obey), the line separators and bidirectional overrides (which
+ * reorder what is shown), and bytes that are not UTF-8. */
 static void cli_text(pawl_buf_t *b, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '\n') buf_puts(b, "\\n");
-    else if (c == '\t') buf_puts(b, "\\t");
-    else if (c == '\r') buf_puts(b, "\\r");
-    else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\x%02x", c);
-    else buf_putc(b, (char)c);
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = strlen(s);
+  for (size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      if (c == '\n') buf_puts(b, "\\n");
+      else if (c == '\t') buf_puts(b, "\\t");
+      else if (c == '\r') buf_puts(b, "\\r");
+      else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\x%02x", c);
+      else buf_putc(b, (char)c);
+      i++;
+      continue;
+    }
+    size_t k = json_utf8_len(p + i, n - i);
+    if (k == 0) {
+      buf_printf(b, "\\x%02x", c);
+      i++;
+      continue;
+    }
+    uint32_t cp = p[i] & (0xFF >> (k + 1));
+    for (size_t j = 1; j < k; j++) cp = (cp << 6) | (p[i + j] & 0x3F);
+    if (cp <= 0x9F || cp == 0x2028 || cp == 0x2029 ||
+        (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
+      buf_printf(b, "\\u%04x", (unsigned)cp);
+    else
+      buf_append(b, p + i, k);
+    i += k;
   }
 }
 

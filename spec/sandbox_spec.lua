@@ -589,5 +589,18 @@ end, max_attempts = 1 }]]):format(NASTY, PRINTED)
         assert.is_true(has(j.logs[1].message, "FORGED job=x \27[31mred"))
       end)
     end
+
+    it("cannot reach the operator's terminal through pawl show and pawl jobs", function()
+      env:script("nasty", nasty_script())
+      local id = env:enqueue("nasty")
+      run(env, "--workers", "1")
+      for _, args in ipairs { { "show", id }, { "jobs" } } do
+        local out = env:ok(unpack(args))
+        if args[1] == "show" then assert.is_true(has(out, "FORGED"), out) end
+        for _, raw in ipairs { "\27", "\127", "\194\155", "\226\128\174" } do
+          assert.is_false(has(out, raw), ("pawl %s prints %q:\n%s"):format(args[1], raw, out))
+        end
+      end
+    end)
   end)
 end)
