@@ -87,9 +87,9 @@ return {
     local ATTACKS = {
       { "the string metatable's __index (the issue's attack)",
         [[getmetatable("").__index.gsub = function(s) return s, 0 end]],
-        "is read-only in job code" },
+        "string.gsub is read-only in job code" },
       { "the string metatable itself",
-        [[getmetatable("").__index = {}]], "read-only in job code" },
+        [[getmetatable("").__index = {}]], 'getmetatable("").__index is read-only in job code' },
       { "the pawl.sanitize module (the issue's attack)",
         [[require("pawl.sanitize").default = function(m) return m end]],
         "pawl.sanitize.default is read-only in job code" },

@@ -366,7 +366,7 @@ local function libraries()
   -- The string metatable is one for every string in the state: job code
   -- gets a read-only stand-in for it, whose __index is the `string` view.
   LIB.string = view(string, "string")
-  getmetatable("").__metatable = view({ __index = string }, "the string metatable")
+  getmetatable("").__metatable = view({ __index = string }, 'getmetatable("")')
   -- Open files share one metatable whose __index is itself: give it an
   -- __index of its own (a view) and hide it, so f.__index reaches nothing.
   local fmt = getmetatable(io.stdout)
