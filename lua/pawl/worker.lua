@@ -638,6 +638,7 @@ function W.load(files, opts, sources)
     granted.env = opts.allow_env and true or false
     if opts.default_timeout then host_timeout = opts.default_timeout end
   end
+  if dirty then settle() end
   current_job, current_spec = nil, nil
   local errors = {}
   local d = files._defaults
