@@ -97,7 +97,9 @@ typedef enum cli_opt_id {
   CLI_O_PREFETCH,
   CLI_O_IDLE_WAIT,
   CLI_O_GIVE_UP,
-  CLI_O_UNSAFE_LUA
+  CLI_O_UNSAFE_LUA,
+  CLI_O_ALLOW_IO,
+  CLI_O_ALLOW_ENV
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -141,6 +143,8 @@ static const struct cli_opt {
     {"--idle-wait", CLI_O_IDLE_WAIT, 1, CLI_BIT(CLI_RUN)},
     {"--give-up", CLI_O_GIVE_UP, 1, CLI_BIT(CLI_RUN)},
     {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
+    {"--allow-io", CLI_O_ALLOW_IO, 0, CLI_BIT(CLI_RUN)},
+    {"--allow-env", CLI_O_ALLOW_ENV, 0, CLI_BIT(CLI_RUN)},
 };
 
 #define CLI_NOPTS (sizeof cli_opts / sizeof cli_opts[0])
@@ -215,6 +219,9 @@ static const char cli_usage_text[] =
     "                            at once\n"
     "      --prefetch N          jobs claimed ahead of free workers (default:\n"
     "                            about 10 ms of work per worker)\n"
+    "      --allow-io            let job code read and write files (io.open,\n"
+    "                            io.lines, io.read, io.write, io.type)\n"
+    "      --allow-env           let job code read the environment (os.getenv)\n"
     "      --unsafe-lua          give job code the full standard library\n"
     "  bench [--help]          measure enqueue, throughput and pickup latency\n"
     "  version                 print pawl's version\n"
@@ -284,15 +291,37 @@ static int cli_lib_fail(pawl_t *p, int rc, char *err) {
 
 /* Appends s for a terminal: control characters (a newline in a payload, an
  * escape sequence in an error) are written as escapes, so one field stays
- * one line and cannot repaint the screen. */
+ * one line and cannot repaint the screen; so are C1 controls (which some
+ * terminals obey), the line separators and bidirectional overrides (which
+ * reorder what is shown), and bytes that are not UTF-8. */
 static void cli_text(pawl_buf_t *b, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '\n') buf_puts(b, "\\n");
-    else if (c == '\t') buf_puts(b, "\\t");
-    else if (c == '\r') buf_puts(b, "\\r");
-    else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\x%02x", c);
-    else buf_putc(b, (char)c);
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = strlen(s);
+  for (size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      if (c == '\n') buf_puts(b, "\\n");
+      else if (c == '\t') buf_puts(b, "\\t");
+      else if (c == '\r') buf_puts(b, "\\r");
+      else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\x%02x", c);
+      else buf_putc(b, (char)c);
+      i++;
+      continue;
+    }
+    size_t k = json_utf8_len(p + i, n - i);
+    if (k == 0) {
+      buf_printf(b, "\\x%02x", c);
+      i++;
+      continue;
+    }
+    uint32_t cp = p[i] & (0xFF >> (k + 1));
+    for (size_t j = 1; j < k; j++) cp = (cp << 6) | (p[i + j] & 0x3F);
+    if (cp <= 0x9F || cp == 0x2028 || cp == 0x2029 ||
+        (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
+      buf_printf(b, "\\u%04x", (unsigned)cp);
+    else
+      buf_append(b, p + i, k);
+    i += k;
   }
 }
 
@@ -581,6 +610,8 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     if (!rc && a->host.give_up_ms == 0) a->host.give_up_ms = -1;
     break;
   case CLI_O_UNSAFE_LUA: a->host.unsafe_lua = 1; break;
+  case CLI_O_ALLOW_IO: a->host.allow_io = 1; break;
+  case CLI_O_ALLOW_ENV: a->host.allow_env = 1; break;
   }
   return rc;
 }

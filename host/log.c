@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "iso8601.h"
+#include "json.h"
 
 static const char *const log_names[] = {"debug", "info", "warn", "error"};
 
@@ -33,6 +34,90 @@ void log_init(host_logger_t *lg, int level, int json, pawl_log_fn fn,
 
 void log_destroy(host_logger_t *lg) { pthread_mutex_destroy(&lg->lock); }
 
+/* ---- escaping ------------------------------------------------------------
+ *
+ * Job code writes text that ends up in log lines (ctx:log messages, print,
+ * errors), and an operator reads the log on a terminal. So whatever a job
+ * writes, a line stays one line and nothing in it reaches the terminal as a
+ * control: C0 controls (a newline would forge a line), DEL, C1 controls
+ * (U+0080..U+009F, which some terminals obey), the line and paragraph
+ * separators and the bidirectional overrides (which reorder what is shown)
+ * are written as \uXXXX escapes, and invalid UTF-8 as \ufffd, in text mode
+ * as in JSON mode. */
+
+/* The code point of the valid UTF-8 sequence of length k at p. */
+static uint32_t log_code_point(const unsigned char *p, size_t k) {
+  if (k == 1) return p[0];
+  uint32_t c = p[0] & (0xFF >> (k + 1));
+  for (size_t i = 1; i < k; i++) c = (c << 6) | (p[i] & 0x3F);
+  return c;
+}
+
+/* Code points written escaped, besides C0: DEL, C1, U+2028/2029 and the
+ * bidirectional embeddings, overrides and isolates. */
+static int log_is_control(uint32_t c) {
+  return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x2028 || c == 0x2029 ||
+         (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+}
+
+/* Appends s as a JSON string, with the escapes above. */
+static void log_json_string(pawl_buf_t *b, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = strlen(s), i = 0, run = 0; /* p[run..i) not yet appended */
+  buf_putc(b, '"');
+  while (i < n) {
+    size_t k = json_utf8_len(p + i, n - i);
+    uint32_t c = k ? log_code_point(p + i, k) : 0xFFFD;
+    if (k && c != '"' && c != '\\' && !log_is_control(c)) {
+      i += k;
+      continue;
+    }
+    buf_append(b, p + run, i - run);
+    switch (c) {
+    case '"': buf_append(b, "\\\"", 2); break;
+    case '\\': buf_append(b, "\\\\", 2); break;
+    case '\n': buf_append(b, "\\n", 2); break;
+    case '\r': buf_append(b, "\\r", 2); break;
+    case '\t': buf_append(b, "\\t", 2); break;
+    default: {
+      char u[6] = {'\\', 'u', hex[(c >> 12) & 15], hex[(c >> 8) & 15],
+                   hex[(c >> 4) & 15], hex[c & 15]};
+      buf_append(b, u, 6);
+    }
+    }
+    /* An invalid byte is replaced alone: resynchronising at the next byte
+     * never swallows a valid character after a broken one. */
+    i += k ? k : 1;
+    run = i;
+  }
+  buf_append(b, p + run, i - run);
+  buf_putc(b, '"');
+}
+
+/* Whether s can be written as it is in a text line: valid UTF-8 without
+ * the controls above, quotes, backslashes or '=' (a message with '=' could
+ * pass for fields); spaces only where `spaces` allows (a message). */
+static int log_plain(const char *s, int spaces) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = strlen(s);
+  if (n == 0) return 0;
+  for (size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7F || c == '"' || c == '\\' || c == '=' ||
+          (c == ' ' && !spaces))
+        return 0;
+      i++;
+      continue;
+    }
+    size_t k = json_utf8_len(p + i, n - i);
+    if (k == 0 || log_is_control(log_code_point(p + i, k))) return 0;
+    i += k;
+  }
+  return 1;
+}
+
 void log_begin(log_line_t *l, host_logger_t *lg, int level, const char *msg) {
   l->lg = lg;
   l->level = level;
@@ -49,32 +134,33 @@ void log_begin(log_line_t *l, host_logger_t *lg, int level, const char *msg) {
     buf_puts(&l->buf, "\",\"level\":\"");
     buf_puts(&l->buf, log_level_name(level));
     buf_puts(&l->buf, "\",\"msg\":");
-    buf_json_string(&l->buf, msg, strlen(msg));
+    log_json_string(&l->buf, msg);
   } else {
-    buf_printf(&l->buf, "%s %-5s %s", when, log_level_name(level), msg);
+    buf_printf(&l->buf, "%s %-5s ", when, log_level_name(level));
+    /* The host's own messages are plain; a job's (ctx:log) may not be. */
+    if (log_plain(msg, 1))
+      buf_puts(&l->buf, msg);
+    else
+      log_json_string(&l->buf, msg);
   }
 }
 
-/* Text values are quoted when they hold spaces, quotes or control
+/* Text values are quoted when they hold spaces, quotes, '=' or control
  * characters, so a line always splits back into key=value pairs. */
 static void log_text_value(pawl_buf_t *b, const char *v) {
-  int plain = *v != 0;
-  for (const char *c = v; *c && plain; c++)
-    if ((unsigned char)*c <= ' ' || *c == '"' || *c == '=' || *c == '\\')
-      plain = 0;
-  if (plain)
+  if (log_plain(v, 0))
     buf_puts(b, v);
   else
-    buf_json_string(b, v, strlen(v));
+    log_json_string(b, v);
 }
 
 void log_str(log_line_t *l, const char *key, const char *value) {
   if (!l->on || !value) return;
   if (l->lg->json) {
     buf_putc(&l->buf, ',');
-    buf_json_string(&l->buf, key, strlen(key));
+    log_json_string(&l->buf, key);
     buf_putc(&l->buf, ':');
-    buf_json_string(&l->buf, value, strlen(value));
+    log_json_string(&l->buf, value);
   } else {
     buf_printf(&l->buf, " %s=", key);
     log_text_value(&l->buf, value);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -415,13 +416,67 @@ static int host_fn_lock_release(lua_State *L) {
   return 1;
 }
 
+/* 53 random bits as a double, from the kernel (getrandom). A seed, never
+ * a key: should getrandom fail (a kernel without it), the clock, the thread
+ * and an address are mixed instead, which still tells states apart. */
+static double worker_entropy(void) {
+  uint64_t x = 0;
+  if (getrandom(&x, sizeof x, GRND_NONBLOCK) != (ssize_t)sizeof x) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    x = (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^
+        (uint64_t)(uintptr_t)&x ^ ((uint64_t)pthread_self() << 17);
+    /* splitmix64's finalizer spreads the bits */
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    x ^= x >> 31;
+  }
+  return (double)(x >> 11);
+}
+
+/* host.entropy() -> a fresh random seed for math.randomseed [-0, +1, -] */
+static int host_fn_entropy(lua_State *L) {
+  lua_pushnumber(L, worker_entropy());
+  return 1;
+}
+
+/* host.text(s) -> s made valid UTF-8 without NUL: each byte that does not
+ * start a well-formed sequence, and each NUL, becomes U+FFFD (as
+ * utf8_scrub does for what reaches the store). The string itself when it
+ * is already clean, the common case. [-1, +1, m] */
+static int host_fn_text(lua_State *L) {
+  size_t len, i = 0;
+  const unsigned char *s = (const unsigned char *)luaL_checklstring(L, 1, &len);
+  for (size_t k; i < len && s[i] && (k = json_utf8_len(s + i, len - i)) > 0;) i += k;
+  if (i == len) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addlstring(&b, (const char *)s, i);
+  while (i < len) {
+    size_t k = s[i] ? json_utf8_len(s + i, len - i) : 0;
+    if (k) {
+      luaL_addlstring(&b, (const char *)s + i, k);
+      i += k;
+    } else {
+      luaL_addlstring(&b, "\xef\xbf\xbd", 3);
+      i++;
+    }
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
 static const luaL_Reg host_fns[] = {
     {"log", host_fn_log},         {"progress", host_fn_progress},
     {"canceled", host_fn_canceled}, {"heartbeat", host_fn_heartbeat},
     {"enqueue", host_fn_enqueue}, {"now", host_fn_now},
     {"print", host_fn_print},     {"time", host_fn_time},
     {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},
-    {"lock_release", host_fn_lock_release}, {NULL, NULL}};
+    {"lock_release", host_fn_lock_release}, {"entropy", host_fn_entropy},
+    {"text", host_fn_text},       {NULL, NULL}};
 
 /* ---- the state ---------------------------------------------------------- */
 
@@ -446,6 +501,14 @@ static void worker_preload(lua_State *L) {
 static int worker_setup(lua_State *L) {
   worker_t *w = lua_touserdata(L, 1);
   luaL_openlibs(L);
+  /* LuaJIT seeds every state's math.random alike: without this, every
+   * worker on every node would draw the same numbers (and pawl.retry seeds
+   * its jitter from them). */
+  lua_getglobal(L, "math");
+  lua_getfield(L, -1, "randomseed");
+  lua_pushnumber(L, worker_entropy());
+  lua_call(L, 1, 0);
+  lua_pop(L, 1);
   worker_preload(L);
   /* pawl.host: C functions with the worker as upvalue. */
   lua_getglobal(L, "package");
@@ -575,6 +638,10 @@ static void worker_load(worker_t *w, const host_script_t *list, size_t n,
   lua_newtable(L);
   lua_pushboolean(L, w->h->opts.unsafe_lua);
   lua_setfield(L, -2, "unsafe");
+  lua_pushboolean(L, w->h->opts.allow_io);
+  lua_setfield(L, -2, "allow_io");
+  lua_pushboolean(L, w->h->opts.allow_env);
+  lua_setfield(L, -2, "allow_env");
   lua_pushnumber(L, (double)w->h->opts.default_timeout_s);
   lua_setfield(L, -2, "default_timeout");
   lua_newtable(L);

@@ -556,7 +556,15 @@ typedef struct pawl_host_opts {
                                 more try), then listed in the log as not
                                 stored; 0: 10000; at most
                                 PAWL_GIVE_UP_MAX_MS */
-  int unsafe_lua;            /* 1: job code gets the full standard library */
+  int unsafe_lua;            /* 1: job code gets the full standard library
+                                (and every capability below) */
+  int allow_io;              /* 1: job code may use io.open, io.lines,
+                                io.read, io.write and io.type (files, stdin,
+                                stdout); 0: refused, unless _defaults.lua
+                                grants "io" in its `allow` list */
+  int allow_env;             /* 1: job code may read the environment
+                                (os.getenv); 0: refused, unless
+                                _defaults.lua grants "env" */
   int log_level;             /* PAWL_LOG_*; default PAWL_LOG_INFO (0 is
                                 DEBUG: set it explicitly) */
   int log_json;              /* 1: JSON lines instead of text */

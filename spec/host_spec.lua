@@ -192,7 +192,7 @@ return {
   end,
 }]])
       local id = env:enqueue("sleepy", H.json { marker = env:path("marker") })
-      local p = env:run_idle("--poll", "0.05")
+      local p = env:run_idle("--poll", "0.05", "--allow-io")
       assert.are.equal(0, p.code, p:stderr())
       local j = env:show(id)
       assert.are.equal("succeeded", j.state)
@@ -573,7 +573,7 @@ return {
     return "b-old"
   end,
 }]])
-      local p = env:start("--poll", "0.05", "--workers", "1")
+      local p = env:start("--poll", "0.05", "--workers", "1", "--allow-io")
       local function reloaded(what)
         local loads = p:count("scripts loaded")
         what()

@@ -5,7 +5,28 @@
 -- the dead-letter set. The engine gives up anyway once `attempt` reaches the
 -- job's max_attempts, so policies only choose the delay.
 
+local bit = require "bit"
+
 local retry = {}
+
+-- The jitter draws from a generator of its own (xorshift128, Marsaglia
+-- 2003, on 32-bit words), not from math.random: job code may reseed
+-- math.random (math.randomseed), and the jitter must stay spread however it
+-- does. It is seeded once, from math.random, which the worker seeds from the
+-- kernel (getrandom) before this module loads, so every worker state and
+-- every node draws a different sequence. Job code cannot reach its state.
+local bxor, lshift, rshift, tobit = bit.bxor, bit.lshift, bit.rshift, bit.tobit
+local function seed_word() return tobit(math.floor(math.random() * 4294967296)) end
+local jx, jy, jz, jw = seed_word(), seed_word(), seed_word(), seed_word()
+if jx == 0 and jy == 0 and jz == 0 and jw == 0 then jw = 1 end -- never all zero
+
+-- A number in [0, 1).
+local function jitter_random()
+  local t = bxor(jx, lshift(jx, 11))
+  jx, jy, jz = jy, jz, jw
+  jw = bxor(jw, rshift(jw, 19), t, rshift(t, 8))
+  return (jw % 4294967296) / 4294967296
+end
 
 local function check_number(ctor, opts, field, default, min)
   local v = opts[field]
@@ -67,7 +88,7 @@ function retry.exponential(opts)
   return function(attempt)
     local d = math.min(base * factor ^ (math.max(attempt, 1) - 1), max)
     if jitter > 0 then
-      d = d * (1 + jitter * (2 * math.random() - 1))
+      d = d * (1 + jitter * (2 * jitter_random() - 1))
     end
     return d
   end

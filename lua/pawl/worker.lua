@@ -8,8 +8,8 @@
 -- the sanitizer and retry-policy steps after a failure, and the hooks.
 --
 -- `pawl.host` is a table of C functions the worker provides (log,
--- progress, canceled, heartbeat, enqueue, now, print); they act on the job
--- the worker is running and refuse a ctx used after its job ended.
+-- progress, canceled, heartbeat, enqueue, now, print, entropy); they act on
+-- the job the worker is running and refuse a ctx used after its job ended.
 
 local host = require "pawl.host"
 local retry = require "pawl.retry"
@@ -26,11 +26,20 @@ local defaults = { retry = retry.default, sanitize = nil, timeout = 300,
 local host_timeout = 300 -- the host's default timeout, when no file sets one
 local file_defaults = false -- whether _defaults.lua's settings are in use
 
+-- Capabilities the operator grants job code (pawl run --allow-io /
+-- --allow-env), and those _defaults.lua adds (its `allow` list).
+local granted = { io = false, env = false }
+local defaults_allow = {}
+-- Loading without host options: an enqueuer reading a script's settings
+-- (pawl_script_info), which does not know what `pawl run` will grant.
+local inspecting = false
+
 -- The defaults when there is no _defaults.lua (or no good one yet).
 local function builtin_defaults()
   defaults.retry, defaults.sanitize = retry.default, nil
   defaults.timeout, defaults.max_attempts = host_timeout, nil
   defaults.queue, defaults.priority = nil, nil
+  defaults_allow = {}
   file_defaults = false
 end
 
@@ -146,42 +155,120 @@ function pawl.time() return host.time() end
 
 -- ---- ctx --------------------------------------------------------------
 
-local Ctx = {}
-Ctx.__index = Ctx
+-- The job running now and its script, for the sanitizer of what it logs
+-- and prints (set by prepare and hook; a worker runs one job at a time).
+local current_job, current_spec = nil, nil
+local clean -- the sanitizer step, defined below
+
+-- A copy of log fields fit to store: string values sanitized at any depth,
+-- and the value of every key that looks secret (password, token, ...)
+-- replaced whatever it is.
+-- Text a job logs is stored whatever bytes it holds: invalid UTF-8 and NUL
+-- become U+FFFD (host.text), so a log line can never make the store refuse
+-- the outcome (PostgreSQL refuses both).
+local MAX_FIELD_DEPTH = 512 -- the store's nesting limit (json.h)
+local function clean_fields(v, depth)
+  if type(v) == "string" then return clean(current_spec, host.text(v), current_job) end
+  if type(v) ~= "table" then return v end
+  if depth >= MAX_FIELD_DEPTH then
+    error(("ctx:log: fields are nested deeper than %d levels"):format(MAX_FIELD_DEPTH), 0)
+  end
+  local out = {}
+  for k, x in pairs(v) do
+    if type(k) == "string" then k = host.text(k) end
+    if type(k) == "string" and sanitize.secret_key(k) then
+      out[k] = sanitize.REDACTED
+    else
+      out[k] = clean_fields(x, depth + 1)
+    end
+  end
+  return out
+end
+
+-- ctx's methods. Job code never gets this table: its metatable is hidden,
+-- and ctx.__index is nil (Ctx.__index is not Ctx), so no job can replace a
+-- method for the jobs after it.
+local CtxMethods = {}
+local Ctx = { __index = CtxMethods, __metatable = false }
 
 local LEVELS = { debug = true, info = true, warn = true, error = true }
 
-function Ctx:log(level, msg, fields)
+function CtxMethods:log(level, msg, fields)
   if not LEVELS[level] then
     error("ctx:log: level must be debug, info, warn or error", 2)
   end
   local f = nil
   if fields ~= nil then
     if type(fields) ~= "table" then error("ctx:log: fields must be a table", 2) end
-    f = pjson.encode(fields)
+    f = pjson.encode(clean_fields(fields, 0))
   end
-  local err = host.log(self._seq, level, tostring(msg), f)
+  local err = host.log(self._seq, level,
+                       clean(current_spec, host.text(tostring(msg)), current_job), f)
   if err then error("ctx:log: " .. err, 2) end
 end
 
-function Ctx:progress(done, total)
+function CtxMethods:progress(done, total)
   if type(done) ~= "number" or (total ~= nil and type(total) ~= "number") then
     error("ctx:progress: done and total must be numbers", 2)
   end
   host.progress(self._seq, done, total or 0)
 end
 
-function Ctx:canceled() return host.canceled(self._seq) end
+function CtxMethods:canceled() return host.canceled(self._seq) end
 
-function Ctx:heartbeat() return host.heartbeat(self._seq) end
+function CtxMethods:heartbeat() return host.heartbeat(self._seq) end
 
--- ---- the curated environment ------------------------------------------
+-- ---- the sandbox ------------------------------------------------------
+--
+-- A worker state runs one job after another, so whatever job code can
+-- reach that outlives its job is a channel to every later job on this
+-- worker: the library tables, the `pawl` table, the modules `require`
+-- returns, the string metatable, a script's globals, and state-wide
+-- settings (the random seed, JIT handlers, the collector). Job code
+-- therefore gets read-only views of the tables (as Redis 7 does for its
+-- scripts): an empty table whose metatable reads from a private copy,
+-- refuses writes and is hidden from getmetatable/setmetatable. The raw
+-- functions of the curated environment know the views: rawset,
+-- table.insert/remove/sort refuse them, rawget, next, pairs and ipairs read
+-- through them. State-wide settings job code may change are put back
+-- before the next job's code runs (settle). The host's own Lua (this
+-- module, pawl.retry, pawl.sanitize, cjson) is never handed out: job code
+-- sees views of it.
 
-local SAFE = {
-  "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "select",
-  "tonumber", "tostring", "type", "unpack", "rawequal", "rawget", "rawset",
-  "setmetatable", "getmetatable", "collectgarbage", "_VERSION",
-}
+-- view -> the table it reads from. Weak both ways: a script's globals and
+-- its view go when the script is reloaded.
+local backing = setmetatable({}, { __mode = "kv" })
+local view_of = {} -- host table -> its view (built once per state)
+local opening = setmetatable({}, { __mode = "k" }) -- envs whose top level runs
+
+local function read_only(name)
+  return function(_, k)
+    error(("%s.%s is read-only in job code"):format(name, tostring(k)), 2)
+  end
+end
+
+-- A read-only view of `t`; tables in it are viewed too (then it reads
+-- from a copy of `t` holding their views: later changes to `t` do not
+-- show, and host modules do not change after they load).
+local function view(t, name)
+  local v = view_of[t]
+  if v then return v end
+  local b = t
+  for _, x in pairs(t) do
+    if type(x) == "table" then b = {} break end
+  end
+  v = setmetatable({}, { __index = b, __newindex = read_only(name),
+                         __metatable = false })
+  view_of[t] = v
+  backing[v] = b
+  if b ~= t then
+    for k, x in pairs(t) do
+      if type(x) == "table" then x = view(x, name .. "." .. tostring(k)) end
+      b[k] = x
+    end
+  end
+  return v
+end
 
 local function copy(t, keys)
   local c = {}
@@ -193,6 +280,171 @@ local function copy(t, keys)
   return c
 end
 
+-- Settings of the whole state that job code may change, put back before
+-- the next job's (or hook's) code runs.
+local dirty = false   -- something below needs putting back
+local reseeded = false -- job code called math.randomseed
+local handlers = {}   -- JIT event handlers job code attached
+
+local function settle()
+  dirty = false
+  if reseeded then
+    -- The job's own seed applied to its own draws only: the next job
+    -- starts from a fresh seed, like every state does.
+    reseeded = false
+    math.randomseed(host.entropy())
+  end
+  for i = #handlers, 1, -1 do
+    jit.attach(handlers[i]) -- no event: detached from all of them
+    handlers[i] = nil
+  end
+end
+
+local function state_wide(what)
+  return function()
+    error(("%s is not allowed in job code: it would change every later job on "
+           .. "this worker (the operator can allow everything with --unsafe-lua)")
+          :format(what), 2)
+  end
+end
+
+-- The raw functions, aware of views.
+local function refuse_views(fn, name)
+  return function(t, ...)
+    if backing[t] then
+      if opening[t] then return fn(backing[t], ...) end
+      error(name .. ": the table is read-only in job code", 2)
+    end
+    return fn(t, ...)
+  end
+end
+
+local function through(fn)
+  return function(t, ...) return fn(backing[t] or t, ...) end
+end
+
+-- pairs and ipairs return the table they walk: for a view, walk what it
+-- reads from without handing that out.
+local function view_next(t, k) return next(backing[t], k) end
+local function view_inext(t, i)
+  i = i + 1
+  local x = rawget(backing[t], i)
+  if x ~= nil then return i, x end
+end
+
+local SANDBOX = {
+  rawset = refuse_views(rawset, "rawset"),
+  rawget = through(rawget), next = through(next),
+  pairs = function(t)
+    if backing[t] then return view_next, t, nil end
+    return pairs(t)
+  end,
+  ipairs = function(t)
+    if backing[t] then return view_inext, t, 0 end
+    return ipairs(t)
+  end,
+  collectgarbage = function(opt, ...)
+    if opt == nil or opt == "collect" or opt == "count" or opt == "step" then
+      return collectgarbage(opt, ...)
+    end
+    if type(opt) == "string" then
+      return state_wide(("collectgarbage(%q)"):format(opt))()
+    end
+    error("collectgarbage: option must be \"collect\", \"count\" or \"step\"", 2)
+  end,
+}
+
+-- Library views shared by every script (built on first use, after the
+-- `pawl` table is complete).
+local LIB = nil
+
+local CAPS = { io = "file access", env = "environment variables" }
+
+local function capability(what, cap)
+  return function()
+    error(("%s is not allowed in job code: the operator grants %s with "
+           .. "pawl run --allow-%s (or allow = { %q } in _defaults.lua)")
+          :format(what, CAPS[cap], cap, cap), 2)
+  end
+end
+
+local IO_FNS = { "open", "lines", "read", "write", "type" }
+
+local function libraries()
+  if LIB then return LIB end
+  LIB = {}
+  -- The string metatable is one for every string in the state: job code
+  -- gets a read-only stand-in for it, whose __index is the `string` view.
+  LIB.string = view(string, "string")
+  getmetatable("").__metatable = view({ __index = string }, 'getmetatable("")')
+  -- Open files share one metatable whose __index is itself: give it an
+  -- __index of its own (a view) and hide it, so f.__index reaches nothing.
+  local fmt = getmetatable(io.stdout)
+  if fmt and rawget(fmt, "__metatable") == nil then
+    local methods = {}
+    for k, v in pairs(fmt) do
+      if type(k) == "string" and k:sub(1, 2) ~= "__" then methods[k] = v end
+    end
+    fmt.__index = view(methods, "file")
+    fmt.__metatable = false
+  end
+  local t = copy(table)
+  t.insert = refuse_views(table.insert, "table.insert")
+  t.remove = refuse_views(table.remove, "table.remove")
+  t.sort = refuse_views(table.sort, "table.sort")
+  LIB.table = view(t, "table")
+  local m = copy(math)
+  -- Seeds this job's draws; settle() reseeds before the next job.
+  m.randomseed = function(x)
+    math.randomseed(x)
+    reseeded, dirty = true, true
+  end
+  LIB.math = view(m, "math")
+  LIB.coroutine = view(coroutine, "coroutine")
+  LIB.bit = view(bit, "bit")
+  LIB.jit = view({
+    version = jit.version, version_num = jit.version_num, os = jit.os,
+    arch = jit.arch, status = jit.status,
+    -- Handlers run during later jobs' code: detached when this job ends.
+    attach = function(fn, event)
+      if event ~= nil then
+        handlers[#handlers + 1] = fn
+        dirty = true
+      end
+      return jit.attach(fn, event)
+    end,
+    on = state_wide("jit.on"), off = state_wide("jit.off"),
+    flush = state_wide("jit.flush"),
+    opt = { start = state_wide("jit.opt.start") },
+  }, "jit")
+  LIB.pawl = view(pawl, "pawl")
+  LIB.retry = view(retry, "pawl.retry")
+  LIB.sanitize = view(sanitize, "pawl.sanitize")
+  LIB.json = view(json, "cjson")
+  -- io and os, with and without the capability.
+  for _, allowed in ipairs { true, false } do
+    local io_ = {}
+    for _, k in ipairs(IO_FNS) do
+      io_[k] = allowed and io[k] or capability("io." .. k, "io")
+    end
+    LIB[allowed and "io_yes" or "io_no"] = view(io_, "io")
+    local os_ = copy(os, { "clock", "date", "time", "difftime" })
+    os_.getenv = allowed and os.getenv or capability("os.getenv", "env")
+    LIB[allowed and "os_yes" or "os_no"] = view(os_, "os")
+  end
+  LIB.require = {
+    ["pawl.retry"] = LIB.retry, ["pawl.sanitize"] = LIB.sanitize,
+    cjson = LIB.json, string = LIB.string, table = LIB.table,
+    math = LIB.math, bit = LIB.bit, jit = LIB.jit,
+  }
+  return LIB
+end
+
+local SAFE = {
+  "assert", "error", "pcall", "xpcall", "select", "tonumber", "tostring",
+  "type", "unpack", "rawequal", "setmetatable", "getmetatable", "_VERSION",
+}
+
 -- Loading text only: bytecode can break out of any sandbox.
 local function text_only(chunk)
   if type(chunk) == "string" and chunk:byte(1) == 27 then
@@ -201,59 +453,84 @@ local function text_only(chunk)
   return true
 end
 
-local function safe_env()
-  local env = copy(_G, SAFE)
-  env.string = copy(string)
-  env.table = copy(table)
-  env.math = copy(math)
-  env.coroutine = copy(coroutine)
-  env.bit = copy(bit)
-  env.jit = copy(jit)
-  env.os = copy(os, { "clock", "date", "time", "difftime", "getenv" })
-  env.io = copy(io, { "open", "lines", "read", "write", "type" })
-  env.pawl = pawl
-  env.print = function(...)
-    local parts = {}
-    for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
-    host.print(table.concat(parts, "\t"))
+-- print(): the text goes to the host's log, sanitized like an error.
+local function print_(...)
+  local parts = {}
+  for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+  host.print(clean(current_spec, table.concat(parts, "\t"), current_job))
+end
+
+-- The curated environment of one script, with capabilities `caps` (a set:
+-- io, env). Returns the environment (a view of the script's globals, open
+-- for assignments until its top level has run) and a function that locks
+-- it: a script's globals are shared by every job of its type on this
+-- worker, so job code assigning one is an error.
+local function safe_env(caps)
+  local lib = libraries()
+  local g = copy(_G, SAFE)
+  for k, fn in pairs(SANDBOX) do g[k] = fn end
+  g.string, g.table, g.math = lib.string, lib.table, lib.math
+  g.coroutine, g.bit, g.jit = lib.coroutine, lib.bit, lib.jit
+  g.io = caps.io and lib.io_yes or lib.io_no
+  g.os = caps.env and lib.os_yes or lib.os_no
+  g.pawl = lib.pawl
+  g.print = print_
+  local open = true
+  local env = setmetatable({}, {
+    __index = g,
+    __newindex = function(_, k, v)
+      if open then
+        g[k] = v
+        return
+      end
+      error(("assignment to global %s in job code: use a local"):format(tostring(k)), 2)
+    end,
+    __metatable = false,
+  })
+  backing[env] = g
+  opening[env] = true
+  -- Chunks job code loads get globals of their own, reading through to
+  -- the script's.
+  local function chunk_env(e)
+    return e or setmetatable({}, { __index = env })
   end
-  env.load = function(chunk, name, mode, e)
+  g.load = function(chunk, name, mode, e)
     local ok, err = text_only(chunk)
     if not ok then return nil, err end
-    local f, lerr = load(chunk, name, "t", e or env)
-    return f, lerr
+    return load(chunk, name, "t", chunk_env(e))
   end
-  env.loadstring = function(s, name)
+  g.loadstring = function(s, name)
     local ok, err = text_only(s)
     if not ok then return nil, err end
     local f, lerr = loadstring(s, name)
-    if f then setfenv(f, env) end
+    if f then setfenv(f, chunk_env(nil)) end
     return f, lerr
   end
-  local allowed = {
-    ["pawl.retry"] = retry, ["pawl.sanitize"] = sanitize, cjson = json,
-    string = env.string, table = env.table, math = env.math, bit = env.bit,
-    jit = env.jit,
-  }
-  env.require = function(name)
-    local m = allowed[name]
+  g.require = function(name)
+    local m = lib.require[name]
     if m == nil then
       error(("require %q is not allowed in job code (the operator can allow "
              .. "everything with --unsafe-lua)"):format(tostring(name)), 2)
     end
     return m
   end
-  env._G = env
-  return env
+  g._G = env
+  return env, function(final)
+    g.io = final.io and lib.io_yes or lib.io_no
+    g.os = final.env and lib.os_yes or lib.os_no
+    open = false
+    opening[env] = nil
+  end
 end
 
-local function script_env()
+local function script_env(caps)
   if unsafe then
-    local env = setmetatable({ pawl = pawl }, { __index = _G })
+    local env = setmetatable({ pawl = libraries().pawl, print = print_ },
+                             { __index = _G })
     env._G = env
-    return env
+    return env, function() end
   end
-  return safe_env()
+  return safe_env(caps)
 end
 
 -- ---- scripts ----------------------------------------------------------
@@ -262,7 +539,7 @@ local FIELDS = {
   run = "function", queue = "string", priority = "number",
   max_attempts = "number", timeout = "number", retry = "function",
   sanitize = "function", redact = "table", on_success = "function",
-  on_failure = "function", on_dead = "function",
+  on_failure = "function", on_dead = "function", allow = "table",
 }
 
 local function check_script(t, is_defaults)
@@ -296,7 +573,39 @@ local function check_script(t, is_defaults)
       if type(key) ~= "string" then return nil, "redact must list field names" end
     end
   end
+  if t.allow then
+    for k, cap in pairs(t.allow) do
+      if type(k) ~= "number" or not CAPS[cap] then
+        return nil, ("allow must list capabilities, \"io\" or \"env\" (got %s)")
+          :format(type(cap) == "string" and ("%q"):format(cap) or tostring(cap))
+      end
+    end
+  end
   return t
+end
+
+-- What the operator grants: pawl run's flags and _defaults.lua's `allow`.
+local function operator_caps()
+  return { io = granted.io or defaults_allow.io or false,
+           env = granted.env or defaults_allow.env or false }
+end
+
+-- The capabilities of a checked script: what it asks for in `allow`, which
+-- must be granted by the operator, else everything the operator grants.
+local function script_caps(t, is_defaults)
+  if is_defaults then return granted end
+  local op = operator_caps()
+  if not t.allow or unsafe or inspecting then return op end
+  local caps = {}
+  for _, cap in ipairs(t.allow) do
+    if not op[cap] then
+      return nil, ("allow asks for %s (%s), which the operator has not granted "
+                   .. "(pawl run --allow-%s, or allow = { %q } in _defaults.lua)")
+        :format(cap, CAPS[cap], cap, cap)
+    end
+    caps[cap] = true
+  end
+  return caps
 end
 
 local function load_script(path, is_defaults, src)
@@ -307,11 +616,21 @@ local function load_script(path, is_defaults, src)
     f, err = loadfile(path)
   end
   if not f then return nil, err end
-  setfenv(f, script_env())
+  -- The top level runs with what the operator grants; the jobs with what
+  -- the script asks for (allow), if it asks for less.
+  local env, seal = script_env(is_defaults and granted or operator_caps())
+  setfenv(f, env)
   local ok, t = pcall(f)
   if not ok then return nil, tostring(t) end
   local checked, cerr = check_script(t, is_defaults)
   if not checked then return nil, path .. ": " .. cerr end
+  local caps, aerr = script_caps(checked, is_defaults)
+  if not caps then return nil, path .. ": " .. aerr end
+  seal(caps)
+  -- The host keeps its own copy: job code holding the script's table
+  -- cannot change the settings (sanitize, retry, ...) the host uses.
+  checked = copy(checked)
+  if checked.redact then checked.redact = copy(checked.redact) end
   return checked
 end
 
@@ -322,10 +641,15 @@ end
 -- dropped. Returns a list of { name, error }.
 function W.load(files, opts, sources)
   sources = sources or {}
+  inspecting = opts == nil
   if opts then
     unsafe = opts.unsafe and true or false
+    granted.io = opts.allow_io and true or false
+    granted.env = opts.allow_env and true or false
     if opts.default_timeout then host_timeout = opts.default_timeout end
   end
+  if dirty then settle() end
+  current_job, current_spec = nil, nil
   local errors = {}
   local d = files._defaults
   if d then
@@ -336,6 +660,8 @@ function W.load(files, opts, sources)
       defaults.timeout = t.timeout or host_timeout
       defaults.max_attempts = t.max_attempts
       defaults.queue, defaults.priority = t.queue, t.priority
+      defaults_allow = {}
+      for _, cap in ipairs(t.allow or {}) do defaults_allow[cap] = true end
       file_defaults = true
     else
       errors[#errors + 1] = { "_defaults", err }
@@ -386,7 +712,9 @@ end
 -- set: 1 on_success, 2 on_failure, 4 on_dead) for `job`; or nil and an
 -- error (with the timeout and 0) when its type has no script.
 function W.prepare(job, seq)
+  if dirty then settle() end
   local spec = types[job.type]
+  current_job, current_spec = job, spec
   local ctx = setmetatable({ _seq = seq }, Ctx)
   local timeout = (job.timeout_s > 0 and job.timeout_s)
                   or (spec and spec.timeout) or defaults.timeout
@@ -423,7 +751,7 @@ end
 -- default, else the built-in one. A sanitizer that raises, or returns
 -- something that is not a string, falls back to the built-in sanitizer:
 -- the raw message is never what gets stored.
-local function clean(spec, msg, job)
+function clean(spec, msg, job) -- declared above, with ctx
   local fn = (spec and spec.sanitize) or defaults.sanitize
   if fn then
     local ok, out = pcall(fn, msg, job)
@@ -469,6 +797,8 @@ function W.hook(name, job, arg)
   local spec = types[job.type]
   local fn = spec and spec[name]
   if not fn then return nil end
+  if dirty then settle() end
+  current_job, current_spec = job, spec
   local ok, err = pcall(fn, job, arg)
   if ok then return nil end
   return clean(spec, message_of(err), job)

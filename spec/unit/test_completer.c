@@ -629,7 +629,8 @@ void test_pg_completer_refused_outcomes(void) {
   CHECK_INT(count_state(p, good, 3, PAWL_SUCCEEDED), ==, 3);
   pawl_job_t *j = get(p, &nulres);
   CHECK_INT(j->state, ==, PAWL_FAILED);
-  CHECK(strstr(j->last_error, "could not be stored") != NULL);
+  CHECK(strstr(j->last_error, "cannot be stored as JSON") != NULL);
+  CHECK(strstr(j->last_error, "NUL") != NULL);
   pawl_job_free(j);
   j = get(p, &badutf8);
   CHECK_INT(j->state, ==, PAWL_FAILED);

@@ -10,3 +10,4 @@
 #include "test_list_dbfile.h"
 #include "test_list_ljson.h"
 #include "test_list_completer.h"
+#include "test_list_log.h"

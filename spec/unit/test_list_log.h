@@ -1,0 +1,2 @@
+TEST_ENTRY(log_escapes_text)
+TEST_ENTRY(log_escapes_json)
