@@ -94,6 +94,7 @@ typedef enum cli_opt_id {
   CLI_O_LEASE,
   CLI_O_PREFETCH,
   CLI_O_IDLE_WAIT,
+  CLI_O_LOAD_TIMEOUT,
   CLI_O_UNSAFE_LUA
 } cli_opt_id_t;
 
@@ -136,6 +137,7 @@ static const struct cli_opt {
     {"--lease", CLI_O_LEASE, 1, CLI_BIT(CLI_RUN)},
     {"--prefetch", CLI_O_PREFETCH, 1, CLI_BIT(CLI_RUN)},
     {"--idle-wait", CLI_O_IDLE_WAIT, 1, CLI_BIT(CLI_RUN)},
+    {"--load-timeout", CLI_O_LOAD_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
     {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
 };
 
@@ -203,6 +205,8 @@ static const char cli_usage_text[] =
     "                            at once\n"
     "      --prefetch N          jobs claimed ahead of free workers (default:\n"
     "                            about 10 ms of work per worker)\n"
+    "      --load-timeout SECONDS  how long a script's top level may run when\n"
+    "                            it is loaded (default 10)\n"
     "      --unsafe-lua          give job code the full standard library\n"
     "  bench [--help]          measure enqueue, throughput and pickup latency\n"
     "  version                 print pawl's version\n"
@@ -478,6 +482,9 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     break;
   case CLI_O_POLL: rc = cli_parse_seconds(o->name, v, &a->host.poll_ms, err); break;
   case CLI_O_GRACE: rc = cli_parse_seconds(o->name, v, &a->host.grace_ms, err); break;
+  case CLI_O_LOAD_TIMEOUT:
+    rc = cli_parse_seconds(o->name, v, &a->host.load_timeout_ms, err);
+    break;
   case CLI_O_LEASE: rc = cli_parse_seconds(o->name, v, &a->lease_ms, err); break;
   case CLI_O_IDLE_WAIT:
     rc = cli_parse_seconds(o->name, v, &a->host.idle_wait_ms, err);
