@@ -97,6 +97,7 @@ typedef enum cli_opt_id {
   CLI_O_PREFETCH,
   CLI_O_IDLE_WAIT,
   CLI_O_GIVE_UP,
+  CLI_O_LOAD_TIMEOUT,
   CLI_O_UNSAFE_LUA,
   CLI_O_ALLOW_IO,
   CLI_O_ALLOW_ENV
@@ -142,6 +143,7 @@ static const struct cli_opt {
     {"--prefetch", CLI_O_PREFETCH, 1, CLI_BIT(CLI_RUN)},
     {"--idle-wait", CLI_O_IDLE_WAIT, 1, CLI_BIT(CLI_RUN)},
     {"--give-up", CLI_O_GIVE_UP, 1, CLI_BIT(CLI_RUN)},
+    {"--load-timeout", CLI_O_LOAD_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
     {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
     {"--allow-io", CLI_O_ALLOW_IO, 0, CLI_BIT(CLI_RUN)},
     {"--allow-env", CLI_O_ALLOW_ENV, 0, CLI_BIT(CLI_RUN)},
@@ -222,6 +224,8 @@ static const char cli_usage_text[] =
     "      --allow-io            let job code read and write files (io.open,\n"
     "                            io.lines, io.read, io.write, io.type)\n"
     "      --allow-env           let job code read the environment (os.getenv)\n"
+    "      --load-timeout SECONDS  how long a script's top level may run when\n"
+    "                            it is loaded (default 10)\n"
     "      --unsafe-lua          give job code the full standard library\n"
     "  bench [--help]          measure enqueue, throughput and pickup latency\n"
     "  version                 print pawl's version\n"
@@ -593,6 +597,9 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     break;
   case CLI_O_POLL: rc = cli_parse_seconds(o->name, v, &a->host.poll_ms, err); break;
   case CLI_O_GRACE: rc = cli_parse_seconds(o->name, v, &a->host.grace_ms, err); break;
+  case CLI_O_LOAD_TIMEOUT:
+    rc = cli_parse_seconds(o->name, v, &a->host.load_timeout_ms, err);
+    break;
   case CLI_O_LEASE: rc = cli_parse_seconds(o->name, v, &a->lease_ms, err); break;
   case CLI_O_IDLE_WAIT:
     rc = cli_parse_seconds(o->name, v, &a->host.idle_wait_ms, err);

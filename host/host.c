@@ -240,13 +240,16 @@ static int host_list_scripts(const char *dir, host_script_t **out, size_t *n,
   return 0;
 }
 
-/* Looks at the scripts directory; if it changed, installs the new list and
- * bumps the generation. Returns 1 when it changed. With a `probe` state,
- * the new list is loaded there first (which logs each broken script), and
- * a script that does not load is installed with the text of the version
- * it had: workers reload only between jobs, so one that was busy through
- * the last good change must still get that version, not the one before.
- * Called by the poller only (the one writer of h->scripts). */
+/* Looks at the scripts directory; if it changed, loads the new list in the
+ * loader's `probe` state (which logs each broken script) and installs it,
+ * bumping the generation. A script that does not load is installed with
+ * the text of the version it had: workers reload only between jobs, so
+ * one that was busy through the last good change must still get that
+ * version, not the one before. One that never loaded is left out, so that
+ * workers do not run a top level that failed (or never returned) again.
+ * Returns 1 when it installed a new list, 0 when nothing changed, -1 when
+ * the host's stop cut the load short (nothing installed). Called by the
+ * loader only (the one writer of h->scripts). */
 static int host_scan_scripts(host_t *h, uint64_t *last_sig, worker_t *probe) {
   host_script_t *list = NULL;
   size_t n = 0;
@@ -256,31 +259,43 @@ static int host_scan_scripts(host_t *h, uint64_t *last_sig, worker_t *probe) {
     host_scripts_free(list, n);
     return 0;
   }
+  char **errors = calloc(n ? n : 1, sizeof *errors);
+  if (worker_load_list(probe, list, n, errors) != 0) {
+    for (size_t i = 0; errors && i < n; i++) free(errors[i]);
+    free(errors);
+    host_scripts_free(list, n);
+    return -1;
+  }
   *last_sig = sig;
-  if (probe) {
-    int *failed = calloc(n ? n : 1, sizeof *failed);
-    worker_load_list(probe, list, n, failed);
-    for (size_t i = 0; failed && i < n; i++) {
-      if (!failed[i]) continue;
-      for (size_t k = 0; k < h->nscripts; k++) {
-        const host_script_t *old = &h->scripts[k];
-        if (strcmp(old->name, list[i].name) != 0 || !old->src) continue;
-        char *keep = host_memdup(old->src, old->len);
-        if (keep) {
-          free(list[i].src);
-          list[i].src = keep;
-          list[i].len = old->len;
-        }
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (errors && errors[i]) {
+      const host_script_t *old = NULL;
+      for (size_t k = 0; k < h->nscripts && !old; k++)
+        if (strcmp(h->scripts[k].name, list[i].name) == 0 && h->scripts[k].src)
+          old = &h->scripts[k];
+      char *keep = old ? host_memdup(old->src, old->len) : NULL;
+      free(list[i].src);
+      list[i].src = keep;
+      list[i].len = keep ? old->len : 0;
+      free(errors[i]);
+      if (!keep) {
+        free(list[i].name);
+        free(list[i].path);
+        continue;
       }
     }
-    free(failed);
+    list[kept++] = list[i];
   }
+  free(errors);
   pthread_mutex_lock(&h->mu);
   host_script_t *old = h->scripts;
   size_t nold = h->nscripts;
   h->scripts = list;
-  h->nscripts = n;
+  h->nscripts = kept;
   h->scripts_gen++;
+  /* Idle workers load the new list now, not before their next job. */
+  pthread_cond_broadcast(&h->work_cv);
   pthread_mutex_unlock(&h->mu);
   host_scripts_free(old, nold);
   return 1;
@@ -291,10 +306,7 @@ static int host_scan_scripts(host_t *h, uint64_t *last_sig, worker_t *probe) {
 typedef struct poller {
   host_t *h;
   pawl_t *p;
-  worker_t probe;            /* a Lua state that only loads scripts, so that
-                                each broken script is reported once */
-  uint64_t script_sig;
-  int64_t next_heartbeat, next_recover, next_scan;
+  int64_t next_heartbeat, next_recover;
   int64_t claim_failed_at;   /* last "claim failed" logged (mono ms): while
                                 the database is away, once every 5 s */
   /* For --until-idle's give-up: since when claims, and heartbeats, have
@@ -358,17 +370,14 @@ static void host_release_queued(host_t *h) {
 static void host_release_running(host_t *h) {
   pthread_mutex_lock(&h->mu);
   h->abandon_at = host_mono_ms() + 2000;
+  int running = h->running;
   pthread_mutex_unlock(&h->mu);
-  for (int i = 0; i < h->nworkers; i++) {
-    worker_t *w = h->workers[i];
-    pthread_mutex_lock(&w->dl);
-    if (atomic_load(&w->in_lua)) {
-      atomic_store(&w->interrupt_why, WORKER_INT_STOP);
-      atomic_store(&w->interrupt_seq, atomic_load(&w->seq));
-      pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
-    }
-    pthread_mutex_unlock(&w->dl);
-  }
+  log_line_t line;
+  log_begin(&line, &h->log, PAWL_LOG_INFO,
+            "interrupting the jobs still running; they are handed back");
+  log_int(&line, "jobs", running);
+  log_end(&line);
+  for (int i = 0; i < h->nworkers; i++) worker_interrupt_stop(h->workers[i]);
 }
 
 static void poller_chores(poller_t *pl, int64_t now) {
@@ -439,16 +448,6 @@ static void poller_chores(poller_t *pl, int64_t now) {
         log_end(&line);
       }
       st->ops->locks.release(st, "pawl.recover", owner);
-    }
-  }
-  if (now >= pl->next_scan) {
-    pl->next_scan = now + h->opts.reload_ms;
-    if (host_scan_scripts(h, &pl->script_sig, &pl->probe)) {
-      log_line_t line;
-      log_begin(&line, &h->log, PAWL_LOG_INFO, "scripts loaded");
-      log_str(&line, "dir", h->scripts_dir);
-      log_int(&line, "files", (int64_t)h->nscripts);
-      log_end(&line);
     }
   }
 }
@@ -675,6 +674,8 @@ static void *poller_main(void *arg) {
     int64_t now = host_mono_ms();
     pthread_mutex_lock(&h->mu);
     int stopping = h->stopping;
+    /* No job before the loader has installed the scripts (it wakes us). */
+    int ready = h->scripts_gen != 0;
     h->wake = 0;
     pthread_mutex_unlock(&h->mu);
     if (stopping) {
@@ -693,7 +694,7 @@ static void *poller_main(void *arg) {
       poller_chores(pl, now); /* leases of running jobs stay fresh */
     } else {
       poller_chores(pl, now);
-      size_t got = poller_claim(pl);
+      size_t got = ready ? poller_claim(pl) : 0;
       if (got > 0) continue;
       if (poller_give_up(pl, host_mono_ms())) continue;
     }
@@ -705,15 +706,14 @@ static void *poller_main(void *arg) {
        * was started for: wait for those, not for ones far in the future. */
       if (h->opts.until_idle && idle && poller_until_idle(pl, now, &next_due))
         continue;
-      if (next_due > 0) {
+      if (next_due > 0 && ready) {
         int64_t until = next_due - pawl_now(pl->p);
         if (until < wait) wait = until < 1 ? 1 : until;
       }
     } else {
       wait = 10;
     }
-    int64_t chores = pl->next_heartbeat < pl->next_scan ? pl->next_heartbeat
-                                                         : pl->next_scan;
+    int64_t chores = pl->next_heartbeat;
     if (chores - now < wait) wait = chores - now > 1 ? chores - now : 1;
     pthread_mutex_lock(&h->mu);
     if (!h->wake && h->stopping == stopping) {
@@ -1249,30 +1249,57 @@ static void *watchdog_main(void *arg) {
   while (!h->completer_done) {
     pthread_mutex_unlock(&h->mu);
     int64_t now = host_mono_ms();
-    for (int i = 0; i < h->nworkers; i++) {
-      worker_t *w = h->workers[i];
-      pthread_mutex_lock(&w->dl);
-      uint64_t seq = atomic_load(&w->seq);
-      if (w->deadline && now >= w->deadline &&
-          atomic_load(&w->interrupt_seq) != seq) {
-        atomic_store(&w->interrupt_why, WORKER_INT_TIMEOUT);
-        atomic_store(&w->interrupt_seq, seq);
-        pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
-      } else if (w->deadline && now >= w->deadline + 1000 &&
-                 atomic_load(&w->interrupt_seq) == seq) {
-        /* Still not back a second later: the signal may have landed
-         * between instructions the hook never reached (a blocking C
-         * call). Ask again; it is harmless if it is already unwinding. */
-        w->deadline = now;
-        pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
-      }
-      pthread_mutex_unlock(&w->dl);
-    }
+    for (int i = 0; i < h->nworkers; i++) worker_watch(h->workers[i], now);
+    if (h->probe) worker_watch(h->probe, now);
     pthread_mutex_lock(&h->mu);
     struct timespec ts = host_deadline(HOST_WATCHDOG_MS);
     pthread_cond_timedwait(&h->stop_cv, &h->mu, &ts);
   }
   h->watchdog_done = 1;
+  pthread_cond_broadcast(&h->stop_cv);
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+/* ---- the loader ---------------------------------------------------------- */
+
+/* Loading a script runs its top level, which may take long or never
+ * return: that happens here, under the watchdog (the load deadline), never
+ * on the poller's path. The loader owns a Lua state that only loads
+ * scripts (the probe), so that each broken script is reported once, and
+ * installs each new list for the workers. */
+typedef struct loader {
+  host_t *h;
+  worker_t probe;
+  uint64_t sig;              /* signature of the directory last loaded */
+} loader_t;
+
+static void *loader_main(void *arg) {
+  loader_t *ld = arg;
+  host_t *h = ld->h;
+  ld->probe.thread = pthread_self(); /* before any call the watchdog sees */
+  worker_bind(&ld->probe);
+  int first = 1;
+  pthread_mutex_lock(&h->mu);
+  while (!h->stopping) {
+    pthread_mutex_unlock(&h->mu);
+    if (host_scan_scripts(h, &ld->sig, &ld->probe) > 0) {
+      if (!first) {
+        log_line_t line;
+        log_begin(&line, &h->log, PAWL_LOG_INFO, "scripts loaded");
+        log_str(&line, "dir", h->scripts_dir);
+        log_int(&line, "files", (int64_t)h->nscripts);
+        log_end(&line);
+      }
+      first = 0;
+      host_wake(h); /* jobs may be claimed now */
+    }
+    pthread_mutex_lock(&h->mu);
+    if (h->stopping) break;
+    struct timespec ts = host_deadline(h->opts.reload_ms);
+    pthread_cond_timedwait(&h->load_cv, &h->mu, &ts);
+  }
+  h->loader_done = 1;
   pthread_cond_broadcast(&h->stop_cv);
   pthread_mutex_unlock(&h->mu);
   return NULL;
@@ -1371,6 +1398,18 @@ static void *listener_main(void *arg) {
 
 /* ---- start, stop, wait -------------------------------------------------- */
 
+/* Frees the loader (its thread has ended or never started). */
+static void host_loader_free(host_t *h, loader_t *ld) {
+  if (!ld) return;
+  if (ld->probe.L) {
+    worker_close(&ld->probe);
+    pthread_mutex_destroy(&ld->probe.dl);
+  }
+  free(ld);
+  h->loader_state = NULL;
+  h->probe = NULL;
+}
+
 static void host_free(host_t *h) {
   if (!h) return;
   for (int i = 0; i < h->nworkers; i++) {
@@ -1394,6 +1433,7 @@ static void host_free(host_t *h) {
   pthread_cond_destroy(&h->work_cv);
   pthread_cond_destroy(&h->done_cv);
   pthread_cond_destroy(&h->stop_cv);
+  pthread_cond_destroy(&h->load_cv);
   free(h);
 }
 
@@ -1417,8 +1457,9 @@ static int host_unwind(pawl_t *p, host_t *h, const sigset_t *old, int workers,
   pthread_mutex_lock(&h->mu);
   h->stopping = PAWL_STOP_NOW;
   h->poller_done = 1;
-  if (nothers == 0) h->completer_done = h->watchdog_done = 1;
+  if (nothers == 0) h->completer_done = h->watchdog_done = h->loader_done = 1;
   pthread_cond_broadcast(&h->work_cv);
+  pthread_cond_broadcast(&h->load_cv);
   pthread_cond_broadcast(&h->done_cv);
   pthread_cond_broadcast(&h->stop_cv);
   pthread_cond_broadcast(&h->poll_cv);
@@ -1428,8 +1469,7 @@ static int host_unwind(pawl_t *p, host_t *h, const sigset_t *old, int workers,
   pthread_sigmask(SIG_SETMASK, old, NULL);
   poller_t *pl = h->poller_state;
   h->poller_state = NULL;
-  worker_close(&pl->probe);
-  pthread_mutex_destroy(&pl->probe.dl);
+  host_loader_free(h, h->loader_state);
   pawl_close(pl->p);
   free(pl);
   return host_fail(p, h, rc, msg);
@@ -1452,6 +1492,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   host_cond_init(&h->work_cv);
   host_cond_init(&h->done_cv);
   host_cond_init(&h->stop_cv);
+  host_cond_init(&h->load_cv);
   log_init(&h->log, in->log_level, in->log_json, in->log_fn, in->log_data);
   pawl_host_opts_t *o = &h->opts;
   if (o->workers <= 0) {
@@ -1464,6 +1505,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   if (o->grace_ms <= 0) o->grace_ms = 30000;
   if (o->reload_ms <= 0) o->reload_ms = 1000;
   if (o->default_timeout_s <= 0) o->default_timeout_s = 300;
+  if (o->load_timeout_ms <= 0) o->load_timeout_ms = 10000;
   if (o->idle_wait_ms == 0) o->idle_wait_ms = 5000;
   if (o->idle_wait_ms < 0) o->idle_wait_ms = 0;
   {
@@ -1519,23 +1561,26 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   pthread_sigmask(SIG_BLOCK, &block, &old);
 
   poller_t *pl = calloc(1, sizeof *pl);
+  loader_t *ld = calloc(1, sizeof *ld);
   char err[512];
-  int rc = pl ? 0 : PAWL_ENOMEM;
+  int rc = pl && ld ? 0 : PAWL_ENOMEM;
   if (!rc) {
     pl->h = h;
     rc = pawl__open_sibling(p, NULL, &pl->p, err, sizeof err);
   }
   if (!rc) {
-    uint64_t sig = 0;
-    host_scan_scripts(h, &sig, NULL);
-    pl->script_sig = sig;
-    pl->probe.h = h;
-    pl->probe.index = -1;
-    pthread_mutex_init(&pl->probe.dl, NULL);
-    rc = worker_open(&pl->probe, err, sizeof err);
-    if (!rc) {
-      pl->probe.scripts_gen = 0;
-      worker_reload(&pl->probe, 1);
+    /* The loader's state, created first (lua-cjson's static); the loader
+     * thread loads the scripts once every worker's state is ready. */
+    ld->h = h;
+    ld->probe.h = h;
+    ld->probe.index = -1;
+    pthread_mutex_init(&ld->probe.dl, NULL);
+    rc = worker_open(&ld->probe, err, sizeof err);
+    if (rc) {
+      pthread_mutex_destroy(&ld->probe.dl);
+    } else {
+      h->loader_state = ld;
+      h->probe = &ld->probe;
     }
   }
   h->workers = calloc((size_t)o->workers, sizeof *h->workers);
@@ -1557,10 +1602,10 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   if (rc) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pl) {
-      worker_close(&pl->probe);
       pawl_close(pl->p);
       free(pl);
     }
+    host_loader_free(h, ld);
     return host_fail(p, h, rc, rc == PAWL_ENOMEM ? "out of memory" : err);
   }
   {
@@ -1620,6 +1665,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
       {&h->completer, completer_main, h->completer_state, &h->completer_done,
        "completer"},
       {&h->watchdog, watchdog_main, h, &h->watchdog_done, "watchdog"},
+      {&h->loader, loader_main, ld, &h->loader_done, "loader"},
       {&h->checkpointer, checkpointer_main, h, &h->checkpointer_done,
        "checkpointer"},
       {&h->listener, listener_main, h, &h->listener_done, "listener"},
@@ -1681,7 +1727,10 @@ void pawl_stop(pawl_t *p, int how) {
   pthread_cond_broadcast(&h->poll_cv);
   pthread_cond_broadcast(&h->work_cv);
   pthread_cond_broadcast(&h->done_cv);
+  pthread_cond_broadcast(&h->load_cv);
   pthread_mutex_unlock(&h->mu);
+  /* A script being loaded is no job: cut it short (nothing installed). */
+  if (h->probe) worker_interrupt_stop(h->probe);
 }
 
 int pawl_host_status(pawl_t *p) {
@@ -1714,8 +1763,17 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
   if (!h) return 0;
   int64_t end = timeout_ms >= 0 ? host_mono_ms() + timeout_ms : 0;
   pthread_mutex_lock(&h->mu);
-  while (!(h->completer_done && h->watchdog_done && h->poller_done &&
-           h->checkpointer_done && h->listener_done)) {
+  for (;;) {
+    int rest = h->completer_done && h->watchdog_done && h->poller_done &&
+               h->checkpointer_done && h->listener_done;
+    if (rest && !h->loader_done && !h->loader_abandoned) {
+      int64_t now = host_mono_ms();
+      if (!h->loader_giveup_at)
+        h->loader_giveup_at = now + 2000;
+      else if (now >= h->loader_giveup_at)
+        h->loader_abandoned = 1;
+    }
+    if (rest && (h->loader_done || h->loader_abandoned)) break;
     if (timeout_ms >= 0) {
       int64_t left = end - host_mono_ms();
       if (left <= 0) {
@@ -1730,6 +1788,7 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
     }
   }
   int joined = h->joined, abandoned = h->abandoned;
+  int loader_abandoned = h->loader_abandoned;
   h->joined = 1;
   pthread_mutex_unlock(&h->mu);
   if (!joined) {
@@ -1737,6 +1796,15 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
     pthread_join(h->completer, NULL);
     pthread_join(h->watchdog, NULL);
     pthread_join(h->checkpointer, NULL);
+    if (loader_abandoned) {
+      pthread_detach(h->loader);
+      log_line_t line;
+      log_begin(&line, &h->log, PAWL_LOG_ERROR,
+                "the script loader, stuck in a blocking C call, was left behind");
+      log_end(&line);
+    } else {
+      pthread_join(h->loader, NULL);
+    }
     if (p->store->ops->wakeup.listen) pthread_join(h->listener, NULL);
     if (abandoned) {
       /* Their jobs were handed back; they cannot be joined. */
@@ -1764,17 +1832,16 @@ void pawl__host_free(pawl_t *p) {
   pawl_wait(p, -1);
   p->host = NULL;
   p->owns_host = 0;
-  if (h->abandoned) {
+  if (h->abandoned || h->loader_abandoned) {
     /* A worker stuck in a blocking C call may still touch the host's
      * memory: leave it allocated (the process is about to end). */
     return;
   }
   poller_t *pl = h->poller_state;
   if (pl) {
-    worker_close(&pl->probe);
-    pthread_mutex_destroy(&pl->probe.dl);
     pawl_close(pl->p);
     free(pl);
   }
+  host_loader_free(h, h->loader_state);
   host_free(h);
 }

@@ -2,7 +2,10 @@
  *
  * Threads and what they own:
  * - the poller: claims jobs, runs the chores (heartbeat, node beat, lease
- *   recovery, script reloads), and decides when to stop;
+ *   recovery), and decides when to stop;
+ * - the loader: loads new versions of the scripts in a state of its own
+ *   (their top level may take long: never on the poller's path) and
+ *   installs them for the workers;
  * - N workers (worker.c): one lua_State each, never shared;
  * - the completer: writes outcomes in batches (group commit);
  * - the watchdog: interrupts jobs that pass their deadline;
@@ -79,6 +82,7 @@ typedef struct host {
   pthread_cond_t work_cv;    /* workers wait here */
   pthread_cond_t done_cv;    /* completer waits here */
   pthread_cond_t stop_cv;    /* pawl_wait() waits here */
+  pthread_cond_t load_cv;    /* the loader waits here */
   int wake;                  /* poller: something changed, look again */
   host_item_t *queue_head, *queue_tail;
   int queued;                /* claimed, waiting for a worker */
@@ -92,10 +96,20 @@ typedef struct host {
   int stopped;               /* all threads ended; pawl_wait may join */
   int joined;
 
-  /* Scripts: the list, its generation (bumped on every change seen). */
+  /* Scripts: the list, its generation (bumped on every change seen; 0
+   * until the loader has installed the first list: no job is claimed
+   * before). */
   host_script_t *scripts;
   size_t nscripts;
   uint64_t scripts_gen;
+  struct loader *loader_state;
+  worker_t *probe;           /* the loader's state, for the watchdog */
+  pthread_t loader;
+  int loader_done;
+  int64_t loader_giveup_at;  /* mono ms: a loader still stuck (a blocking C
+                                call in a script's top level) once the rest
+                                has stopped is left behind then */
+  int loader_abandoned;      /* never free the host */
 
   worker_t **workers;
   int nworkers;

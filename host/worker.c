@@ -41,8 +41,11 @@ extern const pawl_lua_module_t pawl_lua_modules[];
 extern const size_t pawl_lua_module_count;
 
 /* How long the steps after a job may take: result encoding, sanitizer and
- * retry policy, script loading. */
+ * retry policy. */
 #define WORKER_STEP_TIMEOUT_S 10.0
+/* How long a script's top level may run when pawl_script_info loads it
+ * (the host's own loads use its load_timeout_ms). */
+#define WORKER_LOAD_TIMEOUT_S 10.0
 /* ctx:log lines kept per attempt; more are counted, not stored. */
 #define WORKER_MAX_LOGS 1000
 
@@ -92,6 +95,49 @@ void worker_install_signal(void) {
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(PAWL_INTERRUPT_SIGNAL, &sa, NULL);
+}
+
+void worker_bind(worker_t *w) {
+  worker_self = w;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, PAWL_INTERRUPT_SIGNAL);
+  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+void worker_watch(worker_t *w, int64_t now) {
+  pthread_mutex_lock(&w->dl);
+  uint64_t seq = atomic_load(&w->seq);
+  if (w->deadline && now >= w->deadline &&
+      atomic_load(&w->interrupt_seq) != seq) {
+    atomic_store(&w->interrupt_why, WORKER_INT_TIMEOUT);
+    atomic_store(&w->interrupt_seq, seq);
+    pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
+  } else if (w->deadline && now >= w->deadline + 1000 &&
+             atomic_load(&w->interrupt_seq) == seq) {
+    /* Still not back a second later: the signal may have landed between
+     * instructions the hook never reached (a blocking C call). Ask again;
+     * it is harmless if it is already unwinding. */
+    w->deadline = now;
+    pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
+  }
+  pthread_mutex_unlock(&w->dl);
+}
+
+void worker_interrupt_stop(worker_t *w) {
+  pthread_mutex_lock(&w->dl);
+  if (atomic_load(&w->in_lua)) {
+    uint64_t seq = atomic_load(&w->seq);
+    /* Past its deadline (interrupted for it already, or the watchdog has
+     * not looked yet): a timeout, whatever the stop says. */
+    int late = atomic_load(&w->interrupt_seq) == seq
+                   ? atomic_load(&w->interrupt_why) == WORKER_INT_TIMEOUT
+                   : w->deadline && host_mono_ms() >= w->deadline;
+    atomic_store(&w->interrupt_why, late ? WORKER_INT_TIMEOUT : WORKER_INT_STOP);
+    atomic_store(&w->interrupt_seq, seq);
+    pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
+  }
+  pthread_mutex_unlock(&w->dl);
 }
 
 /* The message handler of every protected call: stops a pending interrupt
@@ -146,6 +192,16 @@ static pawl_job_t *host_fn_job(lua_State *L, worker_t *w, int arg) {
   if (!w->job || seq != w->run_seq)
     luaL_error(L, "ctx used outside its job (the job has ended)");
   return w->job;
+}
+
+static char *worker_strdup(const char *s) { return s ? strdup(s) : NULL; }
+
+/* Functions that act on the database refuse while a script's top level
+ * runs: a load state may have no connection (the loader's, pawl enqueue's),
+ * and every worker loads every script. */
+static void host_fn_no_load(lua_State *L, worker_t *w, const char *what) {
+  if (w->loading || !w->p)
+    luaL_error(L, "%s cannot be used while scripts load", what);
 }
 
 /* host.log(seq, level, message, fields_json) -> nil | why [-4, +0|1, e]
@@ -271,6 +327,7 @@ static const char *host_fn_optstr(lua_State *L, int i) {
  *   -> id, status | nil, message [-15, +2, e] */
 static int host_fn_enqueue(lua_State *L) {
   worker_t *w = host_fn_worker(L);
+  host_fn_no_load(L, w, "pawl.enqueue");
   const char *type = luaL_checkstring(L, 1);
   const char *payload = luaL_checkstring(L, 2);
   pawl_enqueue_opts_t o;
@@ -333,9 +390,17 @@ static int host_fn_enqueue(lua_State *L) {
   return 2;
 }
 
-/* host.now() -> seconds since the epoch [-0, +1, -] */
+/* host.now() -> seconds since the epoch: the store's clock, or this
+ * machine's where there is no store (loading a script for pawl enqueue).
+ * [-0, +1, -] */
 static int host_fn_now(lua_State *L) {
   worker_t *w = host_fn_worker(L);
+  if (!w->p) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    lua_pushnumber(L, (double)ts.tv_sec + (double)(ts.tv_nsec / 1000000) / 1e3);
+    return 1;
+  }
   lua_pushnumber(L, (double)pawl_now(w->p) / 1000.0);
   return 1;
 }
@@ -349,9 +414,11 @@ static int host_fn_time(lua_State *L) {
   return 1;
 }
 
-/* host.print(text) [-1, +0, e] */
+/* host.print(text): a log line; dropped where there is no host log
+ * (loading a script for pawl enqueue). [-1, +0, e] */
 static int host_fn_print(lua_State *L) {
   worker_t *w = host_fn_worker(L);
+  if (!w->h) return 0;
   log_line_t line;
   log_begin(&line, &w->h->log, PAWL_LOG_INFO, "print");
   if (w->job) {
@@ -378,11 +445,67 @@ static int host_fn_sleep(lua_State *L) {
   return 0;
 }
 
+/* ---- locks held by job code --------------------------------------------- */
+
+/* Records a lock pawl.lock took. 0, or PAWL_ENOMEM. */
+static int worker_lock_keep(worker_t *w, const char *name, const char *owner) {
+  if (w->nlocks == w->locks_cap) {
+    size_t cap = w->locks_cap ? w->locks_cap * 2 : 4;
+    worker_lock_t *p = realloc(w->locks, cap * sizeof *p);
+    if (!p) return PAWL_ENOMEM;
+    w->locks = p;
+    w->locks_cap = cap;
+  }
+  worker_lock_t *k = &w->locks[w->nlocks];
+  k->name = strdup(name);
+  k->owner = strdup(owner);
+  if (!k->name || !k->owner) {
+    free(k->name);
+    free(k->owner);
+    return PAWL_ENOMEM;
+  }
+  w->nlocks++;
+  return 0;
+}
+
+static void worker_lock_forget(worker_t *w, const char *name, const char *owner) {
+  for (size_t i = 0; i < w->nlocks; i++) {
+    worker_lock_t *k = &w->locks[i];
+    if (strcmp(k->name, name) != 0 || strcmp(k->owner, owner) != 0) continue;
+    free(k->name);
+    free(k->owner);
+    w->locks[i] = w->locks[--w->nlocks];
+    return;
+  }
+}
+
+/* Releases the locks the last call left held (it timed out, was stopped,
+ * or failed to release them): outside Lua, where no interrupt can stop
+ * it. A lock that cannot be released now runs out with its TTL. */
+static void worker_release_locks(worker_t *w) {
+  for (size_t i = 0; i < w->nlocks; i++) {
+    worker_lock_t *k = &w->locks[i];
+    if (pawl_lock_release(w->p, k->name, k->owner) != 0 && w->h) {
+      log_line_t line;
+      log_begin(&line, &w->h->log, PAWL_LOG_WARN,
+                "a lock the job held could not be released; it is freed "
+                "when its TTL runs out");
+      log_str(&line, "lock", k->name);
+      log_str(&line, "error", pawl_errmsg(w->p));
+      log_end(&line);
+    }
+    free(k->name);
+    free(k->owner);
+  }
+  w->nlocks = 0;
+}
+
 /* host.lock_acquire(name, ttl_s) -> owner | false | nil, message: an owner
  * of our own (node id and a fresh UUIDv7: unique to this call, so two jobs
  * of one node exclude each other too). [-2, +1|2, e] */
 static int host_fn_lock_acquire(lua_State *L) {
   worker_t *w = host_fn_worker(L);
+  host_fn_no_load(L, w, "pawl.lock");
   const char *name = luaL_checkstring(L, 1);
   double ttl = luaL_checknumber(L, 2);
   if (!(ttl > 0) || ttl > 86400) return luaL_error(L, "pawl.lock: ttl must be between 0 and 86400 seconds");
@@ -397,21 +520,30 @@ static int host_fn_lock_acquire(lua_State *L) {
     lua_pushstring(L, pawl_errmsg(w->p));
     return 2;
   }
-  if (got)
-    lua_pushstring(L, owner);
-  else
+  if (!got) {
     lua_pushboolean(L, 0);
+    return 1;
+  }
+  if (worker_lock_keep(w, name, owner) != 0) {
+    pawl_lock_release(w->p, name, owner);
+    return luaL_error(L, "out of memory");
+  }
+  lua_pushstring(L, owner);
   return 1;
 }
 
 /* host.lock_release(name, owner) -> true | nil, message [-2, +1|2, e] */
 static int host_fn_lock_release(lua_State *L) {
   worker_t *w = host_fn_worker(L);
-  if (pawl_lock_release(w->p, luaL_checkstring(L, 1), luaL_checkstring(L, 2)) != 0) {
+  host_fn_no_load(L, w, "pawl.lock");
+  const char *name = luaL_checkstring(L, 1), *owner = luaL_checkstring(L, 2);
+  if (pawl_lock_release(w->p, name, owner) != 0) {
+    /* Still recorded: the worker tries again once the call returns. */
     lua_pushnil(L);
     lua_pushstring(L, pawl_errmsg(w->p));
     return 2;
   }
+  worker_lock_forget(w, name, owner);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -480,6 +612,9 @@ static const luaL_Reg host_fns[] = {
 
 /* ---- the state ---------------------------------------------------------- */
 
+static int worker_load(worker_t *w, const host_script_t *list, size_t n,
+                       int report, char **errors);
+
 /* Registers the embedded modules in package.preload. [-0, +0, e] */
 static void worker_preload(lua_State *L) {
   lua_getglobal(L, "package");
@@ -535,6 +670,7 @@ static int worker_setup(lua_State *L) {
 }
 
 int worker_open(worker_t *w, char *err, size_t errlen) {
+  /* lua-cjson's initialisation writes a static: one state at a time. */
   if (w->h) pthread_mutex_lock(&w->h->lua_init);
   lua_State *L = luaL_newstate();
   if (!L) {
@@ -543,23 +679,71 @@ int worker_open(worker_t *w, char *err, size_t errlen) {
     return PAWL_ENOMEM;
   }
   w->L = L;
+  lua_pushcfunction(L, worker_msgh);
   lua_pushcfunction(L, worker_setup);
   lua_pushlightuserdata(L, w);
-  int rc = lua_pcall(L, 1, 0, 0);
+  int rc = lua_pcall(L, 1, 0, 1);
+  if (w->h) pthread_mutex_unlock(&w->h->lua_init);
   if (rc != 0) {
-    if (w->h) pthread_mutex_unlock(&w->h->lua_init);
     snprintf(err, errlen, "cannot set up the worker's Lua state: %s",
              lua_tostring(L, -1));
     lua_close(L);
     w->L = NULL;
     return PAWL_ESTORE;
   }
+  lua_pop(L, 1);
   w->scripts_gen = 0;
-  /* Still under lua_init: the scripts' top-level code may use cjson, whose
-   * static another thread's state creation would be writing. */
-  if (w->h) worker_reload(w, 0);
-  if (w->h) pthread_mutex_unlock(&w->h->lua_init);
   return 0;
+}
+
+/* pawl_script_info runs on the caller's thread, where no host watchdog
+ * looks: this thread is its watchdog while it loads. */
+typedef struct worker_guard {
+  worker_t *w;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;
+} worker_guard_t;
+
+static void *worker_guard_main(void *arg) {
+  worker_guard_t *g = arg;
+  pthread_mutex_lock(&g->mu);
+  while (!g->done) {
+    pthread_mutex_unlock(&g->mu);
+    worker_watch(g->w, host_mono_ms());
+    pthread_mutex_lock(&g->mu);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20 * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    if (!g->done) pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+  }
+  pthread_mutex_unlock(&g->mu);
+  return NULL;
+}
+
+/* Loads the type's script (and _defaults.lua) into w, a fresh state;
+ * 0, or PAWL_EINVAL with `err` saying why. */
+static int worker_info_load(worker_t *w, const char *type, const char *path,
+                            const char *defaults, char *err, size_t errlen) {
+  host_script_t list[2];
+  size_t n = 0;
+  if (access(defaults, R_OK) == 0)
+    list[n++] = (host_script_t){.name = "_defaults", .path = (char *)defaults};
+  list[n++] = (host_script_t){.name = (char *)type, .path = (char *)path};
+  char *errors[2] = {NULL, NULL};
+  int rc = worker_load(w, list, n, 0, errors);
+  for (size_t i = 0; i < n; i++) {
+    if (errors[i] && rc == 0) {
+      snprintf(err, errlen, "script %s is broken: %s", list[i].path, errors[i]);
+      rc = PAWL_EINVAL;
+    }
+    free(errors[i]);
+  }
+  return rc ? PAWL_EINVAL : 0;
 }
 
 int pawl_script_info(const char *dir, const char *type,
@@ -578,106 +762,189 @@ int pawl_script_info(const char *dir, const char *type,
     pthread_mutex_destroy(&w.dl);
     return rc;
   }
-  lua_State *L = w.L;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, w.ref_worker);
-  lua_getfield(L, -1, "load");
-  lua_newtable(L);
-  lua_pushstring(L, path);
-  lua_setfield(L, -2, type);
-  if (access(defaults, R_OK) == 0) {
-    lua_pushstring(L, defaults);
-    lua_setfield(L, -2, "_defaults");
+  /* The script's top level runs here, under a deadline: this thread takes
+   * the interrupt signal while it loads, and a guard thread watches. */
+  worker_install_signal();
+  worker_t *prev_self = worker_self;
+  sigset_t old;
+  pthread_sigmask(SIG_SETMASK, NULL, &old);
+  w.thread = pthread_self();
+  worker_bind(&w);
+  worker_guard_t g = {.w = &w};
+  pthread_mutex_init(&g.mu, NULL);
+  pthread_cond_init(&g.cv, NULL);
+  pthread_t guard;
+  int guarded = pthread_create(&guard, NULL, worker_guard_main, &g) == 0;
+  if (!guarded) {
+    snprintf(err, errlen, "cannot start a thread to watch the script's loading");
+    rc = PAWL_ENOMEM;
+  } else {
+    rc = worker_info_load(&w, type, path, defaults, err, errlen);
   }
-  rc = lua_pcall(L, 1, 1, 0);
-  if (rc != 0 || lua_objlen(L, -1) > 0) {
-    if (rc == 0) {
-      lua_rawgeti(L, -1, 1);
-      lua_rawgeti(L, -1, 2);
+  if (!rc) {
+    lua_State *L = w.L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, w.ref_worker);
+    lua_getfield(L, -1, "defaults_of");
+    lua_remove(L, -2);
+    lua_pushstring(L, type);
+    if (worker_call(&w, 1, 4, WORKER_STEP_TIMEOUT_S, NULL) == 0) {
+      const char *q = lua_tostring(L, -4);
+      if (q) snprintf(out->queue, sizeof out->queue, "%s", q);
+      if (lua_isnumber(L, -3)) {
+        out->has_priority = 1;
+        out->priority = (int32_t)lua_tonumber(L, -3);
+      }
+      out->max_attempts = (int32_t)lua_tonumber(L, -2);
+      out->timeout_s = (int32_t)ceil(lua_tonumber(L, -1));
+      lua_pop(L, 4);
+    } else {
+      lua_pop(L, 1);
     }
-    snprintf(err, errlen, "script %s is broken: %s", path, lua_tostring(L, -1));
-    worker_close(&w);
-    pthread_mutex_destroy(&w.dl);
-    return PAWL_EINVAL;
   }
-  lua_pop(L, 1);
-  lua_getfield(L, -1, "defaults_of");
-  lua_pushstring(L, type);
-  if (lua_pcall(L, 1, 4, 0) == 0) {
-    const char *q = lua_tostring(L, -4);
-    if (q) snprintf(out->queue, sizeof out->queue, "%s", q);
-    if (lua_isnumber(L, -3)) {
-      out->has_priority = 1;
-      out->priority = (int32_t)lua_tonumber(L, -3);
-    }
-    out->max_attempts = (int32_t)lua_tonumber(L, -2);
-    out->timeout_s = (int32_t)ceil(lua_tonumber(L, -1));
+  if (guarded) {
+    pthread_mutex_lock(&g.mu);
+    g.done = 1;
+    pthread_cond_signal(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    pthread_join(guard, NULL);
   }
+  pthread_cond_destroy(&g.cv);
+  pthread_mutex_destroy(&g.mu);
+  worker_self = prev_self;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   worker_close(&w);
   pthread_mutex_destroy(&w.dl);
-  return 0;
+  return rc;
 }
 
 void worker_close(worker_t *w) {
   if (w->L) lua_close(w->L);
   w->L = NULL;
+  for (size_t i = 0; i < w->nlocks; i++) {
+    free(w->locks[i].name);
+    free(w->locks[i].owner);
+  }
+  free(w->locks);
+  w->locks = NULL;
+  w->nlocks = w->locks_cap = 0;
 }
 
-/* Loads `list` into the state: the files' text as the host read it, so
- * that every worker serves the same version. `failed` (n ints, or NULL)
- * gets a 1 for each script that did not load; `report` logs each. */
-static void worker_load(worker_t *w, const host_script_t *list, size_t n,
-                        int report, int *failed) {
+/* Calls W.load_failed(name): a script whose load was cut short keeps its
+ * previous version. [-0, +0, -] */
+static void worker_load_failed(worker_t *w, int wi, const char *name) {
   lua_State *L = w->L;
+  lua_getfield(L, wi, "load_failed");
+  lua_pushstring(L, name);
+  if (worker_call(w, 1, 0, WORKER_STEP_TIMEOUT_S, NULL) != 0) lua_pop(L, 1);
+}
+
+/* Loads `list` into the state: the files' text as the host read it (src),
+ * so that every worker serves the same version, else the file at `path`.
+ * Each script's top level runs in a protected call of its own under the
+ * load deadline, _defaults first: one that never returns is interrupted
+ * and reported, and the others still load. errors (n slots, zeroed by the
+ * caller, or NULL) receives a malloc'd message for each script that did
+ * not load; `report` logs each. Returns 0, or -1 when the host's stop cut
+ * the load short. */
+static int worker_load(worker_t *w, const host_script_t *list, size_t n,
+                       int report, char **errors) {
+  lua_State *L = w->L;
+  host_t *h = w->h;
+  double limit = h ? (double)h->opts.load_timeout_ms / 1000.0 : WORKER_LOAD_TIMEOUT_S;
+  int top = lua_gettop(L);
+  int stopped = 0;
+  w->loading = 1;
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
-  lua_getfield(L, -1, "load");
+  int wi = lua_gettop(L);
+  /* load_begin(files, opts) */
+  lua_getfield(L, wi, "load_begin");
   lua_newtable(L);
   for (size_t i = 0; i < n; i++) {
     lua_pushstring(L, list[i].path);
     lua_setfield(L, -2, list[i].name);
   }
-  lua_newtable(L);
-  lua_pushboolean(L, w->h->opts.unsafe_lua);
-  lua_setfield(L, -2, "unsafe");
-  lua_pushboolean(L, w->h->opts.allow_io);
-  lua_setfield(L, -2, "allow_io");
-  lua_pushboolean(L, w->h->opts.allow_env);
-  lua_setfield(L, -2, "allow_env");
-  lua_pushnumber(L, (double)w->h->opts.default_timeout_s);
-  lua_setfield(L, -2, "default_timeout");
-  lua_newtable(L);
-  for (size_t i = 0; i < n; i++) {
-    if (!list[i].src) continue; /* unreadable: loading the path says why */
-    lua_pushlstring(L, list[i].src, list[i].len);
-    lua_setfield(L, -2, list[i].name);
+  if (h) {
+    lua_newtable(L);
+    lua_pushboolean(L, h->opts.unsafe_lua);
+    lua_setfield(L, -2, "unsafe");
+    lua_pushboolean(L, h->opts.allow_io);
+    lua_setfield(L, -2, "allow_io");
+    lua_pushboolean(L, h->opts.allow_env);
+    lua_setfield(L, -2, "allow_env");
+    lua_pushnumber(L, (double)h->opts.default_timeout_s);
+    lua_setfield(L, -2, "default_timeout");
+  } else {
+    lua_pushnil(L);
   }
   int timed_out = 0;
-  int rc = worker_call(w, 3, 1, WORKER_STEP_TIMEOUT_S, &timed_out);
-  if (rc != 0) {
-    log_line_t line;
-    log_begin(&line, &w->h->log, PAWL_LOG_ERROR, "loading scripts failed");
-    log_str(&line, "error", lua_tostring(L, -1));
-    log_end(&line);
-  } else {
-    size_t nerr = lua_objlen(L, -1);
-    for (size_t i = 1; i <= nerr; i++) {
-      lua_rawgeti(L, -1, (int)i);
-      lua_rawgeti(L, -1, 1);
-      lua_rawgeti(L, -2, 2);
-      const char *name = lua_tostring(L, -2);
-      for (size_t k = 0; failed && name && k < n; k++)
-        if (strcmp(list[k].name, name) == 0) failed[k] = 1;
-      if (report) {
+  if (worker_call(w, 2, 0, WORKER_STEP_TIMEOUT_S, &timed_out) != 0) {
+    stopped = timed_out && atomic_load(&w->interrupt_why) == WORKER_INT_STOP;
+    if (h && !stopped) {
+      log_line_t line;
+      log_begin(&line, &h->log, PAWL_LOG_ERROR, "loading scripts failed");
+      log_str(&line, "error", lua_tostring(L, -1));
+      log_end(&line);
+    }
+    lua_settop(L, top);
+    w->loading = 0;
+    return stopped ? -1 : 0;
+  }
+  for (int pass = 0; pass < 2 && !stopped; pass++) {
+    for (size_t i = 0; i < n && !stopped; i++) {
+      const char *name = list[i].name;
+      if ((strcmp(name, "_defaults") == 0) != (pass == 0)) continue;
+      if (h) {
+        /* The host is stopping: no more top levels to run. */
+        pthread_mutex_lock(&h->mu);
+        stopped = h->stopping != 0;
+        pthread_mutex_unlock(&h->mu);
+        if (stopped) break;
+      }
+      /* load_one(name, path, src) -> nil | error */
+      lua_getfield(L, wi, "load_one");
+      lua_pushstring(L, name);
+      lua_pushstring(L, list[i].path);
+      if (list[i].src)
+        lua_pushlstring(L, list[i].src, list[i].len);
+      else
+        lua_pushnil(L);
+      timed_out = 0;
+      int rc = worker_call(w, 3, 1, limit, &timed_out);
+      char *msg = NULL;
+      if (rc != 0 && timed_out &&
+          atomic_load(&w->interrupt_why) == WORKER_INT_STOP) {
+        stopped = 1;
+      } else if (rc != 0) {
+        if (timed_out) {
+          if (asprintf(&msg, "script %s: loading took longer than %g s", name,
+                       limit) < 0)
+            msg = NULL;
+        } else {
+          msg = worker_strdup(lua_tostring(L, -1));
+        }
+        if (!msg) msg = worker_strdup("(no error message)");
+        worker_load_failed(w, wi, name);
+      } else if (!lua_isnil(L, -1)) {
+        msg = worker_strdup(lua_tostring(L, -1));
+      }
+      lua_pop(L, 1);
+      if (msg && report && h) {
         log_line_t line;
-        log_begin(&line, &w->h->log, PAWL_LOG_ERROR,
+        log_begin(&line, &h->log, PAWL_LOG_ERROR,
                   "script not loaded (a previous version, if any, keeps serving)");
         log_str(&line, "script", name);
-        log_str(&line, "error", lua_tostring(L, -1));
+        log_str(&line, "error", msg);
         log_end(&line);
       }
-      lua_pop(L, 3);
+      if (msg && errors)
+        errors[i] = msg;
+      else
+        free(msg);
     }
   }
-  lua_pop(L, 2);
+  lua_settop(L, top);
+  w->loading = 0;
+  return stopped ? -1 : 0;
 }
 
 void worker_reload(worker_t *w, int report) {
@@ -688,14 +955,14 @@ void worker_reload(worker_t *w, int report) {
     host_scripts_free(scripts, n);
     return;
   }
-  worker_load(w, scripts, n, report, NULL);
+  /* Cut short by a stop: loaded again next time (if there is one). */
+  if (worker_load(w, scripts, n, report, NULL) == 0) w->scripts_gen = gen;
   host_scripts_free(scripts, n);
-  w->scripts_gen = gen;
 }
 
-void worker_load_list(worker_t *w, const host_script_t *list, size_t n,
-                      int *failed) {
-  worker_load(w, list, n, 1, failed);
+int worker_load_list(worker_t *w, const host_script_t *list, size_t n,
+                     char **errors) {
+  return worker_load(w, list, n, 1, errors);
 }
 
 /* ---- running one job ---------------------------------------------------- */
@@ -734,9 +1001,11 @@ static void worker_setjson(worker_t *w, const char *k, const char *json) {
   lua_State *L = w->L;
   if (!json) return;
   /* Protected: a large payload is where memory runs out, if anywhere. */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_msgh);
   lua_pushcfunction(L, worker_decode);
   lua_pushlightuserdata(L, (void *)json);
-  int rc = lua_pcall(L, 1, 2, 0);
+  int rc = lua_pcall(L, 1, 2, -3);
+  lua_remove(L, rc == 0 ? -3 : -2); /* the message handler */
   if (rc == 0 && !lua_isnil(L, -2)) {
     lua_pop(L, 1);
     lua_setfield(L, -2, k);
@@ -932,6 +1201,7 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
     int timed_out = 0;
     rc = worker_call(w, 2, 1, timeout, &timed_out);
     w->run_seq = 0;
+    worker_release_locks(w);
     if (rc == 0 && lua_isnil(L, -1)) {
       /* No result to encode (the common no-op case). */
       o->out.kind = PAWL_OUT_SUCCEEDED;
@@ -1003,8 +1273,25 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
 
 /* ---- hooks -------------------------------------------------------------- */
 
+/* How long the hooks of `type` may run: its script's timeout, else the
+ * default one. */
+static double worker_hook_timeout(worker_t *w, const char *type) {
+  lua_State *L = w->L;
+  double timeout = (double)w->h->opts.default_timeout_s;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
+  lua_getfield(L, -1, "hook_timeout");
+  lua_remove(L, -2);
+  lua_pushstring(L, type);
+  if (worker_call(w, 1, 1, WORKER_STEP_TIMEOUT_S, NULL) == 0 &&
+      lua_tonumber(L, -1) > 0)
+    timeout = lua_tonumber(L, -1);
+  lua_pop(L, 1);
+  return timeout;
+}
+
 static void worker_run_hook(worker_t *w, host_outcome_t *o, const char *name) {
   lua_State *L = w->L;
+  double timeout = worker_hook_timeout(w, o->job->type);
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
   lua_getfield(L, -1, "hook");
   lua_remove(L, -2);
@@ -1013,16 +1300,21 @@ static void worker_run_hook(worker_t *w, host_outcome_t *o, const char *name) {
   lua_rawgeti(L, -1, 1);
   lua_rawgeti(L, -2, 2);
   lua_remove(L, -3);
-  double timeout = (double)w->h->opts.default_timeout_s;
-  int rc = worker_call(w, 3, 1, timeout, NULL);
+  int timed_out = 0;
+  int rc = worker_call(w, 3, 1, timeout, &timed_out);
+  worker_release_locks(w);
   if (rc != 0 || !lua_isnil(L, -1)) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "hook timed out after %g s", timeout);
     log_line_t line;
     log_begin(&line, &w->h->log, PAWL_LOG_WARN,
               "hook failed (the job's outcome stands)");
     log_id(&line, "job", &o->job->id);
     log_str(&line, "type", o->job->type);
     log_str(&line, "hook", name);
-    log_str(&line, "error", rc ? "the hook was interrupted" : lua_tostring(L, -1));
+    log_str(&line, "error", rc == 0    ? lua_tostring(L, -1)
+                            : timed_out ? msg
+                                        : "the hook was interrupted");
     log_end(&line);
   }
   lua_pop(L, 1);
@@ -1049,11 +1341,7 @@ static void worker_run_inbox(worker_t *w, host_outcome_t *list) {
 void *worker_main(void *arg) {
   worker_t *w = arg;
   host_t *h = w->h;
-  worker_self = w;
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, PAWL_INTERRUPT_SIGNAL);
-  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  worker_bind(w);
   /* This thread's own Lua state, for its whole life. */
   char err[400];
   int rc = worker_open(w, err, sizeof err);
@@ -1075,7 +1363,8 @@ void *worker_main(void *arg) {
     pthread_mutex_lock(&h->mu);
     /* Once stopping, no new job starts: the poller hands the queued ones
      * back. */
-    while (!h->queue_head && !w->inbox && !h->stopping)
+    while (!h->queue_head && !w->inbox && !h->stopping &&
+           w->scripts_gen == h->scripts_gen)
       pthread_cond_wait(&h->work_cv, &h->mu);
     host_outcome_t *inbox = w->inbox;
     w->inbox = NULL;
@@ -1104,7 +1393,11 @@ void *worker_main(void *arg) {
       continue;
     }
     if (quit) break;
-    if (!item) continue;
+    if (!item) {
+      /* New scripts: load them while idle, not before the next job. */
+      if (w->scripts_gen != gen && !h->stopping) worker_reload(w, 0);
+      continue;
+    }
     if (w->scripts_gen != gen) worker_reload(w, 0);
     worker_run(w, item->job);
     free(item);

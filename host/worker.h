@@ -18,13 +18,19 @@
 
 typedef struct lua_State lua_State;
 
+/* A lock pawl.lock took (name and owner, owned strings). */
+typedef struct worker_lock {
+  char *name;
+  char *owner;
+} worker_lock_t;
+
 /* Why the watchdog interrupted a worker. */
 #define WORKER_INT_TIMEOUT 1
 #define WORKER_INT_STOP 2
 
 struct worker {
   host_t *h;
-  int index;                 /* -1: the poller's probe state (no jobs) */
+  int index;                 /* -1: the loader's probe state (no jobs) */
   pthread_t thread;
   lua_State *L;
   pawl_t *p;                 /* this thread's own handle */
@@ -58,12 +64,21 @@ struct worker {
   int canceled;
   int64_t progress_written;
 
+  /* Locks taken by pawl.lock and not released yet. The worker releases
+   * them once the call that took them has returned, however it ended: a
+   * timeout or a stop interrupts the release in Lua. */
+  worker_lock_t *locks;
+  size_t nlocks, locks_cap;
+  int loading;               /* running a script's top level: the functions
+                                that act on the database refuse */
+
   /* Outcomes stored whose hooks this worker must run (guarded by h->mu). */
   host_outcome_t *inbox;
 };
 
-/* Creates the worker's Lua state and loads the scripts. Called on the
- * thread that will own the state. On failure `err` says why. */
+/* Creates the worker's Lua state (scripts are loaded by worker_reload).
+ * Called on the thread that will own the state. On failure `err` says
+ * why. */
 int worker_open(worker_t *w, char *err, size_t errlen);
 void worker_close(worker_t *w);
 
@@ -71,16 +86,32 @@ void worker_close(worker_t *w);
  * broken script (the poller's probe does, so each error is logged once). */
 void worker_reload(worker_t *w, int report);
 
-/* Loads a script list the host has not installed yet (the poller's probe
- * checks each new list first), logging each broken script; failed[i]
- * (n ints, zeroed by the caller) becomes 1 for each one that did not load. */
-void worker_load_list(worker_t *w, const host_script_t *list, size_t n,
-                      int *failed);
+/* Loads a script list the host has not installed yet (the loader's probe
+ * checks each new list first), each script under the load deadline,
+ * logging each broken script; errors[i] (n slots, zeroed by the caller)
+ * receives a malloc'd message for each one that did not load. Returns 0,
+ * or -1 if the host's stop cut the load short. */
+int worker_load_list(worker_t *w, const host_script_t *list, size_t n,
+                     char **errors);
 
 /* The worker thread's main loop. */
 void *worker_main(void *arg);
 
 /* Installs the interrupt signal's handler (once per process). */
 void worker_install_signal(void);
+
+/* Makes `w` the worker of the calling thread, for the interrupt signal's
+ * handler, and lets the signal in. w->thread must name this thread (the
+ * one whose Lua calls are interrupted) before its first call. */
+void worker_bind(worker_t *w);
+
+/* The watchdog's look at one worker (at monotonic time `now`): interrupts
+ * a call past its deadline, and asks again a second later if it is not
+ * back (a blocking C call). */
+void worker_watch(worker_t *w, int64_t now);
+
+/* Interrupts the call `w` is running because the host is stopping. A call
+ * already past its deadline stays a timeout: its job used its attempt. */
+void worker_interrupt_stop(worker_t *w);
 
 #endif

@@ -502,7 +502,9 @@ typedef struct pawl_script_info {
  * way `pawl run` does and reports its enqueue-time settings, so that an
  * enqueuer can route and configure a job as its script asks. Returns 0,
  * PAWL_ENOTFOUND when there is no script for the type, or PAWL_EINVAL when
- * the script is broken (errbuf says how). */
+ * the script is broken (errbuf says how; a top level that runs longer than
+ * 10 s is broken too). The script runs on the calling thread, which takes
+ * the interrupt signal (SIGURG) meanwhile, with a thread watching it. */
 PAWL_EXTERN int pawl_script_info(const char *scripts_dir, const char *type,
                                  pawl_script_info_t *out, char *errbuf,
                                  size_t errlen);
@@ -537,6 +539,9 @@ typedef struct pawl_host_opts {
                                 jobs; 0: 30000 */
   int64_t reload_ms;         /* how often the scripts dir is checked; 0: 1000 */
   int64_t default_timeout_s; /* for jobs and scripts that set none; 0: 300 */
+  int64_t load_timeout_ms;   /* how long a script's top level may run when
+                                it is loaded (a script that takes longer is
+                                reported broken); 0: 10000 */
   int until_idle;            /* 1: stop once nothing is running and no job
                                 is due (now or within idle_wait_ms) */
   int64_t idle_wait_ms;      /* until_idle also waits for jobs due this
@@ -574,11 +579,13 @@ typedef struct pawl_host_opts {
 
 PAWL_EXTERN void pawl_host_opts_init(pawl_host_opts_t *o);
 
-/* Starts the worker host on `p`: a poller, a completer, a watchdog and
- * o->workers worker threads, each with its own database connection. The
- * scripts are loaded before this returns; broken ones are logged and the
- * rest serve. Strings in `o` are copied. After this, `p` itself may still
- * be used by the calling thread (pawl_enqueue() wakes the host at once). */
+/* Starts the worker host on `p`: a poller, a completer, a watchdog, a
+ * script loader and o->workers worker threads, each with its own database
+ * connection. The scripts are loaded by the loader once this has returned
+ * (a script's top level may take up to o->load_timeout_ms); no job is
+ * claimed before. Broken ones are logged and the rest serve. Strings in
+ * `o` are copied. After this, `p` itself may still be used by the calling
+ * thread (pawl_enqueue() wakes the host at once). */
 PAWL_EXTERN int pawl_start(pawl_t *p, const pawl_host_opts_t *o);
 
 #define PAWL_STOP_GRACEFUL 1 /* stop claiming, let running jobs finish

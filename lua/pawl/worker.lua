@@ -634,41 +634,26 @@ local function load_script(path, is_defaults, src)
   return checked
 end
 
--- Loads the scripts in `files` (name -> path; "_defaults" for the defaults
--- file). `sources` (name -> text, optional) holds the text to load instead
--- of reading the file, as the host read it for every worker. A script that
--- fails keeps its previous version, if any; a type whose file is gone is
--- dropped. Returns a list of { name, error }.
-function W.load(files, opts, sources)
-  sources = sources or {}
-  inspecting = opts == nil
+-- Loading is split in steps so that the host can run each script's top
+-- level under a deadline of its own (a script that never returns is
+-- interrupted, and must not take the others with it): load_begin, then
+-- load_one for each file (_defaults first), and load_failed for a script
+-- whose load the host cut short.
+
+-- Starts loading the scripts in `files` (name -> path; "_defaults" for the
+-- defaults file): takes the host's settings from `opts` and drops the
+-- types whose file is gone.
+function W.load_begin(files, opts)
   if opts then
     unsafe = opts.unsafe and true or false
     granted.io = opts.allow_io and true or false
     granted.env = opts.allow_env and true or false
     if opts.default_timeout then host_timeout = opts.default_timeout end
   end
+  inspecting = opts == nil
   if dirty then settle() end
   current_job, current_spec = nil, nil
-  local errors = {}
-  local d = files._defaults
-  if d then
-    local t, err = load_script(d, true, sources._defaults)
-    if t then
-      defaults.retry = t.retry or retry.default
-      defaults.sanitize = t.sanitize
-      defaults.timeout = t.timeout or host_timeout
-      defaults.max_attempts = t.max_attempts
-      defaults.queue, defaults.priority = t.queue, t.priority
-      defaults_allow = {}
-      for _, cap in ipairs(t.allow or {}) do defaults_allow[cap] = true end
-      file_defaults = true
-    else
-      errors[#errors + 1] = { "_defaults", err }
-      -- Its previous version keeps serving; with none, the built-in ones.
-      if not file_defaults then builtin_defaults() end
-    end
-  else
+  if not files._defaults then
     -- No defaults file, or not any more: the built-in defaults apply again
     -- (a removed file must not leave its policy behind until a restart).
     builtin_defaults()
@@ -676,15 +661,56 @@ function W.load(files, opts, sources)
   for name in pairs(types) do
     if not files[name] then types[name] = nil end
   end
-  for name, path in pairs(files) do
-    if name ~= "_defaults" then
-      local t, err = load_script(path, false, sources[name])
-      if t then
-        types[name] = t
-      else
-        errors[#errors + 1] = { name, err }
-      end
+end
+
+-- Loads one script (`src`, its text as the host read it, or else the file
+-- at `path`). Returns nil, or the reason it did not load; then its previous
+-- version, if any, keeps serving.
+function W.load_one(name, path, src)
+  if name == "_defaults" then
+    local t, err = load_script(path, true, src)
+    if not t then
+      W.load_failed(name)
+      return err
     end
+    defaults.retry = t.retry or retry.default
+    defaults.sanitize = t.sanitize
+    defaults.timeout = t.timeout or host_timeout
+    defaults.max_attempts = t.max_attempts
+    defaults.queue, defaults.priority = t.queue, t.priority
+    defaults_allow = {}
+    for _, cap in ipairs(t.allow or {}) do defaults_allow[cap] = true end
+    file_defaults = true
+    return nil
+  end
+  local t, err = load_script(path, false, src)
+  if not t then return err end
+  types[name] = t
+  return nil
+end
+
+-- A script that did not load: its previous version keeps serving; for the
+-- defaults file with none, the built-in defaults.
+function W.load_failed(name)
+  if name == "_defaults" and not file_defaults then builtin_defaults() end
+end
+
+-- Loads the scripts in `files` in one go (see load_begin and load_one);
+-- `sources` (name -> text, optional) as for load_one. Returns a list of
+-- { name, error }.
+function W.load(files, opts, sources)
+  sources = sources or {}
+  W.load_begin(files, opts)
+  local errors = {}
+  local names = {}
+  for name in pairs(files) do
+    if name ~= "_defaults" then names[#names + 1] = name end
+  end
+  table.sort(names)
+  if files._defaults then table.insert(names, 1, "_defaults") end
+  for _, name in ipairs(names) do
+    local err = W.load_one(name, files[name], sources[name])
+    if err then errors[#errors + 1] = { name, err } end
   end
   table.sort(errors, function(a, b) return a[1] < b[1] end)
   return errors
@@ -802,6 +828,13 @@ function W.hook(name, job, arg)
   local ok, err = pcall(fn, job, arg)
   if ok then return nil end
   return clean(spec, message_of(err), job)
+end
+
+-- How long the hooks of a type may run: its script's timeout, else the
+-- default one.
+function W.hook_timeout(name)
+  local spec = types[name]
+  return (spec and spec.timeout) or defaults.timeout
 end
 
 -- Which hooks the type has, as a bit set: 1 success, 2 failure, 4 dead.
