@@ -79,7 +79,9 @@ static pawl_t *hc_open(int frozen) {
 
 /* Starts the host with `workers` workers. The poller polls every
  * `poll_ms`; its other timers (script checks, heartbeats) fire only
- * every HC_NEVER_MS. */
+ * every HC_NEVER_MS. The clock tests never poll either: a retry or a
+ * snooze that runs once due shows that the poller sleeps until the next
+ * due time (and that enqueues and outcomes wake it), not that it polls. */
 static void hc_start(pawl_t *p, int workers, int64_t poll_ms) {
   pawl_host_opts_t o;
   pawl_host_opts_init(&o);
@@ -179,7 +181,7 @@ void test_host_clock_retry_delays(void) {
             "  end,\n"
             "}\n");
   pawl_id_t id = hc_enqueue(p, "flaky", 5);
-  hc_start(p, 1, 20);
+  hc_start(p, 1, HC_NEVER_MS);
 
   /* Attempt 1 fails at T0: due again at T0 + 0.2 s. */
   pawl_job_t *j = hc_wait(p, &id, PAWL_PENDING, 1);
@@ -228,7 +230,7 @@ void test_host_clock_retry_delays(void) {
 void test_host_clock_default_policy(void) {
   pawl_t *p = hc_open(1);
   pawl_id_t id = hc_enqueue(p, "ghost", 5);
-  hc_start(p, 1, 20);
+  hc_start(p, 1, HC_NEVER_MS);
   pawl_job_t *j = hc_wait(p, &id, PAWL_PENDING, 1);
   CHECK_STR(j->last_error, "no script for job type ghost");
   CHECK_INT(j->run_at, >=, T0 + 1800);
@@ -264,7 +266,7 @@ void test_host_clock_snooze(void) {
             "  end,\n"
             "}\n");
   pawl_id_t id = hc_enqueue(p, "sleepy", 1);
-  hc_start(p, 1, 20);
+  hc_start(p, 1, HC_NEVER_MS);
   /* Pending at attempt 0 before its first claim as after the snooze: wait
    * for the snooze in its history. */
   pawl_job_t *j = NULL;
