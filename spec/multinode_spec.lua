@@ -14,6 +14,12 @@
 -- start line without its end line is a job the node was running when it
 -- died. What the witnesses say is checked against what the database says.
 --
+-- Nothing here bets on the machine's speed (issue 17): where a test needs
+-- nodes to be in the middle of jobs at some moment (a node killed, the
+-- database stopped), it holds those jobs at a gate (host_helper's
+-- env:gate()) until it is done with that moment; waits are for conditions,
+-- with hang guards as caps.
+--
 -- PAWL_TEST_NO_PG=1 marks every test pending, loudly.
 local cjson = require "cjson"
 local pawl = require "pawl"
@@ -30,9 +36,15 @@ end or it
 -- Job states as stored.
 local SUCCEEDED = 2
 
+-- How long a whole run of thousands of jobs may take before a test calls
+-- it a hang: a few seconds normally, several times that under
+-- AddressSanitizer on a loaded machine.
+local HANG_RUN_S = 5 * P.HANG_S
+
 -- The job every test runs: sleeps payload.ms milliseconds between its two
--- witness lines.
-local WORK = [[
+-- witness lines. With payload.gate it first waits at that gate: on every
+-- node, or, with payload.hold_on, only on the node of that label.
+local WORK = P.GATE_LUA .. [[
 local function note(line)
   local f = assert(io.open(assert(os.getenv("PAWL_WITNESS")), "a"))
   assert(f:write(line))
@@ -44,7 +56,11 @@ return {
     local node = os.getenv("PAWL_WITNESS_NODE")
     local t0 = pawl.time()
     note(("S %s %s %d %.6f\n"):format(job.id, node, job.attempt, t0))
-    pawl.sleep(job.payload.ms / 1000)
+    local p = job.payload
+    if p.gate and (p.hold_on == nil or p.hold_on == node) then
+      pawl_gate(p.gate, 600)
+    end
+    pawl.sleep(p.ms / 1000)
     note(("E %s %s %d %.6f %.6f\n"):format(job.id, node, job.attempt, t0,
                                            pawl.time()))
   end,
@@ -95,12 +111,17 @@ local function procs_report(env)
 end
 
 -- Enqueues `n` jobs of type "work" in one transaction through the Lua
--- module; job i sleeps ms(i) milliseconds. Returns the set of ids and the
--- list in order.
-local function enqueue_work(env, n, ms)
+-- module; job i sleeps ms(i) milliseconds, and has the payload fields
+-- extra(i) returns (if given). Returns the set of ids and the list in
+-- order.
+local function enqueue_work(env, n, ms, extra)
   local h = assert(pawl.open{ db = env.db, node_id = "spec-enqueuer" })
   local items = {}
-  for i = 1, n do items[i] = { "work", { i = i, ms = ms(i) } } end
+  for i = 1, n do
+    local payload = { i = i, ms = ms(i) }
+    for k, v in pairs(extra and extra(i) or {}) do payload[k] = v end
+    items[i] = { "work", payload }
+  end
   local ok, ids, statuses = pcall(h.enqueue_many, h, items)
   h:close()
   assert(ok, ids)
@@ -113,15 +134,34 @@ local function enqueue_work(env, n, ms)
   return set, ids
 end
 
+-- The application_name a node's connections carry (see start_node).
+local function app_name(label) return "pawl-" .. label:gsub("[^%w]", "") end
+
 -- Starts a node: `pawl run` with node id `node_id`, witnessing into
--- witness.LABEL. Returns the process (p.label, p.witness set).
+-- witness.LABEL. Its connections carry application_name app_name(label),
+-- so the test can see them in pg_stat_activity. Returns the process
+-- (p.label, p.witness set).
 local function start_node(env, node_id, label, ...)
   local witness = env:path("witness." .. label)
-  local p = env:start_with({ PAWL_WITNESS = witness, PAWL_WITNESS_NODE = label },
-                           "--node-id", node_id, "--unsafe-lua",
-                           "--log-level", "warn", ...)
+  local db = env.db
+  env.db = ("%s application_name=%s"):format(db, app_name(label))
+  local ok, p = pcall(env.start_with, env,
+                      { PAWL_WITNESS = witness, PAWL_WITNESS_NODE = label },
+                      "--node-id", node_id, "--unsafe-lua",
+                      "--log-level", "warn", ...)
+  env.db = db
+  if not ok then error(p, 2) end
   p.label, p.witness = label, witness
   return p
+end
+
+-- Witnessed executions of a node so far: how many started, how many ended.
+local function witnessed(p)
+  local started, ended = 0, 0
+  for k in (P.read_file(p.witness) or ""):gmatch("([SE]) ") do
+    if k == "S" then started = started + 1 else ended = ended + 1 end
+  end
+  return started, ended
 end
 
 -- Waits until the node table lists `node_id` with an incarnation other
@@ -133,7 +173,7 @@ local function wait_node(env, node_id, not_incarnation, timeout)
                           :format(node_id))
     local inc = rows[1] and rows[1][1]
     return inc and inc ~= not_incarnation and inc
-  end, timeout or 15)
+  end, timeout)
 end
 
 -- Jobs by state, as "state=count ..." text.
@@ -168,13 +208,13 @@ local function wait_all_terminal(env, timeout, hint)
   end
 end
 
--- Stops the nodes with SIGTERM; each must exit 0 within 20 s.
+-- Stops the nodes with SIGTERM; each must exit 0 (within the hang guard).
 local function stop_nodes(nodes)
   for _, p in ipairs(nodes) do
     if p:alive() then p:signal("TERM") end
   end
   for _, p in ipairs(nodes) do
-    local code = p:wait(20)
+    local code = p:wait(P.HANG_S)
     assert(code == 0, ("node %s did not exit 0 after SIGTERM (status %s); stderr tail:\n%s")
                       :format(p.label, tostring(code), tail(p, 30)))
   end
@@ -312,7 +352,7 @@ describe("several nodes on one PostgreSQL database", function()
     for _, p in ipairs(nodes) do wait_node(env, p.label) end
     -- 10 to 50 ms each.
     local ids = enqueue_work(env, N, function(i) return 10 + (i * 7) % 41 end)
-    wait_all_terminal(env, 60)
+    wait_all_terminal(env, HANG_RUN_S)
     stop_nodes(nodes)
 
     no_problems("jobs not succeeded", not_succeeded(env, ids))
@@ -350,8 +390,12 @@ describe("several nodes on one PostgreSQL database", function()
     for _, label in ipairs(sorted_keys(per_label)) do
       shares[#shares + 1] = ("%s: %d"):format(label, per_label[label])
     end
+    -- Each node did a fair part. An even split is a third each; a machine
+    -- that starves one node process for a while shifts that by some, while
+    -- a node that never claims, or one that hoards the queue, leaves
+    -- another near nothing.
     for label, n in pairs(per_label) do
-      assert(n >= N * 0.2, ("node %s ran %d of %d jobs, under 20%% (%s)")
+      assert(n >= N * 0.1, ("node %s ran %d of %d jobs, under 10%% (%s)")
                            :format(label, n, N, table.concat(shares, ", ")))
     end
   end)
@@ -359,32 +403,41 @@ describe("several nodes on one PostgreSQL database", function()
   test("a killed node's jobs are recovered, also when it comes back under the same id", function()
     setup()
     local N = 5000
-    -- Short leases, so the dead node's jobs come back within seconds, yet
-    -- long enough for B to be back (well under a second) before they are.
-    local LEASE = 6
+    -- Leases long enough for B to be back (a second or two, however loaded
+    -- the machine) before those of the dead B#1 run out, short enough that
+    -- its jobs come back within half a minute.
+    local LEASE = 20
     local opts = { "--workers", "8", "--lease", tostring(LEASE), "--poll", "0.1" }
+    -- B#1 runs the jobs of the first fifth as they come; each later one it
+    -- takes stays at a gate that never opens, so when the test kills it,
+    -- B#1 is in the middle of as many jobs as it has workers. Other nodes
+    -- (and B#2) pass.
+    local hold = env:gate("never")
     local a = start_node(env, "A", "A", unpack(opts))
     local b1 = start_node(env, "B", "B#1", unpack(opts))
     local c = start_node(env, "C", "C", unpack(opts))
     for _, p in ipairs({ a, b1, c }) do wait_node(env, p.label:sub(1, 1)) end
     local inc1 = wait_node(env, "B")
-    local ids = enqueue_work(env, N, function(i) return 10 + (i * 7) % 41 end)
+    local ids = enqueue_work(env, N, function(i) return 10 + (i * 7) % 41 end,
+      function(i) return i > N / 5 and { gate = hold.path, hold_on = "B#1" } or nil end)
 
-    -- Kill B once it has done some work and is in the middle of more.
-    env:wait_until("node B to be running jobs", function()
-      local text = P.read_file(b1.witness) or ""
-      local started, ended = 0, 0
-      for k in text:gmatch("([SE]) ") do
-        if k == "S" then started = started + 1 else ended = ended + 1 end
-      end
-      return ended >= 100 and started > ended
-    end, 30)
+    -- Kill B once every one of its workers holds a job.
+    env:wait_until("every worker of node B to be in a job", function()
+      local started, ended = witnessed(b1)
+      return started - ended >= 8
+    end)
+    local _, done = witnessed(b1)
+    assert(done > 0, "B#1 finished no job before it was held: nothing to compare with")
     b1:signal("KILL")
-    assert.are.equal(137, b1:wait(10))
+    assert.are.equal(137, b1:wait(P.HANG_S))
     local killed_at = P.wall()
 
-    -- What B held when it died, as the database has it.
-    P.sleep(0.1)
+    -- What B held when it died, as the database has it, once the server has
+    -- ended B's sessions: no commit of B's can land after that.
+    env:wait_until("the server to end B#1's sessions", function()
+      return env:scalar(("SELECT count(*) FROM pg_stat_activity WHERE application_name = '%s'")
+                        :format(app_name("B#1"))) == 0
+    end)
     local held = {}
     for _, r in ipairs(env:rows(("SELECT id, lease_token FROM pawl_jobs WHERE state = 1 "
                                  .. "AND lease_owner = 'B'"))) do
@@ -408,7 +461,7 @@ describe("several nodes on one PostgreSQL database", function()
                        .. "job of B#1 was running any more (lease %d s): the "
                        .. "machine is too slow for this test"):format(up_after, LEASE))
 
-    wait_all_terminal(env, 60, ("%d jobs were held by the killed B#1 (token %s); "
+    wait_all_terminal(env, HANG_RUN_S, ("%d jobs were held by the killed B#1 (token %s); "
                                 .. "B#2 (token %s) came up %.2f s after the kill, "
                                 .. "lease %d s: a job of B#1 whose lease_expires "
                                 .. "is later than that had its lease extended by "
@@ -546,34 +599,35 @@ describe("several nodes on one PostgreSQL database", function()
     setup(false)
 
     local N = 1000
-    -- A lease well over the outage (2 s down, plus stopping, starting and
-    -- reconnecting): no lease may lapse, so nothing may run twice.
-    local opts = { "--workers", "4", "--lease", "20", "--poll", "0.1" }
+    -- A lease far over the outage (stopping, starting and reconnecting,
+    -- however slow): no lease may lapse, so nothing may run twice.
+    local opts = { "--workers", "4", "--lease", "120", "--poll", "0.1" }
+    -- The first 200 jobs run as they come; every later one waits at the
+    -- gate, which opens while the database is down: the jobs the workers
+    -- hold then end, and their outcomes meet the outage.
+    local gate = env:gate()
     local nodes = { start_node(env, "A", "A", unpack(opts)),
                     start_node(env, "B", "B", unpack(opts)) }
     for _, p in ipairs(nodes) do wait_node(env, p.label) end
-    local ids = enqueue_work(env, N, function() return 10 end)
+    local ids = enqueue_work(env, N, function() return 10 end,
+      function(i) return i > 200 and { gate = gate.path } or nil end)
 
-    env:wait_until("150 jobs to have run", function()
-      local n = 0
-      for _, p in ipairs(nodes) do
-        for _ in (P.read_file(p.witness) or ""):gmatch("\nE ") do n = n + 1 end
-      end
-      return n >= 150
-    end, 30)
+    -- Every worker of both nodes in a job.
+    gate:wait_reached(8)
     local before = env:scalar("SELECT count(*) FROM pawl_jobs WHERE state = 2")
-    P.server.restart(env.servers[1], 2)
+    P.server.down(env.servers[1])
+    gate:open()
+    env:wait_until("a node to fail writing an outcome", function()
+      for _, p in ipairs(nodes) do
+        if p:count("writing outcomes failed") > 0 then return true end
+      end
+    end)
+    P.server.up(env.servers[1])
     local t_back = P.mono()
     assert(before < N, "every job had finished before the restart: nothing was mid-run")
 
-    wait_all_terminal(env, 60, ("the database came back %.1f s ago"):format(P.mono() - t_back))
+    wait_all_terminal(env, HANG_RUN_S, ("the database came back %.1f s ago"):format(P.mono() - t_back))
     stop_nodes(nodes)
-
-    -- The nodes did see the outage, with outcomes waiting to be written.
-    local saw = 0
-    for _, p in ipairs(nodes) do saw = saw + p:count("writing outcomes failed") end
-    assert(saw > 0, "no node logged \"writing outcomes failed\": the restart did not "
-                    .. "catch outcomes in flight\n" .. procs_report(env))
 
     no_problems("jobs not succeeded", not_succeeded(env, ids))
     local execs = read_witnesses(nodes)

@@ -51,10 +51,17 @@ function M.sleep(s)
   L.poll(nil, 0, math.floor(s * 1000 + 0.5))
 end
 
+-- How long the specs wait for something that should happen (a job to run,
+-- a host to stop) before they call it a hang. Only a hang guard: every wait
+-- ends as soon as its condition holds, so a generous cap costs nothing
+-- when things work, and a slow, loaded or instrumented machine (a 2-core
+-- CI runner under AddressSanitizer, with a CPU hog beside it) never meets it.
+M.HANG_S = 60
+
 -- Polls fn() every 20 ms until it returns something true, and returns
--- that; raises `what` after `timeout` seconds (default 10).
+-- that; raises `what` after `timeout` seconds (default M.HANG_S).
 function M.wait_until(what, fn, timeout)
-  local deadline = M.mono() + (timeout or 10)
+  local deadline = M.mono() + (timeout or M.HANG_S)
   while true do
     local v = fn()
     if v then return v end
@@ -205,11 +212,21 @@ function Env:show(id) return self:show_json(id) end
 -- attempts, events and logs.
 function Env:show_text(id) return self:ok("show", id, "--json") end
 
+-- What `pawl run` needs for job code that waits at a gate (see Env:gate):
+-- the gate is a file the job opens with io.open, which job code may use
+-- only when the operator grants it (--allow-io). Every host of an env
+-- with a gate gets these.
+M.GATE_RUN_ARGS = { "--allow-io" }
+
 -- Starts `pawl --db DB --create run --scripts DIR ARGS...` in the
 -- background (--create: a host may be a spec's first command).
 function Env:start(...)
-  return self:spawn("--db", self.db, "--create", "run", "--scripts",
-                    self.scripts, ...)
+  local args = { "--db", self.db, "--create", "run", "--scripts", self.scripts }
+  if self.gated then
+    for _, a in ipairs(M.GATE_RUN_ARGS) do args[#args + 1] = a end
+  end
+  for _, a in ipairs({ ... }) do args[#args + 1] = a end
+  return self:spawn(unpack(args))
 end
 
 -- Starts `pawl ARGS...` in the background (no --db added).
@@ -223,12 +240,13 @@ function Env:spawn(...)
   return p
 end
 
--- Runs a host with --until-idle and waits for it to end by itself (at most
--- 20 s: every run in the specs is much shorter); returns the finished
--- process.
+-- Runs a host with --until-idle and waits for it to end by itself; returns
+-- the finished process. The cap (twice M.HANG_S) is a hang guard only:
+-- runs in the specs take a second or two, ten times that under
+-- AddressSanitizer on a loaded machine.
 function Env:run_idle(...)
   local p = self:start("--until-idle", ...)
-  if not p:wait(20) then
+  if not p:wait(2 * M.HANG_S) then
     p:kill()
     error("pawl run --until-idle did not end by itself; stderr:\n" .. p:stderr(), 2)
   end
@@ -254,6 +272,79 @@ function Env:wait_state(id, state, timeout)
     local j = self:show(id)
     return j.state == state and j
   end, timeout)
+end
+
+-- ---- gates --------------------------------------------------------------
+--
+-- A gate holds a job at a point of its body until the test opens it, so a
+-- spec that needs a job to be running at some moment does not bet on how
+-- long a busy-wait or a sleep lasts on this machine. The job calls
+-- pawl_gate(path) (defined by M.GATE_LUA, which a script puts before its
+-- own code); the test gets the path from env:gate() and passes it in the
+-- payload:
+--
+--   local g = env:gate()
+--   env:script("held", H.GATE_LUA .. [[
+--   return { run = function(job) pawl_gate(job.payload.gate) return "done" end }]])
+--   local id = env:enqueue("held", H.json { gate = g.path })
+--   g:wait_reached()   -- the job is in its body, waiting
+--   ...                -- whatever must happen while it runs
+--   g:open()           -- and now it may go on
+--
+-- pawl_gate(path [, timeout_s]) appends a line to PATH.reached (so the test
+-- knows how many jobs got there), then waits for the file PATH to exist,
+-- looking every 10 ms with pawl.sleep (which a job timeout or a host that
+-- stops cuts short). A gate never opened raises "gate PATH was not opened
+-- within N s" after timeout_s (default M.GATE_S), so a job left at a
+-- closed gate ends by itself, with an error saying why.
+M.GATE_S = 60
+
+M.GATE_LUA = ([[
+local function pawl_gate(path, timeout_s)
+  local mark = assert(io.open(path .. ".reached", "a"))
+  mark:write("reached\n")
+  mark:close()
+  local deadline = pawl.time() + (timeout_s or %d)
+  while true do
+    local f = io.open(path, "r")
+    if f then f:close() return end
+    if pawl.time() > deadline then
+      error(("gate %%s was not opened within %%g s"):format(path, timeout_s or %d))
+    end
+    pawl.sleep(0.01)
+  end
+end
+]]):format(M.GATE_S, M.GATE_S)
+
+local Gate = {}
+Gate.__index = Gate
+
+-- A new closed gate of this env (a path in its temp dir).
+function Env:gate(name)
+  self.ngates = (self.ngates or 0) + 1
+  self.gated = true
+  return setmetatable({ env = self,
+                        path = self:path(("gate-%d%s"):format(self.ngates,
+                                         name and ("-" .. name) or "")) }, Gate)
+end
+
+-- Opens the gate: every job waiting at it goes on, and any job that comes
+-- to it later passes at once.
+function Gate:open() C.write_file(self.path, "open\n") end
+
+-- How many times a job has come to this gate.
+function Gate:arrivals()
+  local text = C.read_file(self.path .. ".reached") or ""
+  local n = 0
+  for _ in text:gmatch("reached\n") do n = n + 1 end
+  return n
+end
+
+-- Waits until `n` (default 1) arrivals at the gate; a hang guard caps it.
+function Gate:wait_reached(n)
+  n = n or 1
+  return self.env:wait_until(("%d job(s) at gate %s"):format(n, self.path),
+                             function() return self:arrivals() >= n end)
 end
 
 -- The raw bytes of the database: the main file and its WAL, if any.

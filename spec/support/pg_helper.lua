@@ -167,6 +167,17 @@ function M.server.restart(state, seconds)
   run_server("restart", state, tostring(seconds or 0))
 end
 
+-- Fast shutdown (sessions are cut), keeping the data and the port:
+-- M.server.up brings it back. Blocks until it is down.
+function M.server.down(state)
+  run_server("down", state)
+end
+
+-- Starts a server stopped by M.server.down. Blocks until it is up.
+function M.server.up(state)
+  run_server("up", state)
+end
+
 function M.server.stop(state)
   pcall(run_server, "stop", state)
 end

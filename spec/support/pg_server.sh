@@ -7,6 +7,9 @@
 #   pg_server.sh restart STATE [SECONDS]    stop it (fast shutdown: sessions
 #                                           are cut), stay down SECONDS (0),
 #                                           start it again on the same port
+#   pg_server.sh down STATE                 stop it (fast shutdown), keeping
+#                                           its data and port
+#   pg_server.sh up STATE                   start a server stopped by `down`
 #
 # STATE is a directory of ours (build/pgtest, say) holding only two small
 # files: `url` and `dir`. The data and the unix socket live in a fresh
@@ -73,16 +76,20 @@ stop)
 url)
   cat "$state/url"
   ;;
-restart)
+restart | down | up)
   dir=$(cat "$state/dir")
   port=$(cat "$state/port")
   mode=$(cat "$state/mode")
-  as_pg "$(pgbin)/pg_ctl" stop -D "$dir/data" -m fast -w >/dev/null
-  sleep "${3:-0}"
-  server_start || {
-    tail -20 "$dir/server.log" >&2
-    exit 1
-  }
+  if [ "$cmd" != up ]; then
+    as_pg "$(pgbin)/pg_ctl" stop -D "$dir/data" -m fast -w >/dev/null
+  fi
+  if [ "$cmd" = restart ]; then sleep "${3:-0}"; fi
+  if [ "$cmd" != down ]; then
+    server_start || {
+      tail -20 "$dir/server.log" >&2
+      exit 1
+    }
+  fi
   ;;
 start)
   if [ "$mode" = test ] && [ -n "${PAWL_TEST_NO_PG:-}" ]; then
@@ -130,7 +137,7 @@ start)
   echo "$url"
   ;;
 *)
-  echo "usage: $0 start|stop|url|restart STATE [test|bench|SECONDS]" >&2
+  echo "usage: $0 start|stop|url|restart|down|up STATE [test|bench|SECONDS]" >&2
   exit 2
   ;;
 esac

@@ -11,3 +11,4 @@
 #include "test_list_ljson.h"
 #include "test_list_completer.h"
 #include "test_list_log.h"
+#include "test_list_host.h"

@@ -1,0 +1,4 @@
+TEST_ENTRY(host_clock_retry_delays)
+TEST_ENTRY(host_clock_default_policy)
+TEST_ENTRY(host_clock_snooze)
+TEST_ENTRY(host_wakeup_from_job)
