@@ -310,23 +310,20 @@ static int cli_parse_int(const char *opt, const char *s, long long min,
   return 0;
 }
 
-/* Largest --delay: a thousand years is plenty, and keeps now + delay far
- * from overflowing an int64 of milliseconds. */
-#define CLI_MAX_DELAY_S 31536000000LL
-
 /* Parses decimal seconds ("30", "0.5", ".25") into milliseconds, by hand:
  * strtod would also take "1e3", "inf", hex and the locale's decimal point.
- * Digits past milliseconds are dropped. */
-static int cli_parse_seconds(const char *opt, const char *s, int64_t *ms,
-                             char *err) {
+ * Digits past milliseconds are dropped. At most `max_ms`. */
+static int cli_parse_seconds(const char *opt, const char *s, int64_t max_ms,
+                             int64_t *ms, char *err) {
   const char *p = s;
   int64_t whole = 0, frac = 0;
-  int nint = 0, nfrac = 0;
+  int nint = 0, nfrac = 0, over = 0;
   for (; *p >= '0' && *p <= '9'; p++, nint++) {
     whole = whole * 10 + (*p - '0');
-    if (whole > CLI_MAX_DELAY_S)
-      return cli_fail(err, CLI_USAGE, "%s must be at most %lld seconds, got \"%s\"",
-                      opt, CLI_MAX_DELAY_S, s);
+    if (whole > max_ms / 1000 + 1) {
+      over = 1; /* keep reading: junk after the digits is reported first */
+      whole = max_ms / 1000 + 1;
+    }
   }
   if (*p == '.') {
     int64_t scale = 100;
@@ -339,6 +336,10 @@ static int cli_parse_seconds(const char *opt, const char *s, int64_t *ms,
     return cli_fail(err, CLI_USAGE,
                     "%s expects a number of seconds like 30 or 0.5, got \"%s\"",
                     opt, s);
+  if (over || whole * 1000 + frac > max_ms)
+    return cli_fail(err, CLI_USAGE,
+                    "%s must be between 0 and %lld%s seconds, got \"%s\"", opt,
+                    (long long)(max_ms / 1000), max_ms % 1000 ? ".999" : "", s);
   *ms = whole * 1000 + frac;
   return 0;
 }
@@ -399,7 +400,8 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     else a->enq.queue = v;
     break;
   case CLI_O_PRIORITY:
-    if (!(rc = cli_parse_int(o->name, v, INT32_MIN, INT32_MAX, &n, err))) {
+    if (!(rc = cli_parse_int(o->name, v, PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX,
+                             &n, err))) {
       a->enq.priority = (int32_t)n;
       a->has_priority = 1;
     }
@@ -408,7 +410,8 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     if (a->has_run_at)
       return cli_fail(err, CLI_USAGE, "--delay and --run-at cannot be combined");
     a->has_delay = 1;
-    rc = cli_parse_seconds(o->name, v, &a->enq.delay_ms, err);
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->enq.delay_ms,
+                           err);
     break;
   case CLI_O_RUN_AT:
     if (a->has_delay)
@@ -420,17 +423,18 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
                       "2026-11-21T21:05:03Z, got \"%s\"",
                       v);
     /* run_at 0 means "now" in the API, and negative times are refused. */
-    if (a->enq.run_at <= 0)
+    if (a->enq.run_at <= 0 || a->enq.run_at > PAWL_TIME_MAX_MS)
       return cli_fail(err, CLI_USAGE,
-                      "--run-at must be after 1970-01-01T00:00:00Z, got \"%s\"",
+                      "--run-at must be after 1970-01-01T00:00:00Z and before "
+                      "10000-01-01T00:00:00Z, got \"%s\"",
                       v);
     break;
   case CLI_O_MAX_ATTEMPTS:
-    if (!(rc = cli_parse_int(o->name, v, 1, INT32_MAX, &n, err)))
+    if (!(rc = cli_parse_int(o->name, v, 1, PAWL_ATTEMPTS_MAX, &n, err)))
       a->enq.max_attempts = (int32_t)n;
     break;
   case CLI_O_TIMEOUT:
-    if (!(rc = cli_parse_int(o->name, v, 0, INT32_MAX, &n, err)))
+    if (!(rc = cli_parse_int(o->name, v, 0, PAWL_TIMEOUT_MAX_S, &n, err)))
       a->enq.timeout_s = (int32_t)n;
     break;
   case CLI_O_KEY: a->enq.idempotency_key = v; break;
@@ -476,11 +480,18 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
                       "--log-format expects text or json, got \"%s\"", v);
     a->host.log_json = strcmp(v, "json") == 0;
     break;
-  case CLI_O_POLL: rc = cli_parse_seconds(o->name, v, &a->host.poll_ms, err); break;
-  case CLI_O_GRACE: rc = cli_parse_seconds(o->name, v, &a->host.grace_ms, err); break;
-  case CLI_O_LEASE: rc = cli_parse_seconds(o->name, v, &a->lease_ms, err); break;
+  case CLI_O_POLL:
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.poll_ms, err);
+    break;
+  case CLI_O_GRACE:
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.grace_ms, err);
+    break;
+  case CLI_O_LEASE:
+    rc = cli_parse_seconds(o->name, v, PAWL_LEASE_MAX_MS, &a->lease_ms, err);
+    break;
   case CLI_O_IDLE_WAIT:
-    rc = cli_parse_seconds(o->name, v, &a->host.idle_wait_ms, err);
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.idle_wait_ms,
+                           err);
     if (!rc && a->host.idle_wait_ms == 0) a->host.idle_wait_ms = -1;
     break;
   case CLI_O_PREFETCH:

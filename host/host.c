@@ -17,6 +17,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "bounds.h"
 #include "iso8601.h"
 #include "pawl_internal.h"
 #include "worker.h"
@@ -946,6 +947,25 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     o->workers = n > 0 ? (int)n : 1;
   }
   if (o->workers > 1024) return host_fail(p, h, PAWL_EINVAL, "at most 1024 workers");
+  {
+    /* Periods are added to clock readings: bound them like delays. */
+    const struct {
+      const char *name;
+      int64_t v, min, max;
+    } nums[] = {
+        {"poll_ms", o->poll_ms, 0, PAWL_DELAY_MAX_MS},
+        {"heartbeat_ms", o->heartbeat_ms, 0, PAWL_LEASE_MAX_MS},
+        {"grace_ms", o->grace_ms, 0, PAWL_DELAY_MAX_MS},
+        {"reload_ms", o->reload_ms, 0, PAWL_DELAY_MAX_MS},
+        {"idle_wait_ms", o->idle_wait_ms, -1, PAWL_DELAY_MAX_MS},
+        {"default_timeout_s", o->default_timeout_s, 0, PAWL_TIMEOUT_MAX_S},
+    };
+    char msg[256];
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+      if (bounds_check_int(nums[i].name, nums[i].v, nums[i].min, nums[i].max,
+                           NULL, msg, sizeof msg))
+        return host_fail(p, h, PAWL_EINVAL, msg);
+  }
   if (o->poll_ms <= 0) o->poll_ms = 1000;
   if (o->heartbeat_ms <= 0) o->heartbeat_ms = p->lease_ms / 3 > 0 ? p->lease_ms / 3 : 1;
   if (o->grace_ms <= 0) o->grace_ms = 30000;

@@ -210,11 +210,34 @@ PAWL_EXTERN int pawl_schema_version(pawl_t *p, int *current, int *latest);
 
 /* ---- enqueue ------------------------------------------------------------ */
 
-/* Priorities and the age boost are bounded so that the claim rank
- * (priority x boost - run_at) always fits in 64 bits. */
+/* Bounds of every number that comes from outside (the C API, the CLI, Lua
+ * job code, scripts, retry policies, the Lua module). A value outside its
+ * range, and NaN, infinities and fractions where a whole number is meant,
+ * are refused with PAWL_EINVAL and a message naming the value and the
+ * range; nothing is clamped or rounded. The bounds keep every sum of times
+ * (now + delay, now + lease, the claim rank priority x boost - run_at) far
+ * inside 64 bits: times are at most PAWL_TIME_MAX_MS and durations at most
+ * a few years, so no addition can overflow. */
+/* Priorities: higher runs first. */
 #define PAWL_PRIORITY_MIN (-1000000)
 #define PAWL_PRIORITY_MAX 1000000
+/* Age boost interval (pawl_options_t.age_boost_ms): 0..30 days. */
 #define PAWL_AGE_BOOST_MAX_MS (INT64_C(30) * 24 * 3600 * 1000)
+/* Latest time a job may be due at: 9999-12-31T23:59:59.999Z. */
+#define PAWL_TIME_MAX_MS INT64_C(253402300799999)
+/* Longest delay: of an enqueue, a snooze, or a retry policy's answer
+ * (ten years of 365 days). */
+#define PAWL_DELAY_MAX_MS (INT64_C(3650) * 24 * 3600 * 1000)
+/* max_attempts: 1..PAWL_ATTEMPTS_MAX when given (0: not given). */
+#define PAWL_ATTEMPTS_MAX 10000
+/* max_attempts of a job when neither the enqueue nor its script (nor
+ * _defaults.lua) sets one. */
+#define PAWL_DEFAULT_MAX_ATTEMPTS 25
+/* A job's timeout: 1..PAWL_TIMEOUT_MAX_S seconds (0: none given). */
+#define PAWL_TIMEOUT_MAX_S 86400
+/* Leases (pawl_options_t.lease_ms, pawl_claim_opts_t.lease_ms) and lock
+ * TTLs: at most a day. */
+#define PAWL_LEASE_MAX_MS (INT64_C(86400) * 1000)
 
 typedef struct pawl_enqueue_opts {
   const char *queue;          /* NULL: "default" */

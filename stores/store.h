@@ -248,11 +248,21 @@ int store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt);
 
 /* The claim order key stored with each pending job: ordering by it
  * descending, then run_at, then id, is ordering by priority plus one per
- * `boost_ms` waited. */
+ * `boost_ms` waited. The API bounds its inputs (pawl.h: |priority| <= 1e6,
+ * boost <= 30 days, 0 <= run_at <= PAWL_TIME_MAX_MS), so it is at most
+ * about 2.6e15 in size, far inside 64 bits; the SQL versions of it (the
+ * requeue and rerank statements, pawl_rank() on PostgreSQL) rely on the
+ * same bounds. Should a value ever get past them (an injected clock far
+ * off), the product and difference saturate instead of overflowing. */
 static inline int64_t store_rank(int32_t priority, int64_t run_at,
                                  int64_t boost_ms) {
-  return boost_ms > 0 ? (int64_t)priority * boost_ms - run_at
-                      : (int64_t)priority;
+  if (boost_ms <= 0) return (int64_t)priority;
+  int64_t scaled, rank;
+  if (__builtin_mul_overflow((int64_t)priority, boost_ms, &scaled))
+    scaled = priority < 0 ? INT64_MIN : INT64_MAX;
+  if (__builtin_sub_overflow(scaled, run_at, &rank))
+    rank = run_at > 0 ? INT64_MIN : INT64_MAX;
+  return rank;
 }
 
 /* ---- logic every backend shares ------------------------------------------ */

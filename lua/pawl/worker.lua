@@ -18,6 +18,21 @@ local cjson = require("cjson").new()
 
 local W = {}
 
+-- The bounds of pawl.h (include/pawl.h), in seconds where Lua speaks them.
+local limits = host.limits
+
+-- nil when `v` is a number within [min, max] (and whole, if asked); else
+-- "WHAT must be ... between MIN and MAX (got V)", naming the value.
+local function out_of_range(what, v, min, max, whole, unit)
+  if type(v) == "number" and v >= min and v <= max
+     and (not whole or v % 1 == 0) then
+    return nil
+  end
+  return ("%s must be %s between %s and %s%s (got %s)"):format(what,
+    whole and "a whole number" or "a number", tostring(min), tostring(max),
+    unit and " " .. unit or "", tostring(v))
+end
+
 -- Script defaults an operator may set in scripts/_defaults.lua.
 local defaults = { retry = retry.default, sanitize = nil, timeout = 300,
                    max_attempts = nil }
@@ -99,10 +114,9 @@ end
 
 -- Runs the job again after `seconds` without using up an attempt.
 function pawl.snooze(seconds)
-  if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0
-     or seconds == math.huge then
-    error("pawl.snooze: seconds must be a non-negative number", 2)
-  end
+  local bad = out_of_range("pawl.snooze: seconds", seconds, 0,
+                           limits.delay_max_s, false)
+  if bad then error(bad, 2) end
   error({ [SENTINEL] = "snooze", seconds = seconds }, 2)
 end
 
@@ -275,15 +289,17 @@ local function check_script(t, is_defaults)
   if is_defaults and t.run ~= nil then
     return nil, "_defaults.lua sets defaults; it has no run function"
   end
-  if t.priority and (t.priority % 1 ~= 0 or t.priority < -1000000
-                     or t.priority > 1000000) then
-    return nil, "priority must be an integer between -1000000 and 1000000"
-  end
-  if t.max_attempts and (t.max_attempts % 1 ~= 0 or t.max_attempts < 1) then
-    return nil, "max_attempts must be a positive integer"
-  end
-  if t.timeout and not (t.timeout > 0 and t.timeout < math.huge) then
-    return nil, "timeout must be a positive number of seconds"
+  local bad = t.priority and out_of_range("priority", t.priority,
+      limits.priority_min, limits.priority_max, true)
+    or t.max_attempts and out_of_range("max_attempts", t.max_attempts, 1,
+      limits.attempts_max, true)
+  if bad then return nil, bad end
+  -- A timeout may have a fraction; zero would mean none, which a script
+  -- cannot ask for.
+  if t.timeout and not (t.timeout > 0 and t.timeout <= limits.timeout_max_s) then
+    return nil, ("timeout must be a number of seconds above 0 and at most %s "
+                 .. "(got %s)"):format(tostring(limits.timeout_max_s),
+                                       tostring(t.timeout))
   end
   if t.queue and t.queue == "" then return nil, "queue must not be empty" end
   if t.redact then
@@ -446,10 +462,10 @@ function W.failed(job, err)
       .. clean(spec, message_of(delay), job), 0
   end
   if delay == nil then return "failed", text, 0 end
-  if type(delay) ~= "number" or delay ~= delay or delay < 0
-     or delay == math.huge then
+  if out_of_range("delay", delay, 0, limits.delay_max_s) then
     return "failed", text .. "\nretry policy returned "
-      .. clean(spec, tostring(delay), job) .. ", not a delay in seconds", 0
+      .. clean(spec, tostring(delay), job) .. ", not a delay in seconds "
+      .. "(between 0 and " .. tostring(limits.delay_max_s) .. ")", 0
   end
   return "retry", text, delay
 end

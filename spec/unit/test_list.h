@@ -6,3 +6,4 @@
 #include "test_list_store_pg.h"
 #include "test_list_api.h"
 #include "test_list_iso8601.h"
+#include "test_list_bounds.h"
