@@ -156,9 +156,10 @@ static const char cli_usage_text[] =
     "      --run-at TIME         run no sooner than TIME, ISO 8601 with a zone\n"
     "                            (2026-11-21T21:05:03Z, ...+01:00, or "
     "2026-11-21)\n"
-    "      --max-attempts N      attempts before it fails for good (default "
-    "25)\n"
-    "      --timeout SECONDS     limit for one attempt (default none)\n"
+    "      --max-attempts N      attempts before it fails for good (default:\n"
+    "                            the script's when it runs, else 25)\n"
+    "      --timeout SECONDS     limit for one attempt (default: the script's\n"
+    "                            when it runs, else the host's)\n"
     "      --key K               idempotency key: a repeat prints the first "
     "job's id\n"
     "      --business-key K      refused while another live job holds K\n"
@@ -169,8 +170,9 @@ static const char cli_usage_text[] =
     "      --correlation-id C    id tying the job to a request or a trace\n"
     "      --blocked             start blocked instead of pending\n"
     "      --scripts DIR         where the job's script is (default ./scripts):\n"
-    "                            its queue, priority and max_attempts apply\n"
-    "                            unless given here\n"
+    "                            its queue and priority apply unless given\n"
+    "                            here (max_attempts and timeout apply when\n"
+    "                            the job runs, from the worker's script)\n"
     "  show ID [--json]        a job with its attempts, events and logs\n"
     "  jobs [--json]           jobs, newest first\n"
     "      --state S             pending, running, succeeded, failed, "
@@ -769,11 +771,12 @@ static void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
   buf_printf(b, ",\"state\":\"%s\"", pawl_state_name(j->state));
   if (j->state == PAWL_PAUSED)
     buf_printf(b, ",\"paused_from\":\"%s\"", pawl_state_name(j->paused_from));
-  buf_printf(b,
-             ",\"priority\":%d,\"attempt\":%d,\"max_attempts\":%d,"
-             "\"timeout_s\":%d,\"run_at\":",
-             (int)j->priority, (int)j->attempt, (int)j->max_attempts,
-             (int)j->timeout_s);
+  buf_printf(b, ",\"priority\":%d,\"attempt\":%d,\"max_attempts\":",
+             (int)j->priority, (int)j->attempt);
+  /* null: not set at enqueue; the script's applies when the job runs. */
+  if (j->max_attempts) buf_printf(b, "%d", (int)j->max_attempts);
+  else buf_puts(b, "null");
+  buf_printf(b, ",\"timeout_s\":%d,\"run_at\":", (int)j->timeout_s);
   cli_json_time(b, j->run_at);
   buf_puts(b, ",\"payload\":");
   cli_json_raw(b, j->payload);
@@ -924,7 +927,8 @@ static void cli_job_fields(cli_table_t *t, const pawl_job_t *j) {
     cli_field(t, "paused_from:", pawl_state_name(j->paused_from));
   cli_field_int(t, "priority:", j->priority);
   cli_field_int(t, "attempt:", j->attempt);
-  cli_field_int(t, "max_attempts:", j->max_attempts);
+  if (j->max_attempts) cli_field_int(t, "max_attempts:", j->max_attempts);
+  else cli_field(t, "max_attempts:", "the script's (25 if it sets none)");
   if (j->timeout_s) cli_field_int(t, "timeout_s:", j->timeout_s);
   else cli_field(t, "timeout_s:", "none");
   cli_field_time(t, "run_at:", j->run_at);
@@ -1046,9 +1050,8 @@ static void cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
   }
   if (!o->queue && info->queue[0]) o->queue = info->queue;
   if (!a->has_priority && info->has_priority) o->priority = info->priority;
-  if (!o->max_attempts) o->max_attempts = info->max_attempts;
-  /* The timeout is not copied: the worker applies the script's own
-   * (fractional) timeout to jobs that set none. */
+  /* max_attempts and the timeout are not copied: the worker applies the
+   * script's own to jobs that set none, when they run. */
 }
 
 static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
@@ -1163,7 +1166,11 @@ static int cli_list_cb(const pawl_job_t *j, void *data) {
   char id[PAWL_ID_STRLEN], prio[16], att[32], run_at[ISO8601_STRLEN];
   pawl_id_format(&j->id, id);
   snprintf(prio, sizeof prio, "%d", (int)j->priority);
-  snprintf(att, sizeof att, "%d/%d", (int)j->attempt, (int)j->max_attempts);
+  /* "2/script": max_attempts comes from the job's script when it runs. */
+  if (j->max_attempts)
+    snprintf(att, sizeof att, "%d/%d", (int)j->attempt, (int)j->max_attempts);
+  else
+    snprintf(att, sizeof att, "%d/script", (int)j->attempt);
   cli_time(j->run_at, run_at);
   const char *row[7] = {id,   j->type, j->queue, pawl_state_name(j->state),
                         prio, att,     run_at};

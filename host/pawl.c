@@ -345,7 +345,8 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   if ((rc = pawl_check_int(p, "priority", o->priority, PAWL_PRIORITY_MIN,
                            PAWL_PRIORITY_MAX, NULL)))
     return rc;
-  /* 0: not given (the default). */
+  /* 0: not given; the job's script decides when it runs (see
+   * pawl_enqueue_opts_t). */
   if (o->max_attempts &&
       (rc = pawl_check_int(p, "max_attempts", o->max_attempts, 1,
                            PAWL_ATTEMPTS_MAX, NULL)))
@@ -390,8 +391,8 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   nj->params = o->params;
   nj->tags = buf_cstr(tags);
   nj->run_at = run_at;
-  nj->max_attempts =
-      o->max_attempts ? o->max_attempts : PAWL_DEFAULT_MAX_ATTEMPTS;
+  /* 0 stays 0: "not set", resolved from the script when the job runs. */
+  nj->max_attempts = o->max_attempts;
   nj->timeout_s = o->timeout_s;
   nj->idempotency_key = o->idempotency_key;
   nj->business_key = o->business_key;

@@ -112,7 +112,10 @@ typedef struct pawl_job {
   char *tags;               /* JSON array of strings, "[]" when none */
   int64_t run_at;           /* due time of the next (or current) attempt */
   int32_t attempt;          /* attempts started so far */
-  int32_t max_attempts;
+  int32_t max_attempts;     /* 0: not set at enqueue; the worker uses the
+                               script's, else _defaults.lua's, else
+                               PAWL_DEFAULT_MAX_ATTEMPTS (decided each
+                               time the job runs) */
   int32_t timeout_s;        /* 0: none */
   char *idempotency_key;
   char *business_key;
@@ -245,8 +248,15 @@ typedef struct pawl_enqueue_opts {
                                  PAWL_PRIORITY_MIN..PAWL_PRIORITY_MAX */
   int64_t run_at;             /* 0: now (plus delay_ms) */
   int64_t delay_ms;           /* used when run_at == 0 */
-  int32_t max_attempts;       /* 0: 25 */
-  int32_t timeout_s;          /* 0: none */
+  /* Where and when the job runs is decided here, at enqueue: queue,
+   * priority, run_at. How it runs is the script's, decided when it runs,
+   * unless set here: max_attempts and timeout_s left 0 take the script's
+   * values on the worker that runs the job, whoever enqueued it. */
+  int32_t max_attempts;       /* 0: the script's, else _defaults.lua's,
+                                 else PAWL_DEFAULT_MAX_ATTEMPTS; else
+                                 1..PAWL_ATTEMPTS_MAX */
+  int32_t timeout_s;          /* 0: the script's, else the host's default;
+                                 else 1..PAWL_TIMEOUT_MAX_S */
   const char *params;         /* JSON or NULL */
   const char *const *tags;    /* ntags strings */
   size_t ntags;
@@ -482,7 +492,10 @@ PAWL_EXTERN void pawl_logs_free(pawl_log_record_t *logs, size_t n);
 
 /* ---- script defaults ---------------------------------------------------- */
 
-/* What a job script says about jobs of its type at enqueue time. */
+/* What a job script says about jobs of its type. An enqueuer routes a
+ * job with queue and priority; max_attempts and timeout_s are reported for
+ * information only: a job enqueued without them gets the script's when it
+ * runs, so copying them into the enqueue would freeze today's values. */
 typedef struct pawl_script_info {
   char queue[201];        /* "" when the script sets none */
   int has_priority;
@@ -492,8 +505,8 @@ typedef struct pawl_script_info {
 } pawl_script_info_t;
 
 /* Loads the script for `type` from `scripts_dir` (and _defaults.lua) the
- * way `pawl run` does and reports its enqueue-time settings, so that an
- * enqueuer can route and configure a job as its script asks. Returns 0,
+ * way `pawl run` does and reports its settings, so that an enqueuer can
+ * route a job as its script asks. Returns 0,
  * PAWL_ENOTFOUND when there is no script for the type, or PAWL_EINVAL when
  * the script is broken (errbuf says how). */
 PAWL_EXTERN int pawl_script_info(const char *scripts_dir, const char *type,

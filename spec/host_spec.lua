@@ -139,7 +139,6 @@ return {
       local j = env:show(id)
       assert.are.equal("failed", j.state)
       assert.are.equal(3, j.attempt)
-      assert.are.equal(3, j.max_attempts)
       assert.are.same({ "retry", "retry", "failed" }, outcomes(j))
       -- The message keeps where it was raised.
       assert.truthy(j.last_error:find("doomed%.lua:5: doomed attempt 3"), j.last_error)
@@ -866,7 +865,6 @@ return {
       -- The child's script says where and how it runs.
       assert.are.equal("kids", c.queue)
       assert.are.equal(5, c.priority)
-      assert.are.equal(3, c.max_attempts)
       local wait = ms(c.started_at) - ms(c.created_at)
       assert.is_true(wait < 300, ("child %d waited %d ms"):format(i, wait))
       assert.is_true(ms(c.started_at) < ms(j.finished_at))

@@ -167,7 +167,7 @@ describe("pawl Lua module", function()
       assert.are.same({}, j.tags)
       assert.are.equal(T0, j.run_at)
       assert.are.equal(0, j.attempt)
-      assert.are.equal(25, j.max_attempts)
+      assert.are.equal(0, j.max_attempts) -- the script's, when it runs
       assert.are.equal(0, j.timeout_s)
       assert.is_nil(j.idempotency_key)
       assert.is_nil(j.business_key)

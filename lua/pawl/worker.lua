@@ -74,8 +74,10 @@ local pawl = {
   json = json,
 }
 
--- Enqueues a job from inside a job. Script defaults of the target type
--- (queue, priority, max_attempts, timeout) apply unless opts say otherwise.
+-- Enqueues a job from inside a job. The target type's script chooses its
+-- queue and priority (decided now, unless opts say otherwise); its
+-- max_attempts and timeout are left to the worker that runs it, which
+-- reads them from the script then.
 function pawl.enqueue(jtype, payload, opts)
   if type(jtype) ~= "string" then
     error("pawl.enqueue: job type must be a string", 2)
@@ -96,8 +98,7 @@ function pawl.enqueue(jtype, payload, opts)
     opts.queue or (spec and spec.queue),
     opts.priority or (spec and spec.priority) or 0,
     opts.delay, opts.run_at,
-    opts.max_attempts or (spec and spec.max_attempts),
-    opts.timeout or (spec and spec.timeout),
+    opts.max_attempts, opts.timeout,
     opts.key, opts.business_key, opts.return_existing,
     opts.correlation_id,
     opts.tags and cjson.encode(opts.tags) or nil,
@@ -383,7 +384,8 @@ function W.types()
   return names
 end
 
--- Enqueue-time defaults of a type: queue, priority, max_attempts, timeout.
+-- Settings of a type: queue, priority, max_attempts, timeout (the last two
+-- apply when a job runs; see max_attempts_of).
 function W.defaults_of(name)
   local t = types[name]
   if not t then return nil end
@@ -393,6 +395,16 @@ end
 
 -- ---- running a job ----------------------------------------------------
 
+-- The max_attempts that applies to `job`: what its enqueue set, else its
+-- script's, else _defaults.lua's, else the built-in default. Decided each
+-- time the job runs, so that a job enqueued by anyone (without the
+-- script at hand, from C, from another machine) follows its script.
+local function max_attempts_of(job, spec)
+  if job.max_attempts > 0 then return job.max_attempts end
+  return (spec and spec.max_attempts) or defaults.max_attempts
+         or limits.default_max_attempts
+end
+
 -- Returns run, ctx, the timeout in seconds and the type's hooks (a bit
 -- set: 1 on_success, 2 on_failure, 4 on_dead) for `job`; or nil and an
 -- error (with the timeout and 0) when its type has no script.
@@ -401,8 +413,20 @@ function W.prepare(job, seq)
   local ctx = setmetatable({ _seq = seq }, Ctx)
   local timeout = (job.timeout_s > 0 and job.timeout_s)
                   or (spec and spec.timeout) or defaults.timeout
+  -- Job code, the retry step and the hooks see the max_attempts that
+  -- applies.
+  job.max_attempts = max_attempts_of(job, spec)
   if not spec then
     return nil, ("no script for job type %s"):format(job.type), timeout, 0
+  end
+  -- An attempt past max_attempts is not started: a lost attempt (its node
+  -- died) was counted by the store, which cannot know the script's
+  -- max_attempts; or the script lowered it since.
+  if job.attempt > job.max_attempts then
+    return nil, ("no attempts left: attempt %d of a job whose max_attempts "
+                 .. "is %d was not started"):format(job.attempt,
+                                                    job.max_attempts),
+           timeout, 0
   end
   return spec.run, ctx, timeout, W.hooks_of(job.type)
 end
@@ -454,7 +478,7 @@ function W.failed(job, err)
     return "failed", clean(spec, err.message, job), 0
   end
   local text = clean(spec, message_of(err), job)
-  if job.attempt >= job.max_attempts then return "failed", text, 0 end
+  if job.attempt >= max_attempts_of(job, spec) then return "failed", text, 0 end
   local policy = (spec and spec.retry) or defaults.retry
   local ok, delay = pcall(policy, job.attempt, err, job)
   if not ok then

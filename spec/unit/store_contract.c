@@ -356,7 +356,7 @@ void contract_enqueue_defaults(const char *url) {
   CHECK_JSON(j->tags, "[]");
   CHECK(j->params == NULL);
   CHECK_INT(j->priority, ==, 0);
-  CHECK_INT(j->max_attempts, ==, 25);
+  CHECK_INT(j->max_attempts, ==, 0); /* the script's, when it runs */
   CHECK_INT(j->timeout_s, ==, 0);
   CHECK_INT(j->run_at, ==, T0);
   CHECK_STR(j->enqueued_by, "tester");
@@ -470,7 +470,7 @@ void contract_enqueue_many_fields(const char *url) {
   CHECK_JSON(j->payload, "{}");
   CHECK(j->params == NULL);
   CHECK_JSON(j->tags, "[]");
-  CHECK_INT(j->max_attempts, ==, 25);
+  CHECK_INT(j->max_attempts, ==, 0); /* the script's, when it runs */
   CHECK_INT(j->timeout_s, ==, 0);
   pawl_job_free(j);
 
@@ -1733,5 +1733,32 @@ void contract_logs_bad_input(const char *url) {
   pawl_logs_free(NULL, 0);
   pawl_job_free(ok);
   pawl_job_free(bad);
+  pawl_close(p);
+}
+
+/* max_attempts 0 (not set at enqueue) is the script's, which the store
+ * cannot know: a lost attempt is counted, but never ends the job as its
+ * last one; the worker decides from the script when it runs. */
+void contract_recover_unset_max_attempts(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.max_attempts = 1;
+  pawl_id_t one = enq(p, "job", &o);
+  pawl_id_t unset = enq(p, "job", NULL);
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, NULL, 2, &jobs, &n));
+  CHECK_INT(n, ==, 2);
+  pawl_jobs_free(jobs, n);
+  contract_advance(10001);
+  CHECK_OK(pawl_recover(p, &n));
+  CHECK_INT(n, ==, 2);
+  CHECK_INT(state_of(p, &one), ==, PAWL_FAILED);
+  pawl_job_t *j = get(p, &unset);
+  CHECK_INT(j->state, ==, PAWL_PENDING);
+  CHECK_INT(j->attempt, ==, 1);
+  CHECK_INT(j->max_attempts, ==, 0);
+  pawl_job_free(j);
   pawl_close(p);
 }

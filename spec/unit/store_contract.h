@@ -31,6 +31,7 @@
   X(heartbeat_extends)         \
   X(recover_expired)           \
   X(recover_poison)            \
+  X(recover_unset_max_attempts) \
   X(history_operator)          \
   X(list_filters)              \
   X(locks)                     \

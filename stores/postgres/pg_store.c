@@ -1531,7 +1531,8 @@ static int pg_recover(store_t *base, size_t *n) {
     if (!owner) owner = "?";
     char why[256];
     int poison = recoveries + 1 > s->poison;
-    int last = attempt >= max_attempts;
+    /* max_attempts 0: the script decides, on the worker; never here. */
+    int last = max_attempts > 0 && attempt >= max_attempts;
     if (poison)
       snprintf(why, sizeof why,
                "lease expired on node %s; recovered %d times: poison job",

@@ -1230,7 +1230,8 @@ static int sq_recover(store_t *base, size_t *n) {
     struct lost *l = &lost[i];
     char why[256];
     int poison = l->recoveries + 1 > s->poison;
-    int last = l->attempt >= l->max_attempts;
+    /* max_attempts 0: the script decides, on the worker; never here. */
+    int last = l->max_attempts > 0 && l->attempt >= l->max_attempts;
     if (poison)
       snprintf(why, sizeof why,
                "lease expired on node %s; recovered %d times: poison job",
