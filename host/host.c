@@ -347,7 +347,7 @@ static void host_release_running(host_t *h) {
     if (atomic_load(&w->in_lua)) {
       atomic_store(&w->interrupt_why, WORKER_INT_STOP);
       atomic_store(&w->interrupt_seq, atomic_load(&w->seq));
-      pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
+      worker_interrupt(w);
     }
     pthread_mutex_unlock(&w->dl);
   }
@@ -776,14 +776,14 @@ static void *watchdog_main(void *arg) {
           atomic_load(&w->interrupt_seq) != seq) {
         atomic_store(&w->interrupt_why, WORKER_INT_TIMEOUT);
         atomic_store(&w->interrupt_seq, seq);
-        pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
+        worker_interrupt(w);
       } else if (w->deadline && now >= w->deadline + 1000 &&
                  atomic_load(&w->interrupt_seq) == seq) {
         /* Still not back a second later: the signal may have landed
          * between instructions the hook never reached (a blocking C
          * call). Ask again; it is harmless if it is already unwinding. */
         w->deadline = now;
-        pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
+        worker_interrupt(w);
       }
       pthread_mutex_unlock(&w->dl);
     }
@@ -892,6 +892,7 @@ static void *listener_main(void *arg) {
 
 static void host_free(host_t *h) {
   if (!h) return;
+  if (h->signal_held) worker_signal_release(h->interrupt_signal);
   for (int i = 0; i < h->nworkers; i++) {
     if (!h->workers[i]) continue;
     worker_close(h->workers[i]);
@@ -965,6 +966,12 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
       if (bounds_check_int(nums[i].name, nums[i].v, nums[i].min, nums[i].max,
                            NULL, msg, sizeof msg))
         return host_fail(p, h, PAWL_EINVAL, msg);
+    int sig = o->interrupt_signal == 0    ? SIGURG
+              : o->interrupt_signal == -1 ? 0
+                                          : o->interrupt_signal;
+    if (worker_signal_check(sig, msg, sizeof msg))
+      return host_fail(p, h, PAWL_EINVAL, msg);
+    h->interrupt_signal = sig;
   }
   if (o->poll_ms <= 0) o->poll_ms = 1000;
   if (o->heartbeat_ms <= 0) o->heartbeat_ms = p->lease_ms / 3 > 0 ? p->lease_ms / 3 : 1;
@@ -1004,12 +1011,22 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   p->host = h;
   p->owns_host = 1;
 
-  worker_install_signal();
+  if (h->interrupt_signal) {
+    if (worker_signal_acquire(h->interrupt_signal) != 0) {
+      char msg[128];
+      snprintf(msg, sizeof msg, "cannot install the interrupt signal %d: %s",
+               h->interrupt_signal, strerror(errno));
+      return host_fail(p, h, PAWL_EINVAL, msg);
+    }
+    h->signal_held = 1;
+  }
   /* Threads start with the interrupt signal blocked; workers unblock it,
-   * so a stray one never lands on another thread. */
+   * so one of ours never lands on another thread (a signal sent to the
+   * whole process then reaches the calling thread or a worker, and the
+   * handler passes it on). */
   sigset_t block, old;
   sigemptyset(&block);
-  sigaddset(&block, PAWL_INTERRUPT_SIGNAL);
+  if (h->interrupt_signal) sigaddset(&block, h->interrupt_signal);
   pthread_sigmask(SIG_BLOCK, &block, &old);
 
   poller_t *pl = calloc(1, sizeof *pl);
@@ -1183,6 +1200,12 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
     } else {
       for (int i = 0; i < h->nworkers; i++)
         pthread_join(h->workers[i]->thread, NULL);
+    }
+    /* No thread of ours waits for the signal any more: the previous
+     * handler is back once the last host using it has stopped. */
+    if (h->signal_held) {
+      h->signal_held = 0;
+      worker_signal_release(h->interrupt_signal);
     }
     log_line_t line;
     log_begin(&line, &h->log, PAWL_LOG_INFO, "host stopped");

@@ -65,29 +65,100 @@ static void worker_interrupt_hook(lua_State *L, lua_Debug *ar) {
   lua_error(L);
 }
 
-/* Runs on the worker's thread, between two instructions of whatever it is
- * doing. Only arms the hook when the worker is inside a protected call
- * that the watchdog meant to interrupt: a late signal for a call that has
- * already returned does nothing. */
-static void worker_on_signal(int sig) {
-  (void)sig;
+/* ---- the interrupt signal ----------------------------------------------- */
+
+/* The signal is the process's, not ours: each signal number a host uses is
+ * installed once (counted over the hosts of the process), the disposition
+ * it had is kept, every delivery not meant for a pawl worker is passed on
+ * to it, and it is put back when the last host using the signal stops.
+ * `prev` is written only while our handler is not installed (0 users). */
+static pthread_mutex_t worker_sig_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  int users;
+  struct sigaction prev;
+} worker_sig[NSIG];
+
+/* What would have happened without us: the previous handler, or the
+ * default action (which, for a signal that terminates, ends the process as
+ * it would have). Async-signal-safe. */
+static void worker_chain(int sig, siginfo_t *info, void *uc) {
+  const struct sigaction *prev = &worker_sig[sig].prev;
+  if (prev->sa_flags & SA_SIGINFO) {
+    if (prev->sa_sigaction) prev->sa_sigaction(sig, info, uc);
+  } else if (prev->sa_handler == SIG_DFL) {
+    /* SIGURG's default is to ignore it; the others allowed as interrupt
+     * signals (SIGUSR1, SIGUSR2, real-time ones) terminate. */
+    if (sig != SIGURG) {
+      signal(sig, SIG_DFL);
+      raise(sig); /* blocked until this handler returns, then fatal */
+    }
+  } else if (prev->sa_handler != SIG_IGN) {
+    prev->sa_handler(sig);
+  }
+}
+
+/* Runs on the thread the signal was delivered to. A worker that the
+ * watchdog signalled (sig_sent) takes it: the handler arms the hook if
+ * the worker is still inside the protected call that the watchdog meant
+ * to interrupt (a late signal for a call that has returned does nothing).
+ * Any other delivery — to a thread that is not a worker, or one nobody
+ * in pawl sent — goes to the previous disposition. */
+static void worker_on_signal(int sig, siginfo_t *info, void *uc) {
   int saved = errno;
   worker_t *w = worker_self;
-  if (w && atomic_load(&w->in_lua) &&
-      atomic_load(&w->interrupt_seq) == atomic_load(&w->seq))
-    lua_sethook(w->L, worker_interrupt_hook, LUA_MASKCOUNT, 1);
+  if (w && atomic_exchange(&w->sig_sent, 0)) {
+    if (atomic_load(&w->in_lua) &&
+        atomic_load(&w->interrupt_seq) == atomic_load(&w->seq))
+      lua_sethook(w->L, worker_interrupt_hook, LUA_MASKCOUNT, 1);
+  } else {
+    worker_chain(sig, info, uc);
+  }
   errno = saved;
 }
 
-void worker_install_signal(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = worker_on_signal;
-  /* SA_RESTART: a job blocked in a system call keeps waiting (it cannot be
-   * interrupted there); the hook fires when it is back in Lua. */
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaction(PAWL_INTERRUPT_SIGNAL, &sa, NULL);
+int worker_signal_check(int sig, char *err, size_t errlen) {
+  if (sig == 0 || sig == SIGURG || sig == SIGUSR1 || sig == SIGUSR2 ||
+      (sig >= SIGRTMIN && sig <= SIGRTMAX))
+    return 0;
+  snprintf(err, errlen,
+           "interrupt_signal must be 0 (SIGURG), -1 (none), SIGURG, SIGUSR1, "
+           "SIGUSR2 or a real-time signal %d..%d (got %d)",
+           SIGRTMIN, SIGRTMAX, sig);
+  return -1;
+}
+
+int worker_signal_acquire(int sig) {
+  int rc = 0;
+  pthread_mutex_lock(&worker_sig_mu);
+  if (worker_sig[sig].users == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = worker_on_signal;
+    /* SA_RESTART: a job blocked in a system call keeps waiting (it cannot
+     * be interrupted there); the hook fires when it is back in Lua.
+     * SA_ONSTACK: runtimes that run code on small stacks with an alternate
+     * signal stack (Go) require it of every handler in the process. */
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &worker_sig[sig].prev) != 0) rc = -1;
+  }
+  if (rc == 0) worker_sig[sig].users++;
+  pthread_mutex_unlock(&worker_sig_mu);
+  return rc;
+}
+
+void worker_signal_release(int sig) {
+  pthread_mutex_lock(&worker_sig_mu);
+  if (worker_sig[sig].users > 0 && --worker_sig[sig].users == 0)
+    sigaction(sig, &worker_sig[sig].prev, NULL);
+  pthread_mutex_unlock(&worker_sig_mu);
+}
+
+void worker_interrupt(worker_t *w) {
+  int sig = w->h->interrupt_signal;
+  if (!sig) return; /* none: the job runs on until it returns */
+  atomic_store(&w->sig_sent, 1);
+  pthread_kill(w->thread, sig);
 }
 
 /* The message handler of every protected call: stops a pending interrupt
@@ -979,10 +1050,12 @@ void *worker_main(void *arg) {
   worker_t *w = arg;
   host_t *h = w->h;
   worker_self = w;
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, PAWL_INTERRUPT_SIGNAL);
-  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  if (h->interrupt_signal) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, h->interrupt_signal);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  }
   /* This thread's own Lua state, for its whole life. */
   char err[400];
   int rc = worker_open(w, err, sizeof err);

@@ -550,7 +550,33 @@ typedef struct pawl_host_opts {
   int log_json;              /* 1: JSON lines instead of text */
   pawl_log_fn log_fn;        /* NULL: stderr */
   void *log_data;
+  /* The signal the watchdog sends a worker thread to stop Lua code that
+   * passed its timeout, or that the host stops (see the README):
+   *   0 (the default): SIGURG;
+   *   SIGUSR1, SIGUSR2 or a real-time signal (SIGRTMIN..SIGRTMAX): that one,
+   *     for a program that uses SIGURG itself;
+   *   PAWL_INTERRUPT_NONE (-1): no signal at all, no handler installed.
+   *     Then nothing can stop running Lua code: a job that loops runs past
+   *     its timeout until it returns (its outcome then stands), pawl.sleep
+   *     sleeps its whole time, and at a stop such a worker is left behind
+   *     after the grace period (its job is handed back), as one blocked in
+   *     a C call is.
+   * The handler is installed for the whole process when the first host
+   * using the signal starts, and the disposition it replaced is put back
+   * when the last one has stopped (pawl_wait() returned 0). While
+   * installed, it passes every delivery that is not the watchdog's signal
+   * to a worker — the signal sent to another thread, or to the process by
+   * someone else — to the replaced handler (with its siginfo), or to the
+   * default action (ignore for SIGURG, terminate for the others). The
+   * handler is installed with SA_ONSTACK | SA_RESTART | SA_SIGINFO. Worker
+   * threads unblock the signal; the host's other threads block it. A
+   * program that installs its own handler for the signal while a host runs
+   * replaces pawl's (timeouts then stop working) and gets it overwritten
+   * when the last host stops. */
+  int interrupt_signal;
 } pawl_host_opts_t;
+
+#define PAWL_INTERRUPT_NONE (-1)
 
 PAWL_EXTERN void pawl_host_opts_init(pawl_host_opts_t *o);
 

@@ -7,3 +7,4 @@
 #include "test_list_api.h"
 #include "test_list_iso8601.h"
 #include "test_list_bounds.h"
+#include "test_list_signal.h"
