@@ -460,8 +460,12 @@ static size_t poller_claim(poller_t *pl) {
   pthread_mutex_unlock(&h->mu);
   if (want <= 0 || !(idle || want >= capacity / 4 || want >= 64)) return 0;
   if (want > HOST_CLAIM_MAX) want = HOST_CLAIM_MAX;
+  /* Claimed ahead of the workers: a worker records the start of a job
+   * recovered before (pawl_begin), so that a dead node's queued jobs are
+   * not blamed for its death. */
   pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
-                          .nqueues = h->opts.nqueues};
+                          .nqueues = h->opts.nqueues,
+                          .defer_start = 1};
   pawl_job_t **jobs = NULL;
   size_t n = 0;
   if (pawl_claim(pl->p, &co, (size_t)want, &jobs, &n) != 0) {

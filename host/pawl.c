@@ -527,6 +527,14 @@ int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
   size_t n = 0;
   int rc = pawl_from_store(p, p->store->ops->claim.claim(p->store, &c, &jobs, &n));
   if (rc) return rc;
+  /* A claimer that runs what it claims: the starts that matter (jobs
+   * recovered before, rare) are recorded now, as pawl_begin() would. If
+   * that fails the jobs are still the caller's; a loss of one of them is
+   * then not counted. */
+  for (size_t i = 0; !(opts && opts->defer_start) && i < n; i++)
+    if (jobs[i]->recoveries > 0)
+      p->store->ops->claim.start(p->store, &jobs[i]->id, &p->incarnation,
+                                 jobs[i]->attempt);
   *out_jobs = jobs;
   *out_n = n;
   return 0;
@@ -611,6 +619,15 @@ int pawl_recover(pawl_t *p, size_t *out_n) {
   int rc = pawl_from_store(p, p->store->ops->claim.recover(p->store, &n));
   if (!rc && out_n) *out_n = n;
   return rc;
+}
+
+int pawl_begin(pawl_t *p, const pawl_job_t *job) {
+  p->errmsg[0] = 0;
+  /* Never recovered: the common case costs nothing (see pawl_recover()). */
+  if (job->recoveries <= 0) return 0;
+  return pawl_from_store(p, p->store->ops->claim.start(
+                                p->store, &job->id, &p->incarnation,
+                                job->attempt));
 }
 
 int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,

@@ -868,6 +868,28 @@ static void worker_keep_for_hooks(worker_t *w, host_outcome_t *o,
  * the completer. */
 static void worker_run(worker_t *w, pawl_job_t *job) {
   lua_State *L = w->L;
+  /* A job taken back from a dead node before is recorded as started (one
+   * write, for such jobs only), so that its next loss counts towards the
+   * poison limit; one never started is not blamed (see pawl_recover()).
+   * Not recorded, not run: gone to another node (PAWL_ELEASE), or handed
+   * back while the database is away. */
+  int begun = pawl_begin(w->p, job);
+  if (begun != 0) {
+    int gone = begun == PAWL_ELEASE;
+    log_line_t line;
+    log_begin(&line, &w->h->log, gone ? PAWL_LOG_WARN : PAWL_LOG_ERROR,
+              gone ? "job not started: it is no longer ours"
+                   : "job not started: its start could not be recorded");
+    log_id(&line, "job", &job->id);
+    log_str(&line, "type", job->type);
+    log_str(&line, "error", pawl_errmsg(w->p));
+    log_end(&line);
+    if (gone)
+      pawl_job_free(job);
+    else
+      host_hand_back(w->h, job);
+    return;
+  }
   host_outcome_t *o = calloc(1, sizeof *o);
   if (!o) {
     /* Nothing can be recorded; the lease will expire and the job will be

@@ -345,7 +345,13 @@ PAWL_EXTERN int pawl_retry(pawl_t *p, const pawl_id_t *id, const char *reason,
 typedef struct pawl_claim_opts {
   const char *const *queues; /* nqueues names; 0 = every queue */
   size_t nqueues;
-  int64_t lease_ms;          /* 0: the handle's lease */
+  int64_t lease_ms;          /* 0: the handle's lease; at most
+                                PAWL_LEASE_MAX_MS */
+  /* 0: the claimed jobs start now (a program that runs what it claims):
+   * the starts that matter are recorded by the claim (see pawl_recover()).
+   * 1: they may wait in the caller's queue (a prefetch): call pawl_begin()
+   * on each just before running it. */
+  int defer_start;
 } pawl_claim_opts_t;
 
 /* Claims up to `max` due jobs (run_at <= now) in one transaction, in order
@@ -402,9 +408,28 @@ PAWL_EXTERN int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int
  * *out_n (may be NULL) receives how many. */
 PAWL_EXTERN int pawl_heartbeat(pawl_t *p, size_t *out_n);
 
-/* Takes back jobs whose lease expired: pending again, the attempt counted
- * and recorded as lost. *out_n (may be NULL) receives how many. */
+/* Takes back jobs whose lease expired (their node died, or lost the
+ * database): each goes back to pending with its attempt used up and
+ * recorded as lost, or to failed when that was its last attempt. A job
+ * lost while running more than 3 times fails as a poison job (it keeps
+ * killing its node), and only losses of attempts known to have started
+ * count for that: the jobs a dying node had claimed ahead, beside the one
+ * that killed it, are not blamed. A start is known when it was recorded,
+ * which happens only for a job recovered before (to spare a write per
+ * job): by pawl_claim() without defer_start, or by pawl_begin(). So a
+ * job's first loss never counts, even if it was running, and a poison job
+ * is caught one run later; an innocent one never. *out_n (may be NULL)
+ * receives how many. */
 PAWL_EXTERN int pawl_recover(pawl_t *p, size_t *out_n);
+
+/* Call just before running a job claimed with defer_start (borrowed; its
+ * id, attempt and recoveries are read). For a job never recovered before
+ * (recoveries 0, nearly all jobs) it does nothing and returns 0; for one
+ * that was, it records in the database that this attempt starts now (one
+ * write), and returns PAWL_ELEASE if the attempt is no longer held (do
+ * not run it), or a database error (do not run it: hand it back with a
+ * PAWL_OUT_RELEASE outcome, or let its lease expire). */
+PAWL_EXTERN int pawl_begin(pawl_t *p, const pawl_job_t *job);
 
 /* Records progress of an attempt this node holds (ctx:progress). Not a
  * transition: the version does not change. PAWL_ELEASE if the attempt is
