@@ -4,31 +4,27 @@
 -- the jobs claimed beside it (prefetched, queued in the host, never
 -- started) must not be blamed, however often the node dies.
 --
--- Each round starts a real `pawl run` with one worker and a prefetch, so
--- that one claim takes the poison job (highest priority: the worker runs
--- it) and the innocent ones (queued behind it); the poison job reports
--- progress (so the test knows this attempt runs) and then blocks; the test
--- kills the node with SIGKILL, and takes the leases back itself (the Lua
--- module's pawl_recover()) once they have expired.
-local pawl = require "pawl"
+-- Each round a real `pawl run` with one worker and a prefetch claims, in
+-- one claim, the poison job (highest priority: the worker runs it) and the
+-- innocent ones (queued behind it); the poison job reports progress (so
+-- the test knows that this attempt runs) and then blocks; the test kills
+-- the node with SIGKILL. The next round's node takes the expired leases
+-- back itself (a short lease) and claims them all again. Everything is
+-- read with `pawl show`, so the spec needs no Lua module and also runs
+-- under ThreadSanitizer.
 local H = require "host_helper"
 
-local LEASE_S = 5
+local LEASE = "5"
 local INNOCENT = 4
+local ROUNDS = 5
 
 local function has(s, text) return s:find(text, 1, true) ~= nil end
 
 describe("a node killed by a poison job", function()
-  local env, db
+  local env
 
-  before_each(function()
-    env = H.env()
-    db = nil
-  end)
-  after_each(function()
-    if db then db:close() end
-    env:cleanup()
-  end)
+  before_each(function() env = H.env() end)
+  after_each(function() env:cleanup() end)
 
   it("dead-letters the poison job, never the jobs queued beside it", function()
     env:script("poison", [[
@@ -42,58 +38,73 @@ return {
     local poison = env:enqueue("poison", "{}", "--priority", "10")
     local innocent = {}
     for i = 1, INNOCENT do innocent[i] = env:enqueue("innocent", "{}") end
-    db = assert(pawl.open{ db = env.db, node_id = "sweeper" })
 
-    for round = 1, 5 do
-      local node = env:start("--workers", "1", "--prefetch", tostring(INNOCENT),
-                             "--lease", tostring(LEASE_S))
-      -- The poison job runs, the innocent ones are claimed behind it.
+    local function start()
+      return env:start("--workers", "1", "--prefetch", tostring(INNOCENT),
+                       "--lease", LEASE, "--poll", "0.2")
+    end
+
+    for round = 1, ROUNDS do
+      local node = start()
+      -- Attempt `round` of the poison job runs, the others are claimed
+      -- behind it (by this node: from round 2 on, it first takes them
+      -- back from the node killed in the round before).
       env:wait_until(("round %d: the poison job running, the others claimed")
                      :format(round), function()
-        if db:get(poison).progress_done ~= 1 then return false end
+        local claimed = true
         for _, id in ipairs(innocent) do
-          if db:get(id).state ~= "running" then return false end
+          local j = env:show(id)
+          if j.state == "failed" then
+            error(("round %d: innocent job %s was dead-lettered: %s")
+                  :format(round, id, j.last_error))
+          end
+          claimed = claimed and j.state == "running" and j.attempt == round
         end
-        return true
+        local p = env:show(poison)
+        return claimed and p.state == "running" and p.attempt == round
+               and p.progress_done == 1
       end, 60)
       node:kill()
       for _, id in ipairs(innocent) do
-        assert.are.equal(0, db:get(id).progress_done)
-      end
-      -- Once the leases have expired, they are taken back.
-      local recovered = env:wait_until("the leases to expire", function()
-        local n = assert(db:recover())
-        return n > 0 and n
-      end, 10 * LEASE_S)
-      assert.are.equal(INNOCENT + 1, recovered)
-      for _, id in ipairs(innocent) do
-        local j = db:get(id)
-        assert.are.equal("pending", j.state, j.last_error)
-        assert.are.equal(round, j.recoveries)
-        assert.are.equal(round, j.attempt)
-        -- Never started: not counted as a crash.
-        assert.is_true(has(j.last_error, round == 1 and "not known to have started"
-                                          or "before the job started"), j.last_error)
-      end
-      local p = db:get(poison)
-      if round < 5 then
-        assert.are.equal("pending", p.state, p.last_error)
-      else
-        -- Its first loss was not known to have run; the next four were.
-        assert.are.equal("failed", p.state)
-        assert.is_true(has(p.last_error, "lost while running 4 times: poison job"),
-                       p.last_error)
+        assert.are.equal(0, env:show(id).progress_done)
       end
     end
 
-    -- The innocent jobs then run.
-    local node = env:run_idle("--idle-wait", "0")
-    assert.are.equal(0, node.code, node:stderr())
+    -- The last node takes the leases back once more: the poison job's
+    -- fifth loss, the fourth known to have been running, dead-letters it;
+    -- the innocent ones run.
+    local node = start()
+    env:wait_until("the innocent jobs to succeed", function()
+      for _, id in ipairs(innocent) do
+        if env:show(id).state ~= "succeeded" then return false end
+      end
+      return true
+    end, 60)
+    node:signal("TERM")
+    assert.is_truthy(node:wait(30), node:stderr())
+
+    local p = env:show(poison)
+    assert.are.equal("failed", p.state, p.last_error)
+    assert.is_true(has(p.last_error, "lost while running 4 times: poison job"),
+                   p.last_error)
+    assert.are.equal(ROUNDS, #p.attempts)
+    -- Its first loss was not known to have run: no start is recorded for a
+    -- job's first run.
+    assert.is_true(has(p.attempts[1].error, "not known to have started"),
+                   p.attempts[1].error)
     for _, id in ipairs(innocent) do
-      local j = db:get(id)
+      local j = env:show(id)
       assert.are.equal("succeeded", j.state, j.last_error)
-      assert.are.equal(6, j.attempt)
+      assert.are.equal(ROUNDS + 1, j.attempt)
+      assert.are.equal(ROUNDS + 1, #j.attempts)
+      -- Lost five times, never counted as a crash: the first time not
+      -- known to have started, then known not to have.
+      for k = 1, ROUNDS do
+        local a = j.attempts[k]
+        assert.are.equal("lost", a.outcome)
+        assert.is_true(has(a.error, k == 1 and "not known to have started"
+                                    or "before the job started"), a.error)
+      end
     end
-    assert.are.equal("failed", db:get(poison).state)
   end)
 end)

@@ -7,8 +7,16 @@
 -- enqueued without the script at hand (from C, another language, another
 -- machine, a CLI without --scripts) follows the script all the same.
 local cjson = require "cjson"
-local pawl = require "pawl"
 local H = require "host_helper"
+
+-- Under ThreadSanitizer (make test-tsan) the Lua module, built with it,
+-- cannot be loaded into the uninstrumented luajit: what needs it waits for
+-- the plain and AddressSanitizer runs.
+local TSAN = os.getenv("PAWL_TSAN") == "1"
+local pawl = not TSAN and require "pawl"
+local it_module = TSAN and function(name)
+  pending(name .. " (the Lua module cannot load under ThreadSanitizer)")
+end or it
 
 local function has(s, text) return s:find(text, 1, true) ~= nil end
 
@@ -35,13 +43,15 @@ describe("script settings at run time", function()
 
   it("a job enqueued without its script follows the script's max_attempts", function()
     env:script("once", FAILING:format("max_attempts = 1,"))
-    local by_cli = enqueue_blind("once")
-    local db = assert(pawl.open{ db = env.db, node_id = "spec" })
-    local by_module = assert(db:enqueue("once"))
-    db:close()
+    local ids = { enqueue_blind("once") }
+    if pawl then
+      local db = assert(pawl.open{ db = env.db, node_id = "spec" })
+      ids[2] = assert(db:enqueue("once"))
+      db:close()
+    end
     local p = env:run_idle("--idle-wait", "0")
     assert.are.equal(0, p.code, p:stderr())
-    for _, id in ipairs({ by_cli, by_module }) do
+    for _, id in ipairs(ids) do
       local j = env:show(id)
       assert.are.equal("failed", j.state)
       assert.are.equal(1, j.attempt)
@@ -49,7 +59,7 @@ describe("script settings at run time", function()
       -- Stored as "not set": the script speaks when the job runs.
       assert.are.equal(cjson.null, j.max_attempts)
     end
-    local text = env:ok("show", by_cli)
+    local text = env:ok("show", ids[1])
     assert.is_true(has(text, "max_attempts:") and
                    has(text, "the script's (25 if it sets none)"), text)
   end)
@@ -97,7 +107,7 @@ return { run = function() return (pawl.enqueue("child", {})) end }]])
     assert.is_true(has(child.last_error, "attempt 2 of 2"), child.last_error)
   end)
 
-  it("does not start an attempt past the script's max_attempts", function()
+  it_module("does not start an attempt past the script's max_attempts", function()
     -- The job's first attempt is lost (claimed, its lease expired): the
     -- store counts it, without knowing the script's max_attempts of 1.
     env:script("once", [[
