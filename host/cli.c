@@ -168,9 +168,10 @@ static const char cli_usage_text[] =
     "      --run-at TIME         run no sooner than TIME, ISO 8601 with a zone\n"
     "                            (2026-11-21T21:05:03Z, ...+01:00, or "
     "2026-11-21)\n"
-    "      --max-attempts N      attempts before it fails for good (default "
-    "25)\n"
-    "      --timeout SECONDS     limit for one attempt (default none)\n"
+    "      --max-attempts N      attempts before it fails for good (default:\n"
+    "                            the script's when it runs, else 25)\n"
+    "      --timeout SECONDS     limit for one attempt (default: the script's\n"
+    "                            when it runs, else the host's)\n"
     "      --key K               idempotency key: a repeat prints the first "
     "job's id\n"
     "      --business-key K      refused while another live job holds K\n"
@@ -181,8 +182,9 @@ static const char cli_usage_text[] =
     "      --correlation-id C    id tying the job to a request or a trace\n"
     "      --blocked             start blocked instead of pending\n"
     "      --scripts DIR         where the job's script is (default ./scripts):\n"
-    "                            its queue, priority and max_attempts apply\n"
-    "                            unless given here\n"
+    "                            its queue and priority apply unless given\n"
+    "                            here (max_attempts and timeout apply when\n"
+    "                            the job runs, from the worker's script)\n"
     "  show ID [--json]        a job with its attempts, events and logs\n"
     "  jobs [--json]           jobs, newest first\n"
     "      --state S             pending, running, succeeded, failed, "
@@ -363,23 +365,20 @@ static int cli_parse_int(const char *opt, const char *s, long long min,
   return 0;
 }
 
-/* Largest --delay: a thousand years is plenty, and keeps now + delay far
- * from overflowing an int64 of milliseconds. */
-#define CLI_MAX_DELAY_S 31536000000LL
-
 /* Parses decimal seconds ("30", "0.5", ".25") into milliseconds, by hand:
  * strtod would also take "1e3", "inf", hex and the locale's decimal point.
- * Digits past milliseconds are dropped. */
-static int cli_parse_seconds(const char *opt, const char *s, int64_t *ms,
-                             char *err) {
+ * Digits past milliseconds are dropped. At most `max_ms`. */
+static int cli_parse_seconds(const char *opt, const char *s, int64_t max_ms,
+                             int64_t *ms, char *err) {
   const char *p = s;
   int64_t whole = 0, frac = 0;
-  int nint = 0, nfrac = 0;
+  int nint = 0, nfrac = 0, over = 0;
   for (; *p >= '0' && *p <= '9'; p++, nint++) {
     whole = whole * 10 + (*p - '0');
-    if (whole > CLI_MAX_DELAY_S)
-      return cli_fail(err, CLI_USAGE, "%s must be at most %lld seconds, got \"%s\"",
-                      opt, CLI_MAX_DELAY_S, s);
+    if (whole > max_ms / 1000 + 1) {
+      over = 1; /* keep reading: junk after the digits is reported first */
+      whole = max_ms / 1000 + 1;
+    }
   }
   if (*p == '.') {
     int64_t scale = 100;
@@ -392,6 +391,10 @@ static int cli_parse_seconds(const char *opt, const char *s, int64_t *ms,
     return cli_fail(err, CLI_USAGE,
                     "%s expects a number of seconds like 30 or 0.5, got \"%s\"",
                     opt, s);
+  if (over || whole * 1000 + frac > max_ms)
+    return cli_fail(err, CLI_USAGE,
+                    "%s must be between 0 and %lld%s seconds, got \"%s\"", opt,
+                    (long long)(max_ms / 1000), max_ms % 1000 ? ".999" : "", s);
   *ms = whole * 1000 + frac;
   return 0;
 }
@@ -518,7 +521,8 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     else a->enq.queue = v;
     break;
   case CLI_O_PRIORITY:
-    if (!(rc = cli_parse_int(o->name, v, INT32_MIN, INT32_MAX, &n, err))) {
+    if (!(rc = cli_parse_int(o->name, v, PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX,
+                             &n, err))) {
       a->enq.priority = (int32_t)n;
       a->has_priority = 1;
     }
@@ -527,7 +531,8 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     if (a->has_run_at)
       return cli_fail(err, CLI_USAGE, "--delay and --run-at cannot be combined");
     a->has_delay = 1;
-    rc = cli_parse_seconds(o->name, v, &a->enq.delay_ms, err);
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->enq.delay_ms,
+                           err);
     break;
   case CLI_O_RUN_AT:
     if (a->has_delay)
@@ -539,17 +544,18 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
                       "2026-11-21T21:05:03Z, got \"%s\"",
                       v);
     /* run_at 0 means "now" in the API, and negative times are refused. */
-    if (a->enq.run_at <= 0)
+    if (a->enq.run_at <= 0 || a->enq.run_at > PAWL_TIME_MAX_MS)
       return cli_fail(err, CLI_USAGE,
-                      "--run-at must be after 1970-01-01T00:00:00Z, got \"%s\"",
+                      "--run-at must be after 1970-01-01T00:00:00Z and before "
+                      "10000-01-01T00:00:00Z, got \"%s\"",
                       v);
     break;
   case CLI_O_MAX_ATTEMPTS:
-    if (!(rc = cli_parse_int(o->name, v, 1, INT32_MAX, &n, err)))
+    if (!(rc = cli_parse_int(o->name, v, 1, PAWL_ATTEMPTS_MAX, &n, err)))
       a->enq.max_attempts = (int32_t)n;
     break;
   case CLI_O_TIMEOUT:
-    if (!(rc = cli_parse_int(o->name, v, 0, INT32_MAX, &n, err)))
+    if (!(rc = cli_parse_int(o->name, v, 0, PAWL_TIMEOUT_MAX_S, &n, err)))
       a->enq.timeout_s = (int32_t)n;
     break;
   case CLI_O_KEY: a->enq.idempotency_key = v; break;
@@ -595,14 +601,22 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
                       "--log-format expects text or json, got \"%s\"", v);
     a->host.log_json = strcmp(v, "json") == 0;
     break;
-  case CLI_O_POLL: rc = cli_parse_seconds(o->name, v, &a->host.poll_ms, err); break;
-  case CLI_O_GRACE: rc = cli_parse_seconds(o->name, v, &a->host.grace_ms, err); break;
-  case CLI_O_LOAD_TIMEOUT:
-    rc = cli_parse_seconds(o->name, v, &a->host.load_timeout_ms, err);
+  case CLI_O_POLL:
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.poll_ms, err);
     break;
-  case CLI_O_LEASE: rc = cli_parse_seconds(o->name, v, &a->lease_ms, err); break;
+  case CLI_O_GRACE:
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.grace_ms, err);
+    break;
+  case CLI_O_LEASE:
+    rc = cli_parse_seconds(o->name, v, PAWL_LEASE_MAX_MS, &a->lease_ms, err);
+    break;
+  case CLI_O_LOAD_TIMEOUT:
+    rc = cli_parse_seconds(o->name, v, PAWL_TIMEOUT_MAX_S * INT64_C(1000),
+                           &a->host.load_timeout_ms, err);
+    break;
   case CLI_O_IDLE_WAIT:
-    rc = cli_parse_seconds(o->name, v, &a->host.idle_wait_ms, err);
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.idle_wait_ms,
+                           err);
     if (!rc && a->host.idle_wait_ms == 0) a->host.idle_wait_ms = -1;
     break;
   case CLI_O_PREFETCH:
@@ -610,10 +624,8 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
       a->host.prefetch = (int)n;
     break;
   case CLI_O_GIVE_UP:
-    rc = cli_parse_seconds(o->name, v, &a->host.give_up_ms, err);
-    if (!rc && a->host.give_up_ms > PAWL_GIVE_UP_MAX_MS)
-      return cli_fail(err, CLI_USAGE, "--give-up must be at most %lld seconds, "
-                      "got \"%s\"", (long long)(PAWL_GIVE_UP_MAX_MS / 1000), v);
+    rc = cli_parse_seconds(o->name, v, PAWL_GIVE_UP_MAX_MS,
+                           &a->host.give_up_ms, err);
     if (!rc && a->host.give_up_ms == 0) a->host.give_up_ms = -1;
     break;
   case CLI_O_UNSAFE_LUA: a->host.unsafe_lua = 1; break;
@@ -920,11 +932,12 @@ static void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
   buf_printf(b, ",\"state\":\"%s\"", pawl_state_name(j->state));
   if (j->state == PAWL_PAUSED)
     buf_printf(b, ",\"paused_from\":\"%s\"", pawl_state_name(j->paused_from));
-  buf_printf(b,
-             ",\"priority\":%d,\"attempt\":%d,\"max_attempts\":%d,"
-             "\"timeout_s\":%d,\"run_at\":",
-             (int)j->priority, (int)j->attempt, (int)j->max_attempts,
-             (int)j->timeout_s);
+  buf_printf(b, ",\"priority\":%d,\"attempt\":%d,\"max_attempts\":",
+             (int)j->priority, (int)j->attempt);
+  /* null: not set at enqueue; the script's applies when the job runs. */
+  if (j->max_attempts) buf_printf(b, "%d", (int)j->max_attempts);
+  else buf_puts(b, "null");
+  buf_printf(b, ",\"timeout_s\":%d,\"run_at\":", (int)j->timeout_s);
   cli_json_time(b, j->run_at);
   buf_puts(b, ",\"payload\":");
   cli_json_raw(b, j->payload);
@@ -1075,7 +1088,8 @@ static void cli_job_fields(cli_table_t *t, const pawl_job_t *j) {
     cli_field(t, "paused_from:", pawl_state_name(j->paused_from));
   cli_field_int(t, "priority:", j->priority);
   cli_field_int(t, "attempt:", j->attempt);
-  cli_field_int(t, "max_attempts:", j->max_attempts);
+  if (j->max_attempts) cli_field_int(t, "max_attempts:", j->max_attempts);
+  else cli_field(t, "max_attempts:", "the script's (25 if it sets none)");
   if (j->timeout_s) cli_field_int(t, "timeout_s:", j->timeout_s);
   else cli_field(t, "timeout_s:", "none");
   cli_field_time(t, "run_at:", j->run_at);
@@ -1204,9 +1218,8 @@ static void cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
   }
   if (!o->queue && info->queue[0]) o->queue = info->queue;
   if (!a->has_priority && info->has_priority) o->priority = info->priority;
-  if (!o->max_attempts) o->max_attempts = info->max_attempts;
-  /* The timeout is not copied: the worker applies the script's own
-   * (fractional) timeout to jobs that set none. */
+  /* max_attempts and the timeout are not copied: the worker applies the
+   * script's own to jobs that set none, when they run. */
 }
 
 static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
@@ -1321,7 +1334,11 @@ static int cli_list_cb(const pawl_job_t *j, void *data) {
   char id[PAWL_ID_STRLEN], prio[16], att[32], run_at[ISO8601_STRLEN];
   pawl_id_format(&j->id, id);
   snprintf(prio, sizeof prio, "%d", (int)j->priority);
-  snprintf(att, sizeof att, "%d/%d", (int)j->attempt, (int)j->max_attempts);
+  /* "2/script": max_attempts comes from the job's script when it runs. */
+  if (j->max_attempts)
+    snprintf(att, sizeof att, "%d/%d", (int)j->attempt, (int)j->max_attempts);
+  else
+    snprintf(att, sizeof att, "%d/script", (int)j->attempt);
   cli_time(j->run_at, run_at);
   const char *row[7] = {id,   j->type, j->queue, pawl_state_name(j->state),
                         prio, att,     run_at};

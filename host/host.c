@@ -17,6 +17,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "bounds.h"
 #include "fault.h"
 #include "iso8601.h"
 #include "pawl_internal.h"
@@ -485,8 +486,12 @@ static size_t poller_claim(poller_t *pl) {
     return 0;
   }
   if (want > HOST_CLAIM_MAX) want = HOST_CLAIM_MAX;
+  /* Claimed ahead of the workers: a worker records the start of a job
+   * recovered before (pawl_begin), so that a dead node's queued jobs are
+   * not blamed for its death. */
   pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
-                          .nqueues = h->opts.nqueues};
+                          .nqueues = h->opts.nqueues,
+                          .defer_start = 1};
   pawl_job_t **jobs = NULL;
   size_t n = 0;
   if (pawl_claim(pl->p, &co, (size_t)want, &jobs, &n) != 0) {
@@ -1412,6 +1417,7 @@ static void host_loader_free(host_t *h, loader_t *ld) {
 
 static void host_free(host_t *h) {
   if (!h) return;
+  if (h->signal_held) worker_signal_release(h->interrupt_signal);
   for (int i = 0; i < h->nworkers; i++) {
     if (!h->workers[i]) continue;
     worker_close(h->workers[i]);
@@ -1500,6 +1506,33 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     o->workers = n > 0 ? (int)n : 1;
   }
   if (o->workers > 1024) return host_fail(p, h, PAWL_EINVAL, "at most 1024 workers");
+  {
+    /* Periods are added to clock readings: bound them like delays. */
+    const struct {
+      const char *name;
+      int64_t v, min, max;
+    } nums[] = {
+        {"poll_ms", o->poll_ms, 0, PAWL_DELAY_MAX_MS},
+        {"heartbeat_ms", o->heartbeat_ms, 0, PAWL_LEASE_MAX_MS},
+        {"grace_ms", o->grace_ms, 0, PAWL_DELAY_MAX_MS},
+        {"reload_ms", o->reload_ms, 0, PAWL_DELAY_MAX_MS},
+        {"idle_wait_ms", o->idle_wait_ms, -1, PAWL_DELAY_MAX_MS},
+        {"default_timeout_s", o->default_timeout_s, 0, PAWL_TIMEOUT_MAX_S},
+        {"load_timeout_ms", o->load_timeout_ms, 0,
+         PAWL_TIMEOUT_MAX_S * INT64_C(1000)},
+    };
+    char msg[256];
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+      if (bounds_check_int(nums[i].name, nums[i].v, nums[i].min, nums[i].max,
+                           NULL, msg, sizeof msg))
+        return host_fail(p, h, PAWL_EINVAL, msg);
+    int sig = o->interrupt_signal == 0    ? SIGURG
+              : o->interrupt_signal == -1 ? 0
+                                          : o->interrupt_signal;
+    if (worker_signal_check(sig, msg, sizeof msg))
+      return host_fail(p, h, PAWL_EINVAL, msg);
+    h->interrupt_signal = sig;
+  }
   if (o->poll_ms <= 0) o->poll_ms = 1000;
   if (o->heartbeat_ms <= 0) o->heartbeat_ms = p->lease_ms / 3 > 0 ? p->lease_ms / 3 : 1;
   if (o->grace_ms <= 0) o->grace_ms = 30000;
@@ -1552,12 +1585,22 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   p->host = h;
   p->owns_host = 1;
 
-  worker_install_signal();
+  if (h->interrupt_signal) {
+    if (worker_signal_acquire(h->interrupt_signal) != 0) {
+      char msg[128];
+      snprintf(msg, sizeof msg, "cannot install the interrupt signal %d: %s",
+               h->interrupt_signal, strerror(errno));
+      return host_fail(p, h, PAWL_EINVAL, msg);
+    }
+    h->signal_held = 1;
+  }
   /* Threads start with the interrupt signal blocked; workers unblock it,
-   * so a stray one never lands on another thread. */
+   * so one of ours never lands on another thread (a signal sent to the
+   * whole process then reaches the calling thread or a worker, and the
+   * handler passes it on). */
   sigset_t block, old;
   sigemptyset(&block);
-  sigaddset(&block, PAWL_INTERRUPT_SIGNAL);
+  if (h->interrupt_signal) sigaddset(&block, h->interrupt_signal);
   pthread_sigmask(SIG_BLOCK, &block, &old);
 
   poller_t *pl = calloc(1, sizeof *pl);
@@ -1574,6 +1617,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     ld->h = h;
     ld->probe.h = h;
     ld->probe.index = -1;
+    ld->probe.signal = h->interrupt_signal;
     pthread_mutex_init(&ld->probe.dl, NULL);
     rc = worker_open(&ld->probe, err, sizeof err);
     if (rc) {
@@ -1595,6 +1639,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     h->nworkers = i + 1;
     w->h = h;
     w->index = i;
+    w->signal = h->interrupt_signal;
     pthread_mutex_init(&w->dl, NULL);
     rc = pawl__open_sibling(p, NULL, &w->p, err, sizeof err);
   }
@@ -1817,6 +1862,12 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
     } else {
       for (int i = 0; i < h->nworkers; i++)
         pthread_join(h->workers[i]->thread, NULL);
+    }
+    /* No thread of ours waits for the signal any more: the previous
+     * handler is back once the last host using it has stopped. */
+    if (h->signal_held) {
+      h->signal_held = 0;
+      worker_signal_release(h->interrupt_signal);
     }
     log_line_t line;
     log_begin(&line, &h->log, PAWL_LOG_INFO, "host stopped");

@@ -146,6 +146,10 @@ typedef struct host {
   char start_err[512];       /* why a worker could not build its state */
   pthread_mutex_t lua_init;  /* serializes lua_State creation: lua-cjson's
                                 initialisation writes a static */
+  int interrupt_signal;      /* the signal that stops a worker's Lua code;
+                                0: none (see pawl_host_opts_t) */
+  int signal_held;           /* its handler is installed for this host
+                                (released once the threads are joined) */
 } host_t;
 
 /* Wakes the poller (an enqueue happened, a slot freed up). */

@@ -37,6 +37,7 @@
 #include <lua.h>
 
 #include "ljson.h"
+#include "bounds.h"
 #include "pawl.h"
 
 #define LPAWL_HANDLE "pawl.handle"
@@ -199,9 +200,10 @@ static double lpawl_opt_int(lua_State *L, int t, const char *key, double dflt,
       luaL_argerror(L, argn, lpawl_msg(L, prefix, "option \"%s\" must be a number (got %s)",
                                        key, luaL_typename(L, -1)));
     v = lua_tonumber(L, -1);
-    if (v != floor(v) || v < min || v > max)
-      luaL_argerror(L, argn, lpawl_msg(L, prefix, "option \"%s\" must be a whole number in range (got %s)",
-                                       key, lua_tostring(L, -1)));
+    char what[80], err[256];
+    snprintf(what, sizeof what, "option \"%s\"", key);
+    if (bounds_check(what, v, min, max, 1, NULL, err, sizeof err))
+      luaL_argerror(L, argn, lpawl_msg(L, prefix, "%s", err));
   }
   lua_pop(L, 1);
   return v;
@@ -558,6 +560,8 @@ static void lpawl_read_enqueue_opts(lua_State *L, int t, int anchor,
                                      luaL_typename(L, t)));
   lpawl_check_keys(L, t, lpawl_enqueue_names, argn, prefix, "enqueue");
   o->queue = lpawl_opt_str(L, t, "queue", anchor, argn, prefix);
+  /* Whole numbers that fit the C fields; pawl_enqueue() refuses what is
+   * out of its range (with the range in the message). */
   o->priority = (int32_t)lpawl_opt_int(L, t, "priority", 0, INT32_MIN,
                                        INT32_MAX, argn, prefix);
   o->run_at = (int64_t)lpawl_opt_int(L, t, "run_at", 0, -LPAWL_MAX_EXACT,

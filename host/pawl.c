@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "buf.h"
 #include "fault.h"
 #include "host.h"
@@ -177,15 +178,15 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
   if (!url) url = getenv("PAWL_DB");
   if (!url || !*url) url = "sqlite:./pawl.db";
   /* The boost times a priority must fit the rank's 64 bits. */
-  if (opts->age_boost_ms < -1 || opts->age_boost_ms > PAWL_AGE_BOOST_MAX_MS) {
-    snprintf(errbuf, errlen, "age boost must be between 0 and %lld ms",
-             (long long)PAWL_AGE_BOOST_MAX_MS);
+  if (opts->age_boost_ms != -1 &&
+      bounds_check_int("age boost", opts->age_boost_ms, 0,
+                       PAWL_AGE_BOOST_MAX_MS, "ms", errbuf, errlen))
     return PAWL_EINVAL;
-  }
-  if (opts->lease_ms < 0 || opts->busy_timeout_ms < 0) {
-    snprintf(errbuf, errlen, "lease_ms and busy_timeout_ms must not be negative");
+  if (bounds_check_int("lease_ms", opts->lease_ms, 0, PAWL_LEASE_MAX_MS, NULL,
+                       errbuf, errlen) ||
+      bounds_check_int("busy_timeout_ms", opts->busy_timeout_ms, 0, INT32_MAX,
+                       NULL, errbuf, errlen))
     return PAWL_EINVAL;
-  }
   if (opts->file_mode & ~0777u ||
       (opts->file_mode && (opts->file_mode & 0600) != 0600)) {
     snprintf(errbuf, errlen,
@@ -331,6 +332,14 @@ static int pawl_check_name(pawl_t *p, const char *what, const char *s) {
   return 0;
 }
 
+/* A number within [min, max], or PAWL_EINVAL naming it and its range. */
+static int pawl_check_int(pawl_t *p, const char *what, int64_t v, int64_t min,
+                          int64_t max, const char *unit) {
+  if (bounds_check_int(what, v, min, max, unit, p->errmsg, sizeof p->errmsg))
+    return PAWL_EINVAL;
+  return 0;
+}
+
 static int pawl_check_json(pawl_t *p, const char *what, const char *s) {
   char err[256];
   if (json_validate(s, strlen(s), err, sizeof err) != 0)
@@ -348,18 +357,34 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   if (o->queue && (rc = pawl_check_name(p, "queue name", o->queue))) return rc;
   if (payload && (rc = pawl_check_json(p, "payload", payload))) return rc;
   if (o->params && (rc = pawl_check_json(p, "params", o->params))) return rc;
-  if (o->priority < PAWL_PRIORITY_MIN || o->priority > PAWL_PRIORITY_MAX)
-    return pawl__fail(p, PAWL_EINVAL, "priority must be between %d and %d",
-                      PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX);
-  if (o->max_attempts < 0)
-    return pawl__fail(p, PAWL_EINVAL, "max_attempts must be at least 1 (got %d)",
-                      o->max_attempts);
-  if (o->timeout_s < 0)
-    return pawl__fail(p, PAWL_EINVAL, "timeout must not be negative");
-  if (o->delay_ms < 0)
-    return pawl__fail(p, PAWL_EINVAL, "delay must not be negative");
-  if (o->run_at < 0)
-    return pawl__fail(p, PAWL_EINVAL, "run_at must not be negative");
+  if ((rc = pawl_check_int(p, "priority", o->priority, PAWL_PRIORITY_MIN,
+                           PAWL_PRIORITY_MAX, NULL)))
+    return rc;
+  /* 0: not given; the job's script decides when it runs (see
+   * pawl_enqueue_opts_t). */
+  if (o->max_attempts &&
+      (rc = pawl_check_int(p, "max_attempts", o->max_attempts, 1,
+                           PAWL_ATTEMPTS_MAX, NULL)))
+    return rc;
+  if ((rc = pawl_check_int(p, "timeout", o->timeout_s, 0, PAWL_TIMEOUT_MAX_S,
+                           "seconds")))
+    return rc;
+  if ((rc = pawl_check_int(p, "delay", o->delay_ms, 0, PAWL_DELAY_MAX_MS,
+                           "ms")))
+    return rc;
+  if ((rc = pawl_check_int(p, "run_at", o->run_at, 0, PAWL_TIME_MAX_MS,
+                           "ms since the epoch")))
+    return rc;
+  int64_t run_at = o->run_at;
+  if (!run_at && o->delay_ms) {
+    int64_t now = store_now(p->store);
+    if (bounds_add_time(now, o->delay_ms, &run_at))
+      return pawl__fail(p, PAWL_EINVAL,
+                        "now (%lld ms) plus the delay (%lld ms) is past the "
+                        "latest run time, %lld ms since the epoch",
+                        (long long)now, (long long)o->delay_ms,
+                        (long long)PAWL_TIME_MAX_MS);
+  }
   if (o->idempotency_key && !*o->idempotency_key)
     return pawl__fail(p, PAWL_EINVAL, "idempotency key must not be empty");
   if (o->business_key && !*o->business_key)
@@ -380,10 +405,9 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   nj->payload = payload ? payload : "{}";
   nj->params = o->params;
   nj->tags = buf_cstr(tags);
-  nj->run_at = o->run_at ? o->run_at
-               : o->delay_ms ? store_now(p->store) + o->delay_ms
-                             : 0;
-  nj->max_attempts = o->max_attempts ? o->max_attempts : 25;
+  nj->run_at = run_at;
+  /* 0 stays 0: "not set", resolved from the script when the job runs. */
+  nj->max_attempts = o->max_attempts;
   nj->timeout_s = o->timeout_s;
   nj->idempotency_key = o->idempotency_key;
   nj->business_key = o->business_key;
@@ -499,6 +523,9 @@ int pawl_retry(pawl_t *p, const pawl_id_t *id, const char *reason,
 int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
                pawl_job_t ***out_jobs, size_t *out_n) {
   p->errmsg[0] = 0;
+  if (opts && pawl_check_int(p, "lease_ms", opts->lease_ms, 0,
+                             PAWL_LEASE_MAX_MS, NULL))
+    return PAWL_EINVAL;
   store_claim_t c = {
       .queues = opts ? opts->queues : NULL,
       .nqueues = opts ? opts->nqueues : 0,
@@ -515,6 +542,14 @@ int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
   size_t n = 0;
   int rc = pawl_from_store(p, p->store->ops->claim.claim(p->store, &c, &jobs, &n));
   if (rc) return rc;
+  /* A claimer that runs what it claims: the starts that matter (jobs
+   * recovered before, rare) are recorded now, as pawl_begin() would. If
+   * that fails the jobs are still the caller's; a loss of one of them is
+   * then not counted. */
+  for (size_t i = 0; !(opts && opts->defer_start) && i < n; i++)
+    if (jobs[i]->recoveries > 0)
+      p->store->ops->claim.start(p->store, &jobs[i]->id, &p->incarnation,
+                                 jobs[i]->attempt);
   *out_jobs = jobs;
   *out_n = n;
   return 0;
@@ -550,6 +585,10 @@ static int pawl_check_outcome(pawl_t *p, const pawl_outcome_t *o) {
   int rc;
   if (o->kind == PAWL_OUT_SUCCEEDED && o->result &&
       (rc = pawl_check_json(p, "result", o->result)))
+    return rc;
+  if ((o->kind == PAWL_OUT_RETRY || o->kind == PAWL_OUT_SNOOZE) &&
+      (rc = pawl_check_int(p, "run_at", o->run_at, 0, PAWL_TIME_MAX_MS,
+                           "ms since the epoch")))
     return rc;
   if (o->nlogs && !o->logs)
     return pawl__fail(p, PAWL_EINVAL, "%zu log lines but no array", o->nlogs);
@@ -597,6 +636,15 @@ int pawl_recover(pawl_t *p, size_t *out_n) {
   return rc;
 }
 
+int pawl_begin(pawl_t *p, const pawl_job_t *job) {
+  p->errmsg[0] = 0;
+  /* Never recovered: the common case costs nothing (see pawl_recover()). */
+  if (job->recoveries <= 0) return 0;
+  return pawl_from_store(p, p->store->ops->claim.start(
+                                p->store, &job->id, &p->incarnation,
+                                job->attempt));
+}
+
 int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
                   double done, double total) {
   p->errmsg[0] = 0;
@@ -626,8 +674,8 @@ static int pawl_lock_check(pawl_t *p, const char *name, const char *owner,
     return pawl__fail(p, PAWL_EINVAL, "lock name must be 1 to 200 bytes");
   if (!owner || !*owner || strlen(owner) > 200)
     return pawl__fail(p, PAWL_EINVAL, "lock owner must be 1 to 200 bytes");
-  if (ttl_ms <= 0)
-    return pawl__fail(p, PAWL_EINVAL, "lock TTL must be positive");
+  if (pawl_check_int(p, "lock TTL", ttl_ms, 1, PAWL_LEASE_MAX_MS, "ms"))
+    return PAWL_EINVAL;
   return 0;
 }
 

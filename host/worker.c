@@ -27,6 +27,7 @@
 #include "fault.h"
 #include "json.h"
 #include "ljson.h"
+#include "bounds.h"
 #include "pawl_internal.h"
 #include "utf8.h"
 
@@ -72,36 +73,108 @@ static void worker_interrupt_hook(lua_State *L, lua_Debug *ar) {
   lua_error(L);
 }
 
-/* Runs on the worker's thread, between two instructions of whatever it is
- * doing. Only arms the hook when the worker is inside a protected call
- * that the watchdog meant to interrupt: a late signal for a call that has
- * already returned does nothing. */
-static void worker_on_signal(int sig) {
-  (void)sig;
+/* ---- the interrupt signal ----------------------------------------------- */
+
+/* The signal is the process's, not ours: each signal number a host uses is
+ * installed once (counted over the hosts of the process), the disposition
+ * it had is kept, every delivery not meant for a pawl worker is passed on
+ * to it, and it is put back when the last host using the signal stops.
+ * `prev` is written only while our handler is not installed (0 users). */
+static pthread_mutex_t worker_sig_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  int users;
+  struct sigaction prev;
+} worker_sig[NSIG];
+
+/* What would have happened without us: the previous handler, or the
+ * default action (which, for a signal that terminates, ends the process as
+ * it would have). Async-signal-safe. */
+static void worker_chain(int sig, siginfo_t *info, void *uc) {
+  const struct sigaction *prev = &worker_sig[sig].prev;
+  if (prev->sa_flags & SA_SIGINFO) {
+    if (prev->sa_sigaction) prev->sa_sigaction(sig, info, uc);
+  } else if (prev->sa_handler == SIG_DFL) {
+    /* SIGURG's default is to ignore it; the others allowed as interrupt
+     * signals (SIGUSR1, SIGUSR2, real-time ones) terminate. */
+    if (sig != SIGURG) {
+      signal(sig, SIG_DFL);
+      raise(sig); /* blocked until this handler returns, then fatal */
+    }
+  } else if (prev->sa_handler != SIG_IGN) {
+    prev->sa_handler(sig);
+  }
+}
+
+/* Runs on the thread the signal was delivered to. A worker that the
+ * watchdog signalled (sig_sent) takes it: the handler arms the hook if
+ * the worker is still inside the protected call that the watchdog meant
+ * to interrupt (a late signal for a call that has returned does nothing).
+ * Any other delivery — to a thread that is not a worker, or one nobody
+ * in pawl sent — goes to the previous disposition. */
+static void worker_on_signal(int sig, siginfo_t *info, void *uc) {
   int saved = errno;
   worker_t *w = worker_self;
-  if (w && atomic_load(&w->in_lua) &&
-      atomic_load(&w->interrupt_seq) == atomic_load(&w->seq))
-    lua_sethook(w->L, worker_interrupt_hook, LUA_MASKCOUNT, 1);
+  if (w && atomic_exchange(&w->sig_sent, 0)) {
+    if (atomic_load(&w->in_lua) &&
+        atomic_load(&w->interrupt_seq) == atomic_load(&w->seq))
+      lua_sethook(w->L, worker_interrupt_hook, LUA_MASKCOUNT, 1);
+  } else {
+    worker_chain(sig, info, uc);
+  }
   errno = saved;
 }
 
-void worker_install_signal(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = worker_on_signal;
-  /* SA_RESTART: a job blocked in a system call keeps waiting (it cannot be
-   * interrupted there); the hook fires when it is back in Lua. */
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaction(PAWL_INTERRUPT_SIGNAL, &sa, NULL);
+int worker_signal_check(int sig, char *err, size_t errlen) {
+  if (sig == 0 || sig == SIGURG || sig == SIGUSR1 || sig == SIGUSR2 ||
+      (sig >= SIGRTMIN && sig <= SIGRTMAX))
+    return 0;
+  snprintf(err, errlen,
+           "interrupt_signal must be 0 (SIGURG), -1 (none), SIGURG, SIGUSR1, "
+           "SIGUSR2 or a real-time signal %d..%d (got %d)",
+           SIGRTMIN, SIGRTMAX, sig);
+  return -1;
+}
+
+int worker_signal_acquire(int sig) {
+  int rc = 0;
+  pthread_mutex_lock(&worker_sig_mu);
+  if (worker_sig[sig].users == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = worker_on_signal;
+    /* SA_RESTART: a job blocked in a system call keeps waiting (it cannot
+     * be interrupted there); the hook fires when it is back in Lua.
+     * SA_ONSTACK: runtimes that run code on small stacks with an alternate
+     * signal stack (Go) require it of every handler in the process. */
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &worker_sig[sig].prev) != 0) rc = -1;
+  }
+  if (rc == 0) worker_sig[sig].users++;
+  pthread_mutex_unlock(&worker_sig_mu);
+  return rc;
+}
+
+void worker_signal_release(int sig) {
+  pthread_mutex_lock(&worker_sig_mu);
+  if (worker_sig[sig].users > 0 && --worker_sig[sig].users == 0)
+    sigaction(sig, &worker_sig[sig].prev, NULL);
+  pthread_mutex_unlock(&worker_sig_mu);
+}
+
+void worker_interrupt(worker_t *w) {
+  int sig = w->signal;
+  if (!sig) return; /* none: the job runs on until it returns */
+  atomic_store(&w->sig_sent, 1);
+  pthread_kill(w->thread, sig);
 }
 
 void worker_bind(worker_t *w) {
   worker_self = w;
+  if (!w->signal) return;
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, PAWL_INTERRUPT_SIGNAL);
+  sigaddset(&set, w->signal);
   pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
@@ -112,14 +185,14 @@ void worker_watch(worker_t *w, int64_t now) {
       atomic_load(&w->interrupt_seq) != seq) {
     atomic_store(&w->interrupt_why, WORKER_INT_TIMEOUT);
     atomic_store(&w->interrupt_seq, seq);
-    pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
+    worker_interrupt(w);
   } else if (w->deadline && now >= w->deadline + 1000 &&
              atomic_load(&w->interrupt_seq) == seq) {
     /* Still not back a second later: the signal may have landed between
      * instructions the hook never reached (a blocking C call). Ask again;
      * it is harmless if it is already unwinding. */
     w->deadline = now;
-    pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
+    worker_interrupt(w);
   }
   pthread_mutex_unlock(&w->dl);
 }
@@ -135,7 +208,7 @@ void worker_interrupt_stop(worker_t *w) {
                    : w->deadline && host_mono_ms() >= w->deadline;
     atomic_store(&w->interrupt_why, late ? WORKER_INT_TIMEOUT : WORKER_INT_STOP);
     atomic_store(&w->interrupt_seq, seq);
-    pthread_kill(w->thread, PAWL_INTERRUPT_SIGNAL);
+    worker_interrupt(w);
   }
   pthread_mutex_unlock(&w->dl);
 }
@@ -278,7 +351,9 @@ static int host_fn_progress(lua_State *L) {
   pawl_job_t *job = host_fn_job(L, w, 1);
   double done = luaL_checknumber(L, 2), total = luaL_checknumber(L, 3);
   if (!isfinite(done) || !isfinite(total) || done < 0 || total < 0)
-    return luaL_error(L, "ctx:progress: done and total must be >= 0");
+    return luaL_error(L, "ctx:progress: done and total must be finite and "
+                         "not negative (got %s of %s)",
+                      lua_tostring(L, 2), lua_tostring(L, 3));
   /* Progress is for people watching: at most ten writes a second, and
    * always the final one. */
   int64_t now = host_mono_ms();
@@ -321,6 +396,25 @@ static const char *host_fn_optstr(lua_State *L, int i) {
   return lua_isnoneornil(L, i) ? NULL : luaL_checkstring(L, i);
 }
 
+/* The optional number argument `i` of a pawl.* call, bounded before it is
+ * converted: *out is 0 when it is nil. Returns 0, or -1 with the message
+ * (naming the value and its range) in err. [-0, +0, -] */
+static int host_fn_optnum(lua_State *L, int i, const char *what, double min,
+                          double max, int whole, const char *unit, double *out,
+                          char *err, size_t errlen) {
+  *out = 0;
+  if (lua_isnoneornil(L, i)) return 0;
+  if (lua_type(L, i) != LUA_TNUMBER) {
+    snprintf(err, errlen, "%s must be a number (got %s)", what,
+             luaL_typename(L, i));
+    return -1;
+  }
+  double v = lua_tonumber(L, i);
+  if (bounds_check(what, v, min, max, whole, unit, err, errlen)) return -1;
+  *out = v;
+  return 0;
+}
+
 /* host.enqueue(type, payload_json, queue, priority, delay_s, run_at_s,
  *              max_attempts, timeout_s, key, business_key, return_existing,
  *              correlation_id, tags_json, params_json, blocked)
@@ -333,11 +427,31 @@ static int host_fn_enqueue(lua_State *L) {
   pawl_enqueue_opts_t o;
   pawl_enqueue_opts_init(&o);
   o.queue = host_fn_optstr(L, 3);
-  o.priority = (int32_t)luaL_optnumber(L, 4, 0);
-  o.delay_ms = (int64_t)(luaL_optnumber(L, 5, 0) * 1000);
-  o.run_at = (int64_t)(luaL_optnumber(L, 6, 0) * 1000);
-  o.max_attempts = (int32_t)luaL_optnumber(L, 7, 0);
-  o.timeout_s = (int32_t)ceil(luaL_optnumber(L, 8, 0));
+  /* Numbers are bounded here, before any conversion: the API refuses what
+   * is out of range too, but a double from Lua may not even fit the C
+   * type it is converted to. Delays and times are seconds, ms resolution,
+   * never earlier than asked. */
+  char err[256];
+  double prio, delay, run_at, attempts, timeout;
+  if (host_fn_optnum(L, 4, "priority", PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX, 1,
+                     NULL, &prio, err, sizeof err) ||
+      host_fn_optnum(L, 5, "delay", 0, PAWL_DELAY_MAX_MS / 1000.0, 0,
+                     "seconds", &delay, err, sizeof err) ||
+      host_fn_optnum(L, 6, "run_at", 0, PAWL_TIME_MAX_MS / 1000.0, 0,
+                     "seconds since the epoch", &run_at, err, sizeof err) ||
+      host_fn_optnum(L, 7, "max_attempts", 1, PAWL_ATTEMPTS_MAX, 1, NULL,
+                     &attempts, err, sizeof err) ||
+      host_fn_optnum(L, 8, "timeout", 0, PAWL_TIMEOUT_MAX_S, 1, "seconds",
+                     &timeout, err, sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  o.priority = (int32_t)prio;
+  o.delay_ms = (int64_t)ceil(delay * 1000.0);
+  o.run_at = (int64_t)ceil(run_at * 1000.0);
+  o.max_attempts = (int32_t)attempts;
+  o.timeout_s = (int32_t)timeout;
   o.idempotency_key = host_fn_optstr(L, 9);
   o.business_key = host_fn_optstr(L, 10);
   o.return_existing = lua_toboolean(L, 11);
@@ -437,7 +551,9 @@ static int host_fn_print(lua_State *L) {
 static int host_fn_sleep(lua_State *L) {
   worker_t *w = host_fn_worker(L);
   double s = luaL_checknumber(L, 1);
-  if (!(s >= 0) || s > 86400) return luaL_error(L, "pawl.sleep: seconds must be between 0 and 86400");
+  char err[200];
+  if (bounds_check("pawl.sleep: seconds", s, 0, 86400, 0, NULL, err, sizeof err))
+    return luaL_error(L, "%s", err);
   uint64_t seq = atomic_load(&w->seq);
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
@@ -508,7 +624,10 @@ static int host_fn_lock_acquire(lua_State *L) {
   host_fn_no_load(L, w, "pawl.lock");
   const char *name = luaL_checkstring(L, 1);
   double ttl = luaL_checknumber(L, 2);
-  if (!(ttl > 0) || ttl > 86400) return luaL_error(L, "pawl.lock: ttl must be between 0 and 86400 seconds");
+  char err[200];
+  if (bounds_check("pawl.lock: ttl", ttl, 0.001, PAWL_LEASE_MAX_MS / 1000.0, 0,
+                   "seconds", err, sizeof err))
+    return luaL_error(L, "%s", err);
   pawl_id_t id;
   pawl_id_new(&id);
   char owner[300], text[PAWL_ID_STRLEN];
@@ -631,6 +750,27 @@ static void worker_preload(lua_State *L) {
   lua_pop(L, 2);
 }
 
+/* Pushes pawl.host.limits: the bounds of pawl.h that pawl.worker checks
+ * (scripts' fields, snooze, retry delays), in the units Lua uses. [-0, +1, m] */
+static void worker_push_limits(lua_State *L) {
+  static const struct {
+    const char *name;
+    double value;
+  } limits[] = {
+      {"priority_min", PAWL_PRIORITY_MIN},
+      {"priority_max", PAWL_PRIORITY_MAX},
+      {"delay_max_s", PAWL_DELAY_MAX_MS / 1000.0},
+      {"attempts_max", PAWL_ATTEMPTS_MAX},
+      {"default_max_attempts", PAWL_DEFAULT_MAX_ATTEMPTS},
+      {"timeout_max_s", PAWL_TIMEOUT_MAX_S},
+  };
+  lua_createtable(L, 0, (int)(sizeof limits / sizeof limits[0]));
+  for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+    lua_pushnumber(L, limits[i].value);
+    lua_setfield(L, -2, limits[i].name);
+  }
+}
+
 /* Everything that can raise while building the state, run protected.
  * [-1, +0, e] (the worker as light userdata) */
 static int worker_setup(lua_State *L) {
@@ -654,6 +794,8 @@ static int worker_setup(lua_State *L) {
     lua_pushcclosure(L, r->func, 1);
     lua_setfield(L, -2, r->name);
   }
+  worker_push_limits(L);
+  lua_setfield(L, -2, "limits");
   lua_setfield(L, -2, "pawl.host");
   lua_pop(L, 2);
   lua_pushcfunction(L, worker_msgh);
@@ -764,7 +906,8 @@ int pawl_script_info(const char *dir, const char *type,
   }
   /* The script's top level runs here, under a deadline: this thread takes
    * the interrupt signal while it loads, and a guard thread watches. */
-  worker_install_signal();
+  int held = worker_signal_acquire(SIGURG) == 0;
+  w.signal = held ? SIGURG : 0; /* no signal: the load runs unwatched */
   worker_t *prev_self = worker_self;
   sigset_t old;
   pthread_sigmask(SIG_SETMASK, NULL, &old);
@@ -812,6 +955,7 @@ int pawl_script_info(const char *dir, const char *type,
   pthread_mutex_destroy(&g.mu);
   worker_self = prev_self;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (held) worker_signal_release(SIGURG);
   worker_close(&w);
   pthread_mutex_destroy(&w.dl);
   return rc;
@@ -1066,19 +1210,39 @@ static void worker_fail(worker_t *w, host_outcome_t *o, int job_index) {
   } else {
     const char *kind = lua_tostring(L, -3);
     double delay = lua_tonumber(L, -1);
-    if (kind && strcmp(kind, "retry") == 0) {
-      o->out.kind = PAWL_OUT_RETRY;
-      o->out.run_at = pawl_now(w->p) + (int64_t)ceil(delay * 1000.0);
-    } else if (kind && strcmp(kind, "snooze") == 0) {
-      o->out.kind = PAWL_OUT_SNOOZE;
-      o->out.run_at = pawl_now(w->p) + (int64_t)ceil(delay * 1000.0);
-    } else {
+    int again = kind && (strcmp(kind, "retry") == 0 ||
+                         strcmp(kind, "snooze") == 0);
+    o->out.kind = !again                      ? PAWL_OUT_FAILED
+                  : strcmp(kind, "retry") == 0 ? PAWL_OUT_RETRY
+                                               : PAWL_OUT_SNOOZE;
+    {
+      /* Valid UTF-8 without NUL, as every backend stores it. */
+      size_t len = 0;
+      const char *text = lua_tolstring(L, -2, &len);
+      o->error = text ? utf8_scrub(text, len, NULL) : NULL;
+    }
+    /* pawl.worker bounds the delay already; converting a double that is
+     * not in range would be undefined, so check again here, and the sum
+     * with now too. Out of range: the job fails, saying why. */
+    char bad[256] = "";
+    int64_t run_at = 0;
+    if (again &&
+        (bounds_check("the delay", delay, 0, PAWL_DELAY_MAX_MS / 1000.0, 0,
+                      "seconds", bad, sizeof bad) ||
+         bounds_add_time(pawl_now(w->p), (int64_t)ceil(delay * 1000.0),
+                         &run_at))) {
+      if (!bad[0])
+        snprintf(bad, sizeof bad, "now plus the delay is past the latest run "
+                                  "time");
+      char *both = NULL;
+      if (asprintf(&both, "%s%s%s", o->error ? o->error : "",
+                   o->error ? "\n" : "", bad) < 0)
+        both = NULL;
+      free(o->error);
+      o->error = both;
       o->out.kind = PAWL_OUT_FAILED;
     }
-    /* Valid UTF-8 without NUL, as every backend stores it. */
-    size_t len = 0;
-    const char *text = lua_tolstring(L, -2, &len);
-    o->error = text ? utf8_scrub(text, len, NULL) : NULL;
+    o->out.run_at = run_at;
     lua_pop(L, 3);
   }
   lua_settop(L, err_index - 1);
@@ -1136,6 +1300,28 @@ static int worker_take_result(worker_t *w, host_outcome_t *o) {
  * the completer. */
 static void worker_run(worker_t *w, pawl_job_t *job) {
   lua_State *L = w->L;
+  /* A job taken back from a dead node before is recorded as started (one
+   * write, for such jobs only), so that its next loss counts towards the
+   * poison limit; one never started is not blamed (see pawl_recover()).
+   * Not recorded, not run: gone to another node (PAWL_ELEASE), or handed
+   * back while the database is away. */
+  int begun = pawl_begin(w->p, job);
+  if (begun != 0) {
+    int gone = begun == PAWL_ELEASE;
+    log_line_t line;
+    log_begin(&line, &w->h->log, gone ? PAWL_LOG_WARN : PAWL_LOG_ERROR,
+              gone ? "job not started: it is no longer ours"
+                   : "job not started: its start could not be recorded");
+    log_id(&line, "job", &job->id);
+    log_str(&line, "type", job->type);
+    log_str(&line, "error", pawl_errmsg(w->p));
+    log_end(&line);
+    if (gone)
+      pawl_job_free(job);
+    else
+      host_hand_back(w->h, job);
+    return;
+  }
   host_outcome_t *o = calloc(1, sizeof *o);
   if (!o) {
     /* Nothing can be recorded; the lease will expire and the job will be

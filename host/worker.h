@@ -2,7 +2,8 @@
  *
  * A worker owns one lua_State for its whole life; nothing else touches it.
  * The watchdog reads the worker's deadline (under `dl`) and, when it has
- * passed, sends the worker thread PAWL_INTERRUPT_SIGNAL. The handler runs
+ * passed, sends the worker thread the host's interrupt signal
+ * (pawl_host_opts_t.interrupt_signal, SIGURG by default). The handler runs
  * on the worker's own thread and arms a count hook there; LuaJIT built
  * with LUAJIT_ENABLE_CHECKHOOK then leaves even compiled loops for the
  * hook, which raises the timeout error. No thread ever touches another
@@ -13,8 +14,6 @@
 #include <signal.h>
 
 #include "host.h"
-
-#define PAWL_INTERRUPT_SIGNAL SIGURG
 
 typedef struct lua_State lua_State;
 
@@ -48,6 +47,12 @@ struct worker {
   _Atomic uint64_t interrupt_seq;
   _Atomic int interrupt_why;
   _Atomic int in_lua;
+  int signal;                /* the signal that interrupts this worker's
+                                Lua (its host's interrupt_signal); 0: none,
+                                the job runs on until it returns */
+  _Atomic int sig_sent;      /* the watchdog signalled this worker: the next
+                                delivery on its thread is ours (any other
+                                goes to the previous handler) */
   double timeout_s;          /* of the call running now, for messages */
   /* The job being run, as the rest of the host may see it (under `dl`):
    * if the worker never comes back, its job is handed back by id. */
@@ -97,8 +102,19 @@ int worker_load_list(worker_t *w, const host_script_t *list, size_t n,
 /* The worker thread's main loop. */
 void *worker_main(void *arg);
 
-/* Installs the interrupt signal's handler (once per process). */
-void worker_install_signal(void);
+/* The interrupt signal. The handler is the process's: one installation
+ * per signal number shared by the hosts of the process, deliveries not
+ * meant for a worker chained to the disposition it replaced, which is put
+ * back when the last host using the signal releases it.
+ * worker_signal_check: 0 if `sig` (resolved: 0 for none) may be used,
+ * else -1 and a message. acquire/release: by each host that uses a signal,
+ * around the life of its threads; acquire returns -1 (errno) if sigaction
+ * failed. worker_interrupt: asks the worker's thread to stop its Lua code
+ * (nothing when the host uses no signal). */
+int worker_signal_check(int sig, char *err, size_t errlen);
+int worker_signal_acquire(int sig);
+void worker_signal_release(int sig);
+void worker_interrupt(worker_t *w);
 
 /* Makes `w` the worker of the calling thread, for the interrupt signal's
  * handler, and lets the signal in. w->thread must name this thread (the

@@ -115,7 +115,10 @@ typedef struct pawl_job {
   char *tags;               /* JSON array of strings, "[]" when none */
   int64_t run_at;           /* due time of the next (or current) attempt */
   int32_t attempt;          /* attempts started so far */
-  int32_t max_attempts;
+  int32_t max_attempts;     /* 0: not set at enqueue; the worker uses the
+                               script's, else _defaults.lua's, else
+                               PAWL_DEFAULT_MAX_ATTEMPTS (decided each
+                               time the job runs) */
   int32_t timeout_s;        /* 0: none */
   char *idempotency_key;
   char *business_key;
@@ -232,11 +235,34 @@ PAWL_EXTERN int pawl_schema_version(pawl_t *p, int *current, int *latest);
 
 /* ---- enqueue ------------------------------------------------------------ */
 
-/* Priorities and the age boost are bounded so that the claim rank
- * (priority x boost - run_at) always fits in 64 bits. */
+/* Bounds of every number that comes from outside (the C API, the CLI, Lua
+ * job code, scripts, retry policies, the Lua module). A value outside its
+ * range, and NaN, infinities and fractions where a whole number is meant,
+ * are refused with PAWL_EINVAL and a message naming the value and the
+ * range; nothing is clamped or rounded. The bounds keep every sum of times
+ * (now + delay, now + lease, the claim rank priority x boost - run_at) far
+ * inside 64 bits: times are at most PAWL_TIME_MAX_MS and durations at most
+ * a few years, so no addition can overflow. */
+/* Priorities: higher runs first. */
 #define PAWL_PRIORITY_MIN (-1000000)
 #define PAWL_PRIORITY_MAX 1000000
+/* Age boost interval (pawl_options_t.age_boost_ms): 0..30 days. */
 #define PAWL_AGE_BOOST_MAX_MS (INT64_C(30) * 24 * 3600 * 1000)
+/* Latest time a job may be due at: 9999-12-31T23:59:59.999Z. */
+#define PAWL_TIME_MAX_MS INT64_C(253402300799999)
+/* Longest delay: of an enqueue, a snooze, or a retry policy's answer
+ * (ten years of 365 days). */
+#define PAWL_DELAY_MAX_MS (INT64_C(3650) * 24 * 3600 * 1000)
+/* max_attempts: 1..PAWL_ATTEMPTS_MAX when given (0: not given). */
+#define PAWL_ATTEMPTS_MAX 10000
+/* max_attempts of a job when neither the enqueue nor its script (nor
+ * _defaults.lua) sets one. */
+#define PAWL_DEFAULT_MAX_ATTEMPTS 25
+/* A job's timeout: 1..PAWL_TIMEOUT_MAX_S seconds (0: none given). */
+#define PAWL_TIMEOUT_MAX_S 86400
+/* Leases (pawl_options_t.lease_ms, pawl_claim_opts_t.lease_ms) and lock
+ * TTLs: at most a day. */
+#define PAWL_LEASE_MAX_MS (INT64_C(86400) * 1000)
 
 typedef struct pawl_enqueue_opts {
   const char *queue;          /* NULL: "default" */
@@ -244,8 +270,15 @@ typedef struct pawl_enqueue_opts {
                                  PAWL_PRIORITY_MIN..PAWL_PRIORITY_MAX */
   int64_t run_at;             /* 0: now (plus delay_ms) */
   int64_t delay_ms;           /* used when run_at == 0 */
-  int32_t max_attempts;       /* 0: 25 */
-  int32_t timeout_s;          /* 0: none */
+  /* Where and when the job runs is decided here, at enqueue: queue,
+   * priority, run_at. How it runs is the script's, decided when it runs,
+   * unless set here: max_attempts and timeout_s left 0 take the script's
+   * values on the worker that runs the job, whoever enqueued it. */
+  int32_t max_attempts;       /* 0: the script's, else _defaults.lua's,
+                                 else PAWL_DEFAULT_MAX_ATTEMPTS; else
+                                 1..PAWL_ATTEMPTS_MAX */
+  int32_t timeout_s;          /* 0: the script's, else the host's default;
+                                 else 1..PAWL_TIMEOUT_MAX_S */
   const char *params;         /* JSON or NULL */
   const char *const *tags;    /* ntags strings */
   size_t ntags;
@@ -342,7 +375,13 @@ PAWL_EXTERN int pawl_retry(pawl_t *p, const pawl_id_t *id, const char *reason,
 typedef struct pawl_claim_opts {
   const char *const *queues; /* nqueues names; 0 = every queue */
   size_t nqueues;
-  int64_t lease_ms;          /* 0: the handle's lease */
+  int64_t lease_ms;          /* 0: the handle's lease; at most
+                                PAWL_LEASE_MAX_MS */
+  /* 0: the claimed jobs start now (a program that runs what it claims):
+   * the starts that matter are recorded by the claim (see pawl_recover()).
+   * 1: they may wait in the caller's queue (a prefetch): call pawl_begin()
+   * on each just before running it. */
+  int defer_start;
 } pawl_claim_opts_t;
 
 /* Claims up to `max` due jobs (run_at <= now) in one transaction, in order
@@ -399,9 +438,28 @@ PAWL_EXTERN int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int
  * *out_n (may be NULL) receives how many. */
 PAWL_EXTERN int pawl_heartbeat(pawl_t *p, size_t *out_n);
 
-/* Takes back jobs whose lease expired: pending again, the attempt counted
- * and recorded as lost. *out_n (may be NULL) receives how many. */
+/* Takes back jobs whose lease expired (their node died, or lost the
+ * database): each goes back to pending with its attempt used up and
+ * recorded as lost, or to failed when that was its last attempt. A job
+ * lost while running more than 3 times fails as a poison job (it keeps
+ * killing its node), and only losses of attempts known to have started
+ * count for that: the jobs a dying node had claimed ahead, beside the one
+ * that killed it, are not blamed. A start is known when it was recorded,
+ * which happens only for a job recovered before (to spare a write per
+ * job): by pawl_claim() without defer_start, or by pawl_begin(). So a
+ * job's first loss never counts, even if it was running, and a poison job
+ * is caught one run later; an innocent one never. *out_n (may be NULL)
+ * receives how many. */
 PAWL_EXTERN int pawl_recover(pawl_t *p, size_t *out_n);
+
+/* Call just before running a job claimed with defer_start (borrowed; its
+ * id, attempt and recoveries are read). For a job never recovered before
+ * (recoveries 0, nearly all jobs) it does nothing and returns 0; for one
+ * that was, it records in the database that this attempt starts now (one
+ * write), and returns PAWL_ELEASE if the attempt is no longer held (do
+ * not run it), or a database error (do not run it: hand it back with a
+ * PAWL_OUT_RELEASE outcome, or let its lease expire). */
+PAWL_EXTERN int pawl_begin(pawl_t *p, const pawl_job_t *job);
 
 /* Records progress of an attempt this node holds (ctx:progress). Not a
  * transition: the version does not change. PAWL_ELEASE if the attempt is
@@ -489,7 +547,10 @@ PAWL_EXTERN void pawl_logs_free(pawl_log_record_t *logs, size_t n);
 
 /* ---- script defaults ---------------------------------------------------- */
 
-/* What a job script says about jobs of its type at enqueue time. */
+/* What a job script says about jobs of its type. An enqueuer routes a
+ * job with queue and priority; max_attempts and timeout_s are reported for
+ * information only: a job enqueued without them gets the script's when it
+ * runs, so copying them into the enqueue would freeze today's values. */
 typedef struct pawl_script_info {
   char queue[201];        /* "" when the script sets none */
   int has_priority;
@@ -499,8 +560,8 @@ typedef struct pawl_script_info {
 } pawl_script_info_t;
 
 /* Loads the script for `type` from `scripts_dir` (and _defaults.lua) the
- * way `pawl run` does and reports its enqueue-time settings, so that an
- * enqueuer can route and configure a job as its script asks. Returns 0,
+ * way `pawl run` does and reports its settings, so that an enqueuer can
+ * route a job as its script asks. Returns 0,
  * PAWL_ENOTFOUND when there is no script for the type, or PAWL_EINVAL when
  * the script is broken (errbuf says how; a top level that runs longer than
  * 10 s is broken too). The script runs on the calling thread, which takes
@@ -575,7 +636,33 @@ typedef struct pawl_host_opts {
   int log_json;              /* 1: JSON lines instead of text */
   pawl_log_fn log_fn;        /* NULL: stderr */
   void *log_data;
+  /* The signal the watchdog sends a worker thread to stop Lua code that
+   * passed its timeout, or that the host stops (see the README):
+   *   0 (the default): SIGURG;
+   *   SIGUSR1, SIGUSR2 or a real-time signal (SIGRTMIN..SIGRTMAX): that one,
+   *     for a program that uses SIGURG itself;
+   *   PAWL_INTERRUPT_NONE (-1): no signal at all, no handler installed.
+   *     Then nothing can stop running Lua code: a job that loops runs past
+   *     its timeout until it returns (its outcome then stands), pawl.sleep
+   *     sleeps its whole time, and at a stop such a worker is left behind
+   *     after the grace period (its job is handed back), as one blocked in
+   *     a C call is.
+   * The handler is installed for the whole process when the first host
+   * using the signal starts, and the disposition it replaced is put back
+   * when the last one has stopped (pawl_wait() returned 0). While
+   * installed, it passes every delivery that is not the watchdog's signal
+   * to a worker — the signal sent to another thread, or to the process by
+   * someone else — to the replaced handler (with its siginfo), or to the
+   * default action (ignore for SIGURG, terminate for the others). The
+   * handler is installed with SA_ONSTACK | SA_RESTART | SA_SIGINFO. Worker
+   * threads unblock the signal; the host's other threads block it. A
+   * program that installs its own handler for the signal while a host runs
+   * replaces pawl's (timeouts then stop working) and gets it overwritten
+   * when the last host stops. */
+  int interrupt_signal;
 } pawl_host_opts_t;
+
+#define PAWL_INTERRUPT_NONE (-1)
 
 PAWL_EXTERN void pawl_host_opts_init(pawl_host_opts_t *o);
 

@@ -162,7 +162,8 @@ describe("pawl CLI", function()
       assert.are.same({}, j.payload)
       assert.are.equal(cjson.null, j.params)
       assert.are.same({}, j.tags)
-      assert.are.equal(25, j.max_attempts)
+      -- Not set: the script's applies when the job runs (else 25).
+      assert.are.equal(cjson.null, j.max_attempts)
       assert.are.equal(0, j.timeout_s)
       assert.are.equal(cjson.null, j.idempotency_key)
       assert.are.equal(cjson.null, j.business_key)
@@ -170,7 +171,7 @@ describe("pawl CLI", function()
       assert.is_true(H.iso_ms(j.run_at) <= H.iso_ms(j.created_at))
     end)
 
-    it("takes queue, priority and max_attempts from the job's script", function()
+    it("takes queue and priority from the job's script, not max_attempts", function()
       local dir = env:path("scripts")
       os.execute("mkdir -p '" .. dir .. "'")
       assert.is_true(H.exists(dir))
@@ -179,8 +180,9 @@ describe("pawl CLI", function()
       local j = env:show_json(env:enqueue("mailer", "--scripts", dir))
       assert.are.equal("mail", j.queue)
       assert.are.equal(3, j.priority)
-      assert.are.equal(4, j.max_attempts)
-      -- The timeout is left to the worker, which applies the script's own.
+      -- max_attempts and the timeout are left to the worker, which applies
+      -- the script's own when the job runs.
+      assert.are.equal(cjson.null, j.max_attempts)
       assert.are.equal(0, j.timeout_s)
       -- What the command line says wins.
       j = env:show_json(env:enqueue("mailer", "--scripts", dir, "--queue", "bulk",
@@ -192,7 +194,7 @@ describe("pawl CLI", function()
       H.write_file(dir .. "/_defaults.lua", "return { max_attempts = 7 }")
       H.write_file(dir .. "/plain.lua", "return { run = function() end }")
       j = env:show_json(env:enqueue("plain", "--scripts", dir))
-      assert.are.equal(7, j.max_attempts)
+      assert.are.equal(cjson.null, j.max_attempts)
       assert.are.equal("default", j.queue)
       -- A broken script: a warning, and the job is enqueued as asked.
       H.write_file(dir .. "/broken.lua", "return { run = ")
@@ -205,7 +207,7 @@ describe("pawl CLI", function()
       -- it with "no script for job type" and the default retry policy).
       j = env:show_json(env:enqueue("unknown_type", "--scripts", dir))
       assert.are.equal("default", j.queue)
-      assert.are.equal(25, j.max_attempts)
+      assert.are.equal(cjson.null, j.max_attempts)
     end)
 
     it("runs a delayed job at now + delay", function()
@@ -335,7 +337,7 @@ describe("pawl CLI", function()
       local f = {}
       for w in lines[2]:gmatch("%S+") do f[#f + 1] = w end
       assert.are.equal(c, f[1])
-      assert.are.same({ "resize", "mail", "pending", "3", "0/25" },
+      assert.are.same({ "resize", "mail", "pending", "3", "0/script" },
                       { f[2], f[3], f[4], f[5], f[6] })
       assert.truthy(f[7]:match("^%d%d%d%d%-%d%d%-%d%dT.*Z$"))
       assert.truthy(lines[3]:find(b, 1, true) and lines[3]:find("canceled", 1, true))

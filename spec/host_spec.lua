@@ -169,7 +169,6 @@ return {
       local j = env:show(id)
       assert.are.equal("failed", j.state)
       assert.are.equal(3, j.attempt)
-      assert.are.equal(3, j.max_attempts)
       assert.are.same({ "retry", "retry", "failed" }, outcomes(j))
       -- The message keeps where it was raised.
       assert.truthy(j.last_error:find("doomed%.lua:5: doomed attempt 3"), j.last_error)
@@ -980,10 +979,11 @@ return {
       assert.are.equal(i, c.result)
       assert.are.equal("job:" .. parent, c.enqueued_by)
       assert.are.equal(parent, c.correlation_id)
-      -- The child's script says where and how it runs.
+      -- The child's script says where it runs (queue, priority: decided at
+      -- enqueue); how it runs (max_attempts) is left to the worker.
       assert.are.equal("kids", c.queue)
       assert.are.equal(5, c.priority)
-      assert.are.equal(3, c.max_attempts)
+      assert.are.equal(cjson.null, c.max_attempts)
       assert.is_true(ms(c.started_at) <= ms(j.finished_at))
     end
   end)

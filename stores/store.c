@@ -163,6 +163,33 @@ void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
   }
 }
 
+void store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
+                         store_recovery_t *out) {
+  memset(out, 0, sizeof *out);
+  out->to = PAWL_PENDING;
+  const char *owner = l->owner ? l->owner : "?";
+  out->crashed = l->started;
+  /* max_attempts 0: the script decides, on the worker; never here. */
+  int last = l->max_attempts > 0 && l->attempt >= l->max_attempts;
+  if (l->started && l->crashes + 1 > poison_limit) {
+    out->to = PAWL_FAILED;
+    snprintf(out->why, sizeof out->why,
+             "recovered from node %s: lease expired; lost while running %d "
+             "times: poison job",
+             owner, (int)l->crashes + 1);
+    return;
+  }
+  if (last) out->to = PAWL_FAILED;
+  snprintf(out->why, sizeof out->why, "recovered from node %s: lease expired%s%s",
+           owner,
+           l->started            ? ""
+           : l->recoveries > 0   ? " before the job started (not counted as "
+                                   "a crash)"
+                                 : " (not known to have started: not counted "
+                                   "as a crash)",
+           last ? "; no attempts left" : "");
+}
+
 /* ---- allocation, with a seam for tests ------------------------------------ */
 
 /* The test seam of store_fail_alloc_at(): how many allocations to go

@@ -144,8 +144,15 @@ struct store_ops {
     /* Extends every lease held by `token` in one statement. */
     int (*extend)(store_t *st, const pawl_id_t *token, int64_t lease_ms,
                   size_t *n);
-    /* Takes back jobs whose lease expired (see pawl_recover()). */
+    /* Takes back jobs whose lease expired (see pawl_recover() and
+     * store_plan_recovery()). */
     int (*recover)(store_t *st, size_t *n);
+    /* Records that the attempt `token` holds under `attempt` starts now
+     * (a pawl_started row with the job's version), which pawl_begin() and
+     * pawl_claim() do only for jobs recovered before. PAWL_ELEASE if the
+     * attempt is not held. */
+    int (*start)(store_t *st, const pawl_id_t *id, const pawl_id_t *token,
+                 int32_t attempt);
     /* Extends the lease of one attempt held by `token`; *held is 1 if it
      * was (running, same token and attempt), else 0 and nothing changes. */
     int (*extend_one)(store_t *st, const pawl_id_t *id, const pawl_id_t *token,
@@ -250,11 +257,21 @@ int store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt);
 
 /* The claim order key stored with each pending job: ordering by it
  * descending, then run_at, then id, is ordering by priority plus one per
- * `boost_ms` waited. */
+ * `boost_ms` waited. The API bounds its inputs (pawl.h: |priority| <= 1e6,
+ * boost <= 30 days, 0 <= run_at <= PAWL_TIME_MAX_MS), so it is at most
+ * about 2.6e15 in size, far inside 64 bits; the SQL versions of it (the
+ * requeue and rerank statements, pawl_rank() on PostgreSQL) rely on the
+ * same bounds. Should a value ever get past them (an injected clock far
+ * off), the product and difference saturate instead of overflowing. */
 static inline int64_t store_rank(int32_t priority, int64_t run_at,
                                  int64_t boost_ms) {
-  return boost_ms > 0 ? (int64_t)priority * boost_ms - run_at
-                      : (int64_t)priority;
+  if (boost_ms <= 0) return (int64_t)priority;
+  int64_t scaled, rank;
+  if (__builtin_mul_overflow((int64_t)priority, boost_ms, &scaled))
+    scaled = priority < 0 ? INT64_MIN : INT64_MAX;
+  if (__builtin_sub_overflow(scaled, run_at, &rank))
+    rank = run_at > 0 ? INT64_MIN : INT64_MAX;
+  return rank;
 }
 
 /* ---- logic every backend shares ------------------------------------------ */
@@ -274,6 +291,31 @@ typedef struct store_plan {
 
 void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
                            store_plan_t *out);
+
+/* What recovering one expired lease does, decided from the row (the same
+ * for every backend). A lost attempt is used up either way (attempt numbers
+ * only go up, so a late outcome of a lost attempt can never pass for a
+ * later one's), and ends the job when it was its last. It counts towards
+ * the poison limit only when it is known to have started: its job has a
+ * pawl_started row with the job's current version (see schema/sqlite/V003,
+ * schema/postgres/V002). With `recoveries` 0 it may have run unrecorded (no
+ * start is recorded for a first run; its next run will be); recovered
+ * before, it surely had not started, since such jobs are recorded before
+ * they run. */
+typedef struct store_lost {
+  int32_t attempt, max_attempts, recoveries, crashes;
+  int started;            /* pawl_started.version = pawl_jobs.version */
+  const char *owner;      /* the node that held the lease */
+} store_lost_t;
+
+typedef struct store_recovery {
+  int to;                 /* PAWL_PENDING or PAWL_FAILED */
+  int crashed;            /* 1: pawl_started.crashes + 1 */
+  char why[300];          /* the attempt's error and the event's reason */
+} store_recovery_t;
+
+void store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
+                         store_recovery_t *out);
 const char *store_op_name(store_op_t op);
 
 /* Grows *arr (of *n elements of `size` bytes) by one zeroed element and

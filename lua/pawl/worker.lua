@@ -20,6 +20,21 @@ local pjson = require "pawl.json"
 
 local W = {}
 
+-- The bounds of pawl.h (include/pawl.h), in seconds where Lua speaks them.
+local limits = host.limits
+
+-- nil when `v` is a number within [min, max] (and whole, if asked); else
+-- "WHAT must be ... between MIN and MAX (got V)", naming the value.
+local function out_of_range(what, v, min, max, whole, unit)
+  if type(v) == "number" and v >= min and v <= max
+     and (not whole or v % 1 == 0) then
+    return nil
+  end
+  return ("%s must be %s between %s and %s%s (got %s)"):format(what,
+    whole and "a whole number" or "a number", tostring(min), tostring(max),
+    unit and " " .. unit or "", tostring(v))
+end
+
 -- Script defaults an operator may set in scripts/_defaults.lua.
 local defaults = { retry = retry.default, sanitize = nil, timeout = 300,
                    max_attempts = nil }
@@ -72,8 +87,10 @@ local pawl = {
   json = json,
 }
 
--- Enqueues a job from inside a job. Script defaults of the target type
--- (queue, priority, max_attempts, timeout) apply unless opts say otherwise.
+-- Enqueues a job from inside a job. The target type's script chooses its
+-- queue and priority (decided now, unless opts say otherwise); its
+-- max_attempts and timeout are left to the worker that runs it, which
+-- reads them from the script then.
 function pawl.enqueue(jtype, payload, opts)
   if type(jtype) ~= "string" then
     error("pawl.enqueue: job type must be a string", 2)
@@ -94,8 +111,7 @@ function pawl.enqueue(jtype, payload, opts)
     opts.queue or (spec and spec.queue),
     opts.priority or (spec and spec.priority) or 0,
     opts.delay, opts.run_at,
-    opts.max_attempts or (spec and spec.max_attempts),
-    opts.timeout or (spec and spec.timeout),
+    opts.max_attempts, opts.timeout,
     opts.key, opts.business_key, opts.return_existing,
     opts.correlation_id,
     opts.tags and pjson.encode(opts.tags) or nil,
@@ -112,10 +128,9 @@ end
 
 -- Runs the job again after `seconds` without using up an attempt.
 function pawl.snooze(seconds)
-  if type(seconds) ~= "number" or seconds ~= seconds or seconds < 0
-     or seconds == math.huge then
-    error("pawl.snooze: seconds must be a non-negative number", 2)
-  end
+  local bad = out_of_range("pawl.snooze: seconds", seconds, 0,
+                           limits.delay_max_s, false)
+  if bad then error(bad, 2) end
   error({ [SENTINEL] = "snooze", seconds = seconds }, 2)
 end
 
@@ -557,15 +572,17 @@ local function check_script(t, is_defaults)
   if is_defaults and t.run ~= nil then
     return nil, "_defaults.lua sets defaults; it has no run function"
   end
-  if t.priority and (t.priority % 1 ~= 0 or t.priority < -1000000
-                     or t.priority > 1000000) then
-    return nil, "priority must be an integer between -1000000 and 1000000"
-  end
-  if t.max_attempts and (t.max_attempts % 1 ~= 0 or t.max_attempts < 1) then
-    return nil, "max_attempts must be a positive integer"
-  end
-  if t.timeout and not (t.timeout > 0 and t.timeout < math.huge) then
-    return nil, "timeout must be a positive number of seconds"
+  local bad = t.priority and out_of_range("priority", t.priority,
+      limits.priority_min, limits.priority_max, true)
+    or t.max_attempts and out_of_range("max_attempts", t.max_attempts, 1,
+      limits.attempts_max, true)
+  if bad then return nil, bad end
+  -- A timeout may have a fraction; zero would mean none, which a script
+  -- cannot ask for.
+  if t.timeout and not (t.timeout > 0 and t.timeout <= limits.timeout_max_s) then
+    return nil, ("timeout must be a number of seconds above 0 and at most %s "
+                 .. "(got %s)"):format(tostring(limits.timeout_max_s),
+                                       tostring(t.timeout))
   end
   if t.queue and t.queue == "" then return nil, "queue must not be empty" end
   if t.redact then
@@ -724,7 +741,8 @@ function W.types()
   return names
 end
 
--- Enqueue-time defaults of a type: queue, priority, max_attempts, timeout.
+-- Settings of a type: queue, priority, max_attempts, timeout (the last two
+-- apply when a job runs; see max_attempts_of).
 function W.defaults_of(name)
   local t = types[name]
   if not t then return nil end
@@ -733,6 +751,16 @@ function W.defaults_of(name)
 end
 
 -- ---- running a job ----------------------------------------------------
+
+-- The max_attempts that applies to `job`: what its enqueue set, else its
+-- script's, else _defaults.lua's, else the built-in default. Decided each
+-- time the job runs, so that a job enqueued by anyone (without the
+-- script at hand, from C, from another machine) follows its script.
+local function max_attempts_of(job, spec)
+  if job.max_attempts > 0 then return job.max_attempts end
+  return (spec and spec.max_attempts) or defaults.max_attempts
+         or limits.default_max_attempts
+end
 
 -- Returns run, ctx, the timeout in seconds and the type's hooks (a bit
 -- set: 1 on_success, 2 on_failure, 4 on_dead) for `job`; or nil and an
@@ -744,12 +772,24 @@ function W.prepare(job, seq)
   local ctx = setmetatable({ _seq = seq }, Ctx)
   local timeout = (job.timeout_s > 0 and job.timeout_s)
                   or (spec and spec.timeout) or defaults.timeout
+  -- Job code, the retry step and the hooks see the max_attempts that
+  -- applies.
+  job.max_attempts = max_attempts_of(job, spec)
   if not spec then
     return nil, ("no script for job type %s"):format(job.type), timeout, 0
   end
   if job._json_error then -- stored before pawl checked JSON: cannot run
     return nil, { [SENTINEL] = "fatal", message = job._json_error }, timeout,
            W.hooks_of(job.type)
+  end
+  -- An attempt past max_attempts is not started: a lost attempt (its node
+  -- died) was counted by the store, which cannot know the script's
+  -- max_attempts; or the script lowered it since.
+  if job.attempt > job.max_attempts then
+    return nil, ("no attempts left: attempt %d of a job whose max_attempts "
+                 .. "is %d was not started"):format(job.attempt,
+                                                    job.max_attempts),
+           timeout, 0
   end
   return spec.run, ctx, timeout, W.hooks_of(job.type)
 end
@@ -801,7 +841,7 @@ function W.failed(job, err)
     return "failed", clean(spec, err.message, job), 0
   end
   local text = clean(spec, message_of(err), job)
-  if job.attempt >= job.max_attempts then return "failed", text, 0 end
+  if job.attempt >= max_attempts_of(job, spec) then return "failed", text, 0 end
   local policy = (spec and spec.retry) or defaults.retry
   local ok, delay = pcall(policy, job.attempt, err, job)
   if not ok then
@@ -809,10 +849,10 @@ function W.failed(job, err)
       .. clean(spec, message_of(delay), job), 0
   end
   if delay == nil then return "failed", text, 0 end
-  if type(delay) ~= "number" or delay ~= delay or delay < 0
-     or delay == math.huge then
+  if out_of_range("delay", delay, 0, limits.delay_max_s) then
     return "failed", text .. "\nretry policy returned "
-      .. clean(spec, tostring(delay), job) .. ", not a delay in seconds", 0
+      .. clean(spec, tostring(delay), job) .. ", not a delay in seconds "
+      .. "(between 0 and " .. tostring(limits.delay_max_s) .. ")", 0
   end
   return "retry", text, delay
 end

@@ -357,7 +357,7 @@ void contract_enqueue_defaults(const char *url) {
   CHECK_JSON(j->tags, "[]");
   CHECK(j->params == NULL);
   CHECK_INT(j->priority, ==, 0);
-  CHECK_INT(j->max_attempts, ==, 25);
+  CHECK_INT(j->max_attempts, ==, 0); /* the script's, when it runs */
   CHECK_INT(j->timeout_s, ==, 0);
   CHECK_INT(j->run_at, ==, T0);
   CHECK_STR(j->enqueued_by, "tester");
@@ -471,7 +471,7 @@ void contract_enqueue_many_fields(const char *url) {
   CHECK_JSON(j->payload, "{}");
   CHECK(j->params == NULL);
   CHECK_JSON(j->tags, "[]");
-  CHECK_INT(j->max_attempts, ==, 25);
+  CHECK_INT(j->max_attempts, ==, 0); /* the script's, when it runs */
   CHECK_INT(j->timeout_s, ==, 0);
   pawl_job_free(j);
 
@@ -1290,7 +1290,10 @@ void contract_recover_expired(const char *url) {
 void contract_recover_poison(const char *url) {
   pawl_t *p = contract_open(url);
   pawl_id_t id = enq(p, "crasher", NULL);
-  for (int i = 0; i < 3; i++) {
+  /* Lost five times: the first loss is not known to have run (no start is
+   * recorded for a first run), the next four were (the claims recorded
+   * their starts); the fourth of those is one more than the limit of 3. */
+  for (int i = 0; i < 4; i++) {
     pawl_job_free(claim_one(p));
     contract_advance(10001);
     CHECK_OK(pawl_recover(p, NULL));
@@ -1301,7 +1304,8 @@ void contract_recover_poison(const char *url) {
   CHECK_OK(pawl_recover(p, NULL));
   pawl_job_t *j = get(p, &id);
   CHECK_INT(j->state, ==, PAWL_FAILED);
-  CHECK(strstr(j->last_error, "poison") != NULL);
+  CHECK(strstr(j->last_error, "lost while running 4 times: poison job") != NULL);
+  CHECK_INT(j->attempt, ==, 5);
   pawl_job_free(j);
   pawl_close(p);
 }
@@ -1965,5 +1969,175 @@ void contract_logs_bad_input(const char *url) {
   pawl_logs_free(NULL, 0);
   pawl_job_free(ok);
   pawl_job_free(bad);
+  pawl_close(p);
+}
+
+/* max_attempts 0 (not set at enqueue) is the script's, which the store
+ * cannot know: a lost attempt is counted, but never ends the job as its
+ * last one; the worker decides from the script when it runs. */
+void contract_recover_unset_max_attempts(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.max_attempts = 1;
+  pawl_id_t one = enq(p, "job", &o);
+  pawl_id_t unset = enq(p, "job", NULL);
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, NULL, 2, &jobs, &n));
+  CHECK_INT(n, ==, 2);
+  pawl_jobs_free(jobs, n);
+  contract_advance(10001);
+  CHECK_OK(pawl_recover(p, &n));
+  CHECK_INT(n, ==, 2);
+  CHECK_INT(state_of(p, &one), ==, PAWL_FAILED);
+  pawl_job_t *j = get(p, &unset);
+  CHECK_INT(j->state, ==, PAWL_PENDING);
+  CHECK_INT(j->attempt, ==, 1);
+  CHECK_INT(j->max_attempts, ==, 0);
+  pawl_job_free(j);
+  pawl_close(p);
+}
+
+/* ---- which lost attempts count (poison jobs) ----------------------------- */
+
+static pawl_job_t *claim_deferred(pawl_t *p) {
+  pawl_claim_opts_t co;
+  memset(&co, 0, sizeof co);
+  co.defer_start = 1;
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, &co, 1, &jobs, &n));
+  CHECK_INT(n, ==, 1);
+  pawl_job_t *j = jobs[0];
+  free(jobs);
+  return j;
+}
+
+/* A job claimed ahead (defer_start) whose node dies before it runs, again
+ * and again (it sat behind the job that killed the node): its attempts are
+ * used up, but it is never taken for the poison. A loss of an attempt
+ * recorded as started (pawl_begin) does count. */
+void contract_recover_not_started(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t id = enq(p, "innocent", NULL);
+  size_t n = 0;
+  for (int i = 0; i < 6; i++) {
+    pawl_job_t *c = claim_deferred(p);
+    CHECK_INT(c->attempt, ==, i + 1);
+    CHECK_INT(c->recoveries, ==, i);
+    pawl_job_free(c);
+    contract_advance(10001);
+    CHECK_OK(pawl_recover(p, &n));
+    CHECK_INT(n, ==, 1);
+    pawl_job_t *j = get(p, &id);
+    CHECK_INT(j->state, ==, PAWL_PENDING);
+    CHECK_INT(j->attempt, ==, i + 1);
+    CHECK_INT(j->recoveries, ==, i + 1);
+    CHECK(strstr(j->last_error, i == 0 ? "not known to have started"
+                                       : "before the job started") != NULL);
+    CHECK(strstr(j->last_error, "node-a") != NULL);
+    pawl_job_free(j);
+  }
+  /* Begun, then lost, four times: the fourth is over the limit. */
+  for (int i = 0; i < 4; i++) {
+    pawl_job_t *c = claim_deferred(p);
+    CHECK_OK(pawl_begin(p, c));
+    pawl_job_free(c);
+    contract_advance(10001);
+    CHECK_OK(pawl_recover(p, &n));
+    CHECK_INT(state_of(p, &id), ==, i < 3 ? PAWL_PENDING : PAWL_FAILED);
+  }
+  pawl_job_t *j = get(p, &id);
+  CHECK(strstr(j->last_error, "lost while running 4 times: poison job") != NULL);
+  pawl_job_free(j);
+  pawl_history_t *h;
+  CHECK_OK(pawl_history(p, &id, &h));
+  CHECK_INT(h->nattempts, ==, 10);
+  for (size_t i = 0; i < h->nattempts; i++) {
+    CHECK_STR(h->attempts[i].outcome, "lost");
+    CHECK_INT(h->attempts[i].attempt, ==, (int)i + 1);
+  }
+  pawl_history_free(h);
+  pawl_close(p);
+}
+
+/* A poison job under a claimer that prefetches: its first loss is not
+ * known to have started (nothing recorded: no write for a first run), each
+ * later run is recorded and counted; the fifth loss fails it. A manual
+ * retry starts the count again. */
+void contract_recover_poison_deferred(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t id = enq(p, "crasher", NULL);
+  for (int i = 0; i < 4; i++) {
+    pawl_job_t *c = claim_deferred(p);
+    CHECK_OK(pawl_begin(p, c)); /* i = 0: nothing to record */
+    pawl_job_free(c);
+    contract_advance(10001);
+    CHECK_OK(pawl_recover(p, NULL));
+    CHECK_INT(state_of(p, &id), ==, PAWL_PENDING);
+  }
+  pawl_job_t *c = claim_deferred(p);
+  CHECK_OK(pawl_begin(p, c));
+  pawl_job_free(c);
+  contract_advance(10001);
+  CHECK_OK(pawl_recover(p, NULL));
+  pawl_job_t *j = get(p, &id);
+  CHECK_INT(j->state, ==, PAWL_FAILED);
+  CHECK(strstr(j->last_error, "lost while running 4 times: poison job") != NULL);
+  pawl_job_free(j);
+  /* A manual retry: a clean slate. Four more losses (by a claimer that
+   * runs what it claims: counted from the second on) stay under the
+   * limit. */
+  CHECK_OK(pawl_retry(p, &id, "fixed", NULL));
+  for (int i = 0; i < 4; i++) {
+    pawl_job_free(claim_one(p));
+    contract_advance(10001);
+    CHECK_OK(pawl_recover(p, NULL));
+    j = get(p, &id);
+    CHECK_INT(j->state, ==, PAWL_PENDING);
+    CHECK_INT(j->attempt, ==, i + 1);
+    CHECK_INT(j->recoveries, ==, i + 1);
+    pawl_job_free(j);
+  }
+  pawl_close(p);
+}
+
+/* pawl_begin writes only for a job recovered before, and only while its
+ * attempt is held; a snooze (or any change) makes an old mark stale. */
+void contract_begin(const char *url) {
+  pawl_t *p = contract_open(url);
+  /* Never recovered: nothing to do, not even a lookup. */
+  pawl_job_t fake;
+  memset(&fake, 0, sizeof fake);
+  pawl_id_new(&fake.id);
+  fake.attempt = 1;
+  CHECK_OK(pawl_begin(p, &fake));
+  fake.recoveries = 1;
+  CHECK_INT(pawl_begin(p, &fake), ==, PAWL_ELEASE);
+  CHECK(strstr(pawl_errmsg(p), "not running under attempt 1") != NULL);
+  pawl_id_t id = enq(p, "job", NULL);
+  pawl_job_free(claim_deferred(p));
+  contract_advance(10001);
+  CHECK_OK(pawl_recover(p, NULL));
+  /* Begun, then snoozed (the attempt given back): the next claim of the
+   * same attempt number is not taken for started. */
+  pawl_job_t *c = claim_deferred(p);
+  CHECK_INT(c->attempt, ==, 2);
+  CHECK_OK(pawl_begin(p, c));
+  CHECK_INT(finish(p, c, PAWL_OUT_SNOOZE, NULL, T0), ==, 0);
+  pawl_job_free(c);
+  c = claim_deferred(p);
+  CHECK_INT(c->attempt, ==, 2);
+  contract_advance(10001);
+  CHECK_OK(pawl_recover(p, NULL));
+  /* Not begun: not counted as a crash. */
+  pawl_job_t *j = get(p, &id);
+  CHECK_INT(j->attempt, ==, 2);
+  CHECK(strstr(j->last_error, "before the job started") != NULL);
+  pawl_job_free(j);
+  /* The lost attempt's holder can no longer begin it. */
+  CHECK_INT(pawl_begin(p, c), ==, PAWL_ELEASE);
+  pawl_job_free(c);
   pawl_close(p);
 }

@@ -32,6 +32,10 @@
   X(heartbeat_extends)         \
   X(recover_expired)           \
   X(recover_poison)            \
+  X(recover_unset_max_attempts) \
+  X(recover_not_started)       \
+  X(recover_poison_deferred)   \
+  X(begin)                     \
   X(history_operator)          \
   X(list_filters)              \
   X(list_reentrant)            \

@@ -65,6 +65,9 @@ enum {
   PG_EVENT_ADD,
   PG_EXTEND,
   PG_EXPIRED,
+  PG_CRASHED,
+  PG_START,
+  PG_FORGET_START,
   PG_TRANSITION,
   PG_ATTEMPTS,
   PG_EVENTS,
@@ -178,9 +181,22 @@ static const char *const pg_sql[PG_COUNT] = {
                   "AND lease_token = $3::uuid",
     /* Expired leases, locked so that two sweeping nodes never take back the
      * same job (the engine also sweeps under a lock). */
-    [PG_EXPIRED] = "SELECT id, attempt, max_attempts, recoveries, lease_owner "
-                   "FROM pawl_jobs WHERE state = 1 AND lease_expires < "
-                   "pawl_now($1::bigint) LIMIT 500 FOR UPDATE SKIP LOCKED",
+    [PG_EXPIRED] = "SELECT j.id, j.attempt, j.max_attempts, j.recoveries, "
+                   "j.lease_owner, coalesce(s.crashes, 0), s.version IS NOT "
+                   "DISTINCT FROM j.version FROM pawl_jobs AS j LEFT JOIN "
+                   "pawl_started AS s ON s.job_id = j.id WHERE j.state = 1 "
+                   "AND j.lease_expires < pawl_now($1::bigint) LIMIT 500 "
+                   "FOR UPDATE OF j SKIP LOCKED",
+    [PG_CRASHED] = "UPDATE pawl_started SET crashes = crashes + 1 WHERE "
+                   "job_id = $1::uuid",
+    /* The attempt `token` holds starts now: its version is recorded (the
+     * job's next change bumps the version, which ends the record). */
+    [PG_START] = "INSERT INTO pawl_started (job_id, version) SELECT j.id, "
+                 "j.version FROM pawl_jobs AS j WHERE j.id = $1::uuid AND "
+                 PG_RUNNING_BY_ID " AND j.lease_token = $2::uuid AND "
+                 "j.attempt = $3::int ON CONFLICT (job_id) DO UPDATE SET "
+                 "version = excluded.version",
+    [PG_FORGET_START] = "DELETE FROM pawl_started WHERE job_id = $1::uuid",
     /* Every operator transition: C decides the new values from the row it
      * read, the version check makes it a compare-and-set. */
     [PG_TRANSITION] =
@@ -1533,9 +1549,11 @@ static int pg_finish(store_t *base, const pawl_id_t *token,
   return rc;
 }
 
-/* Takes back expired leases. Each job goes back to pending with its attempt
- * counted, or to failed when that was its last attempt or it has been
- * recovered too often (a poison job that keeps killing its node). */
+/* Takes back expired leases, each as store_plan_recovery() decides: back
+ * to pending with the attempt counted, or failed when that was its last
+ * attempt or it has been lost while running too often (a poison job that
+ * keeps killing its node; only losses of attempts known to have started
+ * count). */
 static int pg_recover(store_t *base, size_t *n) {
   pg_store_t *s = (pg_store_t *)base;
   int rc = pg_begin(s);
@@ -1549,40 +1567,53 @@ static int pg_recover(store_t *base, size_t *n) {
   for (int i = 0; i < PQntuples(lost) && !rc; i++) {
     pawl_id_t id;
     pg_id(lost, i, 0, &id);
-    int attempt = (int)pg_int(lost, i, 1);
-    int max_attempts = (int)pg_int(lost, i, 2);
-    int recoveries = (int)pg_int(lost, i, 3);
-    const char *owner = pg_val(lost, i, 4);
-    if (!owner) owner = "?";
-    char why[256];
-    int poison = recoveries + 1 > s->poison;
-    int last = attempt >= max_attempts;
-    if (poison)
-      snprintf(why, sizeof why,
-               "lease expired on node %s; recovered %d times: poison job",
-               owner, recoveries + 1);
-    else if (last)
-      snprintf(why, sizeof why,
-               "lease expired on node %s; no attempts left", owner);
-    else
-      snprintf(why, sizeof why, "recovered from node %s: lease expired",
-               owner);
+    const char *started = pg_val(lost, i, 6);
+    store_lost_t row = {
+        .attempt = (int32_t)pg_int(lost, i, 1),
+        .max_attempts = (int32_t)pg_int(lost, i, 2),
+        .recoveries = (int32_t)pg_int(lost, i, 3),
+        .owner = pg_val(lost, i, 4),
+        .crashes = (int32_t)pg_int(lost, i, 5),
+        .started = started && started[0] == 't',
+    };
+    store_recovery_t plan;
+    store_plan_recovery(&row, s->poison, &plan);
     pg_call_t c;
     memset(&c, 0, sizeof c);
-    pg_end_attempt_call(s, &c, &id, "lost", why, NULL, 0,
-                        poison || last ? PAWL_FAILED : PAWL_PENDING, why, 0, 0,
-                        why, 1);
+    pg_end_attempt_call(s, &c, &id, "lost", plan.why, NULL, 0, plan.to,
+                        plan.why, 0, 0, plan.why, 1);
     PGresult *res;
     rc = pg_run(s, PG_END_ATTEMPT, c.n, c.p.v, &res, "recover job");
     if (!rc) {
       count += PQntuples(res) == 1;
       PQclear(res);
     }
+    if (!rc && plan.crashed) {
+      pg_params_t cp;
+      pp_id(&cp, 0, &id);
+      if (!(rc = pg_run(s, PG_CRASHED, 1, cp.v, &res, "count a crash")))
+        PQclear(res);
+    }
   }
   PQclear(lost);
   rc = pg_end(s, rc);
   if (!rc && n) *n = count;
   return rc;
+}
+
+static int pg_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
+                    int32_t attempt) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  pp_id(&pp, 1, token);
+  pp_int(&pp, 2, attempt);
+  PGresult *res;
+  int rc = pg_run(s, PG_START, 3, pp.v, &res, "record the start of an attempt");
+  if (rc) return rc;
+  long changed = pg_changed(res);
+  PQclear(res);
+  return changed == 1 ? 0 : store_not_held(base, id, attempt);
 }
 
 /* ---- operator transitions ------------------------------------------------- */
@@ -1681,6 +1712,12 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
         rc = store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
       PQclear(res);
     }
+  }
+  /* A manual retry starts the poison count again. */
+  if (!rc && plan.recoveries == 0 && j->recoveries > 0) {
+    pg_params_t fp;
+    pp_id(&fp, 0, id);
+    rc = pg_run(s, PG_FORGET_START, 1, fp.v, NULL, "forget recorded starts");
   }
   if (!rc && to == PAWL_PENDING)
     rc = pg_run(s, PG_NOTIFY, 0, NULL, NULL, "wake nodes");
@@ -1972,7 +2009,8 @@ static const struct store_ops pg_ops = {
     .schema = {pg_migrate, pg_version},
     .jobs = {pg_insert, pg_get, pg_list, pg_progress, pg_logs},
     .keys = {pg_find_idempotent, pg_find_business},
-    .claim = {pg_claim, pg_extend, pg_recover, pg_extend_one, pg_next_due},
+    .claim = {pg_claim, pg_extend, pg_recover, pg_start, pg_extend_one,
+              pg_next_due},
     .terminal = {pg_finish},
     .control = {pg_transition},
     .history = {pg_history},

@@ -57,6 +57,9 @@ enum {
   SQ_EXTEND,
   SQ_EXPIRED,
   SQ_RECOVER,
+  SQ_CRASHED,
+  SQ_START,
+  SQ_FORGET_START,
   SQ_TRANSITION,
   SQ_ATTEMPTS,
   SQ_EVENTS,
@@ -133,14 +136,27 @@ static const char *const sq_sql[SQ_COUNT] = {
         "lease_expires = NULL, version = version + 1 WHERE id = ?6",
     [SQ_EXTEND] = "UPDATE pawl_jobs SET lease_expires = ?1 WHERE state = 1 "
                   "AND lease_token = ?2",
-    [SQ_EXPIRED] = "SELECT id, attempt, max_attempts, recoveries, "
-                   "lease_owner FROM pawl_jobs WHERE state = 1 AND "
-                   "lease_expires < ?1 LIMIT 500",
+    /* Expired leases, with whether their attempt is known to have started
+     * and how often the job was lost while running (store_plan_recovery()). */
+    [SQ_EXPIRED] = "SELECT j.id, j.attempt, j.max_attempts, j.recoveries, "
+                   "j.lease_owner, coalesce(s.crashes, 0), s.version IS "
+                   "j.version FROM pawl_jobs AS j LEFT JOIN pawl_started AS s "
+                   "ON s.job_id = j.id WHERE j.state = 1 AND "
+                   "j.lease_expires < ?1 LIMIT 500",
     [SQ_RECOVER] =
         "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = CASE WHEN ?2 > 0 "
         "THEN priority * ?2 - ?1 ELSE priority END, last_error = ?3, "
         "recoveries = recoveries + 1, updated_at = ?1, lease_expires = NULL, "
         "version = version + 1 WHERE id = ?4",
+    [SQ_CRASHED] = "UPDATE pawl_started SET crashes = crashes + 1 WHERE "
+                   "job_id = ?1",
+    /* The attempt `token` holds starts now: its version is recorded (the
+     * job's next change bumps the version, which ends the record). */
+    [SQ_START] = "INSERT INTO pawl_started (job_id, version) SELECT id, "
+                 "version FROM pawl_jobs WHERE id = ?1 AND state = 1 AND "
+                 "lease_token = ?2 AND attempt = ?3 ON CONFLICT (job_id) DO "
+                 "UPDATE SET version = excluded.version",
+    [SQ_FORGET_START] = "DELETE FROM pawl_started WHERE job_id = ?1",
     /* Every operator transition: C decides the new values from the row it
      * read, the version check makes it a compare-and-set. */
     [SQ_TRANSITION] =
@@ -1194,9 +1210,11 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
   return sq_end(s, rc);
 }
 
-/* Takes back expired leases. Each job goes back to pending with its attempt
- * counted, or to failed when that was its last attempt or it has been
- * recovered too often (a poison job that keeps killing its node). */
+/* Takes back expired leases, each as store_plan_recovery() decides: back
+ * to pending with the attempt counted, or failed when that was its last
+ * attempt or it has been lost while running too often (a poison job that
+ * keeps killing its node; only losses of attempts known to have started
+ * count). */
 static int sq_recover(store_t *base, size_t *n) {
   sq_store_t *s = (sq_store_t *)base;
   int64_t now = store_now(base);
@@ -1209,7 +1227,7 @@ static int sq_recover(store_t *base, size_t *n) {
   /* Collect first: the statements below write to the table we read. */
   struct lost {
     pawl_id_t id;
-    int attempt, max_attempts, recoveries;
+    store_lost_t row;
     char owner[128];
   } *lost = NULL;
   size_t nlost = 0, cap = 0;
@@ -1227,11 +1245,13 @@ static int sq_recover(store_t *base, size_t *n) {
     }
     struct lost *l = &lost[nlost++];
     sq_col_id(sel, 0, &l->id);
-    l->attempt = sqlite3_column_int(sel, 1);
-    l->max_attempts = sqlite3_column_int(sel, 2);
-    l->recoveries = sqlite3_column_int(sel, 3);
+    l->row.attempt = sqlite3_column_int(sel, 1);
+    l->row.max_attempts = sqlite3_column_int(sel, 2);
+    l->row.recoveries = sqlite3_column_int(sel, 3);
     const unsigned char *o = sqlite3_column_text(sel, 4);
     snprintf(l->owner, sizeof l->owner, "%s", o ? (const char *)o : "?");
+    l->row.crashes = sqlite3_column_int(sel, 5);
+    l->row.started = sqlite3_column_int(sel, 6);
   }
   sqlite3_reset(sel);
   if (step != SQLITE_DONE) {
@@ -1240,45 +1260,56 @@ static int sq_recover(store_t *base, size_t *n) {
   }
   for (size_t i = 0; i < nlost && !rc; i++) {
     struct lost *l = &lost[i];
-    char why[256];
-    int poison = l->recoveries + 1 > s->poison;
-    int last = l->attempt >= l->max_attempts;
-    if (poison)
-      snprintf(why, sizeof why,
-               "lease expired on node %s; recovered %d times: poison job",
-               l->owner, l->recoveries + 1);
-    else
-      snprintf(why, sizeof why, "lease expired on node %s%s", l->owner,
-               last ? "; no attempts left" : "");
-    rc = sq_add_attempt(s, &l->id, now, "lost", why, NULL, 0);
+    l->row.owner = l->owner;
+    store_recovery_t plan;
+    store_plan_recovery(&l->row, s->poison, &plan);
+    rc = sq_add_attempt(s, &l->id, now, "lost", plan.why, NULL, 0);
     if (rc == PAWL_ELEASE) {
       rc = 0; /* already gone: finished within this transaction's view */
       continue;
     }
-    if (!rc)
-      rc = sq_event_from_row(s, &l->id, now,
-                             poison || last ? PAWL_FAILED : PAWL_PENDING, why);
-    if (!rc && (poison || last)) {
-      rc = sq_fail_job(s, &l->id, why, now);
+    if (!rc) rc = sq_event_from_row(s, &l->id, now, plan.to, plan.why);
+    if (!rc && plan.to == PAWL_FAILED) {
+      rc = sq_fail_job(s, &l->id, plan.why, now);
     } else if (!rc) {
       sqlite3_stmt *st = sq_stmt(s, SQ_RECOVER);
       if (!st) {
         rc = PAWL_ESTORE;
         break;
       }
-      char from[160];
-      snprintf(from, sizeof from, "recovered from node %s", l->owner);
       sqlite3_bind_int64(st, 1, now);
       sqlite3_bind_int64(st, 2, s->boost_ms);
-      sqlite3_bind_text(st, 3, why, -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(st, 3, plan.why, -1, SQLITE_TRANSIENT);
       sq_bind_id(st, 4, &l->id);
       rc = sq_exec(s, st, "recover job");
+    }
+    if (!rc && plan.crashed) {
+      sqlite3_stmt *st = sq_stmt(s, SQ_CRASHED);
+      if (!st) {
+        rc = PAWL_ESTORE;
+        break;
+      }
+      sq_bind_id(st, 1, &l->id);
+      rc = sq_exec(s, st, "count a crash");
     }
     if (!rc) count++;
   }
   free(lost);
   rc = sq_end(s, rc);
   if (!rc && n) *n = count;
+  return rc;
+}
+
+static int sq_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
+                    int32_t attempt) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_START);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  sq_bind_id(st, 2, token);
+  sqlite3_bind_int(st, 3, attempt);
+  int rc = sq_exec_write(s, st, "record the start of an attempt");
+  if (!rc && sqlite3_changes(s->db) != 1) rc = store_not_held(base, id, attempt);
   return rc;
 }
 
@@ -1356,6 +1387,15 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
       rc = sq_fail(s, step, "update job");
     } else if (sqlite3_changes(s->db) != 1) {
       rc = store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
+    }
+  }
+  /* A manual retry starts the poison count again. */
+  if (!rc && plan.recoveries == 0 && j->recoveries > 0) {
+    sqlite3_stmt *fs = sq_stmt(s, SQ_FORGET_START);
+    if (!fs) rc = PAWL_ESTORE;
+    else {
+      sq_bind_id(fs, 1, id);
+      rc = sq_exec(s, fs, "forget recorded starts");
     }
   }
   pawl_job_free(j);
@@ -1625,7 +1665,8 @@ static const struct store_ops sq_ops = {
     .schema = {sq_migrate, sq_version},
     .jobs = {sq_insert, sq_get, sq_list, sq_progress, sq_logs},
     .keys = {sq_find_idempotent, sq_find_business},
-    .claim = {sq_claim, sq_extend, sq_recover, sq_extend_one, sq_next_due},
+    .claim = {sq_claim, sq_extend, sq_recover, sq_start, sq_extend_one,
+              sq_next_due},
     .terminal = {sq_finish},
     .control = {sq_transition},
     .history = {sq_history},

@@ -1,0 +1,7 @@
+TEST_ENTRY(bounds_checker)
+TEST_ENTRY(bounds_enqueue_refused)
+TEST_ENTRY(bounds_enqueue_delay_overflow)
+TEST_ENTRY(bounds_enqueue_limits_accepted)
+TEST_ENTRY(bounds_open_claim_lock_finish)
+TEST_ENTRY(bounds_store_rank_saturates)
+TEST_ENTRY(bounds_host_opts)

@@ -1,0 +1,4 @@
+TEST_ENTRY(host_signal_chains_threads)
+TEST_ENTRY(host_signal_none_threads)
+TEST_ENTRY(host_signal_refused)
+TEST_ENTRY(host_signal_custom_stops_job)
