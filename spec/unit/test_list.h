@@ -12,3 +12,4 @@
 #include "test_list_completer.h"
 #include "test_list_log.h"
 #include "test_list_host.h"
+#include "test_list_cron.h"
