@@ -307,38 +307,46 @@ static int cron_field(cron_p_t *p, uint64_t *bits, cron_days_t *k) {
 /* Folds the day fields into c->days, for every month length and weekday of
  * the month's first day. */
 static void cron_build_days(pawl__cron_t *c, const cron_days_t *k) {
-  for (int w = 0; w < 7; w++)
+  for (int w = 0; w < 7; w++) {
+    /* What depends only on the weekday of the 1st: day d is weekday
+     * (w + d - 1) % 7, the ((d - 1) / 7 + 1)-th of its kind. */
+    uint32_t dow = 0, last_kind = 0;
+    for (int d = 1, wd = w; d <= 31; d++, wd = wd == 6 ? 0 : wd + 1) {
+      if ((k->dow >> wd & 1) || (k->dow_nth[wd] >> ((d + 6) / 7) & 1))
+        dow |= 1u << d;
+      if (k->dow_last >> wd & 1) last_kind |= 1u << d;
+    }
     for (int len = 28; len <= 31; len++) {
       uint32_t all = len == 31 ? 0xFFFFFFFEu : ((1u << (len + 1)) - 2u);
-      uint32_t dom = k->dom & all, dow = 0;
-      for (int n = 0; n <= 30; n++)
-        if ((k->dom_l >> n & 1) && len - n >= 1) dom |= 1u << (len - n);
+      /* dL: a day of kind L within the month's last 7 days. */
+      uint32_t last7 = all & ~((1u << (len - 6)) - 1u);
+      uint32_t dw = (dow | (last_kind & last7)) & all;
+      uint32_t dom = k->dom & all;
+      for (uint32_t l = k->dom_l; l; l &= l - 1) { /* L-n */
+        int n = __builtin_ctz(l);
+        if (len - n >= 1) dom |= 1u << (len - n);
+      }
       if (k->dom_lw) {
         int d = len, wd = (w + len - 1) % 7;
-        if (wd == 6) d -= 1;
-        else if (wd == 0) d -= 2;
+        if (wd == 6) d -= 1;      /* Saturday: Friday */
+        else if (wd == 0) d -= 2; /* Sunday: Friday */
         dom |= 1u << d;
       }
-      for (int n = 1; n <= len; n++) {
-        if (!(k->dom_w >> n & 1)) continue;
+      for (uint32_t ws = k->dom_w & all; ws; ws &= ws - 1) { /* nW */
+        int n = __builtin_ctz(ws);
         int wd = (w + n - 1) % 7, d = n;
-        if (wd == 6) d = n == 1 ? 3 : n - 1;        /* Saturday */
+        if (wd == 6) d = n == 1 ? 3 : n - 1;            /* Saturday */
         else if (wd == 0) d = n == len ? n - 2 : n + 1; /* Sunday */
         dom |= 1u << d;
       }
-      for (int d = 1; d <= len; d++) {
-        int wd = (w + d - 1) % 7;
-        if ((k->dow >> wd & 1) || (k->dow_nth[wd] >> ((d - 1) / 7 + 1) & 1) ||
-            ((k->dow_last >> wd & 1) && d + 7 > len))
-          dow |= 1u << d;
-      }
       uint32_t days;
       if (k->dom_star && k->dow_star) days = all;
-      else if (k->dom_star) days = dow;
+      else if (k->dom_star) days = dw;
       else if (k->dow_star) days = dom;
-      else days = dom | dow; /* Vixie: both restricted, either matches */
+      else days = dom | dw; /* Vixie: both restricted, either matches */
       c->days[w][len - 28] = days;
     }
+  }
 }
 
 static int cron_is_space(char c) {
