@@ -951,3 +951,17 @@ void test_cron_vs_croner(void) {
   CHECK_INT(compared, >=, CASES * 8 / 10);
   CHECK_INT(dst_compared, >=, 150);
 }
+
+/* A whole day skipped: Pacific/Apia went from -10:00 to +14:00 at the end
+ * of 2011-12-29, so 2011-12-30 never happened there. */
+void test_cron_dst_day_gap(void) {
+  /* The four wall-clock times of the missing day fire once, at its end. */
+  FIRES("30 */6 * * *", "Pacific/Apia", "2011-12-29T12:00:00-10:00",
+        "2011-12-29T12:30:00-10:00", "2011-12-29T18:30:00-10:00",
+        "2011-12-31T00:00:00+14:00", "2011-12-31T00:30:00+14:00");
+  FIRES("0 12 30 12 *", "Pacific/Apia", "2011-01-01T00:00:00Z",
+        "2011-12-31T00:00:00+14:00", "2012-12-30T12:00:00+14:00");
+  /* An interval skips the day. */
+  FIRES("*/30 * * * *", "Pacific/Apia", "2011-12-29T23:00:00-10:00",
+        "2011-12-29T23:30:00-10:00", "2011-12-31T00:00:00+14:00");
+}
