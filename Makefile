@@ -9,7 +9,7 @@
 #   make test       deps + build + every test (ctest)
 #   make test-asan  the whole suite under AddressSanitizer + UBSan
 #   make test-tsan  the threaded tests under ThreadSanitizer
-#   make bench      store and worker host benchmarks (Release build)
+#   make bench      store, worker host and cron benchmarks (Release build)
 
 BUILD_TYPE ?= RelWithDebInfo
 MAKEFLAGS += --no-print-directory
@@ -85,8 +85,9 @@ test-tsan: deps
 
 bench: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release
-	cmake --build build-release -j$(JOBS) --target pawl_store_bench pawl
+	cmake --build build-release -j$(JOBS) --target pawl_store_bench pawl pawl_cron_bench
 	./build-release/pawl_store_bench
+	./build-release/pawl_cron_bench
 	./build-release/pawl bench --runs 5
 
 clean:
