@@ -675,7 +675,8 @@ int pawl__tz_get(const char *name, const pawl__tz_t **out, char *err,
 void pawl__tz_format(const pawl__tz_t *tz, int64_t ms,
                      char out[PAWL__TZ_STRLEN]) {
   int64_t s = tz_floor_div(ms, 1000);
-  int frac = (int)(ms - s * 1000);
+  int frac = (int)(ms % 1000); /* not ms - s * 1000: that overflows */
+  if (frac < 0) frac += 1000;
   if (s > PAWL__TZ_T_MAX) s = PAWL__TZ_T_MAX;
   if (s < -PAWL__TZ_T_MAX) s = -PAWL__TZ_T_MAX;
   int32_t off = pawl__tz_offset(tz, s);
