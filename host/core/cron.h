@@ -77,9 +77,10 @@ int pawl__cron_parse(const char *text, pawl__cron_t *out, char *err,
 
 /* The first fire time strictly after `after_ms`, in zone tz (NULL: UTC),
  * into *out_ms. Allocates nothing; its work is bounded: a few span
- * lookups in the zone and a field-by-field search that steps at most
- * month by month (about 500 months for the rarest expression, `0 0 ? 2
- * MON#5`; a few for common ones).
+ * lookups in the zone and a field-by-field search that takes one step per
+ * month of the month field it passes (at most 401 years of them, by the
+ * parse check; about 40 for the rarest expression, `0 0 ? 2 MON#5`; one or
+ * two for common ones), then at most two days, each a bit scan.
  *
  * Returns 0, or
  *   PAWL_EINVAL     after_ms outside [PAWL__CRON_MIN_MS, PAWL__CRON_MAX_MS];
