@@ -2,13 +2,14 @@
 # CMakeLists.txt; this file only names the common runs.
 #
 #   make            build (build/)
-#   make deps       install the Debian packages pawl needs and fetch Debian's
-#                   LuaJIT source (root, idempotent)
+#   make deps       install the Debian packages pawl needs, fetch Debian's
+#                   LuaJIT source and the cron tests' reference library
+#                   (root, idempotent)
 #   make run        deps + build, then run the example story on ./pawl.db
 #   make test       deps + build + every test (ctest)
 #   make test-asan  the whole suite under AddressSanitizer + UBSan
 #   make test-tsan  the threaded tests under ThreadSanitizer
-#   make bench      store and worker host benchmarks (Release build)
+#   make bench      store, worker host and cron benchmarks (Release build)
 
 BUILD_TYPE ?= RelWithDebInfo
 MAKEFLAGS += --no-print-directory
@@ -20,7 +21,16 @@ CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 # throwaway server per run), and tzdata for time zones.
 DEB_PACKAGES = build-essential cmake pkg-config dpkg-dev patch \
   libluajit-5.1-dev luajit lua-cjson lua-busted \
-  libsqlite3-dev sqlite3 libuv1-dev libpq-dev postgresql tzdata
+  libsqlite3-dev sqlite3 libuv1-dev libpq-dev postgresql tzdata \
+  $(NODE_PACKAGES)
+
+# node and npm run the independent cron implementation the cron tests
+# compare against (spec/support/cronref, pinned by its package-lock.json).
+# A machine that already has them (nodesource's nodejs bundles npm) keeps
+# its own.
+NODE_PACKAGES = $(if $(shell command -v node 2>/dev/null),,nodejs) \
+  $(if $(shell command -v npm 2>/dev/null),,npm)
+CRONREF = spec/support/cronref
 
 .PHONY: all build deps run test test-asan test-tsan bench clean
 
@@ -43,6 +53,9 @@ deps:
 	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
 	else echo "deps: all installed"; fi
 	@./cmake/fetch-luajit.sh third_party/luajit
+	@if [ $(CRONREF)/node_modules/.package-lock.json -nt $(CRONREF)/package-lock.json ]; \
+	then echo "deps: $(CRONREF) installed"; \
+	else npm ci --prefix $(CRONREF) --no-audit --no-fund; fi
 
 # The example story on ./pawl.db: enqueue the jobs in scripts/ and run the
 # host until Ctrl-C. One job succeeds, one fails twice and then succeeds,
@@ -72,8 +85,9 @@ test-tsan: deps
 
 bench: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release
-	cmake --build build-release -j$(JOBS) --target pawl_store_bench pawl
+	cmake --build build-release -j$(JOBS) --target pawl_store_bench pawl pawl_cron_bench
 	./build-release/pawl_store_bench
+	./build-release/pawl_cron_bench
 	./build-release/pawl bench --runs 5
 
 clean:

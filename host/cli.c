@@ -51,6 +51,7 @@ typedef enum cli_cmd {
   CLI_RESUME,
   CLI_RETRY,
   CLI_RUN,
+  CLI_CRON,
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
@@ -58,7 +59,7 @@ typedef enum cli_cmd {
 
 static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
     "migrate", "enqueue", "show", "jobs",    "cancel",
-    "pause",   "resume",  "retry", "run",     "version", "help"};
+    "pause",   "resume",  "retry", "run",     "cron",    "version", "help"};
 
 #define CLI_BIT(c) (1u << (c))
 #define CLI_ACTIONS                                                          \
@@ -100,7 +101,10 @@ typedef enum cli_opt_id {
   CLI_O_LOAD_TIMEOUT,
   CLI_O_UNSAFE_LUA,
   CLI_O_ALLOW_IO,
-  CLI_O_ALLOW_ENV
+  CLI_O_ALLOW_ENV,
+  CLI_O_TZ,
+  CLI_O_FROM,
+  CLI_O_COUNT
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -147,6 +151,9 @@ static const struct cli_opt {
     {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
     {"--allow-io", CLI_O_ALLOW_IO, 0, CLI_BIT(CLI_RUN)},
     {"--allow-env", CLI_O_ALLOW_ENV, 0, CLI_BIT(CLI_RUN)},
+    {"--tz", CLI_O_TZ, 1, CLI_BIT(CLI_CRON)},
+    {"--from", CLI_O_FROM, 1, CLI_BIT(CLI_CRON)},
+    {"--count", CLI_O_COUNT, 1, CLI_BIT(CLI_CRON)},
 };
 
 #define CLI_NOPTS (sizeof cli_opts / sizeof cli_opts[0])
@@ -229,6 +236,14 @@ static const char cli_usage_text[] =
     "      --load-timeout SECONDS  how long a script's top level may run when\n"
     "                            it is loaded (default 10)\n"
     "      --unsafe-lua          give job code the full standard library\n"
+    "  cron next EXPR          print the next fire times of a cron expression\n"
+    "                          (README, \"Cron expressions\"); opens no "
+    "database\n"
+    "      --tz ZONE             IANA time zone, like Europe/Berlin (default "
+    "UTC)\n"
+    "      --from TIME           start after TIME, ISO 8601 with a zone "
+    "(default now)\n"
+    "      --count N             how many, 1-1000 (default 5)\n"
     "  bench [--help]          measure enqueue, throughput and pickup latency\n"
     "  version                 print pawl's version\n"
     "  help                    print this text\n"
@@ -273,6 +288,7 @@ typedef struct cli_args {
   const char **queues;     /* owned: points into queues_copy */
   char *payload_read;      /* owned: payload read from stdin or a file */
   char *params_read;       /* owned: --params read from stdin or a file */
+  const char *cron_tz, *cron_from, *cron_count; /* cron next, checked there */
 } cli_args_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -631,6 +647,9 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   case CLI_O_UNSAFE_LUA: a->host.unsafe_lua = 1; break;
   case CLI_O_ALLOW_IO: a->host.allow_io = 1; break;
   case CLI_O_ALLOW_ENV: a->host.allow_env = 1; break;
+  case CLI_O_TZ: a->cron_tz = v; break;
+  case CLI_O_FROM: a->cron_from = v; break;
+  case CLI_O_COUNT: a->cron_count = v; break;
   }
   return rc;
 }
@@ -647,8 +666,17 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
   case CLI_RESUME:
   case CLI_RETRY: min = max = 1; break;
   case CLI_HELP: max = 1; break; /* "pawl help enqueue": same text */
+  case CLI_CRON: min = max = 2; break;
   default: break;
   }
+  if (a->cmd == CLI_CRON && a->npos >= 1 && strcmp(a->pos[0], "next") != 0)
+    return cli_fail(err, CLI_USAGE,
+                    "unknown cron command \"%s\" (expected cron next EXPR)",
+                    a->pos[0]);
+  if (a->cmd == CLI_CRON && a->npos < min)
+    return cli_fail(err, CLI_USAGE,
+                    "cron needs a command and an expression: pawl cron next "
+                    "'*/15 * * * *'");
   if (a->npos < min)
     return cli_fail(err, CLI_USAGE, "%s needs a %s (see pawl help)", cmd,
                     a->cmd == CLI_ENQUEUE ? "job TYPE" : "job ID");
@@ -674,6 +702,7 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
       return rc;
     return 0;
   }
+  if (a->cmd == CLI_CRON) return 0;
   if (min == 1 && a->cmd != CLI_ENQUEUE &&
       pawl_id_parse(&a->id, a->pos[0]) != 0)
     return cli_fail(err, CLI_USAGE, "\"%s\" is not a job id", a->pos[0]);
@@ -1486,6 +1515,10 @@ static void cli_print_error(const char *msg) {
 
 /* pawl bench: the end-to-end benchmark (host/cli_bench.c). */
 int cli_bench_main(int argc, char **argv);
+/* pawl cron next (host/cli_cron.c): prints to stdout; 0, or 1/2 with a
+ * message in err. */
+int cli_cron_next(const char *expr, const char *tz, const char *from,
+                  const char *count, char *err, size_t errlen);
 
 int main(int argc, char **argv) {
   char err[CLI_ERRLEN] = "";
@@ -1510,6 +1543,9 @@ int main(int argc, char **argv) {
     rc = a.no_args ? CLI_USAGE : CLI_OK;
   } else if (!rc && a.cmd == CLI_VERSION) {
     printf("pawl %s\n", PAWL_VERSION);
+  } else if (!rc && a.cmd == CLI_CRON) {
+    rc = cli_cron_next(a.pos[1], a.cron_tz, a.cron_from, a.cron_count, err,
+                       sizeof err);
   } else if (!rc) {
     pawl_options_t opts;
     pawl_options_init(&opts);

@@ -14,3 +14,4 @@
 #include "test_list_host.h"
 #include "test_list_bounds.h"
 #include "test_list_signal.h"
+#include "test_list_cron.h"
