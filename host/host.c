@@ -987,7 +987,10 @@ static void completer_unstored(completer_t *c, host_outcome_t *o, int rc,
   pthread_mutex_lock(&h->mu);
   h->unstored++;
   h->unstored_rc = rc;
-  snprintf(h->unstored_msg, sizeof h->unstored_msg, "%s", why);
+  /* The reason, cut to fit (the log line above has all of it). */
+  size_t n = strnlen(why, sizeof h->unstored_msg - 1);
+  memcpy(h->unstored_msg, why, n);
+  h->unstored_msg[n] = 0;
   pthread_mutex_unlock(&h->mu);
   o->rc = rc;
   o->hooks = 0;
