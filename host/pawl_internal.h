@@ -36,6 +36,10 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
 /* Stops and frees the host started on `p` (host.c). */
 void pawl__host_free(pawl_t *p);
 
+/* Checks a pawl_filter_t (api/admin.c): 0, or PAWL_EINVAL with p->errmsg
+ * naming the bad field and its range. */
+int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
+
 /* Sets p->errmsg and returns rc. */
 int pawl__fail(pawl_t *p, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
