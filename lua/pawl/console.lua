@@ -457,7 +457,8 @@ M.functions = {
       if type(jtype) ~= "string" then
         fail("enqueue: expected a job type (got %s)", type(jtype))
       end
-      local id, status = check(S.db:enqueue(jtype, payload, o))
+      local id, status, code = S.db:enqueue(jtype, payload, o)
+      check(id, status, code)
       S:remember(id)
       if status ~= "new" then S.write(("note: %s job\n"):format(status)) end
       return id
