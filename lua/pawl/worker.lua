@@ -14,8 +14,8 @@
 local host = require "pawl.host"
 local retry = require "pawl.retry"
 local sanitize = require "pawl.sanitize"
--- pawl's JSON codec (host/ljson.c): arrays stay arrays, numbers keep every
--- digit, and it refuses what the store would refuse (host/json.h).
+-- pawl's JSON codec (host/lua/ljson.c): arrays stay arrays, numbers keep every
+-- digit, and it refuses what the store would refuse (host/core/json.h).
 local pjson = require "pawl.json"
 
 local W = {}

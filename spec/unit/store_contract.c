@@ -1019,7 +1019,7 @@ void contract_transition_noop(const char *url) {
 }
 
 /* ---- JSON policy ------------------------------------------------------------
- * One policy on both backends (host/json.h): what one refuses, the other
+ * One policy on both backends (host/core/json.h): what one refuses, the other
  * refuses with the same message, before anything is written; what is
  * stored comes back as a value the worker reads (json_check JSON_READ),
  * with empty arrays and objects kept apart. */

@@ -1,5 +1,5 @@
 /* test_completer.c: the worker host against a database that refuses what
- * it is given, through the fault seam (stores/fault.h): outcomes refused as
+ * it is given, through the fault seam (host/core/fault.h): outcomes refused as
  * bad data, writes that fail for a while or for good, threads that do not
  * start, claims that keep failing. Every wait is on a condition (a log
  * line, the host's end) with a generous bound, never a sleep. */

@@ -1,4 +1,4 @@
-/* test_iso8601.c: UTC timestamps as text (host/iso8601.c). */
+/* test_iso8601.c: UTC timestamps as text (host/core/iso8601.c). */
 #include "unit.h"
 
 #include <time.h>

@@ -1,5 +1,5 @@
-/* test_json.c: the JSON validator (host/json.c) and the byte buffer with its
- * JSON string writer (host/buf.c). */
+/* test_json.c: the JSON validator (host/core/json.c) and the byte buffer with its
+ * JSON string writer (host/core/buf.c). */
 #include <locale.h>
 
 #include "unit.h"

@@ -1,4 +1,4 @@
-/* test_ljson.c: pawl's JSON for Lua (host/ljson.c), driven from Lua code
+/* test_ljson.c: pawl's JSON for Lua (host/lua/ljson.c), driven from Lua code
  * in a fresh state: round trips keep arrays, objects and every digit;
  * what JSON cannot hold is refused with the value's path. */
 #include <lauxlib.h>

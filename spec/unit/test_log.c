@@ -1,4 +1,4 @@
-/* test_log.c: the host's event log (host/log.c): whatever text a job hands
+/* test_log.c: the host's event log (host/core/log.c): whatever text a job hands
  * it, a line stays one line and no control character reaches the reader's
  * terminal, in text and in JSON mode. */
 #include "unit.h"

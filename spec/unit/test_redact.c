@@ -1,4 +1,4 @@
-/* test_redact.c: database passwords never reach a message (host/redact.c,
+/* test_redact.c: database passwords never reach a message (host/core/redact.c,
  * and pawl_open() on URLs libpq cannot read, which needs no server). */
 #include "pawl.h"
 #include "redact.h"

@@ -1,4 +1,4 @@
-/* test_uuid7.c: UUIDv7 ids (host/uuid7.c).
+/* test_uuid7.c: UUIDv7 ids (host/core/uuid7.c).
  *
  * Tests that need a particular time inject a clock through uuid7_set_clock.
  * Its value is an atomic because the generator reads it from whichever

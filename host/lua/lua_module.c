@@ -1115,7 +1115,7 @@ static const luaL_Reg lpawl_meta[] = {
 
 /* require "pawl" [-0, +1, e] */
 __attribute__((visibility("default"))) int luaopen_pawl(lua_State *L) {
-  /* pawl's JSON codec (host/ljson.c), the one job code uses: an empty
+  /* pawl's JSON codec (host/lua/ljson.c), the one job code uses: an empty
    * array read from a job stays an array when it is enqueued again. A
    * private table, so that a script cannot change what we store. */
   ljson_open(L);

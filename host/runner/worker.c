@@ -744,7 +744,7 @@ static void worker_preload(lua_State *L) {
       lua_error(L);
     lua_setfield(L, -2, m->name);
   }
-  /* pawl's JSON codec (host/ljson.c), in place of lua-cjson. */
+  /* pawl's JSON codec (host/lua/ljson.c), in place of lua-cjson. */
   lua_pushcfunction(L, ljson_open);
   lua_setfield(L, -2, "pawl.json");
   lua_pop(L, 2);

@@ -1513,9 +1513,9 @@ static void cli_print_error(const char *msg) {
   buf_free(&b);
 }
 
-/* pawl bench: the end-to-end benchmark (host/cli_bench.c). */
+/* pawl bench: the end-to-end benchmark (bench/cli_bench.c). */
 int cli_bench_main(int argc, char **argv);
-/* pawl cron next (host/cli_cron.c): prints to stdout; 0, or 1/2 with a
+/* pawl cron next (host/cli/cli_cron.c): prints to stdout; 0, or 1/2 with a
  * message in err. */
 int cli_cron_next(const char *expr, const char *tz, const char *from,
                   const char *count, char *err, size_t errlen);
