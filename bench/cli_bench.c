@@ -444,7 +444,7 @@ static int bench_open(bench_ctx_t *c, const char *url, pawl_t **out) {
     return bench_fail(c, rc == PAWL_EINVAL ? BENCH_USAGE : BENCH_FAIL,
                       "bench: %s", err);
   char shown[512];
-  redact_url(url, shown, sizeof shown);
+  pawl__redact_url(url, shown, sizeof shown);
   if (rc)
     return bench_fail(c, rc == PAWL_EINVAL ? BENCH_USAGE : BENCH_FAIL,
                       "bench: cannot open %s: %s", shown, pawl_strerror(rc));
@@ -1061,7 +1061,7 @@ static int bench_run(bench_ctx_t *c) {
          bench_fmt_rate((double)single, b, sizeof b), cfg->nodes, cfg->workers,
          strlen(c->payload), cfg->payload_bytes, cfg->runs, cfg->latency_jobs);
   char shown[512];
-  if (cfg->db) redact_url(cfg->db, shown, sizeof shown);
+  if (cfg->db) pawl__redact_url(cfg->db, shown, sizeof shown);
   if (cfg->db)
     printf("database: %s (--db): the jobs are added there, in queues "
            "pawl-bench-%ld-r1..r%ld, and stay\n",

@@ -13,12 +13,12 @@
 #include "redact.h"
 #include "store.h"
 
-int store_sqlite_open(store_t **out, const store_config_t *cfg,
+int pawl__store_sqlite_open(store_t **out, const store_config_t *cfg,
                       const char *path, char *errbuf, size_t errlen);
-int store_postgres_open(store_t **out, const store_config_t *cfg,
+int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
                         const char *conninfo, char *errbuf, size_t errlen);
 
-int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
+int pawl__store_open(store_t **out, const store_config_t *cfg, char *errbuf,
                size_t errlen) {
   const char *url = cfg->url;
   if (url == NULL || *url == '\0') {
@@ -26,22 +26,22 @@ int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
     return PAWL_EINVAL;
   }
   if (strncmp(url, "sqlite:", 7) == 0)
-    return store_sqlite_open(out, cfg, url + 7, errbuf, errlen);
+    return pawl__store_sqlite_open(out, cfg, url + 7, errbuf, errlen);
   /* PostgreSQL: a libpq URI as it is, or "postgres:" followed by any
    * libpq connection string ("postgres:host=/run/x dbname=jobs"). */
   if (strncmp(url, "postgres://", 11) == 0 ||
       strncmp(url, "postgresql://", 13) == 0)
-    return store_postgres_open(out, cfg, url, errbuf, errlen);
+    return pawl__store_postgres_open(out, cfg, url, errbuf, errlen);
   if (strncmp(url, "postgres:", 9) == 0) {
     if (url[9] == '\0') {
       snprintf(errbuf, errlen,
                "database URL postgres: has no connection string");
       return PAWL_EINVAL;
     }
-    return store_postgres_open(out, cfg, url + 9, errbuf, errlen);
+    return pawl__store_postgres_open(out, cfg, url + 9, errbuf, errlen);
   }
   char shown[512];
-  redact_url(url, shown, sizeof shown); /* "postgresx://u:pw@..." */
+  pawl__redact_url(url, shown, sizeof shown); /* "postgresx://u:pw@..." */
   snprintf(errbuf, errlen,
            "database URL \"%s\" is not understood: expected sqlite:PATH, "
            "postgres://... or postgres:CONNINFO",
@@ -49,14 +49,14 @@ int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
   return PAWL_EINVAL;
 }
 
-int64_t store_now(store_t *st) {
+int64_t pawl__store_now(store_t *st) {
   if (st->clock) return st->clock(st->clock_data);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + st->skew_ms;
 }
 
-int store_fail(store_t *st, int rc, const char *fmt, ...) {
+int pawl__store_fail(store_t *st, int rc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(st->errmsg, sizeof st->errmsg, fmt, ap);
@@ -64,23 +64,23 @@ int store_fail(store_t *st, int rc, const char *fmt, ...) {
   return rc;
 }
 
-int store_no_job(store_t *st, const pawl_id_t *id) {
+int pawl__store_no_job(store_t *st, const pawl_id_t *id) {
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id, text);
-  return store_fail(st, PAWL_ENOTFOUND, "no job with id %s", text);
+  return pawl__store_fail(st, PAWL_ENOTFOUND, "no job with id %s", text);
 }
 
-int store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt) {
+int pawl__store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt) {
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id, text);
-  return store_fail(st, PAWL_ELEASE,
+  return pawl__store_fail(st, PAWL_ELEASE,
                     "job %s is not running under attempt %d on this node",
                     text, (int)attempt);
 }
 
 /* CRC-32 (IEEE 802.3, reflected), bit by bit: it runs once per migration at
  * start-up, so a table would buy nothing. */
-uint32_t store_crc32(const void *data, size_t len) {
+uint32_t pawl__store_crc32(const void *data, size_t len) {
   const unsigned char *p = data;
   uint32_t crc = 0xffffffffu;
   for (size_t i = 0; i < len; i++) {
@@ -92,7 +92,7 @@ uint32_t store_crc32(const void *data, size_t len) {
 
 /* ---- what every backend decides the same way ---------------------------- */
 
-const char *store_op_name(store_op_t op) {
+const char *pawl__store_op_name(store_op_t op) {
   switch (op) {
   case STORE_OP_CANCEL: return "cancel";
   case STORE_OP_PAUSE: return "pause";
@@ -105,7 +105,7 @@ const char *store_op_name(store_op_t op) {
 }
 
 /* The state machine's operator transitions, in one place. */
-void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
+void pawl__store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
                            store_plan_t *out) {
   int from = j->state;
   *out = (store_plan_t){.to = -1,
@@ -163,7 +163,7 @@ void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
   }
 }
 
-void store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
+void pawl__store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
                          store_recovery_t *out) {
   memset(out, 0, sizeof *out);
   out->to = PAWL_PENDING;
@@ -192,11 +192,11 @@ void store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
 
 /* ---- allocation, with a seam for tests ------------------------------------ */
 
-/* The test seam of store_fail_alloc_at(): how many allocations to go
+/* The test seam of pawl__store_fail_alloc_at(): how many allocations to go
  * until the one that fails; 0 when off (always, outside tests). */
 static _Atomic int store_alloc_countdown;
 
-void store_fail_alloc_at(int n) {
+void pawl__store_fail_alloc_at(int n) {
   atomic_store(&store_alloc_countdown, n > 0 ? n : 0);
 }
 
@@ -208,7 +208,7 @@ static int store_alloc_fails(void) {
 }
 
 /* Grows an array by one zeroed element; NULL when out of memory. */
-void *store_push(void **arr, size_t *n, size_t size) {
+void *pawl__store_push(void **arr, size_t *n, size_t size) {
   if (store_alloc_fails()) return NULL;
   void *p = realloc(*arr, (*n + 1) * size);
   if (!p) return NULL;
@@ -217,7 +217,7 @@ void *store_push(void **arr, size_t *n, size_t size) {
   return (char *)p + (*n)++ * size;
 }
 
-int store_dup(char **dst, const char *src) {
+int pawl__store_dup(char **dst, const char *src) {
   *dst = NULL;
   if (!src) return 0;
   if (store_alloc_fails()) return -1;
@@ -227,7 +227,7 @@ int store_dup(char **dst, const char *src) {
 
 /* Appends a claim event (pending -> running) for an attempt. */
 static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
-  pawl_event_t *e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+  pawl_event_t *e = pawl__store_push((void **)&h->events, &h->nevents, sizeof *e);
   if (!e) return -1;
   e->at = a->started_at;
   e->from_state = PAWL_PENDING;
@@ -235,11 +235,11 @@ static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
   e->attempt = a->attempt;
   /* Both tried, so that a failure leaves nothing half-made to account for:
    * whatever was copied is in h, which the caller frees. */
-  int rc = store_dup(&e->actor, a->node);
-  return store_dup(&e->reason, "claimed") | rc;
+  int rc = pawl__store_dup(&e->actor, a->node);
+  return pawl__store_dup(&e->reason, "claimed") | rc;
 }
 
-void store_events_free(pawl_event_t *rows, size_t nrows) {
+void pawl__store_events_free(pawl_event_t *rows, size_t nrows) {
   for (size_t i = 0; i < nrows; i++) {
     free(rows[i].actor);
     free(rows[i].reason);
@@ -252,17 +252,17 @@ void store_events_free(pawl_event_t *rows, size_t nrows) {
  * with the event that ended it, the one event leaving `running`, so the
  * n-th such event is preceded by the claim of the n-th recorded attempt;
  * the attempt on the row comes last. */
-int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
+int pawl__store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
                            pawl_event_t *rows, size_t nrows) {
   int oom = 0;
-  pawl_event_t *e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+  pawl_event_t *e = pawl__store_push((void **)&h->events, &h->nevents, sizeof *e);
   if (!e) oom = 1;
   else {
     e->at = j->created_at;
     e->from_state = -1;
     e->to_state = PAWL_PENDING; /* or blocked: see below */
-    oom |= store_dup(&e->actor, j->enqueued_by);
-    oom |= store_dup(&e->reason, "enqueued");
+    oom |= pawl__store_dup(&e->actor, j->enqueued_by);
+    oom |= pawl__store_dup(&e->reason, "enqueued");
   }
   size_t next_attempt = 0;
   for (size_t i = 0; !oom && i < nrows; i++) {
@@ -275,7 +275,7 @@ int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
     /* Enqueued blocked: its first transition leaves `blocked`. */
     if (row->from_state == PAWL_BLOCKED && h->nevents == 1)
       h->events[0].to_state = PAWL_BLOCKED;
-    e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+    e = pawl__store_push((void **)&h->events, &h->nevents, sizeof *e);
     if (!e) {
       oom = 1;
       break;
@@ -283,35 +283,35 @@ int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
     *e = *row; /* its strings move with it */
     row->actor = row->reason = NULL;
   }
-  store_events_free(rows, nrows); /* what was not moved, and the array */
+  pawl__store_events_free(rows, nrows); /* what was not moved, and the array */
   if (!oom && h->nevents == 1 && j->state == PAWL_BLOCKED)
     h->events[0].to_state = PAWL_BLOCKED;
   /* The attempt whose history lives on the row: running now, or the one
    * that succeeded. */
   if (!oom && (j->state == PAWL_RUNNING || j->state == PAWL_SUCCEEDED)) {
     pawl_attempt_t *a =
-        store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+        pawl__store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
     if (!a) oom = 1;
     else {
       a->attempt = j->attempt;
       a->scheduled_at = j->run_at;
       a->started_at = j->started_at;
       a->ended_at = j->state == PAWL_SUCCEEDED ? j->finished_at : 0;
-      oom |= store_dup(&a->node, j->lease_owner);
-      oom |= store_dup(&a->outcome,
+      oom |= pawl__store_dup(&a->node, j->lease_owner);
+      oom |= pawl__store_dup(&a->outcome,
                        j->state == PAWL_SUCCEEDED ? "succeeded" : "running");
       if (!oom && store_push_claim(h, a)) oom = 1;
     }
     if (!oom && j->state == PAWL_SUCCEEDED) {
-      e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+      e = pawl__store_push((void **)&h->events, &h->nevents, sizeof *e);
       if (!e) oom = 1;
       else {
         e->at = j->finished_at;
         e->from_state = PAWL_RUNNING;
         e->to_state = PAWL_SUCCEEDED;
         e->attempt = j->attempt;
-        oom |= store_dup(&e->actor, j->lease_owner);
-        oom |= store_dup(&e->reason, "succeeded");
+        oom |= pawl__store_dup(&e->actor, j->lease_owner);
+        oom |= pawl__store_dup(&e->reason, "succeeded");
       }
     }
   }

@@ -11,7 +11,7 @@
  * - one connection per store_t; a store_t is used by one thread at a time;
  * - every statement is prepared once per connection and reused;
  * - values are always bound, never pasted into SQL text;
- * - "now" for every decision comes from store_now(): the injected clock in
+ * - "now" for every decision comes from pawl__store_now(): the injected clock in
  *   tests, otherwise the database clock;
  * - claiming cost must not grow with the number of finished jobs kept;
  * - each operation is atomic: on failure nothing it meant to write is
@@ -145,7 +145,7 @@ struct store_ops {
     int (*extend)(store_t *st, const pawl_id_t *token, int64_t lease_ms,
                   size_t *n);
     /* Takes back jobs whose lease expired (see pawl_recover() and
-     * store_plan_recovery()). */
+     * pawl__store_plan_recovery()). */
     int (*recover)(store_t *st, size_t *n);
     /* Records that the attempt `token` holds under `attempt` starts now
      * (a pawl_started row with the job's version), which pawl_begin() and
@@ -229,7 +229,7 @@ struct store {
   pawl_clock_fn clock;
   void *clock_data;
   /* How far the database clock is ahead of this machine's, when the
-   * database keeps the time (PostgreSQL): store_now() adds it, so that
+   * database keeps the time (PostgreSQL): pawl__store_now() adds it, so that
    * times this node computes (a retry's run_at) agree with the database's
    * decisions. Measured at open; 0 for SQLite. */
   int64_t skew_ms;
@@ -238,22 +238,22 @@ struct store {
 
 /* Opens the backend named by cfg->url. On failure *out is untouched and
  * errbuf holds one line naming the problem. */
-int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
+int pawl__store_open(store_t **out, const store_config_t *cfg, char *errbuf,
                size_t errlen);
 
 /* Milliseconds since the epoch from the store's clock: the injected one,
  * else this machine's corrected by skew_ms. */
-int64_t store_now(store_t *st);
+int64_t pawl__store_now(store_t *st);
 
 /* Records a formatted one-line error on `st` and returns `rc`. */
-int store_fail(store_t *st, int rc, const char *fmt, ...)
+int pawl__store_fail(store_t *st, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The refusals every backend words the same way: no such job
  * (PAWL_ENOTFOUND), and an attempt the caller's token does not hold (any
  * more) (PAWL_ELEASE). */
-int store_no_job(store_t *st, const pawl_id_t *id);
-int store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt);
+int pawl__store_no_job(store_t *st, const pawl_id_t *id);
+int pawl__store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt);
 
 /* The claim order key stored with each pending job: ordering by it
  * descending, then run_at, then id, is ordering by priority plus one per
@@ -289,7 +289,7 @@ typedef struct store_plan {
   const char *last_error, *result;
 } store_plan_t;
 
-void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
+void pawl__store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
                            store_plan_t *out);
 
 /* What recovering one expired lease does, decided from the row (the same
@@ -314,34 +314,34 @@ typedef struct store_recovery {
   char why[300];          /* the attempt's error and the event's reason */
 } store_recovery_t;
 
-void store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
+void pawl__store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
                          store_recovery_t *out);
-const char *store_op_name(store_op_t op);
+const char *pawl__store_op_name(store_op_t op);
 
 /* Grows *arr (of *n elements of `size` bytes) by one zeroed element and
  * returns it; NULL when out of memory (*arr is unchanged then). */
-void *store_push(void **arr, size_t *n, size_t size);
+void *pawl__store_push(void **arr, size_t *n, size_t size);
 
 /* *dst = a copy of src (NULL when src is NULL). -1 when out of memory
  * (*dst is then NULL), else 0. */
-int store_dup(char **dst, const char *src);
+int pawl__store_dup(char **dst, const char *src);
 
-/* Test seam: the n-th call of store_push() or store_dup() from now on
+/* Test seam: the n-th call of pawl__store_push() or pawl__store_dup() from now on
  * fails as if out of memory (once); 0 turns it off. Process-wide: for
  * tests of the paths that run out of memory (reading history). */
-void store_fail_alloc_at(int n);
+void pawl__store_fail_alloc_at(int n);
 
 /* Puts a job's history together: h->attempts holds the attempt rows as the
  * backend read them (in the order written); `rows` are the event rows in
  * the order written, taken over (their strings move into h, the array is
  * freed). Adds the enqueue, the claims and what the success path keeps on
  * the job row. -1 when out of memory (h is then the caller's to free). */
-int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
+int pawl__store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
                            pawl_event_t *rows, size_t nrows);
 
 /* Frees event rows that were read but not assembled: their strings and
  * the array. */
-void store_events_free(pawl_event_t *rows, size_t nrows);
+void pawl__store_events_free(pawl_event_t *rows, size_t nrows);
 
 /* A backend's migrations, embedded at build time from schema/<backend>/. */
 typedef struct store_migration {
@@ -352,6 +352,6 @@ typedef struct store_migration {
 } store_migration_t;
 
 /* CRC-32 (IEEE) of the script, the checksum recorded when it was applied. */
-uint32_t store_crc32(const void *data, size_t len);
+uint32_t pawl__store_crc32(const void *data, size_t len);
 
 #endif

@@ -179,12 +179,12 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
   if (!url || !*url) url = "sqlite:./pawl.db";
   /* The boost times a priority must fit the rank's 64 bits. */
   if (opts->age_boost_ms != -1 &&
-      bounds_check_int("age boost", opts->age_boost_ms, 0,
+      pawl__bounds_check_int("age boost", opts->age_boost_ms, 0,
                        PAWL_AGE_BOOST_MAX_MS, "ms", errbuf, errlen))
     return PAWL_EINVAL;
-  if (bounds_check_int("lease_ms", opts->lease_ms, 0, PAWL_LEASE_MAX_MS, NULL,
+  if (pawl__bounds_check_int("lease_ms", opts->lease_ms, 0, PAWL_LEASE_MAX_MS, NULL,
                        errbuf, errlen) ||
-      bounds_check_int("busy_timeout_ms", opts->busy_timeout_ms, 0, INT32_MAX,
+      pawl__bounds_check_int("busy_timeout_ms", opts->busy_timeout_ms, 0, INT32_MAX,
                        NULL, errbuf, errlen))
     return PAWL_EINVAL;
   if (opts->file_mode & ~0777u ||
@@ -230,8 +230,8 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
       .file_mode = opts->file_mode,
       .no_autocheckpoint = opts->manual_checkpoint,
   };
-  int rc = store_open(&p->store, &cfg, errbuf, errlen);
-  if (!rc) rc = fault_store_wrap(&p->store, errbuf, errlen); /* tests only */
+  int rc = pawl__store_open(&p->store, &cfg, errbuf, errlen);
+  if (!rc) rc = pawl__fault_store_wrap(&p->store, errbuf, errlen); /* tests only */
   if (rc) {
     pawl_close(p);
     return rc;
@@ -272,8 +272,8 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }
-  int rc = store_open(&p->store, &p->cfg, errbuf, errlen);
-  if (!rc) rc = fault_store_wrap(&p->store, errbuf, errlen); /* tests only */
+  int rc = pawl__store_open(&p->store, &p->cfg, errbuf, errlen);
+  if (!rc) rc = pawl__fault_store_wrap(&p->store, errbuf, errlen); /* tests only */
   if (rc) {
     pawl_close(p);
     return rc;
@@ -302,7 +302,7 @@ const char *pawl_errmsg(pawl_t *p) {
 
 const char *pawl_node_id(pawl_t *p) { return p->node_id; }
 
-int64_t pawl_now(pawl_t *p) { return store_now(p->store); }
+int64_t pawl_now(pawl_t *p) { return pawl__store_now(p->store); }
 
 int pawl_checkpoint(pawl_t *p) {
   p->errmsg[0] = 0;
@@ -335,14 +335,14 @@ static int pawl_check_name(pawl_t *p, const char *what, const char *s) {
 /* A number within [min, max], or PAWL_EINVAL naming it and its range. */
 static int pawl_check_int(pawl_t *p, const char *what, int64_t v, int64_t min,
                           int64_t max, const char *unit) {
-  if (bounds_check_int(what, v, min, max, unit, p->errmsg, sizeof p->errmsg))
+  if (pawl__bounds_check_int(what, v, min, max, unit, p->errmsg, sizeof p->errmsg))
     return PAWL_EINVAL;
   return 0;
 }
 
 static int pawl_check_json(pawl_t *p, const char *what, const char *s) {
   char err[256];
-  if (json_validate(s, strlen(s), err, sizeof err) != 0)
+  if (pawl__json_validate(s, strlen(s), err, sizeof err) != 0)
     return pawl__fail(p, PAWL_EINVAL, "%s is not valid JSON: %s", what, err);
   return 0;
 }
@@ -377,8 +377,8 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
     return rc;
   int64_t run_at = o->run_at;
   if (!run_at && o->delay_ms) {
-    int64_t now = store_now(p->store);
-    if (bounds_add_time(now, o->delay_ms, &run_at))
+    int64_t now = pawl__store_now(p->store);
+    if (pawl__bounds_add_time(now, o->delay_ms, &run_at))
       return pawl__fail(p, PAWL_EINVAL,
                         "now (%lld ms) plus the delay (%lld ms) is past the "
                         "latest run time, %lld ms since the epoch",
@@ -389,13 +389,13 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
     return pawl__fail(p, PAWL_EINVAL, "idempotency key must not be empty");
   if (o->business_key && !*o->business_key)
     return pawl__fail(p, PAWL_EINVAL, "business key must not be empty");
-  buf_putc(tags, '[');
+  pawl__buf_putc(tags, '[');
   for (size_t i = 0; i < o->ntags; i++) {
     if ((rc = pawl_check_name(p, "tag", o->tags[i]))) return rc;
-    if (i) buf_putc(tags, ',');
-    buf_json_string(tags, o->tags[i], strlen(o->tags[i]));
+    if (i) pawl__buf_putc(tags, ',');
+    pawl__buf_json_string(tags, o->tags[i], strlen(o->tags[i]));
   }
-  buf_putc(tags, ']');
+  pawl__buf_putc(tags, ']');
   if (tags->oom) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
   memset(nj, 0, sizeof *nj);
   pawl_id_new(&nj->id);
@@ -404,7 +404,7 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   nj->priority = o->priority;
   nj->payload = payload ? payload : "{}";
   nj->params = o->params;
-  nj->tags = buf_cstr(tags);
+  nj->tags = pawl__buf_cstr(tags);
   nj->run_at = run_at;
   /* 0 stays 0: "not set", resolved from the script when the job runs. */
   nj->max_attempts = o->max_attempts;
@@ -459,9 +459,9 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                                 p->store, jobs, n, ids ? ids : tmp_ids,
                                 statuses ? statuses : tmp_st));
   /* In-process enqueues wake the host's poller at once. */
-  if (!rc && p->host) host_wake(p->host);
+  if (!rc && p->host) pawl__host_wake(p->host);
   if (tags)
-    for (size_t i = 0; i < n; i++) buf_free(&tags[i]);
+    for (size_t i = 0; i < n; i++) pawl__buf_free(&tags[i]);
   free(tags);
   free(jobs);
   free(tmp_ids);
@@ -571,9 +571,9 @@ static int pawl_check_log(pawl_t *p, const pawl_log_entry_t *l) {
                       l->level ? "\"" : "");
   if (!l->message) return pawl__fail(p, PAWL_EINVAL, "message is NULL");
   if (l->at < 0) return pawl__fail(p, PAWL_EINVAL, "time must not be negative");
-  if (l->fields && !json_is_object(l->fields, strlen(l->fields))) {
+  if (l->fields && !pawl__json_is_object(l->fields, strlen(l->fields))) {
     char err[256];
-    if (json_validate(l->fields, strlen(l->fields), err, sizeof err) != 0)
+    if (pawl__json_validate(l->fields, strlen(l->fields), err, sizeof err) != 0)
       return pawl__fail(p, PAWL_EINVAL, "fields are not valid JSON: %s", err);
     return pawl__fail(p, PAWL_EINVAL, "fields must be a JSON object");
   }

@@ -322,17 +322,17 @@ static void cli_text(pawl_buf_t *b, const char *s) {
   for (size_t i = 0; i < n;) {
     unsigned char c = p[i];
     if (c < 0x80) {
-      if (c == '\n') buf_puts(b, "\\n");
-      else if (c == '\t') buf_puts(b, "\\t");
-      else if (c == '\r') buf_puts(b, "\\r");
-      else if (c < 0x20 || c == 0x7f) buf_printf(b, "\\x%02x", c);
-      else buf_putc(b, (char)c);
+      if (c == '\n') pawl__buf_puts(b, "\\n");
+      else if (c == '\t') pawl__buf_puts(b, "\\t");
+      else if (c == '\r') pawl__buf_puts(b, "\\r");
+      else if (c < 0x20 || c == 0x7f) pawl__buf_printf(b, "\\x%02x", c);
+      else pawl__buf_putc(b, (char)c);
       i++;
       continue;
     }
-    size_t k = json_utf8_len(p + i, n - i);
+    size_t k = pawl__json_utf8_len(p + i, n - i);
     if (k == 0) {
-      buf_printf(b, "\\x%02x", c);
+      pawl__buf_printf(b, "\\x%02x", c);
       i++;
       continue;
     }
@@ -340,9 +340,9 @@ static void cli_text(pawl_buf_t *b, const char *s) {
     for (size_t j = 1; j < k; j++) cp = (cp << 6) | (p[i + j] & 0x3F);
     if (cp <= 0x9F || cp == 0x2028 || cp == 0x2029 ||
         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
-      buf_printf(b, "\\u%04x", (unsigned)cp);
+      pawl__buf_printf(b, "\\u%04x", (unsigned)cp);
     else
-      buf_append(b, p + i, k);
+      pawl__buf_append(b, p + i, k);
     i += k;
   }
 }
@@ -357,7 +357,7 @@ static size_t cli_width(const char *s) {
 
 static void cli_time(int64_t ms, char out[ISO8601_STRLEN]) {
   if (ms == 0) snprintf(out, ISO8601_STRLEN, "-");
-  else iso8601_format(ms, out);
+  else pawl__iso8601_format(ms, out);
 }
 
 /* ---- number and value parsing ------------------------------------------- */
@@ -450,11 +450,11 @@ static int cli_json_input(const char *what, const char *v, const char **out,
                     src, *src ? strerror(errno) : "no file named after @");
   }
   pawl_buf_t b;
-  buf_init(&b);
+  pawl__buf_init(&b);
   char chunk[65536];
   size_t n;
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len <= CLI_MAX_INPUT)
-    buf_append(&b, chunk, n);
+    pawl__buf_append(&b, chunk, n);
   int bad = ferror(f);
   if (f != stdin) fclose(f);
   int rc = 0;
@@ -468,13 +468,13 @@ static int cli_json_input(const char *what, const char *v, const char **out,
                   "%s from %s is larger than %u bytes (16 MiB): put the "
                   "data elsewhere and a reference to it in the job",
                   what, src, CLI_MAX_INPUT);
-  else if (memchr(buf_cstr(&b), '\0', b.len))
+  else if (memchr(pawl__buf_cstr(&b), '\0', b.len))
     rc = cli_fail(err, CLI_USAGE, "%s from %s contains a NUL byte", what, src);
   if (rc) {
-    buf_free(&b);
+    pawl__buf_free(&b);
     return rc;
   }
-  *owned = buf_detach(&b);
+  *owned = pawl__buf_detach(&b);
   if (!*owned) *owned = strdup(""); /* nothing read: empty, refused below */
   if (!*owned) return cli_fail(err, CLI_FAIL, "out of memory");
   *out = *owned;
@@ -483,7 +483,7 @@ static int cli_json_input(const char *what, const char *v, const char **out,
 
 static int cli_check_json(const char *what, const char *s, char *err) {
   char detail[256];
-  if (json_validate(s, strlen(s), detail, sizeof detail) != 0)
+  if (pawl__json_validate(s, strlen(s), detail, sizeof detail) != 0)
     return cli_fail(err, CLI_USAGE, "%s is not valid JSON: %s", what, detail);
   return 0;
 }
@@ -554,7 +554,7 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     if (a->has_delay)
       return cli_fail(err, CLI_USAGE, "--delay and --run-at cannot be combined");
     a->has_run_at = 1;
-    if (iso8601_parse(v, &a->enq.run_at) != 0)
+    if (pawl__iso8601_parse(v, &a->enq.run_at) != 0)
       return cli_fail(err, CLI_USAGE,
                       "--run-at expects an ISO 8601 time with a zone, like "
                       "2026-11-21T21:05:03Z, got \"%s\"",
@@ -849,9 +849,9 @@ static void cli_table_row(cli_table_t *t, const char *const *cells) {
   t->nrows++;
   for (size_t c = 0; c < t->ncols; c++) {
     pawl_buf_t b;
-    buf_init(&b);
+    pawl__buf_init(&b);
     cli_text(&b, cells[c] && *cells[c] ? cells[c] : "-");
-    row[c] = buf_detach(&b);
+    row[c] = pawl__buf_detach(&b);
     if (!row[c]) t->oom = 1;
   }
 }
@@ -887,8 +887,8 @@ static void cli_table_free(cli_table_t *t) {
 /* ---- JSON output -------------------------------------------------------- */
 
 static void cli_json_str(pawl_buf_t *b, const char *s) {
-  if (s) buf_json_string(b, s, strlen(s));
-  else buf_puts(b, "null");
+  if (s) pawl__buf_json_string(b, s, strlen(s));
+  else pawl__buf_puts(b, "null");
 }
 
 /* Embeds stored JSON text as a value, with the whitespace between tokens
@@ -897,10 +897,10 @@ static void cli_json_str(pawl_buf_t *b, const char *s) {
  * than breaking the document. */
 static void cli_json_raw(pawl_buf_t *b, const char *s) {
   if (!s) {
-    buf_puts(b, "null");
+    pawl__buf_puts(b, "null");
     return;
   }
-  if (json_check(s, strlen(s), JSON_GRAMMAR, NULL, 0) != 0) {
+  if (pawl__json_check(s, strlen(s), JSON_GRAMMAR, NULL, 0) != 0) {
     cli_json_str(b, s);
     return;
   }
@@ -916,18 +916,18 @@ static void cli_json_raw(pawl_buf_t *b, const char *s) {
     } else if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
       continue;
     }
-    buf_putc(b, c);
+    pawl__buf_putc(b, c);
   }
 }
 
 static void cli_json_time(pawl_buf_t *b, int64_t ms) {
   char t[ISO8601_STRLEN];
   if (ms == 0) {
-    buf_puts(b, "null");
+    pawl__buf_puts(b, "null");
     return;
   }
-  iso8601_format(ms, t);
-  buf_printf(b, "\"%s\"", t);
+  pawl__iso8601_format(ms, t);
+  pawl__buf_printf(b, "\"%s\"", t);
 }
 
 /* A double as the shortest text that reads back as the same number
@@ -947,142 +947,142 @@ static void cli_num(char *out, size_t len, double v) {
 static void cli_json_num(pawl_buf_t *b, double v) {
   char s[40];
   cli_num(s, sizeof s, v);
-  buf_puts(b, s);
+  pawl__buf_puts(b, s);
 }
 
 /* The job as one JSON object, every field of pawl_job_t. */
 static void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
   char id[PAWL_ID_STRLEN];
   pawl_id_format(&j->id, id);
-  buf_printf(b, "{\"id\":\"%s\",\"type\":", id);
+  pawl__buf_printf(b, "{\"id\":\"%s\",\"type\":", id);
   cli_json_str(b, j->type);
-  buf_puts(b, ",\"queue\":");
+  pawl__buf_puts(b, ",\"queue\":");
   cli_json_str(b, j->queue);
-  buf_printf(b, ",\"state\":\"%s\"", pawl_state_name(j->state));
+  pawl__buf_printf(b, ",\"state\":\"%s\"", pawl_state_name(j->state));
   if (j->state == PAWL_PAUSED)
-    buf_printf(b, ",\"paused_from\":\"%s\"", pawl_state_name(j->paused_from));
-  buf_printf(b, ",\"priority\":%d,\"attempt\":%d,\"max_attempts\":",
+    pawl__buf_printf(b, ",\"paused_from\":\"%s\"", pawl_state_name(j->paused_from));
+  pawl__buf_printf(b, ",\"priority\":%d,\"attempt\":%d,\"max_attempts\":",
              (int)j->priority, (int)j->attempt);
   /* null: not set at enqueue; the script's applies when the job runs. */
-  if (j->max_attempts) buf_printf(b, "%d", (int)j->max_attempts);
-  else buf_puts(b, "null");
-  buf_printf(b, ",\"timeout_s\":%d,\"run_at\":", (int)j->timeout_s);
+  if (j->max_attempts) pawl__buf_printf(b, "%d", (int)j->max_attempts);
+  else pawl__buf_puts(b, "null");
+  pawl__buf_printf(b, ",\"timeout_s\":%d,\"run_at\":", (int)j->timeout_s);
   cli_json_time(b, j->run_at);
-  buf_puts(b, ",\"payload\":");
+  pawl__buf_puts(b, ",\"payload\":");
   cli_json_raw(b, j->payload);
-  buf_puts(b, ",\"params\":");
+  pawl__buf_puts(b, ",\"params\":");
   cli_json_raw(b, j->params);
-  buf_puts(b, ",\"tags\":");
+  pawl__buf_puts(b, ",\"tags\":");
   cli_json_raw(b, j->tags ? j->tags : "[]");
-  buf_puts(b, ",\"result\":");
+  pawl__buf_puts(b, ",\"result\":");
   cli_json_raw(b, j->result);
-  buf_puts(b, ",\"last_error\":");
+  pawl__buf_puts(b, ",\"last_error\":");
   cli_json_str(b, j->last_error);
-  buf_puts(b, ",\"idempotency_key\":");
+  pawl__buf_puts(b, ",\"idempotency_key\":");
   cli_json_str(b, j->idempotency_key);
-  buf_puts(b, ",\"business_key\":");
+  pawl__buf_puts(b, ",\"business_key\":");
   cli_json_str(b, j->business_key);
-  buf_puts(b, ",\"correlation_id\":");
+  pawl__buf_puts(b, ",\"correlation_id\":");
   cli_json_str(b, j->correlation_id);
-  buf_puts(b, ",\"enqueued_by\":");
+  pawl__buf_puts(b, ",\"enqueued_by\":");
   cli_json_str(b, j->enqueued_by);
-  buf_puts(b, ",\"created_at\":");
+  pawl__buf_puts(b, ",\"created_at\":");
   cli_json_time(b, j->created_at);
-  buf_puts(b, ",\"updated_at\":");
+  pawl__buf_puts(b, ",\"updated_at\":");
   cli_json_time(b, j->updated_at);
-  buf_puts(b, ",\"started_at\":");
+  pawl__buf_puts(b, ",\"started_at\":");
   cli_json_time(b, j->started_at);
-  buf_puts(b, ",\"finished_at\":");
+  pawl__buf_puts(b, ",\"finished_at\":");
   cli_json_time(b, j->finished_at);
-  buf_puts(b, ",\"lease_owner\":");
+  pawl__buf_puts(b, ",\"lease_owner\":");
   cli_json_str(b, j->lease_owner);
-  buf_puts(b, ",\"lease_expires\":");
+  pawl__buf_puts(b, ",\"lease_expires\":");
   cli_json_time(b, j->lease_expires);
-  buf_printf(b, ",\"recoveries\":%d,\"progress_done\":", (int)j->recoveries);
+  pawl__buf_printf(b, ",\"recoveries\":%d,\"progress_done\":", (int)j->recoveries);
   cli_json_num(b, j->progress_done);
-  buf_puts(b, ",\"progress_total\":");
+  pawl__buf_puts(b, ",\"progress_total\":");
   cli_json_num(b, j->progress_total);
-  buf_printf(b, ",\"version\":%lld", (long long)j->version);
+  pawl__buf_printf(b, ",\"version\":%lld", (long long)j->version);
 }
 
 static void cli_json_history(pawl_buf_t *b, const pawl_history_t *h) {
-  buf_puts(b, ",\"attempts\":[");
+  pawl__buf_puts(b, ",\"attempts\":[");
   for (size_t i = 0; i < h->nattempts; i++) {
     const pawl_attempt_t *at = &h->attempts[i];
-    buf_printf(b, "%s{\"attempt\":%d,\"node\":", i ? "," : "", (int)at->attempt);
+    pawl__buf_printf(b, "%s{\"attempt\":%d,\"node\":", i ? "," : "", (int)at->attempt);
     cli_json_str(b, at->node);
-    buf_puts(b, ",\"scheduled_at\":");
+    pawl__buf_puts(b, ",\"scheduled_at\":");
     cli_json_time(b, at->scheduled_at);
-    buf_puts(b, ",\"started_at\":");
+    pawl__buf_puts(b, ",\"started_at\":");
     cli_json_time(b, at->started_at);
-    buf_puts(b, ",\"ended_at\":");
+    pawl__buf_puts(b, ",\"ended_at\":");
     cli_json_time(b, at->ended_at);
-    buf_puts(b, ",\"duration_ms\":");
+    pawl__buf_puts(b, ",\"duration_ms\":");
     if (at->ended_at && at->started_at)
-      buf_printf(b, "%lld", (long long)(at->ended_at - at->started_at));
+      pawl__buf_printf(b, "%lld", (long long)(at->ended_at - at->started_at));
     else
-      buf_puts(b, "null");
-    buf_puts(b, ",\"queue_wait_ms\":");
+      pawl__buf_puts(b, "null");
+    pawl__buf_puts(b, ",\"queue_wait_ms\":");
     if (at->started_at && at->scheduled_at)
-      buf_printf(b, "%lld", (long long)(at->started_at - at->scheduled_at));
+      pawl__buf_printf(b, "%lld", (long long)(at->started_at - at->scheduled_at));
     else
-      buf_puts(b, "null");
-    buf_puts(b, ",\"outcome\":");
+      pawl__buf_puts(b, "null");
+    pawl__buf_puts(b, ",\"outcome\":");
     cli_json_str(b, at->outcome);
-    buf_puts(b, ",\"error\":");
+    pawl__buf_puts(b, ",\"error\":");
     cli_json_str(b, at->error);
-    buf_putc(b, '}');
+    pawl__buf_putc(b, '}');
   }
-  buf_puts(b, "],\"events\":[");
+  pawl__buf_puts(b, "],\"events\":[");
   for (size_t i = 0; i < h->nevents; i++) {
     const pawl_event_t *ev = &h->events[i];
-    buf_printf(b, "%s{\"at\":", i ? "," : "");
+    pawl__buf_printf(b, "%s{\"at\":", i ? "," : "");
     cli_json_time(b, ev->at);
-    buf_puts(b, ",\"from\":");
-    if (ev->from_state < 0) buf_puts(b, "null");
-    else buf_printf(b, "\"%s\"", pawl_state_name(ev->from_state));
-    buf_printf(b, ",\"to\":\"%s\",\"actor\":", pawl_state_name(ev->to_state));
+    pawl__buf_puts(b, ",\"from\":");
+    if (ev->from_state < 0) pawl__buf_puts(b, "null");
+    else pawl__buf_printf(b, "\"%s\"", pawl_state_name(ev->from_state));
+    pawl__buf_printf(b, ",\"to\":\"%s\",\"actor\":", pawl_state_name(ev->to_state));
     cli_json_str(b, ev->actor);
-    buf_puts(b, ",\"reason\":");
+    pawl__buf_puts(b, ",\"reason\":");
     cli_json_str(b, ev->reason);
-    buf_printf(b, ",\"attempt\":%d}", (int)ev->attempt);
+    pawl__buf_printf(b, ",\"attempt\":%d}", (int)ev->attempt);
   }
-  buf_putc(b, ']');
+  pawl__buf_putc(b, ']');
 }
 
 static void cli_json_logs(pawl_buf_t *b, const pawl_log_record_t *logs,
                           size_t n) {
-  buf_puts(b, ",\"logs\":[");
+  pawl__buf_puts(b, ",\"logs\":[");
   for (size_t i = 0; i < n; i++) {
     const pawl_log_record_t *l = &logs[i];
-    buf_printf(b, "%s{\"attempt\":%d,\"at\":", i ? "," : "", (int)l->attempt);
+    pawl__buf_printf(b, "%s{\"attempt\":%d,\"at\":", i ? "," : "", (int)l->attempt);
     cli_json_time(b, l->at);
-    buf_puts(b, ",\"level\":");
+    pawl__buf_puts(b, ",\"level\":");
     cli_json_str(b, l->level);
-    buf_puts(b, ",\"message\":");
+    pawl__buf_puts(b, ",\"message\":");
     cli_json_str(b, l->message);
-    buf_puts(b, ",\"fields\":");
+    pawl__buf_puts(b, ",\"fields\":");
     cli_json_raw(b, l->fields);
-    buf_putc(b, '}');
+    pawl__buf_putc(b, '}');
   }
-  buf_putc(b, ']');
+  pawl__buf_putc(b, ']');
 }
 
 /* Writes a finished JSON document line to stdout. */
 static int cli_emit(pawl_buf_t *b, char *err) {
   if (b->oom) return cli_fail(err, CLI_FAIL, "out of memory");
-  buf_putc(b, '\n');
-  fputs(buf_cstr(b), stdout);
+  pawl__buf_putc(b, '\n');
+  fputs(pawl__buf_cstr(b), stdout);
   return 0;
 }
 
 static int cli_print_job_json(const pawl_job_t *j, char *err) {
   pawl_buf_t b;
-  buf_init(&b);
+  pawl__buf_init(&b);
   cli_json_job_fields(&b, j);
-  buf_putc(&b, '}');
+  pawl__buf_putc(&b, '}');
   int rc = cli_emit(&b, err);
-  buf_free(&b);
+  pawl__buf_free(&b);
   return rc;
 }
 
@@ -1227,7 +1227,7 @@ static int cli_migrate(pawl_t *p, const cli_args_t *a, char *err) {
   if (rc) return cli_lib_fail(p, rc, err);
   const char *url = cli_db_url(a);
   char shown[1024];
-  redact_url(url, shown, sizeof shown);
+  pawl__redact_url(url, shown, sizeof shown);
   printf("schema at version %d (%s)\n", current, shown);
   return 0;
 }
@@ -1266,17 +1266,17 @@ static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
   /* The id goes to stdout either way, so scripts get the job they meant;
    * the note on stderr says it was not a new one. */
   pawl_buf_t note;
-  buf_init(&note);
+  pawl__buf_init(&note);
   if (status == PAWL_ENQ_DUPLICATE && a->enq.idempotency_key) {
-    buf_puts(&note, "duplicate: job already enqueued with key ");
+    pawl__buf_puts(&note, "duplicate: job already enqueued with key ");
     cli_text(&note, a->enq.idempotency_key);
   } else if (status == PAWL_ENQ_EXISTING && a->enq.business_key) {
-    buf_puts(&note, "existing: business key ");
+    pawl__buf_puts(&note, "existing: business key ");
     cli_text(&note, a->enq.business_key);
-    buf_printf(&note, " is held by live job %s; not enqueued", text);
+    pawl__buf_printf(&note, " is held by live job %s; not enqueued", text);
   }
-  if (note.len && !note.oom) fprintf(stderr, "%s\n", buf_cstr(&note));
-  buf_free(&note);
+  if (note.len && !note.oom) fprintf(stderr, "%s\n", pawl__buf_cstr(&note));
+  pawl__buf_free(&note);
   return 0;
 }
 
@@ -1295,13 +1295,13 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
   }
   if (a->json) {
     pawl_buf_t b;
-    buf_init(&b);
+    pawl__buf_init(&b);
     cli_json_job_fields(&b, job);
     cli_json_history(&b, h);
     cli_json_logs(&b, logs, nlogs);
-    buf_putc(&b, '}');
+    pawl__buf_putc(&b, '}');
     rc = cli_emit(&b, err);
-    buf_free(&b);
+    pawl__buf_free(&b);
   } else {
     cli_table_t fields = {.ncols = 2}, attempts = {.ncols = 9},
                 events = {.ncols = 4}, lines = {.ncols = 5};
@@ -1350,14 +1350,14 @@ typedef struct cli_list {
 static int cli_list_cb(const pawl_job_t *j, void *data) {
   cli_list_t *l = data;
   if (l->json) {
-    buf_reset(&l->line);
+    pawl__buf_reset(&l->line);
     cli_json_job_fields(&l->line, j);
-    buf_puts(&l->line, "}\n");
+    pawl__buf_puts(&l->line, "}\n");
     if (l->line.oom) {
       l->oom = 1;
       return 1;
     }
-    fputs(buf_cstr(&l->line), stdout);
+    fputs(pawl__buf_cstr(&l->line), stdout);
     return 0;
   }
   char id[PAWL_ID_STRLEN], prio[16], att[32], run_at[ISO8601_STRLEN];
@@ -1380,14 +1380,14 @@ static int cli_jobs(pawl_t *p, const cli_args_t *a, char *err) {
   static const char *const head[7] = {"ID",       "TYPE",    "QUEUE", "STATE",
                                       "PRIORITY", "ATTEMPT", "RUN_AT"};
   cli_list_t l = {.json = a->json, .table = {.ncols = 7}};
-  buf_init(&l.line);
+  pawl__buf_init(&l.line);
   if (!l.json) cli_table_row(&l.table, head);
   int rc = pawl_list(p, &a->filter, cli_list_cb, &l);
   if (rc) rc = cli_lib_fail(p, rc, err);
   else if (l.oom || l.table.oom) rc = cli_fail(err, CLI_FAIL, "out of memory");
   else if (!l.json) cli_table_print(&l.table, "");
   cli_table_free(&l.table);
-  buf_free(&l.line);
+  pawl__buf_free(&l.line);
   return rc;
 }
 
@@ -1506,11 +1506,11 @@ static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
  * (library messages quote user input, which may contain newlines). */
 static void cli_print_error(const char *msg) {
   pawl_buf_t b;
-  buf_init(&b);
-  buf_puts(&b, "pawl: ");
+  pawl__buf_init(&b);
+  pawl__buf_puts(&b, "pawl: ");
   cli_text(&b, *msg ? msg : "unknown error");
-  fprintf(stderr, "%s\n", b.oom ? "pawl: out of memory" : buf_cstr(&b));
-  buf_free(&b);
+  fprintf(stderr, "%s\n", b.oom ? "pawl: out of memory" : pawl__buf_cstr(&b));
+  pawl__buf_free(&b);
 }
 
 /* pawl bench: the end-to-end benchmark (bench/cli_bench.c). */

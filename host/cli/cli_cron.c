@@ -38,7 +38,7 @@ int cli_cron_next(const char *expr, const char *tzname, const char *from,
   }
   int64_t after;
   if (from) {
-    if (iso8601_parse(from, &after) != 0) {
+    if (pawl__iso8601_parse(from, &after) != 0) {
       snprintf(err, errlen,
                "--from expects an ISO 8601 time with a zone, like "
                "2026-03-29T00:00:00+01:00 or 2026-03-29 (midnight UTC), got "

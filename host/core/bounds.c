@@ -14,7 +14,7 @@ static void bounds_fail(const char *what, const char *kind, double min,
            what, kind, min, max, unit ? " " : "", unit ? unit : "", got);
 }
 
-int bounds_check(const char *what, double v, double min, double max,
+int pawl__bounds_check(const char *what, double v, double min, double max,
                  int whole, const char *unit, char *err, size_t errlen) {
   /* !(v >= min) also catches NaN. */
   if (isfinite(v) && v >= min && v <= max && (!whole || v == floor(v)))
@@ -31,7 +31,7 @@ int bounds_check(const char *what, double v, double min, double max,
   return -1;
 }
 
-int bounds_check_int(const char *what, int64_t v, int64_t min, int64_t max,
+int pawl__bounds_check_int(const char *what, int64_t v, int64_t min, int64_t max,
                      const char *unit, char *err, size_t errlen) {
   if (v >= min && v <= max) return 0;
   char got[32];
@@ -42,7 +42,7 @@ int bounds_check_int(const char *what, int64_t v, int64_t min, int64_t max,
   return -1;
 }
 
-int bounds_add_time(int64_t t, int64_t d, int64_t *out) {
+int pawl__bounds_add_time(int64_t t, int64_t d, int64_t *out) {
   int64_t sum;
   if (__builtin_add_overflow(t, d, &sum) || sum < 0 || sum > PAWL_TIME_MAX_MS)
     return -1;

@@ -15,15 +15,15 @@
 /* Checks that `v` is finite, whole when `whole` is set, and within
  * [min, max] (`unit`, e.g. "seconds", or NULL, is named after the range).
  * Returns 0, or -1 with "WHAT must be ... (got V)" in err. */
-int bounds_check(const char *what, double v, double min, double max,
+int pawl__bounds_check(const char *what, double v, double min, double max,
                  int whole, const char *unit, char *err, size_t errlen);
 
 /* The same for an integer. */
-int bounds_check_int(const char *what, int64_t v, int64_t min, int64_t max,
+int pawl__bounds_check_int(const char *what, int64_t v, int64_t min, int64_t max,
                      const char *unit, char *err, size_t errlen);
 
 /* *out = t + d when the sum is a time pawl stores (0..PAWL_TIME_MAX_MS);
  * -1 otherwise, an overflow included (*out is then untouched). */
-int bounds_add_time(int64_t t, int64_t d, int64_t *out);
+int pawl__bounds_add_time(int64_t t, int64_t d, int64_t *out);
 
 #endif

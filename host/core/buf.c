@@ -13,19 +13,19 @@
  * regrow. */
 #define BUF_MIN_CAP 64
 
-void buf_init(pawl_buf_t *b) {
+void pawl__buf_init(pawl_buf_t *b) {
   b->data = NULL;
   b->len = 0;
   b->cap = 0;
   b->oom = 0;
 }
 
-void buf_free(pawl_buf_t *b) {
+void pawl__buf_free(pawl_buf_t *b) {
   free(b->data);
-  buf_init(b);
+  pawl__buf_init(b);
 }
 
-void buf_reset(pawl_buf_t *b) {
+void pawl__buf_reset(pawl_buf_t *b) {
   b->len = 0;
   b->oom = 0;
   if (b->data != NULL) b->data[0] = '\0';
@@ -63,18 +63,18 @@ static int buf_reserve(pawl_buf_t *b, size_t n) {
   return 0;
 }
 
-void buf_append(pawl_buf_t *b, const void *p, size_t n) {
+void pawl__buf_append(pawl_buf_t *b, const void *p, size_t n) {
   if (n == 0 || buf_reserve(b, n) != 0) return;
   memcpy(b->data + b->len, p, n);
   b->len += n;
   b->data[b->len] = '\0';
 }
 
-void buf_puts(pawl_buf_t *b, const char *s) { buf_append(b, s, strlen(s)); }
+void pawl__buf_puts(pawl_buf_t *b, const char *s) { pawl__buf_append(b, s, strlen(s)); }
 
-void buf_putc(pawl_buf_t *b, char c) { buf_append(b, &c, 1); }
+void pawl__buf_putc(pawl_buf_t *b, char c) { pawl__buf_append(b, &c, 1); }
 
-void buf_printf(pawl_buf_t *b, const char *fmt, ...) {
+void pawl__buf_printf(pawl_buf_t *b, const char *fmt, ...) {
   if (b->oom) return;
   /* Try to format into the spare room first: the common short case then
    * costs one vsnprintf and no extra allocation. */
@@ -102,9 +102,9 @@ void buf_printf(pawl_buf_t *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
-const char *buf_cstr(pawl_buf_t *b) { return b->data ? b->data : ""; }
+const char *pawl__buf_cstr(pawl_buf_t *b) { return b->data ? b->data : ""; }
 
-char *buf_detach(pawl_buf_t *b) {
+char *pawl__buf_detach(pawl_buf_t *b) {
   char *out = NULL;
   if (!b->oom) {
     if (b->data != NULL) {
@@ -117,22 +117,22 @@ char *buf_detach(pawl_buf_t *b) {
       if (out != NULL) out[0] = '\0';
     }
   }
-  buf_free(b);
+  pawl__buf_free(b);
   return out;
 }
 
-void buf_json_string(pawl_buf_t *b, const char *s, size_t n) {
+void pawl__buf_json_string(pawl_buf_t *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   /* s may be NULL when n == 0, and even NULL + 0 is undefined behaviour. */
   if (n == 0) {
-    buf_append(b, "\"\"", 2);
+    pawl__buf_append(b, "\"\"", 2);
     return;
   }
   const unsigned char *p = (const unsigned char *)s;
   /* Most strings need no escaping: reserve for the plain case up front and
    * copy runs of plain bytes with one append each. */
   if (n < SIZE_MAX - 2) buf_reserve(b, n + 2);
-  buf_putc(b, '"');
+  pawl__buf_putc(b, '"');
   size_t i = 0, run = 0; /* p[run..i) is plain text not yet appended */
   while (i < n && !b->oom) {
     unsigned char c = p[i];
@@ -141,38 +141,38 @@ void buf_json_string(pawl_buf_t *b, const char *s, size_t n) {
       continue;
     }
     if (c >= 0x80) {
-      size_t k = json_utf8_len(p + i, n - i);
+      size_t k = pawl__json_utf8_len(p + i, n - i);
       if (k > 0) {
         i += k;
         continue;
       }
     }
-    buf_append(b, p + run, i - run);
+    pawl__buf_append(b, p + run, i - run);
     switch (c) {
-    case '"': buf_append(b, "\\\"", 2); break;
-    case '\\': buf_append(b, "\\\\", 2); break;
-    case '\n': buf_append(b, "\\n", 2); break;
-    case '\r': buf_append(b, "\\r", 2); break;
-    case '\t': buf_append(b, "\\t", 2); break;
-    case '\b': buf_append(b, "\\b", 2); break;
-    case '\f': buf_append(b, "\\f", 2); break;
+    case '"': pawl__buf_append(b, "\\\"", 2); break;
+    case '\\': pawl__buf_append(b, "\\\\", 2); break;
+    case '\n': pawl__buf_append(b, "\\n", 2); break;
+    case '\r': pawl__buf_append(b, "\\r", 2); break;
+    case '\t': pawl__buf_append(b, "\\t", 2); break;
+    case '\b': pawl__buf_append(b, "\\b", 2); break;
+    case '\f': pawl__buf_append(b, "\\f", 2); break;
     default:
       if (c == 0) {
         /* pawl's JSON has no \u0000 (json.h): a NUL is replaced like a
          * bad byte, so the output stays storable on every backend. */
-        buf_append(b, "\\ufffd", 6);
+        pawl__buf_append(b, "\\ufffd", 6);
       } else if (c < 0x20) {
         char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        buf_append(b, u, 6);
+        pawl__buf_append(b, u, 6);
       } else {
         /* One replacement per bad byte: resynchronising at the next byte
          * never swallows a valid character that follows a broken one. */
-        buf_append(b, "\\ufffd", 6);
+        pawl__buf_append(b, "\\ufffd", 6);
       }
     }
     i++;
     run = i;
   }
-  buf_append(b, p + run, i - run);
-  buf_putc(b, '"');
+  pawl__buf_append(b, p + run, i - run);
+  pawl__buf_putc(b, '"');
 }

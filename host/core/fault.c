@@ -146,7 +146,7 @@ static void fault_init(void) {
   pthread_mutex_unlock(&fault_mu);
 }
 
-int fault_plan_set(const char *spec, char *err, size_t errlen) {
+int pawl__fault_plan_set(const char *spec, char *err, size_t errlen) {
   char scratch[300];
   if (!err || !errlen) {
     err = scratch;
@@ -172,7 +172,7 @@ static int fault_count(fault_site_t site) {
   return hit;
 }
 
-int fault_hit(fault_site_t site) {
+int pawl__fault_hit(fault_site_t site) {
   if (atomic_load_explicit(&fault_state, memory_order_acquire) == 1) return 0;
   fault_init();
   if (atomic_load(&fault_state) != 2) return 0;
@@ -253,13 +253,13 @@ static int fault_finish(store_t *st, const pawl_id_t *token,
   }
   pthread_mutex_unlock(&fault_mu);
   if (transient)
-    return store_fail(st, PAWL_EUNAVAIL,
+    return pawl__store_fail(st, PAWL_EUNAVAIL,
                       "finish jobs: database unreachable: fault injected "
                       "(PAWL_TEST_FAULTS)");
   if (refused) {
     char id[PAWL_ID_STRLEN];
     pawl_id_format(&refused->id, id);
-    return store_fail(st, PAWL_EINVAL,
+    return pawl__store_fail(st, PAWL_EINVAL,
                       "finish jobs: the outcome of job %s is refused as bad "
                       "data: fault injected (PAWL_TEST_FAULTS)",
                       id);
@@ -269,8 +269,8 @@ static int fault_finish(store_t *st, const pawl_id_t *token,
 
 static int fault_claim(store_t *st, const store_claim_t *c, pawl_job_t ***out,
                        size_t *n) {
-  if (fault_hit(FAULT_CLAIM))
-    return store_fail(st, PAWL_EUNAVAIL,
+  if (pawl__fault_hit(FAULT_CLAIM))
+    return pawl__store_fail(st, PAWL_EUNAVAIL,
                       "claim jobs: database unreachable: fault injected "
                       "(PAWL_TEST_FAULTS)");
   return fault_orig(st)->claim.claim(st, c, out, n);
@@ -283,7 +283,7 @@ static void fault_close(store_t *st) {
   st->ops->close(st);
 }
 
-int fault_store_wrap(store_t **stp, char *errbuf, size_t errlen) {
+int pawl__fault_store_wrap(store_t **stp, char *errbuf, size_t errlen) {
   fault_init();
   int state = atomic_load(&fault_state);
   if (state == 1 || state == 0) return 0;
@@ -294,7 +294,7 @@ int fault_store_wrap(store_t **stp, char *errbuf, size_t errlen) {
     *stp = NULL;
     return PAWL_EINVAL;
   }
-  if (fault_hit(FAULT_OPEN)) {
+  if (pawl__fault_hit(FAULT_OPEN)) {
     snprintf(errbuf, errlen,
              "database unreachable: fault injected (PAWL_TEST_FAULTS open)");
     st->ops->close(st);

@@ -3,7 +3,7 @@
  *
  * Off unless the environment variable PAWL_TEST_FAULTS is set when the
  * first database is opened (the `pawl` binary, the library), or a C test
- * calls fault_plan_set(). It exists so that tests can drive the paths that
+ * calls pawl__fault_plan_set(). It exists so that tests can drive the paths that
  * real failures take (a refused outcome, a database that stays away, a
  * thread that cannot start) without hoping for them. Never set
  * PAWL_TEST_FAULTS in production: a node with faults planned refuses work
@@ -57,12 +57,12 @@ typedef enum fault_site {
  * is then empty). For C tests; the environment variable is read once, on
  * first use, unless this was called before. Not for use while stores are
  * in use on other threads. */
-int fault_plan_set(const char *spec, char *err, size_t errlen);
+int pawl__fault_plan_set(const char *spec, char *err, size_t errlen);
 
 /* 1 if this event of `site` is to fail (and counts it), else 0. Cheap when
  * no plan is set. For the sites that are not store calls (thread,
  * result_alloc). Thread-safe. */
-int fault_hit(fault_site_t site);
+int pawl__fault_hit(fault_site_t site);
 
 /* Called on every store pawl opens: with a plan that touches the store,
  * makes *st refuse what the plan says (its ops are replaced by wrappers
@@ -70,6 +70,6 @@ int fault_hit(fault_site_t site);
  * sets it to NULL and returns PAWL_EUNAVAIL; with a malformed
  * PAWL_TEST_FAULTS, does the same with PAWL_EINVAL. errbuf gets the
  * message. Returns 0 otherwise (no plan: nothing changes). */
-int fault_store_wrap(store_t **st, char *errbuf, size_t errlen);
+int pawl__fault_store_wrap(store_t **st, char *errbuf, size_t errlen);
 
 #endif

@@ -55,7 +55,7 @@ static char *iso8601_put(char *o, uint64_t v, int width, char sep) {
   return o + width + 1;
 }
 
-void iso8601_format(int64_t ms, char out[ISO8601_STRLEN]) {
+void pawl__iso8601_format(int64_t ms, char out[ISO8601_STRLEN]) {
   /* Floor division, so that times before the epoch count down from the
    * previous midnight instead of up from the next one. */
   int64_t days = ms / ISO8601_MS_PER_DAY;
@@ -105,7 +105,7 @@ static int iso8601_expect(const char **p, char c) {
   return 0;
 }
 
-int iso8601_parse(const char *s, int64_t *ms) {
+int pawl__iso8601_parse(const char *s, int64_t *ms) {
   if (!s) return -1;
   const char *p = s;
   int y, mo, d, hh = 0, mi = 0, ss = 0, frac_ms = 0, off_min = 0;

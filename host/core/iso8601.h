@@ -10,14 +10,14 @@
 
 #include <stdint.h>
 
-/* Longest text iso8601_format() writes, plus its NUL. */
+/* Longest text pawl__iso8601_format() writes, plus its NUL. */
 #define ISO8601_STRLEN 32
 
 /* Writes `ms` as UTC with milliseconds, "2026-11-21T21:05:03.123Z", and a
  * NUL into `out`. Times before the epoch work (floor division); years
  * outside 0000-9999 are written with as many digits as they need (and a '-'
  * before year 0), which still fits the buffer for every int64 value. */
-void iso8601_format(int64_t ms, char out[ISO8601_STRLEN]);
+void pawl__iso8601_format(int64_t ms, char out[ISO8601_STRLEN]);
 
 /* Parses one timestamp, the whole string, into *ms (ms since the epoch):
  *
@@ -32,6 +32,6 @@ void iso8601_format(int64_t ms, char out[ISO8601_STRLEN]);
  * (month 1-12, day within the month with leap years, hour 0-23, minute
  * 0-59, second 0-60 for a leap second, offset up to 23:59). Returns 0, or
  * -1 leaving *ms untouched. */
-int iso8601_parse(const char *s, int64_t *ms);
+int pawl__iso8601_parse(const char *s, int64_t *ms);
 
 #endif

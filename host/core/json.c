@@ -98,7 +98,7 @@ static void json_skip_ws(json_parser_t *p) {
   }
 }
 
-size_t json_utf8_len(const unsigned char *p, size_t n) {
+size_t pawl__json_utf8_len(const unsigned char *p, size_t n) {
   unsigned char c = p[0];
   if (c < 0x80) return 1;
   size_t len;
@@ -231,7 +231,7 @@ static int json_string(json_parser_t *p, const char *what) {
       p->pos++;
       continue;
     }
-    size_t k = json_utf8_len(p->s + p->pos, p->len - p->pos);
+    size_t k = pawl__json_utf8_len(p->s + p->pos, p->len - p->pos);
     if (k == 0)
       return json_fail(p, p->pos, "invalid UTF-8 (byte 0x%02x) in %s", c,
                        what);
@@ -254,7 +254,7 @@ static void json_locale_init(void) {
   json_c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 }
 
-double json_strtod(const char *s, char **end) {
+double pawl__json_strtod(const char *s, char **end) {
   pthread_once(&json_once, json_locale_init);
   if (json_c_locale) return strtod_l(s, end, json_c_locale);
   return strtod(s, end); /* no locale object: the process's (usually C) */
@@ -280,7 +280,7 @@ static void json_fmt(char *out, size_t len, const char *fmt, int prec,
   out[k] = 0;
 }
 
-void json_number_text(double d, char *out, size_t len) {
+void pawl__json_number_text(double d, char *out, size_t len) {
   if (!isfinite(d)) {
     snprintf(out, len, "null");
     return;
@@ -293,7 +293,7 @@ void json_number_text(double d, char *out, size_t len) {
   int integral = d == floor(d);
   for (int prec = integral ? 0 : 15; prec <= 17; prec++) {
     json_fmt(out, len, integral ? "%.*e" : "%.*g", prec, d);
-    if (json_strtod(out, NULL) == d) return;
+    if (pawl__json_strtod(out, NULL) == d) return;
   }
 }
 
@@ -398,8 +398,8 @@ static int json_number(json_parser_t *p) {
     char tok[400], as[48], want[400], got[48];
     memcpy(tok, text, len);
     tok[len] = 0;
-    double d = json_strtod(tok, NULL);
-    json_number_text(d, as, sizeof as);
+    double d = pawl__json_strtod(tok, NULL);
+    pawl__json_number_text(d, as, sizeof as);
     json_sig_digits(tok, want, sizeof want);
     json_sig_digits(as, got, sizeof got);
     if (strcmp(want, got) != 0)
@@ -493,11 +493,11 @@ static int json_key(json_parser_t *p, int after_comma) {
   return 0;
 }
 
-int json_validate(const char *s, size_t len, char *err, size_t errlen) {
-  return json_check(s, len, JSON_POLICY, err, errlen);
+int pawl__json_validate(const char *s, size_t len, char *err, size_t errlen) {
+  return pawl__json_check(s, len, JSON_POLICY, err, errlen);
 }
 
-int json_check(const char *s, size_t len, int mode, char *err,
+int pawl__json_check(const char *s, size_t len, int mode, char *err,
                size_t errlen) {
   /* The parser holds the 512-entry stack (about 4.5 KB): fine on any thread
    * stack, and it avoids a heap allocation per call. */
@@ -604,8 +604,8 @@ int json_check(const char *s, size_t len, int mode, char *err,
   }
 }
 
-int json_is_object(const char *s, size_t len) {
-  if (json_validate(s, len, NULL, 0) != 0) return 0;
+int pawl__json_is_object(const char *s, size_t len) {
+  if (pawl__json_validate(s, len, NULL, 0) != 0) return 0;
   size_t i = 0;
   while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
                      s[i] == '\r'))

@@ -52,24 +52,24 @@
  * iterative, so this bounds memory (a fixed stack), not C recursion. */
 #define JSON_MAX_DEPTH 512
 
-/* How much json_check() checks. */
+/* How much pawl__json_check() checks. */
 #define JSON_POLICY 0  /* the grammar and all of pawl's policy: what pawl stores */
 #define JSON_READ 1    /* the policy but the integer rule: what pawl reads
                           back (PostgreSQL writes 1.00000000000000000001e20,
                           accepted as a double, as 100000000000000000001) */
 #define JSON_GRAMMAR 2 /* RFC 8259 only: for showing stored text */
 
-/* json_validate() with the checks of `mode`. */
-int json_check(const char *s, size_t len, int mode, char *err, size_t errlen);
+/* pawl__json_validate() with the checks of `mode`. */
+int pawl__json_check(const char *s, size_t len, int mode, char *err, size_t errlen);
 
 /* strtod that reads '.' as the decimal point whatever the locale. */
-double json_strtod(const char *s, char **end);
+double pawl__json_strtod(const char *s, char **end);
 
 /* The shortest JSON text that reads back as d: an integer up to
  * JSON_MAX_SAFE_INT as one, a larger integral value with an exponent,
  * anything else with the fewest digits (15 to 17) that round-trip; "null"
  * for NaN and infinity. Locale-independent. out: at least 32 bytes. */
-void json_number_text(double d, char *out, size_t len);
+void pawl__json_number_text(double d, char *out, size_t len);
 
 /* Returns 0 if s[0..len) is exactly one JSON value within pawl's policy
  * (above), -1 otherwise. On -1, if
@@ -79,15 +79,15 @@ void json_number_text(double d, char *out, size_t len);
  * "" (same condition). s may be NULL when
  * len == 0 (which is rejected as empty input). s need not be NUL-terminated
  * and may contain NUL bytes (which are invalid JSON). */
-int json_validate(const char *s, size_t len, char *err, size_t errlen);
+int pawl__json_validate(const char *s, size_t len, char *err, size_t errlen);
 
 /* Length (1-4) of the well-formed UTF-8 sequence at p[0..n), n >= 1, or 0
  * if p[0] does not start one. Follows table 3-7 of Unicode 15 section 3.9:
  * no overlong forms, no surrogates (ED A0..BF), nothing above U+10FFFF.
- * Shared by the validator and buf_json_string(). */
-size_t json_utf8_len(const unsigned char *p, size_t n);
+ * Shared by the validator and pawl__buf_json_string(). */
+size_t pawl__json_utf8_len(const unsigned char *p, size_t n);
 
 /* 1 if s[0..len) is valid JSON whose top-level value is an object, else 0. */
-int json_is_object(const char *s, size_t len);
+int pawl__json_is_object(const char *s, size_t len);
 
 #endif

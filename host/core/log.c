@@ -13,17 +13,17 @@
 
 static const char *const log_names[] = {"debug", "info", "warn", "error"};
 
-int log_level_parse(const char *name) {
+int pawl__log_level_parse(const char *name) {
   for (int i = 0; name && i < 4; i++)
     if (strcmp(name, log_names[i]) == 0) return i;
   return PAWL_EINVAL;
 }
 
-const char *log_level_name(int level) {
+const char *pawl__log_level_name(int level) {
   return level >= 0 && level < 4 ? log_names[level] : "?";
 }
 
-void log_init(host_logger_t *lg, int level, int json, pawl_log_fn fn,
+void pawl__log_init(host_logger_t *lg, int level, int json, pawl_log_fn fn,
               void *data) {
   lg->level = level;
   lg->json = json;
@@ -32,7 +32,7 @@ void log_init(host_logger_t *lg, int level, int json, pawl_log_fn fn,
   pthread_mutex_init(&lg->lock, NULL);
 }
 
-void log_destroy(host_logger_t *lg) { pthread_mutex_destroy(&lg->lock); }
+void pawl__log_destroy(host_logger_t *lg) { pthread_mutex_destroy(&lg->lock); }
 
 /* ---- escaping ------------------------------------------------------------
  *
@@ -65,25 +65,25 @@ static void log_json_string(pawl_buf_t *b, const char *s) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char *p = (const unsigned char *)s;
   size_t n = strlen(s), i = 0, run = 0; /* p[run..i) not yet appended */
-  buf_putc(b, '"');
+  pawl__buf_putc(b, '"');
   while (i < n) {
-    size_t k = json_utf8_len(p + i, n - i);
+    size_t k = pawl__json_utf8_len(p + i, n - i);
     uint32_t c = k ? log_code_point(p + i, k) : 0xFFFD;
     if (k && c != '"' && c != '\\' && !log_is_control(c)) {
       i += k;
       continue;
     }
-    buf_append(b, p + run, i - run);
+    pawl__buf_append(b, p + run, i - run);
     switch (c) {
-    case '"': buf_append(b, "\\\"", 2); break;
-    case '\\': buf_append(b, "\\\\", 2); break;
-    case '\n': buf_append(b, "\\n", 2); break;
-    case '\r': buf_append(b, "\\r", 2); break;
-    case '\t': buf_append(b, "\\t", 2); break;
+    case '"': pawl__buf_append(b, "\\\"", 2); break;
+    case '\\': pawl__buf_append(b, "\\\\", 2); break;
+    case '\n': pawl__buf_append(b, "\\n", 2); break;
+    case '\r': pawl__buf_append(b, "\\r", 2); break;
+    case '\t': pawl__buf_append(b, "\\t", 2); break;
     default: {
       char u[6] = {'\\', 'u', hex[(c >> 12) & 15], hex[(c >> 8) & 15],
                    hex[(c >> 4) & 15], hex[c & 15]};
-      buf_append(b, u, 6);
+      pawl__buf_append(b, u, 6);
     }
     }
     /* An invalid byte is replaced alone: resynchronising at the next byte
@@ -91,8 +91,8 @@ static void log_json_string(pawl_buf_t *b, const char *s) {
     i += k ? k : 1;
     run = i;
   }
-  buf_append(b, p + run, i - run);
-  buf_putc(b, '"');
+  pawl__buf_append(b, p + run, i - run);
+  pawl__buf_putc(b, '"');
 }
 
 /* Whether s can be written as it is in a text line: valid UTF-8 without
@@ -111,35 +111,35 @@ static int log_plain(const char *s, int spaces) {
       i++;
       continue;
     }
-    size_t k = json_utf8_len(p + i, n - i);
+    size_t k = pawl__json_utf8_len(p + i, n - i);
     if (k == 0 || log_is_control(log_code_point(p + i, k))) return 0;
     i += k;
   }
   return 1;
 }
 
-void log_begin(log_line_t *l, host_logger_t *lg, int level, const char *msg) {
+void pawl__log_begin(log_line_t *l, host_logger_t *lg, int level, const char *msg) {
   l->lg = lg;
   l->level = level;
   l->on = lg && level >= lg->level;
-  buf_init(&l->buf);
+  pawl__buf_init(&l->buf);
   if (!l->on) return;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   char when[32];
-  iso8601_format((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, when);
+  pawl__iso8601_format((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, when);
   if (lg->json) {
-    buf_puts(&l->buf, "{\"ts\":\"");
-    buf_puts(&l->buf, when);
-    buf_puts(&l->buf, "\",\"level\":\"");
-    buf_puts(&l->buf, log_level_name(level));
-    buf_puts(&l->buf, "\",\"msg\":");
+    pawl__buf_puts(&l->buf, "{\"ts\":\"");
+    pawl__buf_puts(&l->buf, when);
+    pawl__buf_puts(&l->buf, "\",\"level\":\"");
+    pawl__buf_puts(&l->buf, pawl__log_level_name(level));
+    pawl__buf_puts(&l->buf, "\",\"msg\":");
     log_json_string(&l->buf, msg);
   } else {
-    buf_printf(&l->buf, "%s %-5s ", when, log_level_name(level));
+    pawl__buf_printf(&l->buf, "%s %-5s ", when, pawl__log_level_name(level));
     /* The host's own messages are plain; a job's (ctx:log) may not be. */
     if (log_plain(msg, 1))
-      buf_puts(&l->buf, msg);
+      pawl__buf_puts(&l->buf, msg);
     else
       log_json_string(&l->buf, msg);
   }
@@ -149,58 +149,58 @@ void log_begin(log_line_t *l, host_logger_t *lg, int level, const char *msg) {
  * characters, so a line always splits back into key=value pairs. */
 static void log_text_value(pawl_buf_t *b, const char *v) {
   if (log_plain(v, 0))
-    buf_puts(b, v);
+    pawl__buf_puts(b, v);
   else
     log_json_string(b, v);
 }
 
-void log_str(log_line_t *l, const char *key, const char *value) {
+void pawl__log_str(log_line_t *l, const char *key, const char *value) {
   if (!l->on || !value) return;
   if (l->lg->json) {
-    buf_putc(&l->buf, ',');
+    pawl__buf_putc(&l->buf, ',');
     log_json_string(&l->buf, key);
-    buf_putc(&l->buf, ':');
+    pawl__buf_putc(&l->buf, ':');
     log_json_string(&l->buf, value);
   } else {
-    buf_printf(&l->buf, " %s=", key);
+    pawl__buf_printf(&l->buf, " %s=", key);
     log_text_value(&l->buf, value);
   }
 }
 
-void log_int(log_line_t *l, const char *key, int64_t value) {
+void pawl__log_int(log_line_t *l, const char *key, int64_t value) {
   if (!l->on) return;
   if (l->lg->json)
-    buf_printf(&l->buf, ",\"%s\":%lld", key, (long long)value);
+    pawl__buf_printf(&l->buf, ",\"%s\":%lld", key, (long long)value);
   else
-    buf_printf(&l->buf, " %s=%lld", key, (long long)value);
+    pawl__buf_printf(&l->buf, " %s=%lld", key, (long long)value);
 }
 
-void log_num(log_line_t *l, const char *key, double value) {
+void pawl__log_num(log_line_t *l, const char *key, double value) {
   if (!l->on) return;
   if (l->lg->json)
-    buf_printf(&l->buf, ",\"%s\":%.3f", key, value);
+    pawl__buf_printf(&l->buf, ",\"%s\":%.3f", key, value);
   else
-    buf_printf(&l->buf, " %s=%.3f", key, value);
+    pawl__buf_printf(&l->buf, " %s=%.3f", key, value);
 }
 
-void log_id(log_line_t *l, const char *key, const pawl_id_t *id) {
+void pawl__log_id(log_line_t *l, const char *key, const pawl_id_t *id) {
   if (!l->on) return;
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id, text);
-  log_str(l, key, text);
+  pawl__log_str(l, key, text);
 }
 
-void log_end(log_line_t *l) {
+void pawl__log_end(log_line_t *l) {
   if (!l->on) return;
   host_logger_t *lg = l->lg;
-  buf_puts(&l->buf, lg->json ? "}\n" : "\n");
+  pawl__buf_puts(&l->buf, lg->json ? "}\n" : "\n");
   if (!l->buf.oom) {
     pthread_mutex_lock(&lg->lock);
     if (lg->fn)
-      lg->fn(lg->data, l->level, buf_cstr(&l->buf));
+      lg->fn(lg->data, l->level, pawl__buf_cstr(&l->buf));
     else
       fwrite(l->buf.data, 1, l->buf.len, stderr);
     pthread_mutex_unlock(&lg->lock);
   }
-  buf_free(&l->buf);
+  pawl__buf_free(&l->buf);
 }

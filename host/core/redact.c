@@ -65,7 +65,7 @@ static void redact_swap(pawl_buf_t *cur, pawl_buf_t *next) {
   pawl_buf_t t = *cur;
   *cur = *next;
   *next = t;
-  buf_reset(next);
+  pawl__buf_reset(next);
   cur->oom = oom;
 }
 
@@ -194,12 +194,12 @@ static void redact_patterns(const char *in, pawl_buf_t *out) {
       const char *colon = at ? memchr(in + a, ':', at - a) : NULL;
       if (colon) {
         size_t c = (size_t)(colon - in);
-        buf_append(out, in + i, c + 1 - i);
-        buf_puts(out, REDACT_MARK);
+        pawl__buf_append(out, in + i, c + 1 - i);
+        pawl__buf_puts(out, REDACT_MARK);
         i = at;
         continue;
       }
-      buf_append(out, in + i, 3);
+      pawl__buf_append(out, in + i, 3);
       i += 3;
       continue;
     }
@@ -209,26 +209,26 @@ static void redact_patterns(const char *in, pawl_buf_t *out) {
       if (k < len && in[k] == '=') {
         k++;
         while (k < len && in[k] == ' ') k++;
-        buf_append(out, in + i, k - i);
+        pawl__buf_append(out, in + i, k - i);
         if (k < len && (in[k] == '\'' || in[k] == '"')) {
           char q = in[k++];
           while (k < len && in[k] != q) k += in[k] == '\\' && k + 1 < len ? 2 : 1;
-          buf_putc(out, q);
-          buf_puts(out, REDACT_MARK);
-          if (k < len) buf_putc(out, q), k++;
+          pawl__buf_putc(out, q);
+          pawl__buf_puts(out, REDACT_MARK);
+          if (k < len) pawl__buf_putc(out, q), k++;
         } else {
           size_t v = k;
           while (k < len && !redact_space((unsigned char)in[k]) && in[k] != '&' &&
                  in[k] != '"' && in[k] != '\'' && in[k] != ',' && in[k] != ';' &&
                  in[k] != ')')
             k += in[k] == '\\' && k + 1 < len ? 2 : 1;
-          if (k > v) buf_puts(out, REDACT_MARK);
+          if (k > v) pawl__buf_puts(out, REDACT_MARK);
         }
         i = k;
         continue;
       }
     }
-    buf_putc(out, in[i++]);
+    pawl__buf_putc(out, in[i++]);
   }
 }
 
@@ -241,7 +241,7 @@ static int span_cmp(const void *a, const void *b) {
 
 static void redact_copy_out(pawl_buf_t *b, char *out, size_t len) {
   if (len == 0) return;
-  const char *text = b->oom ? "(withheld: out of memory)" : buf_cstr(b);
+  const char *text = b->oom ? "(withheld: out of memory)" : pawl__buf_cstr(b);
   size_t n = strlen(text);
   if (n >= len) n = len - 1;
   memcpy(out, text, n);
@@ -256,23 +256,23 @@ static void redact_url_buf(const char *s, pawl_buf_t *out) {
   size_t at = 0;
   for (size_t i = 0; i < z.n; i++) {
     if (z.s[i].end <= at) continue; /* inside the one before */
-    if (z.s[i].start > at) buf_append(out, s + at, z.s[i].start - at);
-    buf_puts(out, REDACT_MARK);
+    if (z.s[i].start > at) pawl__buf_append(out, s + at, z.s[i].start - at);
+    pawl__buf_puts(out, REDACT_MARK);
     at = z.s[i].end;
   }
-  buf_puts(out, s + at);
+  pawl__buf_puts(out, s + at);
 }
 
-void redact_url(const char *url, char *out, size_t len) {
+void pawl__redact_url(const char *url, char *out, size_t len) {
   pawl_buf_t a, b;
-  buf_init(&a);
-  buf_init(&b);
+  pawl__buf_init(&a);
+  pawl__buf_init(&b);
   redact_url_buf(url ? url : "", &a);
-  redact_patterns(buf_cstr(&a), &b);
+  redact_patterns(pawl__buf_cstr(&a), &b);
   if (a.oom) b.oom = 1;
   redact_copy_out(&b, out, len);
-  buf_free(&a);
-  buf_free(&b);
+  pawl__buf_free(&a);
+  pawl__buf_free(&b);
 }
 
 /* ---- messages --------------------------------------------------------------- */
@@ -339,10 +339,10 @@ static void redact_replace(const char *in, const char *needle,
     if (n && i + n <= len && memcmp(in + i, needle, n) == 0 &&
         (!alone || ((i == 0 || !redact_alnum((unsigned char)in[i - 1])) &&
                     (i + n == len || !redact_alnum((unsigned char)in[i + n]))))) {
-      buf_puts(out, with);
+      pawl__buf_puts(out, with);
       i += n;
     } else {
-      buf_putc(out, in[i++]);
+      pawl__buf_putc(out, in[i++]);
     }
   }
 }
@@ -352,51 +352,51 @@ static int secret_longer(const void *a, const void *b) {
   return x > y ? -1 : x < y;
 }
 
-void redact_message(const char *conninfo, const char *msg, int malformed,
+void pawl__redact_message(const char *conninfo, const char *msg, int malformed,
                     char *out, size_t len) {
   pawl_buf_t cur, next;
-  buf_init(&cur);
-  buf_init(&next);
-  buf_puts(&cur, msg ? msg : "");
+  pawl__buf_init(&cur);
+  pawl__buf_init(&next);
+  pawl__buf_puts(&cur, msg ? msg : "");
   redact_secrets_t z = {.n = 0};
   if (conninfo && *conninfo) {
     redact_collect(conninfo, &z);
     /* The whole connection string, where the message quotes it. */
     pawl_buf_t shown;
-    buf_init(&shown);
+    pawl__buf_init(&shown);
     redact_url_buf(conninfo, &shown);
     if (shown.oom) z.oom = 1;
-    redact_replace(buf_cstr(&cur), conninfo, buf_cstr(&shown), &next);
+    redact_replace(pawl__buf_cstr(&cur), conninfo, pawl__buf_cstr(&shown), &next);
     redact_swap(&cur, &next);
-    buf_free(&shown);
+    pawl__buf_free(&shown);
     qsort(z.s, z.n, sizeof z.s[0], secret_longer);
     for (size_t i = 0; i < z.n; i++) {
-      redact_replace(buf_cstr(&cur), z.s[i], REDACT_MARK, &next);
+      redact_replace(pawl__buf_cstr(&cur), z.s[i], REDACT_MARK, &next);
       redact_swap(&cur, &next);
     }
     if (malformed && z.n > 0) {
-      const char *t = buf_cstr(&cur);
+      const char *t = pawl__buf_cstr(&cur);
       /* One character in quotes ("]", "=") is libpq naming what it
        * missed, and kept. */
       for (; *t; t++) {
         const char *close = *t == '"' ? strchr(t + 1, '"') : NULL;
         if (!close) {
-          buf_putc(&next, *t);
+          pawl__buf_putc(&next, *t);
         } else if (close - t == 2) {
-          buf_append(&next, t, 3);
+          pawl__buf_append(&next, t, 3);
           t = close;
         } else {
-          buf_puts(&next, "\"" REDACT_MARK "\"");
+          pawl__buf_puts(&next, "\"" REDACT_MARK "\"");
           t = close;
         }
       }
       redact_swap(&cur, &next);
     }
   }
-  redact_patterns(buf_cstr(&cur), &next);
+  redact_patterns(pawl__buf_cstr(&cur), &next);
   if (cur.oom || z.oom) next.oom = 1; /* never show a half-cleaned text */
   redact_copy_out(&next, out, len);
   for (size_t i = 0; i < z.n; i++) free(z.s[i]);
-  buf_free(&cur);
-  buf_free(&next);
+  pawl__buf_free(&cur);
+  pawl__buf_free(&next);
 }

@@ -21,7 +21,7 @@
  * information, in a password= query parameter or keyword, replaced by ***.
  * Whatever its shape; never fails (on out of memory it writes a fixed
  * placeholder). Writes at most len bytes, NUL included. */
-void redact_url(const char *url, char *out, size_t len);
+void pawl__redact_url(const char *url, char *out, size_t len);
 
 /* `msg` as it may be shown, given the connection string it is about
  * (`conninfo`, NULL if none): each form of the password that conninfo
@@ -32,7 +32,7 @@ void redact_url(const char *url, char *out, size_t len);
  * the message is replaced too: libpq quotes the piece it stumbled on, and
  * a malformed URL's pieces need not be where a well-formed one's would be.
  * Never fails; writes at most len bytes, NUL included. */
-void redact_message(const char *conninfo, const char *msg, int malformed,
+void pawl__redact_message(const char *conninfo, const char *msg, int malformed,
                     char *out, size_t len);
 
 #endif

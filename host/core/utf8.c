@@ -6,7 +6,7 @@
 
 #include "json.h"
 
-char *utf8_scrub(const char *s, size_t len, size_t *outlen) {
+char *pawl__utf8_scrub(const char *s, size_t len, size_t *outlen) {
   /* At most three bytes (U+FFFD) for each byte in. */
   if (len > ((size_t)-1 - 1) / 3) return NULL;
   char *out = malloc(len * 3 + 1);
@@ -14,7 +14,7 @@ char *utf8_scrub(const char *s, size_t len, size_t *outlen) {
   const unsigned char *p = (const unsigned char *)s;
   size_t i = 0, k = 0;
   while (i < len) {
-    size_t n = p[i] ? json_utf8_len(p + i, len - i) : 0;
+    size_t n = p[i] ? pawl__json_utf8_len(p + i, len - i) : 0;
     if (n) {
       memcpy(out + k, p + i, n);
       k += n;
@@ -30,7 +30,7 @@ char *utf8_scrub(const char *s, size_t len, size_t *outlen) {
   return out;
 }
 
-void utf8_json_no_nul(char *json) {
+void pawl__utf8_json_no_nul(char *json) {
   int in_string = 0;
   for (char *c = json; *c; c++) {
     if (!in_string) {

@@ -13,11 +13,11 @@
  * no NUL: every byte that does not start a well-formed sequence, and every
  * NUL, becomes U+FFFD. *outlen (may be NULL) receives its length. NULL
  * when out of memory. Free with free(). */
-char *utf8_scrub(const char *s, size_t len, size_t *outlen);
+char *pawl__utf8_scrub(const char *s, size_t len, size_t *outlen);
 
 /* Rewrites, in place, every \u0000 escape inside the strings of the JSON
  * text `json` as \ufffd (PostgreSQL's jsonb refuses U+0000). Other text is
  * left alone; the length does not change. */
-void utf8_json_no_nul(char *json);
+void pawl__utf8_json_no_nul(char *json);
 
 #endif

@@ -137,7 +137,7 @@ static void uuid7_random(uint8_t *buf, size_t len) {
   }
 }
 
-void uuid7_set_clock(uuid7_clock_fn fn, void *data) {
+void pawl__uuid7_set_clock(uuid7_clock_fn fn, void *data) {
   pthread_mutex_lock(&uuid7_lock);
   uuid7_clock = fn;
   uuid7_clock_data = data;

@@ -35,6 +35,6 @@ typedef int64_t (*uuid7_clock_fn)(void *data);
  * the previous one would only carry on the previous clock's sequence. `fn` may be called
  * from any thread that makes an id, under an internal lock, so it must be
  * thread-safe and must not make ids itself. */
-void uuid7_set_clock(uuid7_clock_fn fn, void *data);
+void pawl__uuid7_set_clock(uuid7_clock_fn fn, void *data);
 
 #endif

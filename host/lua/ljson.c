@@ -1,6 +1,6 @@
 /* ljson.c: pawl's JSON for Lua; see ljson.h.
  *
- * decode validates with json_validate() first (the policy, and every
+ * decode validates with pawl__json_validate() first (the policy, and every
  * message), then builds the value from text it knows is well formed, so
  * the builder has no error paths of its own. encode walks the value with
  * raw accesses only (no metamethods run, nothing allocates on the Lua
@@ -136,7 +136,7 @@ static void ljd_value(ljd_t *d) {
   case 'n': lua_pushlightuserdata(L, NULL), d->pos += 4; return;
   default: {
     char *end = NULL;
-    lua_pushnumber(L, json_strtod(d->s + d->pos, &end));
+    lua_pushnumber(L, pawl__json_strtod(d->s + d->pos, &end));
     d->pos = (size_t)(end - d->s);
   }
   }
@@ -152,11 +152,11 @@ static void ljson_push_array_mt(lua_State *L) {
   }
 }
 
-int ljson_decode(lua_State *L, const char *s, size_t len, char *err,
+int pawl__ljson_decode(lua_State *L, const char *s, size_t len, char *err,
                  size_t errlen) {
   /* JSON_READ: a big integer is read as the nearest double (PostgreSQL
    * may have written a double's digits out in full). */
-  if (json_check(s, len, JSON_READ, err, errlen) != 0) return -1;
+  if (pawl__json_check(s, len, JSON_READ, err, errlen) != 0) return -1;
   ljson_push_array_mt(L);
   ljd_t d = {L, s, 0, lua_gettop(L)};
   ljd_value(&d);
@@ -209,11 +209,11 @@ static int lje_string(lje_t *e, const char *s, size_t n) {
       i++;
       continue;
     }
-    size_t k = json_utf8_len((const unsigned char *)s + i, n - i);
+    size_t k = pawl__json_utf8_len((const unsigned char *)s + i, n - i);
     if (k == 0) return lje_fail(e, "a string is not valid UTF-8");
     i += k;
   }
-  buf_json_string(e->out, s, n);
+  pawl__buf_json_string(e->out, s, n);
   return 0;
 }
 
@@ -221,8 +221,8 @@ static int lje_number(lje_t *e, double d) {
   if (!isfinite(d))
     return lje_fail(e, "NaN and infinity have no JSON form");
   char t[40];
-  json_number_text(d, t, sizeof t);
-  buf_puts(e->out, t);
+  pawl__json_number_text(d, t, sizeof t);
+  pawl__buf_puts(e->out, t);
   return 0;
 }
 
@@ -267,9 +267,9 @@ static int lje_table(lje_t *e, int idx, int depth) {
   if (array && max > 10 && max > 2.0 * (double)count)
     return lje_fail(e, "an array with more holes than values");
   if (array) {
-    buf_putc(e->out, '[');
+    pawl__buf_putc(e->out, '[');
     for (long long i = 1; i <= (long long)max; i++) {
-      if (i > 1) buf_putc(e->out, ',');
+      if (i > 1) pawl__buf_putc(e->out, ',');
       size_t old = lje_step(e, "[%lld]", NULL, 0, i);
       lua_rawgeti(L, idx, (int)i);
       int rc = lje_value(e, lua_gettop(L), depth + 1);
@@ -277,10 +277,10 @@ static int lje_table(lje_t *e, int idx, int depth) {
       lje_unstep(e, old);
       if (rc) return rc;
     }
-    buf_putc(e->out, ']');
+    pawl__buf_putc(e->out, ']');
     return 0;
   }
-  buf_putc(e->out, '{');
+  pawl__buf_putc(e->out, '{');
   int first = 1;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
@@ -288,7 +288,7 @@ static int lje_table(lje_t *e, int idx, int depth) {
      * (that would confuse lua_next). */
     size_t klen = 0, old;
     int rc = 0;
-    if (!first) buf_putc(e->out, ',');
+    if (!first) pawl__buf_putc(e->out, ',');
     first = 0;
     if (lua_type(L, -2) == LUA_TSTRING) {
       const char *k = lua_tolstring(L, -2, &klen);
@@ -297,10 +297,10 @@ static int lje_table(lje_t *e, int idx, int depth) {
     } else if (lua_type(L, -2) == LUA_TNUMBER) {
       char t[40] = "nan";
       double kd = lua_tonumber(L, -2);
-      if (isfinite(kd)) json_number_text(kd, t, sizeof t);
+      if (isfinite(kd)) pawl__json_number_text(kd, t, sizeof t);
       old = lje_step(e, NULL, t, strlen(t), 0);
       if (!isfinite(kd)) rc = lje_fail(e, "a key is NaN or infinity");
-      else buf_json_string(e->out, t, strlen(t));
+      else pawl__buf_json_string(e->out, t, strlen(t));
     } else {
       old = e->plen;
       char what[80];
@@ -309,7 +309,7 @@ static int lje_table(lje_t *e, int idx, int depth) {
       rc = lje_fail(e, what);
     }
     if (!rc) {
-      buf_putc(e->out, ':');
+      pawl__buf_putc(e->out, ':');
       rc = lje_value(e, lua_gettop(L), depth + 1);
     }
     lje_unstep(e, old);
@@ -319,16 +319,16 @@ static int lje_table(lje_t *e, int idx, int depth) {
     }
     lua_pop(L, 1);
   }
-  buf_putc(e->out, '}');
+  pawl__buf_putc(e->out, '}');
   return 0;
 }
 
 static int lje_value(lje_t *e, int idx, int depth) {
   lua_State *L = e->L;
   switch (lua_type(L, idx)) {
-  case LUA_TNIL: buf_puts(e->out, "null"); return 0;
+  case LUA_TNIL: pawl__buf_puts(e->out, "null"); return 0;
   case LUA_TBOOLEAN:
-    buf_puts(e->out, lua_toboolean(L, idx) ? "true" : "false");
+    pawl__buf_puts(e->out, lua_toboolean(L, idx) ? "true" : "false");
     return 0;
   case LUA_TNUMBER: return lje_number(e, lua_tonumber(L, idx));
   case LUA_TSTRING: {
@@ -339,7 +339,7 @@ static int lje_value(lje_t *e, int idx, int depth) {
   case LUA_TTABLE: return lje_table(e, idx, depth);
   case LUA_TLIGHTUSERDATA:
     if (lua_touserdata(L, idx) == NULL) { /* null (pawl.json.null, cjson.null) */
-      buf_puts(e->out, "null");
+      pawl__buf_puts(e->out, "null");
       return 0;
     }
     /* fall through */
@@ -352,7 +352,7 @@ static int lje_value(lje_t *e, int idx, int depth) {
   }
 }
 
-int ljson_encode(lua_State *L, int idx, pawl_buf_t *out, char *err,
+int pawl__ljson_encode(lua_State *L, int idx, pawl_buf_t *out, char *err,
                  size_t errlen) {
   if (idx < 0 && idx > LUA_REGISTRYINDEX) idx = lua_gettop(L) + idx + 1;
   /* Each level of nesting holds a key and a value on the stack: make room
@@ -372,7 +372,7 @@ int ljson_encode(lua_State *L, int idx, pawl_buf_t *out, char *err,
 
 /* __gc of encode's buffer box: frees it if an error left it behind. */
 static int ljson_box_gc(lua_State *L) {
-  buf_free(lua_touserdata(L, 1));
+  pawl__buf_free(lua_touserdata(L, 1));
   return 0;
 }
 
@@ -383,16 +383,16 @@ static int ljson_l_encode(lua_State *L) {
   /* The buffer lives in a userdata whose __gc frees it: whatever raises
    * below (out of memory pushing the result), nothing leaks. */
   pawl_buf_t *b = lua_newuserdata(L, sizeof *b);
-  buf_init(b);
+  pawl__buf_init(b);
   luaL_getmetatable(L, LJSON_BOX);
   lua_setmetatable(L, -2);
   char err[256];
-  if (ljson_encode(L, 1, b, err, sizeof err) != 0) {
-    buf_free(b);
+  if (pawl__ljson_encode(L, 1, b, err, sizeof err) != 0) {
+    pawl__buf_free(b);
     return luaL_error(L, "pawl.json.encode: %s", err);
   }
   lua_pushlstring(L, b->data ? b->data : "", b->len);
-  buf_free(b);
+  pawl__buf_free(b);
   return 1;
 }
 
@@ -401,7 +401,7 @@ static int ljson_l_decode(lua_State *L) {
   size_t n;
   const char *s = luaL_checklstring(L, 1, &n);
   char err[256];
-  if (ljson_decode(L, s, n, err, sizeof err) != 0)
+  if (pawl__ljson_decode(L, s, n, err, sizeof err) != 0)
     return luaL_error(L, "pawl.json.decode: %s", err);
   return 1;
 }
@@ -426,7 +426,7 @@ static int ljson_l_array(lua_State *L) {
   return 1;
 }
 
-int ljson_open(lua_State *L) {
+int pawl__ljson_open(lua_State *L) {
   if (luaL_newmetatable(L, LJSON_BOX)) {
     lua_pushcfunction(L, ljson_box_gc);
     lua_setfield(L, -2, "__gc");

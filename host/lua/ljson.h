@@ -43,7 +43,7 @@
 /* Decodes s (NUL-terminated, len bytes) and pushes the value. On input
  * outside json.h's policy (JSON_READ) pushes nothing, writes a one-line
  * message into err and returns -1. [-0, +(0|1), m] */
-int ljson_decode(lua_State *L, const char *s, size_t len, char *err,
+int pawl__ljson_decode(lua_State *L, const char *s, size_t len, char *err,
                  size_t errlen);
 
 /* Appends the JSON of the value at `idx` to `out`. -1 with a message in
@@ -51,12 +51,12 @@ int ljson_decode(lua_State *L, const char *s, size_t len, char *err,
  * JSON form; `out` may then hold part of the text. Raises nothing but a
  * memory error while checking the stack, before it appends anything.
  * [-0, +0, m] */
-int ljson_encode(lua_State *L, int idx, pawl_buf_t *out, char *err,
+int pawl__ljson_encode(lua_State *L, int idx, pawl_buf_t *out, char *err,
                  size_t errlen);
 
 /* The module "pawl.json": encode(v), decode(s) (both raise on error),
  * null, and array(t) (marks t, or a new table, as an array and returns
  * it). [-0, +1, m] */
-int ljson_open(lua_State *L);
+int pawl__ljson_open(lua_State *L);
 
 #endif

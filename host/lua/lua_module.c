@@ -202,7 +202,7 @@ static double lpawl_opt_int(lua_State *L, int t, const char *key, double dflt,
     v = lua_tonumber(L, -1);
     char what[80], err[256];
     snprintf(what, sizeof what, "option \"%s\"", key);
-    if (bounds_check(what, v, min, max, 1, NULL, err, sizeof err))
+    if (pawl__bounds_check(what, v, min, max, 1, NULL, err, sizeof err))
       luaL_argerror(L, argn, lpawl_msg(L, prefix, "%s", err));
   }
   lua_pop(L, 1);
@@ -1118,7 +1118,7 @@ __attribute__((visibility("default"))) int luaopen_pawl(lua_State *L) {
   /* pawl's JSON codec (host/lua/ljson.c), the one job code uses: an empty
    * array read from a job stays an array when it is enqueued again. A
    * private table, so that a script cannot change what we store. */
-  ljson_open(L);
+  pawl__ljson_open(L);
   lua_setfield(L, LUA_REGISTRYINDEX, LPAWL_CJSON);
 
   luaL_newmetatable(L, LPAWL_BOX);
@@ -1144,7 +1144,7 @@ __attribute__((visibility("default"))) int luaopen_pawl(lua_State *L) {
   }
   lua_setfield(L, -2, "states");
   /* pawl.json: the codec job code has (null, array, encode, decode). */
-  ljson_open(L);
+  pawl__ljson_open(L);
   lua_setfield(L, -2, "json");
   return 1;
 }

@@ -33,7 +33,7 @@
 /* Running jobs looked at by --until-idle (jobs left by a dead node). */
 #define HOST_RUNNING_SCAN 1000
 
-int64_t host_mono_ms(void) {
+int64_t pawl__host_mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -64,7 +64,7 @@ static void host_cond_init(pthread_cond_t *c) {
 /* Starts a thread of the host. Returns 0 or an errno value (the test seam
  * "thread" makes it fail on purpose). */
 static int host_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
-  if (fault_hit(FAULT_THREAD)) return EAGAIN;
+  if (pawl__fault_hit(FAULT_THREAD)) return EAGAIN;
   return pthread_create(t, NULL, fn, arg);
 }
 
@@ -74,14 +74,14 @@ void pawl_host_opts_init(pawl_host_opts_t *o) {
   o->log_level = PAWL_LOG_INFO;
 }
 
-void host_wake(host_t *h) {
+void pawl__host_wake(host_t *h) {
   pthread_mutex_lock(&h->mu);
   h->wake = 1;
   pthread_cond_signal(&h->poll_cv);
   pthread_mutex_unlock(&h->mu);
 }
 
-void host_outcome_free(host_outcome_t *o) {
+void pawl__host_outcome_free(host_outcome_t *o) {
   if (!o) return;
   pawl_job_free(o->job);
   free(o->result);
@@ -95,7 +95,7 @@ void host_outcome_free(host_outcome_t *o) {
   free(o);
 }
 
-void host_push_outcome(host_t *h, host_outcome_t *o) {
+void pawl__host_push_outcome(host_t *h, host_outcome_t *o) {
   o->next = NULL;
   pthread_mutex_lock(&h->mu);
   if (h->out_tail)
@@ -110,7 +110,7 @@ void host_push_outcome(host_t *h, host_outcome_t *o) {
 
 /* ---- scripts ------------------------------------------------------------ */
 
-void host_scripts_free(host_script_t *s, size_t n) {
+void pawl__host_scripts_free(host_script_t *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
     free(s[i].name);
     free(s[i].path);
@@ -128,7 +128,7 @@ static char *host_memdup(const char *p, size_t len) {
   return c;
 }
 
-host_script_t *host_scripts_copy(host_t *h, size_t *n, uint64_t *gen) {
+host_script_t *pawl__host_scripts_copy(host_t *h, size_t *n, uint64_t *gen) {
   pthread_mutex_lock(&h->mu);
   host_script_t *c = calloc(h->nscripts ? h->nscripts : 1, sizeof *c);
   size_t k = 0;
@@ -163,15 +163,15 @@ static char *host_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   pawl_buf_t b;
-  buf_init(&b);
+  pawl__buf_init(&b);
   char chunk[8192];
   size_t k;
-  while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(&b, chunk, k);
+  while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) pawl__buf_append(&b, chunk, k);
   int bad = ferror(f) || b.oom;
   fclose(f);
   *len = b.len;
-  char *s = bad ? NULL : buf_detach(&b);
-  buf_free(&b);
+  char *s = bad ? NULL : pawl__buf_detach(&b);
+  pawl__buf_free(&b);
   return s;
 }
 
@@ -257,14 +257,14 @@ static int host_scan_scripts(host_t *h, uint64_t *last_sig, worker_t *probe) {
   uint64_t sig = 0;
   if (host_list_scripts(h->scripts_dir, &list, &n, &sig) != 0) sig = 0;
   if (sig == *last_sig && h->scripts_gen != 0) {
-    host_scripts_free(list, n);
+    pawl__host_scripts_free(list, n);
     return 0;
   }
   char **errors = calloc(n ? n : 1, sizeof *errors);
-  if (worker_load_list(probe, list, n, errors) != 0) {
+  if (pawl__worker_load_list(probe, list, n, errors) != 0) {
     for (size_t i = 0; errors && i < n; i++) free(errors[i]);
     free(errors);
-    host_scripts_free(list, n);
+    pawl__host_scripts_free(list, n);
     return -1;
   }
   *last_sig = sig;
@@ -298,7 +298,7 @@ static int host_scan_scripts(host_t *h, uint64_t *last_sig, worker_t *probe) {
   /* Idle workers load the new list now, not before their next job. */
   pthread_cond_broadcast(&h->work_cv);
   pthread_mutex_unlock(&h->mu);
-  host_scripts_free(old, nold);
+  pawl__host_scripts_free(old, nold);
   return 1;
 }
 
@@ -322,12 +322,12 @@ typedef struct poller {
 
 static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
   log_line_t line;
-  log_begin(&line, &h->log, PAWL_LOG_ERROR, what);
-  log_str(&line, "error", pawl_errmsg(p));
-  log_end(&line);
+  pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR, what);
+  pawl__log_str(&line, "error", pawl_errmsg(p));
+  pawl__log_end(&line);
 }
 
-void host_hand_back(host_t *h, pawl_job_t *job) {
+void pawl__host_hand_back(host_t *h, pawl_job_t *job) {
   host_outcome_t *o = calloc(1, sizeof *o);
   if (!o) {
     pawl_job_free(job);
@@ -339,12 +339,12 @@ void host_hand_back(host_t *h, pawl_job_t *job) {
   o->out.id = job->id;
   o->out.attempt = job->attempt;
   o->out.kind = PAWL_OUT_RELEASE;
-  host_push_outcome(h, o);
+  pawl__host_push_outcome(h, o);
 }
 
 /* A tenth of the lease as a margin: the database's lease was set a little
  * after our clock reading, but other nodes may run a little fast. */
-int host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono) {
+int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono) {
   int64_t renewed = claimed_mono > h->beat_ok_mono ? claimed_mono : h->beat_ok_mono;
   int64_t lease = h->p->lease_ms;
   return now_mono >= renewed + lease - lease / 10;
@@ -361,7 +361,7 @@ static void host_release_queued(host_t *h) {
   while (items) {
     host_item_t *it = items;
     items = it->next;
-    host_hand_back(h, it->job);
+    pawl__host_hand_back(h, it->job);
     free(it);
   }
 }
@@ -370,15 +370,15 @@ static void host_release_queued(host_t *h) {
  * and interrupts them: their own outcomes will be refused as stale. */
 static void host_release_running(host_t *h) {
   pthread_mutex_lock(&h->mu);
-  h->abandon_at = host_mono_ms() + 2000;
+  h->abandon_at = pawl__host_mono_ms() + 2000;
   int running = h->running;
   pthread_mutex_unlock(&h->mu);
   log_line_t line;
-  log_begin(&line, &h->log, PAWL_LOG_INFO,
+  pawl__log_begin(&line, &h->log, PAWL_LOG_INFO,
             "interrupting the jobs still running; they are handed back");
-  log_int(&line, "jobs", running);
-  log_end(&line);
-  for (int i = 0; i < h->nworkers; i++) worker_interrupt_stop(h->workers[i]);
+  pawl__log_int(&line, "jobs", running);
+  pawl__log_end(&line);
+  for (int i = 0; i < h->nworkers; i++) pawl__worker_interrupt_stop(h->workers[i]);
 }
 
 static void poller_chores(poller_t *pl, int64_t now) {
@@ -390,15 +390,15 @@ static void poller_chores(poller_t *pl, int64_t now) {
       snprintf(pl->beat_err, sizeof pl->beat_err, "%s", pawl_errmsg(pl->p));
       host_log_rc(h, pl->p, "heartbeat failed");
       pthread_mutex_lock(&h->mu);
-      int lapsed = host_lapsed(h, 0, host_mono_ms()) && !h->lapsed_logged;
+      int lapsed = pawl__host_lapsed(h, 0, pawl__host_mono_ms()) && !h->lapsed_logged;
       if (lapsed) h->lapsed_logged = 1;
       pthread_mutex_unlock(&h->mu);
       if (lapsed) {
         log_line_t line;
-        log_begin(&line, &h->log, PAWL_LOG_ERROR,
+        pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
                   "database unreachable for longer than the lease: not "
                   "starting new jobs until it is back");
-        log_end(&line);
+        pawl__log_end(&line);
       }
     } else {
       pthread_mutex_lock(&h->mu);
@@ -409,8 +409,8 @@ static void poller_chores(poller_t *pl, int64_t now) {
       pthread_mutex_unlock(&h->mu);
       if (was_lapsed) {
         log_line_t line;
-        log_begin(&line, &h->log, PAWL_LOG_INFO, "database reachable again");
-        log_end(&line);
+        pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "database reachable again");
+        pawl__log_end(&line);
       }
     }
     store_node_t nd = {.id = pawl_node_id(pl->p),
@@ -434,19 +434,19 @@ static void poller_chores(poller_t *pl, int64_t now) {
         host_log_rc(h, pl->p, "lease recovery failed");
       else if (n > 0) {
         log_line_t line;
-        log_begin(&line, &h->log, PAWL_LOG_WARN,
+        pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
                   "took back jobs whose lease expired");
-        log_int(&line, "jobs", (int64_t)n);
-        log_end(&line);
+        pawl__log_int(&line, "jobs", (int64_t)n);
+        pawl__log_end(&line);
       }
       /* Nodes silent for five leases are gone: their jobs were taken back
        * long ago; the node table lists the living. */
       size_t reaped = 0;
       if (st->ops->nodes.reap(st, 5 * pl->p->lease_ms, &reaped) == 0 && reaped) {
         log_line_t line;
-        log_begin(&line, &h->log, PAWL_LOG_INFO, "removed silent nodes");
-        log_int(&line, "nodes", (int64_t)reaped);
-        log_end(&line);
+        pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "removed silent nodes");
+        pawl__log_int(&line, "nodes", (int64_t)reaped);
+        pawl__log_end(&line);
       }
       st->ops->locks.release(st, "pawl.recover", owner);
     }
@@ -495,7 +495,7 @@ static size_t poller_claim(poller_t *pl) {
   pawl_job_t **jobs = NULL;
   size_t n = 0;
   if (pawl_claim(pl->p, &co, (size_t)want, &jobs, &n) != 0) {
-    int64_t now = host_mono_ms();
+    int64_t now = pawl__host_mono_ms();
     if (!pl->claims_failing_since) pl->claims_failing_since = now;
     snprintf(pl->claim_err, sizeof pl->claim_err, "%s", pawl_errmsg(pl->p));
     if (!pl->claim_failed_at || now - pl->claim_failed_at >= 5000) {
@@ -507,7 +507,7 @@ static size_t poller_claim(poller_t *pl) {
   pl->claim_failed_at = 0;
   pl->claims_failing_since = 0;
   if (n == 0) return 0;
-  int64_t claimed = host_mono_ms();
+  int64_t claimed = pawl__host_mono_ms();
   host_item_t *first = NULL, *last = NULL;
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
@@ -620,13 +620,13 @@ static int poller_give_up(poller_t *pl, int64_t now) {
            (double)failing / 1000.0, why);
   pthread_mutex_unlock(&h->mu);
   log_line_t line;
-  log_begin(&line, &h->log, PAWL_LOG_ERROR,
+  pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
             "giving up: the database has failed for longer than the give-up "
             "time");
-  log_str(&line, "failing", what);
-  log_num(&line, "failing_s", (double)failing / 1000.0);
-  log_str(&line, "error", why);
-  log_end(&line);
+  pawl__log_str(&line, "failing", what);
+  pawl__log_num(&line, "failing_s", (double)failing / 1000.0);
+  pawl__log_str(&line, "error", why);
+  pawl__log_end(&line);
   pawl_stop(h->p, PAWL_STOP_GRACEFUL);
   return 1;
 }
@@ -655,17 +655,17 @@ static int poller_until_idle(poller_t *pl, int64_t now, int64_t *next_due) {
   if (*next_due != 0 && *next_due - db_now <= h->opts.idle_wait_ms) return 0;
   if (elsewhere) {
     log_line_t line;
-    log_begin(&line, &h->log, PAWL_LOG_WARN,
+    pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
               "stopping while jobs are still running elsewhere: on other "
               "nodes, or left by a node that died (lease recovery takes "
               "those back once their leases expire)");
-    log_int(&line, "running", (int64_t)elsewhere);
+    pawl__log_int(&line, "running", (int64_t)elsewhere);
     if (lease_end) {
       char when[32];
-      iso8601_format(lease_end, when);
-      log_str(&line, "first_lease_expires", when);
+      pawl__iso8601_format(lease_end, when);
+      pawl__log_str(&line, "first_lease_expires", when);
     }
-    log_end(&line);
+    pawl__log_end(&line);
   }
   pawl_stop(h->p, PAWL_STOP_GRACEFUL);
   return 1;
@@ -676,7 +676,7 @@ static void *poller_main(void *arg) {
   host_t *h = pl->h;
   int64_t stop_started = 0;
   for (;;) {
-    int64_t now = host_mono_ms();
+    int64_t now = pawl__host_mono_ms();
     pthread_mutex_lock(&h->mu);
     int stopping = h->stopping;
     /* No job before the loader has installed the scripts (it wakes us). */
@@ -701,7 +701,7 @@ static void *poller_main(void *arg) {
       poller_chores(pl, now);
       size_t got = ready ? poller_claim(pl) : 0;
       if (got > 0) continue;
-      if (poller_give_up(pl, host_mono_ms())) continue;
+      if (poller_give_up(pl, pawl__host_mono_ms())) continue;
     }
     int64_t wait = h->opts.poll_ms;
     if (!stopping) {
@@ -750,33 +750,33 @@ static void completer_log(host_t *h, const host_outcome_t *o) {
                                                 : PAWL_LOG_INFO;
   log_line_t line;
   if (o->rc == PAWL_ELEASE) {
-    log_begin(&line, &h->log, PAWL_LOG_WARN,
+    pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
               "outcome not stored: the job is no longer ours (canceled or "
               "taken back)");
   } else {
-    log_begin(&line, &h->log, level, msgs[o->out.kind]);
+    pawl__log_begin(&line, &h->log, level, msgs[o->out.kind]);
   }
-  log_id(&line, "job", &o->out.id);
+  pawl__log_id(&line, "job", &o->out.id);
   if (o->job) {
-    log_str(&line, "type", o->job->type);
-    log_str(&line, "queue", o->job->queue);
+    pawl__log_str(&line, "type", o->job->type);
+    pawl__log_str(&line, "queue", o->job->queue);
   }
-  log_int(&line, "attempt", o->out.attempt);
-  if (o->worker >= 0) log_num(&line, "duration_ms", o->duration_ms);
+  pawl__log_int(&line, "attempt", o->out.attempt);
+  if (o->worker >= 0) pawl__log_num(&line, "duration_ms", o->duration_ms);
   if (o->out.kind == PAWL_OUT_RETRY || o->out.kind == PAWL_OUT_SNOOZE) {
     char when[32];
-    iso8601_format(o->out.run_at, when);
-    log_str(&line, "run_at", when);
+    pawl__iso8601_format(o->out.run_at, when);
+    pawl__log_str(&line, "run_at", when);
   }
   if (o->error) {
     /* The first line (the message with its file:line); the traceback is in
      * the stored error (pawl show). */
     size_t n = strcspn(o->error, "\n");
     char *first = strndup(o->error, n);
-    log_str(&line, "error", first ? first : o->error);
+    pawl__log_str(&line, "error", first ? first : o->error);
     free(first);
   }
-  log_end(&line);
+  pawl__log_end(&line);
 }
 
 /* The completer ends once nothing more can arrive: the poller is done and
@@ -785,7 +785,7 @@ static void completer_log(host_t *h, const host_outcome_t *o) {
 static int completer_may_end(host_t *h) {
   if (!h->poller_done) return 0;
   if (h->workers_alive == 0) return 1;
-  if (h->abandon_at && host_mono_ms() >= h->abandon_at && !h->abandoned) {
+  if (h->abandon_at && pawl__host_mono_ms() >= h->abandon_at && !h->abandoned) {
     /* Workers stuck in blocking C calls: hand their jobs back by id (the
      * release is refused as stale if a worker did finish meanwhile). */
     h->abandoned = h->workers_alive;
@@ -885,7 +885,7 @@ static void completer_went_down(completer_t *c, int rc, const char *why) {
 /* Text from the store made safe to store and log (valid UTF-8, no NUL),
  * cut to fit `len` (a byte may become three). */
 static void completer_reason(char *out, size_t len, const char *why) {
-  char *safe = utf8_scrub(why, strnlen(why, (len - 1) / 3), NULL);
+  char *safe = pawl__utf8_scrub(why, strnlen(why, (len - 1) / 3), NULL);
   snprintf(out, len, "%s", safe ? safe : "the database refused it");
   free(safe);
 }
@@ -977,13 +977,13 @@ static void completer_unstored(completer_t *c, host_outcome_t *o, int rc,
                                const char *msg, const char *why) {
   host_t *h = c->h;
   log_line_t line;
-  log_begin(&line, &h->log, PAWL_LOG_ERROR, msg);
-  log_id(&line, "job", &o->out.id);
-  if (o->job) log_str(&line, "type", o->job->type);
-  log_int(&line, "attempt", o->out.attempt);
-  log_str(&line, "outcome", completer_kinds[o->out.kind]);
-  log_str(&line, "error", why);
-  log_end(&line);
+  pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR, msg);
+  pawl__log_id(&line, "job", &o->out.id);
+  if (o->job) pawl__log_str(&line, "type", o->job->type);
+  pawl__log_int(&line, "attempt", o->out.attempt);
+  pawl__log_str(&line, "outcome", completer_kinds[o->out.kind]);
+  pawl__log_str(&line, "error", why);
+  pawl__log_end(&line);
   pthread_mutex_lock(&h->mu);
   h->unstored++;
   h->unstored_rc = rc;
@@ -1013,21 +1013,21 @@ static void completer_refused(completer_t *c, host_outcome_t *o, int rc,
     if (step == 1) {
       oom = completer_strip_logs(o, why);
       log_line_t line;
-      log_begin(&line, &c->h->log, PAWL_LOG_WARN,
+      pawl__log_begin(&line, &c->h->log, PAWL_LOG_WARN,
                 "the database refused an outcome: writing it again without "
                 "its log lines");
-      log_id(&line, "job", &o->out.id);
-      log_str(&line, "error", why);
-      log_end(&line);
+      pawl__log_id(&line, "job", &o->out.id);
+      pawl__log_str(&line, "error", why);
+      pawl__log_end(&line);
     } else if (step == 2) {
       log_line_t line;
-      log_begin(&line, &c->h->log, PAWL_LOG_ERROR,
+      pawl__log_begin(&line, &c->h->log, PAWL_LOG_ERROR,
                 "the database refused an outcome: storing a failure that "
                 "says so instead");
-      log_id(&line, "job", &o->out.id);
-      log_str(&line, "outcome", completer_kinds[o->out.kind]);
-      log_str(&line, "error", why);
-      log_end(&line);
+      pawl__log_id(&line, "job", &o->out.id);
+      pawl__log_str(&line, "outcome", completer_kinds[o->out.kind]);
+      pawl__log_str(&line, "error", why);
+      pawl__log_end(&line);
       oom = completer_rewrite(o, why);
     }
     if (step > 2 || oom) {
@@ -1088,12 +1088,12 @@ static void completer_write(completer_t *c, host_outcome_t **b, size_t n,
   }
   if (top) {
     log_line_t line;
-    log_begin(&line, &c->h->log, PAWL_LOG_WARN,
+    pawl__log_begin(&line, &c->h->log, PAWL_LOG_WARN,
               "the database refused a batch of outcomes: writing it in parts "
               "to find the refused ones");
-    log_int(&line, "outcomes", (int64_t)n);
-    log_str(&line, "error", pawl_errmsg(c->p));
-    log_end(&line);
+    pawl__log_int(&line, "outcomes", (int64_t)n);
+    pawl__log_str(&line, "error", pawl_errmsg(c->p));
+    pawl__log_end(&line);
   }
   completer_write(c, b, n / 2, 0);
   completer_write(c, b + n / 2, n - n / 2, 0);
@@ -1104,7 +1104,7 @@ static void completer_write(completer_t *c, host_outcome_t **b, size_t n,
  * the database is away, they wait for the next round. Called with h->mu
  * held. */
 static void completer_backoff(host_t *h, int64_t ms) {
-  int64_t now = host_mono_ms(), until = now + ms;
+  int64_t now = pawl__host_mono_ms(), until = now + ms;
   int stopping = h->stopping;
   while (now < until && h->stopping == stopping &&
          !(h->flush_until && now >= h->flush_until)) {
@@ -1112,7 +1112,7 @@ static void completer_backoff(host_t *h, int64_t ms) {
     if (h->flush_until && h->flush_until - now < left) left = h->flush_until - now;
     struct timespec ts = host_deadline(left > 0 ? left : 1);
     pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
-    now = host_mono_ms();
+    now = pawl__host_mono_ms();
   }
 }
 
@@ -1172,20 +1172,20 @@ static void *completer_main(void *arg) {
     if (!c->down) {
       h->writes_failing_since = 0;
     } else if (!h->writes_failing_since) {
-      h->writes_failing_since = host_mono_ms();
+      h->writes_failing_since = pawl__host_mono_ms();
       snprintf(h->write_err, sizeof h->write_err, "%s", c->err);
     }
     int give_up = c->down && h->stopping && h->flush_until &&
-                  host_mono_ms() >= h->flush_until;
+                  pawl__host_mono_ms() >= h->flush_until;
     pthread_mutex_unlock(&h->mu);
     if (c->down) {
       log_line_t line;
-      log_begin(&line, &h->log, PAWL_LOG_ERROR,
+      pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
                 give_up ? "writing outcomes failed; stopping: not trying "
                           "again"
                         : "writing outcomes failed; retrying");
-      log_str(&line, "error", c->err);
-      log_end(&line);
+      pawl__log_str(&line, "error", c->err);
+      pawl__log_end(&line);
     }
     if (give_up) {
       /* Stopping, and the deadline for writing has passed: the rest is
@@ -1203,10 +1203,10 @@ static void *completer_main(void *arg) {
                            c->err);
       }
       log_line_t line;
-      log_begin(&line, &h->log, PAWL_LOG_ERROR,
+      pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
                 "outcomes not stored at the stop (listed above)");
-      log_int(&line, "outcomes", (int64_t)left);
-      log_end(&line);
+      pawl__log_int(&line, "outcomes", (int64_t)left);
+      pawl__log_end(&line);
     }
     size_t kept = 0;
     for (host_outcome_t *o = c->pending; o; o = o->next) kept++;
@@ -1226,7 +1226,7 @@ static void *completer_main(void *arg) {
         w->inbox = o;
         pthread_cond_broadcast(&h->work_cv);
       } else {
-        host_outcome_free(o);
+        pawl__host_outcome_free(o);
       }
     }
     h->wake = 1;
@@ -1256,9 +1256,9 @@ static void *watchdog_main(void *arg) {
   pthread_mutex_lock(&h->mu);
   while (!h->completer_done) {
     pthread_mutex_unlock(&h->mu);
-    int64_t now = host_mono_ms();
-    for (int i = 0; i < h->nworkers; i++) worker_watch(h->workers[i], now);
-    if (h->probe) worker_watch(h->probe, now);
+    int64_t now = pawl__host_mono_ms();
+    for (int i = 0; i < h->nworkers; i++) pawl__worker_watch(h->workers[i], now);
+    if (h->probe) pawl__worker_watch(h->probe, now);
     pthread_mutex_lock(&h->mu);
     struct timespec ts = host_deadline(HOST_WATCHDOG_MS);
     pthread_cond_timedwait(&h->stop_cv, &h->mu, &ts);
@@ -1286,7 +1286,7 @@ static void *loader_main(void *arg) {
   loader_t *ld = arg;
   host_t *h = ld->h;
   ld->probe.thread = pthread_self(); /* before any call the watchdog sees */
-  worker_bind(&ld->probe);
+  pawl__worker_bind(&ld->probe);
   int first = 1;
   pthread_mutex_lock(&h->mu);
   while (!h->stopping) {
@@ -1294,13 +1294,13 @@ static void *loader_main(void *arg) {
     if (host_scan_scripts(h, &ld->sig, &ld->probe) > 0) {
       if (!first) {
         log_line_t line;
-        log_begin(&line, &h->log, PAWL_LOG_INFO, "scripts loaded");
-        log_str(&line, "dir", h->scripts_dir);
-        log_int(&line, "files", (int64_t)h->nscripts);
-        log_end(&line);
+        pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "scripts loaded");
+        pawl__log_str(&line, "dir", h->scripts_dir);
+        pawl__log_int(&line, "files", (int64_t)h->nscripts);
+        pawl__log_end(&line);
       }
       first = 0;
-      host_wake(h); /* jobs may be claimed now */
+      pawl__host_wake(h); /* jobs may be claimed now */
     }
     pthread_mutex_lock(&h->mu);
     if (h->stopping) break;
@@ -1373,11 +1373,11 @@ static void *listener_main(void *arg) {
     if (rc) {
       if (!down) {
         log_line_t line;
-        log_begin(&line, &h->log, PAWL_LOG_WARN,
+        pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
                   "not hearing about new jobs; polling until the database "
                   "is back");
-        log_str(&line, "error", err);
-        log_end(&line);
+        pawl__log_str(&line, "error", err);
+        pawl__log_end(&line);
       }
       down = 1;
       pthread_mutex_lock(&h->mu);
@@ -1392,7 +1392,7 @@ static void *listener_main(void *arg) {
       backoff = 100;
       woke = 1;
     }
-    if (woke) host_wake(h);
+    if (woke) pawl__host_wake(h);
     pthread_mutex_lock(&h->mu);
   }
   pthread_mutex_unlock(&h->mu);
@@ -1410,7 +1410,7 @@ static void *listener_main(void *arg) {
 static void host_loader_free(host_t *h, loader_t *ld) {
   if (!ld) return;
   if (ld->probe.L) {
-    worker_close(&ld->probe);
+    pawl__worker_close(&ld->probe);
     pthread_mutex_destroy(&ld->probe.dl);
   }
   free(ld);
@@ -1420,22 +1420,22 @@ static void host_loader_free(host_t *h, loader_t *ld) {
 
 static void host_free(host_t *h) {
   if (!h) return;
-  if (h->signal_held) worker_signal_release(h->interrupt_signal);
+  if (h->signal_held) pawl__worker_signal_release(h->interrupt_signal);
   for (int i = 0; i < h->nworkers; i++) {
     if (!h->workers[i]) continue;
-    worker_close(h->workers[i]);
+    pawl__worker_close(h->workers[i]);
     pawl_close(h->workers[i]->p);
     pthread_mutex_destroy(&h->workers[i]->dl);
     free(h->workers[i]);
   }
   free(h->workers);
-  host_scripts_free(h->scripts, h->nscripts);
+  pawl__host_scripts_free(h->scripts, h->nscripts);
   for (size_t i = 0; h->queues && i < h->opts.nqueues; i++) free(h->queues[i]);
   free(h->queues);
   completer_free(h->completer_state);
   free(h->scripts_dir);
   free(h->queues_csv);
-  log_destroy(&h->log);
+  pawl__log_destroy(&h->log);
   pthread_mutex_destroy(&h->mu);
   pthread_mutex_destroy(&h->lua_init);
   pthread_cond_destroy(&h->poll_cv);
@@ -1502,7 +1502,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   host_cond_init(&h->done_cv);
   host_cond_init(&h->stop_cv);
   host_cond_init(&h->load_cv);
-  log_init(&h->log, in->log_level, in->log_json, in->log_fn, in->log_data);
+  pawl__log_init(&h->log, in->log_level, in->log_json, in->log_fn, in->log_data);
   pawl_host_opts_t *o = &h->opts;
   if (o->workers <= 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -1526,13 +1526,13 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     };
     char msg[256];
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-      if (bounds_check_int(nums[i].name, nums[i].v, nums[i].min, nums[i].max,
+      if (pawl__bounds_check_int(nums[i].name, nums[i].v, nums[i].min, nums[i].max,
                            NULL, msg, sizeof msg))
         return host_fail(p, h, PAWL_EINVAL, msg);
     int sig = o->interrupt_signal == 0    ? SIGURG
               : o->interrupt_signal == -1 ? 0
                                           : o->interrupt_signal;
-    if (worker_signal_check(sig, msg, sizeof msg))
+    if (pawl__worker_signal_check(sig, msg, sizeof msg))
       return host_fail(p, h, PAWL_EINVAL, msg);
     h->interrupt_signal = sig;
   }
@@ -1568,12 +1568,12 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
       return host_fail(p, h, PAWL_ENOMEM, "out of memory");
   {
     pawl_buf_t csv;
-    buf_init(&csv);
+    pawl__buf_init(&csv);
     for (size_t i = 0; i < o->nqueues; i++) {
-      if (i) buf_putc(&csv, ',');
-      buf_puts(&csv, h->queues[i]);
+      if (i) pawl__buf_putc(&csv, ',');
+      pawl__buf_puts(&csv, h->queues[i]);
     }
-    h->queues_csv = buf_detach(&csv);
+    h->queues_csv = pawl__buf_detach(&csv);
     if (!h->queues_csv) return host_fail(p, h, PAWL_ENOMEM, "out of memory");
   }
   o->scripts_dir = h->scripts_dir;
@@ -1589,7 +1589,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   p->owns_host = 1;
 
   if (h->interrupt_signal) {
-    if (worker_signal_acquire(h->interrupt_signal) != 0) {
+    if (pawl__worker_signal_acquire(h->interrupt_signal) != 0) {
       char msg[128];
       snprintf(msg, sizeof msg, "cannot install the interrupt signal %d: %s",
                h->interrupt_signal, strerror(errno));
@@ -1622,7 +1622,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     ld->probe.index = -1;
     ld->probe.signal = h->interrupt_signal;
     pthread_mutex_init(&ld->probe.dl, NULL);
-    rc = worker_open(&ld->probe, err, sizeof err);
+    rc = pawl__worker_open(&ld->probe, err, sizeof err);
     if (rc) {
       pthread_mutex_destroy(&ld->probe.dl);
     } else {
@@ -1658,24 +1658,24 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   }
   {
     log_line_t line;
-    log_begin(&line, &h->log, PAWL_LOG_INFO, "host started");
-    log_str(&line, "node", pawl_node_id(p));
-    log_int(&line, "workers", o->workers);
-    log_str(&line, "scripts", h->scripts_dir);
-    log_str(&line, "db", p->store->ops->name);
-    log_end(&line);
+    pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "host started");
+    pawl__log_str(&line, "node", pawl_node_id(p));
+    pawl__log_int(&line, "workers", o->workers);
+    pawl__log_str(&line, "scripts", h->scripts_dir);
+    pawl__log_str(&line, "db", p->store->ops->name);
+    pawl__log_end(&line);
   }
   /* Scheduling follows the database clock; retry times this node computes
    * are corrected by the skew, but a large one means a clock is wrong. */
   if (p->store->skew_ms > 1000 || p->store->skew_ms < -1000) {
     log_line_t line;
-    log_begin(&line, &h->log, PAWL_LOG_WARN,
+    pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
               "this machine's clock differs from the database's by more "
               "than a second");
-    log_int(&line, "skew_ms", p->store->skew_ms);
-    log_end(&line);
+    pawl__log_int(&line, "skew_ms", p->store->skew_ms);
+    pawl__log_end(&line);
   }
-  h->beat_ok_mono = host_mono_ms();
+  h->beat_ok_mono = pawl__host_mono_ms();
   h->workers_alive = o->workers;
   h->poller_state = pl;
   /* Each worker thread builds its own Lua state, one at a time (lua-cjson's
@@ -1683,7 +1683,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
    * no job is claimed before every state is ready. */
   int started = 0, terr = 0;
   for (int i = 0; i < o->workers && !terr; i++)
-    if (!(terr = host_thread_start(&h->workers[i]->thread, worker_main,
+    if (!(terr = host_thread_start(&h->workers[i]->thread, pawl__worker_main,
                                    h->workers[i])))
       started++;
   pthread_mutex_lock(&h->mu);
@@ -1751,7 +1751,7 @@ void pawl_stop(pawl_t *p, int how) {
   if (how > h->stopping) h->stopping = how;
   /* Outcomes the database does not take are tried until the grace period
    * and the flush time have passed; after a stop-now, once more each. */
-  int64_t now = host_mono_ms();
+  int64_t now = pawl__host_mono_ms();
   if (h->stopping == PAWL_STOP_GRACEFUL && was == 0)
     h->flush_until = now + h->opts.grace_ms + h->opts.flush_ms;
   else if (h->stopping == PAWL_STOP_NOW && was != PAWL_STOP_NOW &&
@@ -1762,14 +1762,14 @@ void pawl_stop(pawl_t *p, int how) {
   if (h->stopping != was && !ended) {
     log_line_t line;
     if (h->stopping == PAWL_STOP_GRACEFUL) {
-      log_begin(&line, &h->log, PAWL_LOG_INFO,
+      pawl__log_begin(&line, &h->log, PAWL_LOG_INFO,
                 "stopping: no new jobs; running ones may finish");
-      log_num(&line, "grace_s", (double)h->opts.grace_ms / 1000.0);
+      pawl__log_num(&line, "grace_s", (double)h->opts.grace_ms / 1000.0);
     } else {
-      log_begin(&line, &h->log, PAWL_LOG_INFO,
+      pawl__log_begin(&line, &h->log, PAWL_LOG_INFO,
                 "stopping now: unfinished jobs are handed back");
     }
-    log_end(&line);
+    pawl__log_end(&line);
   }
   h->wake = 1;
   pthread_cond_broadcast(&h->poll_cv);
@@ -1778,7 +1778,7 @@ void pawl_stop(pawl_t *p, int how) {
   pthread_cond_broadcast(&h->load_cv);
   pthread_mutex_unlock(&h->mu);
   /* A script being loaded is no job: cut it short (nothing installed). */
-  if (h->probe) worker_interrupt_stop(h->probe);
+  if (h->probe) pawl__worker_interrupt_stop(h->probe);
 }
 
 int pawl_host_status(pawl_t *p) {
@@ -1809,13 +1809,13 @@ int pawl_host_status(pawl_t *p) {
 int pawl_wait(pawl_t *p, int64_t timeout_ms) {
   host_t *h = p->host;
   if (!h) return 0;
-  int64_t end = timeout_ms >= 0 ? host_mono_ms() + timeout_ms : 0;
+  int64_t end = timeout_ms >= 0 ? pawl__host_mono_ms() + timeout_ms : 0;
   pthread_mutex_lock(&h->mu);
   for (;;) {
     int rest = h->completer_done && h->watchdog_done && h->poller_done &&
                h->checkpointer_done && h->listener_done;
     if (rest && !h->loader_done && !h->loader_abandoned) {
-      int64_t now = host_mono_ms();
+      int64_t now = pawl__host_mono_ms();
       if (!h->loader_giveup_at)
         h->loader_giveup_at = now + 2000;
       else if (now >= h->loader_giveup_at)
@@ -1823,7 +1823,7 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
     }
     if (rest && (h->loader_done || h->loader_abandoned)) break;
     if (timeout_ms >= 0) {
-      int64_t left = end - host_mono_ms();
+      int64_t left = end - pawl__host_mono_ms();
       if (left <= 0) {
         pthread_mutex_unlock(&h->mu);
         return PAWL_EBUSY;
@@ -1847,9 +1847,9 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
     if (loader_abandoned) {
       pthread_detach(h->loader);
       log_line_t line;
-      log_begin(&line, &h->log, PAWL_LOG_ERROR,
+      pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
                 "the script loader, stuck in a blocking C call, was left behind");
-      log_end(&line);
+      pawl__log_end(&line);
     } else {
       pthread_join(h->loader, NULL);
     }
@@ -1858,10 +1858,10 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
       /* Their jobs were handed back; they cannot be joined. */
       for (int i = 0; i < h->nworkers; i++) pthread_detach(h->workers[i]->thread);
       log_line_t line;
-      log_begin(&line, &h->log, PAWL_LOG_ERROR,
+      pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
                 "workers stuck in blocking C calls were left behind");
-      log_int(&line, "workers", abandoned);
-      log_end(&line);
+      pawl__log_int(&line, "workers", abandoned);
+      pawl__log_end(&line);
     } else {
       for (int i = 0; i < h->nworkers; i++)
         pthread_join(h->workers[i]->thread, NULL);
@@ -1870,11 +1870,11 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
      * handler is back once the last host using it has stopped. */
     if (h->signal_held) {
       h->signal_held = 0;
-      worker_signal_release(h->interrupt_signal);
+      pawl__worker_signal_release(h->interrupt_signal);
     }
     log_line_t line;
-    log_begin(&line, &h->log, PAWL_LOG_INFO, "host stopped");
-    log_end(&line);
+    pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "host stopped");
+    pawl__log_end(&line);
   }
   return 0;
 }

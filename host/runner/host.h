@@ -123,7 +123,7 @@ typedef struct host {
   int checkpointer_done, listener_done;
   /* When the last heartbeat reached the database (monotonic ms). A job
    * whose lease was last renewed longer than a lease ago may have been
-   * taken back by another node: it is not started (see host_lapsed()). */
+   * taken back by another node: it is not started (see pawl__host_lapsed()). */
   int64_t beat_ok_mono;
   int lapsed_logged;         /* "not starting new jobs" was logged */
   /* Stopping with a database that does not take outcomes: a failed write
@@ -153,29 +153,29 @@ typedef struct host {
 } host_t;
 
 /* Wakes the poller (an enqueue happened, a slot freed up). */
-void host_wake(host_t *h);
+void pawl__host_wake(host_t *h);
 
 /* 1 if the lease of a job claimed at `claimed_mono` may have run out
  * (the database has not heard from this node for about a lease): such a
  * job must not start. Called with h->mu held. */
-int host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono);
+int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono);
 
 /* Hands a claimed job that never started back to the store (pending again,
  * no attempt used) through the completer. Takes ownership of `job`. */
-void host_hand_back(host_t *h, pawl_job_t *job);
+void pawl__host_hand_back(host_t *h, pawl_job_t *job);
 
 /* Hands a finished attempt to the completer. Takes ownership. */
-void host_push_outcome(host_t *h, host_outcome_t *o);
+void pawl__host_push_outcome(host_t *h, host_outcome_t *o);
 
 /* Frees an outcome and everything it owns (not its hook ref). */
-void host_outcome_free(host_outcome_t *o);
+void pawl__host_outcome_free(host_outcome_t *o);
 
 /* Monotonic milliseconds, for deadlines and timers. */
-int64_t host_mono_ms(void);
+int64_t pawl__host_mono_ms(void);
 
 /* A copy of the current script list (caller frees with
- * host_scripts_free); *gen receives its generation. */
-host_script_t *host_scripts_copy(host_t *h, size_t *n, uint64_t *gen);
-void host_scripts_free(host_script_t *s, size_t n);
+ * pawl__host_scripts_free); *gen receives its generation. */
+host_script_t *pawl__host_scripts_copy(host_t *h, size_t *n, uint64_t *gen);
+void pawl__host_scripts_free(host_script_t *s, size_t n);
 
 #endif

@@ -38,8 +38,8 @@ typedef struct pawl_lua_module {
   const char *src;
   size_t len;
 } pawl_lua_module_t;
-extern const pawl_lua_module_t pawl_lua_modules[];
-extern const size_t pawl_lua_module_count;
+extern const pawl_lua_module_t pawl__lua_modules[];
+extern const size_t pawl__lua_module_count;
 
 /* How long the steps after a job may take: result encoding, sanitizer and
  * retry policy. */
@@ -124,7 +124,7 @@ static void worker_on_signal(int sig, siginfo_t *info, void *uc) {
   errno = saved;
 }
 
-int worker_signal_check(int sig, char *err, size_t errlen) {
+int pawl__worker_signal_check(int sig, char *err, size_t errlen) {
   if (sig == 0 || sig == SIGURG || sig == SIGUSR1 || sig == SIGUSR2 ||
       (sig >= SIGRTMIN && sig <= SIGRTMAX))
     return 0;
@@ -135,7 +135,7 @@ int worker_signal_check(int sig, char *err, size_t errlen) {
   return -1;
 }
 
-int worker_signal_acquire(int sig) {
+int pawl__worker_signal_acquire(int sig) {
   int rc = 0;
   pthread_mutex_lock(&worker_sig_mu);
   if (worker_sig[sig].users == 0) {
@@ -155,21 +155,21 @@ int worker_signal_acquire(int sig) {
   return rc;
 }
 
-void worker_signal_release(int sig) {
+void pawl__worker_signal_release(int sig) {
   pthread_mutex_lock(&worker_sig_mu);
   if (worker_sig[sig].users > 0 && --worker_sig[sig].users == 0)
     sigaction(sig, &worker_sig[sig].prev, NULL);
   pthread_mutex_unlock(&worker_sig_mu);
 }
 
-void worker_interrupt(worker_t *w) {
+void pawl__worker_interrupt(worker_t *w) {
   int sig = w->signal;
   if (!sig) return; /* none: the job runs on until it returns */
   atomic_store(&w->sig_sent, 1);
   pthread_kill(w->thread, sig);
 }
 
-void worker_bind(worker_t *w) {
+void pawl__worker_bind(worker_t *w) {
   worker_self = w;
   if (!w->signal) return;
   sigset_t set;
@@ -178,26 +178,26 @@ void worker_bind(worker_t *w) {
   pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
-void worker_watch(worker_t *w, int64_t now) {
+void pawl__worker_watch(worker_t *w, int64_t now) {
   pthread_mutex_lock(&w->dl);
   uint64_t seq = atomic_load(&w->seq);
   if (w->deadline && now >= w->deadline &&
       atomic_load(&w->interrupt_seq) != seq) {
     atomic_store(&w->interrupt_why, WORKER_INT_TIMEOUT);
     atomic_store(&w->interrupt_seq, seq);
-    worker_interrupt(w);
+    pawl__worker_interrupt(w);
   } else if (w->deadline && now >= w->deadline + 1000 &&
              atomic_load(&w->interrupt_seq) == seq) {
     /* Still not back a second later: the signal may have landed between
      * instructions the hook never reached (a blocking C call). Ask again;
      * it is harmless if it is already unwinding. */
     w->deadline = now;
-    worker_interrupt(w);
+    pawl__worker_interrupt(w);
   }
   pthread_mutex_unlock(&w->dl);
 }
 
-void worker_interrupt_stop(worker_t *w) {
+void pawl__worker_interrupt_stop(worker_t *w) {
   pthread_mutex_lock(&w->dl);
   if (atomic_load(&w->in_lua)) {
     uint64_t seq = atomic_load(&w->seq);
@@ -205,10 +205,10 @@ void worker_interrupt_stop(worker_t *w) {
      * not looked yet): a timeout, whatever the stop says. */
     int late = atomic_load(&w->interrupt_seq) == seq
                    ? atomic_load(&w->interrupt_why) == WORKER_INT_TIMEOUT
-                   : w->deadline && host_mono_ms() >= w->deadline;
+                   : w->deadline && pawl__host_mono_ms() >= w->deadline;
     atomic_store(&w->interrupt_why, late ? WORKER_INT_TIMEOUT : WORKER_INT_STOP);
     atomic_store(&w->interrupt_seq, seq);
-    worker_interrupt(w);
+    pawl__worker_interrupt(w);
   }
   pthread_mutex_unlock(&w->dl);
 }
@@ -236,7 +236,7 @@ static int worker_call(worker_t *w, int nargs, int nres, double timeout_s,
   lua_insert(L, base);
   pthread_mutex_lock(&w->dl);
   uint64_t seq = atomic_fetch_add(&w->seq, 1) + 1;
-  w->deadline = timeout_s > 0 ? host_mono_ms() + (int64_t)(timeout_s * 1000) : 0;
+  w->deadline = timeout_s > 0 ? pawl__host_mono_ms() + (int64_t)(timeout_s * 1000) : 0;
   w->timeout_s = timeout_s;
   pthread_mutex_unlock(&w->dl);
   atomic_store(&w->in_lua, 1);
@@ -299,8 +299,8 @@ static int host_fn_log(lua_State *L) {
   }
   /* Nothing below raises until these are kept or freed. */
   char *lvl = strdup(level);
-  char *msg = utf8_scrub(msg_in, msg_len, NULL);
-  char *fields = fields_in ? utf8_scrub(fields_in, fields_len, &fields_len) : NULL;
+  char *msg = pawl__utf8_scrub(msg_in, msg_len, NULL);
+  char *fields = fields_in ? pawl__utf8_scrub(fields_in, fields_len, &fields_len) : NULL;
   if (!lvl || !msg || (fields_in && !fields)) {
     free(lvl);
     free(msg);
@@ -309,9 +309,9 @@ static int host_fn_log(lua_State *L) {
   }
   if (fields) {
     char err[200];
-    utf8_json_no_nul(fields);
-    int bad = json_validate(fields, fields_len, err, sizeof err) != 0;
-    if (bad || !json_is_object(fields, fields_len)) {
+    pawl__utf8_json_no_nul(fields);
+    int bad = pawl__json_validate(fields, fields_len, err, sizeof err) != 0;
+    if (bad || !pawl__json_is_object(fields, fields_len)) {
       free(lvl);
       free(msg);
       free(fields);
@@ -323,14 +323,14 @@ static int host_fn_log(lua_State *L) {
       return 1;
     }
   }
-  int lv = log_level_parse(level);
+  int lv = pawl__log_level_parse(level);
   log_line_t line;
-  log_begin(&line, &w->h->log, lv < 0 ? PAWL_LOG_INFO : lv, msg);
-  log_id(&line, "job", &job->id);
-  log_str(&line, "type", job->type);
-  log_int(&line, "attempt", job->attempt);
-  log_str(&line, "fields", fields);
-  log_end(&line);
+  pawl__log_begin(&line, &w->h->log, lv < 0 ? PAWL_LOG_INFO : lv, msg);
+  pawl__log_id(&line, "job", &job->id);
+  pawl__log_str(&line, "type", job->type);
+  pawl__log_int(&line, "attempt", job->attempt);
+  pawl__log_str(&line, "fields", fields);
+  pawl__log_end(&line);
   if (w->nlogs >= WORKER_MAX_LOGS) {
     free(lvl);
     free(msg);
@@ -356,7 +356,7 @@ static int host_fn_progress(lua_State *L) {
                       lua_tostring(L, 2), lua_tostring(L, 3));
   /* Progress is for people watching: at most ten writes a second, and
    * always the final one. */
-  int64_t now = host_mono_ms();
+  int64_t now = pawl__host_mono_ms();
   if (now - w->progress_written < 100 && !(total > 0 && done >= total)) return 0;
   w->progress_written = now;
   pawl_progress(w->p, &job->id, job->attempt, done, total);
@@ -367,7 +367,7 @@ static int host_fn_progress(lua_State *L) {
 static int host_fn_canceled(lua_State *L) {
   worker_t *w = host_fn_worker(L);
   pawl_job_t *job = host_fn_job(L, w, 1);
-  int64_t now = host_mono_ms();
+  int64_t now = pawl__host_mono_ms();
   /* A job loop may ask every iteration: look at most every 100 ms. */
   if (!w->canceled && now - w->cancel_checked >= 100) {
     w->cancel_checked = now;
@@ -410,7 +410,7 @@ static int host_fn_optnum(lua_State *L, int i, const char *what, double min,
     return -1;
   }
   double v = lua_tonumber(L, i);
-  if (bounds_check(what, v, min, max, whole, unit, err, errlen)) return -1;
+  if (pawl__bounds_check(what, v, min, max, whole, unit, err, errlen)) return -1;
   *out = v;
   return 0;
 }
@@ -534,13 +534,13 @@ static int host_fn_print(lua_State *L) {
   worker_t *w = host_fn_worker(L);
   if (!w->h) return 0;
   log_line_t line;
-  log_begin(&line, &w->h->log, PAWL_LOG_INFO, "print");
+  pawl__log_begin(&line, &w->h->log, PAWL_LOG_INFO, "print");
   if (w->job) {
-    log_id(&line, "job", &w->job->id);
-    log_str(&line, "type", w->job->type);
+    pawl__log_id(&line, "job", &w->job->id);
+    pawl__log_str(&line, "type", w->job->type);
   }
-  log_str(&line, "text", luaL_checkstring(L, 1));
-  log_end(&line);
+  pawl__log_str(&line, "text", luaL_checkstring(L, 1));
+  pawl__log_end(&line);
   return 0;
 }
 
@@ -552,7 +552,7 @@ static int host_fn_sleep(lua_State *L) {
   worker_t *w = host_fn_worker(L);
   double s = luaL_checknumber(L, 1);
   char err[200];
-  if (bounds_check("pawl.sleep: seconds", s, 0, 86400, 0, NULL, err, sizeof err))
+  if (pawl__bounds_check("pawl.sleep: seconds", s, 0, 86400, 0, NULL, err, sizeof err))
     return luaL_error(L, "%s", err);
   uint64_t seq = atomic_load(&w->seq);
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -603,12 +603,12 @@ static void worker_release_locks(worker_t *w) {
     worker_lock_t *k = &w->locks[i];
     if (pawl_lock_release(w->p, k->name, k->owner) != 0 && w->h) {
       log_line_t line;
-      log_begin(&line, &w->h->log, PAWL_LOG_WARN,
+      pawl__log_begin(&line, &w->h->log, PAWL_LOG_WARN,
                 "a lock the job held could not be released; it is freed "
                 "when its TTL runs out");
-      log_str(&line, "lock", k->name);
-      log_str(&line, "error", pawl_errmsg(w->p));
-      log_end(&line);
+      pawl__log_str(&line, "lock", k->name);
+      pawl__log_str(&line, "error", pawl_errmsg(w->p));
+      pawl__log_end(&line);
     }
     free(k->name);
     free(k->owner);
@@ -625,7 +625,7 @@ static int host_fn_lock_acquire(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   double ttl = luaL_checknumber(L, 2);
   char err[200];
-  if (bounds_check("pawl.lock: ttl", ttl, 0.001, PAWL_LEASE_MAX_MS / 1000.0, 0,
+  if (pawl__bounds_check("pawl.lock: ttl", ttl, 0.001, PAWL_LEASE_MAX_MS / 1000.0, 0,
                    "seconds", err, sizeof err))
     return luaL_error(L, "%s", err);
   pawl_id_t id;
@@ -693,12 +693,12 @@ static int host_fn_entropy(lua_State *L) {
 
 /* host.text(s) -> s made valid UTF-8 without NUL: each byte that does not
  * start a well-formed sequence, and each NUL, becomes U+FFFD (as
- * utf8_scrub does for what reaches the store). The string itself when it
+ * pawl__utf8_scrub does for what reaches the store). The string itself when it
  * is already clean, the common case. [-1, +1, m] */
 static int host_fn_text(lua_State *L) {
   size_t len, i = 0;
   const unsigned char *s = (const unsigned char *)luaL_checklstring(L, 1, &len);
-  for (size_t k; i < len && s[i] && (k = json_utf8_len(s + i, len - i)) > 0;) i += k;
+  for (size_t k; i < len && s[i] && (k = pawl__json_utf8_len(s + i, len - i)) > 0;) i += k;
   if (i == len) {
     lua_settop(L, 1);
     return 1;
@@ -707,7 +707,7 @@ static int host_fn_text(lua_State *L) {
   luaL_buffinit(L, &b);
   luaL_addlstring(&b, (const char *)s, i);
   while (i < len) {
-    size_t k = s[i] ? json_utf8_len(s + i, len - i) : 0;
+    size_t k = s[i] ? pawl__json_utf8_len(s + i, len - i) : 0;
     if (k) {
       luaL_addlstring(&b, (const char *)s + i, k);
       i += k;
@@ -738,14 +738,14 @@ static int worker_load(worker_t *w, const host_script_t *list, size_t n,
 static void worker_preload(lua_State *L) {
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "preload");
-  for (size_t i = 0; i < pawl_lua_module_count; i++) {
-    const pawl_lua_module_t *m = &pawl_lua_modules[i];
+  for (size_t i = 0; i < pawl__lua_module_count; i++) {
+    const pawl_lua_module_t *m = &pawl__lua_modules[i];
     if (luaL_loadbuffer(L, m->src, m->len, m->chunkname) != 0)
       lua_error(L);
     lua_setfield(L, -2, m->name);
   }
   /* pawl's JSON codec (host/lua/ljson.c), in place of lua-cjson. */
-  lua_pushcfunction(L, ljson_open);
+  lua_pushcfunction(L, pawl__ljson_open);
   lua_setfield(L, -2, "pawl.json");
   lua_pop(L, 2);
 }
@@ -811,7 +811,7 @@ static int worker_setup(lua_State *L) {
   return 0;
 }
 
-int worker_open(worker_t *w, char *err, size_t errlen) {
+int pawl__worker_open(worker_t *w, char *err, size_t errlen) {
   /* lua-cjson's initialisation writes a static: one state at a time. */
   if (w->h) pthread_mutex_lock(&w->h->lua_init);
   lua_State *L = luaL_newstate();
@@ -852,7 +852,7 @@ static void *worker_guard_main(void *arg) {
   pthread_mutex_lock(&g->mu);
   while (!g->done) {
     pthread_mutex_unlock(&g->mu);
-    worker_watch(g->w, host_mono_ms());
+    pawl__worker_watch(g->w, pawl__host_mono_ms());
     pthread_mutex_lock(&g->mu);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -899,20 +899,20 @@ int pawl_script_info(const char *dir, const char *type,
   memset(&w, 0, sizeof w);
   w.index = -1;
   pthread_mutex_init(&w.dl, NULL);
-  int rc = worker_open(&w, err, errlen);
+  int rc = pawl__worker_open(&w, err, errlen);
   if (rc) {
     pthread_mutex_destroy(&w.dl);
     return rc;
   }
   /* The script's top level runs here, under a deadline: this thread takes
    * the interrupt signal while it loads, and a guard thread watches. */
-  int held = worker_signal_acquire(SIGURG) == 0;
+  int held = pawl__worker_signal_acquire(SIGURG) == 0;
   w.signal = held ? SIGURG : 0; /* no signal: the load runs unwatched */
   worker_t *prev_self = worker_self;
   sigset_t old;
   pthread_sigmask(SIG_SETMASK, NULL, &old);
   w.thread = pthread_self();
-  worker_bind(&w);
+  pawl__worker_bind(&w);
   worker_guard_t g = {.w = &w};
   pthread_mutex_init(&g.mu, NULL);
   pthread_cond_init(&g.cv, NULL);
@@ -955,13 +955,13 @@ int pawl_script_info(const char *dir, const char *type,
   pthread_mutex_destroy(&g.mu);
   worker_self = prev_self;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (held) worker_signal_release(SIGURG);
-  worker_close(&w);
+  if (held) pawl__worker_signal_release(SIGURG);
+  pawl__worker_close(&w);
   pthread_mutex_destroy(&w.dl);
   return rc;
 }
 
-void worker_close(worker_t *w) {
+void pawl__worker_close(worker_t *w) {
   if (w->L) lua_close(w->L);
   w->L = NULL;
   for (size_t i = 0; i < w->nlocks; i++) {
@@ -1025,9 +1025,9 @@ static int worker_load(worker_t *w, const host_script_t *list, size_t n,
     stopped = timed_out && atomic_load(&w->interrupt_why) == WORKER_INT_STOP;
     if (h && !stopped) {
       log_line_t line;
-      log_begin(&line, &h->log, PAWL_LOG_ERROR, "loading scripts failed");
-      log_str(&line, "error", lua_tostring(L, -1));
-      log_end(&line);
+      pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR, "loading scripts failed");
+      pawl__log_str(&line, "error", lua_tostring(L, -1));
+      pawl__log_end(&line);
     }
     lua_settop(L, top);
     w->loading = 0;
@@ -1074,11 +1074,11 @@ static int worker_load(worker_t *w, const host_script_t *list, size_t n,
       lua_pop(L, 1);
       if (msg && report && h) {
         log_line_t line;
-        log_begin(&line, &h->log, PAWL_LOG_ERROR,
+        pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
                   "script not loaded (a previous version, if any, keeps serving)");
-        log_str(&line, "script", name);
-        log_str(&line, "error", msg);
-        log_end(&line);
+        pawl__log_str(&line, "script", name);
+        pawl__log_str(&line, "error", msg);
+        pawl__log_end(&line);
       }
       if (msg && errors)
         errors[i] = msg;
@@ -1091,20 +1091,20 @@ static int worker_load(worker_t *w, const host_script_t *list, size_t n,
   return stopped ? -1 : 0;
 }
 
-void worker_reload(worker_t *w, int report) {
+void pawl__worker_reload(worker_t *w, int report) {
   size_t n = 0;
   uint64_t gen = 0;
-  host_script_t *scripts = host_scripts_copy(w->h, &n, &gen);
+  host_script_t *scripts = pawl__host_scripts_copy(w->h, &n, &gen);
   if (gen == w->scripts_gen && w->scripts_gen != 0) {
-    host_scripts_free(scripts, n);
+    pawl__host_scripts_free(scripts, n);
     return;
   }
   /* Cut short by a stop: loaded again next time (if there is one). */
   if (worker_load(w, scripts, n, report, NULL) == 0) w->scripts_gen = gen;
-  host_scripts_free(scripts, n);
+  pawl__host_scripts_free(scripts, n);
 }
 
-int worker_load_list(worker_t *w, const host_script_t *list, size_t n,
+int pawl__worker_load_list(worker_t *w, const host_script_t *list, size_t n,
                      char **errors) {
   return worker_load(w, list, n, 1, errors);
 }
@@ -1122,12 +1122,12 @@ static void worker_setstr(lua_State *L, const char *k, const char *v) {
   lua_setfield(L, -2, k);
 }
 
-/* ljson_decode of the C string at arg 1 (a light userdata): the value and
+/* pawl__ljson_decode of the C string at arg 1 (a light userdata): the value and
  * nil, or nil and the reason. [-1, +2, m] */
 static int worker_decode(lua_State *L) {
   const char *s = lua_touserdata(L, 1);
   char err[256];
-  if (ljson_decode(L, s, strlen(s), err, sizeof err) != 0) {
+  if (pawl__ljson_decode(L, s, strlen(s), err, sizeof err) != 0) {
     lua_pushnil(L);
     lua_pushstring(L, err);
     return 2;
@@ -1219,7 +1219,7 @@ static void worker_fail(worker_t *w, host_outcome_t *o, int job_index) {
       /* Valid UTF-8 without NUL, as every backend stores it. */
       size_t len = 0;
       const char *text = lua_tolstring(L, -2, &len);
-      o->error = text ? utf8_scrub(text, len, NULL) : NULL;
+      o->error = text ? pawl__utf8_scrub(text, len, NULL) : NULL;
     }
     /* pawl.worker bounds the delay already; converting a double that is
      * not in range would be undefined, so check again here, and the sum
@@ -1227,9 +1227,9 @@ static void worker_fail(worker_t *w, host_outcome_t *o, int job_index) {
     char bad[256] = "";
     int64_t run_at = 0;
     if (again &&
-        (bounds_check("the delay", delay, 0, PAWL_DELAY_MAX_MS / 1000.0, 0,
+        (pawl__bounds_check("the delay", delay, 0, PAWL_DELAY_MAX_MS / 1000.0, 0,
                       "seconds", bad, sizeof bad) ||
-         bounds_add_time(pawl_now(w->p), (int64_t)ceil(delay * 1000.0),
+         pawl__bounds_add_time(pawl_now(w->p), (int64_t)ceil(delay * 1000.0),
                          &run_at))) {
       if (!bad[0])
         snprintf(bad, sizeof bad, "now plus the delay is past the latest run "
@@ -1279,13 +1279,13 @@ static int worker_take_result(worker_t *w, host_outcome_t *o) {
   size_t len = 0;
   const char *json = lua_tolstring(L, -1, &len);
   char err[256];
-  if (json && json_validate(json, len, err, sizeof err) != 0) {
+  if (json && pawl__json_validate(json, len, err, sizeof err) != 0) {
     lua_pop(L, 1);
     lua_pushfstring(L, "the job's result could not be stored: %s", err);
     return -1;
   }
   if (json) {
-    o->result = fault_hit(FAULT_RESULT_ALLOC) ? NULL : strndup(json, len);
+    o->result = pawl__fault_hit(FAULT_RESULT_ALLOC) ? NULL : strndup(json, len);
     if (!o->result) {
       lua_pop(L, 1);
       lua_pushliteral(L, "the job's result could not be kept: out of memory");
@@ -1309,17 +1309,17 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
   if (begun != 0) {
     int gone = begun == PAWL_ELEASE;
     log_line_t line;
-    log_begin(&line, &w->h->log, gone ? PAWL_LOG_WARN : PAWL_LOG_ERROR,
+    pawl__log_begin(&line, &w->h->log, gone ? PAWL_LOG_WARN : PAWL_LOG_ERROR,
               gone ? "job not started: it is no longer ours"
                    : "job not started: its start could not be recorded");
-    log_id(&line, "job", &job->id);
-    log_str(&line, "type", job->type);
-    log_str(&line, "error", pawl_errmsg(w->p));
-    log_end(&line);
+    pawl__log_id(&line, "job", &job->id);
+    pawl__log_str(&line, "type", job->type);
+    pawl__log_str(&line, "error", pawl_errmsg(w->p));
+    pawl__log_end(&line);
     if (gone)
       pawl_job_free(job);
     else
-      host_hand_back(w->h, job);
+      pawl__host_hand_back(w->h, job);
     return;
   }
   host_outcome_t *o = calloc(1, sizeof *o);
@@ -1327,9 +1327,9 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
     /* Nothing can be recorded; the lease will expire and the job will be
      * recovered. Log it loudly. */
     log_line_t line;
-    log_begin(&line, &w->h->log, PAWL_LOG_ERROR, "out of memory: job dropped");
-    log_id(&line, "job", &job->id);
-    log_end(&line);
+    pawl__log_begin(&line, &w->h->log, PAWL_LOG_ERROR, "out of memory: job dropped");
+    pawl__log_id(&line, "job", &job->id);
+    pawl__log_end(&line);
     pawl_job_free(job);
     return;
   }
@@ -1454,7 +1454,7 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
   clock_gettime(CLOCK_MONOTONIC, &t1);
   o->duration_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-  host_push_outcome(w->h, o);
+  pawl__host_push_outcome(w->h, o);
 }
 
 /* ---- hooks -------------------------------------------------------------- */
@@ -1493,15 +1493,15 @@ static void worker_run_hook(worker_t *w, host_outcome_t *o, const char *name) {
     char msg[64];
     snprintf(msg, sizeof msg, "hook timed out after %g s", timeout);
     log_line_t line;
-    log_begin(&line, &w->h->log, PAWL_LOG_WARN,
+    pawl__log_begin(&line, &w->h->log, PAWL_LOG_WARN,
               "hook failed (the job's outcome stands)");
-    log_id(&line, "job", &o->job->id);
-    log_str(&line, "type", o->job->type);
-    log_str(&line, "hook", name);
-    log_str(&line, "error", rc == 0    ? lua_tostring(L, -1)
+    pawl__log_id(&line, "job", &o->job->id);
+    pawl__log_str(&line, "type", o->job->type);
+    pawl__log_str(&line, "hook", name);
+    pawl__log_str(&line, "error", rc == 0    ? lua_tostring(L, -1)
                             : timed_out ? msg
                                         : "the hook was interrupted");
-    log_end(&line);
+    pawl__log_end(&line);
   }
   lua_pop(L, 1);
 }
@@ -1518,19 +1518,19 @@ static void worker_run_inbox(worker_t *w, host_outcome_t *list) {
       if (o->hooks & 4) worker_run_hook(w, o, "on_dead");
     }
     luaL_unref(w->L, LUA_REGISTRYINDEX, o->hook_ref);
-    host_outcome_free(o);
+    pawl__host_outcome_free(o);
   }
 }
 
 /* ---- the thread --------------------------------------------------------- */
 
-void *worker_main(void *arg) {
+void *pawl__worker_main(void *arg) {
   worker_t *w = arg;
   host_t *h = w->h;
-  worker_bind(w);
+  pawl__worker_bind(w);
   /* This thread's own Lua state, for its whole life. */
   char err[400];
-  int rc = worker_open(w, err, sizeof err);
+  int rc = pawl__worker_open(w, err, sizeof err);
   pthread_mutex_lock(&h->mu);
   if (rc) {
     h->states_failed++;
@@ -1566,11 +1566,11 @@ void *worker_main(void *arg) {
     uint64_t gen = h->scripts_gen;
     /* Claimed, but the database has not heard from us for about a lease:
      * another node may have taken it back. Hand it back, do not run it. */
-    int lapsed = item && host_lapsed(h, item->claimed_mono, host_mono_ms());
+    int lapsed = item && pawl__host_lapsed(h, item->claimed_mono, pawl__host_mono_ms());
     if (lapsed) h->running--;
     pthread_mutex_unlock(&h->mu);
     if (lapsed) {
-      host_hand_back(h, item->job);
+      pawl__host_hand_back(h, item->job);
       free(item);
       continue;
     }
@@ -1581,10 +1581,10 @@ void *worker_main(void *arg) {
     if (quit) break;
     if (!item) {
       /* New scripts: load them while idle, not before the next job. */
-      if (w->scripts_gen != gen && !h->stopping) worker_reload(w, 0);
+      if (w->scripts_gen != gen && !h->stopping) pawl__worker_reload(w, 0);
       continue;
     }
-    if (w->scripts_gen != gen) worker_reload(w, 0);
+    if (w->scripts_gen != gen) pawl__worker_reload(w, 0);
     worker_run(w, item->job);
     free(item);
     pthread_mutex_lock(&h->mu);

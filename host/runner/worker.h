@@ -81,53 +81,53 @@ struct worker {
   host_outcome_t *inbox;
 };
 
-/* Creates the worker's Lua state (scripts are loaded by worker_reload).
+/* Creates the worker's Lua state (scripts are loaded by pawl__worker_reload).
  * Called on the thread that will own the state. On failure `err` says
  * why. */
-int worker_open(worker_t *w, char *err, size_t errlen);
-void worker_close(worker_t *w);
+int pawl__worker_open(worker_t *w, char *err, size_t errlen);
+void pawl__worker_close(worker_t *w);
 
 /* (Re)loads the scripts if the host's list changed. `report` logs each
  * broken script (the poller's probe does, so each error is logged once). */
-void worker_reload(worker_t *w, int report);
+void pawl__worker_reload(worker_t *w, int report);
 
 /* Loads a script list the host has not installed yet (the loader's probe
  * checks each new list first), each script under the load deadline,
  * logging each broken script; errors[i] (n slots, zeroed by the caller)
  * receives a malloc'd message for each one that did not load. Returns 0,
  * or -1 if the host's stop cut the load short. */
-int worker_load_list(worker_t *w, const host_script_t *list, size_t n,
+int pawl__worker_load_list(worker_t *w, const host_script_t *list, size_t n,
                      char **errors);
 
 /* The worker thread's main loop. */
-void *worker_main(void *arg);
+void *pawl__worker_main(void *arg);
 
 /* The interrupt signal. The handler is the process's: one installation
  * per signal number shared by the hosts of the process, deliveries not
  * meant for a worker chained to the disposition it replaced, which is put
  * back when the last host using the signal releases it.
- * worker_signal_check: 0 if `sig` (resolved: 0 for none) may be used,
+ * pawl__worker_signal_check: 0 if `sig` (resolved: 0 for none) may be used,
  * else -1 and a message. acquire/release: by each host that uses a signal,
  * around the life of its threads; acquire returns -1 (errno) if sigaction
- * failed. worker_interrupt: asks the worker's thread to stop its Lua code
+ * failed. pawl__worker_interrupt: asks the worker's thread to stop its Lua code
  * (nothing when the host uses no signal). */
-int worker_signal_check(int sig, char *err, size_t errlen);
-int worker_signal_acquire(int sig);
-void worker_signal_release(int sig);
-void worker_interrupt(worker_t *w);
+int pawl__worker_signal_check(int sig, char *err, size_t errlen);
+int pawl__worker_signal_acquire(int sig);
+void pawl__worker_signal_release(int sig);
+void pawl__worker_interrupt(worker_t *w);
 
 /* Makes `w` the worker of the calling thread, for the interrupt signal's
  * handler, and lets the signal in. w->thread must name this thread (the
  * one whose Lua calls are interrupted) before its first call. */
-void worker_bind(worker_t *w);
+void pawl__worker_bind(worker_t *w);
 
 /* The watchdog's look at one worker (at monotonic time `now`): interrupts
  * a call past its deadline, and asks again a second later if it is not
  * back (a blocking C call). */
-void worker_watch(worker_t *w, int64_t now);
+void pawl__worker_watch(worker_t *w, int64_t now);
 
 /* Interrupts the call `w` is running because the host is stopping. A call
  * already past its deadline stays a timeout: its job used its attempt. */
-void worker_interrupt_stop(worker_t *w);
+void pawl__worker_interrupt_stop(worker_t *w);
 
 #endif

@@ -13,7 +13,7 @@ static void lua_check(const char *code) {
   lua_State *L = luaL_newstate();
   CHECK(L != NULL);
   luaL_openlibs(L);
-  ljson_open(L);
+  pawl__ljson_open(L);
   lua_setglobal(L, "json");
   if (luaL_dostring(L, code) != 0)
     unit_fail(__FILE__, __LINE__, "%s", lua_tostring(L, -1));

@@ -38,8 +38,8 @@
 #include "redact.h"
 #include "store.h"
 
-extern const store_migration_t store_postgres_migrations[];
-extern const size_t store_postgres_migration_count;
+extern const store_migration_t pawl__store_postgres_migrations[];
+extern const size_t pawl__store_postgres_migration_count;
 
 /* Enqueues NOTIFY on "pawl_jobs:SCHEMA" (the trigger in V001__init.sql). */
 #define PG_CHANNEL "'pawl_jobs:' || current_schema()"
@@ -318,31 +318,31 @@ static void pp_now(pg_store_t *s, pg_params_t *pp, int i) {
 
 /* A PostgreSQL array literal built element by element, for unnest(). */
 static void arr_begin(pawl_buf_t *b) {
-  buf_init(b);
-  buf_putc(b, '{');
+  pawl__buf_init(b);
+  pawl__buf_putc(b, '{');
 }
 
 static void arr_sep(pawl_buf_t *b) {
-  if (b->len > 1) buf_putc(b, ',');
+  if (b->len > 1) pawl__buf_putc(b, ',');
 }
 
 static void arr_str(pawl_buf_t *b, const char *s) {
   arr_sep(b);
   if (!s) {
-    buf_puts(b, "NULL");
+    pawl__buf_puts(b, "NULL");
     return;
   }
-  buf_putc(b, '"');
+  pawl__buf_putc(b, '"');
   for (const char *p = s; *p; p++) {
-    if (*p == '"' || *p == '\\') buf_putc(b, '\\');
-    buf_putc(b, *p);
+    if (*p == '"' || *p == '\\') pawl__buf_putc(b, '\\');
+    pawl__buf_putc(b, *p);
   }
-  buf_putc(b, '"');
+  pawl__buf_putc(b, '"');
 }
 
 static void arr_int(pawl_buf_t *b, int64_t x) {
   arr_sep(b);
-  buf_printf(b, "%" PRId64, x);
+  pawl__buf_printf(b, "%" PRId64, x);
 }
 
 static void arr_opt_int(pawl_buf_t *b, int64_t x) {
@@ -350,7 +350,7 @@ static void arr_opt_int(pawl_buf_t *b, int64_t x) {
     arr_int(b, x);
   else {
     arr_sep(b);
-    buf_puts(b, "NULL");
+    pawl__buf_puts(b, "NULL");
   }
 }
 
@@ -358,10 +358,10 @@ static void arr_id(pawl_buf_t *b, const pawl_id_t *id) {
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id, text);
   arr_sep(b);
-  buf_puts(b, text);
+  pawl__buf_puts(b, text);
 }
 
-static void arr_end(pawl_buf_t *b) { buf_putc(b, '}'); }
+static void arr_end(pawl_buf_t *b) { pawl__buf_putc(b, '}'); }
 
 /* ---- errors --------------------------------------------------------------- */
 
@@ -393,7 +393,7 @@ static void pg_message(pg_store_t *s, const PGresult *res, char *out,
                        size_t len) {
   const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
   if (!m || !*m) m = PQerrorMessage(s->conn);
-  redact_message(s->conninfo, m && *m ? m : "no answer from the server", 0,
+  pawl__redact_message(s->conninfo, m && *m ? m : "no answer from the server", 0,
                  out, len);
   size_t n = strlen(out);
   while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' ')) out[--n] = 0;
@@ -404,8 +404,8 @@ static int pg_fail(pg_store_t *s, const PGresult *res, const char *what) {
   pg_message(s, res, msg, sizeof msg);
   int rc = pg_code(s, res);
   if (rc == PAWL_EUNAVAIL)
-    return store_fail(&s->base, rc, "%s: database unreachable: %s", what, msg);
-  return store_fail(&s->base, rc, "%s: %s", what, msg);
+    return pawl__store_fail(&s->base, rc, "%s: database unreachable: %s", what, msg);
+  return pawl__store_fail(&s->base, rc, "%s: %s", what, msg);
 }
 
 /* ---- connection ----------------------------------------------------------- */
@@ -422,7 +422,7 @@ static int pg_ready(pg_store_t *s) {
   if (PQstatus(s->conn) != CONNECTION_OK) {
     char msg[300];
     pg_message(s, NULL, msg, sizeof msg);
-    return store_fail(&s->base, PAWL_EUNAVAIL, "database unreachable: %s", msg);
+    return pawl__store_fail(&s->base, PAWL_EUNAVAIL, "database unreachable: %s", msg);
   }
   if (s->listening) return pg_listen_now(s);
   return 0;
@@ -641,11 +641,11 @@ static int pg_read_job(pg_store_t *s, const pawl_id_t *id, int lock,
   if (rc) return rc;
   if (PQntuples(res) == 0) {
     PQclear(res);
-    return store_no_job(&s->base, id);
+    return pawl__store_no_job(&s->base, id);
   }
   pawl_job_t *j = pg_row_to_job(res, 0);
   PQclear(res);
-  if (!j) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  if (!j) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   *out = j;
   return 0;
 }
@@ -731,18 +731,18 @@ static int pg_check_applied(pg_store_t *s, int *applied) {
     int v = (int)pg_int(res, i, 0);
     const char *name = pg_val(res, i, 1), *sum = pg_val(res, i, 2);
     *applied = v;
-    if ((size_t)v > store_postgres_migration_count || v < 1) {
-      err = store_fail(&s->base, PAWL_ESCHEMA,
+    if ((size_t)v > pawl__store_postgres_migration_count || v < 1) {
+      err = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                        "database %s is at schema version %d, newer than this "
                        "pawl knows (%zu): upgrade pawl",
-                       PQdb(s->conn), v, store_postgres_migration_count);
+                       PQdb(s->conn), v, pawl__store_postgres_migration_count);
       break;
     }
-    const store_migration_t *m = &store_postgres_migrations[v - 1];
+    const store_migration_t *m = &pawl__store_postgres_migrations[v - 1];
     char want[16];
-    snprintf(want, sizeof want, "%08x", store_crc32(m->sql, m->len));
+    snprintf(want, sizeof want, "%08x", pawl__store_crc32(m->sql, m->len));
     if (!sum || strcmp(sum, want) != 0)
-      err = store_fail(&s->base, PAWL_ESCHEMA,
+      err = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                        "migration %s was changed after it was applied to "
                        "database %s (checksum recorded %s, file now %s)",
                        name ? name : m->name, PQdb(s->conn),
@@ -769,7 +769,7 @@ static int pg_check_schema_table(pg_store_t *s, int create) {
                                  PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)
                              ? PQgetvalue(res, 0, 0)
                              : "?";
-    int rc = store_fail(&s->base, PAWL_ESCHEMA,
+    int rc = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                         "database %s is not a pawl database (schema %s has "
                         "%lld table%s but no pawl_schema)",
                         PQdb(s->conn), schema, (long long)ntables,
@@ -778,7 +778,7 @@ static int pg_check_schema_table(pg_store_t *s, int create) {
     return rc;
   }
   if (!create)
-    return store_fail(&s->base, PAWL_ESCHEMA,
+    return pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "no pawl database in PostgreSQL database %s (its "
                       "current schema has no pawl tables): create it with "
                       "`pawl migrate`",
@@ -795,14 +795,14 @@ static int pg_apply(pg_store_t *s, const store_migration_t *m) {
   int rc = pg_cmd(s, "BEGIN", "begin migration");
   if (rc) return rc;
   char *sql = strndup(m->sql, m->len);
-  if (!sql) return pg_end(s, store_fail(&s->base, PAWL_ENOMEM, "out of memory"));
+  if (!sql) return pg_end(s, pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory"));
   PGresult *res = PQexec(s->conn, sql);
   free(sql);
   if (PQresultStatus(res) != PGRES_COMMAND_OK &&
       PQresultStatus(res) != PGRES_TUPLES_OK) {
     char msg[300];
     pg_message(s, res, msg, sizeof msg);
-    rc = store_fail(&s->base, pg_code(s, res), "migration %s failed: %s",
+    rc = pawl__store_fail(&s->base, pg_code(s, res), "migration %s failed: %s",
                     m->name, msg);
     PQclear(res);
     return pg_end(s, rc);
@@ -810,7 +810,7 @@ static int pg_apply(pg_store_t *s, const store_migration_t *m) {
   PQclear(res);
   char version[16], sum[16];
   snprintf(version, sizeof version, "%d", m->version);
-  snprintf(sum, sizeof sum, "%08x", store_crc32(m->sql, m->len));
+  snprintf(sum, sizeof sum, "%08x", pawl__store_crc32(m->sql, m->len));
   const char *v[3] = {version, m->name, sum};
   res = PQexecParams(s->conn,
                      "INSERT INTO pawl_schema (version, name, checksum) "
@@ -832,8 +832,8 @@ static int pg_migrate_locked(pg_store_t *s, int create, int migrate) {
   int applied = 0;
   if ((rc = pg_check_applied(s, &applied))) return rc;
   if (!migrate) return 0;
-  for (size_t i = (size_t)applied; i < store_postgres_migration_count && !rc; i++)
-    rc = pg_apply(s, &store_postgres_migrations[i]);
+  for (size_t i = (size_t)applied; i < pawl__store_postgres_migration_count && !rc; i++)
+    rc = pg_apply(s, &pawl__store_postgres_migrations[i]);
   return rc;
 }
 
@@ -861,7 +861,7 @@ static int pg_version(store_t *base, int *current, int *latest) {
   if (!rc && exists) rc = pg_check_applied(s, &applied);
   if (rc) return rc;
   *current = applied;
-  *latest = (int)store_postgres_migration_count;
+  *latest = (int)pawl__store_postgres_migration_count;
   return 0;
 }
 
@@ -933,7 +933,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   rc = j->business_key ? pg_find_id(s, PG_BIZ_FIND, j->business_key, id_out)
                        : PAWL_ENOTFOUND;
   if (rc == PAWL_ENOTFOUND)
-    return store_fail(&s->base, PAWL_ECONFLICT,
+    return pawl__store_fail(&s->base, PAWL_ECONFLICT,
                       "job not inserted: a live job took its business key "
                       "and finished meanwhile; try again");
   if (rc) return rc;
@@ -954,7 +954,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   }
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id_out, text);
-  return store_fail(&s->base, PAWL_EKEY,
+  return pawl__store_fail(&s->base, PAWL_EKEY,
                     "business key \"%s\" is held by live job %s",
                     j->business_key, text);
 }
@@ -973,7 +973,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
 
 static void cp_u32(pawl_buf_t *b, uint32_t x) {
   unsigned char v[4] = {x >> 24, x >> 16, x >> 8, x};
-  buf_append(b, v, 4);
+  pawl__buf_append(b, v, 4);
 }
 
 static void cp_u64(pawl_buf_t *b, uint64_t x) {
@@ -986,7 +986,7 @@ static void cp_null(pawl_buf_t *b) { cp_u32(b, UINT32_MAX); }
 static void cp_i16(pawl_buf_t *b, int16_t x) {
   unsigned char v[2] = {(uint16_t)x >> 8, (uint16_t)x};
   cp_u32(b, 2);
-  buf_append(b, v, 2);
+  pawl__buf_append(b, v, 2);
 }
 
 static void cp_i32(pawl_buf_t *b, int32_t x) {
@@ -1011,7 +1011,7 @@ static void cp_text(pawl_buf_t *b, const char *s) {
   }
   size_t n = strlen(s);
   cp_u32(b, (uint32_t)n);
-  buf_append(b, s, n);
+  pawl__buf_append(b, s, n);
 }
 
 /* jsonb: a version byte (1), then the JSON text. */
@@ -1022,13 +1022,13 @@ static void cp_jsonb(pawl_buf_t *b, const char *s) {
   }
   size_t n = strlen(s);
   cp_u32(b, (uint32_t)n + 1);
-  buf_putc(b, 1);
-  buf_append(b, s, n);
+  pawl__buf_putc(b, 1);
+  pawl__buf_append(b, s, n);
 }
 
 static void cp_uuid(pawl_buf_t *b, const pawl_id_t *id) {
   cp_u32(b, 16);
-  buf_append(b, id->bytes, 16);
+  pawl__buf_append(b, id->bytes, 16);
 }
 
 /* One row in PG_SQL_COPY_JOBS's column order. */
@@ -1036,7 +1036,7 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
                    int64_t boost_ms) {
   int64_t run_at = j->run_at ? j->run_at : now;
   unsigned char nfields[2] = {0, 16};
-  buf_append(b, nfields, 2);
+  pawl__buf_append(b, nfields, 2);
   cp_uuid(b, &j->id);
   cp_text(b, j->type);
   cp_text(b, j->queue ? j->queue : "default");
@@ -1071,9 +1071,9 @@ static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
   }
   PQclear(res);
   pawl_buf_t b;
-  buf_init(&b);
+  pawl__buf_init(&b);
   static const char head[] = "PGCOPY\n\377\r\n";
-  buf_append(&b, head, sizeof head); /* with its NUL, as the format says */
+  pawl__buf_append(&b, head, sizeof head); /* with its NUL, as the format says */
   cp_u32(&b, 0);                     /* flags */
   cp_u32(&b, 0);                     /* header extension length */
   int ok = 1;
@@ -1081,16 +1081,16 @@ static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
     cp_job(&b, &jobs[i], now, s->boost_ms);
     if (i + 1 == n) {
       unsigned char trailer[2] = {0xff, 0xff};
-      buf_append(&b, trailer, 2);
+      pawl__buf_append(&b, trailer, 2);
     }
     if (b.oom) break;
     if (b.len >= PG_COPY_PIECE || i + 1 == n) {
       ok = PQputCopyData(s->conn, b.data, (int)b.len) == 1;
-      buf_reset(&b);
+      pawl__buf_reset(&b);
     }
   }
   int oom = b.oom;
-  buf_free(&b);
+  pawl__buf_free(&b);
   /* A COPY ended with an error message is rolled back by the server. */
   const char *abort = oom ? "out of memory" : !ok ? "sending failed" : NULL;
   ok = PQputCopyEnd(s->conn, abort) == 1 && ok;
@@ -1102,7 +1102,7 @@ static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
       rc = pg_fail(s, res, "insert jobs");
     PQclear(res);
   }
-  if (oom) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  if (oom) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   if (!ok && !rc) rc = pg_fail(s, NULL, "insert jobs");
   return rc;
 }
@@ -1170,7 +1170,7 @@ static int pg_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   for (int i = 0; i < PQntuples(res); i++) {
     pawl_job_t *j = pg_row_to_job(res, i);
     if (!j) {
-      rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
       break;
     }
     int stop = cb(j, data);
@@ -1204,7 +1204,7 @@ static int pg_progress(store_t *base, const pawl_id_t *id,
   if (rc) return rc;
   long n = pg_changed(res);
   PQclear(res);
-  return n == 1 ? 0 : store_not_held(&s->base, id, attempt);
+  return n == 1 ? 0 : pawl__store_not_held(&s->base, id, attempt);
 }
 
 /* ---- claim and leases ----------------------------------------------------- */
@@ -1231,7 +1231,7 @@ static char *pg_queues_array(const char *const *queues, size_t n) {
   for (size_t i = 0; i < n; i++) arr_str(&b, queues[i]);
   arr_end(&b);
   if (b.oom) {
-    buf_free(&b);
+    pawl__buf_free(&b);
     return NULL;
   }
   return b.data;
@@ -1252,7 +1252,7 @@ static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     np = 6;
   } else if (c->nqueues > 1) {
     if (!(queues = pg_queues_array(c->queues, c->nqueues)))
-      return store_fail(base, PAWL_ENOMEM, "out of memory");
+      return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     which = PG_CLAIM_QUEUES;
     pp_str(&pp, 5, queues);
     np = 6;
@@ -1269,12 +1269,12 @@ static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   size_t got = (size_t)PQntuples(res);
   pg_ranked_t *ranked = calloc(got ? got : 1, sizeof *ranked);
   pawl_job_t **jobs = malloc((got ? got : 1) * sizeof *jobs);
-  if (!ranked || !jobs) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!ranked || !jobs) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   size_t built = 0;
   for (; !rc && built < got; built++) {
     ranked[built].job = pg_row_to_job(res, (int)built);
     ranked[built].rank = pg_int(res, (int)built, PG_JOB_RANK_COL);
-    if (!ranked[built].job) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+    if (!ranked[built].job) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   PQclear(res);
   if (rc) {
@@ -1342,7 +1342,7 @@ static int pg_next_due(store_t *base, const char *const *queues,
     np = 1;
   } else if (nqueues > 1) {
     if (!(arr = pg_queues_array(queues, nqueues)))
-      return store_fail(base, PAWL_ENOMEM, "out of memory");
+      return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     which = PG_NEXT_DUE_QUEUES;
     v[0] = arr;
     np = 1;
@@ -1417,8 +1417,8 @@ static int pg_finish(store_t *base, const pawl_id_t *token,
     free(calls);
     free(why);
     free(call_of);
-    for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) buf_free(bufs[b]);
-    return store_fail(base, PAWL_ENOMEM, "out of memory");
+    for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) pawl__buf_free(bufs[b]);
+    return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   if (!rcs) rcs = local;
   /* The clock is read once: one batch, one "now" (as in one SQLite
@@ -1445,7 +1445,7 @@ static int pg_finish(store_t *base, const pawl_id_t *token,
       continue;
     }
     if ((int)o->kind < PAWL_OUT_FAILED || o->kind > PAWL_OUT_RELEASE) {
-      rcs[i] = store_fail(base, PAWL_EINVAL, "unknown outcome kind %d",
+      rcs[i] = pawl__store_fail(base, PAWL_EINVAL, "unknown outcome kind %d",
                           (int)o->kind);
       call_of[i] = SIZE_MAX;
       continue;
@@ -1454,7 +1454,7 @@ static int pg_finish(store_t *base, const pawl_id_t *token,
         o->kind == PAWL_OUT_FAILED || o->kind == PAWL_OUT_RETRY ? o->error : NULL;
     /* Delays in reasons are measured from the batch's clock reading; with
      * the database clock, from this node's corrected clock. */
-    int64_t from = now ? now : store_now(base);
+    int64_t from = now ? now : pawl__store_now(base);
     int to = PAWL_PENDING, give_back = 0;
     int64_t run_at = o->run_at;
     switch (o->kind) {
@@ -1512,7 +1512,7 @@ static int pg_finish(store_t *base, const pawl_id_t *token,
     pp_str(&c->p, 5, lmsg.data);
     pp_str(&c->p, 6, lfields.data);
   }
-  int rc = oom ? store_fail(base, PAWL_ENOMEM, "out of memory") : 0;
+  int rc = oom ? pawl__store_fail(base, PAWL_ENOMEM, "out of memory") : 0;
   if (!rc && ncalls) rc = pg_pipeline(s, calls, ncalls, "finish jobs");
   if (!rc) {
     /* Successes: written unless stale. */
@@ -1523,7 +1523,7 @@ static int pg_finish(store_t *base, const pawl_id_t *token,
       size_t nrows = (size_t)PQntuples(res);
       pawl_id_t *got = malloc((nrows ? nrows : 1) * sizeof *got);
       if (!got) {
-        rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
         nrows = 0;
       }
       for (size_t r = 0; r < nrows; r++) pg_id(res, (int)r, 0, &got[r]);
@@ -1545,11 +1545,11 @@ static int pg_finish(store_t *base, const pawl_id_t *token,
   free(why);
   free(call_of);
   free(local);
-  for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) buf_free(bufs[b]);
+  for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) pawl__buf_free(bufs[b]);
   return rc;
 }
 
-/* Takes back expired leases, each as store_plan_recovery() decides: back
+/* Takes back expired leases, each as pawl__store_plan_recovery() decides: back
  * to pending with the attempt counted, or failed when that was its last
  * attempt or it has been lost while running too often (a poison job that
  * keeps killing its node; only losses of attempts known to have started
@@ -1577,7 +1577,7 @@ static int pg_recover(store_t *base, size_t *n) {
         .started = started && started[0] == 't',
     };
     store_recovery_t plan;
-    store_plan_recovery(&row, s->poison, &plan);
+    pawl__store_plan_recovery(&row, s->poison, &plan);
     pg_call_t c;
     memset(&c, 0, sizeof c);
     pg_end_attempt_call(s, &c, &id, "lost", plan.why, NULL, 0, plan.to,
@@ -1613,7 +1613,7 @@ static int pg_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
   if (rc) return rc;
   long changed = pg_changed(res);
   PQclear(res);
-  return changed == 1 ? 0 : store_not_held(base, id, attempt);
+  return changed == 1 ? 0 : pawl__store_not_held(base, id, attempt);
 }
 
 /* ---- operator transitions ------------------------------------------------- */
@@ -1639,7 +1639,7 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
   }
 
   store_plan_t plan;
-  store_plan_transition(j, op, now, &plan);
+  pawl__store_plan_transition(j, op, now, &plan);
   int from = j->state, to = plan.to;
   if (plan.noop) {
     pg_end(s, 0);
@@ -1650,8 +1650,8 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
   if (to < 0) {
     char text[PAWL_ID_STRLEN];
     pawl_id_format(id, text);
-    rc = store_fail(base, PAWL_ESTATE, "cannot %s job %s: it is %s",
-                    store_op_name(op), text, pawl_state_name(from));
+    rc = pawl__store_fail(base, PAWL_ESTATE, "cannot %s job %s: it is %s",
+                    pawl__store_op_name(op), text, pawl_state_name(from));
     pawl_job_free(j);
     return pg_end(s, rc);
   }
@@ -1702,14 +1702,14 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
     if (rc == PAWL_EKEY) {
       char text[PAWL_ID_STRLEN];
       pawl_id_format(id, text);
-      rc = store_fail(base, PAWL_EKEY,
+      rc = pawl__store_fail(base, PAWL_EKEY,
                       "cannot %s job %s: its business key \"%s\" is held by "
                       "another live job",
-                      store_op_name(op), text,
+                      pawl__store_op_name(op), text,
                       j->business_key ? j->business_key : "");
     } else if (!rc) {
       if (pg_changed(res) != 1)
-        rc = store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
+        rc = pawl__store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
       PQclear(res);
     }
   }
@@ -1737,14 +1737,14 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
 
 /* History: the rows written for failures and operator actions, put
  * together with what the success path keeps on the job row by
- * store_history_assemble(). One snapshot for the three reads. */
+ * pawl__store_history_assemble(). One snapshot for the three reads. */
 static int pg_history(store_t *base, const pawl_id_t *id,
                       pawl_history_t **out) {
   pg_store_t *s = (pg_store_t *)base;
   pawl_history_t *h = calloc(1, sizeof *h);
   pawl_job_t *j = NULL;
   PGresult *att = NULL, *ev = NULL;
-  if (!h) return store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!h) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   int rc = pg_ready(s);
   if (!rc)
     rc = pg_cmd(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
@@ -1764,7 +1764,7 @@ static int pg_history(store_t *base, const pawl_id_t *id,
   size_t nrows = 0;
   for (int r = 0; !rc && !oom && r < PQntuples(att); r++) {
     pawl_attempt_t *a =
-        store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+        pawl__store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
     if (!a) {
       oom = 1;
       break;
@@ -1773,12 +1773,12 @@ static int pg_history(store_t *base, const pawl_id_t *id,
     a->scheduled_at = pg_int(att, r, 2);
     a->started_at = pg_int(att, r, 3);
     a->ended_at = pg_int(att, r, 4);
-    oom |= store_dup(&a->node, pg_val(att, r, 1));
-    oom |= store_dup(&a->outcome, pg_val(att, r, 5));
-    oom |= store_dup(&a->error, pg_val(att, r, 6));
+    oom |= pawl__store_dup(&a->node, pg_val(att, r, 1));
+    oom |= pawl__store_dup(&a->outcome, pg_val(att, r, 5));
+    oom |= pawl__store_dup(&a->error, pg_val(att, r, 6));
   }
   for (int r = 0; !rc && !oom && r < PQntuples(ev); r++) {
-    pawl_event_t *e = store_push((void **)&rows, &nrows, sizeof *e);
+    pawl_event_t *e = pawl__store_push((void **)&rows, &nrows, sizeof *e);
     if (!e) {
       oom = 1;
       break;
@@ -1787,17 +1787,17 @@ static int pg_history(store_t *base, const pawl_id_t *id,
     e->from_state = (int)pg_int(ev, r, 1);
     e->to_state = (int)pg_int(ev, r, 2);
     e->attempt = (int32_t)pg_int(ev, r, 5);
-    oom |= store_dup(&e->actor, pg_val(ev, r, 3));
-    oom |= store_dup(&e->reason, pg_val(ev, r, 4));
+    oom |= pawl__store_dup(&e->actor, pg_val(ev, r, 3));
+    oom |= pawl__store_dup(&e->reason, pg_val(ev, r, 4));
   }
   if (!rc && !oom)
-    oom = store_history_assemble(h, j, rows, nrows) != 0;
+    oom = pawl__store_history_assemble(h, j, rows, nrows) != 0;
   else
-    store_events_free(rows, nrows);
+    pawl__store_events_free(rows, nrows);
   PQclear(att);
   PQclear(ev);
   pawl_job_free(j);
-  if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!rc && oom) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   if (rc) {
     pawl_history_free(h);
     return rc;
@@ -1823,7 +1823,7 @@ static int pg_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
     if ((rc = pg_run(s, PG_EXISTS, 1, pp.v, &res, "read job"))) return rc;
     int exists = PQntuples(res) > 0;
     PQclear(res);
-    if (!exists) return store_no_job(&s->base, id);
+    if (!exists) return pawl__store_no_job(&s->base, id);
     *out = NULL;
     *n = 0;
     return 0;
@@ -1844,7 +1844,7 @@ static int pg_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
   PQclear(res);
   if (oom) {
     pawl_logs_free(recs, recs ? count : 0);
-    return store_fail(base, PAWL_ENOMEM, "out of memory");
+    return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   *out = recs;
   *n = count;
@@ -1951,12 +1951,12 @@ static int pg_listen_now(pg_store_t *s) {
   PQclear(res);
   if (!quoted) return pg_fail(s, NULL, "listen for new jobs");
   pawl_buf_t sql;
-  buf_init(&sql);
-  buf_printf(&sql, "LISTEN %s", quoted);
+  pawl__buf_init(&sql);
+  pawl__buf_printf(&sql, "LISTEN %s", quoted);
   PQfreemem(quoted);
-  int rc = sql.oom ? store_fail(&s->base, PAWL_ENOMEM, "out of memory")
+  int rc = sql.oom ? pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory")
                    : pg_cmd(s, sql.data, "listen for new jobs");
-  buf_free(&sql);
+  pawl__buf_free(&sql);
   return rc;
 }
 
@@ -1987,7 +1987,7 @@ static int pg_wait(store_t *base, int timeout_ms, int *woke) {
     if (pfd.fd < 0) return pg_fail(s, NULL, "wait for new jobs");
     int pr = poll(&pfd, 1, timeout_ms);
     if (pr < 0 && errno != EINTR)
-      return store_fail(base, PAWL_EUNAVAIL, "wait for new jobs: %s",
+      return pawl__store_fail(base, PAWL_EUNAVAIL, "wait for new jobs: %s",
                         strerror(errno));
     if (pr <= 0) return 0;
   }
@@ -2024,8 +2024,8 @@ static const struct store_ops pg_ops = {
 
 /* The connection of a PostgreSQL store, for tests and the benchmark's
  * plain-SQL loop; NULL if `st` is not one. */
-PGconn *store_postgres_conn(store_t *st);
-PGconn *store_postgres_conn(store_t *st) {
+PGconn *pawl__store_postgres_conn(store_t *st);
+PGconn *pawl__store_postgres_conn(store_t *st) {
   return st && st->ops == &pg_ops ? ((pg_store_t *)st)->conn : NULL;
 }
 
@@ -2056,7 +2056,7 @@ static void pg_describe(const char *conninfo, char *out, size_t len) {
   PQconninfoFree(opts);
   /* A password with a '/' or an '@' makes libpq read part of it as the
    * host, port or database. */
-  redact_message(conninfo, text, 0, out, len);
+  pawl__redact_message(conninfo, text, 0, out, len);
 }
 
 static int64_t pg_wall_ms(void) {
@@ -2078,10 +2078,10 @@ static int pg_measure_skew(pg_store_t *s, int64_t *skew) {
   return rc;
 }
 
-int store_postgres_open(store_t **out, const store_config_t *cfg,
+int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
                         const char *conninfo, char *errbuf, size_t errlen);
 
-int store_postgres_open(store_t **out, const store_config_t *cfg,
+int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
                         const char *conninfo, char *errbuf, size_t errlen) {
   pg_store_t *s = calloc(1, sizeof *s);
   if (!s || !(s->conninfo = strdup(conninfo))) {
@@ -2106,7 +2106,7 @@ int store_postgres_open(store_t **out, const store_config_t *cfg,
   PQconninfoOption *parsed = PQconninfoParse(conninfo, &perr);
   if (!parsed) {
     char msg[300];
-    redact_message(conninfo, perr ? perr : "out of memory", 1, msg, sizeof msg);
+    pawl__redact_message(conninfo, perr ? perr : "out of memory", 1, msg, sizeof msg);
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) msg[--n] = 0;
     int prc = perr ? PAWL_EINVAL : PAWL_ENOMEM;
@@ -2143,7 +2143,7 @@ int store_postgres_open(store_t **out, const store_config_t *cfg,
     int cur = 0, latest = 0;
     rc = pg_version(&s->base, &cur, &latest);
     if (!rc && cur < latest)
-      rc = store_fail(&s->base, PAWL_ESCHEMA,
+      rc = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "database %s is at schema version %d, this pawl needs "
                       "%d: run `pawl migrate`",
                       PQdb(s->conn), cur, latest);

@@ -28,8 +28,8 @@
 #include "sqlite_sql.h"
 #include "store.h"
 
-extern const store_migration_t store_sqlite_migrations[];
-extern const size_t store_sqlite_migration_count;
+extern const store_migration_t pawl__store_sqlite_migrations[];
+extern const size_t pawl__store_sqlite_migration_count;
 
 /* Statement ids; their SQL is in sq_sql[]. */
 enum {
@@ -137,7 +137,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_EXTEND] = "UPDATE pawl_jobs SET lease_expires = ?1 WHERE state = 1 "
                   "AND lease_token = ?2",
     /* Expired leases, with whether their attempt is known to have started
-     * and how often the job was lost while running (store_plan_recovery()). */
+     * and how often the job was lost while running (pawl__store_plan_recovery()). */
     [SQ_EXPIRED] = "SELECT j.id, j.attempt, j.max_attempts, j.recoveries, "
                    "j.lease_owner, coalesce(s.crashes, 0), s.version IS "
                    "j.version FROM pawl_jobs AS j LEFT JOIN pawl_started AS s "
@@ -255,7 +255,7 @@ static int sq_rc_to_err(int rc) {
 
 /* Records the connection's error, naming what we were doing. */
 static int sq_fail(sq_store_t *s, int rc, const char *what) {
-  return store_fail(&s->base, sq_rc_to_err(rc), "%s: %s (sqlite:%s)", what,
+  return pawl__store_fail(&s->base, sq_rc_to_err(rc), "%s: %s (sqlite:%s)", what,
                     sqlite3_errmsg(s->db), s->path);
 }
 
@@ -457,7 +457,7 @@ static int sq_read_job(sq_store_t *s, const pawl_id_t *id, pawl_job_t **out) {
   int rc = sqlite3_step(st);
   if (rc == SQLITE_DONE) {
     sqlite3_reset(st);
-    return store_no_job(&s->base, id);
+    return pawl__store_no_job(&s->base, id);
   }
   if (rc != SQLITE_ROW) {
     sqlite3_reset(st);
@@ -465,7 +465,7 @@ static int sq_read_job(sq_store_t *s, const pawl_id_t *id, pawl_job_t **out) {
   }
   pawl_job_t *j = sq_row_to_job(st, NULL);
   sqlite3_reset(st);
-  if (!j) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  if (!j) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   *out = j;
   return 0;
 }
@@ -558,18 +558,18 @@ static int sq_check_applied(sq_store_t *s, int *applied) {
     const char *name = (const char *)sqlite3_column_text(st, 1);
     const char *sum = (const char *)sqlite3_column_text(st, 2);
     *applied = v;
-    if ((size_t)v > store_sqlite_migration_count || v < 1) {
-      err = store_fail(&s->base, PAWL_ESCHEMA,
+    if ((size_t)v > pawl__store_sqlite_migration_count || v < 1) {
+      err = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                        "database sqlite:%s is at schema version %d, newer "
                        "than this pawl knows (%zu): upgrade pawl",
-                       s->path, v, store_sqlite_migration_count);
+                       s->path, v, pawl__store_sqlite_migration_count);
       break;
     }
-    const store_migration_t *m = &store_sqlite_migrations[v - 1];
+    const store_migration_t *m = &pawl__store_sqlite_migrations[v - 1];
     char want[16];
-    snprintf(want, sizeof want, "%08x", store_crc32(m->sql, m->len));
+    snprintf(want, sizeof want, "%08x", pawl__store_crc32(m->sql, m->len));
     if (!sum || strcmp(sum, want) != 0) {
-      err = store_fail(&s->base, PAWL_ESCHEMA,
+      err = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                        "migration %s was changed after it was applied to "
                        "sqlite:%s (checksum recorded %s, file now %s)",
                        name ? name : m->name, s->path, sum ? sum : "(none)",
@@ -595,19 +595,19 @@ static int sq_apply(sq_store_t *s, const store_migration_t *m) {
   }
   if (applied != m->version - 1) {
     sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
-    return store_fail(&s->base, PAWL_ESCHEMA,
+    return pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "cannot apply %s: database is at version %d",
                       m->name, applied);
   }
   char *sql = strndup(m->sql, m->len), *msg = NULL;
   if (!sql) {
     sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
-    return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+    return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   }
   rc = sqlite3_exec(s->db, sql, 0, 0, &msg);
   free(sql);
   if (rc != SQLITE_OK) {
-    err = store_fail(&s->base, sq_rc_to_err(rc), "migration %s failed: %s",
+    err = pawl__store_fail(&s->base, sq_rc_to_err(rc), "migration %s failed: %s",
                      m->name, msg ? msg : sqlite3_errstr(rc));
     sqlite3_free(msg);
     sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
@@ -620,11 +620,11 @@ static int sq_apply(sq_store_t *s, const store_migration_t *m) {
                           -1, &st, NULL);
   if (rc == SQLITE_OK) {
     char sum[16];
-    snprintf(sum, sizeof sum, "%08x", store_crc32(m->sql, m->len));
+    snprintf(sum, sizeof sum, "%08x", pawl__store_crc32(m->sql, m->len));
     sqlite3_bind_int(st, 1, m->version);
     sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, sum, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 4, store_now(&s->base));
+    sqlite3_bind_int64(st, 4, pawl__store_now(&s->base));
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc == SQLITE_DONE) rc = SQLITE_OK;
@@ -669,12 +669,12 @@ static int sq_check_schema_table(sq_store_t *s, int create) {
   int ntables = 0;
   if ((rc = sq_count_tables(s, &ntables))) return rc;
   if (ntables > 0)
-    return store_fail(&s->base, PAWL_ESCHEMA,
+    return pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "sqlite:%s is not a pawl database (it has %d "
                       "table%s but no pawl_schema)",
                       s->path, ntables, ntables == 1 ? "" : "s");
   if (!create)
-    return store_fail(&s->base, PAWL_ESCHEMA,
+    return pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "sqlite:%s has no pawl schema yet: run `pawl migrate`",
                       s->path);
   rc = sqlite3_exec(s->db,
@@ -690,8 +690,8 @@ static int sq_migrate(store_t *base) {
   sq_store_t *s = (sq_store_t *)base;
   int rc = sq_prepare_schema_table(s, 1);
   if (rc) return rc;
-  for (size_t i = 0; i < store_sqlite_migration_count; i++)
-    if ((rc = sq_apply(s, &store_sqlite_migrations[i]))) return rc;
+  for (size_t i = 0; i < pawl__store_sqlite_migration_count; i++)
+    if ((rc = sq_apply(s, &pawl__store_sqlite_migrations[i]))) return rc;
   return 0;
 }
 
@@ -702,7 +702,7 @@ static int sq_version(store_t *base, int *current, int *latest) {
   int applied = 0;
   if (exists && (rc = sq_check_applied(s, &applied))) return rc;
   *current = applied;
-  *latest = (int)store_sqlite_migration_count;
+  *latest = (int)pawl__store_sqlite_migration_count;
   return 0;
 }
 
@@ -741,7 +741,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
       }
       char text[PAWL_ID_STRLEN];
       pawl_id_format(id_out, text);
-      return store_fail(&s->base, PAWL_EKEY,
+      return pawl__store_fail(&s->base, PAWL_EKEY,
                         "business key \"%s\" is held by live job %s",
                         j->business_key, text);
     }
@@ -784,7 +784,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
 static int sq_insert(store_t *base, const store_new_job_t *jobs, size_t n,
                      pawl_id_t *ids, int *status) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
   for (size_t i = 0; i < n && !rc; i++)
@@ -816,9 +816,9 @@ static int sq_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   size_t n = 0, i = 0;
   int rc, err = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    pawl_job_t **slot = store_push((void **)&jobs, &n, sizeof *jobs);
+    pawl_job_t **slot = pawl__store_push((void **)&jobs, &n, sizeof *jobs);
     if (!slot || !(*slot = sq_row_to_job(st, NULL))) {
-      err = store_fail(base, PAWL_ENOMEM, "out of memory");
+      err = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
       break;
     }
   }
@@ -855,7 +855,7 @@ static int sq_progress(store_t *base, const pawl_id_t *id,
   sqlite3_bind_int(st, 5, attempt);
   int rc = sq_exec_write(s, st, "record progress");
   if (rc) return rc;
-  return sqlite3_changes(s->db) == 1 ? 0 : store_not_held(&s->base, id, attempt);
+  return sqlite3_changes(s->db) == 1 ? 0 : pawl__store_not_held(&s->base, id, attempt);
 }
 
 /* ---- claim and leases --------------------------------------------------- */
@@ -889,7 +889,7 @@ static char *sq_queues_json(const char *const *queues, size_t n) {
  * they were picked. */
 static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
                          const pawl_buf_t *seqs, size_t n) {
-  if (seqs->oom) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  if (seqs->oom) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   sqlite3_stmt *st = sq_stmt(s, SQ_CLAIM_TAKE);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_int64(st, 1, now);
@@ -899,7 +899,7 @@ static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
   sqlite3_bind_text(st, 5, seqs->data, (int)seqs->len, SQLITE_STATIC);
   int rc = sq_exec(s, st, "claim jobs");
   if (!rc && (size_t)sqlite3_changes(s->db) != n)
-    rc = store_fail(&s->base, PAWL_ESTORE,
+    rc = pawl__store_fail(&s->base, PAWL_ESTORE,
                     "claim: %d of %zu picked jobs were still pending",
                     sqlite3_changes(s->db), n);
   return rc;
@@ -920,16 +920,16 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     which = SQ_CLAIM_QUEUE;
   } else if (c->nqueues > 1) {
     queues_json = sq_queues_json(c->queues, c->nqueues);
-    if (!queues_json) return store_fail(base, PAWL_ENOMEM, "out of memory");
+    if (!queues_json) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     which = SQ_CLAIM_QUEUES;
   }
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   pawl_job_t **jobs = calloc(c->max, sizeof *jobs);
   pawl_buf_t seqs;
-  buf_init(&seqs);
+  pawl__buf_init(&seqs);
   if (!jobs) {
     free(queues_json);
-    return store_fail(base, PAWL_ENOMEM, "out of memory");
+    return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   int rc = sq_begin(s);
   size_t got = 0;
@@ -944,12 +944,12 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
         sqlite3_bind_text(st, 3, c->queues[0], -1, SQLITE_STATIC);
       else if (which == SQ_CLAIM_QUEUES)
         sqlite3_bind_text(st, 3, queues_json, -1, SQLITE_STATIC);
-      buf_putc(&seqs, '[');
+      pawl__buf_putc(&seqs, '[');
       int step;
       while ((step = sqlite3_step(st)) == SQLITE_ROW && got < c->max) {
         pawl_job_t *j = sq_row_to_job(st, c->owner);
         if (!j) {
-          rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+          rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
           break;
         }
         /* What CLAIM_TAKE writes to the row. */
@@ -959,10 +959,10 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
         j->lease_expires = now + c->lease_ms;
         j->progress_done = j->progress_total = 0;
         j->version++;
-        buf_printf(&seqs, "%s%lld", got ? "," : "", (long long)j->store_key);
+        pawl__buf_printf(&seqs, "%s%lld", got ? "," : "", (long long)j->store_key);
         jobs[got++] = j;
       }
-      buf_putc(&seqs, ']');
+      pawl__buf_putc(&seqs, ']');
       if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
         rc = sq_fail(s, step, "pick jobs to claim");
       sqlite3_reset(st);
@@ -971,7 +971,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     rc = sq_end(s, rc);
   }
   free(queues_json);
-  buf_free(&seqs);
+  pawl__buf_free(&seqs);
   if (rc || got == 0) {
     /* Nothing was committed (or the commit failed): drop what we read. */
     for (size_t i = 0; i < got; i++) pawl_job_free(jobs[i]);
@@ -988,7 +988,7 @@ static int sq_extend(store_t *base, const pawl_id_t *token, int64_t lease_ms,
   sq_store_t *s = (sq_store_t *)base;
   sqlite3_stmt *st = sq_stmt(s, SQ_EXTEND);
   if (!st) return PAWL_ESTORE;
-  sqlite3_bind_int64(st, 1, store_now(base) + lease_ms);
+  sqlite3_bind_int64(st, 1, pawl__store_now(base) + lease_ms);
   sq_bind_id(st, 2, token);
   int rc = sq_exec_write(s, st, "extend leases");
   if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
@@ -1001,7 +1001,7 @@ static int sq_extend_one(store_t *base, const pawl_id_t *id,
   sq_store_t *s = (sq_store_t *)base;
   sqlite3_stmt *st = sq_stmt(s, SQ_EXTEND_ONE);
   if (!st) return PAWL_ESTORE;
-  sqlite3_bind_int64(st, 1, store_now(base) + lease_ms);
+  sqlite3_bind_int64(st, 1, pawl__store_now(base) + lease_ms);
   sq_bind_id(st, 2, id);
   sq_bind_id(st, 3, token);
   sqlite3_bind_int(st, 4, attempt);
@@ -1019,7 +1019,7 @@ static int sq_next_due(store_t *base, const char *const *queues,
     which = SQ_NEXT_DUE_QUEUE;
   } else if (nqueues > 1) {
     json = sq_queues_json(queues, nqueues);
-    if (!json) return store_fail(base, PAWL_ENOMEM, "out of memory");
+    if (!json) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     which = SQ_NEXT_DUE_QUEUES;
   }
   sqlite3_stmt *st = sq_stmt(s, which);
@@ -1136,7 +1136,7 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
       [PAWL_OUT_FAILED] = "failed", [PAWL_OUT_RETRY] = "retry",
       [PAWL_OUT_SNOOZE] = "snoozed", [PAWL_OUT_RELEASE] = "released"};
   if ((int)o->kind < PAWL_OUT_FAILED || o->kind > PAWL_OUT_RELEASE)
-    return store_fail(&s->base, PAWL_EINVAL, "unknown outcome kind %d",
+    return pawl__store_fail(&s->base, PAWL_EINVAL, "unknown outcome kind %d",
                       (int)o->kind);
   const char *error = o->kind == PAWL_OUT_FAILED || o->kind == PAWL_OUT_RETRY
                           ? o->error
@@ -1195,7 +1195,7 @@ static int sq_add_logs(sq_store_t *s, const pawl_outcome_t *o, int64_t now) {
 static int sq_finish(store_t *base, const pawl_id_t *token,
                      const pawl_outcome_t *outs, size_t n, int *rcs) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_add_logs(s, &outs[i], now))) break;
@@ -1210,14 +1210,14 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
   return sq_end(s, rc);
 }
 
-/* Takes back expired leases, each as store_plan_recovery() decides: back
+/* Takes back expired leases, each as pawl__store_plan_recovery() decides: back
  * to pending with the attempt counted, or failed when that was its last
  * attempt or it has been lost while running too often (a poison job that
  * keeps killing its node; only losses of attempts known to have started
  * count). */
 static int sq_recover(store_t *base, size_t *n) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   size_t count = 0;
   int rc = sq_begin(s);
   if (rc) return rc;
@@ -1239,7 +1239,7 @@ static int sq_recover(store_t *base, size_t *n) {
       if (!p) {
         sqlite3_reset(sel);
         free(lost);
-        return sq_end(s, store_fail(base, PAWL_ENOMEM, "out of memory"));
+        return sq_end(s, pawl__store_fail(base, PAWL_ENOMEM, "out of memory"));
       }
       lost = p;
     }
@@ -1262,7 +1262,7 @@ static int sq_recover(store_t *base, size_t *n) {
     struct lost *l = &lost[i];
     l->row.owner = l->owner;
     store_recovery_t plan;
-    store_plan_recovery(&l->row, s->poison, &plan);
+    pawl__store_plan_recovery(&l->row, s->poison, &plan);
     rc = sq_add_attempt(s, &l->id, now, "lost", plan.why, NULL, 0);
     if (rc == PAWL_ELEASE) {
       rc = 0; /* already gone: finished within this transaction's view */
@@ -1309,7 +1309,7 @@ static int sq_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
   sq_bind_id(st, 2, token);
   sqlite3_bind_int(st, 3, attempt);
   int rc = sq_exec_write(s, st, "record the start of an attempt");
-  if (!rc && sqlite3_changes(s->db) != 1) rc = store_not_held(base, id, attempt);
+  if (!rc && sqlite3_changes(s->db) != 1) rc = pawl__store_not_held(base, id, attempt);
   return rc;
 }
 
@@ -1320,7 +1320,7 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
                          const char *actor, const char *reason,
                          pawl_job_t **out) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   pawl_job_t *j = NULL;
   int rc = sq_begin(s);
   if (rc) return rc;
@@ -1328,7 +1328,7 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
 
   /* The new values, decided from the row as it is. */
   store_plan_t plan;
-  store_plan_transition(j, op, now, &plan);
+  pawl__store_plan_transition(j, op, now, &plan);
   int from = j->state, to = plan.to;
   int64_t rank = store_rank(j->priority, plan.run_at, s->boost_ms);
   if (plan.noop) {
@@ -1340,8 +1340,8 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
   if (to < 0) {
     char text[PAWL_ID_STRLEN];
     pawl_id_format(id, text);
-    rc = store_fail(base, PAWL_ESTATE, "cannot %s job %s: it is %s",
-                    store_op_name(op), text, pawl_state_name(from));
+    rc = pawl__store_fail(base, PAWL_ESTATE, "cannot %s job %s: it is %s",
+                    pawl__store_op_name(op), text, pawl_state_name(from));
     pawl_job_free(j);
     return sq_end(s, rc);
   }
@@ -1378,15 +1378,15 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
     if (step == SQLITE_CONSTRAINT) {
       char text[PAWL_ID_STRLEN];
       pawl_id_format(id, text);
-      rc = store_fail(base, PAWL_EKEY,
+      rc = pawl__store_fail(base, PAWL_EKEY,
                       "cannot %s job %s: its business key \"%s\" is held by "
                       "another live job",
-                      store_op_name(op), text,
+                      pawl__store_op_name(op), text,
                       j->business_key ? j->business_key : "");
     } else if (step != SQLITE_DONE) {
       rc = sq_fail(s, step, "update job");
     } else if (sqlite3_changes(s->db) != 1) {
-      rc = store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
+      rc = pawl__store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
     }
   }
   /* A manual retry starts the poison count again. */
@@ -1414,7 +1414,7 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
 
 /* History: the rows written for failures and operator actions, put
  * together with what the success path keeps on the job row by
- * store_history_assemble(). */
+ * pawl__store_history_assemble(). */
 static int sq_history(store_t *base, const pawl_id_t *id,
                       pawl_history_t **out) {
   sq_store_t *s = (sq_store_t *)base;
@@ -1422,7 +1422,7 @@ static int sq_history(store_t *base, const pawl_id_t *id,
   pawl_job_t *j = NULL;
   pawl_event_t *rows = NULL;
   size_t nrows = 0;
-  if (!h) return store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!h) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   /* A read transaction gives one consistent snapshot of the three tables. */
   int rc = sqlite3_exec(s->db, "BEGIN", 0, 0, 0);
   if (rc != SQLITE_OK) {
@@ -1437,7 +1437,7 @@ static int sq_history(store_t *base, const pawl_id_t *id,
     sq_bind_id(st, 1, id);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
       pawl_attempt_t *a =
-          store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+          pawl__store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
       if (!a) {
         oom = 1;
         break;
@@ -1446,9 +1446,9 @@ static int sq_history(store_t *base, const pawl_id_t *id,
       a->scheduled_at = sqlite3_column_int64(st, 2);
       a->started_at = sqlite3_column_int64(st, 3);
       a->ended_at = sqlite3_column_int64(st, 4);
-      oom |= store_dup(&a->node, (const char *)sqlite3_column_text(st, 1));
-      oom |= store_dup(&a->outcome, (const char *)sqlite3_column_text(st, 5));
-      oom |= store_dup(&a->error, (const char *)sqlite3_column_text(st, 6));
+      oom |= pawl__store_dup(&a->node, (const char *)sqlite3_column_text(st, 1));
+      oom |= pawl__store_dup(&a->outcome, (const char *)sqlite3_column_text(st, 5));
+      oom |= pawl__store_dup(&a->error, (const char *)sqlite3_column_text(st, 6));
       if (oom) break;
     }
     if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read attempts");
@@ -1458,7 +1458,7 @@ static int sq_history(store_t *base, const pawl_id_t *id,
   if (!rc && !oom) {
     sq_bind_id(st, 1, id);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-      pawl_event_t *e = store_push((void **)&rows, &nrows, sizeof *e);
+      pawl_event_t *e = pawl__store_push((void **)&rows, &nrows, sizeof *e);
       if (!e) {
         oom = 1;
         break;
@@ -1467,8 +1467,8 @@ static int sq_history(store_t *base, const pawl_id_t *id,
       e->from_state = sqlite3_column_int(st, 1);
       e->to_state = sqlite3_column_int(st, 2);
       e->attempt = sqlite3_column_int(st, 5);
-      oom |= store_dup(&e->actor, (const char *)sqlite3_column_text(st, 3));
-      oom |= store_dup(&e->reason, (const char *)sqlite3_column_text(st, 4));
+      oom |= pawl__store_dup(&e->actor, (const char *)sqlite3_column_text(st, 3));
+      oom |= pawl__store_dup(&e->reason, (const char *)sqlite3_column_text(st, 4));
       if (oom) break;
     }
     if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read events");
@@ -1476,11 +1476,11 @@ static int sq_history(store_t *base, const pawl_id_t *id,
   }
   sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
   if (!rc && !oom)
-    oom = store_history_assemble(h, j, rows, nrows) != 0;
+    oom = pawl__store_history_assemble(h, j, rows, nrows) != 0;
   else
-    store_events_free(rows, nrows);
+    pawl__store_events_free(rows, nrows);
   pawl_job_free(j);
-  if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!rc && oom) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   if (rc) {
     pawl_history_free(h);
     return rc;
@@ -1505,7 +1505,7 @@ static int sq_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
   if (!rc) {
     sq_bind_id(st, 1, id);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-      pawl_log_record_t *r = store_push((void **)&recs, &count, sizeof *recs);
+      pawl_log_record_t *r = pawl__store_push((void **)&recs, &count, sizeof *recs);
       if (!r) {
         oom = 1;
         break;
@@ -1532,14 +1532,14 @@ static int sq_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
       step = sqlite3_step(st);
       sqlite3_reset(st);
       if (step == SQLITE_DONE) {
-        rc = store_no_job(base, id);
+        rc = pawl__store_no_job(base, id);
       } else if (step != SQLITE_ROW) {
         rc = sq_fail(s, step, "read job");
       }
     }
   }
   sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
-  if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!rc && oom) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   if (rc) {
     pawl_logs_free(recs, count);
     return rc;
@@ -1554,7 +1554,7 @@ static int sq_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
 static int sq_lock_acquire(store_t *base, const char *name, const char *owner,
                            int64_t ttl_ms, int *got) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   sqlite3_stmt *st = sq_stmt(s, SQ_LOCK_ACQUIRE);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -1569,7 +1569,7 @@ static int sq_lock_acquire(store_t *base, const char *name, const char *owner,
 static int sq_lock_extend(store_t *base, const char *name, const char *owner,
                           int64_t ttl_ms, int *ok) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   sqlite3_stmt *st = sq_stmt(s, SQ_LOCK_EXTEND);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -1602,7 +1602,7 @@ static int sq_node_beat(store_t *base, const store_node_t *nd) {
                     SQLITE_STATIC);
   sqlite3_bind_text(st, 4, nd->queues ? nd->queues : "", -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 5, nd->started_at);
-  sqlite3_bind_int64(st, 6, store_now(base));
+  sqlite3_bind_int64(st, 6, pawl__store_now(base));
   return sq_exec_write(s, st, "record node heartbeat");
 }
 
@@ -1633,7 +1633,7 @@ static int sq_node_reap(store_t *base, int64_t silent_ms, size_t *n) {
   sq_store_t *s = (sq_store_t *)base;
   sqlite3_stmt *st = sq_stmt(s, SQ_NODE_REAP);
   if (!st) return PAWL_ESTORE;
-  sqlite3_bind_int64(st, 1, store_now(base) - silent_ms);
+  sqlite3_bind_int64(st, 1, pawl__store_now(base) - silent_ms);
   int rc = sq_exec_write(s, st, "remove silent nodes");
   if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
   return rc;
@@ -1726,17 +1726,17 @@ static int sq_check_path(const char *path, char *errbuf, size_t errlen) {
   return rc;
 }
 
-int store_sqlite_open(store_t **out, const store_config_t *cfg,
+int pawl__store_sqlite_open(store_t **out, const store_config_t *cfg,
                       const char *path, char *errbuf, size_t errlen);
 
 /* The store's connection, for tests and the benchmark's plain-SQL loop;
  * NULL if `st` is not an SQLite store. */
-sqlite3 *store_sqlite_db(store_t *st);
-sqlite3 *store_sqlite_db(store_t *st) {
+sqlite3 *pawl__store_sqlite_db(store_t *st);
+sqlite3 *pawl__store_sqlite_db(store_t *st) {
   return st && st->ops == &sq_ops ? ((sq_store_t *)st)->db : NULL;
 }
 
-int store_sqlite_open(store_t **out, const store_config_t *cfg,
+int pawl__store_sqlite_open(store_t **out, const store_config_t *cfg,
                       const char *path, char *errbuf, size_t errlen) {
   if (!path || !*path) {
     snprintf(errbuf, errlen, "database URL sqlite: has an empty path");
@@ -1897,7 +1897,7 @@ int store_sqlite_open(store_t **out, const store_config_t *cfg,
     int cur = 0, latest = 0;
     rc = sq_version(&s->base, &cur, &latest);
     if (!rc && cur < latest)
-      rc = store_fail(&s->base, PAWL_ESCHEMA,
+      rc = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "sqlite:%s is at schema version %d, this pawl needs %d: "
                       "run `pawl migrate`",
                       path, cur, latest);
