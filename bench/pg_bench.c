@@ -31,7 +31,7 @@
 #include <libpq-fe.h>
 
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "pg_sql.h"
 
 PGconn *pawl__store_postgres_conn(store_t *st);

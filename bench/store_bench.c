@@ -46,7 +46,7 @@
 #include <stdatomic.h>
 
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "sqlite_sql.h"
 
 /* The store's connection (stores/sqlite/sqlite_store.c, internal). */

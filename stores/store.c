@@ -18,8 +18,9 @@ int pawl__store_sqlite_open(store_t **out, const store_config_t *cfg,
 int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
                         const char *conninfo, char *errbuf, size_t errlen);
 
-int pawl__store_open(store_t **out, const store_config_t *cfg, char *errbuf,
-               size_t errlen) {
+/* Opens the backend the URL names. */
+static int store_open_backend(store_t **out, const store_config_t *cfg,
+                              char *errbuf, size_t errlen) {
   const char *url = cfg->url;
   if (url == NULL || *url == '\0') {
     snprintf(errbuf, errlen, "no database URL given");
@@ -47,6 +48,16 @@ int pawl__store_open(store_t **out, const store_config_t *cfg, char *errbuf,
            "postgres://... or postgres:CONNINFO",
            shown);
   return PAWL_EINVAL;
+}
+
+int pawl__store_open(store_t **out, const store_config_t *cfg, char *errbuf,
+                     size_t errlen) {
+  store_t *st = NULL;
+  int rc = store_open_backend(&st, cfg, errbuf, errlen);
+  /* Tests only: a store that fails on purpose (host/core/fault.h). */
+  if (!rc) rc = pawl__fault_store_wrap(&st, errbuf, errlen);
+  if (!rc) *out = st;
+  return rc;
 }
 
 int64_t pawl__store_now(store_t *st) {

@@ -236,10 +236,17 @@ struct store {
   char errmsg[512];
 };
 
-/* Opens the backend named by cfg->url. On failure *out is untouched and
+/* Opens the backend named by cfg->url (and, in tests with a fault plan,
+ * wraps it: pawl__fault_store_wrap()). On failure *out is untouched and
  * errbuf holds one line naming the problem. */
 int pawl__store_open(store_t **out, const store_config_t *cfg, char *errbuf,
                size_t errlen);
+
+/* TEST-ONLY (stores/fault_store.c): makes *st refuse what the fault plan
+ * says (host/core/fault.h); nothing changes without a plan. On failure
+ * (an "open" fault, a malformed plan) *st is closed and set to NULL, and
+ * errbuf holds the message. */
+int pawl__fault_store_wrap(store_t **st, char *errbuf, size_t errlen);
 
 /* Milliseconds since the epoch from the store's clock: the injected one,
  * else this machine's corrected by skew_ms. */

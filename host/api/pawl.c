@@ -16,98 +16,11 @@
 
 #include "bounds.h"
 #include "buf.h"
-#include "fault.h"
-#include "host.h"
+#include "handle.h"
 #include "json.h"
 #include "pawl.h"
 #include "pawl_internal.h"
 #include "store.h"
-
-/* ---- errors and names --------------------------------------------------- */
-
-static const struct {
-  int code;
-  const char *name, *text;
-} pawl_errors[] = {
-    {PAWL_OK, "PAWL_OK", "success"},
-    {PAWL_EINVAL, "PAWL_EINVAL", "invalid argument"},
-    {PAWL_ENOTFOUND, "PAWL_ENOTFOUND", "no such job"},
-    {PAWL_ESTATE, "PAWL_ESTATE", "transition not allowed from this state"},
-    {PAWL_ECONFLICT, "PAWL_ECONFLICT", "job changed concurrently"},
-    {PAWL_EKEY, "PAWL_EKEY", "business key held by a live job"},
-    {PAWL_ESTORE, "PAWL_ESTORE", "database error"},
-    {PAWL_ESCHEMA, "PAWL_ESCHEMA", "not a usable pawl database schema"},
-    {PAWL_ENOMEM, "PAWL_ENOMEM", "out of memory"},
-    {PAWL_EBUSY, "PAWL_EBUSY", "database is locked"},
-    {PAWL_EIO, "PAWL_EIO", "file or directory not usable"},
-    {PAWL_ELEASE, "PAWL_ELEASE", "job is no longer leased by this node"},
-    {PAWL_EUNAVAIL, "PAWL_EUNAVAIL", "database unreachable"},
-};
-
-const char *pawl_strerror(int err) {
-  for (size_t i = 0; i < sizeof pawl_errors / sizeof pawl_errors[0]; i++)
-    if (pawl_errors[i].code == err) return pawl_errors[i].text;
-  return "unknown error";
-}
-
-const char *pawl_err_name(int err) {
-  for (size_t i = 0; i < sizeof pawl_errors / sizeof pawl_errors[0]; i++)
-    if (pawl_errors[i].code == err) return pawl_errors[i].name;
-  return "PAWL_E?";
-}
-
-static const char *const pawl_state_names[PAWL_STATE_COUNT] = {
-    "pending", "running", "succeeded", "failed",
-    "canceled", "paused", "blocked"};
-
-const char *pawl_state_name(int state) {
-  if (state < 0 || state >= PAWL_STATE_COUNT) return "?";
-  return pawl_state_names[state];
-}
-
-int pawl_state_parse(const char *name) {
-  if (name)
-    for (int i = 0; i < PAWL_STATE_COUNT; i++)
-      if (strcmp(name, pawl_state_names[i]) == 0) return i;
-  return PAWL_EINVAL;
-}
-
-/* ---- jobs and history memory -------------------------------------------- */
-
-/* A job and its strings are one allocation (see the store). */
-void pawl_job_free(pawl_job_t *j) { free(j); }
-
-void pawl_jobs_free(pawl_job_t **jobs, size_t n) {
-  if (!jobs) return;
-  for (size_t i = 0; i < n; i++) pawl_job_free(jobs[i]);
-  free(jobs);
-}
-
-void pawl_history_free(pawl_history_t *h) {
-  if (!h) return;
-  for (size_t i = 0; i < h->nattempts; i++) {
-    free(h->attempts[i].node);
-    free(h->attempts[i].outcome);
-    free(h->attempts[i].error);
-  }
-  for (size_t i = 0; i < h->nevents; i++) {
-    free(h->events[i].actor);
-    free(h->events[i].reason);
-  }
-  free(h->attempts);
-  free(h->events);
-  free(h);
-}
-
-void pawl_logs_free(pawl_log_record_t *logs, size_t n) {
-  if (!logs) return;
-  for (size_t i = 0; i < n; i++) {
-    free(logs[i].level);
-    free(logs[i].message);
-    free(logs[i].fields);
-  }
-  free(logs);
-}
 
 /* ---- handle ------------------------------------------------------------- */
 
@@ -231,7 +144,6 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
       .no_autocheckpoint = opts->manual_checkpoint,
   };
   int rc = pawl__store_open(&p->store, &cfg, errbuf, errlen);
-  if (!rc) rc = pawl__fault_store_wrap(&p->store, errbuf, errlen); /* tests only */
   if (rc) {
     pawl_close(p);
     return rc;
@@ -263,6 +175,7 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
   p->lease_ms = parent->lease_ms;
   p->incarnation = parent->incarnation;
   p->host = parent->host;
+  p->host_ops = parent->host_ops;
   p->cfg = parent->cfg;
   /* The host's connections leave checkpoints to its checkpointer. */
   p->cfg.no_autocheckpoint = 1;
@@ -273,7 +186,6 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
     return PAWL_ENOMEM;
   }
   int rc = pawl__store_open(&p->store, &p->cfg, errbuf, errlen);
-  if (!rc) rc = pawl__fault_store_wrap(&p->store, errbuf, errlen); /* tests only */
   if (rc) {
     pawl_close(p);
     return rc;
@@ -284,7 +196,7 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
 
 void pawl_close(pawl_t *p) {
   if (!p) return;
-  if (p->owns_host) pawl__host_free(p);
+  if (p->owns_host) p->host_ops->free(p);
   if (p->store) p->store->ops->close(p->store);
   free((char *)p->cfg.url);
   if (p->gate) {
@@ -314,6 +226,74 @@ int pawl_schema_version(pawl_t *p, int *current, int *latest) {
   p->errmsg[0] = 0;
   return pawl_from_store(p, p->store->ops->schema.version(p->store, current,
                                                           latest));
+}
+
+/* ---- for the runner (pawl_internal.h) ----------------------------------- */
+
+void pawl__host_set(pawl_t *p, struct host *h, const pawl__host_ops_t *ops,
+                    int owns) {
+  p->host = h;
+  p->host_ops = h ? ops : NULL;
+  p->owns_host = h ? owns : 0;
+}
+
+struct host *pawl__host_get(pawl_t *p) { return p->host; }
+
+int64_t pawl__lease_ms(pawl_t *p) { return p->lease_ms; }
+
+const char *pawl__store_name(pawl_t *p) { return p->store->ops->name; }
+
+int64_t pawl__skew_ms(pawl_t *p) { return p->store->skew_ms; }
+
+int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
+                    int64_t started_at) {
+  p->errmsg[0] = 0;
+  store_node_t nd = {.id = p->node_id,
+                     .incarnation = &p->incarnation,
+                     .version = version,
+                     .queues = queues,
+                     .started_at = started_at};
+  return pawl_from_store(p, p->store->ops->nodes.beat(p->store, &nd));
+}
+
+int pawl__nodes_reap(pawl_t *p, int64_t silent_ms, size_t *n) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->nodes.reap(p->store, silent_ms, n));
+}
+
+/* The sweep lock's owner: the node id (cut to 255 bytes). */
+static void pawl_recover_owner(pawl_t *p, char owner[256]) {
+  snprintf(owner, 256, "%s", p->node_id);
+}
+
+int pawl__recover_lock(pawl_t *p, int *got) {
+  p->errmsg[0] = 0;
+  char owner[256];
+  pawl_recover_owner(p, owner);
+  return pawl_from_store(p, p->store->ops->locks.acquire(
+                                p->store, "pawl.recover", owner, p->lease_ms,
+                                got));
+}
+
+int pawl__recover_unlock(pawl_t *p) {
+  p->errmsg[0] = 0;
+  char owner[256];
+  pawl_recover_owner(p, owner);
+  return pawl_from_store(p, p->store->ops->locks.release(
+                                p->store, "pawl.recover", owner));
+}
+
+int pawl__can_listen(pawl_t *p) { return p->store->ops->wakeup.listen != NULL; }
+
+int pawl__listen(pawl_t *p) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->wakeup.listen(p->store));
+}
+
+int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->wakeup.wait(p->store, timeout_ms,
+                                                       woke));
 }
 
 /* ---- enqueue ------------------------------------------------------------ */
@@ -459,7 +439,7 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                                 p->store, jobs, n, ids ? ids : tmp_ids,
                                 statuses ? statuses : tmp_st));
   /* In-process enqueues wake the host's poller at once. */
-  if (!rc && p->host) pawl__host_wake(p->host);
+  if (!rc && p->host) p->host_ops->wake(p->host);
   if (tags)
     for (size_t i = 0; i < n; i++) pawl__buf_free(&tags[i]);
   free(tags);

@@ -1,7 +1,7 @@
 /* bounds.h: the one checker of numbers that come from outside.
  *
- * Every entry point (the C API in pawl.c, the CLI, job code's pawl.* calls
- * in worker.c, the Lua module) checks a number here before converting or
+ * Every entry point (the C API in api/pawl.c, the CLI, job code's pawl.*
+ * calls in lua/host_fns.c, the Lua module) checks a number here before converting or
  * adding it: a double from Lua may be NaN, infinite, fractional or far
  * beyond int64 (converting those is undefined behaviour in C), and an
  * integer from C may be anything. The ranges are the PAWL_*_MAX constants

@@ -1,9 +1,9 @@
 /* fault.c: TEST-ONLY fault injection (see fault.h for the plan's grammar).
  *
- * The store wrapper replaces a store's ops table by a copy whose finish and
- * claim consult the plan before calling the backend's own; everything else
- * is the backend's. The plan is process-wide: every connection of the
- * process counts towards the same N. */
+ * The plan and its counts. The plan is process-wide: every connection of
+ * the process counts towards the same N. The store that refuses what the
+ * plan says is stores/fault_store.c, which asks pawl__fault_open() and
+ * pawl__fault_finish() here. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -182,16 +182,7 @@ int pawl__fault_hit(fault_site_t site) {
   return hit;
 }
 
-/* ---- the store wrapper ---------------------------------------------------- */
-
-typedef struct fault_ops {
-  struct store_ops ops;           /* first: st->ops points here */
-  const struct store_ops *orig;   /* the backend's own */
-} fault_ops_t;
-
-static const struct store_ops *fault_orig(store_t *st) {
-  return ((const fault_ops_t *)st->ops)->orig;
-}
+/* ---- the store sites ------------------------------------------------------ */
 
 static uint64_t fault_hash(const char *s, uint64_t h) {
   if (!s) return (h ^ 0xff) * 1099511628211u;
@@ -225,13 +216,12 @@ static int fault_refuses(const fault_rule_t *r, const pawl_outcome_t *o) {
   }
 }
 
-static int fault_finish(store_t *st, const pawl_id_t *token,
-                        const pawl_outcome_t *outs, size_t n, int *rcs) {
+int pawl__fault_finish(const pawl_outcome_t *outs, size_t n, size_t *refused) {
   pthread_mutex_lock(&fault_mu);
   uint64_t base = fault_counts[FAULT_FINISH];
   fault_counts[FAULT_FINISH] += n;
   int transient = 0;
-  const pawl_outcome_t *refused = NULL;
+  const pawl_outcome_t *bad = NULL;
   for (size_t i = 0; i < fault_nrules; i++) {
     fault_rule_t *r = &fault_rules[i];
     if (r->site != FAULT_FINISH) continue;
@@ -248,57 +238,29 @@ static int fault_finish(store_t *st, const pawl_id_t *token,
       r->kind = (int)o->kind;
       r->hash = r->mode == FAULT_LOGS ? fault_logs_hash(o) : fault_outcome_hash(o);
     }
-    for (size_t k = 0; r->marked && !refused && k < n; k++)
-      if (fault_refuses(r, &outs[k])) refused = &outs[k];
+    for (size_t k = 0; r->marked && !bad && k < n; k++)
+      if (fault_refuses(r, &outs[k])) bad = &outs[k];
   }
   pthread_mutex_unlock(&fault_mu);
-  if (transient)
-    return pawl__store_fail(st, PAWL_EUNAVAIL,
-                      "finish jobs: database unreachable: fault injected "
-                      "(PAWL_TEST_FAULTS)");
-  if (refused) {
-    char id[PAWL_ID_STRLEN];
-    pawl_id_format(&refused->id, id);
-    return pawl__store_fail(st, PAWL_EINVAL,
-                      "finish jobs: the outcome of job %s is refused as bad "
-                      "data: fault injected (PAWL_TEST_FAULTS)",
-                      id);
+  if (transient) return PAWL_EUNAVAIL;
+  if (bad) {
+    *refused = (size_t)(bad - outs);
+    return PAWL_EINVAL;
   }
-  return fault_orig(st)->terminal.finish(st, token, outs, n, rcs);
+  return 0;
 }
 
-static int fault_claim(store_t *st, const store_claim_t *c, pawl_job_t ***out,
-                       size_t *n) {
-  if (pawl__fault_hit(FAULT_CLAIM))
-    return pawl__store_fail(st, PAWL_EUNAVAIL,
-                      "claim jobs: database unreachable: fault injected "
-                      "(PAWL_TEST_FAULTS)");
-  return fault_orig(st)->claim.claim(st, c, out, n);
-}
-
-static void fault_close(store_t *st) {
-  fault_ops_t *f = (fault_ops_t *)st->ops;
-  st->ops = f->orig;
-  free(f);
-  st->ops->close(st);
-}
-
-int pawl__fault_store_wrap(store_t **stp, char *errbuf, size_t errlen) {
+int pawl__fault_open(char *errbuf, size_t errlen) {
   fault_init();
   int state = atomic_load(&fault_state);
   if (state == 1 || state == 0) return 0;
-  store_t *st = *stp;
   if (state == 3) {
     snprintf(errbuf, errlen, "%s", fault_bad);
-    st->ops->close(st);
-    *stp = NULL;
     return PAWL_EINVAL;
   }
   if (pawl__fault_hit(FAULT_OPEN)) {
     snprintf(errbuf, errlen,
              "database unreachable: fault injected (PAWL_TEST_FAULTS open)");
-    st->ops->close(st);
-    *stp = NULL;
     return PAWL_EUNAVAIL;
   }
   int wrap = 0;
@@ -307,19 +269,5 @@ int pawl__fault_store_wrap(store_t **stp, char *errbuf, size_t errlen) {
     if (fault_rules[i].site == FAULT_FINISH || fault_rules[i].site == FAULT_CLAIM)
       wrap = 1;
   pthread_mutex_unlock(&fault_mu);
-  if (!wrap) return 0;
-  fault_ops_t *f = malloc(sizeof *f);
-  if (!f) {
-    snprintf(errbuf, errlen, "out of memory");
-    st->ops->close(st);
-    *stp = NULL;
-    return PAWL_ENOMEM;
-  }
-  f->ops = *st->ops;
-  f->orig = st->ops;
-  f->ops.terminal.finish = fault_finish;
-  f->ops.claim.claim = fault_claim;
-  f->ops.close = fault_close;
-  st->ops = &f->ops;
-  return 0;
+  return wrap;
 }

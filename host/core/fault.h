@@ -1,5 +1,7 @@
 /* fault.h: TEST-ONLY fault injection: a store that refuses the Nth write,
- * a thread that does not start, an allocation that fails.
+ * a thread that does not start, an allocation that fails. The plan lives
+ * here, in core/, so that every layer may ask it; the store that refuses
+ * is stores/fault_store.c.
  *
  * Off unless the environment variable PAWL_TEST_FAULTS is set when the
  * first database is opened (the `pawl` binary, the library), or a C test
@@ -41,7 +43,7 @@
 
 #include <stddef.h>
 
-#include "store.h"
+#include "pawl.h"
 
 typedef enum fault_site {
   FAULT_FINISH,
@@ -64,12 +66,17 @@ int pawl__fault_plan_set(const char *spec, char *err, size_t errlen);
  * result_alloc). Thread-safe. */
 int pawl__fault_hit(fault_site_t site);
 
-/* Called on every store pawl opens: with a plan that touches the store,
- * makes *st refuse what the plan says (its ops are replaced by wrappers
- * that call the backend's own). With an "open" fault due, closes *st,
- * sets it to NULL and returns PAWL_EUNAVAIL; with a malformed
- * PAWL_TEST_FAULTS, does the same with PAWL_EINVAL. errbuf gets the
- * message. Returns 0 otherwise (no plan: nothing changes). */
-int pawl__fault_store_wrap(store_t **st, char *errbuf, size_t errlen);
+/* For the store wrapper (stores/fault_store.c), on every store pawl
+ * opens: 1 if the plan touches the store's calls (finish, claim), so the
+ * store is to be wrapped; 0 if it does not (no plan: nothing changes); or,
+ * with an "open" fault due or a malformed PAWL_TEST_FAULTS, PAWL_EUNAVAIL
+ * or PAWL_EINVAL with the message in errbuf (the open fails). */
+int pawl__fault_open(char *errbuf, size_t errlen);
+
+/* The finish site, for the store wrapper: counts the n outcomes of one
+ * finish call and says what the plan does to it: 0 (nothing),
+ * PAWL_EUNAVAIL (a database that went away: nothing is written), or
+ * PAWL_EINVAL with *refused the index of an outcome refused as bad data. */
+int pawl__fault_finish(const pawl_outcome_t *outs, size_t n, size_t *refused);
 
 #endif

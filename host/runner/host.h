@@ -1,17 +1,23 @@
-/* host.h: the worker host's shared state (internal).
+/* host.h: the worker host's shared state (internal to runner/).
  *
- * Threads and what they own:
- * - the poller: claims jobs, runs the chores (heartbeat, node beat, lease
- *   recovery), and decides when to stop;
- * - the loader: loads new versions of the scripts in a state of its own
- *   (their top level may take long: never on the poller's path) and
- *   installs them for the workers;
- * - N workers (worker.c): one lua_State each, never shared;
- * - the completer: writes outcomes in batches (group commit);
- * - the watchdog: interrupts jobs that pass their deadline;
- * - the checkpointer (SQLite): moves the write-ahead log into the database;
- * - the listener (PostgreSQL): wakes the poller when another process
- *   enqueues (LISTEN/NOTIFY).
+ * Threads and what they own, one file each:
+ * - the poller (poller.c): claims jobs, runs the chores (heartbeat, node
+ *   beat, lease recovery), and decides when to stop;
+ * - the loader (loader.c): loads new versions of the scripts in a state
+ *   of its own (their top level may take long: never on the poller's
+ *   path) and installs them for the workers;
+ * - N workers (worker.c): one Lua state each (lua/bridge.h), never shared;
+ * - the completer (completer.c): writes outcomes in batches (group
+ *   commit);
+ * - the watchdog (watchdog.c): interrupts jobs that pass their deadline;
+ * - the checkpointer (checkpointer.c, SQLite): moves the write-ahead log
+ *   into the database;
+ * - the listener (listener.c, PostgreSQL): wakes the poller when another
+ *   process enqueues (LISTEN/NOTIFY).
+ * host.c starts them (pawl_start), stops them (pawl_stop) and joins them
+ * (pawl_wait). The runner is engine-neutral: Lua is reached only through
+ * lua/bridge.h, the database only through the API (include/pawl.h and
+ * api/pawl_internal.h).
  * Each thread has its own pawl_t (own database connection); all share the
  * lease token of the handle that started the host.
  *
@@ -26,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "bridge.h"
 #include "log.h"
 #include "pawl.h"
 
@@ -41,8 +48,8 @@ typedef struct host_outcome {
   pawl_log_entry_t *logs;    /* owned, with their strings */
   size_t nlogs;
   int worker;                /* index of the worker that ran it, -1: none */
-  int hook_ref;              /* LUA_NOREF, or a registry ref in that
-                                worker's state holding {job, arg} */
+  int hook_ref;              /* PAWL__LUA_NOREF, or what the hooks need,
+                                held in that worker's Lua state */
   int hooks;                 /* which hooks to run once stored */
   double duration_ms;
   int rc;                    /* store's verdict, after the write */
@@ -60,13 +67,9 @@ typedef struct host_item {
 
 /* A script file: type name ("_defaults" for the defaults file), path, and
  * the text the workers load: the file as read at the scan, or, when that
- * did not load, the text of the version that keeps serving. */
-typedef struct host_script {
-  char *name;
-  char *path;
-  char *src;                 /* NULL: unreadable (loading the path says why) */
-  size_t len;
-} host_script_t;
+ * did not load, the text of the version that keeps serving (src NULL:
+ * unreadable; loading the path says why). */
+typedef pawl__script_t host_script_t;
 
 typedef struct host {
   pawl_t *p;                 /* the handle that started the host */
@@ -121,6 +124,7 @@ typedef struct host {
   int abandoned;             /* workers left behind: never free the host */
   pthread_t poller, completer, watchdog, checkpointer, listener;
   int checkpointer_done, listener_done;
+  int listener_started;      /* the store can listen: the thread was started */
   /* When the last heartbeat reached the database (monotonic ms). A job
    * whose lease was last renewed longer than a lease ago may have been
    * taken back by another node: it is not started (see pawl__host_lapsed()). */
@@ -144,8 +148,6 @@ typedef struct host {
   char unstored_msg[300];
   int states_ready, states_failed; /* workers' Lua states built at start */
   char start_err[512];       /* why a worker could not build its state */
-  pthread_mutex_t lua_init;  /* serializes lua_State creation: lua-cjson's
-                                initialisation writes a static */
   int interrupt_signal;      /* the signal that stops a worker's Lua code;
                                 0: none (see pawl_host_opts_t) */
   int signal_held;           /* its handler is installed for this host
@@ -170,12 +172,42 @@ void pawl__host_push_outcome(host_t *h, host_outcome_t *o);
 /* Frees an outcome and everything it owns (not its hook ref). */
 void pawl__host_outcome_free(host_outcome_t *o);
 
-/* Monotonic milliseconds, for deadlines and timers. */
-int64_t pawl__host_mono_ms(void);
-
 /* A copy of the current script list (caller frees with
  * pawl__host_scripts_free); *gen receives its generation. */
 host_script_t *pawl__host_scripts_copy(host_t *h, size_t *n, uint64_t *gen);
 void pawl__host_scripts_free(host_script_t *s, size_t n);
+
+/* ---- the threads -------------------------------------------------------- */
+
+/* Each thread's state is made by pawl_start() before any thread starts
+ * (so that a failed allocation or a connection that cannot open fails the
+ * start) and freed once the thread is joined. *_main is the thread. The
+ * _new functions return 0 or a PAWL_E* code with the message in err. */
+
+/* The poller (poller.c), with its own connection. */
+int pawl__poller_new(host_t *h, struct poller **out, char *err,
+                     size_t errlen);
+void pawl__poller_free(struct poller *pl);
+void *pawl__poller_main(void *arg);
+
+/* The completer (completer.c); it opens its connection itself. */
+struct completer *pawl__completer_new(host_t *h);
+void pawl__completer_free(struct completer *c);
+void *pawl__completer_main(void *arg);
+
+/* The loader (loader.c) and its Lua state (the probe, h->probe): made on
+ * the calling thread before the workers' states (see pawl__lua_open());
+ * sets h->loader_state and h->probe. Its thread installs the first script
+ * list once every worker's state is ready. pawl__loader_free: also when
+ * its thread never started. */
+int pawl__loader_new(host_t *h, char *err, size_t errlen);
+void pawl__loader_free(host_t *h, struct loader *ld);
+void *pawl__loader_main(void *arg);
+
+/* The watchdog (watchdog.c), the checkpointer (checkpointer.c) and the
+ * listener (listener.c): their argument is the host. */
+void *pawl__watchdog_main(void *arg);
+void *pawl__checkpointer_main(void *arg);
+void *pawl__listener_main(void *arg);
 
 #endif

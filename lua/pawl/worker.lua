@@ -1,9 +1,9 @@
 -- pawl.worker: the Lua side of one worker thread.
 --
 -- Every worker thread owns a lua_State and loads this module once. The C
--- side (host/worker.c) lists the scripts directory, builds each job's
--- `job` table, runs `run(job, ctx)` under the job's deadline, and hands the
--- outcome to the completer. This module does what is best written in Lua:
+-- side lists the scripts directory (host/runner/loader.c), builds each
+-- job's `job` table and runs `run(job, ctx)` under the job's deadline
+-- (host/lua/run.c), and hands the outcome to the completer. This module does what is best written in Lua:
 -- the curated environment job code runs in, loading and checking scripts,
 -- the sanitizer and retry-policy steps after a failure, and the hooks.
 --

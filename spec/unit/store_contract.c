@@ -9,7 +9,7 @@
 
 #include "json.h"
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "store_contract.h"
 #include "unit.h"
 

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "pg_sql.h"
 #include "pgtest.h"
 #include "store_contract.h"

@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "sqlite_sql.h"
 #include "store_contract.h"
 
