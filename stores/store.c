@@ -328,3 +328,229 @@ int pawl__store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
   }
   return oom ? -1 : 0;
 }
+
+/* ---- rows ------------------------------------------------------------------ */
+
+pawl_job_t *pawl__store_job_from_row(const store_row_t *r, const char *owner) {
+  /* The string columns, and where each goes. */
+  enum { NSTR = 12 };
+  static const int cols[NSTR] = {
+      STORE_JOB_TYPE,           STORE_JOB_QUEUE,        STORE_JOB_PAYLOAD,
+      STORE_JOB_PARAMS,         STORE_JOB_TAGS,         STORE_JOB_IDEMPOTENCY_KEY,
+      STORE_JOB_BUSINESS_KEY,   STORE_JOB_CORRELATION_ID, STORE_JOB_ENQUEUED_BY,
+      STORE_JOB_LEASE_OWNER,    STORE_JOB_LAST_ERROR,   STORE_JOB_RESULT};
+  enum { OWNER = 9 }; /* lease_owner's place in cols */
+  const char *text[NSTR];
+  size_t len[NSTR], total = sizeof(pawl_job_t);
+  for (int k = 0; k < NSTR; k++) {
+    if (k == OWNER && owner) {
+      text[k] = owner;
+      len[k] = strlen(owner) + 1;
+    } else {
+      size_t n = 0;
+      text[k] = r->text(r, cols[k], &n);
+      len[k] = text[k] ? n + 1 : 0;
+    }
+    total += len[k];
+  }
+  pawl_job_t *j = calloc(1, total);
+  if (!j) return NULL;
+  char **fields[NSTR] = {&j->type,           &j->queue,
+                         &j->payload,        &j->params,
+                         &j->tags,           &j->idempotency_key,
+                         &j->business_key,   &j->correlation_id,
+                         &j->enqueued_by,    &j->lease_owner,
+                         &j->last_error,     &j->result};
+  char *at = (char *)(j + 1);
+  for (int k = 0; k < NSTR; k++) {
+    if (!text[k]) continue;
+    memcpy(at, text[k], len[k]);
+    *fields[k] = at;
+    at += len[k];
+  }
+  r->id(r, STORE_JOB_ID, &j->id);
+  j->state = (pawl_state_t)r->int64(r, STORE_JOB_STATE);
+  j->paused_from = (pawl_state_t)r->int64(r, STORE_JOB_PAUSED_FROM);
+  j->priority = (int32_t)r->int64(r, STORE_JOB_PRIORITY);
+  j->run_at = r->int64(r, STORE_JOB_RUN_AT);
+  j->attempt = (int32_t)r->int64(r, STORE_JOB_ATTEMPT);
+  j->max_attempts = (int32_t)r->int64(r, STORE_JOB_MAX_ATTEMPTS);
+  j->timeout_s = (int32_t)r->int64(r, STORE_JOB_TIMEOUT_S);
+  j->created_at = r->int64(r, STORE_JOB_CREATED_AT);
+  j->updated_at = r->int64(r, STORE_JOB_UPDATED_AT);
+  j->started_at = r->int64(r, STORE_JOB_STARTED_AT);
+  j->finished_at = r->int64(r, STORE_JOB_FINISHED_AT);
+  j->lease_expires = r->int64(r, STORE_JOB_LEASE_EXPIRES);
+  j->recoveries = (int32_t)r->int64(r, STORE_JOB_RECOVERIES);
+  j->progress_done = r->dbl(r, STORE_JOB_PROGRESS_DONE);
+  j->progress_total = r->dbl(r, STORE_JOB_PROGRESS_TOTAL);
+  j->version = r->int64(r, STORE_JOB_VERSION);
+  j->store_key = 0;
+  if (!j->type || !j->queue || !j->payload || !j->tags) {
+    free(j);
+    return NULL;
+  }
+  return j;
+}
+
+/* *dst = a copy of column `col` (NULL for NULL), through the allocation
+ * seam of pawl__store_dup(). -1 when out of memory. */
+static int store_col_dup(char **dst, const store_row_t *r, int col) {
+  size_t n;
+  return pawl__store_dup(dst, r->text(r, col, &n));
+}
+
+int pawl__store_attempt_fill(pawl_attempt_t *a, const store_row_t *r) {
+  a->attempt = (int32_t)r->int64(r, 0);
+  a->scheduled_at = r->int64(r, 2);
+  a->started_at = r->int64(r, 3);
+  a->ended_at = r->int64(r, 4);
+  int oom = store_col_dup(&a->node, r, 1);
+  oom |= store_col_dup(&a->outcome, r, 5);
+  oom |= store_col_dup(&a->error, r, 6);
+  return oom ? -1 : 0;
+}
+
+int pawl__store_event_fill(pawl_event_t *e, const store_row_t *r) {
+  e->at = r->int64(r, 0);
+  e->from_state = (int)r->int64(r, 1);
+  e->to_state = (int)r->int64(r, 2);
+  e->attempt = (int32_t)r->int64(r, 5);
+  int oom = store_col_dup(&e->actor, r, 3);
+  oom |= store_col_dup(&e->reason, r, 4);
+  return oom ? -1 : 0;
+}
+
+int pawl__store_log_fill(pawl_log_record_t *l, const store_row_t *r) {
+  size_t n;
+  l->attempt = (int32_t)r->int64(r, 0);
+  l->at = r->int64(r, 1);
+  const char *level = r->text(r, 2, &n), *msg = r->text(r, 3, &n),
+             *fields = r->text(r, 4, &n);
+  l->level = level ? strdup(level) : NULL;
+  l->message = msg ? strdup(msg) : NULL;
+  l->fields = fields ? strdup(fields) : NULL;
+  return !l->level || !l->message || (fields && !l->fields) ? -1 : 0;
+}
+
+/* ---- finishing and transitions ------------------------------------------------ */
+
+int pawl__store_plan_ending(store_t *st, const pawl_outcome_t *o, int64_t now,
+                            store_ending_t *out) {
+  memset(out, 0, sizeof *out);
+  out->to = PAWL_PENDING;
+  out->run_at = o->run_at;
+  switch (o->kind) {
+  case PAWL_OUT_FAILED:
+    out->outcome = "failed";
+    out->error = o->error;
+    out->to = PAWL_FAILED;
+    out->run_at = -1;
+    snprintf(out->why, sizeof out->why, "attempts exhausted or fatal error");
+    return 0;
+  case PAWL_OUT_RETRY:
+    out->outcome = "retry";
+    out->error = o->error;
+    snprintf(out->why, sizeof out->why, "retry in %lld ms",
+             (long long)(o->run_at - now));
+    return 0;
+  case PAWL_OUT_SNOOZE:
+    out->outcome = "snoozed";
+    out->give_back = 1;
+    snprintf(out->why, sizeof out->why, "snoozed for %lld ms",
+             (long long)(o->run_at - now));
+    return 0;
+  case PAWL_OUT_RELEASE:
+    out->outcome = "released";
+    out->give_back = 1;
+    out->run_at = -1;
+    snprintf(out->why, sizeof out->why, "released: node stopping");
+    return 0;
+  default:
+    return pawl__store_fail(st, PAWL_EINVAL, "unknown outcome kind %d",
+                            (int)o->kind);
+  }
+}
+
+/* The transition refused: the job is not in a state it leaves that way. */
+static int store_not_allowed(store_t *st, const pawl_id_t *id, store_op_t op,
+                             int from) {
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id, text);
+  return pawl__store_fail(st, PAWL_ESTATE, "cannot %s job %s: it is %s",
+                          pawl__store_op_name(op), text, pawl_state_name(from));
+}
+
+/* Writes what the plan decided: the end of a running attempt, the event,
+ * the row (compare-and-set), and the recorded starts forgotten when the
+ * poison count starts again. */
+static int store_transition_write(store_t *st,
+                                  const store_transition_steps_t *x,
+                                  const pawl_job_t *j, store_op_t op,
+                                  const store_plan_t *plan, int64_t now,
+                                  const char *actor, const char *reason) {
+  const pawl_id_t *id = &j->id;
+  int from = j->state, rc = 0, changed = 0;
+  /* A job canceled while running: its attempt ends here, recorded. */
+  if (from == PAWL_RUNNING) rc = x->end_attempt(st, id, now, reason);
+  if (!rc)
+    rc = x->add_event(st, id, now, from, plan->to, actor, reason, j->attempt);
+  if (!rc) rc = x->update(st, j, plan, now, &changed);
+  if (rc == PAWL_EKEY) {
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(id, text);
+    return pawl__store_fail(st, PAWL_EKEY,
+                            "cannot %s job %s: its business key \"%s\" is "
+                            "held by another live job",
+                            pawl__store_op_name(op), text,
+                            j->business_key ? j->business_key : "");
+  }
+  if (!rc && !changed)
+    rc = pawl__store_fail(st, PAWL_ECONFLICT, "job changed concurrently");
+  /* A manual retry starts the poison count again. */
+  if (!rc && plan->recoveries == 0 && j->recoveries > 0)
+    rc = x->forget_starts(st, id);
+  if (!rc && plan->to == PAWL_PENDING && x->pending) rc = x->pending(st);
+  return rc;
+}
+
+int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
+                           const pawl_id_t *id, store_op_t op,
+                           const char *actor, const char *reason,
+                           pawl_job_t **out) {
+  pawl_job_t *j = NULL;
+  int64_t now = 0;
+  int rc = x->begin(st);
+  if (rc) return rc;
+  /* The row is read (and, where the database can, locked until commit):
+   * the decision below cannot race. */
+  if ((rc = x->read(st, id, 1, &j))) return x->end(st, rc);
+  if ((rc = x->now(st, &now))) {
+    pawl_job_free(j);
+    return x->end(st, rc);
+  }
+  store_plan_t plan;
+  pawl__store_plan_transition(j, op, now, &plan);
+  if (plan.noop) {
+    x->end(st, 0);
+    if (out) *out = j;
+    else pawl_job_free(j);
+    return 0;
+  }
+  if (plan.to < 0) {
+    rc = store_not_allowed(st, id, op, j->state);
+    pawl_job_free(j);
+    return x->end(st, rc);
+  }
+  rc = store_transition_write(st, x, j, op, &plan, now, actor, reason);
+  pawl_job_free(j);
+  j = NULL;
+  if (!rc && out) rc = x->read(st, id, 0, &j);
+  rc = x->end(st, rc);
+  if (rc) {
+    pawl_job_free(j);
+    return rc;
+  }
+  if (out) *out = j;
+  return 0;
+}

@@ -350,6 +350,117 @@ int pawl__store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
  * the array. */
 void pawl__store_events_free(pawl_event_t *rows, size_t nrows);
 
+/* ---- rows every backend reads the same way --------------------------------- */
+
+/* One row of a backend's result, read column by column through the
+ * backend's own accessors; what the columns mean is decided here, once.
+ * text: the column's text and its length in bytes (without the NUL), or
+ * NULL for SQL NULL; int64 and dbl: 0 for NULL; id: all zero for NULL. */
+typedef struct store_row {
+  const char *(*text)(const struct store_row *r, int col, size_t *len);
+  int64_t (*int64)(const struct store_row *r, int col);
+  double (*dbl)(const struct store_row *r, int col);
+  void (*id)(const struct store_row *r, int col, pawl_id_t *out);
+  const void *res;          /* the backend's result (statement, PGresult) */
+  int row;                  /* the row in it, where it has several */
+} store_row_t;
+
+/* The columns of a job row, in the order every backend selects them
+ * (SQLITE_JOB_COLS, PG_JOB_COLS); a backend may select more after them. */
+enum store_job_col {
+  STORE_JOB_ID, STORE_JOB_TYPE, STORE_JOB_QUEUE, STORE_JOB_STATE,
+  STORE_JOB_PAUSED_FROM, STORE_JOB_PRIORITY, STORE_JOB_PAYLOAD,
+  STORE_JOB_PARAMS, STORE_JOB_TAGS, STORE_JOB_RUN_AT, STORE_JOB_ATTEMPT,
+  STORE_JOB_MAX_ATTEMPTS, STORE_JOB_TIMEOUT_S, STORE_JOB_IDEMPOTENCY_KEY,
+  STORE_JOB_BUSINESS_KEY, STORE_JOB_CORRELATION_ID, STORE_JOB_ENQUEUED_BY,
+  STORE_JOB_CREATED_AT, STORE_JOB_UPDATED_AT, STORE_JOB_STARTED_AT,
+  STORE_JOB_FINISHED_AT, STORE_JOB_LEASE_OWNER, STORE_JOB_LEASE_EXPIRES,
+  STORE_JOB_LAST_ERROR, STORE_JOB_RESULT, STORE_JOB_RECOVERIES,
+  STORE_JOB_PROGRESS_DONE, STORE_JOB_PROGRESS_TOTAL, STORE_JOB_VERSION,
+  STORE_JOB_NCOLS
+};
+
+/* A pawl_job_t from a job row, in one allocation (the job and its
+ * strings: pawl_job_free() is one free(), and claiming a batch builds
+ * many), with `owner` (when not NULL) as its lease owner instead of the
+ * row's, and store_key 0. NULL when out of memory. */
+pawl_job_t *pawl__store_job_from_row(const store_row_t *r, const char *owner);
+
+/* The rows of a job's history and logs, columns in this order:
+ *   attempts: attempt, node, scheduled_at, started_at, ended_at, outcome,
+ *             error;
+ *   events:   at, from_state, to_state, actor, reason, attempt;
+ *   logs:     attempt, at, level, message, fields.
+ * Each fills one zeroed element from a row; -1 when out of memory (what
+ * was copied is in the element, for the caller's free). */
+int pawl__store_attempt_fill(pawl_attempt_t *a, const store_row_t *r);
+int pawl__store_event_fill(pawl_event_t *e, const store_row_t *r);
+int pawl__store_log_fill(pawl_log_record_t *l, const store_row_t *r);
+
+/* ---- finishing and transitions, decided once ------------------------------- */
+
+/* What ending an attempt with an outcome other than success records (the
+ * same for every backend): the attempt row's outcome and error, the state
+ * the job goes to, when it runs again, whether the attempt is given back
+ * (snooze, release: it does not count), and the event's reason. */
+typedef struct store_ending {
+  const char *outcome;      /* "failed", "retry", "snoozed", "released" */
+  const char *error;        /* the attempt's error (failed, retry), or NULL */
+  int to;                   /* PAWL_FAILED or PAWL_PENDING */
+  int64_t run_at;           /* pending: when it runs again; -1: now (a
+                               release) or not at all (failed) */
+  int give_back;
+  char why[96];
+} store_ending_t;
+
+/* Plans the ending of outcome `o` at `now` (the delays in reasons are
+ * measured from it). PAWL_EINVAL (st->errmsg says why) for a success or an
+ * unknown kind. */
+int pawl__store_plan_ending(store_t *st, const pawl_outcome_t *o, int64_t now,
+                            store_ending_t *out);
+
+/* The steps of an operator transition that differ between backends, run by
+ * pawl__store_transition() in the one order both follow. Each returns 0 or
+ * a PAWL_E* code with st->errmsg set; all run inside the transaction
+ * begin() opened. */
+typedef struct store_transition_steps {
+  int (*begin)(store_t *st);
+  /* Commits when rc is 0, else rolls back; returns rc, or the commit's
+   * failure. */
+  int (*end)(store_t *st, int rc);
+  /* Reads the job; locked until the transaction ends when for_update. */
+  int (*read)(store_t *st, const pawl_id_t *id, int for_update,
+              pawl_job_t **out);
+  /* "Now" for the times decided here (run_at, finished_at). */
+  int (*now)(store_t *st, int64_t *now);
+  /* Records the end of the running attempt (canceled, with the reason);
+   * 0 also when there is none to record. */
+  int (*end_attempt)(store_t *st, const pawl_id_t *id, int64_t now,
+                     const char *reason);
+  int (*add_event)(store_t *st, const pawl_id_t *id, int64_t now, int from,
+                   int to, const char *actor, const char *reason,
+                   int32_t attempt);
+  /* Writes the plan as a compare-and-set on j->version: *changed = 1 if
+   * the row was updated. PAWL_EKEY, without a message, when the job's
+   * business key is held by another live job. */
+  int (*update)(store_t *st, const pawl_job_t *j, const store_plan_t *plan,
+                int64_t now, int *changed);
+  /* Forgets the recorded starts (a manual retry starts the poison count
+   * again). */
+  int (*forget_starts)(store_t *st, const pawl_id_t *id);
+  /* The job went back to pending: tell other nodes (NULL: nothing to do). */
+  int (*pending)(store_t *st);
+} store_transition_steps_t;
+
+/* An operator transition (store_ops.control.transition), the same on every
+ * backend: read the job, plan the transition (pawl__store_plan_transition),
+ * then, unless it is a no-op or not allowed, end a running attempt, record
+ * the event and write the row, all in one transaction. */
+int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
+                           const pawl_id_t *id, store_op_t op,
+                           const char *actor, const char *reason,
+                           pawl_job_t **out);
+
 /* A backend's migrations, embedded at build time from schema/<backend>/. */
 typedef struct store_migration {
   int version;
