@@ -399,121 +399,147 @@ static void completer_backoff(host_t *h, int64_t ms) {
   }
 }
 
+/* Waits for outcomes, and takes up to a batch: everything that arrived
+ * while the last one was written goes into one transaction (group commit);
+ * those kept after a failed write come first. Returns how many, 0 when
+ * the completer may end (nothing left, nothing more can come). */
+static size_t completer_take(completer_t *c) {
+  host_t *h = c->h;
+  pthread_mutex_lock(&h->mu);
+  while (!h->out_head && !c->pending && !completer_may_end(h)) {
+    struct timespec ts = pawl__mono_deadline(50);
+    pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
+  }
+  size_t n = 0;
+  while (c->pending && n < HOST_BATCH) {
+    c->batch[n++] = c->pending;
+    c->pending = c->pending->next;
+  }
+  while (h->out_head && n < HOST_BATCH) {
+    host_outcome_t *o = h->out_head;
+    h->out_head = o->next;
+    if (!h->out_head) h->out_tail = NULL;
+    h->outcomes--;
+    c->batch[n++] = o;
+  }
+  h->writing = (int)n;
+  pthread_mutex_unlock(&h->mu);
+  return n;
+}
+
+/* One round: writes the batch; what is kept goes before whatever was
+ * still left from before. */
+static void completer_round(completer_t *c, size_t n) {
+  host_t *h = c->h;
+  c->done = c->again = NULL;
+  c->done_tail = &c->done;
+  c->again_tail = &c->again;
+  c->down = 0;
+  if (!c->p) {
+    /* Opened here, not by pawl_start, so that a database that is away
+     * for a moment does not stop the host from starting; until it is
+     * back, this is a failed write like any other. */
+    char err[512];
+    int rc = pawl__open_sibling(h->p, NULL, &c->p, err, sizeof err);
+    if (rc) {
+      c->p = NULL;
+      completer_went_down(c, rc == PAWL_ENOMEM ? rc : PAWL_EUNAVAIL, err);
+    }
+  }
+  completer_write(c, c->batch, n, 1);
+  *c->again_tail = c->pending;
+  c->pending = c->again;
+}
+
+/* Notes how the round went (for the give-up) and logs a failed one.
+ * Returns 1 when the host is stopping and the deadline for writing has
+ * passed: the rest is not to be tried again. */
+static int completer_note(completer_t *c) {
+  host_t *h = c->h;
+  pthread_mutex_lock(&h->mu);
+  h->writing = 0;
+  if (!c->down) {
+    h->writes_failing_since = 0;
+  } else if (!h->writes_failing_since) {
+    h->writes_failing_since = pawl__mono_ms();
+    snprintf(h->write_err, sizeof h->write_err, "%s", c->err);
+  }
+  int give_up = c->down && h->stopping && h->flush_until &&
+                pawl__mono_ms() >= h->flush_until;
+  pthread_mutex_unlock(&h->mu);
+  if (c->down) {
+    log_line_t line;
+    pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
+              give_up ? "writing outcomes failed; stopping: not trying "
+                        "again"
+                      : "writing outcomes failed; retrying");
+    pawl__log_str(&line, "error", c->err);
+    pawl__log_end(&line);
+  }
+  return give_up;
+}
+
+/* Stopping, and the deadline for writing has passed: the rest is not
+ * stored. Each is listed; their jobs stay running until their leases
+ * expire, and lease recovery takes them back. */
+static void completer_abandon(completer_t *c) {
+  size_t left = 0;
+  while (c->pending) {
+    host_outcome_t *o = c->pending;
+    c->pending = o->next;
+    left++;
+    completer_unstored(c, o, c->down,
+                       "outcome not stored: the host is stopping and the "
+                       "database does not take it; the job is taken back "
+                       "when its lease expires",
+                       c->err);
+  }
+  log_line_t line;
+  pawl__log_begin(&line, &c->h->log, PAWL_LOG_ERROR,
+            "outcomes not stored at the stop (listed above)");
+  pawl__log_int(&line, "outcomes", (int64_t)left);
+  pawl__log_end(&line);
+}
+
+/* Hands on what this round settled: each written outcome is logged, and
+ * goes to its worker for the hooks or is freed; the poller is woken (a
+ * slot freed up). Called with h->mu held. */
+static void completer_settle(completer_t *c) {
+  host_t *h = c->h;
+  size_t kept = 0;
+  for (host_outcome_t *o = c->pending; o; o = o->next) kept++;
+  h->backlog = (int)kept;
+  for (host_outcome_t *o = c->done, *next; o; o = next) {
+    next = o->next;
+    if (o->worker >= 0)
+      h->avg_job_ms = 0.95 * h->avg_job_ms + 0.05 * o->duration_ms;
+    if (o->rc == 0 || o->rc == PAWL_ELEASE) completer_log(h, o);
+    if (o->worker >= 0 && o->hook_ref >= 0) {
+      /* Hooks run in the worker whose state holds their reference (one
+       * not stored only releases it there). */
+      worker_t *w = h->workers[o->worker];
+      o->next = w->inbox;
+      w->inbox = o;
+      pthread_cond_broadcast(&h->work_cv);
+    } else {
+      pawl__host_outcome_free(o);
+    }
+  }
+  h->wake = 1;
+  pthread_cond_signal(&h->poll_cv);
+}
+
 void *pawl__completer_main(void *arg) {
   completer_t *c = arg;
   host_t *h = c->h;
   int64_t backoff = 10;
-  for (;;) {
+  size_t n;
+  while ((n = completer_take(c)) > 0) {
+    completer_round(c, n);
+    int give_up = completer_note(c);
+    if (give_up) completer_abandon(c);
     pthread_mutex_lock(&h->mu);
-    while (!h->out_head && !c->pending && !completer_may_end(h)) {
-      struct timespec ts = pawl__mono_deadline(50);
-      pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
-    }
-    if (!h->out_head && !c->pending) {
-      pthread_mutex_unlock(&h->mu);
-      break;
-    }
-    /* Take up to a batch: everything that arrived while we were writing
-     * the last one goes into one transaction (group commit). */
-    size_t n = 0;
-    while (c->pending && n < HOST_BATCH) {
-      c->batch[n++] = c->pending;
-      c->pending = c->pending->next;
-    }
-    while (h->out_head && n < HOST_BATCH) {
-      host_outcome_t *o = h->out_head;
-      h->out_head = o->next;
-      if (!h->out_head) h->out_tail = NULL;
-      h->outcomes--;
-      c->batch[n++] = o;
-    }
-    h->writing = (int)n;
-    pthread_mutex_unlock(&h->mu);
-
-    c->done = c->again = NULL;
-    c->done_tail = &c->done;
-    c->again_tail = &c->again;
-    c->down = 0;
-    if (!c->p) {
-      /* Opened here, not by pawl_start, so that a database that is away
-       * for a moment does not stop the host from starting; until it is
-       * back, this is a failed write like any other. */
-      char err[512];
-      int rc = pawl__open_sibling(h->p, NULL, &c->p, err, sizeof err);
-      if (rc) {
-        c->p = NULL;
-        completer_went_down(c, rc == PAWL_ENOMEM ? rc : PAWL_EUNAVAIL, err);
-      }
-    }
-    completer_write(c, c->batch, n, 1);
-    /* What is kept goes before whatever was still left from before. */
-    *c->again_tail = c->pending;
-    c->pending = c->again;
-
-    pthread_mutex_lock(&h->mu);
-    h->writing = 0;
-    if (!c->down) {
-      h->writes_failing_since = 0;
-    } else if (!h->writes_failing_since) {
-      h->writes_failing_since = pawl__mono_ms();
-      snprintf(h->write_err, sizeof h->write_err, "%s", c->err);
-    }
-    int give_up = c->down && h->stopping && h->flush_until &&
-                  pawl__mono_ms() >= h->flush_until;
-    pthread_mutex_unlock(&h->mu);
-    if (c->down) {
-      log_line_t line;
-      pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
-                give_up ? "writing outcomes failed; stopping: not trying "
-                          "again"
-                        : "writing outcomes failed; retrying");
-      pawl__log_str(&line, "error", c->err);
-      pawl__log_end(&line);
-    }
-    if (give_up) {
-      /* Stopping, and the deadline for writing has passed: the rest is
-       * not stored. Each is listed; their jobs stay running until their
-       * leases expire, and lease recovery takes them back. */
-      size_t left = 0;
-      while (c->pending) {
-        host_outcome_t *o = c->pending;
-        c->pending = o->next;
-        left++;
-        completer_unstored(c, o, c->down,
-                           "outcome not stored: the host is stopping and the "
-                           "database does not take it; the job is taken back "
-                           "when its lease expires",
-                           c->err);
-      }
-      log_line_t line;
-      pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
-                "outcomes not stored at the stop (listed above)");
-      pawl__log_int(&line, "outcomes", (int64_t)left);
-      pawl__log_end(&line);
-    }
-    size_t kept = 0;
-    for (host_outcome_t *o = c->pending; o; o = o->next) kept++;
-
-    pthread_mutex_lock(&h->mu);
-    h->backlog = (int)kept;
-    for (host_outcome_t *o = c->done, *next; o; o = next) {
-      next = o->next;
-      if (o->worker >= 0)
-        h->avg_job_ms = 0.95 * h->avg_job_ms + 0.05 * o->duration_ms;
-      if (o->rc == 0 || o->rc == PAWL_ELEASE) completer_log(h, o);
-      if (o->worker >= 0 && o->hook_ref >= 0) {
-        /* Hooks run in the worker whose state holds their reference (one
-         * not stored only releases it there). */
-        worker_t *w = h->workers[o->worker];
-        o->next = w->inbox;
-        w->inbox = o;
-        pthread_cond_broadcast(&h->work_cv);
-      } else {
-        pawl__host_outcome_free(o);
-      }
-    }
-    h->wake = 1;
-    pthread_cond_signal(&h->poll_cv);
+    completer_settle(c);
     if (c->down && !give_up) {
       completer_backoff(h, backoff);
       if (backoff < 2000) backoff *= 2;
@@ -531,4 +557,3 @@ void *pawl__completer_main(void *arg) {
   pthread_mutex_unlock(&h->mu);
   return NULL;
 }
-
