@@ -1,7 +1,10 @@
 /* cli.c: the `pawl` command-line tool.
  *
  * Written on the public API (pawl.h) only, like any other embedder, plus the
- * host's small helpers for buffers, JSON checking and ISO 8601 times.
+ * small helpers of host/core/ for buffers, JSON checking and ISO 8601
+ * times (the build that links it against libpawl.so proves it). The
+ * output is in cli_output.c, `pawl cron next` in cli_cron.c, `pawl bench`
+ * in bench/cli_bench.c.
  *
  * main() runs in four steps: parse the command line (nothing is opened, so a
  * usage error touches no file), open the database, run the command, close.

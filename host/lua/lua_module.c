@@ -1,4 +1,5 @@
-/* lua_module.c: `require "pawl"` for LuaJIT, written on include/pawl.h only.
+/* lua_module.c: `require "pawl"` for LuaJIT, written on include/pawl.h only
+ * (and, of host/, the helpers of core/ and the JSON codec lua/ljson.c).
  *
  *   local pawl = require "pawl"
  *   local db = assert(pawl.open{ db = "sqlite:/tmp/x.db", now = 1000 })
