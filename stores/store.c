@@ -331,14 +331,24 @@ int pawl__store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
 
 /* ---- rows ------------------------------------------------------------------ */
 
-pawl_job_t *pawl__store_job_from_row(const store_row_t *r, const char *owner) {
-  /* The string columns, and where each goes. */
-  enum { NSTR = 12 };
-  static const int cols[NSTR] = {
-      STORE_JOB_TYPE,           STORE_JOB_QUEUE,        STORE_JOB_PAYLOAD,
-      STORE_JOB_PARAMS,         STORE_JOB_TAGS,         STORE_JOB_IDEMPOTENCY_KEY,
-      STORE_JOB_BUSINESS_KEY,   STORE_JOB_CORRELATION_ID, STORE_JOB_ENQUEUED_BY,
-      STORE_JOB_LEASE_OWNER,    STORE_JOB_LAST_ERROR,   STORE_JOB_RESULT};
+const unsigned char pawl__store_job_texts[STORE_JOB_NTEXT] = {
+    STORE_JOB_TYPE,           STORE_JOB_QUEUE,        STORE_JOB_PAYLOAD,
+    STORE_JOB_PARAMS,         STORE_JOB_TAGS,         STORE_JOB_IDEMPOTENCY_KEY,
+    STORE_JOB_BUSINESS_KEY,   STORE_JOB_CORRELATION_ID, STORE_JOB_ENQUEUED_BY,
+    STORE_JOB_LEASE_OWNER,    STORE_JOB_LAST_ERROR,   STORE_JOB_RESULT};
+
+const unsigned char pawl__store_job_ints[STORE_JOB_NINT] = {
+    STORE_JOB_STATE,        STORE_JOB_PAUSED_FROM,  STORE_JOB_PRIORITY,
+    STORE_JOB_RUN_AT,       STORE_JOB_ATTEMPT,      STORE_JOB_MAX_ATTEMPTS,
+    STORE_JOB_TIMEOUT_S,    STORE_JOB_CREATED_AT,   STORE_JOB_UPDATED_AT,
+    STORE_JOB_STARTED_AT,   STORE_JOB_FINISHED_AT,  STORE_JOB_LEASE_EXPIRES,
+    STORE_JOB_RECOVERIES,   STORE_JOB_VERSION};
+
+pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
+                                     const char *owner) {
+  /* The string columns (pawl__store_job_texts), and where each goes. */
+  enum { NSTR = STORE_JOB_NTEXT };
+  const unsigned char *cols = pawl__store_job_texts;
   enum { OWNER = 9 }; /* lease_owner's place in cols */
   const char *text[NSTR];
   size_t len[NSTR], total = sizeof(pawl_job_t);
@@ -347,9 +357,8 @@ pawl_job_t *pawl__store_job_from_row(const store_row_t *r, const char *owner) {
       text[k] = owner;
       len[k] = strlen(owner) + 1;
     } else {
-      size_t n = 0;
-      text[k] = r->text(r, cols[k], &n);
-      len[k] = text[k] ? n + 1 : 0;
+      text[k] = r->text[cols[k]];
+      len[k] = text[k] ? r->len[cols[k]] + 1 : 0;
     }
     total += len[k];
   }
@@ -368,23 +377,24 @@ pawl_job_t *pawl__store_job_from_row(const store_row_t *r, const char *owner) {
     *fields[k] = at;
     at += len[k];
   }
-  r->id(r, STORE_JOB_ID, &j->id);
-  j->state = (pawl_state_t)r->int64(r, STORE_JOB_STATE);
-  j->paused_from = (pawl_state_t)r->int64(r, STORE_JOB_PAUSED_FROM);
-  j->priority = (int32_t)r->int64(r, STORE_JOB_PRIORITY);
-  j->run_at = r->int64(r, STORE_JOB_RUN_AT);
-  j->attempt = (int32_t)r->int64(r, STORE_JOB_ATTEMPT);
-  j->max_attempts = (int32_t)r->int64(r, STORE_JOB_MAX_ATTEMPTS);
-  j->timeout_s = (int32_t)r->int64(r, STORE_JOB_TIMEOUT_S);
-  j->created_at = r->int64(r, STORE_JOB_CREATED_AT);
-  j->updated_at = r->int64(r, STORE_JOB_UPDATED_AT);
-  j->started_at = r->int64(r, STORE_JOB_STARTED_AT);
-  j->finished_at = r->int64(r, STORE_JOB_FINISHED_AT);
-  j->lease_expires = r->int64(r, STORE_JOB_LEASE_EXPIRES);
-  j->recoveries = (int32_t)r->int64(r, STORE_JOB_RECOVERIES);
-  j->progress_done = r->dbl(r, STORE_JOB_PROGRESS_DONE);
-  j->progress_total = r->dbl(r, STORE_JOB_PROGRESS_TOTAL);
-  j->version = r->int64(r, STORE_JOB_VERSION);
+  const int64_t *num = r->num;
+  j->id = r->id;
+  j->state = (pawl_state_t)num[STORE_JOB_STATE];
+  j->paused_from = (pawl_state_t)num[STORE_JOB_PAUSED_FROM];
+  j->priority = (int32_t)num[STORE_JOB_PRIORITY];
+  j->run_at = num[STORE_JOB_RUN_AT];
+  j->attempt = (int32_t)num[STORE_JOB_ATTEMPT];
+  j->max_attempts = (int32_t)num[STORE_JOB_MAX_ATTEMPTS];
+  j->timeout_s = (int32_t)num[STORE_JOB_TIMEOUT_S];
+  j->created_at = num[STORE_JOB_CREATED_AT];
+  j->updated_at = num[STORE_JOB_UPDATED_AT];
+  j->started_at = num[STORE_JOB_STARTED_AT];
+  j->finished_at = num[STORE_JOB_FINISHED_AT];
+  j->lease_expires = num[STORE_JOB_LEASE_EXPIRES];
+  j->recoveries = (int32_t)num[STORE_JOB_RECOVERIES];
+  j->progress_done = r->progress_done;
+  j->progress_total = r->progress_total;
+  j->version = num[STORE_JOB_VERSION];
   j->store_key = 0;
   if (!j->type || !j->queue || !j->payload || !j->tags) {
     free(j);

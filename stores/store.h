@@ -352,8 +352,9 @@ void pawl__store_events_free(pawl_event_t *rows, size_t nrows);
 
 /* ---- rows every backend reads the same way --------------------------------- */
 
-/* One row of a backend's result, read column by column through the
- * backend's own accessors; what the columns mean is decided here, once.
+/* One row of a backend's result (history and log rows), read column by
+ * column through the backend's own accessors; what the columns mean is
+ * decided here, once.
  * text: the column's text and its length in bytes (without the NUL), or
  * NULL for SQL NULL; int64 and dbl: 0 for NULL; id: all zero for NULL. */
 typedef struct store_row {
@@ -380,11 +381,33 @@ enum store_job_col {
   STORE_JOB_NCOLS
 };
 
+/* The job columns by what they hold: texts (NULL for NULL), integers (0
+ * for NULL) and the two reals (progress); the id is STORE_JOB_ID. */
+#define STORE_JOB_NTEXT 12
+#define STORE_JOB_NINT 14
+extern const unsigned char pawl__store_job_texts[STORE_JOB_NTEXT];
+extern const unsigned char pawl__store_job_ints[STORE_JOB_NINT];
+
+/* A job row as a backend read it: the columns of pawl__store_job_texts
+ * and pawl__store_job_ints, the id and the progress, each read the
+ * backend's own way (what they mean is decided once, in
+ * pawl__store_job_from_row). Text is borrowed from the backend's result
+ * until the row is packed. Claiming reads a batch of rows, so the backend
+ * fills this with plain loops rather than through store_row_t's calls. */
+typedef struct store_job_row {
+  pawl_id_t id;
+  const char *text[STORE_JOB_NCOLS];
+  size_t len[STORE_JOB_NCOLS];  /* bytes of each text, without the NUL */
+  int64_t num[STORE_JOB_NCOLS]; /* integers, 0 for NULL */
+  double progress_done, progress_total; /* 0 for NULL */
+} store_job_row_t;
+
 /* A pawl_job_t from a job row, in one allocation (the job and its
  * strings: pawl_job_free() is one free(), and claiming a batch builds
  * many), with `owner` (when not NULL) as its lease owner instead of the
  * row's, and store_key 0. NULL when out of memory. */
-pawl_job_t *pawl__store_job_from_row(const store_row_t *r, const char *owner);
+pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
+                                     const char *owner);
 
 /* The rows of a job's history and logs, columns in this order:
  *   attempts: attempt, node, scheduled_at, started_at, ended_at, outcome,

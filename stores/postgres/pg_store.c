@@ -601,9 +601,21 @@ static store_row_t pg_row(const PGresult *res, int row) {
 
 /* A pawl_job_t from a row of PG_JOB_COLS. Rows are found by id, through
  * the primary key: store_key stays 0. NULL when out of memory. */
-static pawl_job_t *pg_row_to_job(const PGresult *r, int row) {
-  store_row_t sr = pg_row(r, row);
-  return pawl__store_job_from_row(&sr, NULL);
+static pawl_job_t *pg_row_to_job(const PGresult *res, int row) {
+  store_job_row_t r;
+  for (int k = 0; k < STORE_JOB_NTEXT; k++) {
+    int c = pawl__store_job_texts[k];
+    r.text[c] = pg_val(res, row, c);
+    r.len[c] = r.text[c] ? (size_t)PQgetlength(res, row, c) : 0;
+  }
+  for (int k = 0; k < STORE_JOB_NINT; k++) {
+    int c = pawl__store_job_ints[k];
+    r.num[c] = pg_int(res, row, c);
+  }
+  pg_id(res, row, STORE_JOB_ID, &r.id);
+  r.progress_done = pg_dbl(res, row, STORE_JOB_PROGRESS_DONE);
+  r.progress_total = pg_dbl(res, row, STORE_JOB_PROGRESS_TOTAL);
+  return pawl__store_job_from_row(&r, NULL);
 }
 
 /* Reads job `id` (locked for update inside a transaction when `lock`). */

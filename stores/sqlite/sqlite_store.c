@@ -411,7 +411,22 @@ static store_row_t sq_row(sqlite3_stmt *st) {
 /* A pawl_job_t from a row of SQLITE_JOB_COLS, with `owner` (when not NULL)
  * as its lease owner instead of the row's. NULL when out of memory. */
 static pawl_job_t *sq_row_to_job(sqlite3_stmt *st, const char *owner) {
-  store_row_t r = sq_row(st);
+  store_job_row_t r;
+  for (int k = 0; k < STORE_JOB_NTEXT; k++) {
+    int c = pawl__store_job_texts[k];
+    /* The owner given replaces the row's: no need to read it. */
+    r.text[c] = owner && c == STORE_JOB_LEASE_OWNER
+                    ? NULL
+                    : (const char *)sqlite3_column_text(st, c);
+    r.len[c] = r.text[c] ? (size_t)sqlite3_column_bytes(st, c) : 0;
+  }
+  for (int k = 0; k < STORE_JOB_NINT; k++) {
+    int c = pawl__store_job_ints[k];
+    r.num[c] = sqlite3_column_int64(st, c);
+  }
+  sq_col_id(st, STORE_JOB_ID, &r.id);
+  r.progress_done = sqlite3_column_double(st, STORE_JOB_PROGRESS_DONE);
+  r.progress_total = sqlite3_column_double(st, STORE_JOB_PROGRESS_TOTAL);
   pawl_job_t *j = pawl__store_job_from_row(&r, owner);
   if (j) j->store_key = sqlite3_column_int64(st, SQLITE_JOB_SEQ_COL);
   return j;
