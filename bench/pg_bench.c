@@ -31,10 +31,10 @@
 #include <libpq-fe.h>
 
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "pg_sql.h"
 
-PGconn *store_postgres_conn(store_t *st);
+PGconn *pawl__store_postgres_conn(store_t *st);
 
 #define BATCH 100
 #define SINGLE_MAX 5000
@@ -299,14 +299,14 @@ int main(int argc, char **argv) {
       char sname[80];
       snprintf(sname, sizeof sname, "%s_%s", schema, side ? "sql" : "store");
       pawl_t *admin = open_handle(url);
-      PGconn *c = store_postgres_conn(admin->store);
+      PGconn *c = pawl__store_postgres_conn(admin->store);
       char sql[200];
       snprintf(sql, sizeof sql, "CREATE SCHEMA %s", sname);
       exec_ok(c, sql);
       pawl_close(admin);
       schema_url(url, sname, surl, sizeof surl);
       pawl_t *p = open_handle(surl);
-      PGconn *pc = store_postgres_conn(p->store);
+      PGconn *pc = pawl__store_postgres_conn(p->store);
       double *fr = &f[r * NFIG];
       if (side == 0) {
         fr[S_BULK] = store_bulk(p, n);

@@ -46,11 +46,11 @@
 #include <stdatomic.h>
 
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "sqlite_sql.h"
 
 /* The store's connection (stores/sqlite/sqlite_store.c, internal). */
-sqlite3 *store_sqlite_db(store_t *st);
+sqlite3 *pawl__store_sqlite_db(store_t *st);
 
 /* What every job carries: a small, realistic payload and result. */
 #define BENCH_TYPE "email.send"
@@ -138,7 +138,7 @@ static sample_t clock_stop(bench_clock_t t0, size_t n) {
   return (sample_t){(double)n / wall, (double)n / cpu, cpu / wall};
 }
 
-/* Wall-clock ms, as store_now() reads it when no clock is injected: the
+/* Wall-clock ms, as pawl__store_now() reads it when no clock is injected: the
  * ceiling pays for the same clock reads as the store. */
 static int64_t wall_ms(void) {
   struct timespec ts;
@@ -312,7 +312,7 @@ BENCH_SIDE static sample_t enqueue_store(const char *path, size_t n,
   }
   sample_t r = clock_stop(t0, n);
   checkpointer_stop(ck);
-  int64_t rows = query_int(store_sqlite_db(p->store),
+  int64_t rows = query_int(pawl__store_sqlite_db(p->store),
                            "SELECT count(*) FROM pawl_jobs WHERE state = 0");
   if (rows != (int64_t)n)
     die("enqueue: %lld rows pending, expected %zu", (long long)rows, n);
@@ -330,7 +330,7 @@ BENCH_SIDE static sample_t enqueue_ceiling(const char *path, size_t n,
                                            size_t batch) {
   remove_db(path);
   pawl_t *p = open_pawl(path);
-  sqlite3 *db = store_sqlite_db(p->store);
+  sqlite3 *db = pawl__store_sqlite_db(p->store);
   int64_t boost = age_boost(p);
   sqlite3_stmt *begin = prepare(db, "BEGIN IMMEDIATE");
   sqlite3_stmt *commit = prepare(db, "COMMIT");
@@ -426,7 +426,7 @@ BENCH_SIDE static sample_t claim_store(const char *tmpl, const char *path,
   }
   sample_t r = clock_stop(t0, total);
   checkpointer_stop(ck);
-  check_claimed(store_sqlite_db(p->store), pending, total);
+  check_claimed(pawl__store_sqlite_db(p->store), pending, total);
   free(outs);
   free(rcs);
   pawl_close(p);
@@ -446,7 +446,7 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
                                          size_t total) {
   copy_db(tmpl, path);
   pawl_t *p = open_pawl(path);
-  sqlite3 *db = store_sqlite_db(p->store);
+  sqlite3 *db = pawl__store_sqlite_db(p->store);
   sqlite3_stmt *begin = prepare(db, "BEGIN IMMEDIATE");
   sqlite3_stmt *commit = prepare(db, "COMMIT");
   sqlite3_stmt *claim = prepare(db, SQLITE_SQL_CLAIM);
@@ -588,7 +588,7 @@ static void row_shape(sqlite3 *db, int64_t seq, char *out, size_t len) {
  * must have the same shape, so the shortcut cannot drift from the store. */
 static void add_history(pawl_t *p, size_t n) {
   if (n == 0) return;
-  sqlite3 *db = store_sqlite_db(p->store);
+  sqlite3 *db = pawl__store_sqlite_db(p->store);
   int64_t boost = age_boost(p);
   sqlite3_stmt *begin = prepare(db, "BEGIN IMMEDIATE");
   sqlite3_stmt *commit = prepare(db, "COMMIT");

@@ -1,4 +1,4 @@
-# Writes OUT: a C file embedding lua/pawl/*.lua as pawl_lua_modules[], so
+# Writes OUT: a C file embedding lua/pawl/*.lua as pawl__lua_modules[], so
 # the worker states load the exact Lua side this binary was built with
 # (package.preload), wherever the binary runs.
 file(GLOB files RELATIVE "${DIR}" "${DIR}/*.lua")
@@ -22,7 +22,7 @@ foreach(name IN LISTS files)
   string(APPEND table "    {\"pawl.${mod}\", \"@lua/pawl/${name}\", lua_m${i}, ${len}},\n")
   math(EXPR i "${i} + 1")
 endforeach()
-string(APPEND body "\nextern const pawl_lua_module_t pawl_lua_modules[];\nextern const size_t pawl_lua_module_count;\n")
-string(APPEND body "const pawl_lua_module_t pawl_lua_modules[] = {\n${table}};\nconst size_t pawl_lua_module_count = ${i};\n")
+string(APPEND body "\nextern const pawl_lua_module_t pawl__lua_modules[];\nextern const size_t pawl__lua_module_count;\n")
+string(APPEND body "const pawl_lua_module_t pawl__lua_modules[] = {\n${table}};\nconst size_t pawl__lua_module_count = ${i};\n")
 file(WRITE "${OUT}.tmp" "${body}")
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")

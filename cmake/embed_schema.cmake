@@ -1,5 +1,5 @@
 # Writes OUT: a C file embedding the migrations in DIR (V###__name.sql, in
-# version order) as store_<BACKEND>_migrations[], so the binary carries the
+# version order) as pawl__store_<BACKEND>_migrations[], so the binary carries the
 # exact bytes whose checksum the migrator records.
 file(GLOB scripts RELATIVE "${DIR}" "${DIR}/V*.sql")
 list(SORT scripts)
@@ -24,6 +24,6 @@ foreach(name IN LISTS scripts)
   math(EXPR expected "${expected} + 1")
 endforeach()
 math(EXPR count "${expected} - 1")
-string(APPEND body "\nconst store_migration_t store_${BACKEND}_migrations[] = {\n${table}};\nconst size_t store_${BACKEND}_migration_count = ${count};\n")
+string(APPEND body "\nconst store_migration_t pawl__store_${BACKEND}_migrations[] = {\n${table}};\nconst size_t pawl__store_${BACKEND}_migration_count = ${count};\n")
 file(WRITE "${OUT}.tmp" "${body}")
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")

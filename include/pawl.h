@@ -14,7 +14,15 @@
  *   the caller and are not kept after the call returns.
  * - Times are milliseconds since the Unix epoch (UTC) in int64_t.
  * - A pawl_t is not thread-safe: use it from one thread at a time, or open
- *   one handle per thread (each owns its own database connection).
+ *   one handle per thread (each owns its own database connection). The
+ *   exceptions are named: pawl_stop() may be called from any thread.
+ * - Callbacks (pawl_clock_fn, pawl_job_cb, pawl_log_fn) say which thread
+ *   calls them and what they may call; none is called after the call, the
+ *   handle or the host it was given to has ended.
+ * - Every number a caller passes has a range, written beside it; a value
+ *   outside it is refused with PAWL_EINVAL and a message naming the value
+ *   and the range (see "Bounds" below), never clamped. Booleans are 0 or 1
+ *   (any non-zero value counts as 1).
  */
 #ifndef PAWL_H
 #define PAWL_H
@@ -150,8 +158,14 @@ PAWL_EXTERN void pawl_jobs_free(pawl_job_t **jobs, size_t n);
 
 typedef struct pawl pawl_t;
 
-/* A clock: milliseconds since the epoch. Tests inject one so that delays,
- * leases and backoff never need sleeps. */
+/* A clock: milliseconds since the epoch, 0..PAWL_TIME_MAX_MS. Tests inject
+ * one so that delays, leases and backoff never need sleeps.
+ * Threads: called by whichever thread uses the handle it was given to, and,
+ * once pawl_start() has run on that handle, by every thread of the host at
+ * once (poller, workers, completer, ...): it must be thread-safe. It is
+ * called inside database transactions (SQLite's write lock may be held),
+ * so it must return at once and call no function of pawl. `data` is
+ * passed as given. */
 typedef int64_t (*pawl_clock_fn)(void *data);
 
 typedef struct pawl_options {
@@ -171,14 +185,15 @@ typedef struct pawl_options {
   void *clock_data;
   /* SQLite: synchronous=FULL instead of NORMAL. */
   int sync_full;
-  /* How long to wait for a locked database. 0: 5000 ms. */
+  /* How long to wait for a locked database, 0..INT32_MAX ms. 0: 5000. */
   int busy_timeout_ms;
-  /* Lease length for claims. 0: 30000 ms. */
+  /* Lease length for claims, 0..PAWL_LEASE_MAX_MS. 0: 30000 ms. */
   int64_t lease_ms;
   /* Age boost: a pending job gains +1 priority per interval waited, for
    * ordering only (the stored priority never changes). 0 disables it.
    * -1 (the default): keep the database's setting (initially 15 minutes).
-   * Any other value is stored in the database for every node. */
+   * Any other value, 1..PAWL_AGE_BOOST_MAX_MS, is stored in the database
+   * for every node. */
   int64_t age_boost_ms;
   /* 1: do not apply pending schema migrations; fail with PAWL_ESCHEMA if the
    * database is not up to date. */
@@ -264,12 +279,19 @@ PAWL_EXTERN int pawl_schema_version(pawl_t *p, int *current, int *latest);
  * TTLs: at most a day. */
 #define PAWL_LEASE_MAX_MS (INT64_C(86400) * 1000)
 
+/* Names (a job's type, queues, tags): 1..200 bytes of text without
+ * control characters. JSON (payloads, params, results, log fields): valid
+ * UTF-8, nested at most 512 deep (the policy every backend stores alike);
+ * the enqueue refuses anything else. */
 typedef struct pawl_enqueue_opts {
   const char *queue;          /* NULL: "default" */
   int32_t priority;           /* default 0; higher runs first; within
                                  PAWL_PRIORITY_MIN..PAWL_PRIORITY_MAX */
-  int64_t run_at;             /* 0: now (plus delay_ms) */
-  int64_t delay_ms;           /* used when run_at == 0 */
+  int64_t run_at;             /* 0: now (plus delay_ms); else
+                                 0..PAWL_TIME_MAX_MS */
+  int64_t delay_ms;           /* used when run_at == 0;
+                                 0..PAWL_DELAY_MAX_MS, and now + delay
+                                 at most PAWL_TIME_MAX_MS */
   /* Where and when the job runs is decided here, at enqueue: queue,
    * priority, run_at. How it runs is the script's, decided when it runs,
    * unless set here: max_attempts and timeout_s left 0 take the script's
@@ -280,10 +302,11 @@ typedef struct pawl_enqueue_opts {
   int32_t timeout_s;          /* 0: the script's, else the host's default;
                                  else 1..PAWL_TIMEOUT_MAX_S */
   const char *params;         /* JSON or NULL */
-  const char *const *tags;    /* ntags strings */
+  const char *const *tags;    /* ntags names */
   size_t ntags;
-  const char *idempotency_key; /* unique forever */
-  const char *business_key;    /* unique among live jobs */
+  const char *idempotency_key; /* unique forever; NULL or not empty */
+  const char *business_key;    /* unique among live jobs; NULL or not
+                                  empty */
   int return_existing;         /* 1: a live business key returns its holder */
   const char *correlation_id;
   const char *enqueued_by;     /* NULL: the handle's principal */
@@ -313,7 +336,7 @@ typedef struct pawl_enqueue_item {
   const pawl_enqueue_opts_t *opts;
 } pawl_enqueue_item_t;
 
-/* Enqueues `n` jobs in one transaction: all or nothing. ids[i] and
+/* Enqueues `n` jobs (0: nothing) in one transaction: all or nothing. ids[i] and
  * statuses[i] (arrays of n, either may be NULL) are filled as by
  * pawl_enqueue(). Input is checked before anything is written; the message
  * of a refused job names its position ("job 3: ..."). */
@@ -329,7 +352,9 @@ typedef struct pawl_filter {
   int state;          /* a pawl_state_t, or -1 for any */
   const char *queue;  /* NULL: any */
   const char *type;   /* NULL: any */
-  int limit;          /* 0: 100 (pawl_bulk(): 0 is every matching job) */
+  int limit;          /* 0: 100 (pawl_bulk(): 0 is every matching job);
+                         else 1..INT_MAX (pawl_jobs() reads the jobs before
+                         the first callback: memory grows with it) */
   /* Added for the admin API; pawl_filter_init() clears them. */
   const char *tag;    /* NULL: any; else jobs enqueued with this tag */
   int64_t older_than_ms; /* 0: any; else jobs that finished (or, not
@@ -340,7 +365,10 @@ typedef struct pawl_filter {
 PAWL_EXTERN void pawl_filter_init(pawl_filter_t *f);
 
 /* Called for each job, newest first. The job is borrowed for the call only.
- * Return non-zero to stop early. */
+ * Return non-zero to stop early.
+ * Threads: called on the thread that called pawl_list(), before it
+ * returns. It may call any function on the handle but pawl_close() (see
+ * pawl_list()), and any function on other handles. */
 typedef int (*pawl_job_cb)(const pawl_job_t *job, void *data);
 
 /* Calls cb for each job matching `f` (NULL: every job, at most 100). The
@@ -393,7 +421,9 @@ typedef struct pawl_claim_opts {
  * of priority (with the age boost), then run_at, then id, and leases them to
  * this node. On success *out_jobs is an array of *out_n jobs owned by the
  * caller (pawl_jobs_free()); it is NULL when nothing was due. `opts` may be
- * NULL. */
+ * NULL. max: 0 claims nothing; room for `max` jobs may be allocated up
+ * front, so ask for what you will run (the worker host asks for at most
+ * 1000 at a time). */
 PAWL_EXTERN int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
                pawl_job_t ***out_jobs, size_t *out_n);
 
@@ -409,7 +439,7 @@ typedef enum pawl_outcome_kind {
 
 /* A log line written by job code (ctx:log). Pointers are borrowed. */
 typedef struct pawl_log_entry {
-  int64_t at;
+  int64_t at;          /* >= 0; 0: the time of the finish */
   const char *level;   /* "debug", "info", "warn", "error" */
   const char *message;
   const char *fields;  /* JSON object or NULL */
@@ -419,10 +449,11 @@ typedef struct pawl_log_entry {
 typedef struct pawl_outcome {
   pawl_id_t id;
   int32_t attempt;     /* the attempt being finished, as claimed */
-  pawl_outcome_kind_t kind;
+  pawl_outcome_kind_t kind; /* one of PAWL_OUT_* */
   const char *result;  /* SUCCEEDED: JSON or NULL */
   const char *error;   /* FAILED, RETRY: sanitized error text */
-  int64_t run_at;      /* RETRY, SNOOZE: when to run again */
+  int64_t run_at;      /* RETRY, SNOOZE: when to run again,
+                          0..PAWL_TIME_MAX_MS */
   /* The claimed job's store_key, or 0: lets the store find the row without
    * its id index and write a batch of successes in one statement. */
   int64_t store_key;
@@ -466,9 +497,9 @@ PAWL_EXTERN int pawl_recover(pawl_t *p, size_t *out_n);
  * PAWL_OUT_RELEASE outcome, or let its lease expire). */
 PAWL_EXTERN int pawl_begin(pawl_t *p, const pawl_job_t *job);
 
-/* Records progress of an attempt this node holds (ctx:progress). Not a
- * transition: the version does not change. PAWL_ELEASE if the attempt is
- * no longer ours. */
+/* Records progress of an attempt this node holds (ctx:progress): done and
+ * total finite and not negative (total 0: unknown). Not a transition: the
+ * version does not change. PAWL_ELEASE if the attempt is no longer ours. */
 PAWL_EXTERN int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
                               double done, double total);
 
@@ -478,7 +509,8 @@ PAWL_EXTERN int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
  * owner holds `name` at a time, until it releases it or `ttl_ms` passes
  * (so a dead owner never blocks the others for longer). `owner` names the
  * holder: give each holder its own (two holders with one name share the
- * lock). Strings are borrowed for the call.
+ * lock). Strings are borrowed for the call; name and owner are 1..200
+ * bytes, ttl_ms 1..PAWL_LEASE_MAX_MS.
  *
  * pawl_lock_acquire: *got = 1 if the lock is now ours (it was free,
  * expired, or already ours: then its TTL starts again), else 0.
@@ -583,8 +615,15 @@ PAWL_EXTERN int pawl_script_info(const char *scripts_dir, const char *type,
 #define PAWL_LOG_WARN 2
 #define PAWL_LOG_ERROR 3
 
-/* Receives each finished log line (with its newline). Called from the
- * host's threads, one call at a time. */
+/* Receives each finished log line (with its newline; borrowed for the
+ * call), at `level` (PAWL_LOG_*).
+ * Threads: called by any thread of the host (poller, workers, completer,
+ * loader, ...) and by the threads that call pawl_start(), pawl_stop() and
+ * pawl_wait() on it, one call at a time: the host's logger holds a lock
+ * around it, and every thread that logs waits for it. So it must return
+ * quickly and call no function of pawl on the host's handles (pawl_stop()
+ * from it would wait for the lock it runs under); to act on a line, hand
+ * it to another thread. */
 typedef void (*pawl_log_fn)(void *data, int level, const char *line);
 
 /* The longest give_up_ms and flush_ms accepted: a day. */
@@ -593,27 +632,35 @@ typedef void (*pawl_log_fn)(void *data, int level, const char *line);
 typedef struct pawl_host_opts {
   const char *scripts_dir;   /* job scripts; NULL: "./scripts" */
   int workers;               /* worker threads, each with its own Lua state;
-                                0: the number of cores */
+                                0 (or less): the number of cores; at most
+                                1024 */
   const char *const *queues; /* nqueues names this node serves; 0: all */
   size_t nqueues;
-  int prefetch;              /* jobs claimed ahead of free workers; -1:
-                                adaptive, about 10 ms of work per worker
-                                (at least one job, at most 1000) */
-  int64_t poll_ms;           /* poll interval when nothing wakes us; 0: 1000 */
-  int64_t heartbeat_ms;      /* lease extension period; 0: lease / 3 */
+  int prefetch;              /* jobs claimed ahead of free workers, 0 or
+                                more; -1 (or less): adaptive, about 10 ms
+                                of work per worker (at least one job, at
+                                most 1000) */
+  int64_t poll_ms;           /* poll interval when nothing wakes us; 0:
+                                1000; at most PAWL_DELAY_MAX_MS */
+  int64_t heartbeat_ms;      /* lease extension period; 0: lease / 3; at
+                                most PAWL_LEASE_MAX_MS */
   int64_t grace_ms;          /* graceful stop: wait this long for running
-                                jobs; 0: 30000 */
-  int64_t reload_ms;         /* how often the scripts dir is checked; 0: 1000 */
-  int64_t default_timeout_s; /* for jobs and scripts that set none; 0: 300 */
+                                jobs; 0: 30000; at most PAWL_DELAY_MAX_MS */
+  int64_t reload_ms;         /* how often the scripts dir is checked; 0:
+                                1000; at most PAWL_DELAY_MAX_MS */
+  int64_t default_timeout_s; /* for jobs and scripts that set none; 0: 300;
+                                at most PAWL_TIMEOUT_MAX_S */
   int64_t load_timeout_ms;   /* how long a script's top level may run when
                                 it is loaded (a script that takes longer is
-                                reported broken); 0: 10000 */
+                                reported broken); 0: 10000; at most
+                                PAWL_TIMEOUT_MAX_S * 1000 */
   int until_idle;            /* 1: stop once nothing is running and no job
                                 is due (now or within idle_wait_ms) */
   int64_t idle_wait_ms;      /* until_idle also waits for jobs due this
                                 soon (retries, snoozes), and for the leases
                                 of jobs left running by a dead node that
-                                expire this soon; 0: 5000, -1: none */
+                                expire this soon; 0: 5000, -1: none; at
+                                most PAWL_DELAY_MAX_MS */
   int64_t give_up_ms;        /* until_idle: stop once claims, heartbeats
                                 or outcome writes have failed in a row for
                                 this long (a database that stays away),
@@ -684,12 +731,16 @@ PAWL_EXTERN int pawl_start(pawl_t *p, const pawl_host_opts_t *o);
                                 within the grace period, hand the rest back */
 #define PAWL_STOP_NOW 2      /* hand every unfinished job back at once */
 
-/* Asks the host to stop. Safe from any thread; returns at once. */
+/* Asks the host to stop (how: PAWL_STOP_GRACEFUL, or PAWL_STOP_NOW; a
+ * second call may only make it stop sooner). Safe from any thread but a
+ * pawl_log_fn's; returns at once. Without a host, does nothing. */
 PAWL_EXTERN void pawl_stop(pawl_t *p, int how);
 
-/* Waits up to timeout_ms (-1: forever) for the host to stop by itself
- * (until_idle) or after pawl_stop(), then joins its threads. Returns 0 once
- * stopped, PAWL_EBUSY if still running at the timeout. */
+/* Waits up to timeout_ms (0 or more; -1, or any negative: forever) for
+ * the host to stop by itself (until_idle) or after pawl_stop(), then joins
+ * its threads. Returns 0 once
+ * stopped (also without a host), PAWL_EBUSY if still running at the
+ * timeout. Like every function on the handle, one thread at a time. */
 PAWL_EXTERN int pawl_wait(pawl_t *p, int64_t timeout_ms);
 
 /* How the host ended, once pawl_wait() has returned 0 (before that, and

@@ -6,7 +6,7 @@
 -- Real `pawl run` processes on temp SQLite databases (the PostgreSQL side
 -- is in completer_pg_spec.lua). Failures the database would rarely produce
 -- on cue come from the test-only fault seam, PAWL_TEST_FAULTS (see
--- stores/fault.h), set in the environment of the host under test only.
+-- host/core/fault.h), set in the environment of the host under test only.
 -- Every wait is on a condition (a log line, a state, the process's end)
 -- with a generous bound, never a sleep.
 local ffi = require "ffi"

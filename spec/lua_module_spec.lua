@@ -227,7 +227,7 @@ describe("pawl Lua module", function()
 
     it("keeps a job readable when its stored JSON cannot be decoded", function()
       -- A lone surrogate escape is valid JSON grammar, but outside pawl's
-      -- policy (host/json.h): refused at enqueue. A row stored before the
+      -- policy (host/core/json.h): refused at enqueue. A row stored before the
       -- policy (written here with the sqlite3 shell) stays readable.
       local ok, err = db:enqueue("t", [[{"s":"\ud800"}]])
       assert.is_nil(ok)

@@ -13,35 +13,36 @@
 #include "redact.h"
 #include "store.h"
 
-int store_sqlite_open(store_t **out, const store_config_t *cfg,
+int pawl__store_sqlite_open(store_t **out, const store_config_t *cfg,
                       const char *path, char *errbuf, size_t errlen);
-int store_postgres_open(store_t **out, const store_config_t *cfg,
+int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
                         const char *conninfo, char *errbuf, size_t errlen);
 
-int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
-               size_t errlen) {
+/* Opens the backend the URL names. */
+static int store_open_backend(store_t **out, const store_config_t *cfg,
+                              char *errbuf, size_t errlen) {
   const char *url = cfg->url;
   if (url == NULL || *url == '\0') {
     snprintf(errbuf, errlen, "no database URL given");
     return PAWL_EINVAL;
   }
   if (strncmp(url, "sqlite:", 7) == 0)
-    return store_sqlite_open(out, cfg, url + 7, errbuf, errlen);
+    return pawl__store_sqlite_open(out, cfg, url + 7, errbuf, errlen);
   /* PostgreSQL: a libpq URI as it is, or "postgres:" followed by any
    * libpq connection string ("postgres:host=/run/x dbname=jobs"). */
   if (strncmp(url, "postgres://", 11) == 0 ||
       strncmp(url, "postgresql://", 13) == 0)
-    return store_postgres_open(out, cfg, url, errbuf, errlen);
+    return pawl__store_postgres_open(out, cfg, url, errbuf, errlen);
   if (strncmp(url, "postgres:", 9) == 0) {
     if (url[9] == '\0') {
       snprintf(errbuf, errlen,
                "database URL postgres: has no connection string");
       return PAWL_EINVAL;
     }
-    return store_postgres_open(out, cfg, url + 9, errbuf, errlen);
+    return pawl__store_postgres_open(out, cfg, url + 9, errbuf, errlen);
   }
   char shown[512];
-  redact_url(url, shown, sizeof shown); /* "postgresx://u:pw@..." */
+  pawl__redact_url(url, shown, sizeof shown); /* "postgresx://u:pw@..." */
   snprintf(errbuf, errlen,
            "database URL \"%s\" is not understood: expected sqlite:PATH, "
            "postgres://... or postgres:CONNINFO",
@@ -49,14 +50,24 @@ int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
   return PAWL_EINVAL;
 }
 
-int64_t store_now(store_t *st) {
+int pawl__store_open(store_t **out, const store_config_t *cfg, char *errbuf,
+                     size_t errlen) {
+  store_t *st = NULL;
+  int rc = store_open_backend(&st, cfg, errbuf, errlen);
+  /* Tests only: a store that fails on purpose (host/core/fault.h). */
+  if (!rc) rc = pawl__fault_store_wrap(&st, errbuf, errlen);
+  if (!rc) *out = st;
+  return rc;
+}
+
+int64_t pawl__store_now(store_t *st) {
   if (st->clock) return st->clock(st->clock_data);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + st->skew_ms;
 }
 
-int store_fail(store_t *st, int rc, const char *fmt, ...) {
+int pawl__store_fail(store_t *st, int rc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(st->errmsg, sizeof st->errmsg, fmt, ap);
@@ -64,23 +75,23 @@ int store_fail(store_t *st, int rc, const char *fmt, ...) {
   return rc;
 }
 
-int store_no_job(store_t *st, const pawl_id_t *id) {
+int pawl__store_no_job(store_t *st, const pawl_id_t *id) {
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id, text);
-  return store_fail(st, PAWL_ENOTFOUND, "no job with id %s", text);
+  return pawl__store_fail(st, PAWL_ENOTFOUND, "no job with id %s", text);
 }
 
-int store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt) {
+int pawl__store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt) {
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id, text);
-  return store_fail(st, PAWL_ELEASE,
+  return pawl__store_fail(st, PAWL_ELEASE,
                     "job %s is not running under attempt %d on this node",
                     text, (int)attempt);
 }
 
 /* CRC-32 (IEEE 802.3, reflected), bit by bit: it runs once per migration at
  * start-up, so a table would buy nothing. */
-uint32_t store_crc32(const void *data, size_t len) {
+uint32_t pawl__store_crc32(const void *data, size_t len) {
   const unsigned char *p = data;
   uint32_t crc = 0xffffffffu;
   for (size_t i = 0; i < len; i++) {
@@ -92,7 +103,7 @@ uint32_t store_crc32(const void *data, size_t len) {
 
 /* ---- what every backend decides the same way ---------------------------- */
 
-const char *store_op_name(store_op_t op) {
+const char *pawl__store_op_name(store_op_t op) {
   switch (op) {
   case STORE_OP_CANCEL: return "cancel";
   case STORE_OP_PAUSE: return "pause";
@@ -105,7 +116,7 @@ const char *store_op_name(store_op_t op) {
 }
 
 /* The state machine's operator transitions, in one place. */
-void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
+void pawl__store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
                            store_plan_t *out) {
   int from = j->state;
   *out = (store_plan_t){.to = -1,
@@ -163,7 +174,7 @@ void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
   }
 }
 
-void store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
+void pawl__store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
                          store_recovery_t *out) {
   memset(out, 0, sizeof *out);
   out->to = PAWL_PENDING;
@@ -192,11 +203,11 @@ void store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
 
 /* ---- allocation, with a seam for tests ------------------------------------ */
 
-/* The test seam of store_fail_alloc_at(): how many allocations to go
+/* The test seam of pawl__store_fail_alloc_at(): how many allocations to go
  * until the one that fails; 0 when off (always, outside tests). */
 static _Atomic int store_alloc_countdown;
 
-void store_fail_alloc_at(int n) {
+void pawl__store_fail_alloc_at(int n) {
   atomic_store(&store_alloc_countdown, n > 0 ? n : 0);
 }
 
@@ -208,7 +219,7 @@ static int store_alloc_fails(void) {
 }
 
 /* Grows an array by one zeroed element; NULL when out of memory. */
-void *store_push(void **arr, size_t *n, size_t size) {
+void *pawl__store_push(void **arr, size_t *n, size_t size) {
   if (store_alloc_fails()) return NULL;
   void *p = realloc(*arr, (*n + 1) * size);
   if (!p) return NULL;
@@ -217,7 +228,7 @@ void *store_push(void **arr, size_t *n, size_t size) {
   return (char *)p + (*n)++ * size;
 }
 
-int store_dup(char **dst, const char *src) {
+int pawl__store_dup(char **dst, const char *src) {
   *dst = NULL;
   if (!src) return 0;
   if (store_alloc_fails()) return -1;
@@ -227,7 +238,7 @@ int store_dup(char **dst, const char *src) {
 
 /* Appends a claim event (pending -> running) for an attempt. */
 static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
-  pawl_event_t *e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+  pawl_event_t *e = pawl__store_push((void **)&h->events, &h->nevents, sizeof *e);
   if (!e) return -1;
   e->at = a->started_at;
   e->from_state = PAWL_PENDING;
@@ -235,11 +246,11 @@ static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
   e->attempt = a->attempt;
   /* Both tried, so that a failure leaves nothing half-made to account for:
    * whatever was copied is in h, which the caller frees. */
-  int rc = store_dup(&e->actor, a->node);
-  return store_dup(&e->reason, "claimed") | rc;
+  int rc = pawl__store_dup(&e->actor, a->node);
+  return pawl__store_dup(&e->reason, "claimed") | rc;
 }
 
-void store_events_free(pawl_event_t *rows, size_t nrows) {
+void pawl__store_events_free(pawl_event_t *rows, size_t nrows) {
   for (size_t i = 0; i < nrows; i++) {
     free(rows[i].actor);
     free(rows[i].reason);
@@ -252,17 +263,17 @@ void store_events_free(pawl_event_t *rows, size_t nrows) {
  * with the event that ended it, the one event leaving `running`, so the
  * n-th such event is preceded by the claim of the n-th recorded attempt;
  * the attempt on the row comes last. */
-int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
+int pawl__store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
                            pawl_event_t *rows, size_t nrows) {
   int oom = 0;
-  pawl_event_t *e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+  pawl_event_t *e = pawl__store_push((void **)&h->events, &h->nevents, sizeof *e);
   if (!e) oom = 1;
   else {
     e->at = j->created_at;
     e->from_state = -1;
     e->to_state = PAWL_PENDING; /* or blocked: see below */
-    oom |= store_dup(&e->actor, j->enqueued_by);
-    oom |= store_dup(&e->reason, "enqueued");
+    oom |= pawl__store_dup(&e->actor, j->enqueued_by);
+    oom |= pawl__store_dup(&e->reason, "enqueued");
   }
   size_t next_attempt = 0;
   for (size_t i = 0; !oom && i < nrows; i++) {
@@ -275,7 +286,7 @@ int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
     /* Enqueued blocked: its first transition leaves `blocked`. */
     if (row->from_state == PAWL_BLOCKED && h->nevents == 1)
       h->events[0].to_state = PAWL_BLOCKED;
-    e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+    e = pawl__store_push((void **)&h->events, &h->nevents, sizeof *e);
     if (!e) {
       oom = 1;
       break;
@@ -283,37 +294,294 @@ int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
     *e = *row; /* its strings move with it */
     row->actor = row->reason = NULL;
   }
-  store_events_free(rows, nrows); /* what was not moved, and the array */
+  pawl__store_events_free(rows, nrows); /* what was not moved, and the array */
   if (!oom && h->nevents == 1 && j->state == PAWL_BLOCKED)
     h->events[0].to_state = PAWL_BLOCKED;
   /* The attempt whose history lives on the row: running now, or the one
    * that succeeded. */
   if (!oom && (j->state == PAWL_RUNNING || j->state == PAWL_SUCCEEDED)) {
     pawl_attempt_t *a =
-        store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+        pawl__store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
     if (!a) oom = 1;
     else {
       a->attempt = j->attempt;
       a->scheduled_at = j->run_at;
       a->started_at = j->started_at;
       a->ended_at = j->state == PAWL_SUCCEEDED ? j->finished_at : 0;
-      oom |= store_dup(&a->node, j->lease_owner);
-      oom |= store_dup(&a->outcome,
+      oom |= pawl__store_dup(&a->node, j->lease_owner);
+      oom |= pawl__store_dup(&a->outcome,
                        j->state == PAWL_SUCCEEDED ? "succeeded" : "running");
       if (!oom && store_push_claim(h, a)) oom = 1;
     }
     if (!oom && j->state == PAWL_SUCCEEDED) {
-      e = store_push((void **)&h->events, &h->nevents, sizeof *e);
+      e = pawl__store_push((void **)&h->events, &h->nevents, sizeof *e);
       if (!e) oom = 1;
       else {
         e->at = j->finished_at;
         e->from_state = PAWL_RUNNING;
         e->to_state = PAWL_SUCCEEDED;
         e->attempt = j->attempt;
-        oom |= store_dup(&e->actor, j->lease_owner);
-        oom |= store_dup(&e->reason, "succeeded");
+        oom |= pawl__store_dup(&e->actor, j->lease_owner);
+        oom |= pawl__store_dup(&e->reason, "succeeded");
       }
     }
   }
   return oom ? -1 : 0;
+}
+
+/* ---- rows ------------------------------------------------------------------ */
+
+const unsigned char pawl__store_job_texts[STORE_JOB_NTEXT] = {
+    STORE_JOB_TYPE,           STORE_JOB_QUEUE,        STORE_JOB_PAYLOAD,
+    STORE_JOB_PARAMS,         STORE_JOB_TAGS,         STORE_JOB_IDEMPOTENCY_KEY,
+    STORE_JOB_BUSINESS_KEY,   STORE_JOB_CORRELATION_ID, STORE_JOB_ENQUEUED_BY,
+    STORE_JOB_LEASE_OWNER,    STORE_JOB_LAST_ERROR,   STORE_JOB_RESULT};
+
+const unsigned char pawl__store_job_ints[STORE_JOB_NINT] = {
+    STORE_JOB_STATE,        STORE_JOB_PAUSED_FROM,  STORE_JOB_PRIORITY,
+    STORE_JOB_RUN_AT,       STORE_JOB_ATTEMPT,      STORE_JOB_MAX_ATTEMPTS,
+    STORE_JOB_TIMEOUT_S,    STORE_JOB_CREATED_AT,   STORE_JOB_UPDATED_AT,
+    STORE_JOB_STARTED_AT,   STORE_JOB_FINISHED_AT,  STORE_JOB_LEASE_EXPIRES,
+    STORE_JOB_RECOVERIES,   STORE_JOB_VERSION};
+
+pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
+                                     const char *owner) {
+  /* The string columns (pawl__store_job_texts), and where each goes. */
+  enum { NSTR = STORE_JOB_NTEXT };
+  const unsigned char *cols = pawl__store_job_texts;
+  enum { OWNER = 9 }; /* lease_owner's place in cols */
+  const char *text[NSTR];
+  size_t len[NSTR], total = sizeof(pawl_job_t);
+  for (int k = 0; k < NSTR; k++) {
+    if (k == OWNER && owner) {
+      text[k] = owner;
+      len[k] = strlen(owner) + 1;
+    } else {
+      text[k] = r->text[cols[k]];
+      len[k] = text[k] ? r->len[cols[k]] + 1 : 0;
+    }
+    total += len[k];
+  }
+  pawl_job_t *j = calloc(1, total);
+  if (!j) return NULL;
+  char **fields[NSTR] = {&j->type,           &j->queue,
+                         &j->payload,        &j->params,
+                         &j->tags,           &j->idempotency_key,
+                         &j->business_key,   &j->correlation_id,
+                         &j->enqueued_by,    &j->lease_owner,
+                         &j->last_error,     &j->result};
+  char *at = (char *)(j + 1);
+  for (int k = 0; k < NSTR; k++) {
+    if (!text[k]) continue;
+    memcpy(at, text[k], len[k]);
+    *fields[k] = at;
+    at += len[k];
+  }
+  const int64_t *num = r->num;
+  j->id = r->id;
+  j->state = (pawl_state_t)num[STORE_JOB_STATE];
+  j->paused_from = (pawl_state_t)num[STORE_JOB_PAUSED_FROM];
+  j->priority = (int32_t)num[STORE_JOB_PRIORITY];
+  j->run_at = num[STORE_JOB_RUN_AT];
+  j->attempt = (int32_t)num[STORE_JOB_ATTEMPT];
+  j->max_attempts = (int32_t)num[STORE_JOB_MAX_ATTEMPTS];
+  j->timeout_s = (int32_t)num[STORE_JOB_TIMEOUT_S];
+  j->created_at = num[STORE_JOB_CREATED_AT];
+  j->updated_at = num[STORE_JOB_UPDATED_AT];
+  j->started_at = num[STORE_JOB_STARTED_AT];
+  j->finished_at = num[STORE_JOB_FINISHED_AT];
+  j->lease_expires = num[STORE_JOB_LEASE_EXPIRES];
+  j->recoveries = (int32_t)num[STORE_JOB_RECOVERIES];
+  j->progress_done = r->progress_done;
+  j->progress_total = r->progress_total;
+  j->version = num[STORE_JOB_VERSION];
+  j->store_key = 0;
+  if (!j->type || !j->queue || !j->payload || !j->tags) {
+    free(j);
+    return NULL;
+  }
+  return j;
+}
+
+/* *dst = a copy of column `col` (NULL for NULL), through the allocation
+ * seam of pawl__store_dup(). -1 when out of memory. */
+static int store_col_dup(char **dst, const store_row_t *r, int col) {
+  size_t n;
+  return pawl__store_dup(dst, r->text(r, col, &n));
+}
+
+int pawl__store_attempt_fill(pawl_attempt_t *a, const store_row_t *r) {
+  a->attempt = (int32_t)r->int64(r, 0);
+  a->scheduled_at = r->int64(r, 2);
+  a->started_at = r->int64(r, 3);
+  a->ended_at = r->int64(r, 4);
+  int oom = store_col_dup(&a->node, r, 1);
+  oom |= store_col_dup(&a->outcome, r, 5);
+  oom |= store_col_dup(&a->error, r, 6);
+  return oom ? -1 : 0;
+}
+
+int pawl__store_event_fill(pawl_event_t *e, const store_row_t *r) {
+  e->at = r->int64(r, 0);
+  e->from_state = (int)r->int64(r, 1);
+  e->to_state = (int)r->int64(r, 2);
+  e->attempt = (int32_t)r->int64(r, 5);
+  int oom = store_col_dup(&e->actor, r, 3);
+  oom |= store_col_dup(&e->reason, r, 4);
+  return oom ? -1 : 0;
+}
+
+int pawl__store_log_fill(pawl_log_record_t *l, const store_row_t *r) {
+  size_t n;
+  l->attempt = (int32_t)r->int64(r, 0);
+  l->at = r->int64(r, 1);
+  const char *level = r->text(r, 2, &n), *msg = r->text(r, 3, &n),
+             *fields = r->text(r, 4, &n);
+  l->level = level ? strdup(level) : NULL;
+  l->message = msg ? strdup(msg) : NULL;
+  l->fields = fields ? strdup(fields) : NULL;
+  return !l->level || !l->message || (fields && !l->fields) ? -1 : 0;
+}
+
+/* ---- finishing and transitions ------------------------------------------------ */
+
+int pawl__store_plan_ending(store_t *st, const pawl_outcome_t *o, int64_t now,
+                            store_ending_t *out) {
+  memset(out, 0, sizeof *out);
+  out->to = PAWL_PENDING;
+  out->run_at = o->run_at;
+  switch (o->kind) {
+  case PAWL_OUT_FAILED:
+    out->outcome = "failed";
+    out->error = o->error;
+    out->to = PAWL_FAILED;
+    out->run_at = -1;
+    snprintf(out->why, sizeof out->why, "attempts exhausted or fatal error");
+    return 0;
+  case PAWL_OUT_RETRY:
+    out->outcome = "retry";
+    out->error = o->error;
+    snprintf(out->why, sizeof out->why, "retry in %lld ms",
+             (long long)(o->run_at - now));
+    return 0;
+  case PAWL_OUT_SNOOZE:
+    out->outcome = "snoozed";
+    out->give_back = 1;
+    snprintf(out->why, sizeof out->why, "snoozed for %lld ms",
+             (long long)(o->run_at - now));
+    return 0;
+  case PAWL_OUT_RELEASE:
+    out->outcome = "released";
+    out->give_back = 1;
+    out->run_at = -1;
+    snprintf(out->why, sizeof out->why, "released: node stopping");
+    return 0;
+  default:
+    return pawl__store_fail(st, PAWL_EINVAL, "unknown outcome kind %d",
+                            (int)o->kind);
+  }
+}
+
+/* The transition refused: the job is not in a state it leaves that way. */
+static int store_not_allowed(store_t *st, const pawl_id_t *id, store_op_t op,
+                             int from) {
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id, text);
+  return pawl__store_fail(st, PAWL_ESTATE, "cannot %s job %s: it is %s",
+                          pawl__store_op_name(op), text, pawl_state_name(from));
+}
+
+/* Writes what the plan decided: the end of a running attempt, the event,
+ * the row (compare-and-set), and the recorded starts forgotten when the
+ * poison count starts again. */
+static int store_transition_write(store_t *st,
+                                  const store_transition_steps_t *x,
+                                  const pawl_job_t *j, store_op_t op,
+                                  const store_plan_t *plan, int64_t now,
+                                  const char *actor, const char *reason) {
+  const pawl_id_t *id = &j->id;
+  int from = j->state, rc = 0, changed = 0;
+  /* A job canceled while running: its attempt ends here, recorded. */
+  if (from == PAWL_RUNNING) rc = x->end_attempt(st, id, now, reason);
+  if (!rc)
+    rc = x->add_event(st, id, now, from, plan->to, actor, reason, j->attempt);
+  if (!rc) rc = x->update(st, j, plan, now, &changed);
+  if (rc == PAWL_EKEY) {
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(id, text);
+    return pawl__store_fail(st, PAWL_EKEY,
+                            "cannot %s job %s: its business key \"%s\" is "
+                            "held by another live job",
+                            pawl__store_op_name(op), text,
+                            j->business_key ? j->business_key : "");
+  }
+  if (!rc && !changed)
+    rc = pawl__store_fail(st, PAWL_ECONFLICT, "job changed concurrently");
+  /* A manual retry starts the poison count again. */
+  if (!rc && plan->recoveries == 0 && j->recoveries > 0)
+    rc = x->forget_starts(st, id);
+  if (!rc && plan->to == PAWL_PENDING && x->pending) rc = x->pending(st);
+  return rc;
+}
+
+/* Decides and writes the transition of row `j` (read under the caller's
+ * transaction). *noop: 1 when the job had already made it. */
+static int store_transition_row(store_t *st, const store_transition_steps_t *x,
+                                const pawl_job_t *j, store_op_t op,
+                                int64_t now, const char *actor,
+                                const char *reason, int *noop) {
+  store_plan_t plan;
+  pawl__store_plan_transition(j, op, now, &plan);
+  *noop = plan.noop;
+  if (plan.noop) return 0;
+  if (plan.to < 0) return store_not_allowed(st, &j->id, op, j->state);
+  return store_transition_write(st, x, j, op, &plan, now, actor, reason);
+}
+
+int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
+                           const pawl_id_t *id, store_op_t op,
+                           const char *actor, const char *reason,
+                           pawl_job_t **out) {
+  pawl_job_t *j = NULL;
+  int64_t now = 0;
+  int noop = 0;
+  int rc = x->begin(st);
+  if (rc) return rc;
+  /* The row is read (and, where the database can, locked until commit):
+   * the decision below cannot race. */
+  if ((rc = x->read(st, id, 1, &j))) return x->end(st, rc);
+  if (!(rc = x->now(st, &now)))
+    rc = store_transition_row(st, x, j, op, now, actor, reason, &noop);
+  if (!rc && noop) {
+    x->end(st, 0);
+    if (out) *out = j;
+    else pawl_job_free(j);
+    return 0;
+  }
+  pawl_job_free(j);
+  j = NULL;
+  if (!rc && out) rc = x->read(st, id, 0, &j);
+  rc = x->end(st, rc);
+  if (rc) {
+    pawl_job_free(j);
+    return rc;
+  }
+  if (out) *out = j;
+  return 0;
+}
+
+int pawl__store_transition_in(store_t *st, const store_transition_steps_t *x,
+                              int64_t now, const pawl_id_t *id, store_op_t op,
+                              const char *actor, const char *reason,
+                              int64_t expect) {
+  pawl_job_t *j = NULL;
+  int noop = 0;
+  int rc = x->read(st, id, 1, &j);
+  if (rc) return rc;
+  if (expect >= 0 && j->version != expect)
+    rc = pawl__store_fail(st, PAWL_ECONFLICT, "job changed concurrently");
+  else
+    rc = store_transition_row(st, x, j, op, now, actor, reason, &noop);
+  pawl_job_free(j);
+  return rc;
 }

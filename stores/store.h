@@ -11,7 +11,7 @@
  * - one connection per store_t; a store_t is used by one thread at a time;
  * - every statement is prepared once per connection and reused;
  * - values are always bound, never pasted into SQL text;
- * - "now" for every decision comes from store_now(): the injected clock in
+ * - "now" for every decision comes from pawl__store_now(): the injected clock in
  *   tests, otherwise the database clock;
  * - claiming cost must not grow with the number of finished jobs kept;
  * - each operation is atomic: on failure nothing it meant to write is
@@ -182,7 +182,7 @@ struct store_ops {
     int (*extend)(store_t *st, const pawl_id_t *token, int64_t lease_ms,
                   size_t *n);
     /* Takes back jobs whose lease expired (see pawl_recover() and
-     * store_plan_recovery()). */
+     * pawl__store_plan_recovery()). */
     int (*recover)(store_t *st, size_t *n);
     /* Records that the attempt `token` holds under `attempt` starts now
      * (a pawl_started row with the job's version), which pawl_begin() and
@@ -295,31 +295,38 @@ struct store {
   pawl_clock_fn clock;
   void *clock_data;
   /* How far the database clock is ahead of this machine's, when the
-   * database keeps the time (PostgreSQL): store_now() adds it, so that
+   * database keeps the time (PostgreSQL): pawl__store_now() adds it, so that
    * times this node computes (a retry's run_at) agree with the database's
    * decisions. Measured at open; 0 for SQLite. */
   int64_t skew_ms;
   char errmsg[512];
 };
 
-/* Opens the backend named by cfg->url. On failure *out is untouched and
+/* Opens the backend named by cfg->url (and, in tests with a fault plan,
+ * wraps it: pawl__fault_store_wrap()). On failure *out is untouched and
  * errbuf holds one line naming the problem. */
-int store_open(store_t **out, const store_config_t *cfg, char *errbuf,
+int pawl__store_open(store_t **out, const store_config_t *cfg, char *errbuf,
                size_t errlen);
+
+/* TEST-ONLY (stores/fault_store.c): makes *st refuse what the fault plan
+ * says (host/core/fault.h); nothing changes without a plan. On failure
+ * (an "open" fault, a malformed plan) *st is closed and set to NULL, and
+ * errbuf holds the message. */
+int pawl__fault_store_wrap(store_t **st, char *errbuf, size_t errlen);
 
 /* Milliseconds since the epoch from the store's clock: the injected one,
  * else this machine's corrected by skew_ms. */
-int64_t store_now(store_t *st);
+int64_t pawl__store_now(store_t *st);
 
 /* Records a formatted one-line error on `st` and returns `rc`. */
-int store_fail(store_t *st, int rc, const char *fmt, ...)
+int pawl__store_fail(store_t *st, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The refusals every backend words the same way: no such job
  * (PAWL_ENOTFOUND), and an attempt the caller's token does not hold (any
  * more) (PAWL_ELEASE). */
-int store_no_job(store_t *st, const pawl_id_t *id);
-int store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt);
+int pawl__store_no_job(store_t *st, const pawl_id_t *id);
+int pawl__store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt);
 
 /* The claim order key stored with each pending job: ordering by it
  * descending, then run_at, then id, is ordering by priority plus one per
@@ -355,7 +362,7 @@ typedef struct store_plan {
   const char *last_error, *result;
 } store_plan_t;
 
-void store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
+void pawl__store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
                            store_plan_t *out);
 
 /* What recovering one expired lease does, decided from the row (the same
@@ -380,34 +387,178 @@ typedef struct store_recovery {
   char why[300];          /* the attempt's error and the event's reason */
 } store_recovery_t;
 
-void store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
+void pawl__store_plan_recovery(const store_lost_t *l, int64_t poison_limit,
                          store_recovery_t *out);
-const char *store_op_name(store_op_t op);
+const char *pawl__store_op_name(store_op_t op);
 
 /* Grows *arr (of *n elements of `size` bytes) by one zeroed element and
  * returns it; NULL when out of memory (*arr is unchanged then). */
-void *store_push(void **arr, size_t *n, size_t size);
+void *pawl__store_push(void **arr, size_t *n, size_t size);
 
 /* *dst = a copy of src (NULL when src is NULL). -1 when out of memory
  * (*dst is then NULL), else 0. */
-int store_dup(char **dst, const char *src);
+int pawl__store_dup(char **dst, const char *src);
 
-/* Test seam: the n-th call of store_push() or store_dup() from now on
+/* Test seam: the n-th call of pawl__store_push() or pawl__store_dup() from now on
  * fails as if out of memory (once); 0 turns it off. Process-wide: for
  * tests of the paths that run out of memory (reading history). */
-void store_fail_alloc_at(int n);
+void pawl__store_fail_alloc_at(int n);
 
 /* Puts a job's history together: h->attempts holds the attempt rows as the
  * backend read them (in the order written); `rows` are the event rows in
  * the order written, taken over (their strings move into h, the array is
  * freed). Adds the enqueue, the claims and what the success path keeps on
  * the job row. -1 when out of memory (h is then the caller's to free). */
-int store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
+int pawl__store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
                            pawl_event_t *rows, size_t nrows);
 
 /* Frees event rows that were read but not assembled: their strings and
  * the array. */
-void store_events_free(pawl_event_t *rows, size_t nrows);
+void pawl__store_events_free(pawl_event_t *rows, size_t nrows);
+
+/* ---- rows every backend reads the same way --------------------------------- */
+
+/* One row of a backend's result (history and log rows), read column by
+ * column through the backend's own accessors; what the columns mean is
+ * decided here, once.
+ * text: the column's text and its length in bytes (without the NUL), or
+ * NULL for SQL NULL; int64 and dbl: 0 for NULL; id: all zero for NULL. */
+typedef struct store_row {
+  const char *(*text)(const struct store_row *r, int col, size_t *len);
+  int64_t (*int64)(const struct store_row *r, int col);
+  double (*dbl)(const struct store_row *r, int col);
+  void (*id)(const struct store_row *r, int col, pawl_id_t *out);
+  const void *res;          /* the backend's result (statement, PGresult) */
+  int row;                  /* the row in it, where it has several */
+} store_row_t;
+
+/* The columns of a job row, in the order every backend selects them
+ * (SQLITE_JOB_COLS, PG_JOB_COLS); a backend may select more after them. */
+enum store_job_col {
+  STORE_JOB_ID, STORE_JOB_TYPE, STORE_JOB_QUEUE, STORE_JOB_STATE,
+  STORE_JOB_PAUSED_FROM, STORE_JOB_PRIORITY, STORE_JOB_PAYLOAD,
+  STORE_JOB_PARAMS, STORE_JOB_TAGS, STORE_JOB_RUN_AT, STORE_JOB_ATTEMPT,
+  STORE_JOB_MAX_ATTEMPTS, STORE_JOB_TIMEOUT_S, STORE_JOB_IDEMPOTENCY_KEY,
+  STORE_JOB_BUSINESS_KEY, STORE_JOB_CORRELATION_ID, STORE_JOB_ENQUEUED_BY,
+  STORE_JOB_CREATED_AT, STORE_JOB_UPDATED_AT, STORE_JOB_STARTED_AT,
+  STORE_JOB_FINISHED_AT, STORE_JOB_LEASE_OWNER, STORE_JOB_LEASE_EXPIRES,
+  STORE_JOB_LAST_ERROR, STORE_JOB_RESULT, STORE_JOB_RECOVERIES,
+  STORE_JOB_PROGRESS_DONE, STORE_JOB_PROGRESS_TOTAL, STORE_JOB_VERSION,
+  STORE_JOB_NCOLS
+};
+
+/* The job columns by what they hold: texts (NULL for NULL), integers (0
+ * for NULL) and the two reals (progress); the id is STORE_JOB_ID. */
+#define STORE_JOB_NTEXT 12
+#define STORE_JOB_NINT 14
+extern const unsigned char pawl__store_job_texts[STORE_JOB_NTEXT];
+extern const unsigned char pawl__store_job_ints[STORE_JOB_NINT];
+
+/* A job row as a backend read it: the columns of pawl__store_job_texts
+ * and pawl__store_job_ints, the id and the progress, each read the
+ * backend's own way (what they mean is decided once, in
+ * pawl__store_job_from_row). Text is borrowed from the backend's result
+ * until the row is packed. Claiming reads a batch of rows, so the backend
+ * fills this with plain loops rather than through store_row_t's calls. */
+typedef struct store_job_row {
+  pawl_id_t id;
+  const char *text[STORE_JOB_NCOLS];
+  size_t len[STORE_JOB_NCOLS];  /* bytes of each text, without the NUL */
+  int64_t num[STORE_JOB_NCOLS]; /* integers, 0 for NULL */
+  double progress_done, progress_total; /* 0 for NULL */
+} store_job_row_t;
+
+/* A pawl_job_t from a job row, in one allocation (the job and its
+ * strings: pawl_job_free() is one free(), and claiming a batch builds
+ * many), with `owner` (when not NULL) as its lease owner instead of the
+ * row's, and store_key 0. NULL when out of memory. */
+pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
+                                     const char *owner);
+
+/* The rows of a job's history and logs, columns in this order:
+ *   attempts: attempt, node, scheduled_at, started_at, ended_at, outcome,
+ *             error;
+ *   events:   at, from_state, to_state, actor, reason, attempt;
+ *   logs:     attempt, at, level, message, fields.
+ * Each fills one zeroed element from a row; -1 when out of memory (what
+ * was copied is in the element, for the caller's free). */
+int pawl__store_attempt_fill(pawl_attempt_t *a, const store_row_t *r);
+int pawl__store_event_fill(pawl_event_t *e, const store_row_t *r);
+int pawl__store_log_fill(pawl_log_record_t *l, const store_row_t *r);
+
+/* ---- finishing and transitions, decided once ------------------------------- */
+
+/* What ending an attempt with an outcome other than success records (the
+ * same for every backend): the attempt row's outcome and error, the state
+ * the job goes to, when it runs again, whether the attempt is given back
+ * (snooze, release: it does not count), and the event's reason. */
+typedef struct store_ending {
+  const char *outcome;      /* "failed", "retry", "snoozed", "released" */
+  const char *error;        /* the attempt's error (failed, retry), or NULL */
+  int to;                   /* PAWL_FAILED or PAWL_PENDING */
+  int64_t run_at;           /* pending: when it runs again; -1: now (a
+                               release) or not at all (failed) */
+  int give_back;
+  char why[96];
+} store_ending_t;
+
+/* Plans the ending of outcome `o` at `now` (the delays in reasons are
+ * measured from it). PAWL_EINVAL (st->errmsg says why) for a success or an
+ * unknown kind. */
+int pawl__store_plan_ending(store_t *st, const pawl_outcome_t *o, int64_t now,
+                            store_ending_t *out);
+
+/* The steps of an operator transition that differ between backends, run by
+ * pawl__store_transition() in the one order both follow. Each returns 0 or
+ * a PAWL_E* code with st->errmsg set; all run inside the transaction
+ * begin() opened. */
+typedef struct store_transition_steps {
+  int (*begin)(store_t *st);
+  /* Commits when rc is 0, else rolls back; returns rc, or the commit's
+   * failure. */
+  int (*end)(store_t *st, int rc);
+  /* Reads the job; locked until the transaction ends when for_update. */
+  int (*read)(store_t *st, const pawl_id_t *id, int for_update,
+              pawl_job_t **out);
+  /* "Now" for the times decided here (run_at, finished_at). */
+  int (*now)(store_t *st, int64_t *now);
+  /* Records the end of the running attempt (canceled, with the reason);
+   * 0 also when there is none to record. */
+  int (*end_attempt)(store_t *st, const pawl_id_t *id, int64_t now,
+                     const char *reason);
+  int (*add_event)(store_t *st, const pawl_id_t *id, int64_t now, int from,
+                   int to, const char *actor, const char *reason,
+                   int32_t attempt);
+  /* Writes the plan as a compare-and-set on j->version: *changed = 1 if
+   * the row was updated. PAWL_EKEY, without a message, when the job's
+   * business key is held by another live job. */
+  int (*update)(store_t *st, const pawl_job_t *j, const store_plan_t *plan,
+                int64_t now, int *changed);
+  /* Forgets the recorded starts (a manual retry starts the poison count
+   * again). */
+  int (*forget_starts)(store_t *st, const pawl_id_t *id);
+  /* The job went back to pending: tell other nodes (NULL: nothing to do). */
+  int (*pending)(store_t *st);
+} store_transition_steps_t;
+
+/* An operator transition (store_ops.control.transition), the same on every
+ * backend: read the job, plan the transition (pawl__store_plan_transition),
+ * then, unless it is a no-op or not allowed, end a running attempt, record
+ * the event and write the row, all in one transaction. */
+int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
+                           const pawl_id_t *id, store_op_t op,
+                           const char *actor, const char *reason,
+                           pawl_job_t **out);
+
+/* The same transition inside the caller's write transaction (x->begin and
+ * x->end are not called; `now` is the caller's), for bulk actions. `expect`
+ * -1 takes the row as it is; any other value is the version the caller
+ * picked, and a row that changed since is refused (PAWL_ECONFLICT) before
+ * anything is written. A transition the job already made is a no-op (0). */
+int pawl__store_transition_in(store_t *st, const store_transition_steps_t *x,
+                              int64_t now, const pawl_id_t *id, store_op_t op,
+                              const char *actor, const char *reason,
+                              int64_t expect);
 
 /* A backend's migrations, embedded at build time from schema/<backend>/. */
 typedef struct store_migration {
@@ -418,6 +569,6 @@ typedef struct store_migration {
 } store_migration_t;
 
 /* CRC-32 (IEEE) of the script, the checksum recorded when it was applied. */
-uint32_t store_crc32(const void *data, size_t len);
+uint32_t pawl__store_crc32(const void *data, size_t len);
 
 #endif

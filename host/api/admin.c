@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "bounds.h"
-#include "host.h"
+#include "handle.h"
 #include "pawl.h"
 #include "pawl_internal.h"
 #include "store.h"
@@ -69,7 +69,7 @@ int pawl__filter_check(pawl_t *p, const pawl_filter_t *f) {
       return pawl__fail(p, PAWL_EINVAL, "tag must be 1 to 200 bytes (got %zu)",
                         n);
   }
-  if (bounds_check_int("older_than", f->older_than_ms, 0, PAWL_DELAY_MAX_MS,
+  if (pawl__bounds_check_int("older_than", f->older_than_ms, 0, PAWL_DELAY_MAX_MS,
                        "ms", p->errmsg, sizeof p->errmsg))
     return PAWL_EINVAL;
   return 0;
@@ -96,7 +96,7 @@ static int admin_match(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
   }
   m->cutoff = 0;
   if (f->older_than_ms) {
-    m->cutoff = store_now(p->store) - f->older_than_ms;
+    m->cutoff = pawl__store_now(p->store) - f->older_than_ms;
     if (m->cutoff <= 0) m->cutoff = 1; /* older than the epoch: none */
   }
   return 0;
@@ -145,7 +145,7 @@ int pawl_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
   /* Jobs made pending here wake this process's host at once. */
   if (r.changed && p->host &&
       (action == PAWL_ACTION_RETRY || action == PAWL_ACTION_RESUME))
-    host_wake(p->host);
+    p->host_ops->wake(p->host);
   if (out) *out = r;
   return rc;
 }
@@ -216,7 +216,7 @@ int pawl_stats(pawl_t *p, pawl_stats_t **out) {
   p->errmsg[0] = 0;
   pawl_stats_t *s = calloc(1, sizeof *s);
   if (!s) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
-  admin_stats_ctx_t c = {s, store_now(p->store), 0};
+  admin_stats_ctx_t c = {s, pawl__store_now(p->store), 0};
   s->at = c.now;
   int rc = admin_from_store(
       p, p->store->ops->admin.stats(p->store, c.now, admin_stats_cb, &c));

@@ -36,29 +36,29 @@ static int adm_lib_fail(pawl_t *p, int rc, char *err, size_t errlen) {
  * become \xNN (node ids and lock names are whatever their writers chose). */
 static void adm_text(pawl_buf_t *b, const char *s) {
   for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
-    if (*c < 0x20 || *c == 0x7f) buf_printf(b, "\\x%02x", *c);
-    else buf_putc(b, (char)*c);
+    if (*c < 0x20 || *c == 0x7f) pawl__buf_printf(b, "\\x%02x", *c);
+    else pawl__buf_putc(b, (char)*c);
   }
 }
 
 static void adm_time(int64_t ms, char out[ISO8601_STRLEN]) {
   if (ms == 0) snprintf(out, ISO8601_STRLEN, "-");
-  else iso8601_format(ms, out);
+  else pawl__iso8601_format(ms, out);
 }
 
 static void adm_json_time(pawl_buf_t *b, int64_t ms) {
   char t[ISO8601_STRLEN];
   if (!ms) {
-    buf_puts(b, "null");
+    pawl__buf_puts(b, "null");
     return;
   }
-  iso8601_format(ms, t);
-  buf_printf(b, "\"%s\"", t);
+  pawl__iso8601_format(ms, t);
+  pawl__buf_printf(b, "\"%s\"", t);
 }
 
 static void adm_json_str(pawl_buf_t *b, const char *s) {
-  if (s) buf_json_string(b, s, strlen(s));
-  else buf_puts(b, "null");
+  if (s) pawl__buf_json_string(b, s, strlen(s));
+  else pawl__buf_puts(b, "null");
 }
 
 /* "3s", "4m12s", "2h5m", "3d4h": a wait for a person to read. */
@@ -91,9 +91,9 @@ static void adm_row(adm_table_t *t, const char *const *cells) {
   t->cells = grown;
   for (size_t c = 0; c < t->ncols; c++) {
     pawl_buf_t b;
-    buf_init(&b);
+    pawl__buf_init(&b);
     adm_text(&b, cells[c] && *cells[c] ? cells[c] : "-");
-    char *cell = buf_detach(&b);
+    char *cell = pawl__buf_detach(&b);
     if (!cell) t->oom = 1;
     t->cells[t->nrows * t->ncols + c] = cell;
   }
@@ -125,21 +125,21 @@ static void adm_table_free(adm_table_t *t) {
 
 static int adm_emit(pawl_buf_t *b, char *err, size_t errlen) {
   if (b->oom) return adm_fail(err, errlen, 1, "out of memory");
-  buf_putc(b, '\n');
-  fputs(buf_cstr(b), stdout);
+  pawl__buf_putc(b, '\n');
+  fputs(pawl__buf_cstr(b), stdout);
   return 0;
 }
 
 /* ---- pawl stats ---------------------------------------------------------- */
 
 static void adm_json_qstats(pawl_buf_t *b, const pawl_queue_stats_t *q) {
-  buf_puts(b, "{\"queue\":");
+  pawl__buf_puts(b, "{\"queue\":");
   adm_json_str(b, q->queue);
-  buf_puts(b, ",\"counts\":{");
+  pawl__buf_puts(b, ",\"counts\":{");
   for (int s = 0; s < PAWL_STATE_COUNT; s++)
-    buf_printf(b, "%s\"%s\":%lld", s ? "," : "", pawl_state_name(s),
+    pawl__buf_printf(b, "%s\"%s\":%lld", s ? "," : "", pawl_state_name(s),
                (long long)q->count[s]);
-  buf_printf(b,
+  pawl__buf_printf(b,
              "},\"finished_1m\":%lld,\"finished_5m\":%lld,\"finished_15m\":"
              "%lld,\"failed_1m\":%lld,\"failed_5m\":%lld,\"failed_15m\":%lld,"
              "\"oldest_due_ms\":%lld}",
@@ -170,19 +170,19 @@ int cli_admin_stats(pawl_t *p, int json, char *err, size_t errlen) {
   if (rc) return adm_lib_fail(p, rc, err, errlen);
   if (json) {
     pawl_buf_t b;
-    buf_init(&b);
-    buf_puts(&b, "{\"at\":");
+    pawl__buf_init(&b);
+    pawl__buf_puts(&b, "{\"at\":");
     adm_json_time(&b, s->at);
-    buf_puts(&b, ",\"all\":");
+    pawl__buf_puts(&b, ",\"all\":");
     adm_json_qstats(&b, &s->all);
-    buf_puts(&b, ",\"queues\":[");
+    pawl__buf_puts(&b, ",\"queues\":[");
     for (size_t i = 0; i < s->nqueues; i++) {
-      if (i) buf_putc(&b, ',');
+      if (i) pawl__buf_putc(&b, ',');
       adm_json_qstats(&b, &s->queues[i]);
     }
-    buf_puts(&b, "]}");
+    pawl__buf_puts(&b, "]}");
     rc = adm_emit(&b, err, errlen);
-    buf_free(&b);
+    pawl__buf_free(&b);
   } else {
     static const char *const head[13] = {
         "QUEUE",  "PENDING",  "RUNNING",  "SUCCEEDED", "FAILED",
@@ -214,24 +214,24 @@ int cli_admin_nodes(pawl_t *p, int json, char *err, size_t errlen) {
                                       "LAST_BEAT", "RUNNING", "INCARNATION"};
   if (!json) adm_row(&t, head);
   pawl_buf_t b;
-  buf_init(&b);
+  pawl__buf_init(&b);
   for (size_t i = 0; i < n && !rc; i++) {
     const pawl_node_info_t *nd = &nodes[i];
     char inc[PAWL_ID_STRLEN];
     pawl_id_format(&nd->incarnation, inc);
     if (json) {
-      buf_reset(&b);
-      buf_puts(&b, "{\"id\":");
+      pawl__buf_reset(&b);
+      pawl__buf_puts(&b, "{\"id\":");
       adm_json_str(&b, nd->id);
-      buf_printf(&b, ",\"incarnation\":\"%s\",\"version\":", inc);
+      pawl__buf_printf(&b, ",\"incarnation\":\"%s\",\"version\":", inc);
       adm_json_str(&b, nd->version);
-      buf_puts(&b, ",\"queues\":");
+      pawl__buf_puts(&b, ",\"queues\":");
       adm_json_str(&b, nd->queues);
-      buf_puts(&b, ",\"started_at\":");
+      pawl__buf_puts(&b, ",\"started_at\":");
       adm_json_time(&b, nd->started_at);
-      buf_puts(&b, ",\"last_beat\":");
+      pawl__buf_puts(&b, ",\"last_beat\":");
       adm_json_time(&b, nd->last_beat);
-      buf_printf(&b, ",\"running\":%lld}", (long long)nd->running);
+      pawl__buf_printf(&b, ",\"running\":%lld}", (long long)nd->running);
       rc = adm_emit(&b, err, errlen);
     } else {
       char started[ISO8601_STRLEN], beat[64], age[32], running[24];
@@ -245,7 +245,7 @@ int cli_admin_nodes(pawl_t *p, int json, char *err, size_t errlen) {
       adm_row(&t, row);
     }
   }
-  buf_free(&b);
+  pawl__buf_free(&b);
   if (!json && !rc) {
     if (t.oom) rc = adm_fail(err, errlen, 1, "out of memory");
     else if (n) adm_table_print(&t);
@@ -266,20 +266,20 @@ int cli_admin_locks(pawl_t *p, int json, char *err, size_t errlen) {
   static const char *const head[4] = {"NAME", "OWNER", "ACQUIRED", "EXPIRES"};
   if (!json) adm_row(&t, head);
   pawl_buf_t b;
-  buf_init(&b);
+  pawl__buf_init(&b);
   for (size_t i = 0; i < n && !rc; i++) {
     const pawl_lock_info_t *l = &locks[i];
     if (json) {
-      buf_reset(&b);
-      buf_puts(&b, "{\"name\":");
+      pawl__buf_reset(&b);
+      pawl__buf_puts(&b, "{\"name\":");
       adm_json_str(&b, l->name);
-      buf_puts(&b, ",\"owner\":");
+      pawl__buf_puts(&b, ",\"owner\":");
       adm_json_str(&b, l->owner);
-      buf_puts(&b, ",\"acquired_at\":");
+      pawl__buf_puts(&b, ",\"acquired_at\":");
       adm_json_time(&b, l->acquired_at);
-      buf_puts(&b, ",\"expires_at\":");
+      pawl__buf_puts(&b, ",\"expires_at\":");
       adm_json_time(&b, l->expires_at);
-      buf_printf(&b, ",\"expired\":%s}", l->expires_at <= now ? "true" : "false");
+      pawl__buf_printf(&b, ",\"expired\":%s}", l->expires_at <= now ? "true" : "false");
       rc = adm_emit(&b, err, errlen);
     } else {
       char acq[ISO8601_STRLEN], exp[ISO8601_STRLEN + 16];
@@ -290,7 +290,7 @@ int cli_admin_locks(pawl_t *p, int json, char *err, size_t errlen) {
       adm_row(&t, row);
     }
   }
-  buf_free(&b);
+  pawl__buf_free(&b);
   if (!json && !rc) {
     if (t.oom) rc = adm_fail(err, errlen, 1, "out of memory");
     else if (n) adm_table_print(&t);
@@ -336,14 +336,14 @@ int cli_admin_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
   if (n > 0) rc = pawl_bulk(p, action, &g, reason, &r);
   if (json) {
     pawl_buf_t b;
-    buf_init(&b);
-    buf_printf(&b,
+    pawl__buf_init(&b);
+    pawl__buf_printf(&b,
                "{\"action\":\"%s\",\"matched\":%lld,\"changed\":%lld,"
                "\"skipped\":%lld,\"refused\":%lld}",
                name, (long long)n, (long long)r.changed, (long long)r.skipped,
                (long long)r.refused);
     int erc = adm_emit(&b, err, errlen);
-    buf_free(&b);
+    pawl__buf_free(&b);
     if (!rc) rc = erc;
   } else {
     printf("%s: %lld job%s", name, (long long)r.changed,

@@ -389,7 +389,7 @@ static int console_command(console_t *c, const char *line) {
 
 static void console_repl(console_t *c) {
   pawl_buf_t chunk;
-  buf_init(&chunk);
+  pawl__buf_init(&chunk);
   for (;;) {
     c->continuing = chunk.len > 0;
     c->interrupted = 0;
@@ -399,7 +399,7 @@ static void console_repl(console_t *c) {
      * el_gets() returns NULL for it, as for Ctrl-D. */
     if (c->interrupted) {
       fputs("^C\n", stdout);
-      buf_reset(&chunk);
+      pawl__buf_reset(&chunk);
       continue;
     }
     if (!line || n <= 0) {
@@ -412,24 +412,24 @@ static void console_repl(console_t *c) {
       if (cmd < 0) break;
       if (cmd > 0) continue;
     }
-    buf_puts(&chunk, line);
+    pawl__buf_puts(&chunk, line);
     if (chunk.oom) {
       fprintf(stderr, "error: out of memory\n");
-      buf_reset(&chunk);
+      pawl__buf_reset(&chunk);
       continue;
     }
-    if (console_incomplete(c, buf_cstr(&chunk), chunk.len)) continue;
-    console_history_add(c, buf_cstr(&chunk), chunk.len);
-    console_eval(c, buf_cstr(&chunk), chunk.len, "=stdin", 0);
-    buf_reset(&chunk);
+    if (console_incomplete(c, pawl__buf_cstr(&chunk), chunk.len)) continue;
+    console_history_add(c, pawl__buf_cstr(&chunk), chunk.len);
+    console_eval(c, pawl__buf_cstr(&chunk), chunk.len, "=stdin", 0);
+    pawl__buf_reset(&chunk);
   }
-  buf_free(&chunk);
+  pawl__buf_free(&chunk);
 }
 
 /* Piped input: the same chunks, without prompts or editing. */
 static void console_pipe(console_t *c) {
   pawl_buf_t chunk;
-  buf_init(&chunk);
+  pawl__buf_init(&chunk);
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
@@ -440,18 +440,18 @@ static void console_pipe(console_t *c) {
       if (cmd < 0) break;
       if (cmd > 0) continue;
     }
-    buf_append(&chunk, line, (size_t)n);
-    if (console_incomplete(c, buf_cstr(&chunk), chunk.len)) continue;
+    pawl__buf_append(&chunk, line, (size_t)n);
+    if (console_incomplete(c, pawl__buf_cstr(&chunk), chunk.len)) continue;
     console_exit_on_sigint = 0;
-    console_eval(c, buf_cstr(&chunk), chunk.len, "=stdin", 0);
+    console_eval(c, pawl__buf_cstr(&chunk), chunk.len, "=stdin", 0);
     console_exit_on_sigint = 1;
-    buf_reset(&chunk);
+    pawl__buf_reset(&chunk);
   }
   if (chunk.len) { /* what was left: run it, to report the error */
-    console_eval(c, buf_cstr(&chunk), chunk.len, "=stdin", 0);
+    console_eval(c, pawl__buf_cstr(&chunk), chunk.len, "=stdin", 0);
   }
   free(line);
-  buf_free(&chunk);
+  pawl__buf_free(&chunk);
 }
 
 static int console_editline(console_t *c) {
@@ -490,19 +490,19 @@ static char *console_read_file(const char *path, size_t *len, char *err,
     return NULL;
   }
   pawl_buf_t b;
-  buf_init(&b);
+  pawl__buf_init(&b);
   char tmp[65536];
   size_t n;
-  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) buf_append(&b, tmp, n);
+  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) pawl__buf_append(&b, tmp, n);
   int bad = ferror(f);
   fclose(f);
   if (bad || b.oom) {
     snprintf(err, errlen, "cannot read %s", path);
-    buf_free(&b);
+    pawl__buf_free(&b);
     return NULL;
   }
   *len = b.len;
-  char *s = buf_detach(&b);
+  char *s = pawl__buf_detach(&b);
   if (!s) s = strdup("");
   if (s && s[0] == '#' && s[1] == '!') {
     size_t nl = strcspn(s, "\n");

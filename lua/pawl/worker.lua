@@ -1,9 +1,9 @@
 -- pawl.worker: the Lua side of one worker thread.
 --
 -- Every worker thread owns a lua_State and loads this module once. The C
--- side (host/worker.c) lists the scripts directory, builds each job's
--- `job` table, runs `run(job, ctx)` under the job's deadline, and hands the
--- outcome to the completer. This module does what is best written in Lua:
+-- side lists the scripts directory (host/runner/loader.c), builds each
+-- job's `job` table and runs `run(job, ctx)` under the job's deadline
+-- (host/lua/run.c), and hands the outcome to the completer. This module does what is best written in Lua:
 -- the curated environment job code runs in, loading and checking scripts,
 -- the sanitizer and retry-policy steps after a failure, and the hooks.
 --
@@ -14,8 +14,8 @@
 local host = require "pawl.host"
 local retry = require "pawl.retry"
 local sanitize = require "pawl.sanitize"
--- pawl's JSON codec (host/ljson.c): arrays stay arrays, numbers keep every
--- digit, and it refuses what the store would refuse (host/json.h).
+-- pawl's JSON codec (host/lua/ljson.c): arrays stay arrays, numbers keep every
+-- digit, and it refuses what the store would refuse (host/core/json.h).
 local pjson = require "pawl.json"
 
 local W = {}

@@ -9,7 +9,7 @@
 
 #include "json.h"
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "store_contract.h"
 #include "unit.h"
 
@@ -1019,9 +1019,9 @@ void contract_transition_noop(const char *url) {
 }
 
 /* ---- JSON policy ------------------------------------------------------------
- * One policy on both backends (host/json.h): what one refuses, the other
+ * One policy on both backends (host/core/json.h): what one refuses, the other
  * refuses with the same message, before anything is written; what is
- * stored comes back as a value the worker reads (json_check JSON_READ),
+ * stored comes back as a value the worker reads (pawl__json_check JSON_READ),
  * with empty arrays and objects kept apart. */
 
 void contract_json_policy(const char *url) {
@@ -1078,7 +1078,7 @@ void contract_json_policy(const char *url) {
       unit_fail(__FILE__, __LINE__, "%s: %s", good[i], pawl_errmsg(p));
     pawl_job_t *g = get(p, &id);
     char err[256];
-    if (json_check(g->payload, strlen(g->payload), JSON_READ, err, sizeof err))
+    if (pawl__json_check(g->payload, strlen(g->payload), JSON_READ, err, sizeof err))
       unit_fail(__FILE__, __LINE__, "%s came back as %s: %s", good[i],
                 g->payload, err);
     if (i < 4) CHECK_JSON(g->payload, good[i]); /* jsonb rewrites the rest */
@@ -1475,9 +1475,9 @@ void contract_history_out_of_memory(const char *url) {
   for (int n = 1;; n++) {
     CHECK(n < 1000);
     pawl_history_t *h = NULL;
-    store_fail_alloc_at(n);
+    pawl__store_fail_alloc_at(n);
     int rc = pawl_history(p, &id, &h);
-    store_fail_alloc_at(0);
+    pawl__store_fail_alloc_at(0);
     if (rc == 0) {
       CHECK_INT(h->nattempts, ==, whole->nattempts);
       CHECK_INT(h->nevents, ==, whole->nevents);

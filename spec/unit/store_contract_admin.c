@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "store_contract_admin.h"
 #include "unit.h"
 

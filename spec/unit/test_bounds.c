@@ -55,26 +55,26 @@ static void check_msg(int line, const char *msg, ...) {
 
 void test_bounds_checker(void) {
   char err[256];
-  CHECK_INT(bounds_check("x", 1.5, 0, 10, 0, NULL, err, sizeof err), ==, 0);
-  CHECK_INT(bounds_check("x", 1.5, 0, 10, 1, NULL, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__bounds_check("x", 1.5, 0, 10, 0, NULL, err, sizeof err), ==, 0);
+  CHECK_INT(pawl__bounds_check("x", 1.5, 0, 10, 1, NULL, err, sizeof err), ==, -1);
   CHECK_STR(err, "x must be a whole number between 0 and 10 (got 1.5)");
-  CHECK_INT(bounds_check("d", NAN, 0, 10, 0, "s", err, sizeof err), ==, -1);
+  CHECK_INT(pawl__bounds_check("d", NAN, 0, 10, 0, "s", err, sizeof err), ==, -1);
   CHECK_MSG(err, "d must be a number between 0 and 10 s (got ", "nan");
-  CHECK_INT(bounds_check("d", INFINITY, 0, 1e300, 0, NULL, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__bounds_check("d", INFINITY, 0, 1e300, 0, NULL, err, sizeof err), ==, -1);
   CHECK_MSG(err, "(got inf)");
-  CHECK_INT(bounds_check("d", -INFINITY, -1e300, 0, 0, NULL, err, sizeof err), ==, -1);
-  CHECK_INT(bounds_check("d", 1e300, 0, 10, 0, NULL, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__bounds_check("d", -INFINITY, -1e300, 0, 0, NULL, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__bounds_check("d", 1e300, 0, 10, 0, NULL, err, sizeof err), ==, -1);
   CHECK_MSG(err, "(got 1e+300)");
-  CHECK_INT(bounds_check("d", 10, 0, 10, 1, NULL, err, sizeof err), ==, 0);
-  CHECK_INT(bounds_check_int("n", INT64_MAX, 0, 5, "ms", err, sizeof err), ==, -1);
+  CHECK_INT(pawl__bounds_check("d", 10, 0, 10, 1, NULL, err, sizeof err), ==, 0);
+  CHECK_INT(pawl__bounds_check_int("n", INT64_MAX, 0, 5, "ms", err, sizeof err), ==, -1);
   CHECK_STR(err, "n must be between 0 and 5 ms (got 9223372036854775807)");
   int64_t t = 7;
-  CHECK_INT(bounds_add_time(INT64_MAX, 1, &t), ==, -1);
-  CHECK_INT(bounds_add_time(1, INT64_MAX, &t), ==, -1);
-  CHECK_INT(bounds_add_time(PAWL_TIME_MAX_MS, 1, &t), ==, -1);
-  CHECK_INT(bounds_add_time(0, -1, &t), ==, -1);
+  CHECK_INT(pawl__bounds_add_time(INT64_MAX, 1, &t), ==, -1);
+  CHECK_INT(pawl__bounds_add_time(1, INT64_MAX, &t), ==, -1);
+  CHECK_INT(pawl__bounds_add_time(PAWL_TIME_MAX_MS, 1, &t), ==, -1);
+  CHECK_INT(pawl__bounds_add_time(0, -1, &t), ==, -1);
   CHECK_INT(t, ==, 7);
-  CHECK_INT(bounds_add_time(PAWL_TIME_MAX_MS - 1, 1, &t), ==, 0);
+  CHECK_INT(pawl__bounds_add_time(PAWL_TIME_MAX_MS - 1, 1, &t), ==, 0);
   CHECK_INT(t, ==, PAWL_TIME_MAX_MS);
 }
 

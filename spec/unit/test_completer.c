@@ -1,5 +1,5 @@
 /* test_completer.c: the worker host against a database that refuses what
- * it is given, through the fault seam (stores/fault.h): outcomes refused as
+ * it is given, through the fault seam (host/core/fault.h): outcomes refused as
  * bad data, writes that fail for a while or for good, threads that do not
  * start, claims that keep failing. Every wait is on a condition (a log
  * line, the host's end) with a generous bound, never a sleep. */
@@ -84,8 +84,8 @@ static void wait_log(const char *a) {
 
 static void plan(const char *spec) {
   char err[300];
-  if (fault_plan_set(spec, err, sizeof err) != 0)
-    unit_fail(__FILE__, __LINE__, "fault_plan_set(%s): %s", spec ? spec : "NULL", err);
+  if (pawl__fault_plan_set(spec, err, sizeof err) != 0)
+    unit_fail(__FILE__, __LINE__, "pawl__fault_plan_set(%s): %s", spec ? spec : "NULL", err);
 }
 
 /* Writes scripts/NAME.lua in the test's temp dir. */
@@ -175,34 +175,34 @@ static int count_state(pawl_t *p, const pawl_id_t *ids, int n, int state) {
 
 void test_completer_utf8_scrub(void) {
   size_t n = 0;
-  char *s = utf8_scrub("caf\xe9 a\0b \xc3\xa9", 11, &n);
+  char *s = pawl__utf8_scrub("caf\xe9 a\0b \xc3\xa9", 11, &n);
   CHECK_STR(s, "caf\xef\xbf\xbd a\xef\xbf\xbd" "b \xc3\xa9");
   CHECK_INT(n, ==, strlen(s));
   free(s);
-  s = utf8_scrub("\xed\xa0\x80\xf4\x90\x80\x80", 7, NULL); /* surrogate, >U+10FFFF */
+  s = pawl__utf8_scrub("\xed\xa0\x80\xf4\x90\x80\x80", 7, NULL); /* surrogate, >U+10FFFF */
   for (const char *c = s; *c; c += 3) CHECK(memcmp(c, "\xef\xbf\xbd", 3) == 0);
   free(s);
   char json[] = "{\"a\\\\u0000\":\"x\\u0000y\",\"b\":\"\\\\\\u0000\"}";
-  utf8_json_no_nul(json);
+  pawl__utf8_json_no_nul(json);
   CHECK_STR(json, "{\"a\\\\u0000\":\"x\\ufffdy\",\"b\":\"\\\\\\ufffd\"}");
 }
 
 void test_completer_fault_plan_syntax(void) {
   char err[300];
-  CHECK_INT(fault_plan_set("finish:1", err, sizeof err), ==, PAWL_EINVAL);
+  CHECK_INT(pawl__fault_plan_set("finish:1", err, sizeof err), ==, PAWL_EINVAL);
   CHECK(strstr(err, "finish:1") != NULL);
-  CHECK_INT(fault_plan_set("finish:2+:permanent", err, sizeof err), ==, PAWL_EINVAL);
-  CHECK_INT(fault_plan_set("nope:1", err, sizeof err), ==, PAWL_EINVAL);
-  CHECK_INT(fault_plan_set("claim:0", err, sizeof err), ==, PAWL_EINVAL);
-  CHECK_INT(fault_plan_set("thread:x", err, sizeof err), ==, PAWL_EINVAL);
-  CHECK_OK(fault_plan_set("finish:3:permanent,claim:2+,thread:4", err, sizeof err));
-  CHECK_INT(fault_hit(FAULT_THREAD), ==, 0);
-  CHECK_INT(fault_hit(FAULT_THREAD), ==, 0);
-  CHECK_INT(fault_hit(FAULT_THREAD), ==, 0);
-  CHECK_INT(fault_hit(FAULT_THREAD), ==, 1);
-  CHECK_INT(fault_hit(FAULT_THREAD), ==, 0);
-  CHECK_OK(fault_plan_set(NULL, err, sizeof err));
-  CHECK_INT(fault_hit(FAULT_THREAD), ==, 0);
+  CHECK_INT(pawl__fault_plan_set("finish:2+:permanent", err, sizeof err), ==, PAWL_EINVAL);
+  CHECK_INT(pawl__fault_plan_set("nope:1", err, sizeof err), ==, PAWL_EINVAL);
+  CHECK_INT(pawl__fault_plan_set("claim:0", err, sizeof err), ==, PAWL_EINVAL);
+  CHECK_INT(pawl__fault_plan_set("thread:x", err, sizeof err), ==, PAWL_EINVAL);
+  CHECK_OK(pawl__fault_plan_set("finish:3:permanent,claim:2+,thread:4", err, sizeof err));
+  CHECK_INT(pawl__fault_hit(FAULT_THREAD), ==, 0);
+  CHECK_INT(pawl__fault_hit(FAULT_THREAD), ==, 0);
+  CHECK_INT(pawl__fault_hit(FAULT_THREAD), ==, 0);
+  CHECK_INT(pawl__fault_hit(FAULT_THREAD), ==, 1);
+  CHECK_INT(pawl__fault_hit(FAULT_THREAD), ==, 0);
+  CHECK_OK(pawl__fault_plan_set(NULL, err, sizeof err));
+  CHECK_INT(pawl__fault_hit(FAULT_THREAD), ==, 0);
 }
 
 /* ---- refused outcomes ---------------------------------------------------- */

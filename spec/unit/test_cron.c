@@ -27,7 +27,7 @@ static const pawl__tz_t *zone(const char *name) {
 
 static int64_t ms_of(const char *file, int line, const char *iso) {
   int64_t ms;
-  if (iso8601_parse(iso, &ms) != 0) unit_fail(file, line, "bad time %s", iso);
+  if (pawl__iso8601_parse(iso, &ms) != 0) unit_fail(file, line, "bad time %s", iso);
   return ms;
 }
 

@@ -1,4 +1,4 @@
-/* test_iso8601.c: UTC timestamps as text (host/iso8601.c). */
+/* test_iso8601.c: UTC timestamps as text (host/core/iso8601.c). */
 #include "unit.h"
 
 #include <time.h>
@@ -8,7 +8,7 @@
 /* Parses s, which must be accepted, and returns its time. */
 static int64_t parse_ok(const char *file, int line, const char *s) {
   int64_t ms = -12345;
-  if (iso8601_parse(s, &ms) != 0)
+  if (pawl__iso8601_parse(s, &ms) != 0)
     unit_fail(file, line, "rejected valid timestamp \"%s\"", s);
   return ms;
 }
@@ -17,7 +17,7 @@ static int64_t parse_ok(const char *file, int line, const char *s) {
 #define CHECK_FORMAT(ms, want)                                               \
   do {                                                                       \
     char out_[ISO8601_STRLEN];                                               \
-    iso8601_format((ms), out_);                                              \
+    pawl__iso8601_format((ms), out_);                                              \
     CHECK_STR(out_, (want));                                                 \
   } while (0)
 
@@ -42,9 +42,9 @@ void test_iso8601_roundtrip(void) {
 
   /* The extremes still fit the buffer and are well formed. */
   char out[ISO8601_STRLEN];
-  iso8601_format(INT64_MAX, out);
+  pawl__iso8601_format(INT64_MAX, out);
   CHECK_STR(out, "292278994-08-17T07:12:55.807Z");
-  iso8601_format(INT64_MIN, out);
+  pawl__iso8601_format(INT64_MIN, out);
   CHECK_STR(out, "-292275055-05-16T16:47:04.192Z");
 
   /* Against the C library's own UTC conversion (gmtime_r ignores $TZ),
@@ -52,9 +52,9 @@ void test_iso8601_roundtrip(void) {
   int64_t lo = INT64_C(-62167219200000), hi = INT64_C(253402300799999);
   for (int i = 0; i < 200000; i++) {
     int64_t ms = lo + (int64_t)(rng() % (uint64_t)(hi - lo + 1));
-    iso8601_format(ms, out);
+    pawl__iso8601_format(ms, out);
     int64_t back = 0;
-    if (iso8601_parse(out, &back) != 0 || back != ms)
+    if (pawl__iso8601_parse(out, &back) != 0 || back != ms)
       unit_fail(__FILE__, __LINE__, "%lld -> \"%s\" -> %lld", (long long)ms,
                 out, (long long)back);
     time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
@@ -70,7 +70,7 @@ void test_iso8601_roundtrip(void) {
   }
   /* Every ms of a day boundary either side of the epoch and a leap day. */
   for (int64_t ms = -5000; ms <= 5000; ms++) {
-    iso8601_format(ms, out);
+    pawl__iso8601_format(ms, out);
     CHECK_INT(PARSE(out), ==, ms);
   }
 }
@@ -123,7 +123,7 @@ void test_iso8601_parse_forms(void) {
 
   /* A failed parse leaves the output alone; a good one overwrites it. */
   int64_t ms = 42;
-  CHECK_INT(iso8601_parse("nope", &ms), ==, -1);
+  CHECK_INT(pawl__iso8601_parse("nope", &ms), ==, -1);
   CHECK_INT(ms, ==, 42);
 }
 
@@ -148,7 +148,7 @@ void test_iso8601_rejects(void) {
       "2026-11-21T21:05:03Z\n", "now", "1795295103000"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int64_t ms = 7;
-    if (iso8601_parse(bad[i], &ms) != -1)
+    if (pawl__iso8601_parse(bad[i], &ms) != -1)
       unit_fail(__FILE__, __LINE__, "accepted \"%s\" as %lld", bad[i],
                 (long long)ms);
     CHECK_INT(ms, ==, 7);
@@ -156,7 +156,7 @@ void test_iso8601_rejects(void) {
   /* A NUL ends the string: what follows it is not read. */
   const char embedded[] = "2026-11-21\0T21:05:03Z";
   int64_t ms = 0;
-  CHECK_INT(iso8601_parse(embedded, &ms), ==, 0);
+  CHECK_INT(pawl__iso8601_parse(embedded, &ms), ==, 0);
   CHECK_INT(ms, ==, INT64_C(1795219200000));
-  CHECK_INT(iso8601_parse(NULL, &ms), ==, -1);
+  CHECK_INT(pawl__iso8601_parse(NULL, &ms), ==, -1);
 }

@@ -1,5 +1,5 @@
-/* test_json.c: the JSON validator (host/json.c) and the byte buffer with its
- * JSON string writer (host/buf.c). */
+/* test_json.c: the JSON validator (host/core/json.c) and the byte buffer with its
+ * JSON string writer (host/core/buf.c). */
 #include <locale.h>
 
 #include "unit.h"
@@ -21,7 +21,7 @@ static uint64_t rng(void) {
   do {                                                                       \
     char err_[256];                                                          \
     memset(err_, 'x', sizeof err_);                                          \
-    int rc_ = json_validate((s), strlen(s), err_, sizeof err_);              \
+    int rc_ = pawl__json_validate((s), strlen(s), err_, sizeof err_);              \
     if (rc_ != -1)                                                           \
       unit_fail(__FILE__, __LINE__, "accepted invalid JSON: %s", (s));       \
     if (strchr(err_, '\n') != NULL || strstr(err_, (want)) == NULL)          \
@@ -51,24 +51,24 @@ void test_json_valid_values(void) {
   };
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     char err[256] = "";
-    int rc = json_validate(ok[i], strlen(ok[i]), err, sizeof err);
+    int rc = pawl__json_validate(ok[i], strlen(ok[i]), err, sizeof err);
     if (rc != 0) unit_fail(__FILE__, __LINE__, "%s: %s", ok[i], err);
   }
 
   /* Length, not NUL, ends the input: a prefix of a longer buffer. */
-  CHECK_INT(json_validate("[1]xyz", 3, NULL, 0), ==, 0);
-  CHECK_INT(json_validate("[1]xyz", 4, NULL, 0), ==, -1);
+  CHECK_INT(pawl__json_validate("[1]xyz", 3, NULL, 0), ==, 0);
+  CHECK_INT(pawl__json_validate("[1]xyz", 4, NULL, 0), ==, -1);
   /* A NUL byte inside is just an invalid byte. */
-  CHECK_INT(json_validate("\"a\0b\"", 5, NULL, 0), ==, -1);
-  CHECK_INT(json_validate("1 \0", 3, NULL, 0), ==, -1);
+  CHECK_INT(pawl__json_validate("\"a\0b\"", 5, NULL, 0), ==, -1);
+  CHECK_INT(pawl__json_validate("1 \0", 3, NULL, 0), ==, -1);
 
-  CHECK_INT(json_is_object("{}", 2), ==, 1);
-  CHECK_INT(json_is_object(" \n{\"a\":[1]} ", 12), ==, 1);
-  CHECK_INT(json_is_object("[]", 2), ==, 0);
-  CHECK_INT(json_is_object("\"{}\"", 4), ==, 0);
-  CHECK_INT(json_is_object("{", 1), ==, 0);
-  CHECK_INT(json_is_object("", 0), ==, 0);
-  CHECK_INT(json_is_object(NULL, 0), ==, 0);
+  CHECK_INT(pawl__json_is_object("{}", 2), ==, 1);
+  CHECK_INT(pawl__json_is_object(" \n{\"a\":[1]} ", 12), ==, 1);
+  CHECK_INT(pawl__json_is_object("[]", 2), ==, 0);
+  CHECK_INT(pawl__json_is_object("\"{}\"", 4), ==, 0);
+  CHECK_INT(pawl__json_is_object("{", 1), ==, 0);
+  CHECK_INT(pawl__json_is_object("", 0), ==, 0);
+  CHECK_INT(pawl__json_is_object(NULL, 0), ==, 0);
 }
 
 /* pawl's policy beyond the grammar (json.h): what both backends store and
@@ -85,11 +85,11 @@ void test_json_policy(void) {
   CHECK_REJECT("\"\\ud800\\ud800\"", "lone UTF-16 surrogate \\ud800");
   CHECK_REJECT("\"\\ud800", "unexpected end of input in string");
   CHECK_REJECT("{\"\\udfff\":1}", "in object key");
-  CHECK_INT(json_validate("\"\\uD83D\\uDE00\"", 14, NULL, 0), ==, 0);
+  CHECK_INT(pawl__json_validate("\"\\uD83D\\uDE00\"", 14, NULL, 0), ==, 0);
   /* NUL: C strings end at it, PostgreSQL refuses it. */
   CHECK_REJECT("\"a\\u0000b\"", "\\u0000 in string: NUL is not allowed");
   CHECK_REJECT("{\"\\u0000\":1}", "\\u0000 in object key");
-  CHECK_INT(json_validate("\"\\u0001\"", 8, NULL, 0), ==, 0);
+  CHECK_INT(pawl__json_validate("\"\\u0001\"", 8, NULL, 0), ==, 0);
   /* Numbers beyond a double: infinity in job code, refused when stored. */
   CHECK_REJECT("1e400", "number 1e400 is out of the range of a double");
   CHECK_REJECT("[-1e309]", "(about +-1.8e308) at line 1, column 2");
@@ -113,7 +113,7 @@ void test_json_policy(void) {
       "042880177904174497791.9e0", /* just under the halfway point */
   };
   for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++)
-    if (json_validate(fits[i], strlen(fits[i]), err, sizeof err) != 0)
+    if (pawl__json_validate(fits[i], strlen(fits[i]), err, sizeof err) != 0)
       unit_fail(__FILE__, __LINE__, "%s: %s", fits[i], err);
   CHECK_REJECT("1797693134862315807937289714053034150799341327100378269361737789"
                "8044496829276475094664901797758720709633028641669288791094655"
@@ -137,18 +137,18 @@ void test_json_policy(void) {
       "9.007199254740993e15", "1e20", "9007199254740991.5",
       "12345678901234567890123e0"};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-    if (json_validate(ints[i], strlen(ints[i]), err, sizeof err) != 0)
+    if (pawl__json_validate(ints[i], strlen(ints[i]), err, sizeof err) != 0)
       unit_fail(__FILE__, __LINE__, "%s: %s", ints[i], err);
   /* Reading back (JSON_READ): big integers are doubles, as PostgreSQL may
    * write 1.00000000000000000001e20 out in full; the rest still holds. */
-  CHECK_INT(json_check("100000000000000000001", 21, JSON_READ, NULL, 0), ==, 0);
-  CHECK_INT(json_check("\"\\ud800\"", 8, JSON_READ, NULL, 0), ==, -1);
-  CHECK_INT(json_check("1e400", 5, JSON_READ, NULL, 0), ==, -1);
+  CHECK_INT(pawl__json_check("100000000000000000001", 21, JSON_READ, NULL, 0), ==, 0);
+  CHECK_INT(pawl__json_check("\"\\ud800\"", 8, JSON_READ, NULL, 0), ==, -1);
+  CHECK_INT(pawl__json_check("1e400", 5, JSON_READ, NULL, 0), ==, -1);
   /* The grammar alone (showing stored text): all of the above pass. */
   const char *all = "[\"\\ud800\\u0000\",1e400,9007199254740993]";
-  CHECK_INT(json_check(all, strlen(all), JSON_GRAMMAR, NULL, 0), ==, 0);
-  CHECK_INT(json_validate(all, strlen(all), NULL, 0), ==, -1);
-  CHECK_INT(json_check("[1,]", 4, JSON_GRAMMAR, NULL, 0), ==, -1);
+  CHECK_INT(pawl__json_check(all, strlen(all), JSON_GRAMMAR, NULL, 0), ==, 0);
+  CHECK_INT(pawl__json_validate(all, strlen(all), NULL, 0), ==, -1);
+  CHECK_INT(pawl__json_check("[1,]", 4, JSON_GRAMMAR, NULL, 0), ==, -1);
 }
 
 /* The shortest text that reads back as the same double, whatever the
@@ -167,21 +167,21 @@ void test_json_number_text(void) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char out[48];
-    json_number_text(cases[i].d, out, sizeof out);
+    pawl__json_number_text(cases[i].d, out, sizeof out);
     if (strcmp(out, cases[i].want) != 0)
       unit_fail(__FILE__, __LINE__, "%.17g gave %s, want %s", cases[i].d, out,
                 cases[i].want);
-    CHECK(json_strtod(out, NULL) == cases[i].d);
-    CHECK_INT(json_validate(out, strlen(out), NULL, 0), ==, 0);
+    CHECK(pawl__json_strtod(out, NULL) == cases[i].d);
+    CHECK_INT(pawl__json_validate(out, strlen(out), NULL, 0), ==, 0);
   }
   /* A locale with a decimal comma changes neither direction. */
   if (setlocale(LC_NUMERIC, "de_DE.UTF-8") || setlocale(LC_NUMERIC, "fr_FR.UTF-8")) {
     char out[48];
-    json_number_text(0.5, out, sizeof out);
+    pawl__json_number_text(0.5, out, sizeof out);
     CHECK_STR(out, "0.5");
-    json_number_text(1.0 / 3, out, sizeof out);
+    pawl__json_number_text(1.0 / 3, out, sizeof out);
     CHECK_STR(out, "0.3333333333333333");
-    CHECK(json_strtod("0.25", NULL) == 0.25);
+    CHECK(pawl__json_strtod("0.25", NULL) == 0.25);
     setlocale(LC_NUMERIC, "C");
   }
 }
@@ -189,25 +189,25 @@ void test_json_number_text(void) {
 void test_json_rejects(void) {
   /* Exact messages and positions for the documented examples. */
   char err[256];
-  CHECK_INT(json_validate("{\"a\" 1}", 7, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__json_validate("{\"a\" 1}", 7, err, sizeof err), ==, -1);
   CHECK_STR(err, "expected ':' after object key at line 1, column 6");
-  CHECK_INT(json_validate("[\n  \"\\x\"]", 9, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__json_validate("[\n  \"\\x\"]", 9, err, sizeof err), ==, -1);
   CHECK_STR(err, "invalid escape '\\x' in string at line 2, column 4");
-  CHECK_INT(json_validate("[1,", 3, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__json_validate("[1,", 3, err, sizeof err), ==, -1);
   CHECK_STR(err, "unexpected end of input ('[' at line 1, column 1 is not "
                  "closed)");
-  CHECK_INT(json_validate("true", 3, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__json_validate("true", 3, err, sizeof err), ==, -1);
   CHECK_STR(err, "invalid literal (expected 'true') at line 1, column 1");
-  CHECK_INT(json_validate("[1] 2", 5, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__json_validate("[1] 2", 5, err, sizeof err), ==, -1);
   CHECK_STR(err,
             "trailing characters after the JSON value at line 1, column 5");
-  CHECK_INT(json_validate("", 0, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__json_validate("", 0, err, sizeof err), ==, -1);
   CHECK_STR(err, "empty input (expected a JSON value)");
 
   /* Empty and whitespace-only. */
   CHECK_REJECT("", "empty input");
   CHECK_REJECT(" \n\t ", "empty input");
-  CHECK_INT(json_validate(NULL, 0, NULL, 0), ==, -1);
+  CHECK_INT(pawl__json_validate(NULL, 0, NULL, 0), ==, -1);
   /* Trailing commas. */
   CHECK_REJECT("[1,2,]", "trailing comma before ']' at line 1, column 6");
   CHECK_REJECT("{\"a\":1,}", "trailing comma before '}' at line 1, column 8");
@@ -307,12 +307,12 @@ void test_json_rejects(void) {
   CHECK_REJECT("{\"a\":", "unexpected end of input");
 
   /* Small or absent error buffers are fine; the message is truncated. */
-  CHECK_INT(json_validate("[1,]", 4, NULL, 0), ==, -1);
+  CHECK_INT(pawl__json_validate("[1,]", 4, NULL, 0), ==, -1);
   char tiny[8];
-  CHECK_INT(json_validate("[1,]", 4, tiny, sizeof tiny), ==, -1);
+  CHECK_INT(pawl__json_validate("[1,]", 4, tiny, sizeof tiny), ==, -1);
   CHECK_STR(tiny, "trailin");
   char none[1] = {'x'};
-  CHECK_INT(json_validate("[1,]", 4, none, 0), ==, -1);
+  CHECK_INT(pawl__json_validate("[1,]", 4, none, 0), ==, -1);
   CHECK_INT(none[0], ==, 'x');
 
   /* Mutated and truncated documents: never a crash or a read past len
@@ -320,7 +320,7 @@ void test_json_rejects(void) {
   static const char doc[] =
       "{\"a\": [1, -2.5e+3, true, false, null, \"s\\u00e9\\n\"],\n"
       " \"b\": {\"c\": [[], {}], \"d\": \"\xc3\xa9\xf0\x9f\x98\x80\"}}";
-  CHECK_INT(json_validate(doc, sizeof doc - 1, err, sizeof err), ==, 0);
+  CHECK_INT(pawl__json_validate(doc, sizeof doc - 1, err, sizeof err), ==, 0);
   static const char bytes[] = "{}[],:\"\\-+.0123eEtrufalsn \n\x80\xc3\xff";
   for (int iter = 0; iter < 20000; iter++) {
     size_t n = (size_t)(rng() % sizeof doc); /* a prefix, maybe all */
@@ -330,7 +330,7 @@ void test_json_rejects(void) {
     for (int k = (int)(rng() % 4); k > 0 && n > 0; k--)
       m[rng() % n] = bytes[rng() % (sizeof bytes - 1)];
     err[0] = '\0';
-    int rc = json_validate(m, n, err, sizeof err);
+    int rc = pawl__json_validate(m, n, err, sizeof err);
     CHECK(rc == 0 || rc == -1);
     CHECK(rc == 0 ? err[0] == '\0' : err[0] != '\0');
     CHECK(strchr(err, '\n') == NULL);
@@ -354,61 +354,61 @@ void test_json_depth_limit(void) {
   char err[256];
   char *s = nested(JSON_MAX_DEPTH, &len);
   CHECK_INT(JSON_MAX_DEPTH, ==, 512);
-  CHECK_INT(json_validate(s, len, err, sizeof err), ==, 0);
+  CHECK_INT(pawl__json_validate(s, len, err, sizeof err), ==, 0);
   free(s);
 
   s = nested(JSON_MAX_DEPTH + 1, &len);
-  CHECK_INT(json_validate(s, len, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__json_validate(s, len, err, sizeof err), ==, -1);
   CHECK_STR(err, "nesting deeper than 512 at line 1, column 513");
   free(s);
 
   /* Objects count too, mixed with arrays. */
   pawl_buf_t b;
-  buf_init(&b);
-  for (int i = 0; i < 513; i++) buf_puts(&b, i % 2 ? "[" : "{\"k\":");
-  buf_puts(&b, "1");
-  for (int i = 512; i >= 0; i--) buf_puts(&b, i % 2 ? "]" : "}");
+  pawl__buf_init(&b);
+  for (int i = 0; i < 513; i++) pawl__buf_puts(&b, i % 2 ? "[" : "{\"k\":");
+  pawl__buf_puts(&b, "1");
+  for (int i = 512; i >= 0; i--) pawl__buf_puts(&b, i % 2 ? "]" : "}");
   CHECK(!b.oom);
-  CHECK_INT(json_validate(b.data, b.len, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__json_validate(b.data, b.len, err, sizeof err), ==, -1);
   CHECK(strstr(err, "nesting deeper than 512") != NULL);
   /* Without the outermost object it is exactly 512 deep. */
-  CHECK_INT(json_validate(b.data + 5, b.len - 6, err, sizeof err), ==, 0);
-  buf_free(&b);
+  CHECK_INT(pawl__json_validate(b.data + 5, b.len - 6, err, sizeof err), ==, 0);
+  pawl__buf_free(&b);
 
   /* A million '[' must fail fast and not exhaust the C stack. */
   size_t big = 1000000;
   s = malloc(big);
   CHECK(s != NULL);
   memset(s, '[', big);
-  CHECK_INT(json_validate(s, big, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__json_validate(s, big, err, sizeof err), ==, -1);
   CHECK(strstr(err, "nesting deeper than 512") != NULL);
   memset(s, '{', big); /* '{' then '{' is a bad key, found before the limit */
-  CHECK_INT(json_validate(s, big, err, sizeof err), ==, -1);
+  CHECK_INT(pawl__json_validate(s, big, err, sizeof err), ==, -1);
   free(s);
 }
 
 void test_buf_basic(void) {
   pawl_buf_t b;
-  buf_init(&b);
+  pawl__buf_init(&b);
   CHECK(b.data == NULL);
-  CHECK_STR(buf_cstr(&b), "");
-  buf_append(&b, NULL, 0);
-  buf_puts(&b, "");
+  CHECK_STR(pawl__buf_cstr(&b), "");
+  pawl__buf_append(&b, NULL, 0);
+  pawl__buf_puts(&b, "");
   CHECK_INT(b.len, ==, 0);
-  CHECK_STR(buf_cstr(&b), "");
+  CHECK_STR(pawl__buf_cstr(&b), "");
 
-  buf_puts(&b, "hello");
-  buf_putc(&b, ' ');
-  buf_printf(&b, "%s-%d", "world", 42);
-  CHECK_STR(buf_cstr(&b), "hello world-42");
+  pawl__buf_puts(&b, "hello");
+  pawl__buf_putc(&b, ' ');
+  pawl__buf_printf(&b, "%s-%d", "world", 42);
+  CHECK_STR(pawl__buf_cstr(&b), "hello world-42");
   CHECK_INT(b.len, ==, 14);
   CHECK_INT(b.data[b.len], ==, '\0');
 
   /* Growth across many KB through every append path, checked byte by
    * byte against a plain array. */
-  buf_reset(&b);
+  pawl__buf_reset(&b);
   CHECK_INT(b.len, ==, 0);
-  CHECK_STR(buf_cstr(&b), "");
+  CHECK_STR(pawl__buf_cstr(&b), "");
   size_t cap = 300000;
   char *want = malloc(cap);
   CHECK(want != NULL);
@@ -418,22 +418,22 @@ void test_buf_basic(void) {
     int k;
     switch (i % 4) {
     case 0:
-      buf_printf(&b, "[%d:%s]", i, "printf");
+      pawl__buf_printf(&b, "[%d:%s]", i, "printf");
       k = snprintf(tmp, sizeof tmp, "[%d:%s]", i, "printf");
       memcpy(want + n, tmp, (size_t)k);
       n += (size_t)k;
       break;
     case 1:
-      buf_puts(&b, "puts;");
+      pawl__buf_puts(&b, "puts;");
       memcpy(want + n, "puts;", 5);
       n += 5;
       break;
     case 2:
-      buf_putc(&b, (char)('a' + i % 26));
+      pawl__buf_putc(&b, (char)('a' + i % 26));
       want[n++] = (char)('a' + i % 26);
       break;
     default:
-      buf_append(&b, "a\0b", 3); /* embedded NUL survives */
+      pawl__buf_append(&b, "a\0b", 3); /* embedded NUL survives */
       memcpy(want + n, "a\0b", 3);
       n += 3;
     }
@@ -445,82 +445,82 @@ void test_buf_basic(void) {
   CHECK_INT(b.data[b.len], ==, '\0');
 
   /* One printf much larger than the spare room. */
-  buf_reset(&b);
-  buf_puts(&b, "x");
-  buf_printf(&b, "%05000d|%s", 7, "end");
+  pawl__buf_reset(&b);
+  pawl__buf_puts(&b, "x");
+  pawl__buf_printf(&b, "%05000d|%s", 7, "end");
   CHECK_INT(b.len, ==, 1 + 5000 + 4);
   CHECK_INT(b.data[1], ==, '0');
   CHECK_INT(b.data[5000], ==, '7');
   CHECK_STR(b.data + 5001, "|end");
-  buf_printf(&b, "%s", "");
+  pawl__buf_printf(&b, "%s", "");
   CHECK_INT(b.len, ==, 5005);
 
   /* reset keeps memory. */
   char *mem = b.data;
   size_t old_cap = b.cap;
-  buf_reset(&b);
+  pawl__buf_reset(&b);
   CHECK(b.data == mem);
   CHECK_INT(b.cap, ==, old_cap);
-  CHECK_STR(buf_cstr(&b), "");
+  CHECK_STR(pawl__buf_cstr(&b), "");
 
   /* detach hands over a NUL-terminated string and empties the buffer. */
-  buf_puts(&b, "detached");
-  char *d = buf_detach(&b);
+  pawl__buf_puts(&b, "detached");
+  char *d = pawl__buf_detach(&b);
   CHECK_STR(d, "detached");
   free(d);
   CHECK(b.data == NULL);
   CHECK_INT(b.len, ==, 0);
   CHECK_INT(b.cap, ==, 0);
-  d = buf_detach(&b); /* empty buffer: "" not NULL */
+  d = pawl__buf_detach(&b); /* empty buffer: "" not NULL */
   CHECK_STR(d, "");
   free(d);
-  buf_puts(&b, "again"); /* usable after detach */
-  CHECK_STR(buf_cstr(&b), "again");
+  pawl__buf_puts(&b, "again"); /* usable after detach */
+  CHECK_STR(pawl__buf_cstr(&b), "again");
 
   /* Overflowing sizes fail as oom without touching memory; later appends
    * are no-ops and the old contents stay NUL-terminated. */
-  buf_append(&b, "?", SIZE_MAX);
+  pawl__buf_append(&b, "?", SIZE_MAX);
   CHECK_INT(b.oom, ==, 1);
-  buf_puts(&b, "more");
-  buf_putc(&b, 'c');
-  buf_printf(&b, "%d", 5);
-  buf_json_string(&b, "j", 1);
+  pawl__buf_puts(&b, "more");
+  pawl__buf_putc(&b, 'c');
+  pawl__buf_printf(&b, "%d", 5);
+  pawl__buf_json_string(&b, "j", 1);
   CHECK_INT(b.len, ==, 5);
-  CHECK_STR(buf_cstr(&b), "again");
-  CHECK(buf_detach(&b) == NULL);
-  CHECK_INT(b.oom, ==, 0); /* detach leaves it as after buf_init */
+  CHECK_STR(pawl__buf_cstr(&b), "again");
+  CHECK(pawl__buf_detach(&b) == NULL);
+  CHECK_INT(b.oom, ==, 0); /* detach leaves it as after pawl__buf_init */
   CHECK(b.data == NULL);
 
-  buf_puts(&b, "x");
+  pawl__buf_puts(&b, "x");
   b.oom = 1; /* as if an allocation had failed */
-  buf_reset(&b);
+  pawl__buf_reset(&b);
   CHECK_INT(b.oom, ==, 0); /* reset starts afresh */
-  buf_puts(&b, "y");
-  CHECK_STR(buf_cstr(&b), "y");
-  buf_free(&b);
+  pawl__buf_puts(&b, "y");
+  CHECK_STR(pawl__buf_cstr(&b), "y");
+  pawl__buf_free(&b);
   CHECK(b.data == NULL);
-  buf_free(&b); /* idempotent */
+  pawl__buf_free(&b); /* idempotent */
 
   /* A zeroed struct is a valid empty buffer. */
   pawl_buf_t z = {0};
-  buf_printf(&z, "%s", "zero");
-  CHECK_STR(buf_cstr(&z), "zero");
-  buf_free(&z);
+  pawl__buf_printf(&z, "%s", "zero");
+  CHECK_STR(pawl__buf_cstr(&z), "zero");
+  pawl__buf_free(&z);
   free(want);
 }
 
-/* buf_json_string(s, n) into a fresh buffer, compared with want. */
+/* pawl__buf_json_string(s, n) into a fresh buffer, compared with want. */
 static void check_js(const char *s, size_t n, const char *want, int line) {
   pawl_buf_t b;
-  buf_init(&b);
-  buf_json_string(&b, s, n);
-  if (b.oom || strcmp(buf_cstr(&b), want) != 0)
-    unit_fail(__FILE__, line, "buf_json_string gave %s, want %s",
-              buf_cstr(&b), want);
+  pawl__buf_init(&b);
+  pawl__buf_json_string(&b, s, n);
+  if (b.oom || strcmp(pawl__buf_cstr(&b), want) != 0)
+    unit_fail(__FILE__, line, "pawl__buf_json_string gave %s, want %s",
+              pawl__buf_cstr(&b), want);
   char err[256];
-  if (json_validate(b.data, b.len, err, sizeof err) != 0)
+  if (pawl__json_validate(b.data, b.len, err, sizeof err) != 0)
     unit_fail(__FILE__, line, "output %s is not valid JSON: %s", b.data, err);
-  buf_free(&b);
+  pawl__buf_free(&b);
 }
 #define CHECK_JS(lit, want) check_js((lit), sizeof(lit) - 1, (want), __LINE__)
 
@@ -551,14 +551,14 @@ void test_buf_json_string(void) {
 
   /* Appends after existing content and composes into larger documents. */
   pawl_buf_t b;
-  buf_init(&b);
-  buf_puts(&b, "{");
-  buf_json_string(&b, "k\"", 2);
-  buf_putc(&b, ':');
-  buf_json_string(&b, "v\n", 2);
-  buf_putc(&b, '}');
-  CHECK_STR(buf_cstr(&b), "{\"k\\\"\":\"v\\n\"}");
-  CHECK_INT(json_is_object(b.data, b.len), ==, 1);
+  pawl__buf_init(&b);
+  pawl__buf_puts(&b, "{");
+  pawl__buf_json_string(&b, "k\"", 2);
+  pawl__buf_putc(&b, ':');
+  pawl__buf_json_string(&b, "v\n", 2);
+  pawl__buf_putc(&b, '}');
+  CHECK_STR(pawl__buf_cstr(&b), "{\"k\\\"\":\"v\\n\"}");
+  CHECK_INT(pawl__json_is_object(b.data, b.len), ==, 1);
 
   /* Fuzz: whatever the bytes, the output is valid JSON, and valid UTF-8
    * without specials comes out unchanged. Byte classes are weighted so that
@@ -576,29 +576,29 @@ void test_buf_json_string(void) {
       uint64_t r = rng();
       in[i] = (r & 1) ? pool[(r >> 8) % sizeof pool] : (unsigned char)(r >> 8);
     }
-    buf_reset(&b);
-    buf_json_string(&b, (const char *)in, n);
+    pawl__buf_reset(&b);
+    pawl__buf_json_string(&b, (const char *)in, n);
     CHECK(!b.oom);
-    if (json_validate(b.data, b.len, err, sizeof err) != 0) {
+    if (pawl__json_validate(b.data, b.len, err, sizeof err) != 0) {
       fprintf(stderr, "iteration %d, input:", iter);
       for (size_t i = 0; i < n; i++) fprintf(stderr, " %02x", in[i]);
       unit_fail(__FILE__, __LINE__, "invalid output %s: %s", b.data, err);
     }
     /* Input that is already valid JSON string content (and has no
      * backslash, which would be read as an escape) comes out verbatim. */
-    buf_reset(&b);
-    buf_putc(&b, '"');
-    buf_append(&b, in, n);
-    buf_putc(&b, '"');
-    int raw_ok = json_validate(b.data, b.len, NULL, 0) == 0;
+    pawl__buf_reset(&b);
+    pawl__buf_putc(&b, '"');
+    pawl__buf_append(&b, in, n);
+    pawl__buf_putc(&b, '"');
+    int raw_ok = pawl__json_validate(b.data, b.len, NULL, 0) == 0;
     int has_escape = memchr(in, '\\', n) != NULL;
     if (raw_ok && !has_escape) {
       pawl_buf_t o;
-      buf_init(&o);
-      buf_json_string(&o, (const char *)in, n);
+      pawl__buf_init(&o);
+      pawl__buf_json_string(&o, (const char *)in, n);
       CHECK_INT(o.len, ==, b.len);
       CHECK(memcmp(o.data, b.data, b.len) == 0);
-      buf_free(&o);
+      pawl__buf_free(&o);
     }
   }
 
@@ -630,12 +630,12 @@ void test_buf_json_string(void) {
         in[n++] = (unsigned char)(0x80 | (cp & 0x3F));
       }
     }
-    buf_reset(&b);
-    buf_json_string(&b, (const char *)in, n);
+    pawl__buf_reset(&b);
+    pawl__buf_json_string(&b, (const char *)in, n);
     CHECK(!b.oom);
     CHECK_INT(b.len, ==, n + 2);
     CHECK(memcmp(b.data + 1, in, n) == 0);
-    CHECK_INT(json_validate(b.data, b.len, err, sizeof err), ==, 0);
+    CHECK_INT(pawl__json_validate(b.data, b.len, err, sizeof err), ==, 0);
   }
-  buf_free(&b);
+  pawl__buf_free(&b);
 }

@@ -1,4 +1,4 @@
-/* test_ljson.c: pawl's JSON for Lua (host/ljson.c), driven from Lua code
+/* test_ljson.c: pawl's JSON for Lua (host/lua/ljson.c), driven from Lua code
  * in a fresh state: round trips keep arrays, objects and every digit;
  * what JSON cannot hold is refused with the value's path. */
 #include <lauxlib.h>
@@ -13,7 +13,7 @@ static void lua_check(const char *code) {
   lua_State *L = luaL_newstate();
   CHECK(L != NULL);
   luaL_openlibs(L);
-  ljson_open(L);
+  pawl__ljson_open(L);
   lua_setglobal(L, "json");
   if (luaL_dostring(L, code) != 0)
     unit_fail(__FILE__, __LINE__, "%s", lua_tostring(L, -1));

@@ -1,4 +1,4 @@
-/* test_log.c: the host's event log (host/log.c): whatever text a job hands
+/* test_log.c: the host's event log (host/core/log.c): whatever text a job hands
  * it, a line stays one line and no control character reaches the reader's
  * terminal, in text and in JSON mode. */
 #include "unit.h"
@@ -18,12 +18,12 @@ static void capture(void *data, int level, const char *line) {
  * returns the line. */
 static const char *log_one(int json, const char *msg, const char *text) {
   host_logger_t lg;
-  log_init(&lg, PAWL_LOG_DEBUG, json, capture, NULL);
+  pawl__log_init(&lg, PAWL_LOG_DEBUG, json, capture, NULL);
   log_line_t line;
-  log_begin(&line, &lg, PAWL_LOG_INFO, msg);
-  log_str(&line, "text", text);
-  log_end(&line);
-  log_destroy(&lg);
+  pawl__log_begin(&line, &lg, PAWL_LOG_INFO, msg);
+  pawl__log_str(&line, "text", text);
+  pawl__log_end(&line);
+  pawl__log_destroy(&lg);
   return last_line;
 }
 

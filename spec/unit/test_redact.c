@@ -1,4 +1,4 @@
-/* test_redact.c: database passwords never reach a message (host/redact.c,
+/* test_redact.c: database passwords never reach a message (host/core/redact.c,
  * and pawl_open() on URLs libpq cannot read, which needs no server). */
 #include "pawl.h"
 #include "redact.h"
@@ -50,14 +50,14 @@ void test_redact_url_forms(void) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char out[512];
-    redact_url(cases[i].url, out, sizeof out);
+    pawl__redact_url(cases[i].url, out, sizeof out);
     if (strcmp(out, cases[i].want) != 0)
-      unit_fail(__FILE__, __LINE__, "redact_url(%s) = %s, want %s",
+      unit_fail(__FILE__, __LINE__, "pawl__redact_url(%s) = %s, want %s",
                 cases[i].url, out, cases[i].want);
   }
   /* Truncation keeps the NUL and never overruns. */
   char tiny[8];
-  redact_url("postgres://alice:" SECRET "@h/db", tiny, sizeof tiny);
+  pawl__redact_url("postgres://alice:" SECRET "@h/db", tiny, sizeof tiny);
   CHECK_INT(strlen(tiny), ==, 7);
 }
 
@@ -89,22 +89,22 @@ void test_redact_message_quotes(void) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char out[512];
-    redact_message(cases[i].conninfo, cases[i].msg, cases[i].malformed, out,
+    pawl__redact_message(cases[i].conninfo, cases[i].msg, cases[i].malformed, out,
                    sizeof out);
     check_clean(cases[i].msg, out);
     CHECK(strstr(out, REDACT_MARK) != NULL);
   }
   /* What libpq names in one character stays: it tells where to look. */
   char out[512];
-  redact_message(cases[0].conninfo, cases[0].msg, 1, out, sizeof out);
+  pawl__redact_message(cases[0].conninfo, cases[0].msg, 1, out, sizeof out);
   CHECK(strstr(out, "\"]\"") != NULL);
   /* A short password is hidden where it stands alone, not inside words. */
-  redact_message("postgres://alice:ab@h/db",
+  pawl__redact_message("postgres://alice:ab@h/db",
                  "user alice: password \"ab\" rejected by abbey", 0, out,
                  sizeof out);
   CHECK_STR(out, "user alice: password \"***\" rejected by abbey");
   /* No password: the message is kept as it is. */
-  redact_message("postgres://alice@[::1/db", "missing \"]\" in \"x\"", 1, out,
+  pawl__redact_message("postgres://alice@[::1/db", "missing \"]\" in \"x\"", 1, out,
                  sizeof out);
   CHECK_STR(out, "missing \"]\" in \"x\"");
 }

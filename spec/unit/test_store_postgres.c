@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "pg_sql.h"
 #include "pgtest.h"
 #include "store_contract.h"
@@ -25,9 +25,9 @@ ADMIN_CONTRACT_TESTS(CONTRACT_PG)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-PGconn *store_postgres_conn(store_t *st);
-extern const store_migration_t store_postgres_migrations[];
-extern const size_t store_postgres_migration_count;
+PGconn *pawl__store_postgres_conn(store_t *st);
+extern const store_migration_t pawl__store_postgres_migrations[];
+extern const size_t pawl__store_postgres_migration_count;
 
 /* An injected clock reading a variable (the pointer given as clock_data). */
 static int64_t var_clock(void *data) {
@@ -121,7 +121,7 @@ void test_pg_migrate_records(void) {
   pawl_t *p = open_ok(url, "node-a", NULL);
   int cur = 0, latest = 0;
   CHECK_OK(pawl_schema_version(p, &cur, &latest));
-  CHECK_INT(latest, ==, (long long)store_postgres_migration_count);
+  CHECK_INT(latest, ==, (long long)pawl__store_postgres_migration_count);
   CHECK_INT(cur, ==, latest);
   pawl_close(p);
   PGconn *c = pgtest_connect(url);
@@ -130,9 +130,9 @@ void test_pg_migrate_records(void) {
                           "~ '^[0-9a-f]{8}$'"),
             ==, latest);
   /* The checksum is the one of the script this build carries. */
-  const store_migration_t *v1 = &store_postgres_migrations[0];
+  const store_migration_t *v1 = &pawl__store_postgres_migrations[0];
   char want[16];
-  snprintf(want, sizeof want, "%08x", (unsigned)store_crc32(v1->sql, v1->len));
+  snprintf(want, sizeof want, "%08x", (unsigned)pawl__store_crc32(v1->sql, v1->len));
   char *sum = pg_text(c, "SELECT checksum FROM pawl_schema WHERE version = 1 "
                          "AND name = 'V001__init.sql'");
   CHECK_STR(sum, want);
@@ -169,7 +169,7 @@ void test_pg_migrate_checksum_changed(void) {
   CHECK_INT(open_err(url, 1, err, sizeof err), ==, PAWL_ESCHEMA);
   CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs"), ==, 1);
   CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_schema"), ==,
-            (long long)store_postgres_migration_count);
+            (long long)pawl__store_postgres_migration_count);
   char *sum = pg_text(c, "SELECT checksum FROM pawl_schema WHERE version = 1");
   CHECK_STR(sum, "deadbeef");
   free(sum);
@@ -188,7 +188,7 @@ void test_pg_migrate_newer_schema(void) {
   if (!strstr(err, "newer") || !strstr(err, "99"))
     unit_fail(__FILE__, __LINE__, "message: %s", err);
   CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_schema"), ==,
-            (long long)store_postgres_migration_count + 1);
+            (long long)pawl__store_postgres_migration_count + 1);
   PQfinish(c);
 }
 
@@ -242,9 +242,9 @@ void test_pg_migrate_concurrent(void) {
   contract_open_race(url, N);
   PGconn *c = pgtest_connect(url);
   CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_schema"), ==,
-            (long long)store_postgres_migration_count);
+            (long long)pawl__store_postgres_migration_count);
   CHECK_INT(pgtest_int(c, "SELECT count(DISTINCT version) FROM pawl_schema"),
-            ==, (long long)store_postgres_migration_count);
+            ==, (long long)pawl__store_postgres_migration_count);
   CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs"), ==, N);
   PQfinish(c);
 }
@@ -486,7 +486,7 @@ void test_pg_claim_skips_locked(void) {
   pawl_t *p = open_ok(url, "node-a", NULL);
   pawl_id_t ids[3];
   for (int i = 0; i < 3; i++) ids[i] = enq(p, "job", NULL);
-  pgtest_exec(store_postgres_conn(p->store), "SET lock_timeout = '2s'");
+  pgtest_exec(pawl__store_postgres_conn(p->store), "SET lock_timeout = '2s'");
   /* Another node's claim in flight: the first job in claim order locked. */
   PGconn *other = pgtest_connect(url);
   pgtest_exec(other, "BEGIN");
@@ -671,7 +671,7 @@ static void kill_backend(PGconn *admin, int pid) {
 }
 
 static int backend_of(pawl_t *p) {
-  PGconn *conn = store_postgres_conn(p->store);
+  PGconn *conn = pawl__store_postgres_conn(p->store);
   CHECK(conn != NULL);
   return PQbackendPID(conn);
 }
@@ -803,7 +803,7 @@ void test_pg_notify_after_reconnect(void) {
   /* The first wait reads the server's goodbye and may fail once with
    * PAWL_EUNAVAIL; a later one reconnects and listens again. */
   int unavailable = 0;
-  PGconn *conn = store_postgres_conn(a->store);
+  PGconn *conn = pawl__store_postgres_conn(a->store);
   for (int i = 0; i < 10; i++) {
     int woke = 0;
     int rc = a->store->ops->wakeup.wait(a->store, 100, &woke);
@@ -835,7 +835,7 @@ void test_pg_open_error_hides_password(void) {
            "password=s3cr3t-pw dbname=postgres connect_timeout=2",
            free_port());
   CHECK_INT(open_err(bad, 0, err, sizeof err), ==, PAWL_EUNAVAIL);
-  /* STORE BUG (pg_store.c, store_postgres_open): the message quotes the
+  /* STORE BUG (pg_store.c, pawl__store_postgres_open): the message quotes the
    * whole connection string, password included. */
   if (strstr(err, "s3cr3t-pw"))
     unit_fail(__FILE__, __LINE__, "password in message: %s", err);
@@ -850,12 +850,12 @@ void test_pg_open_error_hides_password(void) {
 
 /* The server's notices on a store's connection (warnings, or the FATAL
  * "terminating connection" that a listener reads while idle) stay off
- * stderr, as store_postgres_open() means them to: the host writes its own
+ * stderr, as pawl__store_postgres_open() means them to: the host writes its own
  * log there, possibly as JSON lines. */
 void test_pg_notices_quiet(void) {
   const char *url = pgtest_url("notices");
   pawl_t *p = open_ok(url, "node-n", NULL);
-  PGconn *conn = store_postgres_conn(p->store);
+  PGconn *conn = pawl__store_postgres_conn(p->store);
   CHECK(conn != NULL);
   /* stderr into a file for the one statement. */
   fflush(stderr);
@@ -879,7 +879,7 @@ void test_pg_notices_quiet(void) {
   text[got] = 0;
   fclose(f);
   pawl_close(p);
-  /* STORE BUG (pg_store.c, store_postgres_open): PQsetNoticeProcessor(conn,
+  /* STORE BUG (pg_store.c, pawl__store_postgres_open): PQsetNoticeProcessor(conn,
    * NULL, NULL) changes nothing (libpq ignores a NULL processor), so libpq's
    * default processor still prints every notice to stderr. */
   if (strstr(text, "pawl-notice-probe"))

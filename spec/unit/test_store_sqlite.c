@@ -5,14 +5,14 @@
 #include <sys/stat.h>
 
 #include "pawl.h"
-#include "pawl_internal.h"
+#include "handle.h"
 #include "sqlite_sql.h"
 #include "store_contract.h"
 #include "store_contract_admin.h"
 
-sqlite3 *store_sqlite_db(store_t *st);
-extern const store_migration_t store_sqlite_migrations[];
-extern const size_t store_sqlite_migration_count;
+sqlite3 *pawl__store_sqlite_db(store_t *st);
+extern const store_migration_t pawl__store_sqlite_migrations[];
+extern const size_t pawl__store_sqlite_migration_count;
 #include "unit.h"
 
 static const char *sqlite_url(const char *name) {
@@ -191,8 +191,8 @@ void test_sqlite_migrate_concurrent(void) {
  * to the current schema when opened: the job is kept and gains the new
  * columns, and logs work on it. */
 void test_sqlite_migrate_v001_database(void) {
-  CHECK_INT(store_sqlite_migration_count, >=, 2);
-  const store_migration_t *v1 = &store_sqlite_migrations[0];
+  CHECK_INT(pawl__store_sqlite_migration_count, >=, 2);
+  const store_migration_t *v1 = &pawl__store_sqlite_migrations[0];
   CHECK_STR(v1->name, "V001__init.sql");
   sqlite3 *db = raw("old.db");
   raw_exec(db, "CREATE TABLE pawl_schema (version INTEGER PRIMARY KEY, "
@@ -204,7 +204,7 @@ void test_sqlite_migrate_v001_database(void) {
   free(sql);
   char *rec = sqlite3_mprintf("INSERT INTO pawl_schema VALUES (1, "
                               "'V001__init.sql', '%08x', 0)",
-                              (unsigned)store_crc32(v1->sql, v1->len));
+                              (unsigned)pawl__store_crc32(v1->sql, v1->len));
   raw_exec(db, rec);
   sqlite3_free(rec);
   raw_exec(db, "INSERT INTO pawl_jobs (id, type, queue, state, priority, "
@@ -270,7 +270,7 @@ void test_sqlite_migrate_v001_database(void) {
 /* ---- connection settings ------------------------------------------------ */
 
 static long long own_int(pawl_t *p, const char *sql) {
-  sqlite3 *db = store_sqlite_db(p->store);
+  sqlite3 *db = pawl__store_sqlite_db(p->store);
   CHECK(db != NULL);
   return raw_int(db, sql);
 }

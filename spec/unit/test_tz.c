@@ -130,7 +130,7 @@ static void refused(const char *file, int line, const img_t *b, size_t len,
 
 static int64_t iso_s(const char *s) {
   int64_t ms;
-  if (iso8601_parse(s, &ms) != 0) unit_fail(__FILE__, __LINE__, "bad %s", s);
+  if (pawl__iso8601_parse(s, &ms) != 0) unit_fail(__FILE__, __LINE__, "bad %s", s);
   return ms / 1000;
 }
 

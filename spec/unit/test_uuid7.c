@@ -1,6 +1,6 @@
-/* test_uuid7.c: UUIDv7 ids (host/uuid7.c).
+/* test_uuid7.c: UUIDv7 ids (host/core/uuid7.c).
  *
- * Tests that need a particular time inject a clock through uuid7_set_clock.
+ * Tests that need a particular time inject a clock through pawl__uuid7_set_clock.
  * Its value is an atomic because the generator reads it from whichever
  * thread makes an id while the test thread moves it. */
 #ifndef _GNU_SOURCE
@@ -31,7 +31,7 @@ static int64_t uuid7_tclock_fn(void *data) {
 static void uuid7_tclock_start(struct uuid7_tclock *c, int64_t now) {
   atomic_init(&c->now, now);
   atomic_init(&c->polls, 0);
-  uuid7_set_clock(uuid7_tclock_fn, c);
+  pawl__uuid7_set_clock(uuid7_tclock_fn, c);
 }
 
 static int64_t uuid7_wall_ms(void) {
@@ -91,7 +91,7 @@ void test_uuid7_layout(void) {
   CHECK(uuid7_cmp(&ids[2], &next) < 0);
 
   /* The real clock: the timestamp is the wall clock during the call. */
-  uuid7_set_clock(NULL, NULL);
+  pawl__uuid7_set_clock(NULL, NULL);
   int64_t before = uuid7_wall_ms();
   pawl_id_t real;
   pawl_id_new(&real);
@@ -381,7 +381,7 @@ void test_uuid7_time_ms(void) {
   CHECK_V7(id, (INT64_C(1) << 48) - 1);
 
   /* The real clock. */
-  uuid7_set_clock(NULL, NULL);
+  pawl__uuid7_set_clock(NULL, NULL);
   for (int i = 0; i < 1000; i++) {
     int64_t before = uuid7_wall_ms();
     pawl_id_new(&id);
@@ -420,7 +420,7 @@ static void uuid7_rclock_id(struct uuid7_rclock *c, pawl_id_t *id) {
 void test_uuid7_frozen_clock_carries_on(void) {
   const int64_t t = INT64_C(1700000000000);
   struct uuid7_rclock c = {.now = t, .rescue = t + 1};
-  uuid7_set_clock(uuid7_rclock_fn, &c);
+  pawl__uuid7_set_clock(uuid7_rclock_fn, &c);
 
   /* The whole counter of one ms. */
   static pawl_id_t ids[UUID7_COUNTER_MAX + 1];
@@ -449,13 +449,13 @@ void test_uuid7_frozen_clock_carries_on(void) {
   uuid7_rclock_id(&c, &next);
   CHECK_V7(next, t + 5);
   CHECK_INT(uuid7_counter_of(&next), ==, 0);
-  uuid7_set_clock(NULL, NULL);
+  pawl__uuid7_set_clock(NULL, NULL);
 }
 
 void test_uuid7_clock_backwards_carries_on(void) {
   const int64_t t = INT64_C(1700000000000), hour = 3600 * 1000;
   struct uuid7_rclock c = {.now = t, .rescue = t};
-  uuid7_set_clock(uuid7_rclock_fn, &c);
+  pawl__uuid7_set_clock(uuid7_rclock_fn, &c);
   pawl_id_t first, id, prev;
   uuid7_rclock_id(&c, &first);
   CHECK_V7(first, t);
@@ -487,7 +487,7 @@ void test_uuid7_clock_backwards_carries_on(void) {
   CHECK_V7(id, t + 10);
   CHECK_INT(uuid7_counter_of(&id), ==, 0);
   CHECK(uuid7_cmp(&prev, &id) < 0);
-  uuid7_set_clock(NULL, NULL);
+  pawl__uuid7_set_clock(NULL, NULL);
 }
 
 /* The end of the 48-bit field with its counter used up: no wait, no wrap
@@ -495,7 +495,7 @@ void test_uuid7_clock_backwards_carries_on(void) {
 void test_uuid7_field_end_no_wait(void) {
   const int64_t end = (INT64_C(1) << 48) - 1;
   struct uuid7_rclock c = {.now = end, .rescue = end};
-  uuid7_set_clock(uuid7_rclock_fn, &c);
+  pawl__uuid7_set_clock(uuid7_rclock_fn, &c);
   pawl_id_t id, prev;
   memset(&prev, 0, sizeof prev);
   for (unsigned i = 0; i <= UUID7_COUNTER_MAX + 10; i++) {
@@ -504,5 +504,5 @@ void test_uuid7_field_end_no_wait(void) {
     CHECK(memcmp(prev.bytes, id.bytes, 16) != 0);
     prev = id;
   }
-  uuid7_set_clock(NULL, NULL);
+  pawl__uuid7_set_clock(NULL, NULL);
 }

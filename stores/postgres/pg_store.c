@@ -39,8 +39,8 @@
 #include "redact.h"
 #include "store.h"
 
-extern const store_migration_t store_postgres_migrations[];
-extern const size_t store_postgres_migration_count;
+extern const store_migration_t pawl__store_postgres_migrations[];
+extern const size_t pawl__store_postgres_migration_count;
 
 /* Enqueues NOTIFY on "pawl_jobs:SCHEMA" (the trigger in V001__init.sql). */
 #define PG_CHANNEL "'pawl_jobs:' || current_schema()"
@@ -343,31 +343,31 @@ static void pp_now(pg_store_t *s, pg_params_t *pp, int i) {
 
 /* A PostgreSQL array literal built element by element, for unnest(). */
 static void arr_begin(pawl_buf_t *b) {
-  buf_init(b);
-  buf_putc(b, '{');
+  pawl__buf_init(b);
+  pawl__buf_putc(b, '{');
 }
 
 static void arr_sep(pawl_buf_t *b) {
-  if (b->len > 1) buf_putc(b, ',');
+  if (b->len > 1) pawl__buf_putc(b, ',');
 }
 
 static void arr_str(pawl_buf_t *b, const char *s) {
   arr_sep(b);
   if (!s) {
-    buf_puts(b, "NULL");
+    pawl__buf_puts(b, "NULL");
     return;
   }
-  buf_putc(b, '"');
+  pawl__buf_putc(b, '"');
   for (const char *p = s; *p; p++) {
-    if (*p == '"' || *p == '\\') buf_putc(b, '\\');
-    buf_putc(b, *p);
+    if (*p == '"' || *p == '\\') pawl__buf_putc(b, '\\');
+    pawl__buf_putc(b, *p);
   }
-  buf_putc(b, '"');
+  pawl__buf_putc(b, '"');
 }
 
 static void arr_int(pawl_buf_t *b, int64_t x) {
   arr_sep(b);
-  buf_printf(b, "%" PRId64, x);
+  pawl__buf_printf(b, "%" PRId64, x);
 }
 
 static void arr_opt_int(pawl_buf_t *b, int64_t x) {
@@ -375,7 +375,7 @@ static void arr_opt_int(pawl_buf_t *b, int64_t x) {
     arr_int(b, x);
   else {
     arr_sep(b);
-    buf_puts(b, "NULL");
+    pawl__buf_puts(b, "NULL");
   }
 }
 
@@ -383,10 +383,10 @@ static void arr_id(pawl_buf_t *b, const pawl_id_t *id) {
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id, text);
   arr_sep(b);
-  buf_puts(b, text);
+  pawl__buf_puts(b, text);
 }
 
-static void arr_end(pawl_buf_t *b) { buf_putc(b, '}'); }
+static void arr_end(pawl_buf_t *b) { pawl__buf_putc(b, '}'); }
 
 /* ---- errors --------------------------------------------------------------- */
 
@@ -418,7 +418,7 @@ static void pg_message(pg_store_t *s, const PGresult *res, char *out,
                        size_t len) {
   const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
   if (!m || !*m) m = PQerrorMessage(s->conn);
-  redact_message(s->conninfo, m && *m ? m : "no answer from the server", 0,
+  pawl__redact_message(s->conninfo, m && *m ? m : "no answer from the server", 0,
                  out, len);
   size_t n = strlen(out);
   while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' ')) out[--n] = 0;
@@ -429,8 +429,8 @@ static int pg_fail(pg_store_t *s, const PGresult *res, const char *what) {
   pg_message(s, res, msg, sizeof msg);
   int rc = pg_code(s, res);
   if (rc == PAWL_EUNAVAIL)
-    return store_fail(&s->base, rc, "%s: database unreachable: %s", what, msg);
-  return store_fail(&s->base, rc, "%s: %s", what, msg);
+    return pawl__store_fail(&s->base, rc, "%s: database unreachable: %s", what, msg);
+  return pawl__store_fail(&s->base, rc, "%s: %s", what, msg);
 }
 
 /* ---- connection ----------------------------------------------------------- */
@@ -447,7 +447,7 @@ static int pg_ready(pg_store_t *s) {
   if (PQstatus(s->conn) != CONNECTION_OK) {
     char msg[300];
     pg_message(s, NULL, msg, sizeof msg);
-    return store_fail(&s->base, PAWL_EUNAVAIL, "database unreachable: %s", msg);
+    return pawl__store_fail(&s->base, PAWL_EUNAVAIL, "database unreachable: %s", msg);
   }
   if (s->listening) return pg_listen_now(s);
   return 0;
@@ -594,66 +594,53 @@ static double pg_dbl(const PGresult *r, int row, int col) {
   return PQgetisnull(r, row, col) ? 0 : strtod(PQgetvalue(r, row, col), NULL);
 }
 
-static char *pg_str(const PGresult *r, int row, int col) {
-  const char *v = pg_val(r, row, col);
-  return v ? strdup(v) : NULL;
-}
-
 static void pg_id(const PGresult *r, int row, int col, pawl_id_t *out) {
   const char *v = pg_val(r, row, col);
   if (!v || pawl_id_parse(out, v) != 0) memset(out->bytes, 0, 16);
 }
 
-/* A pawl_job_t from a row of PG_JOB_COLS, in one allocation (as the SQLite
- * store does: pawl_job_free() is one free()). NULL when out of memory. */
-static pawl_job_t *pg_row_to_job(const PGresult *r, int row) {
-  enum { NSTR = 12 };
-  static const int cols[NSTR] = {1, 2, 6, 7, 8, 13, 14, 15, 16, 21, 23, 24};
-  const char *text[NSTR];
-  size_t len[NSTR], total = sizeof(pawl_job_t);
-  for (int k = 0; k < NSTR; k++) {
-    text[k] = pg_val(r, row, cols[k]);
-    len[k] = text[k] ? (size_t)PQgetlength(r, row, cols[k]) + 1 : 0;
-    total += len[k];
+/* The column accessors of row r->row of a result (store_row_t). */
+static const char *pg_row_text(const store_row_t *r, int col, size_t *len) {
+  const PGresult *res = r->res;
+  const char *v = pg_val(res, r->row, col);
+  *len = v ? (size_t)PQgetlength(res, r->row, col) : 0;
+  return v;
+}
+
+static int64_t pg_row_int64(const store_row_t *r, int col) {
+  return pg_int(r->res, r->row, col);
+}
+
+static double pg_row_dbl(const store_row_t *r, int col) {
+  return pg_dbl(r->res, r->row, col);
+}
+
+static void pg_row_id(const store_row_t *r, int col, pawl_id_t *out) {
+  pg_id(r->res, r->row, col, out);
+}
+
+static store_row_t pg_row(const PGresult *res, int row) {
+  return (store_row_t){pg_row_text, pg_row_int64, pg_row_dbl, pg_row_id, res,
+                       row};
+}
+
+/* A pawl_job_t from a row of PG_JOB_COLS. Rows are found by id, through
+ * the primary key: store_key stays 0. NULL when out of memory. */
+static pawl_job_t *pg_row_to_job(const PGresult *res, int row) {
+  store_job_row_t r;
+  for (int k = 0; k < STORE_JOB_NTEXT; k++) {
+    int c = pawl__store_job_texts[k];
+    r.text[c] = pg_val(res, row, c);
+    r.len[c] = r.text[c] ? (size_t)PQgetlength(res, row, c) : 0;
   }
-  pawl_job_t *j = calloc(1, total);
-  if (!j) return NULL;
-  char **fields[NSTR] = {&j->type,           &j->queue,
-                         &j->payload,        &j->params,
-                         &j->tags,           &j->idempotency_key,
-                         &j->business_key,   &j->correlation_id,
-                         &j->enqueued_by,    &j->lease_owner,
-                         &j->last_error,     &j->result};
-  char *at = (char *)(j + 1);
-  for (int k = 0; k < NSTR; k++) {
-    if (!text[k]) continue;
-    memcpy(at, text[k], len[k]);
-    *fields[k] = at;
-    at += len[k];
+  for (int k = 0; k < STORE_JOB_NINT; k++) {
+    int c = pawl__store_job_ints[k];
+    r.num[c] = pg_int(res, row, c);
   }
-  pg_id(r, row, 0, &j->id);
-  j->state = (pawl_state_t)pg_int(r, row, 3);
-  j->paused_from = (pawl_state_t)pg_int(r, row, 4);
-  j->priority = (int32_t)pg_int(r, row, 5);
-  j->run_at = pg_int(r, row, 9);
-  j->attempt = (int32_t)pg_int(r, row, 10);
-  j->max_attempts = (int32_t)pg_int(r, row, 11);
-  j->timeout_s = (int32_t)pg_int(r, row, 12);
-  j->created_at = pg_int(r, row, 17);
-  j->updated_at = pg_int(r, row, 18);
-  j->started_at = pg_int(r, row, 19);
-  j->finished_at = pg_int(r, row, 20);
-  j->lease_expires = pg_int(r, row, 22);
-  j->recoveries = (int32_t)pg_int(r, row, 25);
-  j->progress_done = pg_dbl(r, row, 26);
-  j->progress_total = pg_dbl(r, row, 27);
-  j->version = pg_int(r, row, 28);
-  j->store_key = 0; /* rows are found by id, through the primary key */
-  if (!j->type || !j->queue || !j->payload || !j->tags) {
-    free(j);
-    return NULL;
-  }
-  return j;
+  pg_id(res, row, STORE_JOB_ID, &r.id);
+  r.progress_done = pg_dbl(res, row, STORE_JOB_PROGRESS_DONE);
+  r.progress_total = pg_dbl(res, row, STORE_JOB_PROGRESS_TOTAL);
+  return pawl__store_job_from_row(&r, NULL);
 }
 
 /* Reads job `id` (locked for update inside a transaction when `lock`). */
@@ -666,11 +653,11 @@ static int pg_read_job(pg_store_t *s, const pawl_id_t *id, int lock,
   if (rc) return rc;
   if (PQntuples(res) == 0) {
     PQclear(res);
-    return store_no_job(&s->base, id);
+    return pawl__store_no_job(&s->base, id);
   }
   pawl_job_t *j = pg_row_to_job(res, 0);
   PQclear(res);
-  if (!j) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  if (!j) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   *out = j;
   return 0;
 }
@@ -756,18 +743,18 @@ static int pg_check_applied(pg_store_t *s, int *applied) {
     int v = (int)pg_int(res, i, 0);
     const char *name = pg_val(res, i, 1), *sum = pg_val(res, i, 2);
     *applied = v;
-    if ((size_t)v > store_postgres_migration_count || v < 1) {
-      err = store_fail(&s->base, PAWL_ESCHEMA,
+    if ((size_t)v > pawl__store_postgres_migration_count || v < 1) {
+      err = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                        "database %s is at schema version %d, newer than this "
                        "pawl knows (%zu): upgrade pawl",
-                       PQdb(s->conn), v, store_postgres_migration_count);
+                       PQdb(s->conn), v, pawl__store_postgres_migration_count);
       break;
     }
-    const store_migration_t *m = &store_postgres_migrations[v - 1];
+    const store_migration_t *m = &pawl__store_postgres_migrations[v - 1];
     char want[16];
-    snprintf(want, sizeof want, "%08x", store_crc32(m->sql, m->len));
+    snprintf(want, sizeof want, "%08x", pawl__store_crc32(m->sql, m->len));
     if (!sum || strcmp(sum, want) != 0)
-      err = store_fail(&s->base, PAWL_ESCHEMA,
+      err = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                        "migration %s was changed after it was applied to "
                        "database %s (checksum recorded %s, file now %s)",
                        name ? name : m->name, PQdb(s->conn),
@@ -794,7 +781,7 @@ static int pg_check_schema_table(pg_store_t *s, int create) {
                                  PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)
                              ? PQgetvalue(res, 0, 0)
                              : "?";
-    int rc = store_fail(&s->base, PAWL_ESCHEMA,
+    int rc = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                         "database %s is not a pawl database (schema %s has "
                         "%lld table%s but no pawl_schema)",
                         PQdb(s->conn), schema, (long long)ntables,
@@ -803,7 +790,7 @@ static int pg_check_schema_table(pg_store_t *s, int create) {
     return rc;
   }
   if (!create)
-    return store_fail(&s->base, PAWL_ESCHEMA,
+    return pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "no pawl database in PostgreSQL database %s (its "
                       "current schema has no pawl tables): create it with "
                       "`pawl migrate`",
@@ -820,14 +807,14 @@ static int pg_apply(pg_store_t *s, const store_migration_t *m) {
   int rc = pg_cmd(s, "BEGIN", "begin migration");
   if (rc) return rc;
   char *sql = strndup(m->sql, m->len);
-  if (!sql) return pg_end(s, store_fail(&s->base, PAWL_ENOMEM, "out of memory"));
+  if (!sql) return pg_end(s, pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory"));
   PGresult *res = PQexec(s->conn, sql);
   free(sql);
   if (PQresultStatus(res) != PGRES_COMMAND_OK &&
       PQresultStatus(res) != PGRES_TUPLES_OK) {
     char msg[300];
     pg_message(s, res, msg, sizeof msg);
-    rc = store_fail(&s->base, pg_code(s, res), "migration %s failed: %s",
+    rc = pawl__store_fail(&s->base, pg_code(s, res), "migration %s failed: %s",
                     m->name, msg);
     PQclear(res);
     return pg_end(s, rc);
@@ -835,7 +822,7 @@ static int pg_apply(pg_store_t *s, const store_migration_t *m) {
   PQclear(res);
   char version[16], sum[16];
   snprintf(version, sizeof version, "%d", m->version);
-  snprintf(sum, sizeof sum, "%08x", store_crc32(m->sql, m->len));
+  snprintf(sum, sizeof sum, "%08x", pawl__store_crc32(m->sql, m->len));
   const char *v[3] = {version, m->name, sum};
   res = PQexecParams(s->conn,
                      "INSERT INTO pawl_schema (version, name, checksum) "
@@ -857,8 +844,8 @@ static int pg_migrate_locked(pg_store_t *s, int create, int migrate) {
   int applied = 0;
   if ((rc = pg_check_applied(s, &applied))) return rc;
   if (!migrate) return 0;
-  for (size_t i = (size_t)applied; i < store_postgres_migration_count && !rc; i++)
-    rc = pg_apply(s, &store_postgres_migrations[i]);
+  for (size_t i = (size_t)applied; i < pawl__store_postgres_migration_count && !rc; i++)
+    rc = pg_apply(s, &pawl__store_postgres_migrations[i]);
   return rc;
 }
 
@@ -886,7 +873,7 @@ static int pg_version(store_t *base, int *current, int *latest) {
   if (!rc && exists) rc = pg_check_applied(s, &applied);
   if (rc) return rc;
   *current = applied;
-  *latest = (int)store_postgres_migration_count;
+  *latest = (int)pawl__store_postgres_migration_count;
   return 0;
 }
 
@@ -958,7 +945,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   rc = j->business_key ? pg_find_id(s, PG_BIZ_FIND, j->business_key, id_out)
                        : PAWL_ENOTFOUND;
   if (rc == PAWL_ENOTFOUND)
-    return store_fail(&s->base, PAWL_ECONFLICT,
+    return pawl__store_fail(&s->base, PAWL_ECONFLICT,
                       "job not inserted: a live job took its business key "
                       "and finished meanwhile; try again");
   if (rc) return rc;
@@ -979,7 +966,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   }
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id_out, text);
-  return store_fail(&s->base, PAWL_EKEY,
+  return pawl__store_fail(&s->base, PAWL_EKEY,
                     "business key \"%s\" is held by live job %s",
                     j->business_key, text);
 }
@@ -998,7 +985,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
 
 static void cp_u32(pawl_buf_t *b, uint32_t x) {
   unsigned char v[4] = {x >> 24, x >> 16, x >> 8, x};
-  buf_append(b, v, 4);
+  pawl__buf_append(b, v, 4);
 }
 
 static void cp_u64(pawl_buf_t *b, uint64_t x) {
@@ -1011,7 +998,7 @@ static void cp_null(pawl_buf_t *b) { cp_u32(b, UINT32_MAX); }
 static void cp_i16(pawl_buf_t *b, int16_t x) {
   unsigned char v[2] = {(uint16_t)x >> 8, (uint16_t)x};
   cp_u32(b, 2);
-  buf_append(b, v, 2);
+  pawl__buf_append(b, v, 2);
 }
 
 static void cp_i32(pawl_buf_t *b, int32_t x) {
@@ -1036,7 +1023,7 @@ static void cp_text(pawl_buf_t *b, const char *s) {
   }
   size_t n = strlen(s);
   cp_u32(b, (uint32_t)n);
-  buf_append(b, s, n);
+  pawl__buf_append(b, s, n);
 }
 
 /* jsonb: a version byte (1), then the JSON text. */
@@ -1047,13 +1034,13 @@ static void cp_jsonb(pawl_buf_t *b, const char *s) {
   }
   size_t n = strlen(s);
   cp_u32(b, (uint32_t)n + 1);
-  buf_putc(b, 1);
-  buf_append(b, s, n);
+  pawl__buf_putc(b, 1);
+  pawl__buf_append(b, s, n);
 }
 
 static void cp_uuid(pawl_buf_t *b, const pawl_id_t *id) {
   cp_u32(b, 16);
-  buf_append(b, id->bytes, 16);
+  pawl__buf_append(b, id->bytes, 16);
 }
 
 /* One row in PG_SQL_COPY_JOBS's column order. */
@@ -1061,7 +1048,7 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
                    int64_t boost_ms) {
   int64_t run_at = j->run_at ? j->run_at : now;
   unsigned char nfields[2] = {0, 16};
-  buf_append(b, nfields, 2);
+  pawl__buf_append(b, nfields, 2);
   cp_uuid(b, &j->id);
   cp_text(b, j->type);
   cp_text(b, j->queue ? j->queue : "default");
@@ -1096,9 +1083,9 @@ static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
   }
   PQclear(res);
   pawl_buf_t b;
-  buf_init(&b);
+  pawl__buf_init(&b);
   static const char head[] = "PGCOPY\n\377\r\n";
-  buf_append(&b, head, sizeof head); /* with its NUL, as the format says */
+  pawl__buf_append(&b, head, sizeof head); /* with its NUL, as the format says */
   cp_u32(&b, 0);                     /* flags */
   cp_u32(&b, 0);                     /* header extension length */
   int ok = 1;
@@ -1106,16 +1093,16 @@ static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
     cp_job(&b, &jobs[i], now, s->boost_ms);
     if (i + 1 == n) {
       unsigned char trailer[2] = {0xff, 0xff};
-      buf_append(&b, trailer, 2);
+      pawl__buf_append(&b, trailer, 2);
     }
     if (b.oom) break;
     if (b.len >= PG_COPY_PIECE || i + 1 == n) {
       ok = PQputCopyData(s->conn, b.data, (int)b.len) == 1;
-      buf_reset(&b);
+      pawl__buf_reset(&b);
     }
   }
   int oom = b.oom;
-  buf_free(&b);
+  pawl__buf_free(&b);
   /* A COPY ended with an error message is rolled back by the server. */
   const char *abort = oom ? "out of memory" : !ok ? "sending failed" : NULL;
   ok = PQputCopyEnd(s->conn, abort) == 1 && ok;
@@ -1127,7 +1114,7 @@ static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
       rc = pg_fail(s, res, "insert jobs");
     PQclear(res);
   }
-  if (oom) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  if (oom) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   if (!ok && !rc) rc = pg_fail(s, NULL, "insert jobs");
   return rc;
 }
@@ -1199,7 +1186,7 @@ static int pg_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   for (int i = 0; i < PQntuples(res); i++) {
     pawl_job_t *j = pg_row_to_job(res, i);
     if (!j) {
-      rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
       break;
     }
     int stop = cb(j, data);
@@ -1233,7 +1220,7 @@ static int pg_progress(store_t *base, const pawl_id_t *id,
   if (rc) return rc;
   long n = pg_changed(res);
   PQclear(res);
-  return n == 1 ? 0 : store_not_held(&s->base, id, attempt);
+  return n == 1 ? 0 : pawl__store_not_held(&s->base, id, attempt);
 }
 
 /* ---- claim and leases ----------------------------------------------------- */
@@ -1260,7 +1247,7 @@ static char *pg_queues_array(const char *const *queues, size_t n) {
   for (size_t i = 0; i < n; i++) arr_str(&b, queues[i]);
   arr_end(&b);
   if (b.oom) {
-    buf_free(&b);
+    pawl__buf_free(&b);
     return NULL;
   }
   return b.data;
@@ -1281,7 +1268,7 @@ static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     np = 6;
   } else if (c->nqueues > 1) {
     if (!(queues = pg_queues_array(c->queues, c->nqueues)))
-      return store_fail(base, PAWL_ENOMEM, "out of memory");
+      return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     which = PG_CLAIM_QUEUES;
     pp_str(&pp, 5, queues);
     np = 6;
@@ -1298,12 +1285,12 @@ static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   size_t got = (size_t)PQntuples(res);
   pg_ranked_t *ranked = calloc(got ? got : 1, sizeof *ranked);
   pawl_job_t **jobs = malloc((got ? got : 1) * sizeof *jobs);
-  if (!ranked || !jobs) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!ranked || !jobs) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   size_t built = 0;
   for (; !rc && built < got; built++) {
     ranked[built].job = pg_row_to_job(res, (int)built);
     ranked[built].rank = pg_int(res, (int)built, PG_JOB_RANK_COL);
-    if (!ranked[built].job) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+    if (!ranked[built].job) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   PQclear(res);
   if (rc) {
@@ -1371,7 +1358,7 @@ static int pg_next_due(store_t *base, const char *const *queues,
     np = 1;
   } else if (nqueues > 1) {
     if (!(arr = pg_queues_array(queues, nqueues)))
-      return store_fail(base, PAWL_ENOMEM, "out of memory");
+      return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     which = PG_NEXT_DUE_QUEUES;
     v[0] = arr;
     np = 1;
@@ -1421,164 +1408,191 @@ static int pg_id_cmp(const void *a, const void *b) {
                 16);
 }
 
-/* How the attempt row names each outcome other than success. */
-static const char *const pg_outcome_names[] = {
-    [PAWL_OUT_FAILED] = "failed", [PAWL_OUT_RETRY] = "retry",
-    [PAWL_OUT_SNOOZE] = "snoozed", [PAWL_OUT_RELEASE] = "released"};
-
-static int pg_finish(store_t *base, const pawl_id_t *token,
-                     const pawl_outcome_t *outs, size_t n, int *rcs) {
-  pg_store_t *s = (pg_store_t *)base;
-  int *local = rcs ? NULL : calloc(n ? n : 1, sizeof *local);
+/* One finish call's batch: the pipeline's calls, and the arrays the
+ * successes and the log lines travel in (one statement each). */
+typedef struct pg_batch {
+  size_t n;                  /* outcomes */
+  int *local;                /* rcs when the caller gave none */
   /* At most: one call for the logs, one for the successes, one per other
    * outcome. Reasons with numbers in them need storage that outlives the
    * loop: one per outcome. */
-  pg_call_t *calls = calloc(n + 2, sizeof *calls);
-  char(*why)[96] = calloc(n ? n : 1, sizeof *why);
-  size_t *call_of = calloc(n ? n : 1, sizeof *call_of);
+  pg_call_t *calls;
+  size_t ncalls;
+  char (*why)[96];
+  size_t *call_of;           /* each outcome's call; SIZE_MAX: none */
+  size_t succ_call;          /* the successes' call; SIZE_MAX: none */
+  size_t nsucc, nlogs;
   pawl_buf_t ids, attempts, results;
   pawl_buf_t lids, latt, lat, llevel, lmsg, lfields;
-  pawl_buf_t *bufs[] = {&ids, &attempts, &results, &lids, &latt,
-                        &lat, &llevel, &lmsg, &lfields};
-  for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) arr_begin(bufs[b]);
-  if ((!rcs && !local) || !calls || !why || !call_of) {
-    free(local);
-    free(calls);
-    free(why);
-    free(call_of);
-    for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) buf_free(bufs[b]);
-    return store_fail(base, PAWL_ENOMEM, "out of memory");
+} pg_batch_t;
+
+#define PG_BATCH_BUFS(b)                                                     \
+  {&(b)->ids, &(b)->attempts, &(b)->results, &(b)->lids, &(b)->latt,         \
+   &(b)->lat, &(b)->llevel, &(b)->lmsg, &(b)->lfields}
+
+static void pg_batch_free(pg_batch_t *b) {
+  pawl_buf_t *bufs[] = PG_BATCH_BUFS(b);
+  pg_calls_free(b->calls, b->ncalls);
+  free(b->why);
+  free(b->call_of);
+  free(b->local);
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) pawl__buf_free(bufs[i]);
+}
+
+/* Allocates the batch for n outcomes; -1 when out of memory (freed). */
+static int pg_batch_init(pg_batch_t *b, size_t n, int need_rcs) {
+  memset(b, 0, sizeof *b);
+  pawl_buf_t *bufs[] = PG_BATCH_BUFS(b);
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) arr_begin(bufs[i]);
+  b->n = n;
+  b->succ_call = SIZE_MAX;
+  b->local = need_rcs ? calloc(n ? n : 1, sizeof *b->local) : NULL;
+  b->calls = calloc(n + 2, sizeof *b->calls);
+  b->why = calloc(n ? n : 1, sizeof *b->why);
+  b->call_of = calloc(n ? n : 1, sizeof *b->call_of);
+  if ((need_rcs && !b->local) || !b->calls || !b->why || !b->call_of) {
+    pg_batch_free(b);
+    return -1;
   }
-  if (!rcs) rcs = local;
-  /* The clock is read once: one batch, one "now" (as in one SQLite
-   * transaction). With the database clock, now() is the transaction's. */
-  int64_t now = s->base.clock ? s->base.clock(s->base.clock_data) : 0;
-  size_t ncalls = 0, nsucc = 0, nlogs = 0;
-  for (size_t i = 0; i < n; i++) {
+  return 0;
+}
+
+/* Puts each outcome into the batch: its log lines and, for a success, its
+ * id, attempt and result into the arrays; any other outcome gets a call of
+ * its own (END_ATTEMPT, as pawl__store_plan_ending() decides). rcs[i] is 0,
+ * or the refusal of an outcome of unknown kind. `now`: the batch's clock
+ * reading (0: the database's). */
+static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
+                          const pawl_outcome_t *outs, int64_t now, int *rcs) {
+  for (size_t i = 0; i < b->n; i++) {
     const pawl_outcome_t *o = &outs[i];
-    for (size_t k = 0; k < o->nlogs; k++, nlogs++) {
+    for (size_t k = 0; k < o->nlogs; k++, b->nlogs++) {
       const pawl_log_entry_t *l = &o->logs[k];
-      arr_id(&lids, &o->id);
-      arr_int(&latt, o->attempt);
-      arr_opt_int(&lat, l->at);
-      arr_str(&llevel, l->level);
-      arr_str(&lmsg, l->message);
-      arr_str(&lfields, l->fields);
+      arr_id(&b->lids, &o->id);
+      arr_int(&b->latt, o->attempt);
+      arr_opt_int(&b->lat, l->at);
+      arr_str(&b->llevel, l->level);
+      arr_str(&b->lmsg, l->message);
+      arr_str(&b->lfields, l->fields);
     }
     rcs[i] = 0;
     if (o->kind == PAWL_OUT_SUCCEEDED) {
-      arr_id(&ids, &o->id);
-      arr_int(&attempts, o->attempt);
-      arr_str(&results, o->result);
-      nsucc++;
+      arr_id(&b->ids, &o->id);
+      arr_int(&b->attempts, o->attempt);
+      arr_str(&b->results, o->result);
+      b->nsucc++;
       continue;
     }
-    if ((int)o->kind < PAWL_OUT_FAILED || o->kind > PAWL_OUT_RELEASE) {
-      rcs[i] = store_fail(base, PAWL_EINVAL, "unknown outcome kind %d",
-                          (int)o->kind);
-      call_of[i] = SIZE_MAX;
-      continue;
-    }
-    const char *error =
-        o->kind == PAWL_OUT_FAILED || o->kind == PAWL_OUT_RETRY ? o->error : NULL;
     /* Delays in reasons are measured from the batch's clock reading; with
      * the database clock, from this node's corrected clock. */
-    int64_t from = now ? now : store_now(base);
-    int to = PAWL_PENDING, give_back = 0;
-    int64_t run_at = o->run_at;
-    switch (o->kind) {
-    case PAWL_OUT_FAILED:
-      to = PAWL_FAILED;
-      run_at = 0;
-      snprintf(why[i], sizeof why[i], "attempts exhausted or fatal error");
-      break;
-    case PAWL_OUT_RETRY:
-      snprintf(why[i], sizeof why[i], "retry in %lld ms",
-               (long long)(o->run_at - from));
-      break;
-    case PAWL_OUT_SNOOZE:
-      give_back = 1;
-      snprintf(why[i], sizeof why[i], "snoozed for %lld ms",
-               (long long)(o->run_at - from));
-      break;
-    default:
-      give_back = 1;
-      run_at = 0;
-      snprintf(why[i], sizeof why[i], "released: node stopping");
-      break;
+    store_ending_t e;
+    rcs[i] = pawl__store_plan_ending(&s->base, o,
+                                     now ? now : pawl__store_now(&s->base), &e);
+    if (rcs[i]) {
+      b->call_of[i] = SIZE_MAX;
+      continue;
     }
-    call_of[i] = ncalls;
-    pg_end_attempt_call(s, &calls[ncalls++], &o->id, pg_outcome_names[o->kind],
-                        error, token, o->attempt, to, why[i], run_at,
-                        give_back, error, 0);
+    memcpy(b->why[i], e.why, sizeof b->why[i]);
+    b->call_of[i] = b->ncalls;
+    pg_end_attempt_call(s, &b->calls[b->ncalls++], &o->id, e.outcome, e.error,
+                        token, o->attempt, e.to, b->why[i],
+                        e.run_at < 0 ? 0 : e.run_at, e.give_back, e.error, 0);
   }
-  size_t succ_call = SIZE_MAX;
+}
+
+/* Closes the arrays and adds the calls that carry them: the successes
+ * (SUCCEED_MANY) and the log lines (LOG_MANY). -1 when out of memory. */
+static int pg_batch_arrays(pg_store_t *s, pg_batch_t *b,
+                           const pawl_id_t *token) {
+  pawl_buf_t *bufs[] = PG_BATCH_BUFS(b);
   int oom = 0;
-  for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) {
-    arr_end(bufs[b]);
-    oom |= bufs[b]->oom;
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
+    arr_end(bufs[i]);
+    oom |= bufs[i]->oom;
   }
-  if (nsucc) {
-    succ_call = ncalls;
-    pg_call_t *c = &calls[ncalls++];
+  if (b->nsucc) {
+    b->succ_call = b->ncalls;
+    pg_call_t *c = &b->calls[b->ncalls++];
     c->stmt = PG_SUCCEED_MANY;
     c->n = 5;
     pp_now(s, &c->p, 0);
-    pp_str(&c->p, 1, ids.data);
-    pp_str(&c->p, 2, attempts.data);
-    pp_str(&c->p, 3, results.data);
+    pp_str(&c->p, 1, b->ids.data);
+    pp_str(&c->p, 2, b->attempts.data);
+    pp_str(&c->p, 3, b->results.data);
     pp_id(&c->p, 4, token);
   }
-  if (nlogs) {
-    pg_call_t *c = &calls[ncalls++];
+  if (b->nlogs) {
+    pg_call_t *c = &b->calls[b->ncalls++];
     c->stmt = PG_LOG_MANY;
     c->n = 7;
     pp_now(s, &c->p, 0);
-    pp_str(&c->p, 1, lids.data);
-    pp_str(&c->p, 2, latt.data);
-    pp_str(&c->p, 3, lat.data);
-    pp_str(&c->p, 4, llevel.data);
-    pp_str(&c->p, 5, lmsg.data);
-    pp_str(&c->p, 6, lfields.data);
+    pp_str(&c->p, 1, b->lids.data);
+    pp_str(&c->p, 2, b->latt.data);
+    pp_str(&c->p, 3, b->lat.data);
+    pp_str(&c->p, 4, b->llevel.data);
+    pp_str(&c->p, 5, b->lmsg.data);
+    pp_str(&c->p, 6, b->lfields.data);
   }
-  int rc = oom ? store_fail(base, PAWL_ENOMEM, "out of memory") : 0;
-  if (!rc && ncalls) rc = pg_pipeline(s, calls, ncalls, "finish jobs");
-  if (!rc) {
-    /* Successes: written unless stale. */
-    if (succ_call != SIZE_MAX) {
-      /* The rows written, sorted, so that each outcome is looked up in
-       * log time: batches are large. */
-      PGresult *res = calls[succ_call].res;
-      size_t nrows = (size_t)PQntuples(res);
-      pawl_id_t *got = malloc((nrows ? nrows : 1) * sizeof *got);
-      if (!got) {
-        rc = store_fail(base, PAWL_ENOMEM, "out of memory");
-        nrows = 0;
-      }
-      for (size_t r = 0; r < nrows; r++) pg_id(res, (int)r, 0, &got[r]);
-      if (nrows) qsort(got, nrows, sizeof *got, pg_id_cmp);
-      for (size_t i = 0; i < n && got; i++) {
-        if (outs[i].kind != PAWL_OUT_SUCCEEDED) continue;
-        int hit = nrows && bsearch(&outs[i].id, got, nrows, sizeof *got,
-                                   pg_id_cmp) != NULL;
-        rcs[i] = hit ? 0 : PAWL_ELEASE;
-      }
-      free(got);
+  return oom ? -1 : 0;
+}
+
+/* Each outcome's verdict from the pipeline's results: written, or stale
+ * (PAWL_ELEASE: the job is no longer held under that attempt). */
+static int pg_batch_verdicts(pg_store_t *s, pg_batch_t *b,
+                             const pawl_outcome_t *outs, int *rcs) {
+  int rc = 0;
+  if (b->succ_call != SIZE_MAX) {
+    /* The rows written, sorted, so that each outcome is looked up in
+     * log time: batches are large. */
+    PGresult *res = b->calls[b->succ_call].res;
+    size_t nrows = (size_t)PQntuples(res);
+    pawl_id_t *got = malloc((nrows ? nrows : 1) * sizeof *got);
+    if (!got) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      nrows = 0;
     }
-    for (size_t i = 0; i < n; i++) {
-      if (outs[i].kind == PAWL_OUT_SUCCEEDED || call_of[i] == SIZE_MAX) continue;
-      rcs[i] = PQntuples(calls[call_of[i]].res) == 1 ? 0 : PAWL_ELEASE;
+    for (size_t r = 0; r < nrows; r++) pg_id(res, (int)r, 0, &got[r]);
+    if (nrows) qsort(got, nrows, sizeof *got, pg_id_cmp);
+    for (size_t i = 0; i < b->n && got; i++) {
+      if (outs[i].kind != PAWL_OUT_SUCCEEDED) continue;
+      int hit = nrows && bsearch(&outs[i].id, got, nrows, sizeof *got,
+                                 pg_id_cmp) != NULL;
+      rcs[i] = hit ? 0 : PAWL_ELEASE;
     }
+    free(got);
   }
-  pg_calls_free(calls, ncalls);
-  free(why);
-  free(call_of);
-  free(local);
-  for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) buf_free(bufs[b]);
+  for (size_t i = 0; i < b->n; i++) {
+    if (outs[i].kind == PAWL_OUT_SUCCEEDED || b->call_of[i] == SIZE_MAX)
+      continue;
+    rcs[i] = PQntuples(b->calls[b->call_of[i]].res) == 1 ? 0 : PAWL_ELEASE;
+  }
   return rc;
 }
 
-/* Takes back expired leases, each as store_plan_recovery() decides: back
+/* A batch of outcomes in one pipeline (one round trip, one transaction):
+ * the successes in one UPDATE joined with arrays of ids, the log lines in
+ * one INSERT, each other outcome in a call of its own. */
+static int pg_finish(store_t *base, const pawl_id_t *token,
+                     const pawl_outcome_t *outs, size_t n, int *rcs) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_batch_t b;
+  if (pg_batch_init(&b, n, rcs == NULL) != 0)
+    return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!rcs) rcs = b.local;
+  /* The clock is read once: one batch, one "now" (as in one SQLite
+   * transaction). With the database clock, now() is the transaction's. */
+  int64_t now = s->base.clock ? s->base.clock(s->base.clock_data) : 0;
+  pg_batch_plan(s, &b, token, outs, now, rcs);
+  int rc = pg_batch_arrays(s, &b, token) != 0
+               ? pawl__store_fail(base, PAWL_ENOMEM, "out of memory")
+               : 0;
+  if (!rc && b.ncalls) rc = pg_pipeline(s, b.calls, b.ncalls, "finish jobs");
+  if (!rc) rc = pg_batch_verdicts(s, &b, outs, rcs);
+  pg_batch_free(&b);
+  return rc;
+}
+
+/* Takes back expired leases, each as pawl__store_plan_recovery() decides: back
  * to pending with the attempt counted, or failed when that was its last
  * attempt or it has been lost while running too often (a poison job that
  * keeps killing its node; only losses of attempts known to have started
@@ -1606,7 +1620,7 @@ static int pg_recover(store_t *base, size_t *n) {
         .started = started && started[0] == 't',
     };
     store_recovery_t plan;
-    store_plan_recovery(&row, s->poison, &plan);
+    pawl__store_plan_recovery(&row, s->poison, &plan);
     pg_call_t c;
     memset(&c, 0, sizeof c);
     pg_end_attempt_call(s, &c, &id, "lost", plan.why, NULL, 0, plan.to,
@@ -1642,119 +1656,28 @@ static int pg_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
   if (rc) return rc;
   long changed = pg_changed(res);
   PQclear(res);
-  return changed == 1 ? 0 : store_not_held(base, id, attempt);
+  return changed == 1 ? 0 : pawl__store_not_held(base, id, attempt);
 }
 
 /* ---- operator transitions ------------------------------------------------- */
 
 
-/* One operator transition inside the caller's transaction, at `now` (the
- * database's time of that transaction): the row is locked, the new values
- * decided from it and written as a compare-and-set on its version.
- * `expect` -1 takes the row as it is; any other value is the version a
- * bulk action picked, and a row that changed since is refused
- * (PAWL_ECONFLICT) before anything is written. */
-static int pg_transition_in(pg_store_t *s, int64_t now, const pawl_id_t *id,
-                            store_op_t op, const char *actor,
-                            const char *reason, int64_t expect) {
-  store_t *base = &s->base;
-  pawl_job_t *j = NULL;
-  /* The row is locked until commit: the decision below cannot race. */
-  int rc = pg_read_job(s, id, 1, &j);
-  if (rc) return rc;
-  if (expect >= 0 && j->version != expect) {
-    pawl_job_free(j);
-    return store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
-  }
+/* The steps of pawl__store_transition() (see store.h), in PostgreSQL. */
+static int pg_tx_begin(store_t *base) { return pg_begin((pg_store_t *)base); }
 
-  store_plan_t plan;
-  store_plan_transition(j, op, now, &plan);
-  int from = j->state, to = plan.to;
-  if (plan.noop) {
-    pawl_job_free(j);
-    return 0;
-  }
-  if (to < 0) {
-    char text[PAWL_ID_STRLEN];
-    pawl_id_format(id, text);
-    rc = store_fail(base, PAWL_ESTATE, "cannot %s job %s: it is %s",
-                    store_op_name(op), text, pawl_state_name(from));
-    pawl_job_free(j);
-    return rc;
-  }
-  pg_params_t pp;
-  /* A job canceled while running: its attempt ends here, recorded. */
-  if (from == PAWL_RUNNING) {
-    pp_id(&pp, 0, id);
-    pp_now(s, &pp, 1);
-    pp_str(&pp, 2, "canceled");
-    pp_str(&pp, 3, reason);
-    rc = pg_run(s, PG_ATTEMPT_ADD, 4, pp.v, NULL, "record attempt");
-  }
-  if (!rc) {
-    pp_id(&pp, 0, id);
-    pp_now(s, &pp, 1);
-    pp_int(&pp, 2, from);
-    pp_int(&pp, 3, to);
-    pp_str(&pp, 4, actor);
-    pp_str(&pp, 5, reason);
-    pp_int(&pp, 6, j->attempt);
-    rc = pg_run(s, PG_EVENT_ADD, 7, pp.v, NULL, "record event");
-  }
-  if (!rc) {
-    pp_now(s, &pp, 0);
-    pp_id(&pp, 1, id);
-    pp_int(&pp, 2, j->version);
-    pp_int(&pp, 3, to);
-    if (plan.paused_from >= 0)
-      pp_int(&pp, 4, plan.paused_from);
-    else
-      pp_str(&pp, 4, NULL);
-    pp_int(&pp, 5, plan.run_at);
-    pp_int(&pp, 6, s->boost_ms);
-    pp_int(&pp, 7, plan.attempt);
-    pp_str(&pp, 8, plan.last_error);
-    pp_str(&pp, 9, plan.result);
-    if (plan.finished_at)
-      pp_int(&pp, 10, plan.finished_at);
-    else
-      pp_str(&pp, 10, NULL);
-    pp_int(&pp, 11, plan.recoveries);
-    if (to == PAWL_RUNNING)
-      pp_int(&pp, 12, j->lease_expires);
-    else
-      pp_str(&pp, 12, NULL);
-    PGresult *res;
-    rc = pg_run(s, PG_TRANSITION, 13, pp.v, &res, "update job");
-    if (rc == PAWL_EKEY) {
-      char text[PAWL_ID_STRLEN];
-      pawl_id_format(id, text);
-      rc = store_fail(base, PAWL_EKEY,
-                      "cannot %s job %s: its business key \"%s\" is held by "
-                      "another live job",
-                      store_op_name(op), text,
-                      j->business_key ? j->business_key : "");
-    } else if (!rc) {
-      if (pg_changed(res) != 1)
-        rc = store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
-      PQclear(res);
-    }
-  }
-  /* A manual retry starts the poison count again. */
-  if (!rc && plan.recoveries == 0 && j->recoveries > 0) {
-    pg_params_t fp;
-    pp_id(&fp, 0, id);
-    rc = pg_run(s, PG_FORGET_START, 1, fp.v, NULL, "forget recorded starts");
-  }
-  if (!rc && to == PAWL_PENDING)
-    rc = pg_run(s, PG_NOTIFY, 0, NULL, NULL, "wake nodes");
-  pawl_job_free(j);
-  return rc;
+static int pg_tx_end(store_t *base, int rc) {
+  return pg_end((pg_store_t *)base, rc);
 }
 
-/* "Now" as the database sees it in the current transaction, for run_at
- * and finished_at decided in C. */
-static int pg_tx_now(pg_store_t *s, int64_t *now) {
+/* Locked for update: the row stays as read until commit. */
+static int pg_tx_read(store_t *base, const pawl_id_t *id, int for_update,
+                      pawl_job_t **out) {
+  return pg_read_job((pg_store_t *)base, id, for_update, out);
+}
+
+/* "Now" as the database sees it in this transaction. */
+static int pg_tx_now(store_t *base, int64_t *now) {
+  pg_store_t *s = (pg_store_t *)base;
   if (s->base.clock) {
     *now = s->base.clock(s->base.clock_data);
     return 0;
@@ -1762,38 +1685,112 @@ static int pg_tx_now(pg_store_t *s, int64_t *now) {
   return pg_query_int(s, "SELECT pawl_ms(now())", now, "read clock");
 }
 
+static int pg_tx_end_attempt(store_t *base, const pawl_id_t *id, int64_t now,
+                             const char *reason) {
+  (void)now; /* the statement reads the transaction's clock (pp_now) */
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  pp_now(s, &pp, 1);
+  pp_str(&pp, 2, "canceled");
+  pp_str(&pp, 3, reason);
+  return pg_run(s, PG_ATTEMPT_ADD, 4, pp.v, NULL, "record attempt");
+}
+
+static int pg_tx_event(store_t *base, const pawl_id_t *id, int64_t now,
+                       int from, int to, const char *actor,
+                       const char *reason, int32_t attempt) {
+  (void)now;
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  pp_now(s, &pp, 1);
+  pp_int(&pp, 2, from);
+  pp_int(&pp, 3, to);
+  pp_str(&pp, 4, actor);
+  pp_str(&pp, 5, reason);
+  pp_int(&pp, 6, attempt);
+  return pg_run(s, PG_EVENT_ADD, 7, pp.v, NULL, "record event");
+}
+
+static int pg_tx_update(store_t *base, const pawl_job_t *j,
+                        const store_plan_t *plan, int64_t now, int *changed) {
+  (void)now;
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_now(s, &pp, 0);
+  pp_id(&pp, 1, &j->id);
+  pp_int(&pp, 2, j->version);
+  pp_int(&pp, 3, plan->to);
+  if (plan->paused_from >= 0)
+    pp_int(&pp, 4, plan->paused_from);
+  else
+    pp_str(&pp, 4, NULL);
+  pp_int(&pp, 5, plan->run_at);
+  pp_int(&pp, 6, s->boost_ms);
+  pp_int(&pp, 7, plan->attempt);
+  pp_str(&pp, 8, plan->last_error);
+  pp_str(&pp, 9, plan->result);
+  if (plan->finished_at)
+    pp_int(&pp, 10, plan->finished_at);
+  else
+    pp_str(&pp, 10, NULL);
+  pp_int(&pp, 11, plan->recoveries);
+  if (plan->to == PAWL_RUNNING)
+    pp_int(&pp, 12, j->lease_expires);
+  else
+    pp_str(&pp, 12, NULL);
+  PGresult *res;
+  int rc = pg_run(s, PG_TRANSITION, 13, pp.v, &res, "update job");
+  if (rc) return rc;
+  *changed = pg_changed(res) == 1;
+  PQclear(res);
+  return 0;
+}
+
+static int pg_tx_forget_starts(store_t *base, const pawl_id_t *id) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t fp;
+  pp_id(&fp, 0, id);
+  return pg_run(s, PG_FORGET_START, 1, fp.v, NULL, "forget recorded starts");
+}
+
+/* Back to pending: other nodes hear of it at commit (NOTIFY). */
+static int pg_tx_pending(store_t *base) {
+  return pg_run((pg_store_t *)base, PG_NOTIFY, 0, NULL, NULL, "wake nodes");
+}
+
+static const store_transition_steps_t pg_transition_steps = {
+    .begin = pg_tx_begin,
+    .end = pg_tx_end,
+    .read = pg_tx_read,
+    .now = pg_tx_now,
+    .end_attempt = pg_tx_end_attempt,
+    .add_event = pg_tx_event,
+    .update = pg_tx_update,
+    .forget_starts = pg_tx_forget_starts,
+    .pending = pg_tx_pending,
+};
+
 static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
                          const char *actor, const char *reason,
                          pawl_job_t **out) {
-  pg_store_t *s = (pg_store_t *)base;
-  pawl_job_t *j = NULL;
-  int64_t now = 0;
-  int rc = pg_begin(s);
-  if (rc) return rc;
-  rc = pg_tx_now(s, &now);
-  if (!rc) rc = pg_transition_in(s, now, id, op, actor, reason, -1);
-  if (!rc && out) rc = pg_read_job(s, id, 0, &j);
-  rc = pg_end(s, rc);
-  if (rc) {
-    pawl_job_free(j);
-    return rc;
-  }
-  if (out) *out = j;
-  return 0;
+  return pawl__store_transition(base, &pg_transition_steps, id, op, actor,
+                                reason, out);
 }
 
 /* ---- history -------------------------------------------------------------- */
 
 /* History: the rows written for failures and operator actions, put
  * together with what the success path keeps on the job row by
- * store_history_assemble(). One snapshot for the three reads. */
+ * pawl__store_history_assemble(). One snapshot for the three reads. */
 static int pg_history(store_t *base, const pawl_id_t *id,
                       pawl_history_t **out) {
   pg_store_t *s = (pg_store_t *)base;
   pawl_history_t *h = calloc(1, sizeof *h);
   pawl_job_t *j = NULL;
   PGresult *att = NULL, *ev = NULL;
-  if (!h) return store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!h) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   int rc = pg_ready(s);
   if (!rc)
     rc = pg_cmd(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
@@ -1813,40 +1810,31 @@ static int pg_history(store_t *base, const pawl_id_t *id,
   size_t nrows = 0;
   for (int r = 0; !rc && !oom && r < PQntuples(att); r++) {
     pawl_attempt_t *a =
-        store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+        pawl__store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
     if (!a) {
       oom = 1;
       break;
     }
-    a->attempt = (int32_t)pg_int(att, r, 0);
-    a->scheduled_at = pg_int(att, r, 2);
-    a->started_at = pg_int(att, r, 3);
-    a->ended_at = pg_int(att, r, 4);
-    oom |= store_dup(&a->node, pg_val(att, r, 1));
-    oom |= store_dup(&a->outcome, pg_val(att, r, 5));
-    oom |= store_dup(&a->error, pg_val(att, r, 6));
+    store_row_t sr = pg_row(att, r);
+    oom |= pawl__store_attempt_fill(a, &sr) != 0;
   }
   for (int r = 0; !rc && !oom && r < PQntuples(ev); r++) {
-    pawl_event_t *e = store_push((void **)&rows, &nrows, sizeof *e);
+    pawl_event_t *e = pawl__store_push((void **)&rows, &nrows, sizeof *e);
     if (!e) {
       oom = 1;
       break;
     }
-    e->at = pg_int(ev, r, 0);
-    e->from_state = (int)pg_int(ev, r, 1);
-    e->to_state = (int)pg_int(ev, r, 2);
-    e->attempt = (int32_t)pg_int(ev, r, 5);
-    oom |= store_dup(&e->actor, pg_val(ev, r, 3));
-    oom |= store_dup(&e->reason, pg_val(ev, r, 4));
+    store_row_t sr = pg_row(ev, r);
+    oom |= pawl__store_event_fill(e, &sr) != 0;
   }
   if (!rc && !oom)
-    oom = store_history_assemble(h, j, rows, nrows) != 0;
+    oom = pawl__store_history_assemble(h, j, rows, nrows) != 0;
   else
-    store_events_free(rows, nrows);
+    pawl__store_events_free(rows, nrows);
   PQclear(att);
   PQclear(ev);
   pawl_job_free(j);
-  if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!rc && oom) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   if (rc) {
     pawl_history_free(h);
     return rc;
@@ -1872,7 +1860,7 @@ static int pg_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
     if ((rc = pg_run(s, PG_EXISTS, 1, pp.v, &res, "read job"))) return rc;
     int exists = PQntuples(res) > 0;
     PQclear(res);
-    if (!exists) return store_no_job(&s->base, id);
+    if (!exists) return pawl__store_no_job(&s->base, id);
     *out = NULL;
     *n = 0;
     return 0;
@@ -1880,20 +1868,13 @@ static int pg_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
   pawl_log_record_t *recs = calloc(count, sizeof *recs);
   int oom = !recs;
   for (size_t i = 0; !oom && i < count; i++) {
-    pawl_log_record_t *r = &recs[i];
-    r->attempt = (int32_t)pg_int(res, (int)i, 0);
-    r->at = pg_int(res, (int)i, 1);
-    r->level = pg_str(res, (int)i, 2);
-    r->message = pg_str(res, (int)i, 3);
-    r->fields = pg_str(res, (int)i, 4);
-    if (!r->level || !r->message ||
-        (!r->fields && !PQgetisnull(res, (int)i, 4)))
-      oom = 1;
+    store_row_t sr = pg_row(res, (int)i);
+    oom = pawl__store_log_fill(&recs[i], &sr) != 0;
   }
   PQclear(res);
   if (oom) {
     pawl_logs_free(recs, recs ? count : 0);
-    return store_fail(base, PAWL_ENOMEM, "out of memory");
+    return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   *out = recs;
   *n = count;
@@ -2000,12 +1981,12 @@ static int pg_listen_now(pg_store_t *s) {
   PQclear(res);
   if (!quoted) return pg_fail(s, NULL, "listen for new jobs");
   pawl_buf_t sql;
-  buf_init(&sql);
-  buf_printf(&sql, "LISTEN %s", quoted);
+  pawl__buf_init(&sql);
+  pawl__buf_printf(&sql, "LISTEN %s", quoted);
   PQfreemem(quoted);
-  int rc = sql.oom ? store_fail(&s->base, PAWL_ENOMEM, "out of memory")
+  int rc = sql.oom ? pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory")
                    : pg_cmd(s, sql.data, "listen for new jobs");
-  buf_free(&sql);
+  pawl__buf_free(&sql);
   return rc;
 }
 
@@ -2036,7 +2017,7 @@ static int pg_wait(store_t *base, int timeout_ms, int *woke) {
     if (pfd.fd < 0) return pg_fail(s, NULL, "wait for new jobs");
     int pr = poll(&pfd, 1, timeout_ms);
     if (pr < 0 && errno != EINTR)
-      return store_fail(base, PAWL_EUNAVAIL, "wait for new jobs: %s",
+      return pawl__store_fail(base, PAWL_EUNAVAIL, "wait for new jobs: %s",
                         strerror(errno));
     if (pr <= 0) return 0;
   }
@@ -2089,8 +2070,8 @@ static const struct store_ops pg_ops = {
 
 /* The connection of a PostgreSQL store, for tests and the benchmark's
  * plain-SQL loop; NULL if `st` is not one. */
-PGconn *store_postgres_conn(store_t *st);
-PGconn *store_postgres_conn(store_t *st) {
+PGconn *pawl__store_postgres_conn(store_t *st);
+PGconn *pawl__store_postgres_conn(store_t *st) {
   return st && st->ops == &pg_ops ? ((pg_store_t *)st)->conn : NULL;
 }
 
@@ -2121,7 +2102,7 @@ static void pg_describe(const char *conninfo, char *out, size_t len) {
   PQconninfoFree(opts);
   /* A password with a '/' or an '@' makes libpq read part of it as the
    * host, port or database. */
-  redact_message(conninfo, text, 0, out, len);
+  pawl__redact_message(conninfo, text, 0, out, len);
 }
 
 static int64_t pg_wall_ms(void) {
@@ -2143,10 +2124,10 @@ static int pg_measure_skew(pg_store_t *s, int64_t *skew) {
   return rc;
 }
 
-int store_postgres_open(store_t **out, const store_config_t *cfg,
+int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
                         const char *conninfo, char *errbuf, size_t errlen);
 
-int store_postgres_open(store_t **out, const store_config_t *cfg,
+int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
                         const char *conninfo, char *errbuf, size_t errlen) {
   pg_store_t *s = calloc(1, sizeof *s);
   if (!s || !(s->conninfo = strdup(conninfo))) {
@@ -2171,7 +2152,7 @@ int store_postgres_open(store_t **out, const store_config_t *cfg,
   PQconninfoOption *parsed = PQconninfoParse(conninfo, &perr);
   if (!parsed) {
     char msg[300];
-    redact_message(conninfo, perr ? perr : "out of memory", 1, msg, sizeof msg);
+    pawl__redact_message(conninfo, perr ? perr : "out of memory", 1, msg, sizeof msg);
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) msg[--n] = 0;
     int prc = perr ? PAWL_EINVAL : PAWL_ENOMEM;
@@ -2208,7 +2189,7 @@ int store_postgres_open(store_t **out, const store_config_t *cfg,
     int cur = 0, latest = 0;
     rc = pg_version(&s->base, &cur, &latest);
     if (!rc && cur < latest)
-      rc = store_fail(&s->base, PAWL_ESCHEMA,
+      rc = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "database %s is at schema version %d, this pawl needs "
                       "%d: run `pawl migrate`",
                       PQdb(s->conn), cur, latest);
@@ -2299,11 +2280,11 @@ static int pg_adm_apply(store_t *base, store_op_t op, const char *actor,
   pawl_bulk_result_t got = {0, 0, 0};
   int64_t now = 0;
   int rc = pg_begin(s);
-  if (!rc) rc = pg_tx_now(s, &now);
+  if (!rc) rc = pg_tx_now(base, &now);
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = pg_cmd(s, "SAVEPOINT pawl_bulk", "savepoint"))) break;
-    int one = pg_transition_in(s, now, &picks[i].id, op, actor, reason,
-                               picks[i].version);
+    int one = pawl__store_transition_in(base, &pg_transition_steps, now, &picks[i].id, op,
+                                        actor, reason, picks[i].version);
     if (one == 0) {
       got.changed++;
       rc = pg_cmd(s, "RELEASE SAVEPOINT pawl_bulk", "release savepoint");
@@ -2342,7 +2323,7 @@ static int pg_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   pp_str(&pp, 2, f->type);
   pp_str(&pp, 3, f->tag);
   if (f->older_than_ms)
-    pp_int(&pp, 4, store_now(base) - f->older_than_ms);
+    pp_int(&pp, 4, pawl__store_now(base) - f->older_than_ms);
   else
     pp_str(&pp, 4, NULL);
   pp_int(&pp, 5, f->limit > 0 ? f->limit : 100);
@@ -2352,7 +2333,7 @@ static int pg_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   for (int i = 0; i < PQntuples(res); i++) {
     pawl_job_t *j = pg_row_to_job(res, i);
     if (!j) {
-      rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
       break;
     }
     int stop = cb(j, data);
@@ -2409,7 +2390,7 @@ static int pg_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
         }
         PQclear(w);
       }
-      if (cb(&row, data)) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+      if (cb(&row, data)) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     }
   }
   for (int q = 0; q < 3; q++) PQclear(res[q]);
@@ -2428,7 +2409,7 @@ static int pg_adm_locks(store_t *base, store_lock_cb cb, void *data) {
         .acquired_at = pg_int(res, i, 2),
         .expires_at = pg_int(res, i, 3),
     };
-    if (cb(&l, data)) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+    if (cb(&l, data)) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   PQclear(res);
   return rc;
@@ -2442,7 +2423,7 @@ static int pg_adm_running(store_t *base, store_owner_cb cb, void *data) {
   for (int i = 0; i < PQntuples(res) && !rc; i++) {
     const char *owner = pg_val(res, i, 0);
     if (cb(owner ? owner : "", pg_int(res, i, 1), data))
-      rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   PQclear(res);
   return rc;

@@ -29,8 +29,8 @@
 #include "sqlite_sql.h"
 #include "store.h"
 
-extern const store_migration_t store_sqlite_migrations[];
-extern const size_t store_sqlite_migration_count;
+extern const store_migration_t pawl__store_sqlite_migrations[];
+extern const size_t pawl__store_sqlite_migration_count;
 
 /* Statement ids; their SQL is in sq_sql[]. */
 enum {
@@ -154,7 +154,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_EXTEND] = "UPDATE pawl_jobs SET lease_expires = ?1 WHERE state = 1 "
                   "AND lease_token = ?2",
     /* Expired leases, with whether their attempt is known to have started
-     * and how often the job was lost while running (store_plan_recovery()). */
+     * and how often the job was lost while running (pawl__store_plan_recovery()). */
     [SQ_EXPIRED] = "SELECT j.id, j.attempt, j.max_attempts, j.recoveries, "
                    "j.lease_owner, coalesce(s.crashes, 0), s.version IS "
                    "j.version FROM pawl_jobs AS j LEFT JOIN pawl_started AS s "
@@ -288,7 +288,7 @@ static int sq_rc_to_err(int rc) {
 
 /* Records the connection's error, naming what we were doing. */
 static int sq_fail(sq_store_t *s, int rc, const char *what) {
-  return store_fail(&s->base, sq_rc_to_err(rc), "%s: %s (sqlite:%s)", what,
+  return pawl__store_fail(&s->base, sq_rc_to_err(rc), "%s: %s (sqlite:%s)", what,
                     sqlite3_errmsg(s->db), s->path);
 }
 
@@ -409,11 +409,6 @@ static int sq_end(sq_store_t *s, int rc) {
 
 /* ---- rows --------------------------------------------------------------- */
 
-static char *sq_col_str(sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  return t ? strdup((const char *)t) : NULL;
-}
-
 static void sq_col_id(sqlite3_stmt *st, int i, pawl_id_t *out) {
   const void *b = sqlite3_column_blob(st, i);
   if (b && sqlite3_column_bytes(st, i) == 16)
@@ -422,63 +417,51 @@ static void sq_col_id(sqlite3_stmt *st, int i, pawl_id_t *out) {
     memset(out->bytes, 0, 16);
 }
 
+/* The column accessors of a row of a stepped statement (store_row_t). */
+static const char *sq_row_text(const store_row_t *r, int col, size_t *len) {
+  sqlite3_stmt *st = (sqlite3_stmt *)r->res;
+  const char *t = (const char *)sqlite3_column_text(st, col);
+  *len = t ? (size_t)sqlite3_column_bytes(st, col) : 0;
+  return t;
+}
+
+static int64_t sq_row_int64(const store_row_t *r, int col) {
+  return sqlite3_column_int64((sqlite3_stmt *)r->res, col);
+}
+
+static double sq_row_dbl(const store_row_t *r, int col) {
+  return sqlite3_column_double((sqlite3_stmt *)r->res, col);
+}
+
+static void sq_row_id(const store_row_t *r, int col, pawl_id_t *out) {
+  sq_col_id((sqlite3_stmt *)r->res, col, out);
+}
+
+static store_row_t sq_row(sqlite3_stmt *st) {
+  return (store_row_t){sq_row_text, sq_row_int64, sq_row_dbl, sq_row_id, st, 0};
+}
+
 /* A pawl_job_t from a row of SQLITE_JOB_COLS, with `owner` (when not NULL)
  * as its lease owner instead of the row's. NULL when out of memory. */
 static pawl_job_t *sq_row_to_job(sqlite3_stmt *st, const char *owner) {
-  /* One allocation for the job and its strings: claiming a batch builds
-   * many jobs, and pawl_job_free() is then one free(). */
-  enum { NSTR = 12 };
-  static const int cols[NSTR] = {1, 2, 6, 7, 8, 13, 14, 15, 16, 21, 23, 24};
-  const unsigned char *text[NSTR];
-  size_t len[NSTR], total = sizeof(pawl_job_t);
-  enum { OWNER = 9 }; /* lease_owner's place in cols */
-  for (int k = 0; k < NSTR; k++) {
-    if (k == OWNER && owner) {
-      text[k] = (const unsigned char *)owner;
-      len[k] = strlen(owner) + 1;
-    } else {
-      text[k] = sqlite3_column_text(st, cols[k]);
-      len[k] = text[k] ? (size_t)sqlite3_column_bytes(st, cols[k]) + 1 : 0;
-    }
-    total += len[k];
+  store_job_row_t r;
+  for (int k = 0; k < STORE_JOB_NTEXT; k++) {
+    int c = pawl__store_job_texts[k];
+    /* The owner given replaces the row's: no need to read it. */
+    r.text[c] = owner && c == STORE_JOB_LEASE_OWNER
+                    ? NULL
+                    : (const char *)sqlite3_column_text(st, c);
+    r.len[c] = r.text[c] ? (size_t)sqlite3_column_bytes(st, c) : 0;
   }
-  pawl_job_t *j = calloc(1, total);
-  if (!j) return NULL;
-  char **fields[NSTR] = {&j->type,           &j->queue,
-                         &j->payload,        &j->params,
-                         &j->tags,           &j->idempotency_key,
-                         &j->business_key,   &j->correlation_id,
-                         &j->enqueued_by,    &j->lease_owner,
-                         &j->last_error,     &j->result};
-  char *at = (char *)(j + 1);
-  for (int k = 0; k < NSTR; k++) {
-    if (!text[k]) continue;
-    memcpy(at, text[k], len[k]);
-    *fields[k] = at;
-    at += len[k];
+  for (int k = 0; k < STORE_JOB_NINT; k++) {
+    int c = pawl__store_job_ints[k];
+    r.num[c] = sqlite3_column_int64(st, c);
   }
-  sq_col_id(st, 0, &j->id);
-  j->state = (pawl_state_t)sqlite3_column_int(st, 3);
-  j->paused_from = (pawl_state_t)sqlite3_column_int(st, 4);
-  j->priority = sqlite3_column_int(st, 5);
-  j->run_at = sqlite3_column_int64(st, 9);
-  j->attempt = sqlite3_column_int(st, 10);
-  j->max_attempts = sqlite3_column_int(st, 11);
-  j->timeout_s = sqlite3_column_int(st, 12);
-  j->created_at = sqlite3_column_int64(st, 17);
-  j->updated_at = sqlite3_column_int64(st, 18);
-  j->started_at = sqlite3_column_int64(st, 19);
-  j->finished_at = sqlite3_column_int64(st, 20);
-  j->lease_expires = sqlite3_column_int64(st, 22);
-  j->recoveries = sqlite3_column_int(st, 25);
-  j->progress_done = sqlite3_column_double(st, 26);
-  j->progress_total = sqlite3_column_double(st, 27);
-  j->version = sqlite3_column_int64(st, 28);
-  j->store_key = sqlite3_column_int64(st, SQLITE_JOB_SEQ_COL);
-  if (!j->type || !j->queue || !j->payload || !j->tags) {
-    free(j);
-    return NULL;
-  }
+  sq_col_id(st, STORE_JOB_ID, &r.id);
+  r.progress_done = sqlite3_column_double(st, STORE_JOB_PROGRESS_DONE);
+  r.progress_total = sqlite3_column_double(st, STORE_JOB_PROGRESS_TOTAL);
+  pawl_job_t *j = pawl__store_job_from_row(&r, owner);
+  if (j) j->store_key = sqlite3_column_int64(st, SQLITE_JOB_SEQ_COL);
   return j;
 }
 
@@ -490,7 +473,7 @@ static int sq_read_job(sq_store_t *s, const pawl_id_t *id, pawl_job_t **out) {
   int rc = sqlite3_step(st);
   if (rc == SQLITE_DONE) {
     sqlite3_reset(st);
-    return store_no_job(&s->base, id);
+    return pawl__store_no_job(&s->base, id);
   }
   if (rc != SQLITE_ROW) {
     sqlite3_reset(st);
@@ -498,7 +481,7 @@ static int sq_read_job(sq_store_t *s, const pawl_id_t *id, pawl_job_t **out) {
   }
   pawl_job_t *j = sq_row_to_job(st, NULL);
   sqlite3_reset(st);
-  if (!j) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  if (!j) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   *out = j;
   return 0;
 }
@@ -591,18 +574,18 @@ static int sq_check_applied(sq_store_t *s, int *applied) {
     const char *name = (const char *)sqlite3_column_text(st, 1);
     const char *sum = (const char *)sqlite3_column_text(st, 2);
     *applied = v;
-    if ((size_t)v > store_sqlite_migration_count || v < 1) {
-      err = store_fail(&s->base, PAWL_ESCHEMA,
+    if ((size_t)v > pawl__store_sqlite_migration_count || v < 1) {
+      err = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                        "database sqlite:%s is at schema version %d, newer "
                        "than this pawl knows (%zu): upgrade pawl",
-                       s->path, v, store_sqlite_migration_count);
+                       s->path, v, pawl__store_sqlite_migration_count);
       break;
     }
-    const store_migration_t *m = &store_sqlite_migrations[v - 1];
+    const store_migration_t *m = &pawl__store_sqlite_migrations[v - 1];
     char want[16];
-    snprintf(want, sizeof want, "%08x", store_crc32(m->sql, m->len));
+    snprintf(want, sizeof want, "%08x", pawl__store_crc32(m->sql, m->len));
     if (!sum || strcmp(sum, want) != 0) {
-      err = store_fail(&s->base, PAWL_ESCHEMA,
+      err = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                        "migration %s was changed after it was applied to "
                        "sqlite:%s (checksum recorded %s, file now %s)",
                        name ? name : m->name, s->path, sum ? sum : "(none)",
@@ -628,19 +611,19 @@ static int sq_apply(sq_store_t *s, const store_migration_t *m) {
   }
   if (applied != m->version - 1) {
     sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
-    return store_fail(&s->base, PAWL_ESCHEMA,
+    return pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "cannot apply %s: database is at version %d",
                       m->name, applied);
   }
   char *sql = strndup(m->sql, m->len), *msg = NULL;
   if (!sql) {
     sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
-    return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+    return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   }
   rc = sqlite3_exec(s->db, sql, 0, 0, &msg);
   free(sql);
   if (rc != SQLITE_OK) {
-    err = store_fail(&s->base, sq_rc_to_err(rc), "migration %s failed: %s",
+    err = pawl__store_fail(&s->base, sq_rc_to_err(rc), "migration %s failed: %s",
                      m->name, msg ? msg : sqlite3_errstr(rc));
     sqlite3_free(msg);
     sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
@@ -653,11 +636,11 @@ static int sq_apply(sq_store_t *s, const store_migration_t *m) {
                           -1, &st, NULL);
   if (rc == SQLITE_OK) {
     char sum[16];
-    snprintf(sum, sizeof sum, "%08x", store_crc32(m->sql, m->len));
+    snprintf(sum, sizeof sum, "%08x", pawl__store_crc32(m->sql, m->len));
     sqlite3_bind_int(st, 1, m->version);
     sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, sum, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 4, store_now(&s->base));
+    sqlite3_bind_int64(st, 4, pawl__store_now(&s->base));
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc == SQLITE_DONE) rc = SQLITE_OK;
@@ -702,12 +685,12 @@ static int sq_check_schema_table(sq_store_t *s, int create) {
   int ntables = 0;
   if ((rc = sq_count_tables(s, &ntables))) return rc;
   if (ntables > 0)
-    return store_fail(&s->base, PAWL_ESCHEMA,
+    return pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "sqlite:%s is not a pawl database (it has %d "
                       "table%s but no pawl_schema)",
                       s->path, ntables, ntables == 1 ? "" : "s");
   if (!create)
-    return store_fail(&s->base, PAWL_ESCHEMA,
+    return pawl__store_fail(&s->base, PAWL_ESCHEMA,
                       "sqlite:%s has no pawl schema yet: run `pawl migrate`",
                       s->path);
   rc = sqlite3_exec(s->db,
@@ -723,8 +706,8 @@ static int sq_migrate(store_t *base) {
   sq_store_t *s = (sq_store_t *)base;
   int rc = sq_prepare_schema_table(s, 1);
   if (rc) return rc;
-  for (size_t i = 0; i < store_sqlite_migration_count; i++)
-    if ((rc = sq_apply(s, &store_sqlite_migrations[i]))) return rc;
+  for (size_t i = 0; i < pawl__store_sqlite_migration_count; i++)
+    if ((rc = sq_apply(s, &pawl__store_sqlite_migrations[i]))) return rc;
   return 0;
 }
 
@@ -735,7 +718,7 @@ static int sq_version(store_t *base, int *current, int *latest) {
   int applied = 0;
   if (exists && (rc = sq_check_applied(s, &applied))) return rc;
   *current = applied;
-  *latest = (int)store_sqlite_migration_count;
+  *latest = (int)pawl__store_sqlite_migration_count;
   return 0;
 }
 
@@ -774,7 +757,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
       }
       char text[PAWL_ID_STRLEN];
       pawl_id_format(id_out, text);
-      return store_fail(&s->base, PAWL_EKEY,
+      return pawl__store_fail(&s->base, PAWL_EKEY,
                         "business key \"%s\" is held by live job %s",
                         j->business_key, text);
     }
@@ -817,7 +800,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
 static int sq_insert(store_t *base, const store_new_job_t *jobs, size_t n,
                      pawl_id_t *ids, int *status) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
   for (size_t i = 0; i < n && !rc; i++)
@@ -853,9 +836,9 @@ static int sq_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   size_t n = 0, i = 0;
   int rc, err = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    pawl_job_t **slot = store_push((void **)&jobs, &n, sizeof *jobs);
+    pawl_job_t **slot = pawl__store_push((void **)&jobs, &n, sizeof *jobs);
     if (!slot || !(*slot = sq_row_to_job(st, NULL))) {
-      err = store_fail(base, PAWL_ENOMEM, "out of memory");
+      err = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
       break;
     }
   }
@@ -892,7 +875,7 @@ static int sq_progress(store_t *base, const pawl_id_t *id,
   sqlite3_bind_int(st, 5, attempt);
   int rc = sq_exec_write(s, st, "record progress");
   if (rc) return rc;
-  return sqlite3_changes(s->db) == 1 ? 0 : store_not_held(&s->base, id, attempt);
+  return sqlite3_changes(s->db) == 1 ? 0 : pawl__store_not_held(&s->base, id, attempt);
 }
 
 /* ---- claim and leases --------------------------------------------------- */
@@ -926,7 +909,7 @@ static char *sq_queues_json(const char *const *queues, size_t n) {
  * they were picked. */
 static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
                          const pawl_buf_t *seqs, size_t n) {
-  if (seqs->oom) return store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  if (seqs->oom) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   sqlite3_stmt *st = sq_stmt(s, SQ_CLAIM_TAKE);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_int64(st, 1, now);
@@ -936,7 +919,7 @@ static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
   sqlite3_bind_text(st, 5, seqs->data, (int)seqs->len, SQLITE_STATIC);
   int rc = sq_exec(s, st, "claim jobs");
   if (!rc && (size_t)sqlite3_changes(s->db) != n)
-    rc = store_fail(&s->base, PAWL_ESTORE,
+    rc = pawl__store_fail(&s->base, PAWL_ESTORE,
                     "claim: %d of %zu picked jobs were still pending",
                     sqlite3_changes(s->db), n);
   return rc;
@@ -957,16 +940,16 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     which = SQ_CLAIM_QUEUE;
   } else if (c->nqueues > 1) {
     queues_json = sq_queues_json(c->queues, c->nqueues);
-    if (!queues_json) return store_fail(base, PAWL_ENOMEM, "out of memory");
+    if (!queues_json) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     which = SQ_CLAIM_QUEUES;
   }
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   pawl_job_t **jobs = calloc(c->max, sizeof *jobs);
   pawl_buf_t seqs;
-  buf_init(&seqs);
+  pawl__buf_init(&seqs);
   if (!jobs) {
     free(queues_json);
-    return store_fail(base, PAWL_ENOMEM, "out of memory");
+    return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   int rc = sq_begin(s);
   size_t got = 0;
@@ -981,12 +964,12 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
         sqlite3_bind_text(st, 3, c->queues[0], -1, SQLITE_STATIC);
       else if (which == SQ_CLAIM_QUEUES)
         sqlite3_bind_text(st, 3, queues_json, -1, SQLITE_STATIC);
-      buf_putc(&seqs, '[');
+      pawl__buf_putc(&seqs, '[');
       int step;
       while ((step = sqlite3_step(st)) == SQLITE_ROW && got < c->max) {
         pawl_job_t *j = sq_row_to_job(st, c->owner);
         if (!j) {
-          rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+          rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
           break;
         }
         /* What CLAIM_TAKE writes to the row. */
@@ -996,10 +979,10 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
         j->lease_expires = now + c->lease_ms;
         j->progress_done = j->progress_total = 0;
         j->version++;
-        buf_printf(&seqs, "%s%lld", got ? "," : "", (long long)j->store_key);
+        pawl__buf_printf(&seqs, "%s%lld", got ? "," : "", (long long)j->store_key);
         jobs[got++] = j;
       }
-      buf_putc(&seqs, ']');
+      pawl__buf_putc(&seqs, ']');
       if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
         rc = sq_fail(s, step, "pick jobs to claim");
       sqlite3_reset(st);
@@ -1008,7 +991,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     rc = sq_end(s, rc);
   }
   free(queues_json);
-  buf_free(&seqs);
+  pawl__buf_free(&seqs);
   if (rc || got == 0) {
     /* Nothing was committed (or the commit failed): drop what we read. */
     for (size_t i = 0; i < got; i++) pawl_job_free(jobs[i]);
@@ -1025,7 +1008,7 @@ static int sq_extend(store_t *base, const pawl_id_t *token, int64_t lease_ms,
   sq_store_t *s = (sq_store_t *)base;
   sqlite3_stmt *st = sq_stmt(s, SQ_EXTEND);
   if (!st) return PAWL_ESTORE;
-  sqlite3_bind_int64(st, 1, store_now(base) + lease_ms);
+  sqlite3_bind_int64(st, 1, pawl__store_now(base) + lease_ms);
   sq_bind_id(st, 2, token);
   int rc = sq_exec_write(s, st, "extend leases");
   if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
@@ -1038,7 +1021,7 @@ static int sq_extend_one(store_t *base, const pawl_id_t *id,
   sq_store_t *s = (sq_store_t *)base;
   sqlite3_stmt *st = sq_stmt(s, SQ_EXTEND_ONE);
   if (!st) return PAWL_ESTORE;
-  sqlite3_bind_int64(st, 1, store_now(base) + lease_ms);
+  sqlite3_bind_int64(st, 1, pawl__store_now(base) + lease_ms);
   sq_bind_id(st, 2, id);
   sq_bind_id(st, 3, token);
   sqlite3_bind_int(st, 4, attempt);
@@ -1056,7 +1039,7 @@ static int sq_next_due(store_t *base, const char *const *queues,
     which = SQ_NEXT_DUE_QUEUE;
   } else if (nqueues > 1) {
     json = sq_queues_json(queues, nqueues);
-    if (!json) return store_fail(base, PAWL_ENOMEM, "out of memory");
+    if (!json) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     which = SQ_NEXT_DUE_QUEUES;
   }
   sqlite3_stmt *st = sq_stmt(s, which);
@@ -1169,44 +1152,14 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
       by_key = 0;
     }
   }
-  static const char *const names[] = {
-      [PAWL_OUT_FAILED] = "failed", [PAWL_OUT_RETRY] = "retry",
-      [PAWL_OUT_SNOOZE] = "snoozed", [PAWL_OUT_RELEASE] = "released"};
-  if ((int)o->kind < PAWL_OUT_FAILED || o->kind > PAWL_OUT_RELEASE)
-    return store_fail(&s->base, PAWL_EINVAL, "unknown outcome kind %d",
-                      (int)o->kind);
-  const char *error = o->kind == PAWL_OUT_FAILED || o->kind == PAWL_OUT_RETRY
-                          ? o->error
-                          : NULL;
-  rc = sq_add_attempt(s, &o->id, now, names[o->kind], error, token,
-                      o->attempt);
+  store_ending_t e;
+  if ((rc = pawl__store_plan_ending(&s->base, o, now, &e))) return rc;
+  rc = sq_add_attempt(s, &o->id, now, e.outcome, e.error, token, o->attempt);
+  if (!rc) rc = sq_event_from_row(s, &o->id, now, e.to, e.why);
   if (rc) return rc;
-  switch (o->kind) {
-  case PAWL_OUT_FAILED:
-    if ((rc = sq_event_from_row(s, &o->id, now, PAWL_FAILED,
-                                "attempts exhausted or fatal error")))
-      return rc;
-    return sq_fail_job(s, &o->id, error, now);
-  case PAWL_OUT_RETRY: {
-    char why[96];
-    snprintf(why, sizeof why, "retry in %lld ms",
-             (long long)(o->run_at - now));
-    if ((rc = sq_event_from_row(s, &o->id, now, PAWL_PENDING, why))) return rc;
-    return sq_requeue(s, &o->id, o->run_at, 0, error, now);
-  }
-  case PAWL_OUT_SNOOZE: {
-    char why[96];
-    snprintf(why, sizeof why, "snoozed for %lld ms",
-             (long long)(o->run_at - now));
-    if ((rc = sq_event_from_row(s, &o->id, now, PAWL_PENDING, why))) return rc;
-    return sq_requeue(s, &o->id, o->run_at, 1, NULL, now);
-  }
-  default:
-    if ((rc = sq_event_from_row(s, &o->id, now, PAWL_PENDING,
-                                "released: node stopping")))
-      return rc;
-    return sq_requeue(s, &o->id, now, 1, NULL, now);
-  }
+  if (e.to == PAWL_FAILED) return sq_fail_job(s, &o->id, e.error, now);
+  return sq_requeue(s, &o->id, e.run_at < 0 ? now : e.run_at, e.give_back,
+                    e.error, now);
 }
 
 /* The log lines of one outcome, under its attempt. They were written by
@@ -1232,7 +1185,7 @@ static int sq_add_logs(sq_store_t *s, const pawl_outcome_t *o, int64_t now) {
 static int sq_finish(store_t *base, const pawl_id_t *token,
                      const pawl_outcome_t *outs, size_t n, int *rcs) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_add_logs(s, &outs[i], now))) break;
@@ -1247,14 +1200,14 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
   return sq_end(s, rc);
 }
 
-/* Takes back expired leases, each as store_plan_recovery() decides: back
+/* Takes back expired leases, each as pawl__store_plan_recovery() decides: back
  * to pending with the attempt counted, or failed when that was its last
  * attempt or it has been lost while running too often (a poison job that
  * keeps killing its node; only losses of attempts known to have started
  * count). */
 static int sq_recover(store_t *base, size_t *n) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   size_t count = 0;
   int rc = sq_begin(s);
   if (rc) return rc;
@@ -1276,7 +1229,7 @@ static int sq_recover(store_t *base, size_t *n) {
       if (!p) {
         sqlite3_reset(sel);
         free(lost);
-        return sq_end(s, store_fail(base, PAWL_ENOMEM, "out of memory"));
+        return sq_end(s, pawl__store_fail(base, PAWL_ENOMEM, "out of memory"));
       }
       lost = p;
     }
@@ -1299,7 +1252,7 @@ static int sq_recover(store_t *base, size_t *n) {
     struct lost *l = &lost[i];
     l->row.owner = l->owner;
     store_recovery_t plan;
-    store_plan_recovery(&l->row, s->poison, &plan);
+    pawl__store_plan_recovery(&l->row, s->poison, &plan);
     rc = sq_add_attempt(s, &l->id, now, "lost", plan.why, NULL, 0);
     if (rc == PAWL_ELEASE) {
       rc = 0; /* already gone: finished within this transaction's view */
@@ -1346,128 +1299,110 @@ static int sq_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
   sq_bind_id(st, 2, token);
   sqlite3_bind_int(st, 3, attempt);
   int rc = sq_exec_write(s, st, "record the start of an attempt");
-  if (!rc && sqlite3_changes(s->db) != 1) rc = store_not_held(base, id, attempt);
+  if (!rc && sqlite3_changes(s->db) != 1) rc = pawl__store_not_held(base, id, attempt);
   return rc;
 }
 
 /* ---- operator transitions ----------------------------------------------- */
 
 
-/* One operator transition inside the caller's write transaction: the new
- * values are decided from the row as read, and written as a
- * compare-and-set on its version. `expect` -1 takes the row as it is; any
- * other value is the version a bulk action picked, and a row that changed
- * since is refused (PAWL_ECONFLICT) before anything is written. */
-static int sq_transition_in(sq_store_t *s, int64_t now, const pawl_id_t *id,
-                            store_op_t op, const char *actor,
-                            const char *reason, int64_t expect) {
-  store_t *base = &s->base;
-  pawl_job_t *j = NULL;
-  int rc = sq_read_job(s, id, &j);
-  if (rc) return rc;
-  if (expect >= 0 && j->version != expect) {
-    pawl_job_free(j);
-    return store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
-  }
+/* The steps of pawl__store_transition() (see store.h), in SQLite. */
+static int sq_tx_begin(store_t *base) { return sq_begin((sq_store_t *)base); }
 
-  /* The new values, decided from the row as it is. */
-  store_plan_t plan;
-  store_plan_transition(j, op, now, &plan);
-  int from = j->state, to = plan.to;
-  int64_t rank = store_rank(j->priority, plan.run_at, s->boost_ms);
-  if (plan.noop) {
-    pawl_job_free(j);
-    return 0;
-  }
-  if (to < 0) {
-    char text[PAWL_ID_STRLEN];
-    pawl_id_format(id, text);
-    rc = store_fail(base, PAWL_ESTATE, "cannot %s job %s: it is %s",
-                    store_op_name(op), text, pawl_state_name(from));
-    pawl_job_free(j);
-    return rc;
-  }
-  /* A job canceled while running: its attempt ends here, recorded. */
-  if (from == PAWL_RUNNING) {
-    rc = sq_add_attempt(s, id, now, "canceled", reason, NULL, 0);
-    if (rc == PAWL_ELEASE) rc = 0;
-  }
-  if (!rc) rc = sq_add_event(s, id, now, from, to, actor, reason, j->attempt);
-  sqlite3_stmt *st = rc ? NULL : sq_stmt(s, SQ_TRANSITION);
-  if (!rc && !st) rc = PAWL_ESTORE;
-  if (!rc) {
-    sqlite3_bind_int64(st, 1, now);
-    sq_bind_id(st, 2, id);
-    sqlite3_bind_int64(st, 3, j->version);
-    sqlite3_bind_int(st, 4, to);
-    if (plan.paused_from >= 0)
-      sqlite3_bind_int(st, 5, plan.paused_from);
-    else
-      sqlite3_bind_null(st, 5);
-    sqlite3_bind_int64(st, 6, plan.run_at);
-    sqlite3_bind_int64(st, 7, rank);
-    sqlite3_bind_int(st, 8, plan.attempt);
-    sq_bind_text(st, 9, plan.last_error);
-    sq_bind_text(st, 10, plan.result);
-    sq_bind_opt_int(st, 11, plan.finished_at);
-    sqlite3_bind_int(st, 12, plan.recoveries);
-    if (to == PAWL_RUNNING)
-      sqlite3_bind_int64(st, 13, j->lease_expires);
-    else
-      sqlite3_bind_null(st, 13);
-    int step = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (step == SQLITE_CONSTRAINT) {
-      char text[PAWL_ID_STRLEN];
-      pawl_id_format(id, text);
-      rc = store_fail(base, PAWL_EKEY,
-                      "cannot %s job %s: its business key \"%s\" is held by "
-                      "another live job",
-                      store_op_name(op), text,
-                      j->business_key ? j->business_key : "");
-    } else if (step != SQLITE_DONE) {
-      rc = sq_fail(s, step, "update job");
-    } else if (sqlite3_changes(s->db) != 1) {
-      rc = store_fail(base, PAWL_ECONFLICT, "job changed concurrently");
-    }
-  }
-  /* A manual retry starts the poison count again. */
-  if (!rc && plan.recoveries == 0 && j->recoveries > 0) {
-    sqlite3_stmt *fs = sq_stmt(s, SQ_FORGET_START);
-    if (!fs) rc = PAWL_ESTORE;
-    else {
-      sq_bind_id(fs, 1, id);
-      rc = sq_exec(s, fs, "forget recorded starts");
-    }
-  }
-  pawl_job_free(j);
-  return rc;
+static int sq_tx_end(store_t *base, int rc) {
+  return sq_end((sq_store_t *)base, rc);
 }
+
+/* BEGIN IMMEDIATE holds the write lock: the row read is the row written. */
+static int sq_tx_read(store_t *base, const pawl_id_t *id, int for_update,
+                      pawl_job_t **out) {
+  (void)for_update;
+  return sq_read_job((sq_store_t *)base, id, out);
+}
+
+static int sq_tx_now(store_t *base, int64_t *now) {
+  *now = pawl__store_now(base);
+  return 0;
+}
+
+static int sq_tx_end_attempt(store_t *base, const pawl_id_t *id, int64_t now,
+                             const char *reason) {
+  int rc = sq_add_attempt((sq_store_t *)base, id, now, "canceled", reason,
+                          NULL, 0);
+  return rc == PAWL_ELEASE ? 0 : rc;
+}
+
+static int sq_tx_event(store_t *base, const pawl_id_t *id, int64_t now,
+                       int from, int to, const char *actor,
+                       const char *reason, int32_t attempt) {
+  return sq_add_event((sq_store_t *)base, id, now, from, to, actor, reason,
+                      attempt);
+}
+
+static int sq_tx_update(store_t *base, const pawl_job_t *j,
+                        const store_plan_t *plan, int64_t now, int *changed) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_TRANSITION);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, now);
+  sq_bind_id(st, 2, &j->id);
+  sqlite3_bind_int64(st, 3, j->version);
+  sqlite3_bind_int(st, 4, plan->to);
+  if (plan->paused_from >= 0)
+    sqlite3_bind_int(st, 5, plan->paused_from);
+  else
+    sqlite3_bind_null(st, 5);
+  sqlite3_bind_int64(st, 6, plan->run_at);
+  sqlite3_bind_int64(st, 7, store_rank(j->priority, plan->run_at, s->boost_ms));
+  sqlite3_bind_int(st, 8, plan->attempt);
+  sq_bind_text(st, 9, plan->last_error);
+  sq_bind_text(st, 10, plan->result);
+  sq_bind_opt_int(st, 11, plan->finished_at);
+  sqlite3_bind_int(st, 12, plan->recoveries);
+  if (plan->to == PAWL_RUNNING)
+    sqlite3_bind_int64(st, 13, j->lease_expires);
+  else
+    sqlite3_bind_null(st, 13);
+  int step = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (step == SQLITE_CONSTRAINT) return PAWL_EKEY;
+  if (step != SQLITE_DONE) return sq_fail(s, step, "update job");
+  *changed = sqlite3_changes(s->db) == 1;
+  return 0;
+}
+
+static int sq_tx_forget_starts(store_t *base, const pawl_id_t *id) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *fs = sq_stmt(s, SQ_FORGET_START);
+  if (!fs) return PAWL_ESTORE;
+  sq_bind_id(fs, 1, id);
+  return sq_exec(s, fs, "forget recorded starts");
+}
+
+static const store_transition_steps_t sq_transition_steps = {
+    .begin = sq_tx_begin,
+    .end = sq_tx_end,
+    .read = sq_tx_read,
+    .now = sq_tx_now,
+    .end_attempt = sq_tx_end_attempt,
+    .add_event = sq_tx_event,
+    .update = sq_tx_update,
+    .forget_starts = sq_tx_forget_starts,
+    .pending = NULL,
+};
 
 static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
                          const char *actor, const char *reason,
                          pawl_job_t **out) {
-  sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
-  pawl_job_t *j = NULL;
-  int rc = sq_begin(s);
-  if (rc) return rc;
-  rc = sq_transition_in(s, now, id, op, actor, reason, -1);
-  if (!rc && out) rc = sq_read_job(s, id, &j);
-  rc = sq_end(s, rc);
-  if (rc) {
-    pawl_job_free(j);
-    return rc;
-  }
-  if (out) *out = j;
-  return 0;
+  return pawl__store_transition(base, &sq_transition_steps, id, op, actor,
+                                reason, out);
 }
 
 /* ---- history ------------------------------------------------------------ */
 
 /* History: the rows written for failures and operator actions, put
  * together with what the success path keeps on the job row by
- * store_history_assemble(). */
+ * pawl__store_history_assemble(). */
 static int sq_history(store_t *base, const pawl_id_t *id,
                       pawl_history_t **out) {
   sq_store_t *s = (sq_store_t *)base;
@@ -1475,7 +1410,7 @@ static int sq_history(store_t *base, const pawl_id_t *id,
   pawl_job_t *j = NULL;
   pawl_event_t *rows = NULL;
   size_t nrows = 0;
-  if (!h) return store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!h) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   /* A read transaction gives one consistent snapshot of the three tables. */
   int rc = sqlite3_exec(s->db, "BEGIN", 0, 0, 0);
   if (rc != SQLITE_OK) {
@@ -1490,19 +1425,13 @@ static int sq_history(store_t *base, const pawl_id_t *id,
     sq_bind_id(st, 1, id);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
       pawl_attempt_t *a =
-          store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
+          pawl__store_push((void **)&h->attempts, &h->nattempts, sizeof *a);
       if (!a) {
         oom = 1;
         break;
       }
-      a->attempt = sqlite3_column_int(st, 0);
-      a->scheduled_at = sqlite3_column_int64(st, 2);
-      a->started_at = sqlite3_column_int64(st, 3);
-      a->ended_at = sqlite3_column_int64(st, 4);
-      oom |= store_dup(&a->node, (const char *)sqlite3_column_text(st, 1));
-      oom |= store_dup(&a->outcome, (const char *)sqlite3_column_text(st, 5));
-      oom |= store_dup(&a->error, (const char *)sqlite3_column_text(st, 6));
-      if (oom) break;
+      store_row_t r = sq_row(st);
+      if ((oom = pawl__store_attempt_fill(a, &r) != 0)) break;
     }
     if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read attempts");
     sqlite3_reset(st);
@@ -1511,29 +1440,24 @@ static int sq_history(store_t *base, const pawl_id_t *id,
   if (!rc && !oom) {
     sq_bind_id(st, 1, id);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-      pawl_event_t *e = store_push((void **)&rows, &nrows, sizeof *e);
+      pawl_event_t *e = pawl__store_push((void **)&rows, &nrows, sizeof *e);
       if (!e) {
         oom = 1;
         break;
       }
-      e->at = sqlite3_column_int64(st, 0);
-      e->from_state = sqlite3_column_int(st, 1);
-      e->to_state = sqlite3_column_int(st, 2);
-      e->attempt = sqlite3_column_int(st, 5);
-      oom |= store_dup(&e->actor, (const char *)sqlite3_column_text(st, 3));
-      oom |= store_dup(&e->reason, (const char *)sqlite3_column_text(st, 4));
-      if (oom) break;
+      store_row_t r = sq_row(st);
+      if ((oom = pawl__store_event_fill(e, &r) != 0)) break;
     }
     if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read events");
     sqlite3_reset(st);
   }
   sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
   if (!rc && !oom)
-    oom = store_history_assemble(h, j, rows, nrows) != 0;
+    oom = pawl__store_history_assemble(h, j, rows, nrows) != 0;
   else
-    store_events_free(rows, nrows);
+    pawl__store_events_free(rows, nrows);
   pawl_job_free(j);
-  if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!rc && oom) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   if (rc) {
     pawl_history_free(h);
     return rc;
@@ -1558,19 +1482,13 @@ static int sq_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
   if (!rc) {
     sq_bind_id(st, 1, id);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-      pawl_log_record_t *r = store_push((void **)&recs, &count, sizeof *recs);
+      pawl_log_record_t *r = pawl__store_push((void **)&recs, &count, sizeof *recs);
       if (!r) {
         oom = 1;
         break;
       }
-      r->attempt = sqlite3_column_int(st, 0);
-      r->at = sqlite3_column_int64(st, 1);
-      r->level = sq_col_str(st, 2);
-      r->message = sq_col_str(st, 3);
-      r->fields = sq_col_str(st, 4);
-      if (!r->level || !r->message ||
-          (!r->fields && sqlite3_column_type(st, 4) != SQLITE_NULL))
-        oom = 1;
+      store_row_t row = sq_row(st);
+      if (pawl__store_log_fill(r, &row) != 0) oom = 1;
     }
     if (!oom && step != SQLITE_DONE) rc = sq_fail(s, step, "read logs");
     sqlite3_reset(st);
@@ -1585,14 +1503,14 @@ static int sq_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
       step = sqlite3_step(st);
       sqlite3_reset(st);
       if (step == SQLITE_DONE) {
-        rc = store_no_job(base, id);
+        rc = pawl__store_no_job(base, id);
       } else if (step != SQLITE_ROW) {
         rc = sq_fail(s, step, "read job");
       }
     }
   }
   sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
-  if (!rc && oom) rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!rc && oom) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   if (rc) {
     pawl_logs_free(recs, count);
     return rc;
@@ -1607,7 +1525,7 @@ static int sq_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
 static int sq_lock_acquire(store_t *base, const char *name, const char *owner,
                            int64_t ttl_ms, int *got) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   sqlite3_stmt *st = sq_stmt(s, SQ_LOCK_ACQUIRE);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -1622,7 +1540,7 @@ static int sq_lock_acquire(store_t *base, const char *name, const char *owner,
 static int sq_lock_extend(store_t *base, const char *name, const char *owner,
                           int64_t ttl_ms, int *ok) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   sqlite3_stmt *st = sq_stmt(s, SQ_LOCK_EXTEND);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -1655,7 +1573,7 @@ static int sq_node_beat(store_t *base, const store_node_t *nd) {
                     SQLITE_STATIC);
   sqlite3_bind_text(st, 4, nd->queues ? nd->queues : "", -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 5, nd->started_at);
-  sqlite3_bind_int64(st, 6, store_now(base));
+  sqlite3_bind_int64(st, 6, pawl__store_now(base));
   return sq_exec_write(s, st, "record node heartbeat");
 }
 
@@ -1686,7 +1604,7 @@ static int sq_node_reap(store_t *base, int64_t silent_ms, size_t *n) {
   sq_store_t *s = (sq_store_t *)base;
   sqlite3_stmt *st = sq_stmt(s, SQ_NODE_REAP);
   if (!st) return PAWL_ESTORE;
-  sqlite3_bind_int64(st, 1, store_now(base) - silent_ms);
+  sqlite3_bind_int64(st, 1, pawl__store_now(base) - silent_ms);
   int rc = sq_exec_write(s, st, "remove silent nodes");
   if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
   return rc;
@@ -1795,26 +1713,25 @@ static int sq_check_path(const char *path, char *errbuf, size_t errlen) {
   return rc;
 }
 
-int store_sqlite_open(store_t **out, const store_config_t *cfg,
+int pawl__store_sqlite_open(store_t **out, const store_config_t *cfg,
                       const char *path, char *errbuf, size_t errlen);
 
 /* The store's connection, for tests and the benchmark's plain-SQL loop;
  * NULL if `st` is not an SQLite store. */
-sqlite3 *store_sqlite_db(store_t *st);
-sqlite3 *store_sqlite_db(store_t *st) {
+sqlite3 *pawl__store_sqlite_db(store_t *st);
+sqlite3 *pawl__store_sqlite_db(store_t *st) {
   return st && st->ops == &sq_ops ? ((sq_store_t *)st)->db : NULL;
 }
 
-int store_sqlite_open(store_t **out, const store_config_t *cfg,
-                      const char *path, char *errbuf, size_t errlen) {
+/* Refuses what is not a file path: each connection to ":memory:" is a
+ * database of its own, gone when it closes (an enqueue there is lost, and
+ * the host's other connections would never see it); SQLite's "file:" URIs
+ * can ask for the same (and name a file other than the path we check). */
+static int sq_check_url(const char *path, char *errbuf, size_t errlen) {
   if (!path || !*path) {
     snprintf(errbuf, errlen, "database URL sqlite: has an empty path");
     return PAWL_EINVAL;
   }
-  /* Each connection to ":memory:" is a database of its own, gone when it
-   * closes: an enqueue there is lost, and the host's other connections
-   * would never see it. SQLite's "file:" URIs can ask for the same (and
-   * name a file other than the path we check), so they are refused too. */
   if (strcmp(path, ":memory:") == 0) {
     snprintf(errbuf, errlen,
              "sqlite::memory: keeps nothing (each connection has its own "
@@ -1827,38 +1744,151 @@ int store_sqlite_open(store_t **out, const store_config_t *cfg,
              path);
     return PAWL_EINVAL;
   }
-  int rc = sq_check_path(path, errbuf, errlen);
-  if (rc) return rc;
-  /* Only a handle allowed to create makes the file, with the operator's
-   * permission bits (0600 by default, exactly: the umask would let a
-   * database full of payloads be world-readable). SQLite gives the -wal,
-   * -shm and journal files the main file's bits. An empty file is an
-   * empty SQLite database. */
+  return 0;
+}
+
+/* Only a handle allowed to create makes the file, with the operator's
+ * permission bits (0600 by default, exactly: the umask would let a
+ * database full of payloads be world-readable). SQLite gives the -wal,
+ * -shm and journal files the main file's bits. An empty file is an empty
+ * SQLite database. */
+static int sq_create_file(const store_config_t *cfg, const char *path,
+                          char *errbuf, size_t errlen) {
   struct stat sb;
-  if (stat(path, &sb) != 0) {
-    if (!cfg->create || cfg->no_migrate) {
-      snprintf(errbuf, errlen,
-               "no database at sqlite:%s: create it with `pawl migrate`",
-               path);
-      return PAWL_EIO;
-    }
-    mode_t mode = cfg->file_mode ? (mode_t)cfg->file_mode : 0600;
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd >= 0) {
-      int bad = fchmod(fd, mode) != 0;
-      close(fd);
-      if (bad) {
-        snprintf(errbuf, errlen, "cannot set the mode of sqlite:%s: %s",
-                 path, strerror(errno));
-        unlink(path);
-        return PAWL_EIO;
-      }
-    } else if (errno != EEXIST) { /* EEXIST: another process was first */
-      snprintf(errbuf, errlen, "cannot create sqlite:%s: %s", path,
-               strerror(errno));
-      return PAWL_EIO;
-    }
+  if (stat(path, &sb) == 0) return 0;
+  if (!cfg->create || cfg->no_migrate) {
+    snprintf(errbuf, errlen,
+             "no database at sqlite:%s: create it with `pawl migrate`", path);
+    return PAWL_EIO;
   }
+  mode_t mode = cfg->file_mode ? (mode_t)cfg->file_mode : 0600;
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd >= 0) {
+    int bad = fchmod(fd, mode) != 0;
+    close(fd);
+    if (bad) {
+      snprintf(errbuf, errlen, "cannot set the mode of sqlite:%s: %s", path,
+               strerror(errno));
+      unlink(path);
+      return PAWL_EIO;
+    }
+  } else if (errno != EEXIST) { /* EEXIST: another process was first */
+    snprintf(errbuf, errlen, "cannot create sqlite:%s: %s", path,
+             strerror(errno));
+    return PAWL_EIO;
+  }
+  return 0;
+}
+
+/* The message for SQLite's refusal `src` (with its text `msg`, freed) to
+ * read the file; returns the PAWL_E* code. */
+static int sq_refused(const char *path, int src, char *msg, char *errbuf,
+                      size_t errlen) {
+  if ((src & 0xff) == SQLITE_NOTADB)
+    snprintf(errbuf, errlen, "sqlite:%s is not a pawl database (%s)", path,
+             msg ? msg : sqlite3_errstr(src));
+  else
+    snprintf(errbuf, errlen, "cannot open sqlite:%s: %s", path,
+             msg ? msg : sqlite3_errstr(src));
+  sqlite3_free(msg);
+  return sq_rc_to_err(src);
+}
+
+/* Looks before changing anything: a file that is not a database, or a
+ * database that is not pawl's, is refused before the switch to WAL (which
+ * would rewrite its header); so is an empty file for a handle that may not
+ * create. */
+static int sq_look(sq_store_t *s, const store_config_t *cfg, const char *path,
+                   char *errbuf, size_t errlen) {
+  char *msg = NULL;
+  int src = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", 0, 0, &msg);
+  if (src != SQLITE_OK) return sq_refused(path, src, msg, errbuf, errlen);
+  int has_schema = 0, ntables = 0, rc;
+  /* Both looks in one read transaction: another process creating the file
+   * right now (pawl_schema first, then the migrations) is seen before or
+   * after, never between the two queries as "tables but no pawl_schema". */
+  sqlite3_exec(s->db, "BEGIN", 0, 0, 0);
+  if ((rc = sq_table_exists(s, "pawl_schema", &has_schema)) ||
+      (!has_schema && (rc = sq_count_tables(s, &ntables)))) {
+    snprintf(errbuf, errlen, "%s", s->base.errmsg);
+    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+    return rc;
+  }
+  sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
+  if (!has_schema && ntables > 0) {
+    snprintf(errbuf, errlen,
+             "sqlite:%s is not a pawl database (it has %d table%s but no "
+             "pawl_schema)",
+             path, ntables, ntables == 1 ? "" : "s");
+    return PAWL_ESCHEMA;
+  }
+  if (!has_schema && !cfg->create && !cfg->no_migrate) {
+    snprintf(errbuf, errlen,
+             "no database at sqlite:%s (the file is empty): create it with "
+             "`pawl migrate`",
+             path);
+    return PAWL_EIO;
+  }
+  return 0;
+}
+
+/* WAL, and the pragmas. temp_store = MEMORY: a claim or a finish changes
+ * many rows in one statement, so SQLite keeps a statement journal to undo
+ * it alone. With temporary files, a journal past 64 KiB spills into a file
+ * created, unlinked and closed again for every batch: about 12% of a
+ * claim+complete cycle at batch 100 (bench/RESULTS.md). Temporary data
+ * here is bounded by a batch or a LIMIT, so memory is the place for it. */
+static int sq_configure(sq_store_t *s, const store_config_t *cfg,
+                        const char *path, char *errbuf, size_t errlen) {
+  char *msg = NULL;
+  int src = sq_set_wal(s->db,
+                       cfg->busy_timeout_ms > 0 ? cfg->busy_timeout_ms : 5000,
+                       &msg);
+  if (src != SQLITE_OK) return sq_refused(path, src, msg, errbuf, errlen);
+  const char *sync = cfg->sync_full ? "PRAGMA synchronous = FULL"
+                                    : "PRAGMA synchronous = NORMAL";
+  if (sqlite3_exec(s->db, sync, 0, 0, &msg) != SQLITE_OK ||
+      sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", 0, 0, &msg) != SQLITE_OK ||
+      sqlite3_exec(s->db, "PRAGMA temp_store = MEMORY", 0, 0, &msg) !=
+          SQLITE_OK ||
+      (cfg->no_autocheckpoint &&
+       sqlite3_exec(s->db, "PRAGMA wal_autocheckpoint = 0", 0, 0, &msg) !=
+           SQLITE_OK)) {
+    snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
+             msg ? msg : "?");
+    sqlite3_free(msg);
+    return PAWL_ESTORE;
+  }
+  return 0;
+}
+
+/* The schema as this pawl needs it: migrated (or, for a handle that may
+ * not migrate, checked to be current), and the age boost read or set. */
+static int sq_ready_schema(sq_store_t *s, const store_config_t *cfg,
+                           const char *path, char *errbuf, size_t errlen) {
+  int rc = cfg->no_migrate ? sq_prepare_schema_table(s, 0) : sq_migrate(&s->base);
+  if (!rc && cfg->no_migrate) {
+    int cur = 0, latest = 0;
+    rc = sq_version(&s->base, &cur, &latest);
+    if (!rc && cur < latest)
+      rc = pawl__store_fail(&s->base, PAWL_ESCHEMA,
+                      "sqlite:%s is at schema version %d, this pawl needs %d: "
+                      "run `pawl migrate`",
+                      path, cur, latest);
+  }
+  if (!rc) rc = sq_setting_get(s, "age_boost_ms", &s->boost_ms);
+  if (!rc && cfg->age_boost_ms >= 0 && cfg->age_boost_ms != s->boost_ms)
+    rc = sq_set_age_boost(s, cfg->age_boost_ms);
+  if (rc) snprintf(errbuf, errlen, "%s", s->base.errmsg);
+  return rc;
+}
+
+int pawl__store_sqlite_open(store_t **out, const store_config_t *cfg,
+                      const char *path, char *errbuf, size_t errlen) {
+  int rc = sq_check_url(path, errbuf, errlen);
+  if (!rc) rc = sq_check_path(path, errbuf, errlen);
+  if (!rc) rc = sq_create_file(cfg, path, errbuf, errlen);
+  if (rc) return rc;
   sq_store_t *s = calloc(1, sizeof *s);
   if (!s || !(s->path = strdup(path))) {
     free(s);
@@ -1878,111 +1908,20 @@ int store_sqlite_open(store_t **out, const store_config_t *cfg,
     snprintf(errbuf, errlen, "cannot open sqlite:%s: %s", path,
              s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
     rc = sq_rc_to_err(src);
-    goto fail;
+  } else {
+    sqlite3_extended_result_codes(s->db, 0);
+    sqlite3_busy_timeout(s->db, cfg->busy_timeout_ms > 0 ? cfg->busy_timeout_ms
+                                                         : 5000);
+    rc = sq_look(s, cfg, path, errbuf, errlen);
   }
-  sqlite3_extended_result_codes(s->db, 0);
-  sqlite3_busy_timeout(s->db, cfg->busy_timeout_ms > 0 ? cfg->busy_timeout_ms
-                                                       : 5000);
-  /* Look before changing anything: a file that is not a database, or a
-   * database that is not pawl's, is refused before the switch to WAL
-   * (which would rewrite its header). */
-  char *msg = NULL;
-  src = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", 0, 0, &msg);
-  if (src != SQLITE_OK) {
-    if ((src & 0xff) == SQLITE_NOTADB)
-      snprintf(errbuf, errlen, "sqlite:%s is not a pawl database (%s)", path,
-               msg ? msg : sqlite3_errstr(src));
-    else
-      snprintf(errbuf, errlen, "cannot open sqlite:%s: %s", path,
-               msg ? msg : sqlite3_errstr(src));
-    sqlite3_free(msg);
-    rc = sq_rc_to_err(src);
-    goto fail;
-  }
-  int has_schema = 0, ntables = 0;
-  /* Both looks in one read transaction: another process creating the file
-   * right now (pawl_schema first, then the migrations) is seen before or
-   * after, never between the two queries as "tables but no pawl_schema". */
-  sqlite3_exec(s->db, "BEGIN", 0, 0, 0);
-  if ((rc = sq_table_exists(s, "pawl_schema", &has_schema)) ||
-      (!has_schema && (rc = sq_count_tables(s, &ntables)))) {
-    snprintf(errbuf, errlen, "%s", s->base.errmsg);
-    sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
-    goto fail;
-  }
-  sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
-  if (!has_schema && ntables > 0) {
-    snprintf(errbuf, errlen,
-             "sqlite:%s is not a pawl database (it has %d table%s but no "
-             "pawl_schema)",
-             path, ntables, ntables == 1 ? "" : "s");
-    rc = PAWL_ESCHEMA;
-    goto fail;
-  }
-  if (!has_schema && !cfg->create && !cfg->no_migrate) {
-    snprintf(errbuf, errlen,
-             "no database at sqlite:%s (the file is empty): create it with "
-             "`pawl migrate`",
-             path);
-    rc = PAWL_EIO;
-    goto fail;
-  }
-  src = sq_set_wal(s->db, cfg->busy_timeout_ms > 0 ? cfg->busy_timeout_ms : 5000,
-                   &msg);
-  if (src != SQLITE_OK) {
-    if ((src & 0xff) == SQLITE_NOTADB)
-      snprintf(errbuf, errlen, "sqlite:%s is not a pawl database (%s)", path,
-               msg ? msg : sqlite3_errstr(src));
-    else
-      snprintf(errbuf, errlen, "cannot open sqlite:%s: %s", path,
-               msg ? msg : sqlite3_errstr(src));
-    sqlite3_free(msg);
-    rc = sq_rc_to_err(src);
-    goto fail;
-  }
-  /* temp_store = MEMORY: a claim or a finish changes many rows in one
-   * statement, so SQLite keeps a statement journal to undo it alone. With
-   * temporary files, a journal past 64 KiB spills into a file created,
-   * unlinked and closed again for every batch: about 12% of a
-   * claim+complete cycle at batch 100 (bench/RESULTS.md). Temporary data
-   * here is bounded by a batch or a LIMIT, so memory is the place for it. */
-  const char *sync = cfg->sync_full ? "PRAGMA synchronous = FULL"
-                                    : "PRAGMA synchronous = NORMAL";
-  if (sqlite3_exec(s->db, sync, 0, 0, &msg) != SQLITE_OK ||
-      sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", 0, 0, &msg) != SQLITE_OK ||
-      sqlite3_exec(s->db, "PRAGMA temp_store = MEMORY", 0, 0, &msg) !=
-          SQLITE_OK ||
-      (cfg->no_autocheckpoint &&
-       sqlite3_exec(s->db, "PRAGMA wal_autocheckpoint = 0", 0, 0, &msg) !=
-           SQLITE_OK)) {
-    snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
-             msg ? msg : "?");
-    sqlite3_free(msg);
-    rc = PAWL_ESTORE;
-    goto fail;
-  }
-  rc = cfg->no_migrate ? sq_prepare_schema_table(s, 0) : sq_migrate(&s->base);
-  if (!rc && cfg->no_migrate) {
-    int cur = 0, latest = 0;
-    rc = sq_version(&s->base, &cur, &latest);
-    if (!rc && cur < latest)
-      rc = store_fail(&s->base, PAWL_ESCHEMA,
-                      "sqlite:%s is at schema version %d, this pawl needs %d: "
-                      "run `pawl migrate`",
-                      path, cur, latest);
-  }
-  if (!rc) rc = sq_setting_get(s, "age_boost_ms", &s->boost_ms);
-  if (!rc && cfg->age_boost_ms >= 0 && cfg->age_boost_ms != s->boost_ms)
-    rc = sq_set_age_boost(s, cfg->age_boost_ms);
+  if (!rc) rc = sq_configure(s, cfg, path, errbuf, errlen);
+  if (!rc) rc = sq_ready_schema(s, cfg, path, errbuf, errlen);
   if (rc) {
-    snprintf(errbuf, errlen, "%s", s->base.errmsg);
-    goto fail;
+    sq_close(&s->base);
+    return rc;
   }
   *out = &s->base;
   return 0;
-fail:
-  sq_close(&s->base);
-  return rc;
 }
 
 /* ---- administration (host/api/admin.c) ------------------------------------
@@ -2059,14 +1998,14 @@ static int sq_adm_apply(store_t *base, store_op_t op, const char *actor,
                         const char *reason, const store_pick_t *picks,
                         size_t n, pawl_bulk_result_t *r) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = store_now(base);
+  int64_t now = pawl__store_now(base);
   pawl_bulk_result_t got = {0, 0, 0};
   int rc = sq_begin(s);
   if (rc) return rc;
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_adm_exec(s, SQ_ADM_SAVEPOINT, "savepoint"))) break;
-    int one = sq_transition_in(s, now, &picks[i].id, op, actor, reason,
-                               picks[i].version);
+    int one = pawl__store_transition_in(base, &sq_transition_steps, now, &picks[i].id, op,
+                                        actor, reason, picks[i].version);
     if (one == 0) {
       got.changed++;
       rc = sq_adm_exec(s, SQ_ADM_RELEASE, "release savepoint");
@@ -2103,16 +2042,16 @@ static int sq_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   sq_bind_text(st, 3, f->type);
   sq_bind_text(st, 4, f->tag);
   sq_bind_opt_int(st, 5,
-                  f->older_than_ms ? store_now(base) - f->older_than_ms : 0);
+                  f->older_than_ms ? pawl__store_now(base) - f->older_than_ms : 0);
   sqlite3_bind_int(st, 6, f->limit > 0 ? f->limit : 100);
   /* As sq_list: every row read before the first callback. */
   pawl_job_t **jobs = NULL;
   size_t n = 0;
   int rc, err = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    pawl_job_t **slot = store_push((void **)&jobs, &n, sizeof *jobs);
+    pawl_job_t **slot = pawl__store_push((void **)&jobs, &n, sizeof *jobs);
     if (!slot || !(*slot = sq_row_to_job(st, NULL))) {
-      err = store_fail(base, PAWL_ENOMEM, "out of memory");
+      err = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
       break;
     }
   }
@@ -2168,9 +2107,10 @@ static int sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
       int c = 0;
       if (q == 2) row.state = sqlite3_column_int(st, c++);
       else row.state = q == 0 ? PAWL_PENDING : PAWL_RUNNING;
-      char *queue = sq_col_str(st, c++);
+      /* Valid until the next step: the callback copies what it keeps. */
+      const char *queue = (const char *)sqlite3_column_text(st, c++);
       if (!queue) {
-        rc = store_fail(base, PAWL_ENOMEM, "out of memory");
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
         break;
       }
       row.queue = queue;
@@ -2180,8 +2120,7 @@ static int sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
           row.state == PAWL_CANCELED)
         rc = sq_adm_window(s, now, &row);
       if (!rc && cb(&row, data))
-        rc = store_fail(base, PAWL_ENOMEM, "out of memory");
-      free(queue);
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     }
     if (!rc && step != SQLITE_DONE) rc = sq_fail(s, step, "read statistics");
     sqlite3_reset(st);
@@ -2207,7 +2146,7 @@ static int sq_adm_locks(store_t *base, store_lock_cb cb, void *data) {
     };
     if (cb(&l, data)) {
       sqlite3_reset(st);
-      return store_fail(base, PAWL_ENOMEM, "out of memory");
+      return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     }
   }
   int err = rc == SQLITE_DONE ? 0 : sq_fail(s, rc, "list locks");
@@ -2224,7 +2163,7 @@ static int sq_adm_running(store_t *base, store_owner_cb cb, void *data) {
     const char *owner = (const char *)sqlite3_column_text(st, 0);
     if (cb(owner ? owner : "", sqlite3_column_int64(st, 1), data)) {
       sqlite3_reset(st);
-      return store_fail(base, PAWL_ENOMEM, "out of memory");
+      return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     }
   }
   int err = rc == SQLITE_DONE ? 0 : sq_fail(s, rc, "count running jobs");

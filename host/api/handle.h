@@ -1,0 +1,37 @@
+/* handle.h: the handle's layout (api/ only; never installed: the public
+ * API sees pawl_t as opaque, and the runner reaches it through the pawl__
+ * functions of pawl_internal.h, never through these fields). Tests and
+ * benchmarks that drive a store directly may include it. */
+#ifndef PAWL_HANDLE_H
+#define PAWL_HANDLE_H
+
+#include <pthread.h>
+
+#include "pawl.h"
+#include "pawl_internal.h"
+#include "store.h"
+
+struct pawl {
+  store_t *store;          /* owned; this handle's one connection */
+  struct host *host;       /* the worker host started on this handle (owned
+                              by the handle that started it), or the host a
+                              sibling handle belongs to (borrowed) */
+  const pawl__host_ops_t *host_ops; /* what the API calls of `host` */
+  int owns_host;
+  pthread_mutex_t *gate;   /* the write gate of this handle and its
+                              siblings (see store_config_t); owned by the
+                              handle pawl_open() made */
+  store_config_t cfg;      /* as opened; cfg.url is owned */
+  char *node_id;           /* owned */
+  char *principal;         /* owned; actor in history for operator actions */
+  pawl_id_t incarnation;   /* this handle's lease token: a restarted node
+                              with the same node id is a new incarnation */
+  int64_t lease_ms;
+  char errmsg[512];
+};
+
+/* Checks a pawl_filter_t (api/admin.c): 0, or PAWL_EINVAL with p->errmsg
+ * naming the bad field and its range. */
+int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
+
+#endif

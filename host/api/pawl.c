@@ -1,0 +1,721 @@
+/* pawl.c: the public API (include/pawl.h) over the store interface.
+ *
+ * This layer checks input (names, JSON, numbers) so that bad input is
+ * refused with a message naming it before anything reaches the database,
+ * fills in defaults, and keeps the per-handle error message. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <math.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bounds.h"
+#include "buf.h"
+#include "handle.h"
+#include "json.h"
+#include "pawl.h"
+#include "pawl_internal.h"
+#include "store.h"
+
+/* ---- handle ------------------------------------------------------------- */
+
+int pawl__fail(pawl_t *p, int rc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(p->errmsg, sizeof p->errmsg, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* Copies the store's message after a failed store call. */
+static int pawl_from_store(pawl_t *p, int rc) {
+  if (rc) {
+    if (p->store->errmsg[0])
+      snprintf(p->errmsg, sizeof p->errmsg, "%s", p->store->errmsg);
+    else
+      snprintf(p->errmsg, sizeof p->errmsg, "%s", pawl_strerror(rc));
+  }
+  return rc;
+}
+
+void pawl_options_init(pawl_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->age_boost_ms = -1;
+  o->create = 1;
+}
+
+void pawl_enqueue_opts_init(pawl_enqueue_opts_t *o) { memset(o, 0, sizeof *o); }
+
+void pawl_filter_init(pawl_filter_t *f) {
+  memset(f, 0, sizeof *f);
+  f->state = -1;
+}
+
+static char *pawl_default_principal(void) {
+  struct passwd *pw = getpwuid(geteuid());
+  const char *user = pw && pw->pw_name ? pw->pw_name : getenv("USER");
+  return strdup(user ? user : "unknown");
+}
+
+static char *pawl_default_node_id(void) {
+  char host[256] = "localhost", *id = NULL;
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = 0;
+  if (asprintf(&id, "%s-%d", host, (int)getpid()) < 0) return NULL;
+  return id;
+}
+
+int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
+              size_t errlen) {
+  pawl_options_t defaults;
+  char scratch[512];
+  if (!errbuf || errlen == 0) {
+    errbuf = scratch;
+    errlen = sizeof scratch;
+  }
+  errbuf[0] = 0;
+  if (!opts) {
+    pawl_options_init(&defaults);
+    opts = &defaults;
+  }
+  const char *url = opts->db;
+  if (url && !*url) {
+    snprintf(errbuf, errlen, "empty database URL");
+    return PAWL_EINVAL;
+  }
+  if (!url) url = getenv("PAWL_DB");
+  if (!url || !*url) url = "sqlite:./pawl.db";
+  /* The boost times a priority must fit the rank's 64 bits. */
+  if (opts->age_boost_ms != -1 &&
+      pawl__bounds_check_int("age boost", opts->age_boost_ms, 0,
+                       PAWL_AGE_BOOST_MAX_MS, "ms", errbuf, errlen))
+    return PAWL_EINVAL;
+  if (pawl__bounds_check_int("lease_ms", opts->lease_ms, 0, PAWL_LEASE_MAX_MS, NULL,
+                       errbuf, errlen) ||
+      pawl__bounds_check_int("busy_timeout_ms", opts->busy_timeout_ms, 0, INT32_MAX,
+                       NULL, errbuf, errlen))
+    return PAWL_EINVAL;
+  if (opts->file_mode & ~0777u ||
+      (opts->file_mode && (opts->file_mode & 0600) != 0600)) {
+    snprintf(errbuf, errlen,
+             "file mode 0%o must be within 0777 and give the owner read and "
+             "write (0600)",
+             opts->file_mode);
+    return PAWL_EINVAL;
+  }
+  pawl_t *p = calloc(1, sizeof *p);
+  if (!p) {
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  p->node_id = opts->node_id ? strdup(opts->node_id) : pawl_default_node_id();
+  p->principal =
+      opts->principal ? strdup(opts->principal) : pawl_default_principal();
+  p->lease_ms = opts->lease_ms ? opts->lease_ms : 30000;
+  pawl_id_new(&p->incarnation);
+  if (!p->node_id || !p->principal) {
+    pawl_close(p);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  p->gate = malloc(sizeof *p->gate);
+  if (!p->gate) {
+    pawl_close(p);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  pthread_mutex_init(p->gate, NULL);
+  store_config_t cfg = {
+      .write_gate = p->gate,
+      .url = url,
+      .clock = opts->clock,
+      .clock_data = opts->clock_data,
+      .sync_full = opts->sync_full,
+      .busy_timeout_ms = opts->busy_timeout_ms,
+      .age_boost_ms = opts->age_boost_ms,
+      .no_migrate = opts->no_migrate,
+      .create = opts->create,
+      .file_mode = opts->file_mode,
+      .no_autocheckpoint = opts->manual_checkpoint,
+  };
+  int rc = pawl__store_open(&p->store, &cfg, errbuf, errlen);
+  if (rc) {
+    pawl_close(p);
+    return rc;
+  }
+  /* Kept for sibling handles: same database, settings already applied. */
+  p->cfg = cfg;
+  p->cfg.url = strdup(url);
+  p->cfg.age_boost_ms = -1;
+  p->cfg.no_migrate = 1;
+  p->cfg.create = 0; /* a sibling never makes a new database of its own */
+  if (!p->cfg.url) {
+    pawl_close(p);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
+                       char *errbuf, size_t errlen) {
+  pawl_t *p = calloc(1, sizeof *p);
+  if (!p) {
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  p->node_id = strdup(parent->node_id);
+  p->principal = strdup(principal ? principal : parent->principal);
+  p->lease_ms = parent->lease_ms;
+  p->incarnation = parent->incarnation;
+  p->host = parent->host;
+  p->host_ops = parent->host_ops;
+  p->cfg = parent->cfg;
+  /* The host's connections leave checkpoints to its checkpointer. */
+  p->cfg.no_autocheckpoint = 1;
+  p->cfg.url = p->node_id && p->principal ? strdup(parent->cfg.url) : NULL;
+  if (!p->cfg.url) {
+    pawl_close(p);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  int rc = pawl__store_open(&p->store, &p->cfg, errbuf, errlen);
+  if (rc) {
+    pawl_close(p);
+    return rc;
+  }
+  *out = p;
+  return 0;
+}
+
+void pawl_close(pawl_t *p) {
+  if (!p) return;
+  if (p->owns_host) p->host_ops->free(p);
+  if (p->store) p->store->ops->close(p->store);
+  free((char *)p->cfg.url);
+  if (p->gate) {
+    pthread_mutex_destroy(p->gate);
+    free(p->gate);
+  }
+  free(p->node_id);
+  free(p->principal);
+  free(p);
+}
+
+const char *pawl_errmsg(pawl_t *p) {
+  return p && p->errmsg[0] ? p->errmsg : "no error";
+}
+
+const char *pawl_node_id(pawl_t *p) { return p->node_id; }
+
+int64_t pawl_now(pawl_t *p) { return pawl__store_now(p->store); }
+
+int pawl_checkpoint(pawl_t *p) {
+  p->errmsg[0] = 0;
+  if (!p->store->ops->maintenance.checkpoint) return 0;
+  return pawl_from_store(p, p->store->ops->maintenance.checkpoint(p->store));
+}
+
+int pawl_schema_version(pawl_t *p, int *current, int *latest) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->schema.version(p->store, current,
+                                                          latest));
+}
+
+/* ---- for the runner (pawl_internal.h) ----------------------------------- */
+
+void pawl__host_set(pawl_t *p, struct host *h, const pawl__host_ops_t *ops,
+                    int owns) {
+  p->host = h;
+  p->host_ops = h ? ops : NULL;
+  p->owns_host = h ? owns : 0;
+}
+
+struct host *pawl__host_get(pawl_t *p) { return p->host; }
+
+int64_t pawl__lease_ms(pawl_t *p) { return p->lease_ms; }
+
+const char *pawl__store_name(pawl_t *p) { return p->store->ops->name; }
+
+int64_t pawl__skew_ms(pawl_t *p) { return p->store->skew_ms; }
+
+int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
+                    int64_t started_at) {
+  p->errmsg[0] = 0;
+  store_node_t nd = {.id = p->node_id,
+                     .incarnation = &p->incarnation,
+                     .version = version,
+                     .queues = queues,
+                     .started_at = started_at};
+  return pawl_from_store(p, p->store->ops->nodes.beat(p->store, &nd));
+}
+
+int pawl__nodes_reap(pawl_t *p, int64_t silent_ms, size_t *n) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->nodes.reap(p->store, silent_ms, n));
+}
+
+/* The sweep lock's owner: the node id (cut to 255 bytes). */
+static void pawl_recover_owner(pawl_t *p, char owner[256]) {
+  snprintf(owner, 256, "%s", p->node_id);
+}
+
+int pawl__recover_lock(pawl_t *p, int *got) {
+  p->errmsg[0] = 0;
+  char owner[256];
+  pawl_recover_owner(p, owner);
+  return pawl_from_store(p, p->store->ops->locks.acquire(
+                                p->store, "pawl.recover", owner, p->lease_ms,
+                                got));
+}
+
+int pawl__recover_unlock(pawl_t *p) {
+  p->errmsg[0] = 0;
+  char owner[256];
+  pawl_recover_owner(p, owner);
+  return pawl_from_store(p, p->store->ops->locks.release(
+                                p->store, "pawl.recover", owner));
+}
+
+int pawl__can_listen(pawl_t *p) { return p->store->ops->wakeup.listen != NULL; }
+
+int pawl__listen(pawl_t *p) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->wakeup.listen(p->store));
+}
+
+int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->wakeup.wait(p->store, timeout_ms,
+                                                       woke));
+}
+
+/* ---- enqueue ------------------------------------------------------------ */
+
+/* Names (types, queues) are printable text without control characters, at
+ * most 200 bytes: they show up in logs, CLI tables and metrics labels. */
+static int pawl_check_name(pawl_t *p, const char *what, const char *s) {
+  if (!s || !*s) return pawl__fail(p, PAWL_EINVAL, "%s must not be empty", what);
+  size_t n = strlen(s);
+  if (n > 200)
+    return pawl__fail(p, PAWL_EINVAL, "%s is longer than 200 bytes", what);
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+      return pawl__fail(p, PAWL_EINVAL, "%s contains a control character",
+                        what);
+  return 0;
+}
+
+/* A number within [min, max], or PAWL_EINVAL naming it and its range. */
+static int pawl_check_int(pawl_t *p, const char *what, int64_t v, int64_t min,
+                          int64_t max, const char *unit) {
+  if (pawl__bounds_check_int(what, v, min, max, unit, p->errmsg, sizeof p->errmsg))
+    return PAWL_EINVAL;
+  return 0;
+}
+
+static int pawl_check_json(pawl_t *p, const char *what, const char *s) {
+  char err[256];
+  if (pawl__json_validate(s, strlen(s), err, sizeof err) != 0)
+    return pawl__fail(p, PAWL_EINVAL, "%s is not valid JSON: %s", what, err);
+  return 0;
+}
+
+/* Checks one job's input and fills a store_new_job_t. `tags` receives the
+ * JSON array text (owned by the caller). */
+static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
+                            const pawl_enqueue_opts_t *o, store_new_job_t *nj,
+                            pawl_buf_t *tags) {
+  int rc;
+  if ((rc = pawl_check_name(p, "job type", type))) return rc;
+  if (o->queue && (rc = pawl_check_name(p, "queue name", o->queue))) return rc;
+  if (payload && (rc = pawl_check_json(p, "payload", payload))) return rc;
+  if (o->params && (rc = pawl_check_json(p, "params", o->params))) return rc;
+  if ((rc = pawl_check_int(p, "priority", o->priority, PAWL_PRIORITY_MIN,
+                           PAWL_PRIORITY_MAX, NULL)))
+    return rc;
+  /* 0: not given; the job's script decides when it runs (see
+   * pawl_enqueue_opts_t). */
+  if (o->max_attempts &&
+      (rc = pawl_check_int(p, "max_attempts", o->max_attempts, 1,
+                           PAWL_ATTEMPTS_MAX, NULL)))
+    return rc;
+  if ((rc = pawl_check_int(p, "timeout", o->timeout_s, 0, PAWL_TIMEOUT_MAX_S,
+                           "seconds")))
+    return rc;
+  if ((rc = pawl_check_int(p, "delay", o->delay_ms, 0, PAWL_DELAY_MAX_MS,
+                           "ms")))
+    return rc;
+  if ((rc = pawl_check_int(p, "run_at", o->run_at, 0, PAWL_TIME_MAX_MS,
+                           "ms since the epoch")))
+    return rc;
+  int64_t run_at = o->run_at;
+  if (!run_at && o->delay_ms) {
+    int64_t now = pawl__store_now(p->store);
+    if (pawl__bounds_add_time(now, o->delay_ms, &run_at))
+      return pawl__fail(p, PAWL_EINVAL,
+                        "now (%lld ms) plus the delay (%lld ms) is past the "
+                        "latest run time, %lld ms since the epoch",
+                        (long long)now, (long long)o->delay_ms,
+                        (long long)PAWL_TIME_MAX_MS);
+  }
+  if (o->idempotency_key && !*o->idempotency_key)
+    return pawl__fail(p, PAWL_EINVAL, "idempotency key must not be empty");
+  if (o->business_key && !*o->business_key)
+    return pawl__fail(p, PAWL_EINVAL, "business key must not be empty");
+  pawl__buf_putc(tags, '[');
+  for (size_t i = 0; i < o->ntags; i++) {
+    if ((rc = pawl_check_name(p, "tag", o->tags[i]))) return rc;
+    if (i) pawl__buf_putc(tags, ',');
+    pawl__buf_json_string(tags, o->tags[i], strlen(o->tags[i]));
+  }
+  pawl__buf_putc(tags, ']');
+  if (tags->oom) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
+  memset(nj, 0, sizeof *nj);
+  pawl_id_new(&nj->id);
+  nj->type = type;
+  nj->queue = o->queue ? o->queue : "default";
+  nj->priority = o->priority;
+  nj->payload = payload ? payload : "{}";
+  nj->params = o->params;
+  nj->tags = pawl__buf_cstr(tags);
+  nj->run_at = run_at;
+  /* 0 stays 0: "not set", resolved from the script when the job runs. */
+  nj->max_attempts = o->max_attempts;
+  nj->timeout_s = o->timeout_s;
+  nj->idempotency_key = o->idempotency_key;
+  nj->business_key = o->business_key;
+  nj->return_existing = o->return_existing;
+  nj->correlation_id = o->correlation_id;
+  nj->enqueued_by = o->enqueued_by ? o->enqueued_by : p->principal;
+  nj->blocked = o->blocked;
+  return 0;
+}
+
+int pawl_enqueue(pawl_t *p, const char *type, const char *payload,
+                 const pawl_enqueue_opts_t *opts, pawl_id_t *out_id,
+                 int *out_status) {
+  pawl_enqueue_item_t item = {type, payload, opts};
+  pawl_id_t id;
+  int status;
+  int rc = pawl_enqueue_many(p, &item, 1, &id, &status);
+  if (rc) return rc;
+  if (out_id) *out_id = id;
+  if (out_status) *out_status = status;
+  return 0;
+}
+
+int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
+                      pawl_id_t *ids, int *statuses) {
+  p->errmsg[0] = 0;
+  if (n == 0) return 0;
+  pawl_enqueue_opts_t defaults;
+  pawl_enqueue_opts_init(&defaults);
+  store_new_job_t *jobs = calloc(n, sizeof *jobs);
+  pawl_buf_t *tags = calloc(n, sizeof *tags);
+  pawl_id_t *tmp_ids = ids ? NULL : calloc(n, sizeof *tmp_ids);
+  int *tmp_st = statuses ? NULL : calloc(n, sizeof *tmp_st);
+  int rc = 0;
+  if (!jobs || !tags || (!ids && !tmp_ids) || (!statuses && !tmp_st))
+    rc = pawl__fail(p, PAWL_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n && !rc; i++) {
+    rc = pawl_prepare_job(p, items[i].type, items[i].payload,
+                          items[i].opts ? items[i].opts : &defaults, &jobs[i],
+                          &tags[i]);
+    if (rc && n > 1) {
+      char msg[sizeof p->errmsg];
+      snprintf(msg, sizeof msg, "%s", p->errmsg);
+      pawl__fail(p, rc, "job %zu: %s", i + 1, msg);
+    }
+  }
+  if (!rc)
+    rc = pawl_from_store(p, p->store->ops->jobs.insert(
+                                p->store, jobs, n, ids ? ids : tmp_ids,
+                                statuses ? statuses : tmp_st));
+  /* In-process enqueues wake the host's poller at once. */
+  if (!rc && p->host) p->host_ops->wake(p->host);
+  if (tags)
+    for (size_t i = 0; i < n; i++) pawl__buf_free(&tags[i]);
+  free(tags);
+  free(jobs);
+  free(tmp_ids);
+  free(tmp_st);
+  return rc;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+int pawl_get(pawl_t *p, const pawl_id_t *id, pawl_job_t **out) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->jobs.get(p->store, id, out));
+}
+
+int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
+  p->errmsg[0] = 0;
+  pawl_filter_t all;
+  if (!f) {
+    pawl_filter_init(&all);
+    f = &all;
+  }
+  int rc = pawl__filter_check(p, f); /* api/admin.c */
+  if (rc) return rc;
+  return pawl_from_store(p, p->store->ops->jobs.list(p->store, f, cb, data));
+}
+
+/* ---- operator actions --------------------------------------------------- */
+
+static int pawl_transition(pawl_t *p, const pawl_id_t *id, store_op_t op,
+                           const char *reason, pawl_job_t **out) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->control.transition(
+                                p->store, id, op, p->principal, reason, out));
+}
+
+int pawl_cancel(pawl_t *p, const pawl_id_t *id, const char *reason,
+                pawl_job_t **out) {
+  return pawl_transition(p, id, STORE_OP_CANCEL, reason, out);
+}
+
+int pawl_pause(pawl_t *p, const pawl_id_t *id, const char *reason,
+               pawl_job_t **out) {
+  return pawl_transition(p, id, STORE_OP_PAUSE, reason, out);
+}
+
+int pawl_resume(pawl_t *p, const pawl_id_t *id, const char *reason,
+                pawl_job_t **out) {
+  return pawl_transition(p, id, STORE_OP_RESUME, reason, out);
+}
+
+int pawl_retry(pawl_t *p, const pawl_id_t *id, const char *reason,
+               pawl_job_t **out) {
+  return pawl_transition(p, id, STORE_OP_RETRY, reason, out);
+}
+
+/* ---- running jobs ------------------------------------------------------- */
+
+int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
+               pawl_job_t ***out_jobs, size_t *out_n) {
+  p->errmsg[0] = 0;
+  if (opts && pawl_check_int(p, "lease_ms", opts->lease_ms, 0,
+                             PAWL_LEASE_MAX_MS, NULL))
+    return PAWL_EINVAL;
+  store_claim_t c = {
+      .queues = opts ? opts->queues : NULL,
+      .nqueues = opts ? opts->nqueues : 0,
+      .max = max,
+      .owner = p->node_id,
+      .token = &p->incarnation,
+      .lease_ms = opts && opts->lease_ms > 0 ? opts->lease_ms : p->lease_ms,
+  };
+  for (size_t i = 0; i < c.nqueues; i++) {
+    int rc = pawl_check_name(p, "queue name", c.queues[i]);
+    if (rc) return rc;
+  }
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  int rc = pawl_from_store(p, p->store->ops->claim.claim(p->store, &c, &jobs, &n));
+  if (rc) return rc;
+  /* A claimer that runs what it claims: the starts that matter (jobs
+   * recovered before, rare) are recorded now, as pawl_begin() would. If
+   * that fails the jobs are still the caller's; a loss of one of them is
+   * then not counted. */
+  for (size_t i = 0; !(opts && opts->defer_start) && i < n; i++)
+    if (jobs[i]->recoveries > 0)
+      p->store->ops->claim.start(p->store, &jobs[i]->id, &p->incarnation,
+                                 jobs[i]->attempt);
+  *out_jobs = jobs;
+  *out_n = n;
+  return 0;
+}
+
+/* The levels of ctx:log, lowest first. */
+static const char *const pawl_log_levels[] = {"debug", "info", "warn",
+                                              "error"};
+
+/* Checks one log line of an outcome. */
+static int pawl_check_log(pawl_t *p, const pawl_log_entry_t *l) {
+  int known = 0;
+  for (size_t i = 0; l->level && i < 4; i++)
+    if (strcmp(l->level, pawl_log_levels[i]) == 0) known = 1;
+  if (!known)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "level must be debug, info, warn or error (got %s%s%s)",
+                      l->level ? "\"" : "", l->level ? l->level : "NULL",
+                      l->level ? "\"" : "");
+  if (!l->message) return pawl__fail(p, PAWL_EINVAL, "message is NULL");
+  if (l->at < 0) return pawl__fail(p, PAWL_EINVAL, "time must not be negative");
+  if (l->fields && !pawl__json_is_object(l->fields, strlen(l->fields))) {
+    char err[256];
+    if (pawl__json_validate(l->fields, strlen(l->fields), err, sizeof err) != 0)
+      return pawl__fail(p, PAWL_EINVAL, "fields are not valid JSON: %s", err);
+    return pawl__fail(p, PAWL_EINVAL, "fields must be a JSON object");
+  }
+  return 0;
+}
+
+/* Checks one outcome before anything is written. */
+static int pawl_check_outcome(pawl_t *p, const pawl_outcome_t *o) {
+  int rc;
+  if (o->kind == PAWL_OUT_SUCCEEDED && o->result &&
+      (rc = pawl_check_json(p, "result", o->result)))
+    return rc;
+  if ((o->kind == PAWL_OUT_RETRY || o->kind == PAWL_OUT_SNOOZE) &&
+      (rc = pawl_check_int(p, "run_at", o->run_at, 0, PAWL_TIME_MAX_MS,
+                           "ms since the epoch")))
+    return rc;
+  if (o->nlogs && !o->logs)
+    return pawl__fail(p, PAWL_EINVAL, "%zu log lines but no array", o->nlogs);
+  for (size_t i = 0; i < o->nlogs; i++) {
+    if ((rc = pawl_check_log(p, &o->logs[i]))) {
+      char msg[sizeof p->errmsg];
+      snprintf(msg, sizeof msg, "%s", p->errmsg);
+      return pawl__fail(p, rc, "log line %zu: %s", i + 1, msg);
+    }
+  }
+  return 0;
+}
+
+int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int *rcs) {
+  p->errmsg[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    int rc = pawl_check_outcome(p, &outs[i]);
+    if (rc) {
+      if (n > 1) {
+        char msg[sizeof p->errmsg];
+        snprintf(msg, sizeof msg, "%s", p->errmsg);
+        pawl__fail(p, rc, "outcome %zu: %s", i + 1, msg);
+      }
+      return rc;
+    }
+  }
+  return pawl_from_store(p, p->store->ops->terminal.finish(
+                                p->store, &p->incarnation, outs, n, rcs));
+}
+
+int pawl_heartbeat(pawl_t *p, size_t *out_n) {
+  p->errmsg[0] = 0;
+  size_t n = 0;
+  int rc = pawl_from_store(
+      p, p->store->ops->claim.extend(p->store, &p->incarnation, p->lease_ms, &n));
+  if (!rc && out_n) *out_n = n;
+  return rc;
+}
+
+int pawl_recover(pawl_t *p, size_t *out_n) {
+  p->errmsg[0] = 0;
+  size_t n = 0;
+  int rc = pawl_from_store(p, p->store->ops->claim.recover(p->store, &n));
+  if (!rc && out_n) *out_n = n;
+  return rc;
+}
+
+int pawl_begin(pawl_t *p, const pawl_job_t *job) {
+  p->errmsg[0] = 0;
+  /* Never recovered: the common case costs nothing (see pawl_recover()). */
+  if (job->recoveries <= 0) return 0;
+  return pawl_from_store(p, p->store->ops->claim.start(
+                                p->store, &job->id, &p->incarnation,
+                                job->attempt));
+}
+
+int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
+                  double done, double total) {
+  p->errmsg[0] = 0;
+  if (!isfinite(done) || !isfinite(total) || done < 0 || total < 0)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "progress must be finite and not negative (got %g of %g)",
+                      done, total);
+  return pawl_from_store(p, p->store->ops->jobs.progress(
+                                p->store, id, &p->incarnation, attempt, done,
+                                total));
+}
+
+int pawl_extend(pawl_t *p, const pawl_id_t *id, int32_t attempt, int *held) {
+  p->errmsg[0] = 0;
+  int h = 0;
+  int rc = pawl_from_store(p, p->store->ops->claim.extend_one(
+                                  p->store, id, &p->incarnation, attempt,
+                                  p->lease_ms, &h));
+  if (!rc && held) *held = h;
+  return rc;
+}
+
+static int pawl_lock_check(pawl_t *p, const char *name, const char *owner,
+                           int64_t ttl_ms) {
+  p->errmsg[0] = 0;
+  if (!name || !*name || strlen(name) > 200)
+    return pawl__fail(p, PAWL_EINVAL, "lock name must be 1 to 200 bytes");
+  if (!owner || !*owner || strlen(owner) > 200)
+    return pawl__fail(p, PAWL_EINVAL, "lock owner must be 1 to 200 bytes");
+  if (pawl_check_int(p, "lock TTL", ttl_ms, 1, PAWL_LEASE_MAX_MS, "ms"))
+    return PAWL_EINVAL;
+  return 0;
+}
+
+int pawl_lock_acquire(pawl_t *p, const char *name, const char *owner,
+                      int64_t ttl_ms, int *got) {
+  int g = 0, rc = pawl_lock_check(p, name, owner, ttl_ms);
+  if (!rc)
+    rc = pawl_from_store(
+        p, p->store->ops->locks.acquire(p->store, name, owner, ttl_ms, &g));
+  if (got) *got = rc ? 0 : g;
+  return rc;
+}
+
+int pawl_lock_extend(pawl_t *p, const char *name, const char *owner,
+                     int64_t ttl_ms, int *held) {
+  int h = 0, rc = pawl_lock_check(p, name, owner, ttl_ms);
+  if (!rc)
+    rc = pawl_from_store(
+        p, p->store->ops->locks.extend(p->store, name, owner, ttl_ms, &h));
+  if (held) *held = rc ? 0 : h;
+  return rc;
+}
+
+int pawl_lock_release(pawl_t *p, const char *name, const char *owner) {
+  int rc = pawl_lock_check(p, name, owner, 1);
+  if (!rc)
+    rc = pawl_from_store(p, p->store->ops->locks.release(p->store, name, owner));
+  return rc;
+}
+
+int pawl_next_due(pawl_t *p, const pawl_claim_opts_t *opts, int64_t *run_at) {
+  p->errmsg[0] = 0;
+  const char *const *queues = opts ? opts->queues : NULL;
+  size_t nqueues = opts ? opts->nqueues : 0;
+  if (nqueues && !queues)
+    return pawl__fail(p, PAWL_EINVAL, "%zu queues but no array", nqueues);
+  for (size_t i = 0; i < nqueues; i++) {
+    int rc = pawl_check_name(p, "queue name", queues[i]);
+    if (rc) return rc;
+  }
+  int64_t v = 0;
+  int rc = pawl_from_store(
+      p, p->store->ops->claim.next_due(p->store, queues, nqueues, &v));
+  if (!rc) *run_at = v;
+  return rc;
+}
+
+int pawl_history(pawl_t *p, const pawl_id_t *id, pawl_history_t **out) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->history.get(p->store, id, out));
+}
+
+int pawl_logs(pawl_t *p, const pawl_id_t *id, pawl_log_record_t **out,
+              size_t *n) {
+  p->errmsg[0] = 0;
+  pawl_log_record_t *recs = NULL;
+  size_t count = 0;
+  int rc = pawl_from_store(p, p->store->ops->jobs.logs(p->store, id, &recs,
+                                                       &count));
+  if (rc) return rc;
+  *out = recs;
+  *n = count;
+  return 0;
+}

@@ -1,0 +1,82 @@
+/* pawl_internal.h: what the API layer (api/) offers the runner beyond
+ * include/pawl.h: pawl__ functions for the chores of a worker host that
+ * are not part of the public API (node beats, the lease-recovery lock,
+ * the wakeup connection, sibling handles), so that runner/ never touches
+ * the store interface. Never installed.
+ *
+ * Each function acts on one handle and follows the handle's rule: one
+ * thread at a time. Functions that return an int return 0 or a negative
+ * PAWL_E* code and leave the reason in pawl_errmsg(p). */
+#ifndef PAWL_INTERNAL_H
+#define PAWL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pawl.h"
+
+struct host;
+
+/* What the API calls of the worker host attached to a handle. The runner
+ * fills it in (pawl_start), so that api/ does not depend on runner/. */
+typedef struct pawl__host_ops {
+  /* An enqueue succeeded on a handle of the host (its own or a
+   * sibling's): wake the poller. Called on the enqueuing thread. */
+  void (*wake)(struct host *h);
+  /* pawl_close() of the handle that started the host: stop it, wait for
+   * its threads, free it. Called on the closing thread. */
+  void (*free)(pawl_t *p);
+} pawl__host_ops_t;
+
+/* Attaches host `h` (NULL: detaches) to `p`; `owns`: p started it and
+ * frees it on pawl_close(). Handles opened by pawl__open_sibling() later
+ * share it (borrowed). `ops` is static. */
+void pawl__host_set(pawl_t *p, struct host *h, const pawl__host_ops_t *ops,
+                    int owns);
+
+/* The host attached to `p`, or NULL. */
+struct host *pawl__host_get(pawl_t *p);
+
+/* Opens another handle on the same database, node and lease token, for
+ * one of the host's threads (each thread has its own connection). */
+int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
+                       char *errbuf, size_t errlen);
+
+/* Sets p's error message and returns rc. */
+int pawl__fail(pawl_t *p, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The lease this handle's claims take, in ms (pawl_options_t.lease_ms). */
+int64_t pawl__lease_ms(pawl_t *p);
+
+/* The backend's name ("sqlite", "postgres"), static. */
+const char *pawl__store_name(pawl_t *p);
+
+/* How far the database's clock is ahead of this machine's, in ms (0 when
+ * the database does not keep the time: SQLite). */
+int64_t pawl__skew_ms(pawl_t *p);
+
+/* Records this node in the node table: its id and lease token (the
+ * handle's), the version, the queues it serves (comma-separated, "" for
+ * all) and when it started (store clock ms). */
+int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
+                    int64_t started_at);
+
+/* Removes nodes silent for longer than silent_ms; *n: how many. */
+int pawl__nodes_reap(pawl_t *p, int64_t silent_ms, size_t *n);
+
+/* The distributed lock under which one node at a time sweeps expired
+ * leases (pawl_recover): held by this node for a lease, freed by its TTL
+ * if the node dies. *got: 1 if this node holds it now. */
+int pawl__recover_lock(pawl_t *p, int *got);
+int pawl__recover_unlock(pawl_t *p);
+
+/* Wakeup across processes (PostgreSQL LISTEN/NOTIFY). pawl__can_listen:
+ * 1 if the backend has it. pawl__listen makes `p` a listening connection
+ * (used for nothing else afterwards); pawl__wakeup_wait waits up to
+ * timeout_ms, *woke = 1 if jobs were enqueued meanwhile. */
+int pawl__can_listen(pawl_t *p);
+int pawl__listen(pawl_t *p);
+int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke);
+
+#endif

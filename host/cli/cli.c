@@ -1,0 +1,1225 @@
+/* cli.c: the `pawl` command-line tool.
+ *
+ * Written on the public API (pawl.h) only, like any other embedder, plus the
+ * small helpers of host/core/ for buffers, JSON checking and ISO 8601
+ * times (the build that links it against libpawl.so proves it). The
+ * output is in cli_output.c, `pawl cron next` in cli_cron.c, `pawl bench`
+ * in bench/cli_bench.c.
+ *
+ * main() runs in four steps: parse the command line (nothing is opened, so a
+ * usage error touches no file), open the database, run the command, close.
+ * Every helper returns a status and leaves its message in the caller's error
+ * buffer; only main() prints it, as one "pawl: ..." line on stderr, so every
+ * failure looks the same and nothing exits with resources still open.
+ *
+ * Exit status: 0 success, 1 the operation failed (database, state, missing
+ * job, business key held), 2 bad usage or bad input. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <limits.h>
+#include <math.h> /* isfinite, a macro: no libm needed */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "cli_admin.h"
+#include "iso8601.h"
+#include "json.h"
+#include "pawl.h"
+#include "redact.h"
+
+/* ---- commands and options ----------------------------------------------- */
+
+typedef enum cli_cmd {
+  CLI_NONE = -1,
+  CLI_MIGRATE,
+  CLI_ENQUEUE,
+  CLI_SHOW,
+  CLI_JOBS,
+  CLI_CANCEL,
+  CLI_PAUSE,
+  CLI_RESUME,
+  CLI_RETRY,
+  CLI_RUN,
+  CLI_CRON,
+  CLI_STATS,   /* cli/cli_admin.c */
+  CLI_NODES,
+  CLI_LOCKS,
+  CLI_CONSOLE, /* cli/console.c */
+  CLI_VERSION,
+  CLI_HELP,
+  CLI_CMD_COUNT
+} cli_cmd_t;
+
+static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
+    "migrate", "enqueue", "show", "jobs",    "cancel",
+    "pause",   "resume",  "retry", "run",     "cron",
+    "stats",   "nodes",   "locks", "console", "version", "help"};
+
+#define CLI_BIT(c) (1u << (c))
+#define CLI_ACTIONS                                                          \
+  (CLI_BIT(CLI_CANCEL) | CLI_BIT(CLI_PAUSE) | CLI_BIT(CLI_RESUME) |          \
+   CLI_BIT(CLI_RETRY))
+
+typedef enum cli_opt_id {
+  CLI_O_JSON,
+  CLI_O_QUEUE,
+  CLI_O_PRIORITY,
+  CLI_O_DELAY,
+  CLI_O_RUN_AT,
+  CLI_O_MAX_ATTEMPTS,
+  CLI_O_TIMEOUT,
+  CLI_O_KEY,
+  CLI_O_BUSINESS_KEY,
+  CLI_O_EXISTING,
+  CLI_O_TAG,
+  CLI_O_PARAMS,
+  CLI_O_CORRELATION_ID,
+  CLI_O_BLOCKED,
+  CLI_O_STATE,
+  CLI_O_TYPE,
+  CLI_O_LIMIT,
+  CLI_O_REASON,
+  CLI_O_SCRIPTS,
+  CLI_O_WORKERS,
+  CLI_O_QUEUES,
+  CLI_O_NODE_ID,
+  CLI_O_UNTIL_IDLE,
+  CLI_O_LOG_LEVEL,
+  CLI_O_LOG_FORMAT,
+  CLI_O_POLL,
+  CLI_O_GRACE,
+  CLI_O_LEASE,
+  CLI_O_PREFETCH,
+  CLI_O_IDLE_WAIT,
+  CLI_O_GIVE_UP,
+  CLI_O_LOAD_TIMEOUT,
+  CLI_O_UNSAFE_LUA,
+  CLI_O_ALLOW_IO,
+  CLI_O_ALLOW_ENV,
+  CLI_O_TZ,
+  CLI_O_FROM,
+  CLI_O_COUNT,
+  CLI_O_OLDER_THAN,
+  CLI_O_YES,
+  CLI_O_CODE
+} cli_opt_id_t;
+
+/* Which command takes which option: one table, so that the parser, the
+ * "unknown option --x for CMD" message and the help text cannot disagree. */
+static const struct cli_opt {
+  const char *name;
+  cli_opt_id_t id;
+  int has_value;
+  unsigned cmds;
+} cli_opts[] = {
+    {"--json", CLI_O_JSON, 0,
+     CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_STATS) |
+         CLI_BIT(CLI_NODES) | CLI_BIT(CLI_LOCKS) | CLI_BIT(CLI_CONSOLE)},
+    {"--queue", CLI_O_QUEUE, 1,
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--priority", CLI_O_PRIORITY, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--delay", CLI_O_DELAY, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--run-at", CLI_O_RUN_AT, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--max-attempts", CLI_O_MAX_ATTEMPTS, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--timeout", CLI_O_TIMEOUT, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--key", CLI_O_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--business-key", CLI_O_BUSINESS_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--existing", CLI_O_EXISTING, 0, CLI_BIT(CLI_ENQUEUE)},
+    {"--tag", CLI_O_TAG, 1,
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--params", CLI_O_PARAMS, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--correlation-id", CLI_O_CORRELATION_ID, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--blocked", CLI_O_BLOCKED, 0, CLI_BIT(CLI_ENQUEUE)},
+    {"--state", CLI_O_STATE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--type", CLI_O_TYPE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--older-than", CLI_O_OLDER_THAN, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--yes", CLI_O_YES, 0, CLI_ACTIONS},
+    {"-e", CLI_O_CODE, 1, CLI_BIT(CLI_CONSOLE)},
+    {"--reason", CLI_O_REASON, 1, CLI_ACTIONS},
+    {"--scripts", CLI_O_SCRIPTS, 1,
+     CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_CONSOLE)},
+    {"--workers", CLI_O_WORKERS, 1, CLI_BIT(CLI_RUN)},
+    {"--queues", CLI_O_QUEUES, 1, CLI_BIT(CLI_RUN)},
+    {"--node-id", CLI_O_NODE_ID, 1, CLI_BIT(CLI_RUN)},
+    {"--until-idle", CLI_O_UNTIL_IDLE, 0, CLI_BIT(CLI_RUN)},
+    {"--log-level", CLI_O_LOG_LEVEL, 1, CLI_BIT(CLI_RUN)},
+    {"--log-format", CLI_O_LOG_FORMAT, 1, CLI_BIT(CLI_RUN)},
+    {"--poll", CLI_O_POLL, 1, CLI_BIT(CLI_RUN)},
+    {"--grace", CLI_O_GRACE, 1, CLI_BIT(CLI_RUN)},
+    {"--lease", CLI_O_LEASE, 1, CLI_BIT(CLI_RUN)},
+    {"--prefetch", CLI_O_PREFETCH, 1, CLI_BIT(CLI_RUN)},
+    {"--idle-wait", CLI_O_IDLE_WAIT, 1, CLI_BIT(CLI_RUN)},
+    {"--give-up", CLI_O_GIVE_UP, 1, CLI_BIT(CLI_RUN)},
+    {"--load-timeout", CLI_O_LOAD_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
+    {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
+    {"--allow-io", CLI_O_ALLOW_IO, 0, CLI_BIT(CLI_RUN)},
+    {"--allow-env", CLI_O_ALLOW_ENV, 0, CLI_BIT(CLI_RUN)},
+    {"--tz", CLI_O_TZ, 1, CLI_BIT(CLI_CRON)},
+    {"--from", CLI_O_FROM, 1, CLI_BIT(CLI_CRON)},
+    {"--count", CLI_O_COUNT, 1, CLI_BIT(CLI_CRON)},
+};
+
+#define CLI_NOPTS (sizeof cli_opts / sizeof cli_opts[0])
+
+static const char cli_usage_text[] =
+    "usage: pawl [--db URL] [--sync-full] COMMAND [ARGS] [OPTIONS]\n"
+    "\n"
+    "Commands:\n"
+    "  migrate                 create the database or bring its schema up to "
+    "date\n"
+    "  enqueue TYPE [JSON]     add a job (payload JSON, default {}); prints "
+    "its id;\n"
+    "                          JSON - reads it from stdin, @FILE from FILE\n"
+    "                          (at most 16 MiB; also for --params)\n"
+    "      --queue Q             queue name (default \"default\")\n"
+    "      --priority N          higher runs first (default 0)\n"
+    "      --delay SECONDS       run no sooner than now + SECONDS (decimals "
+    "allowed)\n"
+    "      --run-at TIME         run no sooner than TIME, ISO 8601 with a zone\n"
+    "                            (2026-11-21T21:05:03Z, ...+01:00, or "
+    "2026-11-21)\n"
+    "      --max-attempts N      attempts before it fails for good (default:\n"
+    "                            the script's when it runs, else 25)\n"
+    "      --timeout SECONDS     limit for one attempt (default: the script's\n"
+    "                            when it runs, else the host's)\n"
+    "      --key K               idempotency key: a repeat prints the first "
+    "job's id\n"
+    "      --business-key K      refused while another live job holds K\n"
+    "      --existing            with --business-key: print the holder's id "
+    "instead\n"
+    "      --tag T               a tag; repeat for more\n"
+    "      --params JSON         parameters for the job's handler\n"
+    "      --correlation-id C    id tying the job to a request or a trace\n"
+    "      --blocked             start blocked instead of pending\n"
+    "      --scripts DIR         where the job's script is (default ./scripts):\n"
+    "                            its queue and priority apply unless given\n"
+    "                            here (max_attempts and timeout apply when\n"
+    "                            the job runs, from the worker's script)\n"
+    "  show ID [--json]        a job with its attempts, events and logs\n"
+    "  jobs [--json]           jobs, newest first\n"
+    "      --state S             pending, running, succeeded, failed, "
+    "canceled,\n"
+    "                            paused or blocked\n"
+    "      --queue Q  --type T   only this queue / job type\n"
+    "      --limit N             at most N jobs (default 100)\n"
+    "      --tag X  --older-than DUR  tagged X / finished (or, unfinished,\n"
+    "                            created) longer ago than DUR\n"
+    "  cancel ID               pending, running, blocked or paused -> "
+    "canceled\n"
+    "  pause ID                pending or failed -> paused\n"
+    "  resume ID               paused -> the state it was paused from\n"
+    "  retry ID                failed -> pending, attempts reset\n"
+    "      --reason TEXT         recorded in the job's history\n"
+    "      --json                print the job as JSON instead of \"ID: "
+    "STATE\"\n"
+    "  cancel|pause|resume|retry --state S --queue Q --type T --tag X\n"
+    "          --older-than DUR [--limit N] [--yes]\n"
+    "                          the same for every matching job (at least one\n"
+    "                          filter; DUR like 90s, 15m, 2h, 7d); above 100\n"
+    "                          jobs it asks on a terminal, else needs --yes\n"
+    "  stats [--json]          jobs by state and queue, throughput, waits\n"
+    "  nodes [--json]          the nodes serving this database\n"
+    "  locks [--json]          the distributed locks\n"
+    "  console [FILE.lua | -e CODE] [--json] [--scripts DIR]\n"
+    "                          the Lua admin console (README, \"Console\")\n"
+    "  run                     run the jobs: a worker host with Lua job scripts\n"
+    "      --scripts DIR         job scripts (default ./scripts)\n"
+    "      --workers N           worker threads (default: one per core)\n"
+    "      --queues Q1,Q2        serve only these queues (default all)\n"
+    "      --node-id ID          this node's name (default hostname-pid)\n"
+    "      --until-idle          exit once nothing is running or due\n"
+    "      --idle-wait SECONDS   with --until-idle, wait for jobs due this\n"
+    "                            soon, like retries, and for jobs a dead node\n"
+    "                            left running whose leases expire this soon\n"
+    "                            (default 5); jobs still running elsewhere\n"
+    "                            at exit are counted in the log\n"
+    "      --give-up SECONDS     with --until-idle, exit 1 once the database\n"
+    "                            has failed claims, heartbeats or writes for\n"
+    "                            this long (default 60; 0: never)\n"
+    "      --log-level L         debug, info, warn or error (default info)\n"
+    "      --log-format F        text or json (default text)\n"
+    "      --poll SECONDS        poll interval (default 1)\n"
+    "      --lease SECONDS       lease of a claimed job (default 30)\n"
+    "      --grace SECONDS       on SIGINT/SIGTERM, time running jobs get to\n"
+    "                            finish (default 30); a second signal stops\n"
+    "                            at once\n"
+    "      --prefetch N          jobs claimed ahead of free workers (default:\n"
+    "                            about 10 ms of work per worker)\n"
+    "      --allow-io            let job code read and write files (io.open,\n"
+    "                            io.lines, io.read, io.write, io.type)\n"
+    "      --allow-env           let job code read the environment (os.getenv)\n"
+    "      --load-timeout SECONDS  how long a script's top level may run when\n"
+    "                            it is loaded (default 10)\n"
+    "      --unsafe-lua          give job code the full standard library\n"
+    "  cron next EXPR          print the next fire times of a cron expression\n"
+    "                          (README, \"Cron expressions\"); opens no "
+    "database\n"
+    "      --tz ZONE             IANA time zone, like Europe/Berlin (default "
+    "UTC)\n"
+    "      --from TIME           start after TIME, ISO 8601 with a zone "
+    "(default now)\n"
+    "      --count N             how many, 1-1000 (default 5)\n"
+    "  bench [--help]          measure enqueue, throughput and pickup latency\n"
+    "  version                 print pawl's version\n"
+    "  help                    print this text\n"
+    "\n"
+    "Global options (anywhere on the line):\n"
+    "  --db URL                the database: sqlite:PATH, postgres://... (a\n"
+    "                          libpq URI) or postgres:CONNINFO (any libpq\n"
+    "                          connection string); default $PAWL_DB, else\n"
+    "                          sqlite:./pawl.db\n"
+    "  --create                create the database if there is none (only\n"
+    "                          migrate does without it)\n"
+    "  --db-mode MODE          permission bits of a new SQLite database file\n"
+    "                          and its -wal/-shm files (default 0600)\n"
+    "  --sync-full             SQLite synchronous=FULL: commits survive power\n"
+    "                          loss, at some cost in speed\n"
+    "\n"
+    "Options also take the form --name=value; \"--\" ends the options.\n"
+    "Exit status: 0 success, 1 the operation failed, 2 bad usage or input.\n";
+
+/* Everything the command line asked for. Pointers borrow argv. */
+typedef struct cli_args {
+  cli_cmd_t cmd;
+  int no_args;             /* nothing at all on the command line */
+  const char *db;          /* NULL: let pawl_open apply $PAWL_DB or default */
+  int sync_full;
+  int create;              /* --create: any command may create the database */
+  unsigned db_mode;        /* --db-mode: bits of a new SQLite file; 0: 0600 */
+  int json;
+  const char *pos[2];      /* positional arguments after the command */
+  size_t npos;
+  pawl_enqueue_opts_t enq;
+  const char **tags;       /* owned by main: room for every argument */
+  size_t ntags;
+  int has_delay, has_run_at, has_priority;
+  pawl_filter_t filter;
+  const char *reason;
+  pawl_id_t id;            /* show and the actions */
+  pawl_host_opts_t host;   /* run */
+  const char *node_id;
+  int64_t lease_ms;
+  char *queues_copy;       /* owned: --queues split in place */
+  const char **queues;     /* owned: points into queues_copy */
+  char *payload_read;      /* owned: payload read from stdin or a file */
+  char *params_read;       /* owned: --params read from stdin or a file */
+  const char *cron_tz, *cron_from, *cron_count; /* cron next, checked there */
+  int yes;                 /* bulk actions: no confirmation */
+  int has_filter;          /* bulk actions: a filter option was given */
+  const char *code;        /* console -e */
+} cli_args_t;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+int cli_fail(char *err, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, CLI_ERRLEN, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+/* A failed library call: its detail, and the exit status its code means. */
+static int cli_lib_fail(pawl_t *p, int rc, char *err) {
+  return cli_fail(err, rc == PAWL_EINVAL ? CLI_USAGE : CLI_FAIL, "%s",
+                  pawl_errmsg(p));
+}
+
+/* ---- number and value parsing ------------------------------------------- */
+
+/* Parses a whole decimal integer within [min, max]. strtoll alone accepts
+ * leading blanks, trailing junk and silently clamps on overflow: all three
+ * are refused here. */
+static int cli_parse_int(const char *opt, const char *s, long long min,
+                         long long max, long long *out, char *err) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  int starts_ok = *s && !(*s == ' ' || (*s >= '\t' && *s <= '\r'));
+  if (!starts_ok || end == s || *end != '\0')
+    return cli_fail(err, CLI_USAGE, "%s expects an integer, got \"%s\"", opt,
+                    s);
+  if (errno == ERANGE || v < min || v > max)
+    return cli_fail(err, CLI_USAGE, "%s must be between %lld and %lld, got \"%s\"",
+                    opt, min, max, s);
+  *out = v;
+  return 0;
+}
+
+/* Parses decimal seconds ("30", "0.5", ".25") into milliseconds, by hand:
+ * strtod would also take "1e3", "inf", hex and the locale's decimal point.
+ * Digits past milliseconds are dropped. At most `max_ms`. */
+static int cli_parse_seconds(const char *opt, const char *s, int64_t max_ms,
+                             int64_t *ms, char *err) {
+  const char *p = s;
+  int64_t whole = 0, frac = 0;
+  int nint = 0, nfrac = 0, over = 0;
+  for (; *p >= '0' && *p <= '9'; p++, nint++) {
+    whole = whole * 10 + (*p - '0');
+    if (whole > max_ms / 1000 + 1) {
+      over = 1; /* keep reading: junk after the digits is reported first */
+      whole = max_ms / 1000 + 1;
+    }
+  }
+  if (*p == '.') {
+    int64_t scale = 100;
+    for (p++; *p >= '0' && *p <= '9'; p++, nfrac++) {
+      frac += (*p - '0') * scale;
+      scale /= 10;
+    }
+  }
+  if (*p != '\0' || nint + nfrac == 0)
+    return cli_fail(err, CLI_USAGE,
+                    "%s expects a number of seconds like 30 or 0.5, got \"%s\"",
+                    opt, s);
+  if (over || whole * 1000 + frac > max_ms)
+    return cli_fail(err, CLI_USAGE,
+                    "%s must be between 0 and %lld%s seconds, got \"%s\"", opt,
+                    (long long)(max_ms / 1000), max_ms % 1000 ? ".999" : "", s);
+  *ms = whole * 1000 + frac;
+  return 0;
+}
+
+/* --db-mode: octal permission bits, like chmod's ("0640", "640"). */
+static int cli_parse_mode(const char *s, unsigned *out, char *err) {
+  unsigned v = 0;
+  const char *p = s;
+  for (; *p >= '0' && *p <= '7' && p - s < 5; p++) v = v * 8 + (unsigned)(*p - '0');
+  if (p == s || *p != '\0' || v > 0777 || (v & 0600) != 0600)
+    return cli_fail(err, CLI_USAGE,
+                    "--db-mode expects octal permission bits within 0777 that "
+                    "give the owner read and write, like 0600 or 0640, got "
+                    "\"%s\"",
+                    s);
+  *out = v;
+  return 0;
+}
+
+/* Largest payload or --params read from stdin or a file. A command-line
+ * argument stops at 128 KiB (the kernel's MAX_ARG_STRLEN), hence `-` and
+ * `@FILE`; past a few MiB a payload belongs elsewhere (a file or an object
+ * store) with a reference in the job. */
+#define CLI_MAX_INPUT (16u << 20)
+
+/* The JSON of a payload or --params as given: "-" reads stdin, "@PATH"
+ * reads the file PATH (up to CLI_MAX_INPUT bytes), anything else is the
+ * JSON itself. *owned receives what was read (the caller frees it). */
+static int cli_json_input(const char *what, const char *v, const char **out,
+                          char **owned, char *err) {
+  *out = v;
+  if (strcmp(v, "-") != 0 && v[0] != '@') return 0;
+  const char *src = strcmp(v, "-") == 0 ? "standard input" : v + 1;
+  FILE *f = stdin;
+  if (strcmp(v, "-") != 0 && (!*src || !(f = fopen(src, "rb")))) {
+    return cli_fail(err, CLI_USAGE, "cannot read %s from \"%s\": %s", what,
+                    src, *src ? strerror(errno) : "no file named after @");
+  }
+  pawl_buf_t b;
+  pawl__buf_init(&b);
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len <= CLI_MAX_INPUT)
+    pawl__buf_append(&b, chunk, n);
+  int bad = ferror(f);
+  if (f != stdin) fclose(f);
+  int rc = 0;
+  if (bad)
+    rc = cli_fail(err, CLI_USAGE, "cannot read %s from %s: %s", what, src,
+                  strerror(errno));
+  else if (b.oom)
+    rc = cli_fail(err, CLI_FAIL, "out of memory reading %s", what);
+  else if (b.len > CLI_MAX_INPUT)
+    rc = cli_fail(err, CLI_USAGE,
+                  "%s from %s is larger than %u bytes (16 MiB): put the "
+                  "data elsewhere and a reference to it in the job",
+                  what, src, CLI_MAX_INPUT);
+  else if (memchr(pawl__buf_cstr(&b), '\0', b.len))
+    rc = cli_fail(err, CLI_USAGE, "%s from %s contains a NUL byte", what, src);
+  if (rc) {
+    pawl__buf_free(&b);
+    return rc;
+  }
+  *owned = pawl__buf_detach(&b);
+  if (!*owned) *owned = strdup(""); /* nothing read: empty, refused below */
+  if (!*owned) return cli_fail(err, CLI_FAIL, "out of memory");
+  *out = *owned;
+  return 0;
+}
+
+static int cli_check_json(const char *what, const char *s, char *err) {
+  char detail[256];
+  if (pawl__json_validate(s, strlen(s), detail, sizeof detail) != 0)
+    return cli_fail(err, CLI_USAGE, "%s is not valid JSON: %s", what, detail);
+  return 0;
+}
+
+static int cli_parse_state(const char *s, int *out, char *err) {
+  int st = pawl_state_parse(s);
+  if (st >= 0) {
+    *out = st;
+    return 0;
+  }
+  char names[128] = "";
+  size_t len = 0;
+  for (int i = 0; i < PAWL_STATE_COUNT && len < sizeof names; i++)
+    len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+                            i ? ", " : "", pawl_state_name(i));
+  return cli_fail(err, CLI_USAGE, "unknown state \"%s\" (expected one of %s)",
+                  s, names);
+}
+
+/* ---- command line ------------------------------------------------------- */
+
+/* --queues q1,q2: splits a copy in place. */
+static int cli_split_queues(cli_args_t *a, const char *v, char *err) {
+  free(a->queues_copy);
+  free(a->queues);
+  a->queues_copy = strdup(v);
+  size_t n = 1;
+  for (const char *c = v; *c; c++) n += *c == ',';
+  a->queues = calloc(n, sizeof *a->queues);
+  if (!a->queues_copy || !a->queues) return cli_fail(err, CLI_FAIL, "out of memory");
+  size_t k = 0;
+  char *save = NULL;
+  for (char *q = strtok_r(a->queues_copy, ",", &save); q;
+       q = strtok_r(NULL, ",", &save))
+    a->queues[k++] = q;
+  if (k == 0) return cli_fail(err, CLI_USAGE, "--queues needs queue names");
+  a->host.queues = a->queues;
+  a->host.nqueues = k;
+  return 0;
+}
+
+/* Stores one option's value in the arguments, checking it. */
+static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
+                     char *err) {
+  long long n = 0;
+  int rc = 0;
+  switch (o->id) {
+  case CLI_O_JSON: a->json = 1; break;
+  case CLI_O_QUEUE:
+    if (a->cmd == CLI_ENQUEUE) a->enq.queue = v;
+    else a->filter.queue = v, a->has_filter = 1;
+    break;
+  case CLI_O_PRIORITY:
+    if (!(rc = cli_parse_int(o->name, v, PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX,
+                             &n, err))) {
+      a->enq.priority = (int32_t)n;
+      a->has_priority = 1;
+    }
+    break;
+  case CLI_O_DELAY:
+    if (a->has_run_at)
+      return cli_fail(err, CLI_USAGE, "--delay and --run-at cannot be combined");
+    a->has_delay = 1;
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->enq.delay_ms,
+                           err);
+    break;
+  case CLI_O_RUN_AT:
+    if (a->has_delay)
+      return cli_fail(err, CLI_USAGE, "--delay and --run-at cannot be combined");
+    a->has_run_at = 1;
+    if (pawl__iso8601_parse(v, &a->enq.run_at) != 0)
+      return cli_fail(err, CLI_USAGE,
+                      "--run-at expects an ISO 8601 time with a zone, like "
+                      "2026-11-21T21:05:03Z, got \"%s\"",
+                      v);
+    /* run_at 0 means "now" in the API, and negative times are refused. */
+    if (a->enq.run_at <= 0 || a->enq.run_at > PAWL_TIME_MAX_MS)
+      return cli_fail(err, CLI_USAGE,
+                      "--run-at must be after 1970-01-01T00:00:00Z and before "
+                      "10000-01-01T00:00:00Z, got \"%s\"",
+                      v);
+    break;
+  case CLI_O_MAX_ATTEMPTS:
+    if (!(rc = cli_parse_int(o->name, v, 1, PAWL_ATTEMPTS_MAX, &n, err)))
+      a->enq.max_attempts = (int32_t)n;
+    break;
+  case CLI_O_TIMEOUT:
+    if (!(rc = cli_parse_int(o->name, v, 0, PAWL_TIMEOUT_MAX_S, &n, err)))
+      a->enq.timeout_s = (int32_t)n;
+    break;
+  case CLI_O_KEY: a->enq.idempotency_key = v; break;
+  case CLI_O_BUSINESS_KEY: a->enq.business_key = v; break;
+  case CLI_O_EXISTING: a->enq.return_existing = 1; break;
+  case CLI_O_TAG:
+    if (a->cmd != CLI_ENQUEUE) {
+      a->filter.tag = v; /* jobs and the bulk actions: a filter */
+      a->has_filter = 1;
+      break;
+    }
+    a->tags[a->ntags++] = v;
+    break;
+  case CLI_O_PARAMS:
+    a->enq.params = v; /* read and checked with the positionals */
+    break;
+  case CLI_O_CORRELATION_ID: a->enq.correlation_id = v; break;
+  case CLI_O_BLOCKED: a->enq.blocked = 1; break;
+  case CLI_O_STATE:
+    rc = cli_parse_state(v, &a->filter.state, err);
+    a->has_filter = 1;
+    break;
+  case CLI_O_TYPE: a->filter.type = v, a->has_filter = 1; break;
+  case CLI_O_OLDER_THAN: {
+    char msg[256];
+    if (pawl_duration_parse(v, &a->filter.older_than_ms, msg, sizeof msg))
+      return cli_fail(err, CLI_USAGE, "--older-than: %s", msg);
+    a->has_filter = 1;
+    break;
+  }
+  case CLI_O_YES: a->yes = 1; break;
+  case CLI_O_CODE: a->code = v; break;
+  case CLI_O_LIMIT:
+    if (!(rc = cli_parse_int(o->name, v, 1, INT_MAX, &n, err)))
+      a->filter.limit = (int)n;
+    break;
+  case CLI_O_REASON: a->reason = v; break;
+  case CLI_O_SCRIPTS: a->host.scripts_dir = v; break;
+  case CLI_O_WORKERS:
+    if (!(rc = cli_parse_int(o->name, v, 1, 1024, &n, err)))
+      a->host.workers = (int)n;
+    break;
+  case CLI_O_QUEUES: rc = cli_split_queues(a, v, err); break;
+  case CLI_O_NODE_ID: a->node_id = v; break;
+  case CLI_O_UNTIL_IDLE: a->host.until_idle = 1; break;
+  case CLI_O_LOG_LEVEL: {
+    static const char *const levels[] = {"debug", "info", "warn", "error"};
+    int found = -1;
+    for (int i = 0; i < 4; i++)
+      if (strcmp(v, levels[i]) == 0) found = i;
+    if (found < 0)
+      return cli_fail(err, CLI_USAGE,
+                      "--log-level expects debug, info, warn or error, got "
+                      "\"%s\"",
+                      v);
+    a->host.log_level = found;
+    break;
+  }
+  case CLI_O_LOG_FORMAT:
+    if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0)
+      return cli_fail(err, CLI_USAGE,
+                      "--log-format expects text or json, got \"%s\"", v);
+    a->host.log_json = strcmp(v, "json") == 0;
+    break;
+  case CLI_O_POLL:
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.poll_ms, err);
+    break;
+  case CLI_O_GRACE:
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.grace_ms, err);
+    break;
+  case CLI_O_LEASE:
+    rc = cli_parse_seconds(o->name, v, PAWL_LEASE_MAX_MS, &a->lease_ms, err);
+    break;
+  case CLI_O_LOAD_TIMEOUT:
+    rc = cli_parse_seconds(o->name, v, PAWL_TIMEOUT_MAX_S * INT64_C(1000),
+                           &a->host.load_timeout_ms, err);
+    break;
+  case CLI_O_IDLE_WAIT:
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.idle_wait_ms,
+                           err);
+    if (!rc && a->host.idle_wait_ms == 0) a->host.idle_wait_ms = -1;
+    break;
+  case CLI_O_PREFETCH:
+    if (!(rc = cli_parse_int(o->name, v, 0, 100000, &n, err)))
+      a->host.prefetch = (int)n;
+    break;
+  case CLI_O_GIVE_UP:
+    rc = cli_parse_seconds(o->name, v, PAWL_GIVE_UP_MAX_MS,
+                           &a->host.give_up_ms, err);
+    if (!rc && a->host.give_up_ms == 0) a->host.give_up_ms = -1;
+    break;
+  case CLI_O_UNSAFE_LUA: a->host.unsafe_lua = 1; break;
+  case CLI_O_ALLOW_IO: a->host.allow_io = 1; break;
+  case CLI_O_ALLOW_ENV: a->host.allow_env = 1; break;
+  case CLI_O_TZ: a->cron_tz = v; break;
+  case CLI_O_FROM: a->cron_from = v; break;
+  case CLI_O_COUNT: a->cron_count = v; break;
+  }
+  return rc;
+}
+
+/* Checks the positional arguments once the whole line has been read. */
+static int cli_check_positionals(cli_args_t *a, char *err) {
+  const char *cmd = cli_cmd_names[a->cmd];
+  size_t min = 0, max = 0;
+  switch (a->cmd) {
+  case CLI_ENQUEUE: min = 1, max = 2; break;
+  case CLI_SHOW: min = max = 1; break;
+  case CLI_CANCEL:
+  case CLI_PAUSE:
+  case CLI_RESUME:
+  case CLI_RETRY: max = 1; min = a->has_filter ? 0 : 1; break; /* bulk */
+  case CLI_CONSOLE: max = a->code ? 0 : 1; break; /* FILE.lua */
+  case CLI_HELP: max = 1; break; /* "pawl help enqueue": same text */
+  case CLI_CRON: min = max = 2; break;
+  default: break;
+  }
+  if (a->cmd == CLI_CRON && a->npos >= 1 && strcmp(a->pos[0], "next") != 0)
+    return cli_fail(err, CLI_USAGE,
+                    "unknown cron command \"%s\" (expected cron next EXPR)",
+                    a->pos[0]);
+  if (a->cmd == CLI_CRON && a->npos < min)
+    return cli_fail(err, CLI_USAGE,
+                    "cron needs a command and an expression: pawl cron next "
+                    "'*/15 * * * *'");
+  if (a->npos < min && (CLI_ACTIONS & CLI_BIT(a->cmd)))
+    return cli_fail(err, CLI_USAGE,
+                    "%s needs a job ID, or a filter for every matching job "
+                    "(--state, --queue, --type, --tag, --older-than; see "
+                    "pawl help)",
+                    cmd);
+  if (a->npos < min)
+    return cli_fail(err, CLI_USAGE, "%s needs a %s (see pawl help)", cmd,
+                    a->cmd == CLI_ENQUEUE ? "job TYPE" : "job ID");
+  if (a->npos == 1 && a->has_filter && (CLI_ACTIONS & CLI_BIT(a->cmd)))
+    return cli_fail(err, CLI_USAGE,
+                    "%s takes a job ID or a filter, not both", cmd);
+  if (a->cmd == CLI_CONSOLE && a->npos == 1 && a->code)
+    return cli_fail(err, CLI_USAGE, "console runs -e CODE or a FILE, not both");
+  if (a->npos > max)
+    return cli_fail(err, CLI_USAGE, "unexpected argument \"%s\" for %s",
+                    a->pos[max], cmd);
+  if (a->cmd == CLI_ENQUEUE) {
+    int rc;
+    if (a->npos == 2 && strcmp(a->pos[1], "-") == 0 && a->enq.params &&
+        strcmp(a->enq.params, "-") == 0)
+      return cli_fail(err, CLI_USAGE,
+                      "only one of the payload and --params can be read "
+                      "from standard input");
+    if (a->npos == 2 &&
+        ((rc = cli_json_input("payload", a->pos[1], &a->pos[1],
+                              &a->payload_read, err)) ||
+         (rc = cli_check_json("payload", a->pos[1], err))))
+      return rc;
+    if (a->enq.params &&
+        ((rc = cli_json_input("--params", a->enq.params,
+                              &a->enq.params, &a->params_read, err)) ||
+         (rc = cli_check_json("--params", a->enq.params, err))))
+      return rc;
+    return 0;
+  }
+  if (a->cmd == CLI_CRON || a->cmd == CLI_CONSOLE) return 0;
+  if (a->npos == 1 && a->cmd != CLI_ENQUEUE && a->cmd != CLI_HELP &&
+      pawl_id_parse(&a->id, a->pos[0]) != 0)
+    return cli_fail(err, CLI_USAGE, "\"%s\" is not a job id", a->pos[0]);
+  return 0;
+}
+
+/* Splits "--name=value"; returns the length of the name part. */
+static size_t cli_opt_name_len(const char *arg, const char **inline_value) {
+  const char *eq = strchr(arg, '=');
+  *inline_value = eq ? eq + 1 : NULL;
+  return eq ? (size_t)(eq - arg) : strlen(arg);
+}
+
+static int cli_name_is(const char *arg, size_t len, const char *name) {
+  return strlen(name) == len && strncmp(arg, name, len) == 0;
+}
+
+/* Reads the whole command line into `a`. Global options may appear
+ * anywhere; command options only after the command, which decides what
+ * they mean. */
+static int cli_parse(int argc, char **argv, cli_args_t *a, char *err) {
+  int options_done = 0, rc;
+  a->cmd = CLI_NONE;
+  a->no_args = argc <= 1;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    int is_opt = !options_done && arg[0] == '-' && arg[1] != '\0';
+    if (!is_opt) {
+      if (a->cmd == CLI_NONE) {
+        for (int c = 0; c < CLI_CMD_COUNT; c++)
+          if (strcmp(arg, cli_cmd_names[c]) == 0) a->cmd = (cli_cmd_t)c;
+        if (a->cmd == CLI_NONE)
+          return cli_fail(err, CLI_USAGE,
+                          "unknown command \"%s\" (see pawl help)", arg);
+      } else if (a->npos < 2) {
+        a->pos[a->npos++] = arg;
+      } else {
+        return cli_fail(err, CLI_USAGE, "unexpected argument \"%s\" for %s",
+                        arg, cli_cmd_names[a->cmd]);
+      }
+      continue;
+    }
+    if (strcmp(arg, "--") == 0) {
+      options_done = 1;
+      continue;
+    }
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      a->cmd = CLI_HELP; /* help wins over whatever else was asked */
+      a->npos = 0;
+      return 0;
+    }
+    const char *value;
+    size_t len = cli_opt_name_len(arg, &value);
+    if (cli_name_is(arg, len, "--version") && a->cmd == CLI_NONE && !value) {
+      a->cmd = CLI_VERSION;
+      continue;
+    }
+    if (cli_name_is(arg, len, "--sync-full")) {
+      if (value)
+        return cli_fail(err, CLI_USAGE, "--sync-full takes no value");
+      a->sync_full = 1;
+      continue;
+    }
+    if (cli_name_is(arg, len, "--create")) {
+      if (value) return cli_fail(err, CLI_USAGE, "--create takes no value");
+      a->create = 1;
+      continue;
+    }
+    if (cli_name_is(arg, len, "--db-mode")) {
+      if (!value) {
+        if (i + 1 >= argc)
+          return cli_fail(err, CLI_USAGE, "--db-mode needs a value");
+        value = argv[++i];
+      }
+      if ((rc = cli_parse_mode(value, &a->db_mode, err))) return rc;
+      continue;
+    }
+    const struct cli_opt *o = NULL;
+    int is_db = cli_name_is(arg, len, "--db");
+    for (size_t k = 0; k < CLI_NOPTS && !is_db && !o; k++)
+      if (cli_name_is(arg, len, cli_opts[k].name)) o = &cli_opts[k];
+    if ((is_db || (o && o->has_value)) && !value) {
+      if (i + 1 >= argc)
+        return cli_fail(err, CLI_USAGE, "%s needs a value", arg);
+      value = argv[++i]; /* even if it starts with '-': --priority -5 */
+    } else if (o && !o->has_value && value) {
+      return cli_fail(err, CLI_USAGE, "%.*s takes no value", (int)len, arg);
+    }
+    if (is_db) {
+      /* pawl_open would quietly take an empty URL as "use the default". */
+      if (!*value) return cli_fail(err, CLI_USAGE, "--db needs a value");
+      a->db = value;
+      continue;
+    }
+    if (a->cmd == CLI_NONE)
+      return cli_fail(err, CLI_USAGE,
+                      o ? "option %.*s goes after the command (see pawl help)"
+                        : "unknown option %.*s (see pawl help)",
+                      (int)len, arg);
+    if (!o || !(o->cmds & CLI_BIT(a->cmd)))
+      return cli_fail(err, CLI_USAGE, "unknown option %.*s for %s", (int)len,
+                      arg, cli_cmd_names[a->cmd]);
+    if ((rc = cli_apply(a, o, value, err))) return rc;
+  }
+  if (a->cmd == CLI_NONE) {
+    a->cmd = CLI_HELP;
+    if (!a->no_args)
+      return cli_fail(err, CLI_USAGE, "no command given (see pawl help)");
+    return 0;
+  }
+  if (a->enq.return_existing && !a->enq.business_key)
+    return cli_fail(err, CLI_USAGE, "--existing needs --business-key");
+  a->enq.tags = a->tags;
+  a->enq.ntags = a->ntags;
+  return cli_check_positionals(a, err);
+}
+
+/* ---- commands ----------------------------------------------------------- */
+
+/* The database URL pawl_open used: --db, else $PAWL_DB, else the default. */
+static const char *cli_db_url(const cli_args_t *a) {
+  const char *url = a->db;
+  if (!url) url = getenv("PAWL_DB");
+  if (!url || !*url) url = "sqlite:./pawl.db";
+  return url;
+}
+
+static int cli_migrate(pawl_t *p, const cli_args_t *a, char *err) {
+  int current = 0, latest = 0;
+  int rc = pawl_schema_version(p, &current, &latest);
+  if (rc) return cli_lib_fail(p, rc, err);
+  const char *url = cli_db_url(a);
+  char shown[1024];
+  pawl__redact_url(url, shown, sizeof shown);
+  printf("schema at version %d (%s)\n", current, shown);
+  return 0;
+}
+
+/* The job's script, if this machine has it, says where and how the job
+ * runs; what the command line says wins. A broken script is reported and
+ * the job enqueued anyway: the workers may have a good version. */
+static void cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
+                                pawl_script_info_t *info) {
+  char err[CLI_ERRLEN];
+  const char *dir = a->host.scripts_dir ? a->host.scripts_dir : "./scripts";
+  int rc = pawl_script_info(dir, a->pos[0], info, err, sizeof err);
+  if (rc == PAWL_ENOTFOUND) return;
+  if (rc) {
+    fprintf(stderr, "pawl: warning: %s; enqueuing with the given options\n", err);
+    return;
+  }
+  if (!o->queue && info->queue[0]) o->queue = info->queue;
+  if (!a->has_priority && info->has_priority) o->priority = info->priority;
+  /* max_attempts and the timeout are not copied: the worker applies the
+   * script's own to jobs that set none, when they run. */
+}
+
+static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
+  pawl_id_t id;
+  int status = PAWL_ENQ_NEW;
+  pawl_enqueue_opts_t o = a->enq;
+  pawl_script_info_t info;
+  cli_script_defaults(a, &o, &info);
+  int rc = pawl_enqueue(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL, &o,
+                        &id, &status);
+  if (rc) return cli_lib_fail(p, rc, err);
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(&id, text);
+  printf("%s\n", text);
+  /* The id goes to stdout either way, so scripts get the job they meant;
+   * the note on stderr says it was not a new one. */
+  pawl_buf_t note;
+  pawl__buf_init(&note);
+  if (status == PAWL_ENQ_DUPLICATE && a->enq.idempotency_key) {
+    pawl__buf_puts(&note, "duplicate: job already enqueued with key ");
+    cli_text(&note, a->enq.idempotency_key);
+  } else if (status == PAWL_ENQ_EXISTING && a->enq.business_key) {
+    pawl__buf_puts(&note, "existing: business key ");
+    cli_text(&note, a->enq.business_key);
+    pawl__buf_printf(&note, " is held by live job %s; not enqueued", text);
+  }
+  if (note.len && !note.oom) fprintf(stderr, "%s\n", pawl__buf_cstr(&note));
+  pawl__buf_free(&note);
+  return 0;
+}
+
+static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
+  pawl_job_t *job = NULL;
+  pawl_history_t *h = NULL;
+  pawl_log_record_t *logs = NULL;
+  size_t nlogs = 0;
+  int rc = pawl_get(p, &a->id, &job);
+  if (!rc) rc = pawl_history(p, &a->id, &h);
+  if (!rc) rc = pawl_logs(p, &a->id, &logs, &nlogs);
+  if (rc) {
+    pawl_history_free(h);
+    pawl_job_free(job);
+    return cli_lib_fail(p, rc, err);
+  }
+  if (a->json) {
+    pawl_buf_t b;
+    pawl__buf_init(&b);
+    cli_json_job_fields(&b, job);
+    cli_json_history(&b, h);
+    cli_json_logs(&b, logs, nlogs);
+    pawl__buf_putc(&b, '}');
+    rc = cli_emit(&b, err);
+    pawl__buf_free(&b);
+  } else {
+    cli_table_t fields = {.ncols = 2}, attempts = {.ncols = 9},
+                events = {.ncols = 4}, lines = {.ncols = 5};
+    cli_job_fields(&fields, job);
+    cli_attempt_rows(&attempts, h);
+    cli_event_rows(&events, h);
+    cli_log_rows(&lines, logs, nlogs);
+    if (fields.oom || attempts.oom || events.oom || lines.oom) {
+      rc = cli_fail(err, CLI_FAIL, "out of memory");
+    } else {
+      cli_table_print(&fields, "");
+      if (h->nattempts) {
+        printf("attempts:\n");
+        cli_table_print(&attempts, "  ");
+      } else {
+        printf("attempts: none\n");
+      }
+      printf("events:\n");
+      cli_table_print(&events, "  ");
+      if (nlogs) {
+        printf("logs:\n");
+        cli_table_print(&lines, "  ");
+      } else {
+        printf("logs: none\n");
+      }
+    }
+    cli_table_free(&fields);
+    cli_table_free(&attempts);
+    cli_table_free(&events);
+    cli_table_free(&lines);
+  }
+  pawl_logs_free(logs, nlogs);
+  pawl_history_free(h);
+  pawl_job_free(job);
+  return rc;
+}
+
+/* State of a `pawl jobs` listing, for the pawl_list callback. */
+typedef struct cli_list {
+  int json;
+  cli_table_t table;
+  pawl_buf_t line;
+  int oom;
+} cli_list_t;
+
+static int cli_list_cb(const pawl_job_t *j, void *data) {
+  cli_list_t *l = data;
+  if (l->json) {
+    pawl__buf_reset(&l->line);
+    cli_json_job_fields(&l->line, j);
+    pawl__buf_puts(&l->line, "}\n");
+    if (l->line.oom) {
+      l->oom = 1;
+      return 1;
+    }
+    fputs(pawl__buf_cstr(&l->line), stdout);
+    return 0;
+  }
+  char id[PAWL_ID_STRLEN], prio[16], att[32], run_at[ISO8601_STRLEN];
+  pawl_id_format(&j->id, id);
+  snprintf(prio, sizeof prio, "%d", (int)j->priority);
+  /* "2/script": max_attempts comes from the job's script when it runs. */
+  if (j->max_attempts)
+    snprintf(att, sizeof att, "%d/%d", (int)j->attempt, (int)j->max_attempts);
+  else
+    snprintf(att, sizeof att, "%d/script", (int)j->attempt);
+  cli_time(j->run_at, run_at);
+  const char *row[7] = {id,   j->type, j->queue, pawl_state_name(j->state),
+                        prio, att,     run_at};
+  cli_table_row(&l->table, row);
+  l->oom = l->table.oom;
+  return l->oom;
+}
+
+static int cli_jobs(pawl_t *p, const cli_args_t *a, char *err) {
+  static const char *const head[7] = {"ID",       "TYPE",    "QUEUE", "STATE",
+                                      "PRIORITY", "ATTEMPT", "RUN_AT"};
+  cli_list_t l = {.json = a->json, .table = {.ncols = 7}};
+  pawl__buf_init(&l.line);
+  if (!l.json) cli_table_row(&l.table, head);
+  int rc = pawl_list(p, &a->filter, cli_list_cb, &l);
+  if (rc) rc = cli_lib_fail(p, rc, err);
+  else if (l.oom || l.table.oom) rc = cli_fail(err, CLI_FAIL, "out of memory");
+  else if (!l.json) cli_table_print(&l.table, "");
+  cli_table_free(&l.table);
+  pawl__buf_free(&l.line);
+  return rc;
+}
+
+static int cli_action(pawl_t *p, const cli_args_t *a, char *err) {
+  int (*fn)(pawl_t *, const pawl_id_t *, const char *, pawl_job_t **) =
+      a->cmd == CLI_CANCEL   ? pawl_cancel
+      : a->cmd == CLI_PAUSE  ? pawl_pause
+      : a->cmd == CLI_RESUME ? pawl_resume
+                             : pawl_retry;
+  pawl_job_t *job = NULL;
+  int rc = fn(p, &a->id, a->reason, &job);
+  if (rc) return cli_lib_fail(p, rc, err);
+  if (a->json) {
+    rc = cli_print_job_json(job, err);
+  } else {
+    char id[PAWL_ID_STRLEN];
+    pawl_id_format(&job->id, id);
+    printf("%s: %s\n", id, pawl_state_name(job->state));
+  }
+  pawl_job_free(job);
+  return rc;
+}
+
+/* An SQLite database file as `pawl run` found it at start, to notice it
+ * being deleted or replaced (a new file under the same name) while the
+ * host serves the old one: its connections would keep using the orphaned
+ * file, and everything enqueued into the new one would wait for nobody. */
+typedef struct cli_dbfile {
+  const char *path; /* NULL: not an SQLite file */
+  dev_t dev;
+  ino_t ino;
+} cli_dbfile_t;
+
+static void cli_dbfile_init(cli_dbfile_t *f, const cli_args_t *a) {
+  struct stat sb;
+  const char *url = cli_db_url(a);
+  memset(f, 0, sizeof *f);
+  if (strncmp(url, "sqlite:", 7) == 0 && stat(url + 7, &sb) == 0) {
+    f->path = url + 7;
+    f->dev = sb.st_dev;
+    f->ino = sb.st_ino;
+  }
+}
+
+/* 1 if the file is gone or another file has taken its name. */
+static int cli_dbfile_changed(const cli_dbfile_t *f) {
+  struct stat sb;
+  if (!f->path) return 0;
+  if (stat(f->path, &sb) != 0) return errno == ENOENT || errno == ENOTDIR;
+  return sb.st_dev != f->dev || sb.st_ino != f->ino;
+}
+
+/* pawl run: starts the host, then waits for signals in this thread (they
+ * are blocked everywhere else) until the host stops. The first SIGINT or
+ * SIGTERM stops gracefully, a second one at once. Every second it checks
+ * that the SQLite database file is still the one it opened; if not, it
+ * stops gracefully and exits with a failure. */
+static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  cli_dbfile_t file;
+  cli_dbfile_init(&file, a);
+  int rc = pawl_start(p, &a->host);
+  if (rc) {
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return cli_lib_fail(p, rc, err);
+  }
+  int signals = 0, lost = 0;
+  for (unsigned tick = 1; pawl_wait(p, 0) == PAWL_EBUSY; tick++) {
+    struct timespec ts = {0, 100 * 1000000};
+    int sig = sigtimedwait(&set, NULL, &ts);
+    if (sig == SIGINT || sig == SIGTERM) {
+      signals++;
+      pawl_stop(p, signals == 1 ? PAWL_STOP_GRACEFUL : PAWL_STOP_NOW);
+    }
+    if (!lost && tick % 10 == 0 && cli_dbfile_changed(&file)) {
+      lost = 1;
+      /* Said now, not at exit: running jobs may take the grace period. */
+      fprintf(stderr,
+              "pawl: the database file %s was deleted or replaced while "
+              "pawl run was serving it; stopping\n",
+              file.path);
+      pawl_stop(p, PAWL_STOP_GRACEFUL);
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (lost)
+    return cli_fail(err, CLI_FAIL,
+                    "stopped: the database file %s was deleted or replaced",
+                    file.path);
+  /* It gave up, or left outcomes unstored: say so, and exit 1. */
+  if ((rc = pawl_host_status(p)) != 0)
+    return cli_fail(err, CLI_FAIL, "%s", pawl_errmsg(p));
+  return CLI_OK;
+}
+
+static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
+  switch (a->cmd) {
+  case CLI_RUN: return cli_host(p, a, err);
+  case CLI_MIGRATE: return cli_migrate(p, a, err);
+  case CLI_ENQUEUE: return cli_enqueue(p, a, err);
+  case CLI_SHOW: return cli_show(p, a, err);
+  case CLI_JOBS: return cli_jobs(p, a, err);
+  case CLI_CANCEL:
+  case CLI_PAUSE:
+  case CLI_RESUME:
+  case CLI_RETRY:
+    if (a->npos == 0) /* a filter: every matching job */
+      return cli_admin_bulk(p,
+                            a->cmd == CLI_CANCEL   ? PAWL_ACTION_CANCEL
+                            : a->cmd == CLI_PAUSE  ? PAWL_ACTION_PAUSE
+                            : a->cmd == CLI_RESUME ? PAWL_ACTION_RESUME
+                                                   : PAWL_ACTION_RETRY,
+                            &a->filter, a->reason, a->yes, a->json, err,
+                            CLI_ERRLEN);
+    return cli_action(p, a, err);
+  case CLI_STATS: return cli_admin_stats(p, a->json, err, CLI_ERRLEN);
+  case CLI_NODES: return cli_admin_nodes(p, a->json, err, CLI_ERRLEN);
+  case CLI_LOCKS: return cli_admin_locks(p, a->json, err, CLI_ERRLEN);
+  default: return cli_fail(err, CLI_USAGE, "internal: no command to run");
+  }
+}
+
+/* Prints "pawl: MESSAGE" as exactly one line, whatever the message holds
+ * (library messages quote user input, which may contain newlines). */
+static void cli_print_error(const char *msg) {
+  pawl_buf_t b;
+  pawl__buf_init(&b);
+  pawl__buf_puts(&b, "pawl: ");
+  cli_text(&b, *msg ? msg : "unknown error");
+  fprintf(stderr, "%s\n", b.oom ? "pawl: out of memory" : pawl__buf_cstr(&b));
+  pawl__buf_free(&b);
+}
+
+/* pawl bench: the end-to-end benchmark (bench/cli_bench.c). */
+int cli_bench_main(int argc, char **argv);
+/* pawl cron next (host/cli/cli_cron.c): prints to stdout; 0, or 1/2 with a
+ * message in err. */
+int cli_cron_next(const char *expr, const char *tz, const char *from,
+                  const char *count, char *err, size_t errlen);
+
+int main(int argc, char **argv) {
+  char err[CLI_ERRLEN] = "";
+  if (argc >= 2 && strcmp(argv[1], "bench") == 0)
+    return cli_bench_main(argc - 1, argv + 1);
+  cli_args_t a;
+  memset(&a, 0, sizeof a);
+  pawl_enqueue_opts_init(&a.enq);
+  pawl_filter_init(&a.filter);
+  pawl_host_opts_init(&a.host);
+  /* Each --tag takes two arguments, so argc slots always suffice. */
+  a.tags = calloc((size_t)argc, sizeof *a.tags);
+  if (!a.tags) {
+    cli_print_error("out of memory");
+    return CLI_FAIL;
+  }
+
+  int rc = cli_parse(argc, argv, &a, err), quiet = 0;
+  if (!rc && a.cmd == CLI_HELP) {
+    /* No arguments at all is a usage error: show the text where errors go. */
+    fputs(cli_usage_text, a.no_args ? stderr : stdout);
+    rc = a.no_args ? CLI_USAGE : CLI_OK;
+  } else if (!rc && a.cmd == CLI_VERSION) {
+    printf("pawl %s\n", PAWL_VERSION);
+  } else if (!rc && a.cmd == CLI_CRON) {
+    rc = cli_cron_next(a.pos[1], a.cron_tz, a.cron_from, a.cron_count, err,
+                       sizeof err);
+  } else if (!rc && a.cmd == CLI_CONSOLE) {
+    /* The console opens its database itself (through the Lua module). */
+    cli_console_args_t ca = {.db = a.db, .create = a.create,
+                             .db_mode = a.db_mode, .sync_full = a.sync_full,
+                             .scripts = a.host.scripts_dir, .code = a.code,
+                             .file = a.npos ? a.pos[0] : NULL,
+                             .json = a.json};
+    rc = cli_console_main(&ca, err, sizeof err);
+    quiet = rc && !err[0]; /* the console printed its error itself */
+  } else if (!rc) {
+    pawl_options_t opts;
+    pawl_options_init(&opts);
+    opts.db = a.db;
+    opts.sync_full = a.sync_full;
+    /* Only migrate (or --create) makes a database: a mistyped --db must
+     * not become a new, empty one that `pawl run` then quietly serves. */
+    opts.create = a.cmd == CLI_MIGRATE || a.create;
+    opts.file_mode = a.db_mode;
+    opts.node_id = a.node_id;
+    opts.lease_ms = a.lease_ms;
+    pawl_t *p = NULL;
+    int orc = pawl_open(&p, &opts, err, sizeof err);
+    if (orc) {
+      if (!err[0]) snprintf(err, sizeof err, "%s", pawl_strerror(orc));
+      if (!opts.create && (strncmp(err, "no database at ", 15) == 0 ||
+                           strncmp(err, "no pawl database in ", 20) == 0)) {
+        size_t n = strlen(err);
+        snprintf(err + n, sizeof err - n, " (or pass --create)");
+      }
+      rc = orc == PAWL_EINVAL ? CLI_USAGE : CLI_FAIL;
+    } else {
+      rc = cli_run(p, &a, err);
+      pawl_close(p);
+    }
+  }
+  free(a.tags);
+  free(a.queues);
+  free(a.queues_copy);
+  free(a.payload_read);
+  free(a.params_read);
+
+  if (fflush(stdout) != 0 && !rc) {
+    snprintf(err, sizeof err, "cannot write to standard output: %s",
+             strerror(errno));
+    rc = CLI_FAIL;
+  }
+  if (rc && !quiet && !(a.cmd == CLI_HELP && a.no_args)) cli_print_error(err);
+  return rc;
+}

@@ -1,0 +1,73 @@
+/* cli.h: what the files of the `pawl` program share (host/cli/; the
+ * program is written on include/pawl.h and the helpers of host/core/).
+ *
+ * cli.c parses the command line and runs the commands; cli_output.c
+ * prints jobs, history and log lines (text tables for people, JSON for
+ * programs); cli_cron.c is `pawl cron next`; `pawl bench` lives with the
+ * benchmarks (bench/cli_bench.c). */
+#ifndef PAWL_CLI_H
+#define PAWL_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "iso8601.h"
+#include "pawl.h"
+
+/* Exit statuses. */
+#define CLI_OK 0
+#define CLI_FAIL 1  /* the operation failed */
+#define CLI_USAGE 2 /* bad usage or bad input */
+
+/* Size of the error buffer every command fills (main prints it). */
+#define CLI_ERRLEN 1024
+
+/* Writes the message for main to print into err (CLI_ERRLEN bytes) and
+ * returns `code`. */
+int cli_fail(char *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- cli_output.c ---------------------------------------------------------- */
+
+/* Rows of text cells printed with aligned columns. Cells are copied (made
+ * safe for a terminal by cli_text), so callers can pass borrowed strings. */
+typedef struct cli_table {
+  size_t ncols, nrows, cap;
+  char **cells; /* nrows * ncols */
+  int oom;
+} cli_table_t;
+
+/* Adds a row (ncols cells, copied, made safe by cli_text); prints every row
+ * with aligned columns, each line starting with `indent`; frees the rows. */
+void cli_table_row(cli_table_t *t, const char *const *cells);
+void cli_table_print(const cli_table_t *t, const char *indent);
+void cli_table_free(cli_table_t *t);
+
+/* Appends s for a terminal: control characters, C1 controls, line
+ * separators, bidirectional overrides and bytes that are not UTF-8 are
+ * written as escapes, so one field stays one line. */
+void cli_text(pawl_buf_t *b, const char *s);
+
+/* An ISO 8601 time, or "-" for 0 (not set). */
+void cli_time(int64_t ms, char out[ISO8601_STRLEN]);
+
+/* JSON: the job as one object without its closing brace (callers add
+ * fields), a "history" member, a "logs" member. */
+void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j);
+void cli_json_history(pawl_buf_t *b, const pawl_history_t *h);
+void cli_json_logs(pawl_buf_t *b, const pawl_log_record_t *logs, size_t n);
+
+/* Writes a finished JSON document as one line to stdout; CLI_FAIL when the
+ * buffer ran out of memory. cli_print_job_json: one job, as a document. */
+int cli_emit(pawl_buf_t *b, char *err);
+int cli_print_job_json(const pawl_job_t *j, char *err);
+
+/* Text: "field: value" rows of every job field, and the rows of the
+ * attempts, transitions and log lines tables of `pawl show`. */
+void cli_job_fields(cli_table_t *t, const pawl_job_t *j);
+void cli_attempt_rows(cli_table_t *t, const pawl_history_t *h);
+void cli_event_rows(cli_table_t *t, const pawl_history_t *h);
+void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs, size_t n);
+
+#endif

@@ -1,0 +1,453 @@
+/* cli_output.c: what the `pawl` program prints: tables and fields of
+ * jobs, history and log lines for people, JSON documents for programs, and
+ * the escaping that keeps what jobs stored from driving the terminal. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <math.h> /* isfinite, a macro: no libm needed */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "iso8601.h"
+#include "json.h"
+#include "pawl.h"
+
+/* ---- text --------------------------------------------------------------- */
+
+/* Appends s for a terminal: control characters (a newline in a payload, an
+ * escape sequence in an error) are written as escapes, so one field stays
+ * one line and cannot repaint the screen; so are C1 controls (which some
+ * terminals obey), the line separators and bidirectional overrides (which
+ * reorder what is shown), and bytes that are not UTF-8. */
+void cli_text(pawl_buf_t *b, const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = strlen(s);
+  for (size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      if (c == '\n') pawl__buf_puts(b, "\\n");
+      else if (c == '\t') pawl__buf_puts(b, "\\t");
+      else if (c == '\r') pawl__buf_puts(b, "\\r");
+      else if (c < 0x20 || c == 0x7f) pawl__buf_printf(b, "\\x%02x", c);
+      else pawl__buf_putc(b, (char)c);
+      i++;
+      continue;
+    }
+    size_t k = pawl__json_utf8_len(p + i, n - i);
+    if (k == 0) {
+      pawl__buf_printf(b, "\\x%02x", c);
+      i++;
+      continue;
+    }
+    uint32_t cp = p[i] & (0xFF >> (k + 1));
+    for (size_t j = 1; j < k; j++) cp = (cp << 6) | (p[i + j] & 0x3F);
+    if (cp <= 0x9F || cp == 0x2028 || cp == 0x2029 ||
+        (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
+      pawl__buf_printf(b, "\\u%04x", (unsigned)cp);
+    else
+      pawl__buf_append(b, p + i, k);
+    i += k;
+  }
+}
+
+/* Columns a string takes on a terminal, roughly: UTF-8 code points. */
+static size_t cli_width(const char *s) {
+  size_t n = 0;
+  for (; *s; s++)
+    if (((unsigned char)*s & 0xc0) != 0x80) n++;
+  return n;
+}
+
+void cli_time(int64_t ms, char out[ISO8601_STRLEN]) {
+  if (ms == 0) snprintf(out, ISO8601_STRLEN, "-");
+  else pawl__iso8601_format(ms, out);
+}
+
+
+/* ---- tables ------------------------------------------------------------- */
+
+/* Widest table printed (the attempts table has 9 columns). */
+#define CLI_MAX_COLS 16
+
+
+void cli_table_row(cli_table_t *t, const char *const *cells) {
+  if (t->oom) return;
+  if (t->nrows == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 16;
+    char **grown = realloc(t->cells, cap * t->ncols * sizeof *grown);
+    if (!grown) {
+      t->oom = 1;
+      return;
+    }
+    t->cells = grown;
+    t->cap = cap;
+  }
+  char **row = t->cells + t->nrows * t->ncols;
+  t->nrows++;
+  for (size_t c = 0; c < t->ncols; c++) {
+    pawl_buf_t b;
+    pawl__buf_init(&b);
+    cli_text(&b, cells[c] && *cells[c] ? cells[c] : "-");
+    row[c] = pawl__buf_detach(&b);
+    if (!row[c]) t->oom = 1;
+  }
+}
+
+/* Prints every row, each line starting with `indent`. The last column is
+ * not padded, so lines carry no trailing blanks. */
+void cli_table_print(const cli_table_t *t, const char *indent) {
+  size_t width[CLI_MAX_COLS] = {0};
+  for (size_t r = 0; r < t->nrows; r++)
+    for (size_t c = 0; c < t->ncols && c < CLI_MAX_COLS; c++) {
+      size_t w = cli_width(t->cells[r * t->ncols + c]);
+      if (w > width[c]) width[c] = w;
+    }
+  for (size_t r = 0; r < t->nrows; r++) {
+    fputs(indent, stdout);
+    for (size_t c = 0; c < t->ncols; c++) {
+      const char *cell = t->cells[r * t->ncols + c];
+      fputs(cell, stdout);
+      if (c + 1 < t->ncols && c < CLI_MAX_COLS)
+        printf("%*s", (int)(width[c] - cli_width(cell) + 2), "");
+    }
+    fputc('\n', stdout);
+  }
+}
+
+void cli_table_free(cli_table_t *t) {
+  for (size_t i = 0; i < t->nrows * t->ncols; i++) free(t->cells[i]);
+  free(t->cells);
+  t->cells = NULL;
+  t->nrows = t->cap = 0;
+}
+
+/* ---- JSON output -------------------------------------------------------- */
+
+static void cli_json_str(pawl_buf_t *b, const char *s) {
+  if (s) pawl__buf_json_string(b, s, strlen(s));
+  else pawl__buf_puts(b, "null");
+}
+
+/* Embeds stored JSON text as a value, with the whitespace between tokens
+ * removed so that one object stays on one line (JSON Lines). Text that is
+ * not valid JSON (a database edited by hand) is embedded as a string rather
+ * than breaking the document. */
+static void cli_json_raw(pawl_buf_t *b, const char *s) {
+  if (!s) {
+    pawl__buf_puts(b, "null");
+    return;
+  }
+  if (pawl__json_check(s, strlen(s), JSON_GRAMMAR, NULL, 0) != 0) {
+    cli_json_str(b, s);
+    return;
+  }
+  int in_str = 0, esc = 0;
+  for (; *s; s++) {
+    char c = *s;
+    if (in_str) {
+      if (esc) esc = 0;
+      else if (c == '\\') esc = 1;
+      else if (c == '"') in_str = 0;
+    } else if (c == '"') {
+      in_str = 1;
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+      continue;
+    }
+    pawl__buf_putc(b, c);
+  }
+}
+
+static void cli_json_time(pawl_buf_t *b, int64_t ms) {
+  char t[ISO8601_STRLEN];
+  if (ms == 0) {
+    pawl__buf_puts(b, "null");
+    return;
+  }
+  pawl__iso8601_format(ms, t);
+  pawl__buf_printf(b, "\"%s\"", t);
+}
+
+/* A double as the shortest text that reads back as the same number
+ * (JSON has no NaN or infinity: those would be null, and pawl never stores
+ * them). */
+static void cli_num(char *out, size_t len, double v) {
+  if (!isfinite(v)) {
+    snprintf(out, len, "null");
+    return;
+  }
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(out, len, "%.*g", prec, v);
+    if (strtod(out, NULL) == v) return;
+  }
+}
+
+static void cli_json_num(pawl_buf_t *b, double v) {
+  char s[40];
+  cli_num(s, sizeof s, v);
+  pawl__buf_puts(b, s);
+}
+
+/* The job as one JSON object, every field of pawl_job_t. */
+void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
+  char id[PAWL_ID_STRLEN];
+  pawl_id_format(&j->id, id);
+  pawl__buf_printf(b, "{\"id\":\"%s\",\"type\":", id);
+  cli_json_str(b, j->type);
+  pawl__buf_puts(b, ",\"queue\":");
+  cli_json_str(b, j->queue);
+  pawl__buf_printf(b, ",\"state\":\"%s\"", pawl_state_name(j->state));
+  if (j->state == PAWL_PAUSED)
+    pawl__buf_printf(b, ",\"paused_from\":\"%s\"", pawl_state_name(j->paused_from));
+  pawl__buf_printf(b, ",\"priority\":%d,\"attempt\":%d,\"max_attempts\":",
+             (int)j->priority, (int)j->attempt);
+  /* null: not set at enqueue; the script's applies when the job runs. */
+  if (j->max_attempts) pawl__buf_printf(b, "%d", (int)j->max_attempts);
+  else pawl__buf_puts(b, "null");
+  pawl__buf_printf(b, ",\"timeout_s\":%d,\"run_at\":", (int)j->timeout_s);
+  cli_json_time(b, j->run_at);
+  pawl__buf_puts(b, ",\"payload\":");
+  cli_json_raw(b, j->payload);
+  pawl__buf_puts(b, ",\"params\":");
+  cli_json_raw(b, j->params);
+  pawl__buf_puts(b, ",\"tags\":");
+  cli_json_raw(b, j->tags ? j->tags : "[]");
+  pawl__buf_puts(b, ",\"result\":");
+  cli_json_raw(b, j->result);
+  pawl__buf_puts(b, ",\"last_error\":");
+  cli_json_str(b, j->last_error);
+  pawl__buf_puts(b, ",\"idempotency_key\":");
+  cli_json_str(b, j->idempotency_key);
+  pawl__buf_puts(b, ",\"business_key\":");
+  cli_json_str(b, j->business_key);
+  pawl__buf_puts(b, ",\"correlation_id\":");
+  cli_json_str(b, j->correlation_id);
+  pawl__buf_puts(b, ",\"enqueued_by\":");
+  cli_json_str(b, j->enqueued_by);
+  pawl__buf_puts(b, ",\"created_at\":");
+  cli_json_time(b, j->created_at);
+  pawl__buf_puts(b, ",\"updated_at\":");
+  cli_json_time(b, j->updated_at);
+  pawl__buf_puts(b, ",\"started_at\":");
+  cli_json_time(b, j->started_at);
+  pawl__buf_puts(b, ",\"finished_at\":");
+  cli_json_time(b, j->finished_at);
+  pawl__buf_puts(b, ",\"lease_owner\":");
+  cli_json_str(b, j->lease_owner);
+  pawl__buf_puts(b, ",\"lease_expires\":");
+  cli_json_time(b, j->lease_expires);
+  pawl__buf_printf(b, ",\"recoveries\":%d,\"progress_done\":", (int)j->recoveries);
+  cli_json_num(b, j->progress_done);
+  pawl__buf_puts(b, ",\"progress_total\":");
+  cli_json_num(b, j->progress_total);
+  pawl__buf_printf(b, ",\"version\":%lld", (long long)j->version);
+}
+
+void cli_json_history(pawl_buf_t *b, const pawl_history_t *h) {
+  pawl__buf_puts(b, ",\"attempts\":[");
+  for (size_t i = 0; i < h->nattempts; i++) {
+    const pawl_attempt_t *at = &h->attempts[i];
+    pawl__buf_printf(b, "%s{\"attempt\":%d,\"node\":", i ? "," : "", (int)at->attempt);
+    cli_json_str(b, at->node);
+    pawl__buf_puts(b, ",\"scheduled_at\":");
+    cli_json_time(b, at->scheduled_at);
+    pawl__buf_puts(b, ",\"started_at\":");
+    cli_json_time(b, at->started_at);
+    pawl__buf_puts(b, ",\"ended_at\":");
+    cli_json_time(b, at->ended_at);
+    pawl__buf_puts(b, ",\"duration_ms\":");
+    if (at->ended_at && at->started_at)
+      pawl__buf_printf(b, "%lld", (long long)(at->ended_at - at->started_at));
+    else
+      pawl__buf_puts(b, "null");
+    pawl__buf_puts(b, ",\"queue_wait_ms\":");
+    if (at->started_at && at->scheduled_at)
+      pawl__buf_printf(b, "%lld", (long long)(at->started_at - at->scheduled_at));
+    else
+      pawl__buf_puts(b, "null");
+    pawl__buf_puts(b, ",\"outcome\":");
+    cli_json_str(b, at->outcome);
+    pawl__buf_puts(b, ",\"error\":");
+    cli_json_str(b, at->error);
+    pawl__buf_putc(b, '}');
+  }
+  pawl__buf_puts(b, "],\"events\":[");
+  for (size_t i = 0; i < h->nevents; i++) {
+    const pawl_event_t *ev = &h->events[i];
+    pawl__buf_printf(b, "%s{\"at\":", i ? "," : "");
+    cli_json_time(b, ev->at);
+    pawl__buf_puts(b, ",\"from\":");
+    if (ev->from_state < 0) pawl__buf_puts(b, "null");
+    else pawl__buf_printf(b, "\"%s\"", pawl_state_name(ev->from_state));
+    pawl__buf_printf(b, ",\"to\":\"%s\",\"actor\":", pawl_state_name(ev->to_state));
+    cli_json_str(b, ev->actor);
+    pawl__buf_puts(b, ",\"reason\":");
+    cli_json_str(b, ev->reason);
+    pawl__buf_printf(b, ",\"attempt\":%d}", (int)ev->attempt);
+  }
+  pawl__buf_putc(b, ']');
+}
+
+void cli_json_logs(pawl_buf_t *b, const pawl_log_record_t *logs,
+                          size_t n) {
+  pawl__buf_puts(b, ",\"logs\":[");
+  for (size_t i = 0; i < n; i++) {
+    const pawl_log_record_t *l = &logs[i];
+    pawl__buf_printf(b, "%s{\"attempt\":%d,\"at\":", i ? "," : "", (int)l->attempt);
+    cli_json_time(b, l->at);
+    pawl__buf_puts(b, ",\"level\":");
+    cli_json_str(b, l->level);
+    pawl__buf_puts(b, ",\"message\":");
+    cli_json_str(b, l->message);
+    pawl__buf_puts(b, ",\"fields\":");
+    cli_json_raw(b, l->fields);
+    pawl__buf_putc(b, '}');
+  }
+  pawl__buf_putc(b, ']');
+}
+
+/* Writes a finished JSON document line to stdout. */
+int cli_emit(pawl_buf_t *b, char *err) {
+  if (b->oom) return cli_fail(err, CLI_FAIL, "out of memory");
+  pawl__buf_putc(b, '\n');
+  fputs(pawl__buf_cstr(b), stdout);
+  return 0;
+}
+
+int cli_print_job_json(const pawl_job_t *j, char *err) {
+  pawl_buf_t b;
+  pawl__buf_init(&b);
+  cli_json_job_fields(&b, j);
+  pawl__buf_putc(&b, '}');
+  int rc = cli_emit(&b, err);
+  pawl__buf_free(&b);
+  return rc;
+}
+
+/* ---- text output -------------------------------------------------------- */
+
+static void cli_field(cli_table_t *t, const char *name, const char *value) {
+  const char *row[2] = {name, value};
+  cli_table_row(t, row);
+}
+
+static void cli_field_int(cli_table_t *t, const char *name, long long v) {
+  char s[32];
+  snprintf(s, sizeof s, "%lld", v);
+  cli_field(t, name, s);
+}
+
+static void cli_field_time(cli_table_t *t, const char *name, int64_t ms) {
+  char s[ISO8601_STRLEN];
+  cli_time(ms, s);
+  cli_field(t, name, s);
+}
+
+/* "field: value" lines for every job field. */
+void cli_job_fields(cli_table_t *t, const pawl_job_t *j) {
+  char id[PAWL_ID_STRLEN];
+  pawl_id_format(&j->id, id);
+  cli_field(t, "id:", id);
+  cli_field(t, "type:", j->type);
+  cli_field(t, "queue:", j->queue);
+  cli_field(t, "state:", pawl_state_name(j->state));
+  if (j->state == PAWL_PAUSED)
+    cli_field(t, "paused_from:", pawl_state_name(j->paused_from));
+  cli_field_int(t, "priority:", j->priority);
+  cli_field_int(t, "attempt:", j->attempt);
+  if (j->max_attempts) cli_field_int(t, "max_attempts:", j->max_attempts);
+  else cli_field(t, "max_attempts:", "the script's (25 if it sets none)");
+  if (j->timeout_s) cli_field_int(t, "timeout_s:", j->timeout_s);
+  else cli_field(t, "timeout_s:", "none");
+  cli_field_time(t, "run_at:", j->run_at);
+  cli_field(t, "payload:", j->payload);
+  cli_field(t, "params:", j->params);
+  cli_field(t, "tags:", j->tags);
+  cli_field(t, "idempotency_key:", j->idempotency_key);
+  cli_field(t, "business_key:", j->business_key);
+  cli_field(t, "correlation_id:", j->correlation_id);
+  cli_field(t, "enqueued_by:", j->enqueued_by);
+  cli_field_time(t, "created_at:", j->created_at);
+  cli_field_time(t, "updated_at:", j->updated_at);
+  cli_field_time(t, "started_at:", j->started_at);
+  cli_field_time(t, "finished_at:", j->finished_at);
+  cli_field(t, "lease_owner:", j->lease_owner);
+  cli_field_time(t, "lease_expires:", j->lease_expires);
+  cli_field(t, "last_error:", j->last_error);
+  cli_field(t, "result:", j->result);
+  cli_field_int(t, "recoveries:", j->recoveries);
+  if (j->progress_done != 0 || j->progress_total != 0) {
+    /* "3/10 (30%)", or just "3" while the total is unknown. */
+    char done[40], total[40], text[128];
+    cli_num(done, sizeof done, j->progress_done);
+    cli_num(total, sizeof total, j->progress_total);
+    /* Rounded down (99.6% is not done yet), without libm's floor(). */
+    double pct = j->progress_total > 0
+                     ? 100.0 * j->progress_done / j->progress_total
+                     : 0;
+    if (pct < 1e15) pct = (double)(long long)pct;
+    if (j->progress_total > 0)
+      snprintf(text, sizeof text, "%s/%s (%.0f%%)", done, total, pct);
+    else
+      snprintf(text, sizeof text, "%s", done);
+    cli_field(t, "progress:", text);
+  }
+  cli_field_int(t, "version:", j->version);
+}
+
+void cli_attempt_rows(cli_table_t *t, const pawl_history_t *h) {
+  static const char *const head[9] = {
+      "attempt", "node",        "scheduled",     "started", "ended",
+      "duration_ms", "queue_wait_ms", "outcome", "error"};
+  cli_table_row(t, head);
+  for (size_t i = 0; i < h->nattempts; i++) {
+    const pawl_attempt_t *at = &h->attempts[i];
+    char n[16], sch[ISO8601_STRLEN], st[ISO8601_STRLEN], en[ISO8601_STRLEN];
+    char dur[32] = "-", wait[32] = "-";
+    snprintf(n, sizeof n, "%d", (int)at->attempt);
+    cli_time(at->scheduled_at, sch);
+    cli_time(at->started_at, st);
+    cli_time(at->ended_at, en);
+    if (at->ended_at && at->started_at)
+      snprintf(dur, sizeof dur, "%lld", (long long)(at->ended_at - at->started_at));
+    if (at->started_at && at->scheduled_at)
+      snprintf(wait, sizeof wait, "%lld",
+               (long long)(at->started_at - at->scheduled_at));
+    const char *row[9] = {n, at->node, sch, st, en, dur, wait, at->outcome,
+                          at->error};
+    cli_table_row(t, row);
+  }
+}
+
+void cli_event_rows(cli_table_t *t, const pawl_history_t *h) {
+  static const char *const head[4] = {"at", "change", "actor", "reason"};
+  cli_table_row(t, head);
+  for (size_t i = 0; i < h->nevents; i++) {
+    const pawl_event_t *ev = &h->events[i];
+    char at[ISO8601_STRLEN], change[64];
+    cli_time(ev->at, at);
+    snprintf(change, sizeof change, "%s -> %s",
+             ev->from_state < 0 ? "(new)" : pawl_state_name(ev->from_state),
+             pawl_state_name(ev->to_state));
+    const char *row[4] = {at, change, ev->actor, ev->reason};
+    cli_table_row(t, row);
+  }
+}
+
+void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs,
+                         size_t n) {
+  static const char *const head[5] = {"attempt", "at", "level", "message",
+                                      "fields"};
+  cli_table_row(t, head);
+  for (size_t i = 0; i < n; i++) {
+    const pawl_log_record_t *l = &logs[i];
+    char att[16], at[ISO8601_STRLEN];
+    snprintf(att, sizeof att, "%d", (int)l->attempt);
+    cli_time(l->at, at);
+    const char *row[5] = {att, at, l->level, l->message, l->fields};
+    cli_table_row(t, row);
+  }
+}
+

@@ -1,0 +1,98 @@
+/* job.c: the job model every layer shares: the error table, the state
+ * names, and the frees of what the API hands out (jobs, history, logs).
+ *
+ * Public functions of include/pawl.h, here in core/ because the stores
+ * build and free the same structures (a store packs a job in one
+ * allocation, see pawl__store_job_from_row()) and must not reach up into
+ * the API layer for it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pawl.h"
+
+/* ---- errors and names --------------------------------------------------- */
+
+static const struct {
+  int code;
+  const char *name, *text;
+} pawl_errors[] = {
+    {PAWL_OK, "PAWL_OK", "success"},
+    {PAWL_EINVAL, "PAWL_EINVAL", "invalid argument"},
+    {PAWL_ENOTFOUND, "PAWL_ENOTFOUND", "no such job"},
+    {PAWL_ESTATE, "PAWL_ESTATE", "transition not allowed from this state"},
+    {PAWL_ECONFLICT, "PAWL_ECONFLICT", "job changed concurrently"},
+    {PAWL_EKEY, "PAWL_EKEY", "business key held by a live job"},
+    {PAWL_ESTORE, "PAWL_ESTORE", "database error"},
+    {PAWL_ESCHEMA, "PAWL_ESCHEMA", "not a usable pawl database schema"},
+    {PAWL_ENOMEM, "PAWL_ENOMEM", "out of memory"},
+    {PAWL_EBUSY, "PAWL_EBUSY", "database is locked"},
+    {PAWL_EIO, "PAWL_EIO", "file or directory not usable"},
+    {PAWL_ELEASE, "PAWL_ELEASE", "job is no longer leased by this node"},
+    {PAWL_EUNAVAIL, "PAWL_EUNAVAIL", "database unreachable"},
+};
+
+const char *pawl_strerror(int err) {
+  for (size_t i = 0; i < sizeof pawl_errors / sizeof pawl_errors[0]; i++)
+    if (pawl_errors[i].code == err) return pawl_errors[i].text;
+  return "unknown error";
+}
+
+const char *pawl_err_name(int err) {
+  for (size_t i = 0; i < sizeof pawl_errors / sizeof pawl_errors[0]; i++)
+    if (pawl_errors[i].code == err) return pawl_errors[i].name;
+  return "PAWL_E?";
+}
+
+static const char *const pawl_state_names[PAWL_STATE_COUNT] = {
+    "pending", "running", "succeeded", "failed",
+    "canceled", "paused", "blocked"};
+
+const char *pawl_state_name(int state) {
+  if (state < 0 || state >= PAWL_STATE_COUNT) return "?";
+  return pawl_state_names[state];
+}
+
+int pawl_state_parse(const char *name) {
+  if (name)
+    for (int i = 0; i < PAWL_STATE_COUNT; i++)
+      if (strcmp(name, pawl_state_names[i]) == 0) return i;
+  return PAWL_EINVAL;
+}
+
+/* ---- jobs and history memory -------------------------------------------- */
+
+/* A job and its strings are one allocation (see the store). */
+void pawl_job_free(pawl_job_t *j) { free(j); }
+
+void pawl_jobs_free(pawl_job_t **jobs, size_t n) {
+  if (!jobs) return;
+  for (size_t i = 0; i < n; i++) pawl_job_free(jobs[i]);
+  free(jobs);
+}
+
+void pawl_history_free(pawl_history_t *h) {
+  if (!h) return;
+  for (size_t i = 0; i < h->nattempts; i++) {
+    free(h->attempts[i].node);
+    free(h->attempts[i].outcome);
+    free(h->attempts[i].error);
+  }
+  for (size_t i = 0; i < h->nevents; i++) {
+    free(h->events[i].actor);
+    free(h->events[i].reason);
+  }
+  free(h->attempts);
+  free(h->events);
+  free(h);
+}
+
+void pawl_logs_free(pawl_log_record_t *logs, size_t n) {
+  if (!logs) return;
+  for (size_t i = 0; i < n; i++) {
+    free(logs[i].level);
+    free(logs[i].message);
+    free(logs[i].fields);
+  }
+  free(logs);
+}
+

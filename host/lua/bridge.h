@@ -1,0 +1,157 @@
+/* bridge.h: the Lua bridge, as the runner sees it (the one header of lua/
+ * that runner/ includes).
+ *
+ * The runner (runner/) is engine-neutral: it claims jobs, hands them to
+ * worker threads, enforces deadlines, writes outcomes, and calls no Lua
+ * API. Everything that touches a lua_State is here in lua/: building a
+ * state (libraries, the embedded lua/pawl modules, pawl.host), loading the
+ * scripts, running a job through pawl.worker (prepare, run, result_json,
+ * failed), the hooks, and the pawl.host functions job code calls. Redis
+ * splits script.c from script_lua.c the same way.
+ *
+ * Threads and ownership. A pawl__lua_t is one lua_State and what the job
+ * it runs has done so far (log lines, locks); it belongs to the thread
+ * that opened it (a worker, the loader, the caller of pawl_script_info())
+ * and every function below is called on that thread, except
+ * pawl__lua_interrupt() (the owning thread's signal handler) and
+ * pawl__lua_open() for the loader's state (opened by pawl_start() before
+ * the loader thread takes it over; never used by two threads at once).
+ *
+ * Deadlines. The bridge runs every piece of Lua code (a job's run(), a
+ * sanitizer, a retry policy, a hook, a script's top level) in a protected
+ * call, and tells its owner about each one through the callbacks of
+ * pawl__lua_config_t, on the owning thread: call_begin() before (with the
+ * call's timeout), call_end() after. The owner arms a deadline in between,
+ * and its watchdog, on another thread, interrupts a call past it: it
+ * signals the owning thread, whose handler calls pawl__lua_interrupt(),
+ * which makes the Lua code raise an error at its next instruction (LuaJIT
+ * built with LUAJIT_ENABLE_CHECKHOOK leaves compiled loops for it too).
+ * The bridge never takes a lock of the owner's; the owner never touches
+ * the lua_State. */
+#ifndef PAWL_LUA_BRIDGE_H
+#define PAWL_LUA_BRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "pawl.h"
+
+typedef struct pawl__lua pawl__lua_t;
+
+/* Why a protected call was interrupted: its deadline passed, or its owner
+ * is stopping. 0: it was not. */
+#define PAWL__LUA_TIMEOUT 1
+#define PAWL__LUA_STOP 2
+
+/* A registry reference that refers to nothing (Lua's LUA_NOREF). */
+#define PAWL__LUA_NOREF (-2)
+
+/* A script to load: a job type's file (name: the type) or the defaults
+ * (name "_defaults"); src/len: its text as the owner read it, NULL: load
+ * the file at `path`. Borrowed for the call. */
+typedef struct pawl__script {
+  char *name;
+  char *path;
+  char *src;
+  size_t len;
+} pawl__script_t;
+
+/* What a state needs from its owner. Copied by pawl__lua_open(); the
+ * pointers must stay valid for the state's life. */
+typedef struct pawl__lua_config {
+  /* The handle the pawl.host functions act on (enqueue, locks, progress,
+   * the clock); borrowed. NULL: none (pawl_script_info()): functions that
+   * need the database refuse, pawl.now reads this machine's clock. */
+  pawl_t *p;
+  /* Where job code's log lines and the bridge's own reports go (a broken
+   * script, a failed hook); borrowed. NULL: nowhere. */
+  host_logger_t *log;
+  /* The host's options: the sandbox (unsafe_lua, allow_io, allow_env),
+   * default_timeout_s and load_timeout_ms; borrowed. NULL: no host
+   * (pawl_script_info()): scripts load with the defaults of pawl.worker,
+   * under a 10 s deadline. */
+  const pawl_host_opts_t *opts;
+  /* The owner's side of each protected call, on the owning thread.
+   * call_begin: a call with this timeout (seconds; 0: none) starts;
+   * returns a number naming the call. call_end: that call has returned;
+   * returns 0, or why it was interrupted (PAWL__LUA_TIMEOUT, _STOP).
+   * interrupted: inside a call, 0 or why the call running now has been
+   * interrupted (it is unwinding: a sleep ends early). stopping: NULL, or
+   * 1 once no more scripts should be loaded (the host is stopping). None
+   * of them may call back into the bridge. */
+  uint64_t (*call_begin)(void *data, double timeout_s);
+  int (*call_end)(void *data, uint64_t call);
+  int (*interrupted)(void *data);
+  int (*stopping)(void *data);
+  void *data;
+} pawl__lua_config_t;
+
+/* What running a job came to, in plain C (no Lua object survives the
+ * call but the hook reference). Strings and the log array are owned by
+ * whoever holds the struct; free them with pawl__lua_outcome_free() unless
+ * taken over. */
+typedef struct pawl__lua_outcome {
+  int kind;                  /* PAWL_OUT_* */
+  char *result;              /* JSON text, or NULL (success without one) */
+  char *error;               /* sanitized, for failures and retries */
+  int64_t run_at;            /* retry, snooze: when (store clock ms) */
+  pawl_log_entry_t *logs;    /* the job's ctx:log lines, with their strings */
+  size_t nlogs;
+  int hooks;                 /* which hooks to run once it is stored: 1
+                                on_success, 2 on_failure, 4 on_dead */
+  int hook_ref;              /* with hooks: what they need, held in the
+                                state (pawl__lua_hooks() releases it);
+                                else PAWL__LUA_NOREF */
+} pawl__lua_outcome_t;
+
+/* Creates a state: the libraries, the embedded modules, pawl.host, and
+ * pawl.worker loaded (no script yet: pawl__lua_load). States are created
+ * one at a time in the process (lua-cjson's first initialisation writes a
+ * static). Returns 0, or PAWL_ENOMEM / PAWL_ESTORE with `err` saying why. */
+int pawl__lua_open(const pawl__lua_config_t *cfg, pawl__lua_t **out,
+                   char *err, size_t errlen);
+
+/* Closes the state and frees what it holds. NULL is fine. */
+void pawl__lua_close(pawl__lua_t *w);
+
+/* Loads `list` into the state: each script's top level in a protected
+ * call of its own under the load deadline, _defaults first; one that
+ * fails or never returns is reported and the others still load (a script
+ * that fails keeps the version the state had). errors (n slots, zeroed by
+ * the caller, or NULL) receives a malloc'd message for each script that
+ * did not load; `report` logs each. Returns 0, or -1 when the owner's stop
+ * (stopping(), or an interrupt with PAWL__LUA_STOP) cut the load short. */
+int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
+                   int report, char **errors);
+
+/* Runs `job` (borrowed; it must outlive the call) with the scripts
+ * loaded: prepare, run(job, ctx) under the job's timeout, the result's
+ * JSON, or, when it failed, the sanitizer and the retry policy. Fills
+ * `out` (zeroed by the callee). A job's failure is data: the call itself
+ * cannot fail. */
+void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
+                   pawl__lua_outcome_t *out);
+
+/* Once the outcome of `job` has been stored (stored = 1), runs the hooks
+ * in `hooks` with what `hook_ref` holds, each under the type's timeout; a
+ * hook's failure is logged, never raised. With stored = 0 (the store
+ * refused it), runs none. Releases hook_ref either way. */
+void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
+                     int hook_ref, int stored);
+
+/* The defaults of `type` as its script (loaded) and _defaults.lua set
+ * them, for pawl_script_info(). 0, or -1 if pawl.worker could not say. */
+int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
+                          pawl_script_info_t *out);
+
+/* Makes the Lua code running now in the state raise its interrupt error
+ * at its next instruction (a count hook, which the call's message handler
+ * disarms). Async-signal-safe: called by the owning thread's signal
+ * handler, only while a protected call of the state runs. */
+void pawl__lua_interrupt(pawl__lua_t *w);
+
+/* Frees what an outcome owns (not its hook reference). */
+void pawl__lua_outcome_free(pawl__lua_outcome_t *o);
+
+#endif

@@ -1,0 +1,519 @@
+/* host_fns.c: the pawl.host functions: job code's view of the host (its
+ * log, progress, cancellation, enqueue, locks, the clock), called from Lua
+ * through lua/pawl/worker.lua. Each is a C closure whose upvalue is the
+ * state's pawl__lua_t; each acts on the state's handle (cfg.p) only. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+
+#include "bounds.h"
+#include "clock.h"
+#include "json.h"
+#include "state.h"
+#include "utf8.h"
+
+/* ctx:log lines kept per attempt; more are counted, not stored. */
+#define WORKER_MAX_LOGS 1000
+
+/* ---- the functions ------------------------------------------------------ */
+
+static pawl__lua_t *host_fn_worker(lua_State *L) {
+  return (pawl__lua_t *)lua_touserdata(L, lua_upvalueindex(1));
+}
+
+/* The running job, if `seq` (ctx._seq) is its run call. */
+static const pawl_job_t *host_fn_job(lua_State *L, pawl__lua_t *w, int arg) {
+  uint64_t seq = (uint64_t)luaL_checknumber(L, arg);
+  if (!w->job || seq != w->run_seq)
+    luaL_error(L, "ctx used outside its job (the job has ended)");
+  return w->job;
+}
+
+/* Functions that act on the database refuse while a script's top level
+ * runs: a load state may have no connection (the loader's, pawl enqueue's),
+ * and every worker loads every script. */
+static void host_fn_no_load(lua_State *L, pawl__lua_t *w, const char *what) {
+  if (w->loading || !w->cfg.p)
+    luaL_error(L, "%s cannot be used while scripts load", what);
+}
+
+/* host.log(seq, level, message, fields_json) -> nil | why [-4, +0|1, e]
+ * The message and the fields are made valid UTF-8 without NUL (what every
+ * backend stores) before they are logged or kept. Fields that are not a
+ * JSON object the store takes are refused: nothing is logged, and the
+ * returned message says why (ctx:log raises it in the job). */
+static int host_fn_log(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  const pawl_job_t *job = host_fn_job(L, w, 1);
+  const char *level = luaL_checkstring(L, 2);
+  size_t msg_len = 0, fields_len = 0;
+  const char *msg_in = luaL_checklstring(L, 3, &msg_len);
+  const char *fields_in =
+      lua_isnoneornil(L, 4) ? NULL : luaL_checklstring(L, 4, &fields_len);
+  if (w->nlogs < WORKER_MAX_LOGS && w->nlogs == w->logs_cap) {
+    size_t cap = w->logs_cap ? w->logs_cap * 2 : 8;
+    void *p = realloc(w->logs, cap * sizeof *w->logs);
+    if (!p) return luaL_error(L, "out of memory");
+    w->logs = p;
+    w->logs_cap = cap;
+  }
+  /* Nothing below raises until these are kept or freed. */
+  char *lvl = strdup(level);
+  char *msg = pawl__utf8_scrub(msg_in, msg_len, NULL);
+  char *fields = fields_in ? pawl__utf8_scrub(fields_in, fields_len, &fields_len) : NULL;
+  if (!lvl || !msg || (fields_in && !fields)) {
+    free(lvl);
+    free(msg);
+    free(fields);
+    return luaL_error(L, "out of memory");
+  }
+  if (fields) {
+    char err[200];
+    pawl__utf8_json_no_nul(fields);
+    int bad = pawl__json_validate(fields, fields_len, err, sizeof err) != 0;
+    if (bad || !pawl__json_is_object(fields, fields_len)) {
+      free(lvl);
+      free(msg);
+      free(fields);
+      if (bad)
+        lua_pushfstring(L, "fields cannot be stored: %s", err);
+      else
+        lua_pushliteral(L, "fields must be a table of named values (a JSON "
+                           "object), not a list");
+      return 1;
+    }
+  }
+  int lv = pawl__log_level_parse(level);
+  log_line_t line;
+  pawl__log_begin(&line, w->cfg.log, lv < 0 ? PAWL_LOG_INFO : lv, msg);
+  pawl__log_id(&line, "job", &job->id);
+  pawl__log_str(&line, "type", job->type);
+  pawl__log_int(&line, "attempt", job->attempt);
+  pawl__log_str(&line, "fields", fields);
+  pawl__log_end(&line);
+  if (w->nlogs >= WORKER_MAX_LOGS) {
+    free(lvl);
+    free(msg);
+    free(fields);
+    return 0;
+  }
+  pawl_log_entry_t *e = &w->logs[w->nlogs++];
+  e->at = pawl_now(w->cfg.p);
+  e->level = lvl;
+  e->message = msg;
+  e->fields = fields;
+  return 0;
+}
+
+/* host.progress(seq, done, total) [-3, +0, e] */
+static int host_fn_progress(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  const pawl_job_t *job = host_fn_job(L, w, 1);
+  double done = luaL_checknumber(L, 2), total = luaL_checknumber(L, 3);
+  if (!isfinite(done) || !isfinite(total) || done < 0 || total < 0)
+    return luaL_error(L, "ctx:progress: done and total must be finite and "
+                         "not negative (got %s of %s)",
+                      lua_tostring(L, 2), lua_tostring(L, 3));
+  /* Progress is for people watching: at most ten writes a second, and
+   * always the final one. */
+  int64_t now = pawl__mono_ms();
+  if (now - w->progress_written < 100 && !(total > 0 && done >= total)) return 0;
+  w->progress_written = now;
+  pawl_progress(w->cfg.p, &job->id, job->attempt, done, total);
+  return 0;
+}
+
+/* host.canceled(seq) -> bool [-1, +1, e] */
+static int host_fn_canceled(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  const pawl_job_t *job = host_fn_job(L, w, 1);
+  int64_t now = pawl__mono_ms();
+  /* A job loop may ask every iteration: look at most every 100 ms. */
+  if (!w->canceled && now - w->cancel_checked >= 100) {
+    w->cancel_checked = now;
+    pawl_job_t *cur = NULL;
+    if (pawl_get(w->cfg.p, &job->id, &cur) == 0) {
+      w->canceled = cur->state == PAWL_CANCELED;
+      pawl_job_free(cur);
+    }
+  }
+  lua_pushboolean(L, w->canceled);
+  return 1;
+}
+
+/* host.heartbeat(seq) -> held [-1, +1, e] */
+static int host_fn_heartbeat(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  const pawl_job_t *job = host_fn_job(L, w, 1);
+  int held = 0;
+  if (pawl_extend(w->cfg.p, &job->id, job->attempt, &held) != 0)
+    return luaL_error(L, "ctx:heartbeat: %s", pawl_errmsg(w->cfg.p));
+  lua_pushboolean(L, held);
+  return 1;
+}
+
+static const char *host_fn_optstr(lua_State *L, int i) {
+  return lua_isnoneornil(L, i) ? NULL : luaL_checkstring(L, i);
+}
+
+/* The optional number argument `i` of a pawl.* call, bounded before it is
+ * converted: *out is 0 when it is nil. Returns 0, or -1 with the message
+ * (naming the value and its range) in err. [-0, +0, -] */
+static int host_fn_optnum(lua_State *L, int i, const char *what, double min,
+                          double max, int whole, const char *unit, double *out,
+                          char *err, size_t errlen) {
+  *out = 0;
+  if (lua_isnoneornil(L, i)) return 0;
+  if (lua_type(L, i) != LUA_TNUMBER) {
+    snprintf(err, errlen, "%s must be a number (got %s)", what,
+             luaL_typename(L, i));
+    return -1;
+  }
+  double v = lua_tonumber(L, i);
+  if (pawl__bounds_check(what, v, min, max, whole, unit, err, errlen)) return -1;
+  *out = v;
+  return 0;
+}
+
+/* host.enqueue(type, payload_json, queue, priority, delay_s, run_at_s,
+ *              max_attempts, timeout_s, key, business_key, return_existing,
+ *              correlation_id, tags_json, params_json, blocked)
+ *   -> id, status | nil, message [-15, +2, e] */
+static int host_fn_enqueue(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  host_fn_no_load(L, w, "pawl.enqueue");
+  const char *type = luaL_checkstring(L, 1);
+  const char *payload = luaL_checkstring(L, 2);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.queue = host_fn_optstr(L, 3);
+  /* Numbers are bounded here, before any conversion: the API refuses what
+   * is out of range too, but a double from Lua may not even fit the C
+   * type it is converted to. Delays and times are seconds, ms resolution,
+   * never earlier than asked. */
+  char err[256];
+  double prio, delay, run_at, attempts, timeout;
+  if (host_fn_optnum(L, 4, "priority", PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX, 1,
+                     NULL, &prio, err, sizeof err) ||
+      host_fn_optnum(L, 5, "delay", 0, PAWL_DELAY_MAX_MS / 1000.0, 0,
+                     "seconds", &delay, err, sizeof err) ||
+      host_fn_optnum(L, 6, "run_at", 0, PAWL_TIME_MAX_MS / 1000.0, 0,
+                     "seconds since the epoch", &run_at, err, sizeof err) ||
+      host_fn_optnum(L, 7, "max_attempts", 1, PAWL_ATTEMPTS_MAX, 1, NULL,
+                     &attempts, err, sizeof err) ||
+      host_fn_optnum(L, 8, "timeout", 0, PAWL_TIMEOUT_MAX_S, 1, "seconds",
+                     &timeout, err, sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  o.priority = (int32_t)prio;
+  o.delay_ms = (int64_t)ceil(delay * 1000.0);
+  o.run_at = (int64_t)ceil(run_at * 1000.0);
+  o.max_attempts = (int32_t)attempts;
+  o.timeout_s = (int32_t)timeout;
+  o.idempotency_key = host_fn_optstr(L, 9);
+  o.business_key = host_fn_optstr(L, 10);
+  o.return_existing = lua_toboolean(L, 11);
+  o.correlation_id = host_fn_optstr(L, 12);
+  const char *tags_json = host_fn_optstr(L, 13);
+  o.params = host_fn_optstr(L, 14);
+  o.blocked = lua_toboolean(L, 15);
+  /* Tags arrive as a JSON array from the Lua side: decode them back into
+   * strings, anchored on the stack. */
+  const char *tags[64];
+  if (tags_json) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_decode);
+    lua_pushstring(L, tags_json);
+    lua_call(L, 1, 1);
+    if (!lua_istable(L, -1)) return luaL_error(L, "tags must be a list");
+    size_t n = lua_objlen(L, -1);
+    if (n > 64) return luaL_error(L, "at most 64 tags");
+    for (size_t i = 0; i < n; i++) {
+      lua_rawgeti(L, -1, (int)i + 1);
+      tags[i] = lua_tostring(L, -1);
+      if (!tags[i]) return luaL_error(L, "tags must be strings");
+      lua_pop(L, 1); /* still referenced by the table on the stack */
+    }
+    o.tags = tags;
+    o.ntags = n;
+  }
+  /* Jobs enqueued by a job say so, and share its correlation id (its own
+   * id when it has none), so a chain of jobs can be followed. */
+  char by[PAWL_ID_STRLEN + 8] = "job", parent[PAWL_ID_STRLEN];
+  if (w->job) {
+    pawl_id_format(&w->job->id, parent);
+    snprintf(by, sizeof by, "job:%s", parent);
+    o.enqueued_by = by;
+    if (!o.correlation_id)
+      o.correlation_id = w->job->correlation_id ? w->job->correlation_id : parent;
+  }
+  pawl_id_t id;
+  int status = 0;
+  if (pawl_enqueue(w->cfg.p, type, payload, &o, &id, &status) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    return 2;
+  }
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(&id, text);
+  lua_pushstring(L, text);
+  lua_pushstring(L, status == PAWL_ENQ_NEW         ? "new"
+                    : status == PAWL_ENQ_DUPLICATE ? "duplicate"
+                                                   : "existing");
+  return 2;
+}
+
+/* host.now() -> seconds since the epoch: the store's clock, or this
+ * machine's where there is no store (loading a script for pawl enqueue).
+ * [-0, +1, -] */
+static int host_fn_now(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  if (!w->cfg.p) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    lua_pushnumber(L, (double)ts.tv_sec + (double)(ts.tv_nsec / 1000000) / 1e3);
+    return 1;
+  }
+  lua_pushnumber(L, (double)pawl_now(w->cfg.p) / 1000.0);
+  return 1;
+}
+
+/* host.time() -> wall-clock seconds with microseconds (for measuring;
+ * scheduling uses host.now, the store's clock) [-0, +1, -] */
+static int host_fn_time(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  lua_pushnumber(L, (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6);
+  return 1;
+}
+
+/* host.print(text): a log line; dropped where there is no host log
+ * (loading a script for pawl enqueue). [-1, +0, e] */
+static int host_fn_print(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  if (!w->cfg.log) return 0;
+  log_line_t line;
+  pawl__log_begin(&line, w->cfg.log, PAWL_LOG_INFO, "print");
+  if (w->job) {
+    pawl__log_id(&line, "job", &w->job->id);
+    pawl__log_str(&line, "type", w->job->type);
+  }
+  pawl__log_str(&line, "text", luaL_checkstring(L, 1));
+  pawl__log_end(&line);
+  return 0;
+}
+
+/* host.sleep(seconds): blocks this worker (not the host) for a while. The
+ * watchdog's signal cuts it short when the job times out or the host stops
+ * (nanosleep returns EINTR), and the armed hook then raises the error as it
+ * does for a running loop. [-1, +0, e] */
+static int host_fn_sleep(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  double s = luaL_checknumber(L, 1);
+  char err[200];
+  if (pawl__bounds_check("pawl.sleep: seconds", s, 0, 86400, 0, NULL, err, sizeof err))
+    return luaL_error(L, "%s", err);
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    if (w->cfg.interrupted(w->cfg.data)) break;
+  return 0;
+}
+
+/* ---- locks held by job code --------------------------------------------- */
+
+/* Records a lock pawl.lock took. 0, or PAWL_ENOMEM. */
+static int host_fn_lock_keep(pawl__lua_t *w, const char *name, const char *owner) {
+  if (w->nlocks == w->locks_cap) {
+    size_t cap = w->locks_cap ? w->locks_cap * 2 : 4;
+    pawl__lua_lock_t *p = realloc(w->locks, cap * sizeof *p);
+    if (!p) return PAWL_ENOMEM;
+    w->locks = p;
+    w->locks_cap = cap;
+  }
+  pawl__lua_lock_t *k = &w->locks[w->nlocks];
+  k->name = strdup(name);
+  k->owner = strdup(owner);
+  if (!k->name || !k->owner) {
+    free(k->name);
+    free(k->owner);
+    return PAWL_ENOMEM;
+  }
+  w->nlocks++;
+  return 0;
+}
+
+static void host_fn_lock_forget(pawl__lua_t *w, const char *name, const char *owner) {
+  for (size_t i = 0; i < w->nlocks; i++) {
+    pawl__lua_lock_t *k = &w->locks[i];
+    if (strcmp(k->name, name) != 0 || strcmp(k->owner, owner) != 0) continue;
+    free(k->name);
+    free(k->owner);
+    w->locks[i] = w->locks[--w->nlocks];
+    return;
+  }
+}
+
+/* The locks the last call left held (it timed out, was stopped, or failed
+ * to release them). A lock that cannot be released now runs out with its
+ * TTL. */
+void pawl__lua_release_locks(pawl__lua_t *w) {
+  for (size_t i = 0; i < w->nlocks; i++) {
+    pawl__lua_lock_t *k = &w->locks[i];
+    if (pawl_lock_release(w->cfg.p, k->name, k->owner) != 0 && w->cfg.log) {
+      log_line_t line;
+      pawl__log_begin(&line, w->cfg.log, PAWL_LOG_WARN,
+                "a lock the job held could not be released; it is freed "
+                "when its TTL runs out");
+      pawl__log_str(&line, "lock", k->name);
+      pawl__log_str(&line, "error", pawl_errmsg(w->cfg.p));
+      pawl__log_end(&line);
+    }
+    free(k->name);
+    free(k->owner);
+  }
+  w->nlocks = 0;
+}
+
+/* host.lock_acquire(name, ttl_s) -> owner | false | nil, message: an owner
+ * of our own (node id and a fresh UUIDv7: unique to this call, so two jobs
+ * of one node exclude each other too). [-2, +1|2, e] */
+static int host_fn_lock_acquire(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  host_fn_no_load(L, w, "pawl.lock");
+  const char *name = luaL_checkstring(L, 1);
+  double ttl = luaL_checknumber(L, 2);
+  char err[200];
+  if (pawl__bounds_check("pawl.lock: ttl", ttl, 0.001, PAWL_LEASE_MAX_MS / 1000.0, 0,
+                   "seconds", err, sizeof err))
+    return luaL_error(L, "%s", err);
+  pawl_id_t id;
+  pawl_id_new(&id);
+  char owner[300], text[PAWL_ID_STRLEN];
+  pawl_id_format(&id, text);
+  snprintf(owner, sizeof owner, "%s/%s", pawl_node_id(w->cfg.p), text);
+  int got = 0;
+  if (pawl_lock_acquire(w->cfg.p, name, owner, (int64_t)ceil(ttl * 1000), &got) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    return 2;
+  }
+  if (!got) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  if (host_fn_lock_keep(w, name, owner) != 0) {
+    pawl_lock_release(w->cfg.p, name, owner);
+    return luaL_error(L, "out of memory");
+  }
+  lua_pushstring(L, owner);
+  return 1;
+}
+
+/* host.lock_release(name, owner) -> true | nil, message [-2, +1|2, e] */
+static int host_fn_lock_release(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  host_fn_no_load(L, w, "pawl.lock");
+  const char *name = luaL_checkstring(L, 1), *owner = luaL_checkstring(L, 2);
+  if (pawl_lock_release(w->cfg.p, name, owner) != 0) {
+    /* Still recorded: the worker tries again once the call returns. */
+    lua_pushnil(L);
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    return 2;
+  }
+  host_fn_lock_forget(w, name, owner);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* 53 random bits as a double, from the kernel (getrandom). A seed, never
+ * a key: should getrandom fail (a kernel without it), the clock, the thread
+ * and an address are mixed instead, which still tells states apart. */
+double pawl__lua_entropy(void) {
+  uint64_t x = 0;
+  if (getrandom(&x, sizeof x, GRND_NONBLOCK) != (ssize_t)sizeof x) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    x = (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^
+        (uint64_t)(uintptr_t)&x ^ ((uint64_t)pthread_self() << 17);
+    /* splitmix64's finalizer spreads the bits */
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    x ^= x >> 31;
+  }
+  return (double)(x >> 11);
+}
+
+/* host.entropy() -> a fresh random seed for math.randomseed [-0, +1, -] */
+static int host_fn_entropy(lua_State *L) {
+  lua_pushnumber(L, pawl__lua_entropy());
+  return 1;
+}
+
+/* host.text(s) -> s made valid UTF-8 without NUL: each byte that does not
+ * start a well-formed sequence, and each NUL, becomes U+FFFD (as
+ * pawl__utf8_scrub does for what reaches the store). The string itself when it
+ * is already clean, the common case. [-1, +1, m] */
+static int host_fn_text(lua_State *L) {
+  size_t len, i = 0;
+  const unsigned char *s = (const unsigned char *)luaL_checklstring(L, 1, &len);
+  for (size_t k; i < len && s[i] && (k = pawl__json_utf8_len(s + i, len - i)) > 0;) i += k;
+  if (i == len) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addlstring(&b, (const char *)s, i);
+  while (i < len) {
+    size_t k = s[i] ? pawl__json_utf8_len(s + i, len - i) : 0;
+    if (k) {
+      luaL_addlstring(&b, (const char *)s + i, k);
+      i += k;
+    } else {
+      luaL_addlstring(&b, "\xef\xbf\xbd", 3);
+      i++;
+    }
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static const luaL_Reg host_fns[] = {
+    {"log", host_fn_log},         {"progress", host_fn_progress},
+    {"canceled", host_fn_canceled}, {"heartbeat", host_fn_heartbeat},
+    {"enqueue", host_fn_enqueue}, {"now", host_fn_now},
+    {"print", host_fn_print},     {"time", host_fn_time},
+    {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},
+    {"lock_release", host_fn_lock_release}, {"entropy", host_fn_entropy},
+    {"text", host_fn_text},       {NULL, NULL}};
+
+void pawl__lua_push_host(lua_State *L, pawl__lua_t *w) {
+  lua_newtable(L);
+  for (const luaL_Reg *r = host_fns; r->name; r++) {
+    lua_pushlightuserdata(L, w);
+    lua_pushcclosure(L, r->func, 1);
+    lua_setfield(L, -2, r->name);
+  }
+}
+
+void pawl__lua_forget_locks(pawl__lua_t *w) {
+  for (size_t i = 0; i < w->nlocks; i++) {
+    free(w->locks[i].name);
+    free(w->locks[i].owner);
+  }
+  free(w->locks);
+  w->locks = NULL;
+  w->nlocks = w->locks_cap = 0;
+}

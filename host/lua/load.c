@@ -1,0 +1,149 @@
+/* load.c: loading job scripts into a state, through pawl.worker's
+ * load_begin/load_one/load_failed, and what a loaded script says of its
+ * defaults (pawl_script_info()). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "state.h"
+
+/* How long a script's top level may run where there is no host (loading
+ * for pawl_script_info; the host's own loads use its load_timeout_ms). */
+#define LOAD_TIMEOUT_S 10.0
+
+/* Calls W.load_failed(name): a script whose load was cut short keeps its
+ * previous version. [-0, +0, -] */
+static void load_failed(pawl__lua_t *w, int wi, const char *name) {
+  lua_State *L = w->L;
+  lua_getfield(L, wi, "load_failed");
+  lua_pushstring(L, name);
+  if (pawl__lua_call(w, 1, 0, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) lua_pop(L, 1);
+}
+
+/* The files' text as the host read it (src), so that every worker serves
+ * the same version, else the file at `path` (see bridge.h). */
+int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
+                   int report, char **errors) {
+  lua_State *L = w->L;
+  const pawl_host_opts_t *opts = w->cfg.opts;
+  host_logger_t *log = w->cfg.log;
+  double limit = opts ? (double)opts->load_timeout_ms / 1000.0 : LOAD_TIMEOUT_S;
+  int top = lua_gettop(L);
+  int stopped = 0;
+  w->loading = 1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
+  int wi = lua_gettop(L);
+  /* load_begin(files, opts) */
+  lua_getfield(L, wi, "load_begin");
+  lua_newtable(L);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, list[i].path);
+    lua_setfield(L, -2, list[i].name);
+  }
+  if (opts) {
+    lua_newtable(L);
+    lua_pushboolean(L, opts->unsafe_lua);
+    lua_setfield(L, -2, "unsafe");
+    lua_pushboolean(L, opts->allow_io);
+    lua_setfield(L, -2, "allow_io");
+    lua_pushboolean(L, opts->allow_env);
+    lua_setfield(L, -2, "allow_env");
+    lua_pushnumber(L, (double)opts->default_timeout_s);
+    lua_setfield(L, -2, "default_timeout");
+  } else {
+    lua_pushnil(L);
+  }
+  int why = 0;
+  if (pawl__lua_call(w, 2, 0, PAWL__LUA_STEP_TIMEOUT_S, &why) != 0) {
+    stopped = why == PAWL__LUA_STOP;
+    if (log && !stopped) {
+      log_line_t line;
+      pawl__log_begin(&line, log, PAWL_LOG_ERROR, "loading scripts failed");
+      pawl__log_str(&line, "error", lua_tostring(L, -1));
+      pawl__log_end(&line);
+    }
+    lua_settop(L, top);
+    w->loading = 0;
+    return stopped ? -1 : 0;
+  }
+  for (int pass = 0; pass < 2 && !stopped; pass++) {
+    for (size_t i = 0; i < n && !stopped; i++) {
+      const char *name = list[i].name;
+      if ((strcmp(name, "_defaults") == 0) != (pass == 0)) continue;
+      /* The host is stopping: no more top levels to run. */
+      if (w->cfg.stopping && (stopped = w->cfg.stopping(w->cfg.data)))
+        break;
+      /* load_one(name, path, src) -> nil | error */
+      lua_getfield(L, wi, "load_one");
+      lua_pushstring(L, name);
+      lua_pushstring(L, list[i].path);
+      if (list[i].src)
+        lua_pushlstring(L, list[i].src, list[i].len);
+      else
+        lua_pushnil(L);
+      why = 0;
+      int rc = pawl__lua_call(w, 3, 1, limit, &why);
+      char *msg = NULL;
+      if (rc != 0 && why == PAWL__LUA_STOP) {
+        stopped = 1;
+      } else if (rc != 0) {
+        if (why) {
+          if (asprintf(&msg, "script %s: loading took longer than %g s", name,
+                       limit) < 0)
+            msg = NULL;
+        } else {
+          msg = pawl__lua_strdup(lua_tostring(L, -1));
+        }
+        if (!msg) msg = pawl__lua_strdup("(no error message)");
+        load_failed(w, wi, name);
+      } else if (!lua_isnil(L, -1)) {
+        msg = pawl__lua_strdup(lua_tostring(L, -1));
+      }
+      lua_pop(L, 1);
+      if (msg && report && log) {
+        log_line_t line;
+        pawl__log_begin(&line, log, PAWL_LOG_ERROR,
+                  "script not loaded (a previous version, if any, keeps serving)");
+        pawl__log_str(&line, "script", name);
+        pawl__log_str(&line, "error", msg);
+        pawl__log_end(&line);
+      }
+      if (msg && errors)
+        errors[i] = msg;
+      else
+        free(msg);
+    }
+  }
+  lua_settop(L, top);
+  w->loading = 0;
+  return stopped ? -1 : 0;
+}
+
+int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
+                          pawl_script_info_t *out) {
+  lua_State *L = w->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
+  lua_getfield(L, -1, "defaults_of");
+  lua_remove(L, -2);
+  lua_pushstring(L, type);
+  if (pawl__lua_call(w, 1, 4, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
+    lua_pop(L, 1);
+    return -1;
+  }
+  const char *q = lua_tostring(L, -4);
+  if (q) snprintf(out->queue, sizeof out->queue, "%s", q);
+  if (lua_isnumber(L, -3)) {
+    out->has_priority = 1;
+    out->priority = (int32_t)lua_tonumber(L, -3);
+  }
+  out->max_attempts = (int32_t)lua_tonumber(L, -2);
+  out->timeout_s = (int32_t)ceil(lua_tonumber(L, -1));
+  lua_pop(L, 4);
+  return 0;
+}

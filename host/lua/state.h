@@ -1,0 +1,79 @@
+/* state.h: a worker's Lua state and what its job code is doing, shared by
+ * the files of lua/ (not by the runner: it sees pawl__lua_t as opaque,
+ * through bridge.h).
+ *
+ * Everything here belongs to the thread that owns the state (see
+ * bridge.h); no field is shared with another thread. The one exception is
+ * `L`, which the owning thread's signal handler passes to lua_sethook()
+ * (pawl__lua_interrupt()). */
+#ifndef PAWL_LUA_STATE_H
+#define PAWL_LUA_STATE_H
+
+#include <lua.h>
+
+#include "bridge.h"
+
+/* How long the steps after a job may take: result encoding, sanitizer and
+ * retry policy. */
+#define PAWL__LUA_STEP_TIMEOUT_S 10.0
+
+/* A lock pawl.lock took (name and owner, owned strings). */
+typedef struct pawl__lua_lock {
+  char *name;
+  char *owner;
+} pawl__lua_lock_t;
+
+struct pawl__lua {
+  pawl__lua_config_t cfg;
+  lua_State *L;
+  int ref_worker;            /* registry ref: the pawl.worker table */
+  int ref_decode;            /* registry ref: pawl.json's decode */
+  int ref_msgh;              /* registry ref: the message handler */
+  double timeout_s;          /* of the protected call running now, for the
+                                interrupt's message */
+
+  /* The job being run (borrowed for pawl__lua_run's call). */
+  const pawl_job_t *job;
+  uint64_t runs;             /* run() calls made: names each one */
+  uint64_t run_seq;          /* the run() call running now (ctx._seq), 0:
+                                none; ctx checks it */
+  pawl_log_entry_t *logs;    /* its ctx:log lines, handed to the outcome */
+  size_t nlogs, logs_cap;
+  int64_t cancel_checked;    /* mono ms of the last ctx:canceled() query */
+  int canceled;
+  int64_t progress_written;
+
+  /* Locks taken by pawl.lock and not released yet. They are released
+   * once the call that took them has returned, however it ended: a
+   * timeout or a stop interrupts the release in Lua. */
+  pawl__lua_lock_t *locks;
+  size_t nlocks, locks_cap;
+  int loading;               /* running a script's top level: the functions
+                                that act on the database refuse */
+};
+
+/* Calls the function below `nargs` arguments on the stack, protected, under
+ * a deadline of timeout_s (the owner's call_begin/call_end around it).
+ * Returns lua_pcall's code; *why (if not NULL) receives 0 or why the call
+ * was interrupted (PAWL__LUA_TIMEOUT, PAWL__LUA_STOP).
+ * [-(nargs+1), +(nres|1), -] */
+int pawl__lua_call(pawl__lua_t *w, int nargs, int nres, double timeout_s,
+                   int *why);
+
+/* Pushes the pawl.host table: the functions job code's view of the host
+ * calls (host_fns.c), each with `w` as upvalue. [-0, +1, m] */
+void pawl__lua_push_host(lua_State *L, pawl__lua_t *w);
+
+/* 53 random bits as a double, for seeding math.random (host_fns.c). */
+double pawl__lua_entropy(void);
+
+/* Releases the locks the last call left held (host_fns.c): outside Lua,
+ * where no interrupt can stop it. pawl__lua_forget_locks only frees the
+ * list (closing a state whose handle is gone). */
+void pawl__lua_release_locks(pawl__lua_t *w);
+void pawl__lua_forget_locks(pawl__lua_t *w);
+
+/* strdup that passes NULL through. */
+char *pawl__lua_strdup(const char *s);
+
+#endif

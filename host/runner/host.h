@@ -1,0 +1,213 @@
+/* host.h: the worker host's shared state (internal to runner/).
+ *
+ * Threads and what they own, one file each:
+ * - the poller (poller.c): claims jobs, runs the chores (heartbeat, node
+ *   beat, lease recovery), and decides when to stop;
+ * - the loader (loader.c): loads new versions of the scripts in a state
+ *   of its own (their top level may take long: never on the poller's
+ *   path) and installs them for the workers;
+ * - N workers (worker.c): one Lua state each (lua/bridge.h), never shared;
+ * - the completer (completer.c): writes outcomes in batches (group
+ *   commit);
+ * - the watchdog (watchdog.c): interrupts jobs that pass their deadline;
+ * - the checkpointer (checkpointer.c, SQLite): moves the write-ahead log
+ *   into the database;
+ * - the listener (listener.c, PostgreSQL): wakes the poller when another
+ *   process enqueues (LISTEN/NOTIFY).
+ * host.c starts them (pawl_start), stops them (pawl_stop) and joins them
+ * (pawl_wait). The runner is engine-neutral: Lua is reached only through
+ * lua/bridge.h, the database only through the API (include/pawl.h and
+ * api/pawl_internal.h).
+ * Each thread has its own pawl_t (own database connection); all share the
+ * lease token of the handle that started the host.
+ *
+ * Everything below `mu` is guarded by it. The hand-offs are queues under
+ * that one mutex with a condition variable per consumer: few enough jobs
+ * change hands per second that one lock is not the bottleneck (the
+ * database is), and one lock keeps the stop logic simple. */
+#ifndef PAWL_HOST_H
+#define PAWL_HOST_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "bridge.h"
+#include "log.h"
+#include "pawl.h"
+
+typedef struct worker worker_t;
+
+/* One finished attempt on its way to the database, and back to its worker
+ * for the hooks once stored. */
+typedef struct host_outcome {
+  pawl_outcome_t out;        /* its strings point into the fields below */
+  pawl_job_t *job;           /* owned */
+  char *result;              /* owned */
+  char *error;               /* owned */
+  pawl_log_entry_t *logs;    /* owned, with their strings */
+  size_t nlogs;
+  int worker;                /* index of the worker that ran it, -1: none */
+  int hook_ref;              /* PAWL__LUA_NOREF, or what the hooks need,
+                                held in that worker's Lua state */
+  int hooks;                 /* which hooks to run once stored */
+  double duration_ms;
+  int rc;                    /* store's verdict, after the write */
+  int refusals;              /* times the store refused it as bad data: the
+                                completer rewrites it, then drops it */
+  struct host_outcome *next;
+} host_outcome_t;
+
+/* A job handed to a worker. */
+typedef struct host_item {
+  pawl_job_t *job;
+  int64_t claimed_mono;      /* when the claim returned (monotonic ms) */
+  struct host_item *next;
+} host_item_t;
+
+/* A script file: type name ("_defaults" for the defaults file), path, and
+ * the text the workers load: the file as read at the scan, or, when that
+ * did not load, the text of the version that keeps serving (src NULL:
+ * unreadable; loading the path says why). */
+typedef pawl__script_t host_script_t;
+
+typedef struct host {
+  pawl_t *p;                 /* the handle that started the host */
+  pawl_host_opts_t opts;     /* strings below are owned copies */
+  char *scripts_dir;
+  char **queues;
+  double avg_job_ms;         /* moving average of job durations (under mu),
+                                for the adaptive prefetch */
+  host_logger_t log;
+
+  pthread_mutex_t mu;
+  pthread_cond_t poll_cv;    /* poller waits here */
+  pthread_cond_t work_cv;    /* workers wait here */
+  pthread_cond_t done_cv;    /* completer waits here */
+  pthread_cond_t stop_cv;    /* pawl_wait() waits here */
+  pthread_cond_t load_cv;    /* the loader waits here */
+  int wake;                  /* poller: something changed, look again */
+  host_item_t *queue_head, *queue_tail;
+  int queued;                /* claimed, waiting for a worker */
+  int running;               /* being run by a worker */
+  host_outcome_t *out_head, *out_tail;
+  int outcomes;              /* waiting for the completer */
+  int writing;               /* outcomes the completer is writing now */
+  int stopping;              /* 0, PAWL_STOP_GRACEFUL or PAWL_STOP_NOW */
+  int poller_done, completer_done, watchdog_done;
+  int workers_alive;         /* workers still able to produce outcomes */
+  int stopped;               /* all threads ended; pawl_wait may join */
+  int joined;
+
+  /* Scripts: the list, its generation (bumped on every change seen; 0
+   * until the loader has installed the first list: no job is claimed
+   * before). */
+  host_script_t *scripts;
+  size_t nscripts;
+  uint64_t scripts_gen;
+  struct loader *loader_state;
+  worker_t *probe;           /* the loader's state, for the watchdog */
+  pthread_t loader;
+  int loader_done;
+  int64_t loader_giveup_at;  /* mono ms: a loader still stuck (a blocking C
+                                call in a script's top level) once the rest
+                                has stopped is left behind then */
+  int loader_abandoned;      /* never free the host */
+
+  worker_t **workers;
+  int nworkers;
+  struct poller *poller_state;
+  int64_t started_at;        /* store clock, for the node table */
+  char *queues_csv;          /* the served queues, for the node table */
+  int64_t abandon_at;        /* mono ms after which workers still stuck
+                                (in a blocking C call) are left behind */
+  int abandoned;             /* workers left behind: never free the host */
+  pthread_t poller, completer, watchdog, checkpointer, listener;
+  int checkpointer_done, listener_done;
+  int listener_started;      /* the store can listen: the thread was started */
+  /* When the last heartbeat reached the database (monotonic ms). A job
+   * whose lease was last renewed longer than a lease ago may have been
+   * taken back by another node: it is not started (see pawl__host_lapsed()). */
+  int64_t beat_ok_mono;
+  int lapsed_logged;         /* "not starting new jobs" was logged */
+  /* Stopping with a database that does not take outcomes: a failed write
+   * after flush_until (monotonic ms; 0 while not stopping) is final. */
+  int64_t flush_until;
+  int backlog;               /* outcomes the completer holds after a failed
+                                write: the poller claims that many fewer */
+  int64_t writes_failing_since; /* mono ms of the first of the completer's
+                                failed rounds in a row, 0: the last wrote */
+  char write_err[512];       /* why it failed */
+  struct completer *completer_state; /* its buffers, made by pawl_start */
+  /* How the host ended (pawl_host_status): it gave up (until_idle, claims
+   * failing), and outcomes it could not store (logged one by one). */
+  int gave_up;
+  char gave_up_msg[640];
+  int unstored;
+  int unstored_rc;
+  char unstored_msg[300];
+  int states_ready, states_failed; /* workers' Lua states built at start */
+  char start_err[512];       /* why a worker could not build its state */
+  int interrupt_signal;      /* the signal that stops a worker's Lua code;
+                                0: none (see pawl_host_opts_t) */
+  int signal_held;           /* its handler is installed for this host
+                                (released once the threads are joined) */
+} host_t;
+
+/* Wakes the poller (an enqueue happened, a slot freed up). */
+void pawl__host_wake(host_t *h);
+
+/* 1 if the lease of a job claimed at `claimed_mono` may have run out
+ * (the database has not heard from this node for about a lease): such a
+ * job must not start. Called with h->mu held. */
+int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono);
+
+/* Hands a claimed job that never started back to the store (pending again,
+ * no attempt used) through the completer. Takes ownership of `job`. */
+void pawl__host_hand_back(host_t *h, pawl_job_t *job);
+
+/* Hands a finished attempt to the completer. Takes ownership. */
+void pawl__host_push_outcome(host_t *h, host_outcome_t *o);
+
+/* Frees an outcome and everything it owns (not its hook ref). */
+void pawl__host_outcome_free(host_outcome_t *o);
+
+/* A copy of the current script list (caller frees with
+ * pawl__host_scripts_free); *gen receives its generation. */
+host_script_t *pawl__host_scripts_copy(host_t *h, size_t *n, uint64_t *gen);
+void pawl__host_scripts_free(host_script_t *s, size_t n);
+
+/* ---- the threads -------------------------------------------------------- */
+
+/* Each thread's state is made by pawl_start() before any thread starts
+ * (so that a failed allocation or a connection that cannot open fails the
+ * start) and freed once the thread is joined. *_main is the thread. The
+ * _new functions return 0 or a PAWL_E* code with the message in err. */
+
+/* The poller (poller.c), with its own connection. */
+int pawl__poller_new(host_t *h, struct poller **out, char *err,
+                     size_t errlen);
+void pawl__poller_free(struct poller *pl);
+void *pawl__poller_main(void *arg);
+
+/* The completer (completer.c); it opens its connection itself. */
+struct completer *pawl__completer_new(host_t *h);
+void pawl__completer_free(struct completer *c);
+void *pawl__completer_main(void *arg);
+
+/* The loader (loader.c) and its Lua state (the probe, h->probe): made on
+ * the calling thread before the workers' states (see pawl__lua_open());
+ * sets h->loader_state and h->probe. Its thread installs the first script
+ * list once every worker's state is ready. pawl__loader_free: also when
+ * its thread never started. */
+int pawl__loader_new(host_t *h, char *err, size_t errlen);
+void pawl__loader_free(host_t *h, struct loader *ld);
+void *pawl__loader_main(void *arg);
+
+/* The watchdog (watchdog.c), the checkpointer (checkpointer.c) and the
+ * listener (listener.c): their argument is the host. */
+void *pawl__watchdog_main(void *arg);
+void *pawl__checkpointer_main(void *arg);
+void *pawl__listener_main(void *arg);
+
+#endif

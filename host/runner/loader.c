@@ -1,0 +1,401 @@
+/* loader.c: the scripts directory and the loader thread.
+ *
+ * The loader scans the directory every reload_ms; when it changed, it
+ * loads the new list in a Lua state of its own (the probe: each broken
+ * script is reported once) and installs it for the workers, who reload
+ * between jobs. pawl_script_info() loads one script the same way, on the
+ * caller's thread, with a guard thread as its watchdog. See host.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "host.h"
+#include "worker.h"
+
+/* ---- scripts ------------------------------------------------------------ */
+
+void pawl__host_scripts_free(host_script_t *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(s[i].name);
+    free(s[i].path);
+    free(s[i].src);
+  }
+  free(s);
+}
+
+/* A copy of `len` bytes and a NUL, or NULL. */
+static char *host_memdup(const char *p, size_t len) {
+  char *c = malloc(len + 1);
+  if (!c) return NULL;
+  memcpy(c, p, len);
+  c[len] = 0;
+  return c;
+}
+
+host_script_t *pawl__host_scripts_copy(host_t *h, size_t *n, uint64_t *gen) {
+  pthread_mutex_lock(&h->mu);
+  host_script_t *c = calloc(h->nscripts ? h->nscripts : 1, sizeof *c);
+  size_t k = 0;
+  for (size_t i = 0; c && i < h->nscripts; i++) {
+    const host_script_t *s = &h->scripts[i];
+    c[k].name = strdup(s->name);
+    c[k].path = strdup(s->path);
+    c[k].src = s->src ? host_memdup(s->src, s->len) : NULL;
+    c[k].len = s->len;
+    if (c[k].name && c[k].path && (c[k].src || !s->src)) {
+      k++;
+    } else {
+      free(c[k].name);
+      free(c[k].path);
+      free(c[k].src);
+    }
+  }
+  *gen = h->scripts_gen;
+  pthread_mutex_unlock(&h->mu);
+  *n = k;
+  return c;
+}
+
+static int host_script_cmp(const void *a, const void *b) {
+  return strcmp(((const host_script_t *)a)->name,
+                ((const host_script_t *)b)->name);
+}
+
+/* The contents of `path` (NUL-terminated, *len bytes), or NULL if it
+ * cannot be read. */
+static char *host_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  pawl_buf_t b;
+  pawl__buf_init(&b);
+  char chunk[8192];
+  size_t k;
+  while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) pawl__buf_append(&b, chunk, k);
+  int bad = ferror(f) || b.oom;
+  fclose(f);
+  *len = b.len;
+  char *s = bad ? NULL : pawl__buf_detach(&b);
+  pawl__buf_free(&b);
+  return s;
+}
+
+/* Lists the scripts directory: NAME.lua files are job types, _defaults.lua
+ * the defaults; other files starting with '_' or '.' are ignored. Each
+ * file's text is read here, once for all workers. *sig receives a
+ * signature of names, sizes, modification times and contents, so any
+ * change to the directory shows. Returns -1 if the directory is unusable. */
+static int host_list_scripts(const char *dir, host_script_t **out, size_t *n,
+                             uint64_t *sig) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  host_script_t *list = NULL;
+  size_t count = 0, cap = 0;
+  uint64_t hash = 1469598103934665603u;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len < 5 || strcmp(e->d_name + len - 4, ".lua") != 0) continue;
+    if (e->d_name[0] == '.') continue;
+    if (e->d_name[0] == '_' && strcmp(e->d_name, "_defaults.lua") != 0) continue;
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", dir, e->d_name) < 0) continue;
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+      free(path);
+      continue;
+    }
+    if (count == cap) {
+      cap = cap ? cap * 2 : 16;
+      void *p = realloc(list, cap * sizeof *list);
+      if (!p) {
+        free(path);
+        break;
+      }
+      list = p;
+    }
+    list[count].name = strndup(e->d_name, len - 4);
+    list[count].path = path;
+    if (!list[count].name) {
+      free(path);
+      continue;
+    }
+    host_script_t *s = &list[count];
+    s->len = 0;
+    s->src = host_read_file(path, &s->len);
+    count++;
+    uint64_t parts[3] = {(uint64_t)sb.st_size, (uint64_t)sb.st_mtim.tv_sec,
+                         (uint64_t)sb.st_mtim.tv_nsec};
+    for (const char *c = e->d_name; *c; c++) hash = (hash ^ (uint8_t)*c) * 1099511628211u;
+    for (int i = 0; i < 3; i++) hash = (hash ^ parts[i]) * 1099511628211u;
+    for (size_t i = 0; s->src && i < s->len; i++)
+      hash = (hash ^ (uint8_t)s->src[i]) * 1099511628211u;
+  }
+  closedir(d);
+  if (count) qsort(list, count, sizeof *list, host_script_cmp);
+  /* readdir order is arbitrary: make the signature order-free by also
+   * mixing in the count (xor-free FNV is order dependent, so rehash the
+   * sorted names). */
+  uint64_t sorted = 1469598103934665603u ^ count;
+  for (size_t i = 0; i < count; i++)
+    for (const char *c = list[i].name; *c; c++)
+      sorted = (sorted ^ (uint8_t)*c) * 1099511628211u;
+  *sig = hash ^ sorted;
+  *out = list;
+  *n = count;
+  return 0;
+}
+
+/* Looks at the scripts directory; if it changed, loads the new list in the
+ * loader's `probe` state (which logs each broken script) and installs it,
+ * bumping the generation. A script that does not load is installed with
+ * the text of the version it had: workers reload only between jobs, so
+ * one that was busy through the last good change must still get that
+ * version, not the one before. One that never loaded is left out, so that
+ * workers do not run a top level that failed (or never returned) again.
+ * Returns 1 when it installed a new list, 0 when nothing changed, -1 when
+ * the host's stop cut the load short (nothing installed). Called by the
+ * loader only (the one writer of h->scripts). */
+static int host_scan_scripts(host_t *h, uint64_t *last_sig, worker_t *probe) {
+  host_script_t *list = NULL;
+  size_t n = 0;
+  uint64_t sig = 0;
+  if (host_list_scripts(h->scripts_dir, &list, &n, &sig) != 0) sig = 0;
+  if (sig == *last_sig && h->scripts_gen != 0) {
+    pawl__host_scripts_free(list, n);
+    return 0;
+  }
+  char **errors = calloc(n ? n : 1, sizeof *errors);
+  if (pawl__lua_load(probe->lua, list, n, 1, errors) != 0) {
+    for (size_t i = 0; errors && i < n; i++) free(errors[i]);
+    free(errors);
+    pawl__host_scripts_free(list, n);
+    return -1;
+  }
+  *last_sig = sig;
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (errors && errors[i]) {
+      const host_script_t *old = NULL;
+      for (size_t k = 0; k < h->nscripts && !old; k++)
+        if (strcmp(h->scripts[k].name, list[i].name) == 0 && h->scripts[k].src)
+          old = &h->scripts[k];
+      char *keep = old ? host_memdup(old->src, old->len) : NULL;
+      free(list[i].src);
+      list[i].src = keep;
+      list[i].len = keep ? old->len : 0;
+      free(errors[i]);
+      if (!keep) {
+        free(list[i].name);
+        free(list[i].path);
+        continue;
+      }
+    }
+    list[kept++] = list[i];
+  }
+  free(errors);
+  pthread_mutex_lock(&h->mu);
+  host_script_t *old = h->scripts;
+  size_t nold = h->nscripts;
+  h->scripts = list;
+  h->nscripts = kept;
+  h->scripts_gen++;
+  /* Idle workers load the new list now, not before their next job. */
+  pthread_cond_broadcast(&h->work_cv);
+  pthread_mutex_unlock(&h->mu);
+  pawl__host_scripts_free(old, nold);
+  return 1;
+}
+
+/* ---- the loader thread -------------------------------------------------- */
+
+/* Loading a script runs its top level, which may take long or never
+ * return: that happens here, under the watchdog (the load deadline), never
+ * on the poller's path. The loader owns a Lua state that only loads
+ * scripts (the probe), so that each broken script is reported once, and
+ * installs each new list for the workers. */
+typedef struct loader {
+  host_t *h;
+  worker_t probe;
+  uint64_t sig;              /* signature of the directory last loaded */
+} loader_t;
+
+void *pawl__loader_main(void *arg) {
+  loader_t *ld = arg;
+  host_t *h = ld->h;
+  ld->probe.thread = pthread_self(); /* before any call the watchdog sees */
+  pawl__worker_bind(&ld->probe);
+  int first = 1;
+  pthread_mutex_lock(&h->mu);
+  while (!h->stopping) {
+    pthread_mutex_unlock(&h->mu);
+    if (host_scan_scripts(h, &ld->sig, &ld->probe) > 0) {
+      if (!first) {
+        log_line_t line;
+        pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "scripts loaded");
+        pawl__log_str(&line, "dir", h->scripts_dir);
+        pawl__log_int(&line, "files", (int64_t)h->nscripts);
+        pawl__log_end(&line);
+      }
+      first = 0;
+      pawl__host_wake(h); /* jobs may be claimed now */
+    }
+    pthread_mutex_lock(&h->mu);
+    if (h->stopping) break;
+    struct timespec ts = pawl__mono_deadline(h->opts.reload_ms);
+    pthread_cond_timedwait(&h->load_cv, &h->mu, &ts);
+  }
+  h->loader_done = 1;
+  pthread_cond_broadcast(&h->stop_cv);
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+
+int pawl__loader_new(host_t *h, char *err, size_t errlen) {
+  loader_t *ld = calloc(1, sizeof *ld);
+  if (!ld) {
+    snprintf(err, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  ld->h = h;
+  ld->probe.h = h;
+  ld->probe.index = -1;
+  ld->probe.signal = h->interrupt_signal;
+  pthread_mutex_init(&ld->probe.dl, NULL);
+  int rc = pawl__worker_open(&ld->probe, err, errlen);
+  if (rc) {
+    pthread_mutex_destroy(&ld->probe.dl);
+    free(ld);
+    return rc;
+  }
+  h->loader_state = ld;
+  h->probe = &ld->probe;
+  return 0;
+}
+
+void pawl__loader_free(host_t *h, struct loader *ld) {
+  if (!ld) return;
+  pawl__worker_close(&ld->probe);
+  pthread_mutex_destroy(&ld->probe.dl);
+  free(ld);
+  if (h->loader_state == ld) {
+    h->loader_state = NULL;
+    h->probe = NULL;
+  }
+}
+
+/* ---- pawl_script_info ----------------------------------------------------- */
+
+/* pawl_script_info runs on the caller's thread, where no host watchdog
+ * looks: this thread is its watchdog while it loads. */
+typedef struct loader_guard {
+  worker_t *w;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;
+} loader_guard_t;
+
+static void *loader_guard_main(void *arg) {
+  loader_guard_t *g = arg;
+  pthread_mutex_lock(&g->mu);
+  while (!g->done) {
+    pthread_mutex_unlock(&g->mu);
+    pawl__worker_watch(g->w, pawl__mono_ms());
+    pthread_mutex_lock(&g->mu);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20 * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    if (!g->done) pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+  }
+  pthread_mutex_unlock(&g->mu);
+  return NULL;
+}
+
+/* Loads the type's script (and _defaults.lua) into w, a fresh state, and
+ * reads its defaults; 0, or PAWL_EINVAL with `err` saying why. */
+static int loader_info(worker_t *w, const char *type, const char *path,
+                       const char *defaults, pawl_script_info_t *out,
+                       char *err, size_t errlen) {
+  host_script_t list[2];
+  size_t n = 0;
+  if (access(defaults, R_OK) == 0)
+    list[n++] = (host_script_t){.name = "_defaults", .path = (char *)defaults};
+  list[n++] = (host_script_t){.name = (char *)type, .path = (char *)path};
+  char *errors[2] = {NULL, NULL};
+  int rc = pawl__lua_load(w->lua, list, n, 0, errors);
+  for (size_t i = 0; i < n; i++) {
+    if (errors[i] && rc == 0) {
+      snprintf(err, errlen, "script %s is broken: %s", list[i].path, errors[i]);
+      rc = PAWL_EINVAL;
+    }
+    free(errors[i]);
+  }
+  if (rc) return PAWL_EINVAL;
+  pawl__lua_defaults_of(w->lua, type, out);
+  return 0;
+}
+
+int pawl_script_info(const char *dir, const char *type,
+                     pawl_script_info_t *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  char path[4096], defaults[4096];
+  snprintf(path, sizeof path, "%s/%s.lua", dir, type);
+  snprintf(defaults, sizeof defaults, "%s/_defaults.lua", dir);
+  if (strchr(type, '/') || access(path, R_OK) != 0) return PAWL_ENOTFOUND;
+  worker_t w;
+  memset(&w, 0, sizeof w);
+  w.index = -1;
+  pthread_mutex_init(&w.dl, NULL);
+  int rc = pawl__worker_open(&w, err, errlen);
+  if (rc) {
+    pthread_mutex_destroy(&w.dl);
+    return rc;
+  }
+  /* The script's top level runs here, under a deadline: this thread takes
+   * the interrupt signal while it loads, and a guard thread watches. */
+  int held = pawl__worker_signal_acquire(SIGURG) == 0;
+  w.signal = held ? SIGURG : 0; /* no signal: the load runs unwatched */
+  sigset_t old;
+  pthread_sigmask(SIG_SETMASK, NULL, &old);
+  w.thread = pthread_self();
+  worker_t *prev_self = pawl__worker_bind(&w);
+  loader_guard_t g = {.w = &w};
+  pthread_mutex_init(&g.mu, NULL);
+  pthread_cond_init(&g.cv, NULL);
+  pthread_t guard;
+  int guarded = pthread_create(&guard, NULL, loader_guard_main, &g) == 0;
+  if (!guarded) {
+    snprintf(err, errlen, "cannot start a thread to watch the script's loading");
+    rc = PAWL_ENOMEM;
+  } else {
+    rc = loader_info(&w, type, path, defaults, out, err, errlen);
+  }
+  if (guarded) {
+    pthread_mutex_lock(&g.mu);
+    g.done = 1;
+    pthread_cond_signal(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    pthread_join(guard, NULL);
+  }
+  pthread_cond_destroy(&g.cv);
+  pthread_mutex_destroy(&g.mu);
+  pawl__worker_unbind(prev_self);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (held) pawl__worker_signal_release(SIGURG);
+  pawl__worker_close(&w);
+  pthread_mutex_destroy(&w.dl);
+  return rc;
+}

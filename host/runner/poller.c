@@ -1,0 +1,456 @@
+/* poller.c: the poller thread: claims batches of due jobs sized to the
+ * free workers (plus an adaptive prefetch) and queues them for the
+ * workers; runs the chores (heartbeat, node beat, lease recovery); and
+ * decides when the host stops (--until-idle, give-up, grace period). See
+ * host.h for who owns what. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "host.h"
+#include "iso8601.h"
+#include "pawl_internal.h"
+#include "worker.h"
+
+/* Jobs claimed per transaction, at most. */
+#define HOST_CLAIM_MAX 1000
+/* Running jobs looked at by --until-idle (jobs left by a dead node). */
+#define HOST_RUNNING_SCAN 1000
+
+typedef struct poller {
+  host_t *h;
+  pawl_t *p;
+  int64_t next_heartbeat, next_recover;
+  int64_t claim_failed_at;   /* last "claim failed" logged (mono ms): while
+                                the database is away, once every 5 s */
+  /* For --until-idle's give-up: since when claims, and heartbeats, have
+   * failed in a row (mono ms; 0: the last one worked, or no claim was
+   * tried: a node whose workers are all busy does not claim), and why. A
+   * database that is away fails both; with every slot taken (by outcomes
+   * it cannot write, say) only the heartbeat still asks. */
+  int64_t claims_failing_since, beats_failing_since;
+  char claim_err[300], beat_err[300];
+  int64_t swept_for_idle;    /* last sweep forced by --until-idle (mono) */
+} poller_t;
+
+static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
+  log_line_t line;
+  pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR, what);
+  pawl__log_str(&line, "error", pawl_errmsg(p));
+  pawl__log_end(&line);
+}
+
+static void host_release_queued(host_t *h) {
+  pthread_mutex_lock(&h->mu);
+  host_item_t *items = h->queue_head;
+  h->queue_head = h->queue_tail = NULL;
+  h->queued = 0;
+  pthread_mutex_unlock(&h->mu);
+  while (items) {
+    host_item_t *it = items;
+    items = it->next;
+    pawl__host_hand_back(h, it->job);
+    free(it);
+  }
+}
+
+/* Hands back the jobs workers are still running after the grace period,
+ * and interrupts them: their own outcomes will be refused as stale. */
+static void host_release_running(host_t *h) {
+  pthread_mutex_lock(&h->mu);
+  h->abandon_at = pawl__mono_ms() + 2000;
+  int running = h->running;
+  pthread_mutex_unlock(&h->mu);
+  log_line_t line;
+  pawl__log_begin(&line, &h->log, PAWL_LOG_INFO,
+            "interrupting the jobs still running; they are handed back");
+  pawl__log_int(&line, "jobs", running);
+  pawl__log_end(&line);
+  for (int i = 0; i < h->nworkers; i++) pawl__worker_interrupt_stop(h->workers[i]);
+}
+
+/* The heartbeat: extends this node's leases, notes whether the database
+ * still hears from us (a node that lapsed starts no job: see
+ * pawl__host_lapsed()), and records the node in the node table. */
+static void poller_heartbeat(poller_t *pl, int64_t now) {
+  host_t *h = pl->h;
+  if (pawl_heartbeat(pl->p, NULL) != 0) {
+    if (!pl->beats_failing_since) pl->beats_failing_since = now;
+    snprintf(pl->beat_err, sizeof pl->beat_err, "%s", pawl_errmsg(pl->p));
+    host_log_rc(h, pl->p, "heartbeat failed");
+    pthread_mutex_lock(&h->mu);
+    int lapsed = pawl__host_lapsed(h, 0, pawl__mono_ms()) && !h->lapsed_logged;
+    if (lapsed) h->lapsed_logged = 1;
+    pthread_mutex_unlock(&h->mu);
+    if (lapsed) {
+      log_line_t line;
+      pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
+                "database unreachable for longer than the lease: not "
+                "starting new jobs until it is back");
+      pawl__log_end(&line);
+    }
+  } else {
+    pthread_mutex_lock(&h->mu);
+    h->beat_ok_mono = now;
+    pl->beats_failing_since = 0;
+    int was_lapsed = h->lapsed_logged;
+    h->lapsed_logged = 0;
+    pthread_mutex_unlock(&h->mu);
+    if (was_lapsed) {
+      log_line_t line;
+      pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "database reachable again");
+      pawl__log_end(&line);
+    }
+  }
+  pawl__node_beat(pl->p, PAWL_VERSION, h->queues_csv, h->started_at);
+}
+
+/* Lease recovery: one node sweeps at a time (the lock's TTL frees it if we
+ * die), taking back the jobs of nodes that died, and removing nodes silent
+ * for five leases (their jobs were taken back long ago; the node table
+ * lists the living). */
+static void poller_sweep(poller_t *pl) {
+  host_t *h = pl->h;
+  int got = 0;
+  if (pawl__recover_lock(pl->p, &got) != 0 || !got) return;
+  size_t n = 0;
+  if (pawl_recover(pl->p, &n) != 0)
+    host_log_rc(h, pl->p, "lease recovery failed");
+  else if (n > 0) {
+    log_line_t line;
+    pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
+              "took back jobs whose lease expired");
+    pawl__log_int(&line, "jobs", (int64_t)n);
+    pawl__log_end(&line);
+  }
+  size_t reaped = 0;
+  if (pawl__nodes_reap(pl->p, 5 * pawl__lease_ms(pl->p), &reaped) == 0 &&
+      reaped) {
+    log_line_t line;
+    pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "removed silent nodes");
+    pawl__log_int(&line, "nodes", (int64_t)reaped);
+    pawl__log_end(&line);
+  }
+  pawl__recover_unlock(pl->p);
+}
+
+static void poller_chores(poller_t *pl, int64_t now) {
+  if (now >= pl->next_heartbeat) {
+    pl->next_heartbeat = now + pl->h->opts.heartbeat_ms;
+    poller_heartbeat(pl, now);
+  }
+  if (now >= pl->next_recover) {
+    pl->next_recover = now + pawl__lease_ms(pl->p) / 2;
+    poller_sweep(pl);
+  }
+}
+
+/* How many jobs this node holds at most: the workers plus a prefetch.
+ * Unless set, the prefetch adapts to how long jobs take: about 10 ms of
+ * work per worker, so short jobs are claimed in big batches (the claim's
+ * cost is per transaction) while long ones are not hoarded by one node.
+ * Called with h->mu held. */
+static int host_capacity(host_t *h) {
+  int workers = h->nworkers, prefetch = h->opts.prefetch;
+  if (prefetch < 0) {
+    double avg = h->avg_job_ms > 0.01 ? h->avg_job_ms : 0.01;
+    double n = 10.0 / avg * workers;
+    prefetch = n > 1000 ? 1000 : n < workers ? workers : (int)n;
+  }
+  return workers + prefetch;
+}
+
+/* Claims what fits and queues it for the workers. Returns how many. */
+static size_t poller_claim(poller_t *pl) {
+  host_t *h = pl->h;
+  pthread_mutex_lock(&h->mu);
+  /* Outcomes the completer cannot write yet count as work held: a node
+   * whose database takes no outcomes does not claim more. */
+  int outstanding = h->queued + h->running + h->backlog;
+  int capacity = host_capacity(h);
+  int want = capacity - outstanding;
+  /* Claim in batches: when a good part of the capacity is free, or a
+   * worker is idle with nothing queued. */
+  int idle = h->queued == 0 && h->running < h->nworkers;
+  pthread_mutex_unlock(&h->mu);
+  if (want <= 0 || !(idle || want >= capacity / 4 || want >= 64)) {
+    pl->claims_failing_since = 0; /* not tried: no news */
+    return 0;
+  }
+  if (want > HOST_CLAIM_MAX) want = HOST_CLAIM_MAX;
+  /* Claimed ahead of the workers: a worker records the start of a job
+   * recovered before (pawl_begin), so that a dead node's queued jobs are
+   * not blamed for its death. */
+  pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
+                          .nqueues = h->opts.nqueues,
+                          .defer_start = 1};
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  if (pawl_claim(pl->p, &co, (size_t)want, &jobs, &n) != 0) {
+    int64_t now = pawl__mono_ms();
+    if (!pl->claims_failing_since) pl->claims_failing_since = now;
+    snprintf(pl->claim_err, sizeof pl->claim_err, "%s", pawl_errmsg(pl->p));
+    if (!pl->claim_failed_at || now - pl->claim_failed_at >= 5000) {
+      pl->claim_failed_at = now;
+      host_log_rc(h, pl->p, "claim failed");
+    }
+    return 0;
+  }
+  pl->claim_failed_at = 0;
+  pl->claims_failing_since = 0;
+  if (n == 0) return 0;
+  int64_t claimed = pawl__mono_ms();
+  host_item_t *first = NULL, *last = NULL;
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    host_item_t *it = malloc(sizeof *it);
+    if (!it) {
+      pawl_job_free(jobs[i]); /* recovered when its lease expires */
+      continue;
+    }
+    it->job = jobs[i];
+    it->claimed_mono = claimed;
+    it->next = NULL;
+    if (last)
+      last->next = it;
+    else
+      first = it;
+    last = it;
+    kept++;
+  }
+  free(jobs);
+  pthread_mutex_lock(&h->mu);
+  if (first) {
+    if (h->queue_tail)
+      h->queue_tail->next = first;
+    else
+      h->queue_head = first;
+    h->queue_tail = last;
+    h->queued += (int)kept;
+  }
+  pthread_cond_broadcast(&h->work_cv);
+  pthread_mutex_unlock(&h->mu);
+  return n;
+}
+
+/* True when --until-idle should stop: nothing queued, running or being
+ * written, and no pending job due now. */
+static int poller_idle(poller_t *pl, int64_t *next_due) {
+  host_t *h = pl->h;
+  pthread_mutex_lock(&h->mu);
+  int busy = h->queued || h->running || h->outcomes || h->writing ||
+             h->backlog;
+  pthread_mutex_unlock(&h->mu);
+  /* Busy: the next completion wakes us anyway, and the query below reads
+   * every pending row, which is for an idle poller only. */
+  *next_due = 0;
+  if (busy) return 0;
+  pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
+                          .nqueues = h->opts.nqueues};
+  if (pawl_next_due(pl->p, &co, next_due) != 0) return 0;
+  return *next_due == 0 || *next_due > pawl_now(pl->p);
+}
+
+/* What running_elsewhere() gathers. */
+typedef struct poller_scan {
+  size_t n;
+  int64_t lease_end;         /* earliest lease expiry seen */
+} poller_scan_t;
+
+static int poller_scan_job(const pawl_job_t *j, void *data) {
+  poller_scan_t *s = data;
+  s->n++;
+  if (j->lease_expires && (!s->lease_end || j->lease_expires < s->lease_end))
+    s->lease_end = j->lease_expires;
+  return 0;
+}
+
+/* Jobs running in the database while this node runs none (it is idle):
+ * another node's, or a dead node's until their leases expire. How many
+ * (at most HOST_RUNNING_SCAN are looked at), and the earliest lease end. */
+static size_t poller_running_elsewhere(poller_t *pl, int64_t *lease_end) {
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  f.state = PAWL_RUNNING;
+  f.limit = HOST_RUNNING_SCAN;
+  if (pl->h->opts.nqueues == 1) f.queue = pl->h->queues[0];
+  poller_scan_t s = {0, 0};
+  if (pawl_list(pl->p, &f, poller_scan_job, &s) != 0) return 0;
+  *lease_end = s.lease_end;
+  return s.n;
+}
+
+/* --until-idle with a database that keeps failing claims (or heartbeats)
+ * for longer than give_up_ms: stop, and say so (pawl_host_status).
+ * Returns 1 when it gave up. */
+static int poller_give_up(poller_t *pl, int64_t now) {
+  host_t *h = pl->h;
+  if (!h->opts.until_idle || h->opts.give_up_ms <= 0) return 0;
+  /* Whichever has failed longest: claims, heartbeats, outcome writes. */
+  struct {
+    int64_t since;
+    const char *what, *why;
+  } f[3] = {{pl->claims_failing_since, "claiming jobs", pl->claim_err},
+            {pl->beats_failing_since, "extending leases", pl->beat_err},
+            {0, "writing outcomes", NULL}};
+  char write_err[sizeof h->write_err];
+  pthread_mutex_lock(&h->mu);
+  f[2].since = h->writes_failing_since;
+  memcpy(write_err, h->write_err, sizeof write_err);
+  pthread_mutex_unlock(&h->mu);
+  f[2].why = write_err;
+  int k = -1;
+  for (int i = 0; i < 3; i++)
+    if (f[i].since && (k < 0 || f[i].since < f[k].since)) k = i;
+  int64_t failing = k < 0 ? 0 : now - f[k].since;
+  if (k < 0 || failing < h->opts.give_up_ms) return 0;
+  const char *what = f[k].what, *why = f[k].why;
+  pthread_mutex_lock(&h->mu);
+  h->gave_up = 1;
+  snprintf(h->gave_up_msg, sizeof h->gave_up_msg,
+           "gave up: %s has failed for %.1f s: %s", what,
+           (double)failing / 1000.0, why);
+  pthread_mutex_unlock(&h->mu);
+  log_line_t line;
+  pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
+            "giving up: the database has failed for longer than the give-up "
+            "time");
+  pawl__log_str(&line, "failing", what);
+  pawl__log_num(&line, "failing_s", (double)failing / 1000.0);
+  pawl__log_str(&line, "error", why);
+  pawl__log_end(&line);
+  pawl_stop(h->p, PAWL_STOP_GRACEFUL);
+  return 1;
+}
+
+/* --until-idle found nothing to do here: stop, unless a job comes due or
+ * a lease left by a dead node expires within idle_wait_ms (that job is
+ * taken back and run: it is work this run was started for). `next_due` is
+ * the earliest pending job's run_at (0: none); it becomes what the poller
+ * waits for. Returns 1 when the host is stopping. */
+static int poller_until_idle(poller_t *pl, int64_t now, int64_t *next_due) {
+  host_t *h = pl->h;
+  int64_t db_now = pawl_now(pl->p), lease_end = 0;
+  size_t elsewhere = poller_running_elsewhere(pl, &lease_end);
+  if (elsewhere && lease_end && lease_end - db_now <= h->opts.idle_wait_ms) {
+    if (lease_end <= db_now + 100) {
+      /* Expired: lease recovery takes it back at its next sweep. Make that
+       * soon (at most once a second), and look again shortly. */
+      if (now - pl->swept_for_idle >= 1000) {
+        pl->swept_for_idle = now;
+        pl->next_recover = now;
+      }
+      lease_end = db_now + 100;
+    }
+    if (*next_due == 0 || lease_end < *next_due) *next_due = lease_end;
+  }
+  if (*next_due != 0 && *next_due - db_now <= h->opts.idle_wait_ms) return 0;
+  if (elsewhere) {
+    log_line_t line;
+    pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
+              "stopping while jobs are still running elsewhere: on other "
+              "nodes, or left by a node that died (lease recovery takes "
+              "those back once their leases expire)");
+    pawl__log_int(&line, "running", (int64_t)elsewhere);
+    if (lease_end) {
+      char when[32];
+      pawl__iso8601_format(lease_end, when);
+      pawl__log_str(&line, "first_lease_expires", when);
+    }
+    pawl__log_end(&line);
+  }
+  pawl_stop(h->p, PAWL_STOP_GRACEFUL);
+  return 1;
+}
+
+void *pawl__poller_main(void *arg) {
+  poller_t *pl = arg;
+  host_t *h = pl->h;
+  int64_t stop_started = 0;
+  for (;;) {
+    int64_t now = pawl__mono_ms();
+    pthread_mutex_lock(&h->mu);
+    int stopping = h->stopping;
+    /* No job before the loader has installed the scripts (it wakes us). */
+    int ready = h->scripts_gen != 0;
+    h->wake = 0;
+    pthread_mutex_unlock(&h->mu);
+    if (stopping) {
+      if (!stop_started) {
+        stop_started = now;
+        host_release_queued(h);
+      }
+      pthread_mutex_lock(&h->mu);
+      int running = h->running;
+      pthread_mutex_unlock(&h->mu);
+      if (running == 0) break;
+      if (stopping == PAWL_STOP_NOW || now - stop_started >= h->opts.grace_ms) {
+        host_release_running(h);
+        break;
+      }
+      poller_chores(pl, now); /* leases of running jobs stay fresh */
+    } else {
+      poller_chores(pl, now);
+      size_t got = ready ? poller_claim(pl) : 0;
+      if (got > 0) continue;
+      if (poller_give_up(pl, pawl__mono_ms())) continue;
+    }
+    int64_t wait = h->opts.poll_ms;
+    if (!stopping) {
+      int64_t next_due = 0;
+      int idle = poller_idle(pl, &next_due);
+      /* Jobs due soon (a retry, a snooze) are part of the work this run
+       * was started for: wait for those, not for ones far in the future. */
+      if (h->opts.until_idle && idle && poller_until_idle(pl, now, &next_due))
+        continue;
+      if (next_due > 0 && ready) {
+        int64_t until = next_due - pawl_now(pl->p);
+        if (until < wait) wait = until < 1 ? 1 : until;
+      }
+    } else {
+      wait = 10;
+    }
+    int64_t chores = pl->next_heartbeat;
+    if (chores - now < wait) wait = chores - now > 1 ? chores - now : 1;
+    pthread_mutex_lock(&h->mu);
+    if (!h->wake && h->stopping == stopping) {
+      struct timespec ts = pawl__mono_deadline(wait);
+      pthread_cond_timedwait(&h->poll_cv, &h->mu, &ts);
+    }
+    pthread_mutex_unlock(&h->mu);
+  }
+  pthread_mutex_lock(&h->mu);
+  h->poller_done = 1;
+  pthread_cond_broadcast(&h->work_cv);
+  pthread_cond_broadcast(&h->done_cv);
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+
+int pawl__poller_new(host_t *h, struct poller **out, char *err,
+                     size_t errlen) {
+  poller_t *pl = calloc(1, sizeof *pl);
+  if (!pl) {
+    snprintf(err, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
+  pl->h = h;
+  int rc = pawl__open_sibling(h->p, NULL, &pl->p, err, errlen);
+  if (rc) {
+    free(pl);
+    return rc;
+  }
+  *out = pl;
+  return 0;
+}
+
+void pawl__poller_free(struct poller *pl) {
+  if (!pl) return;
+  pawl_close(pl->p);
+  free(pl);
+}

@@ -1,0 +1,151 @@
+-- layout_spec.lua: the layout's rules hold (README, "Layout"): who may
+-- include what (spec/layout_check.sh), the names libpawl gives the linker
+-- (spec/symbols_check.sh), and the CLI written on the public API only,
+-- proved by a build of it linked against libpawl.so (pawl_cli_shared). Each
+-- check is also shown to refuse what it is there to refuse.
+local H = require "cli_helper"
+
+local q = H.quote
+local SRC = assert(os.getenv("PAWL_SOURCE_DIR"), "PAWL_SOURCE_DIR")
+local BUILD = assert(os.getenv("PAWL_BUILD_DIR"), "PAWL_BUILD_DIR")
+local CLI_SHARED = assert(os.getenv("PAWL_CLI_SHARED"), "PAWL_CLI_SHARED")
+
+-- Runs a shell command; returns its output (stdout and stderr) and status.
+local function run(cmd)
+  local f = os.tmpname()
+  local out = H.capture("{ " .. cmd .. "; echo $? >" .. q(f) .. "; } 2>&1")
+  local code = tonumber((H.read_file(f) or ""):match("%d+"))
+  os.remove(f)
+  return out, code
+end
+
+-- Inserts `line` after the first line of `path` that equals `after`.
+local function insert_after(path, after, line)
+  local text = assert(H.read_file(path), path)
+  local s, e = text:find("\n" .. after:gsub("%p", "%%%0") .. "\n")
+  assert(s, ("%s has no line %q"):format(path, after))
+  H.write_file(path, text:sub(1, e) .. line .. "\n" .. text:sub(e + 1))
+end
+
+describe("the layout", function()
+  local env
+
+  before_each(function() env = H.env() end)
+  after_each(function() env:cleanup() end)
+
+  describe("#include rules", function()
+    it("hold in the tree", function()
+      local out, code = run("sh " .. q(SRC .. "/spec/layout_check.sh") .. " " .. q(SRC))
+      assert.are.equal("", out)
+      assert.are.equal(0, code)
+    end)
+
+    it("are refused when broken, one line per broken include", function()
+      local tree = env:path("tree")
+      assert.is_true(H.sh("mkdir " .. q(tree) .. " " .. q(tree .. "/bench")))
+      assert.is_true(H.sh("cp -r " .. q(SRC .. "/include") .. " " .. q(SRC .. "/host") ..
+                          " " .. q(SRC .. "/stores") .. " " .. q(tree)))
+      assert.is_true(H.sh("cp " .. q(SRC .. "/bench/cli_bench.c") .. " " .. q(tree .. "/bench")))
+      local cases = {
+        -- file, a line it has, what to include after it, the rule named
+        { "stores/sqlite/sqlite_store.c", '#include "buf.h"', '#include "pawl_internal.h"',
+          "stores/ use core/ only" },
+        { "stores/postgres/pg_store.c", '#include "pg_sql.h"', '#include "sqlite_sql.h"',
+          "stores/ use core/ only" },
+        { "host/cli/cli.c", '#include "cli.h"', '#include "handle.h"',
+          "the CLI uses include/pawl.h, core/ and LuaJIT only" },
+        { "bench/cli_bench.c", '#include "pawl.h"', '#include "store.h"',
+          "the CLI uses include/pawl.h, core/ and LuaJIT only" },
+        { "host/api/pawl.c", '#include "handle.h"', '#include "host.h"',
+          "api/ uses stores/store.h and core/ only" },
+        { "host/api/pawl.c", '#include "handle.h"', '#include "sqlite_sql.h"',
+          "api/ uses stores/store.h and core/ only" },
+        { "host/runner/poller.c", '#include "clock.h"', '#include "store.h"',
+          "runner/ uses api/pawl_internal.h, lua/bridge.h and core/ only" },
+        { "host/runner/completer.c", '#include "clock.h"', '#include "handle.h"',
+          "runner/ uses api/pawl_internal.h" },
+        { "host/runner/worker.c", '#include "clock.h"', "#include <lua.h>",
+          "runner/ uses api/pawl_internal.h" },
+        { "host/runner/loader.c", '#include "clock.h"', '#include "state.h"',
+          "runner/ uses api/pawl_internal.h" },
+        { "host/lua/run.c", '#include "state.h"', '#include "worker.h"',
+          "lua/ uses core/ and LuaJIT only" },
+        { "host/lua/lua_module.c", '#include "ljson.h"', '#include "bridge.h"',
+          "the Lua module uses include/pawl.h, core/ and lua/ljson.h only" },
+        { "host/core/clock.c", '#include "clock.h"', '#include "bridge.h"',
+          "core/ uses core/ only" },
+      }
+      for _, c in ipairs(cases) do insert_after(tree .. "/" .. c[1], c[2], c[3]) end
+      local out, code = run("sh " .. q(SRC .. "/spec/layout_check.sh") .. " " .. q(tree))
+      assert.are.equal(1, code, out)
+      local lines = H.lines(out)
+      assert.are.equal(#cases, #lines, out)
+      for _, c in ipairs(cases) do
+        local inc = c[3]:match("#include (.*)$")
+        local hit = false
+        for _, l in ipairs(lines) do
+          if l:find(c[1] .. ":", 1, true) == 1 and l:find(inc, 1, true) and
+             l:find(c[4], 1, true) then
+            hit = true
+          end
+        end
+        assert.is_true(hit, ("no line for %s including %s in:\n%s"):format(c[1], inc, out))
+      end
+    end)
+  end)
+
+  describe("symbols", function()
+    it("of libpawl are pawl_ or pawl__, and libpawl.so exports pawl_ only", function()
+      local out, code = run("sh " .. q(SRC .. "/spec/symbols_check.sh") .. " " ..
+                            q(BUILD .. "/libpawl.a") .. " " .. q(BUILD .. "/libpawl.so"))
+      assert.are.equal("", out)
+      assert.are.equal(0, code)
+      -- The public API is there: a function of each layer that has one.
+      local dyn = H.capture("nm -D --defined-only " .. q(BUILD .. "/libpawl.so"))
+      for _, f in ipairs({ "pawl_open", "pawl_start", "pawl_script_info", "pawl_job_free" }) do
+        assert.truthy(dyn:find(" " .. f .. "\n", 1, true), f)
+      end
+    end)
+
+    it("without a prefix, or exported when internal, are refused", function()
+      local dir = env.dir
+      H.write_file(dir .. "/bad.c", table.concat({
+        "int log_init(void) { return 0; }",
+        '__attribute__((visibility("default"))) int pawl__x(void) { return 1; }',
+        "int pawl_ok(void) { return 2; }", "" }, "\n"))
+      local _, cc = run("cd " .. q(dir) .. " && cc -c -fPIC bad.c -o bad.o && " ..
+                        "ar rcs libbad.a bad.o && cc -shared -o libbad.so bad.o")
+      assert.are.equal(0, cc)
+      local out, code = run("sh " .. q(SRC .. "/spec/symbols_check.sh") .. " " ..
+                            q(dir .. "/libbad.a") .. " " .. q(dir .. "/libbad.so"))
+      assert.are.equal(1, code, out)
+      assert.truthy(out:find("without the pawl_ or pawl__ prefix:\n  log_init\n", 1, true), out)
+      assert.truthy(out:find("not public pawl_ functions:\n  log_init\n  pawl__x\n", 1, true), out)
+    end)
+  end)
+
+  describe("the CLI against libpawl.so", function()
+    -- It links (only what libpawl.so exports, plus core/ statically), and
+    -- a story through it works: a command that creates, one that enqueues
+    -- through a script, the worker host, and the readers.
+    it("uses the public API only, and runs the example story", function()
+      local ldd = H.capture("ldd " .. q(CLI_SHARED))
+      assert.truthy(ldd:find("libpawl.so.0 => " .. BUILD, 1, true), ldd)
+      local bin = H.bin
+      H.bin = CLI_SHARED
+      local ok, err = pcall(function()
+        local scripts = SRC .. "/scripts"
+        env:ok("migrate")
+        local id = env:enqueue("send_welcome", '{"to":"ada@example.com"}', "--scripts", scripts)
+        local r = env:pawl("run", "--scripts", scripts, "--until-idle", "--workers", "1")
+        assert.are.equal(0, r.code, r.err)
+        local job = env:show_json(id)
+        assert.are.equal("succeeded", job.state)
+        assert.are.equal("mail", job.queue)
+        assert.truthy(env:ok("jobs"):find(id, 1, true))
+      end)
+      H.bin = bin
+      assert(ok, err)
+    end)
+  end)
+end)
