@@ -2283,8 +2283,9 @@ static int pg_adm_apply(store_t *base, store_op_t op, const char *actor,
   if (!rc) rc = pg_tx_now(base, &now);
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = pg_cmd(s, "SAVEPOINT pawl_bulk", "savepoint"))) break;
-    int one = pawl__store_transition_in(base, &pg_transition_steps, now, &picks[i].id,
-                                        op, actor, reason, picks[i].version);
+    int one = pawl__store_transition_in(
+        base, &pg_transition_steps, now, &picks[i].id, op, actor, reason,
+        picks[i].version);
     if (one == 0) {
       got.changed++;
       rc = pg_cmd(s, "RELEASE SAVEPOINT pawl_bulk", "release savepoint");

@@ -2004,8 +2004,9 @@ static int sq_adm_apply(store_t *base, store_op_t op, const char *actor,
   if (rc) return rc;
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_adm_exec(s, SQ_ADM_SAVEPOINT, "savepoint"))) break;
-    int one = pawl__store_transition_in(base, &sq_transition_steps, now, &picks[i].id,
-                                        op, actor, reason, picks[i].version);
+    int one = pawl__store_transition_in(
+        base, &sq_transition_steps, now, &picks[i].id, op, actor, reason,
+        picks[i].version);
     if (one == 0) {
       got.changed++;
       rc = sq_adm_exec(s, SQ_ADM_RELEASE, "release savepoint");
