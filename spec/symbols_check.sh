@@ -13,8 +13,10 @@ so=${2:-}
 bad=0
 # nm -g --defined-only on an archive: "ADDR TYPE NAME" per symbol, plus
 # member headers and blank lines.
+# AddressSanitizer adds an __odr_asan.NAME beside each global NAME: the
+# name it guards is the one checked.
 out=$(nm -g --defined-only "$a" | awk 'NF == 3 { print $3 }' |
-      grep -v '^pawl_' | sort -u)
+      sed 's/^__odr_asan[._]//' | grep -v '^pawl_' | sort -u)
 if [ -n "$out" ]; then
   echo "$a defines global symbols without the pawl_ or pawl__ prefix:"
   echo "$out" | sed 's/^/  /'
