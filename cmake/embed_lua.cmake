@@ -2,6 +2,11 @@
 # the worker states load the exact Lua side this binary was built with
 # (package.preload), wherever the binary runs.
 file(GLOB files RELATIVE "${DIR}" "${DIR}/*.lua")
+# EXCLUDE: files embedded elsewhere (console.lua: the CLI's console only,
+# never compiled into every worker state).
+if(EXCLUDE)
+  list(REMOVE_ITEM files ${EXCLUDE})
+endif()
 list(SORT files)
 set(body "/* Generated from lua/pawl/ by cmake/embed_lua.cmake. */\n#include <stddef.h>\n\n")
 string(APPEND body "typedef struct pawl_lua_module {\n  const char *name;\n  const char *chunkname;\n  const char *src;\n  size_t len;\n} pawl_lua_module_t;\n\n")

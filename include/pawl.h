@@ -352,8 +352,14 @@ typedef struct pawl_filter {
   int state;          /* a pawl_state_t, or -1 for any */
   const char *queue;  /* NULL: any */
   const char *type;   /* NULL: any */
-  int limit;          /* 0: 100; else 1..INT_MAX (the jobs are read
-                         before the first callback: memory grows with it) */
+  int limit;          /* 0: 100 (pawl_bulk(): 0 is every matching job);
+                         else 1..INT_MAX (pawl_jobs() reads the jobs before
+                         the first callback: memory grows with it) */
+  /* Added for the admin API; pawl_filter_init() clears them. */
+  const char *tag;    /* NULL: any; else jobs enqueued with this tag */
+  int64_t older_than_ms; /* 0: any; else jobs that finished (or, not
+                            finished, were created) longer ago than this,
+                            at most PAWL_DELAY_MAX_MS */
 } pawl_filter_t;
 
 PAWL_EXTERN void pawl_filter_init(pawl_filter_t *f);
@@ -747,6 +753,116 @@ PAWL_EXTERN int pawl_wait(pawl_t *p, int64_t timeout_ms);
  * line (valid until the next call on p). Call it from the thread that
  * called pawl_wait(). */
 PAWL_EXTERN int pawl_host_status(pawl_t *p);
+
+/* ---- administration (host/api/admin.c) ---------------------------------- */
+
+/* What the admin console, the Lua module and the CLI's `stats`, `nodes`,
+ * `locks` and bulk verbs are built on. Reads take no locks; bulk actions
+ * are compare-and-sets like the single-job ones above. */
+
+/* The operator actions, for the bulk functions. */
+typedef enum pawl_action {
+  PAWL_ACTION_CANCEL = 0, /* pending, running, blocked, paused -> canceled */
+  PAWL_ACTION_PAUSE = 1,  /* pending, failed -> paused */
+  PAWL_ACTION_RESUME = 2, /* paused -> the state it came from */
+  PAWL_ACTION_RETRY = 3   /* failed -> pending */
+} pawl_action_t;
+
+/* "cancel", "pause", "resume", "retry"; "?" out of range. Static. */
+PAWL_EXTERN const char *pawl_action_name(int action);
+
+/* How many jobs pawl_bulk() would change now: those matching `f` (see
+ * pawl_filter_t; f->limit 0 is every one, else at most f->limit) whose
+ * state the action moves from. A state filter the action never moves from
+ * (retry with state pending) is refused with PAWL_EINVAL, naming the
+ * states it does. `f` is borrowed. */
+PAWL_EXTERN int pawl_bulk_count(pawl_t *p, pawl_action_t action,
+                                const pawl_filter_t *f, int64_t *n);
+
+typedef struct pawl_bulk_result {
+  int64_t changed; /* jobs moved, each with its history event */
+  int64_t skipped; /* matched when read, but changed by someone else
+                      before their turn (a compare-and-set that failed):
+                      left as they are */
+  int64_t refused; /* the move is not allowed any more: a retried or
+                      resumed job whose business key another live job
+                      holds now */
+} pawl_bulk_result_t;
+
+/* Applies `action` to every job pawl_bulk_count() counts (oldest first,
+ * at most f->limit when it is not 0), in batches of a few hundred jobs,
+ * one transaction each: the jobs of a batch are read, then each is moved
+ * by a compare-and-set on the version read and recorded in its history
+ * with `reason` (may be NULL) and the handle's principal, as the
+ * single-job actions do. A job that changed in between is skipped, not
+ * moved. On failure (a database error) the batches already written stay
+ * written and *out counts them. `f` and `reason` are borrowed. */
+PAWL_EXTERN int pawl_bulk(pawl_t *p, pawl_action_t action,
+                          const pawl_filter_t *f, const char *reason,
+                          pawl_bulk_result_t *out);
+
+/* Counts of one queue (or of all of them). Finished means succeeded,
+ * failed or canceled, by finished_at, in the last 1, 5 and 15 minutes of
+ * the handle's clock. */
+typedef struct pawl_queue_stats {
+  char *queue;             /* NULL in pawl_stats_t.all */
+  int64_t count[PAWL_STATE_COUNT]; /* jobs by state */
+  int64_t finished_1m, finished_5m, finished_15m;
+  int64_t failed_1m, failed_5m, failed_15m; /* of those, failed */
+  int64_t oldest_due_ms;   /* how long the oldest due pending job has been
+                              waiting (now - its run_at); 0 when none */
+} pawl_queue_stats_t;
+
+typedef struct pawl_stats {
+  int64_t at;                 /* the handle's clock when read */
+  pawl_queue_stats_t all;     /* every queue together */
+  pawl_queue_stats_t *queues; /* one per queue holding jobs, by name */
+  size_t nqueues;
+} pawl_stats_t;
+
+/* Counts by state and queue, throughput and queue waits, in a few
+ * statements whose cost grows with the live jobs and the jobs finished in
+ * the last 15 minutes; the counts of finished jobs read an index (no table
+ * scan). On success *out is the caller's: pawl_stats_free(). */
+PAWL_EXTERN int pawl_stats(pawl_t *p, pawl_stats_t **out);
+PAWL_EXTERN void pawl_stats_free(pawl_stats_t *s);
+
+/* A node as it last beat (the `pawl run` hosts on this database). */
+typedef struct pawl_node_info {
+  char *id;
+  pawl_id_t incarnation;   /* changes when the node restarts */
+  char *version;           /* pawl's version on the node */
+  char *queues;            /* the queues it serves, comma-separated; "" all */
+  int64_t started_at;
+  int64_t last_beat;
+  int64_t running;         /* jobs running under its leases now */
+} pawl_node_info_t;
+
+/* The nodes, by id. On success *out (NULL when there are none) holds *n
+ * nodes owned by the caller: pawl_nodes_free(). */
+PAWL_EXTERN int pawl_nodes(pawl_t *p, pawl_node_info_t **out, size_t *n);
+PAWL_EXTERN void pawl_nodes_free(pawl_node_info_t *nodes, size_t n);
+
+typedef struct pawl_lock_info {
+  char *name;
+  char *owner;
+  int64_t acquired_at;
+  int64_t expires_at;      /* in the past: expired, free for the taking */
+} pawl_lock_info_t;
+
+/* The distributed locks held (or held and expired), by name. On success
+ * *out (NULL when there are none) holds *n locks owned by the caller:
+ * pawl_locks_free(). */
+PAWL_EXTERN int pawl_locks(pawl_t *p, pawl_lock_info_t **out, size_t *n);
+PAWL_EXTERN void pawl_locks_free(pawl_lock_info_t *locks, size_t n);
+
+/* Parses a duration as operators write it: a whole number followed by
+ * ms, s, m, h, d or w ("90s", "15m", "2h", "7d"), or a number alone
+ * (seconds, decimals allowed: "0.5"). Returns 0 and *ms, or PAWL_EINVAL
+ * with a message in errbuf (may be NULL) naming the text and the range
+ * (0 to PAWL_DELAY_MAX_MS). */
+PAWL_EXTERN int pawl_duration_parse(const char *text, int64_t *ms,
+                                    char *errbuf, size_t errlen);
 
 #ifdef __cplusplus
 }

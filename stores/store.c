@@ -524,35 +524,40 @@ static int store_transition_write(store_t *st,
   return rc;
 }
 
+/* Decides and writes the transition of row `j` (read under the caller's
+ * transaction). *noop: 1 when the job had already made it. */
+static int store_transition_row(store_t *st, const store_transition_steps_t *x,
+                                const pawl_job_t *j, store_op_t op,
+                                int64_t now, const char *actor,
+                                const char *reason, int *noop) {
+  store_plan_t plan;
+  pawl__store_plan_transition(j, op, now, &plan);
+  *noop = plan.noop;
+  if (plan.noop) return 0;
+  if (plan.to < 0) return store_not_allowed(st, &j->id, op, j->state);
+  return store_transition_write(st, x, j, op, &plan, now, actor, reason);
+}
+
 int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
                            const pawl_id_t *id, store_op_t op,
                            const char *actor, const char *reason,
                            pawl_job_t **out) {
   pawl_job_t *j = NULL;
   int64_t now = 0;
+  int noop = 0;
   int rc = x->begin(st);
   if (rc) return rc;
   /* The row is read (and, where the database can, locked until commit):
    * the decision below cannot race. */
   if ((rc = x->read(st, id, 1, &j))) return x->end(st, rc);
-  if ((rc = x->now(st, &now))) {
-    pawl_job_free(j);
-    return x->end(st, rc);
-  }
-  store_plan_t plan;
-  pawl__store_plan_transition(j, op, now, &plan);
-  if (plan.noop) {
+  if (!(rc = x->now(st, &now)))
+    rc = store_transition_row(st, x, j, op, now, actor, reason, &noop);
+  if (!rc && noop) {
     x->end(st, 0);
     if (out) *out = j;
     else pawl_job_free(j);
     return 0;
   }
-  if (plan.to < 0) {
-    rc = store_not_allowed(st, id, op, j->state);
-    pawl_job_free(j);
-    return x->end(st, rc);
-  }
-  rc = store_transition_write(st, x, j, op, &plan, now, actor, reason);
   pawl_job_free(j);
   j = NULL;
   if (!rc && out) rc = x->read(st, id, 0, &j);
@@ -563,4 +568,20 @@ int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
   }
   if (out) *out = j;
   return 0;
+}
+
+int pawl__store_transition_in(store_t *st, const store_transition_steps_t *x,
+                              int64_t now, const pawl_id_t *id, store_op_t op,
+                              const char *actor, const char *reason,
+                              int64_t expect) {
+  pawl_job_t *j = NULL;
+  int noop = 0;
+  int rc = x->read(st, id, 1, &j);
+  if (rc) return rc;
+  if (expect >= 0 && j->version != expect)
+    rc = pawl__store_fail(st, PAWL_ECONFLICT, "job changed concurrently");
+  else
+    rc = store_transition_row(st, x, j, op, now, actor, reason, &noop);
+  pawl_job_free(j);
+  return rc;
 }

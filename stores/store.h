@@ -101,6 +101,43 @@ typedef struct store_node {
 
 typedef int (*store_node_cb)(const store_node_t *node, void *data);
 
+/* ---- administration (the admin ops group below) ---------------------------- */
+
+/* Which jobs a bulk action, a count or a listing looks at. */
+typedef struct store_match {
+  const pawl_filter_t *f;  /* state, queue, type, tag (limit is the
+                              caller's; older_than_ms gives cutoff) */
+  unsigned states;         /* bit (1u << state) per state that matches:
+                              the states the action moves from, narrowed
+                              to f->state when given */
+  int64_t cutoff;          /* 0: none; else coalesce(finished_at,
+                              created_at) < cutoff */
+} store_match_t;
+
+/* A job a bulk action picked: the version its compare-and-set expects,
+ * and where the walk goes on from. */
+typedef struct store_pick {
+  pawl_id_t id;
+  int64_t version;
+  int64_t key;             /* the backend's walk key (SQLite: seq) */
+} store_pick_t;
+
+/* One (state, queue) of the statistics. */
+typedef struct store_stat_row {
+  const char *queue;
+  int state;
+  int64_t count;
+  int64_t in_1m, in_5m, in_15m; /* succeeded, failed, canceled: finished
+                                   within the last 1, 5, 15 minutes */
+  int64_t oldest_due;           /* pending: the earliest run_at <= now;
+                                   0 when none is due */
+} store_stat_row_t;
+
+typedef int (*store_stat_cb)(const store_stat_row_t *row, void *data);
+typedef int (*store_lock_cb)(const pawl_lock_info_t *lock, void *data);
+typedef int (*store_owner_cb)(const char *owner, int64_t running,
+                              void *data);
+
 struct store_ops {
   const char *name;
 
@@ -221,6 +258,35 @@ struct store_ops {
   } wakeup;
 
   void (*close)(store_t *st);
+
+  /* Administration (host/api/admin.c): bulk actions, statistics, the
+   * locks and the nodes' running jobs. See "administration" below. */
+  struct {
+    /* How many jobs match `m`, counting at most `max`. */
+    int (*count)(store_t *st, const store_match_t *m, int64_t max,
+                 int64_t *n);
+    /* Up to `max` jobs matching `m` after `after` (NULL: from the start)
+     * in the backend's walk order, with their versions: the next batch of
+     * a bulk action. *n < max only at the end of the walk. */
+    int (*pick)(store_t *st, const store_match_t *m,
+                const store_pick_t *after, size_t max, store_pick_t *out,
+                size_t *n);
+    /* Moves the picked jobs by `op` in one transaction, each a
+     * compare-and-set on its picked version with its history event (as
+     * control.transition). A job whose version changed is skipped, one
+     * whose move is refused now (a business key held) is refused; each
+     * counted in *r (added to). */
+    int (*apply)(store_t *st, store_op_t op, const char *actor,
+                 const char *reason, const store_pick_t *picks, size_t n,
+                 pawl_bulk_result_t *r);
+    /* One call of cb per (state, queue) holding jobs; throughput and the
+     * oldest due run_at as store_stat_row_t says. Must not read the table
+     * row by row for finished jobs (see schema V004/V003 pawl_jobs_done). */
+    int (*stats)(store_t *st, int64_t now, store_stat_cb cb, void *data);
+    int (*locks)(store_t *st, store_lock_cb cb, void *data);
+    /* Running jobs per lease owner (node id). */
+    int (*running)(store_t *st, store_owner_cb cb, void *data);
+  } admin;
 };
 
 /* The part every backend's store begins with. */
@@ -483,6 +549,16 @@ int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
                            const pawl_id_t *id, store_op_t op,
                            const char *actor, const char *reason,
                            pawl_job_t **out);
+
+/* The same transition inside the caller's write transaction (x->begin and
+ * x->end are not called; `now` is the caller's), for bulk actions. `expect`
+ * -1 takes the row as it is; any other value is the version the caller
+ * picked, and a row that changed since is refused (PAWL_ECONFLICT) before
+ * anything is written. A transition the job already made is a no-op (0). */
+int pawl__store_transition_in(store_t *st, const store_transition_steps_t *x,
+                              int64_t now, const pawl_id_t *id, store_op_t op,
+                              const char *actor, const char *reason,
+                              int64_t expect);
 
 /* A backend's migrations, embedded at build time from schema/<backend>/. */
 typedef struct store_migration {

@@ -30,4 +30,8 @@ struct pawl {
   char errmsg[512];
 };
 
+/* Checks a pawl_filter_t (api/admin.c): 0, or PAWL_EINVAL with p->errmsg
+ * naming the bad field and its range. */
+int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
+
 #endif

@@ -463,9 +463,8 @@ int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
     pawl_filter_init(&all);
     f = &all;
   }
-  if (f->state < -1 || f->state >= PAWL_STATE_COUNT)
-    return pawl__fail(p, PAWL_EINVAL, "unknown state %d", f->state);
-  if (f->limit < 0) return pawl__fail(p, PAWL_EINVAL, "limit must not be negative");
+  int rc = pawl__filter_check(p, f); /* api/admin.c */
+  if (rc) return rc;
   return pawl_from_store(p, p->store->ops->jobs.list(p->store, f, cb, data));
 }
 

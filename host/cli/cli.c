@@ -31,6 +31,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "cli_admin.h"
 #include "iso8601.h"
 #include "json.h"
 #include "pawl.h"
@@ -50,6 +51,10 @@ typedef enum cli_cmd {
   CLI_RETRY,
   CLI_RUN,
   CLI_CRON,
+  CLI_STATS,   /* cli/cli_admin.c */
+  CLI_NODES,
+  CLI_LOCKS,
+  CLI_CONSOLE, /* cli/console.c */
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
@@ -57,7 +62,8 @@ typedef enum cli_cmd {
 
 static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
     "migrate", "enqueue", "show", "jobs",    "cancel",
-    "pause",   "resume",  "retry", "run",     "cron",    "version", "help"};
+    "pause",   "resume",  "retry", "run",     "cron",
+    "stats",   "nodes",   "locks", "console", "version", "help"};
 
 #define CLI_BIT(c) (1u << (c))
 #define CLI_ACTIONS                                                          \
@@ -102,7 +108,10 @@ typedef enum cli_opt_id {
   CLI_O_ALLOW_ENV,
   CLI_O_TZ,
   CLI_O_FROM,
-  CLI_O_COUNT
+  CLI_O_COUNT,
+  CLI_O_OLDER_THAN,
+  CLI_O_YES,
+  CLI_O_CODE
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -114,8 +123,10 @@ static const struct cli_opt {
   unsigned cmds;
 } cli_opts[] = {
     {"--json", CLI_O_JSON, 0,
-     CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
-    {"--queue", CLI_O_QUEUE, 1, CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS)},
+     CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_STATS) |
+         CLI_BIT(CLI_NODES) | CLI_BIT(CLI_LOCKS) | CLI_BIT(CLI_CONSOLE)},
+    {"--queue", CLI_O_QUEUE, 1,
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--priority", CLI_O_PRIORITY, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--delay", CLI_O_DELAY, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--run-at", CLI_O_RUN_AT, 1, CLI_BIT(CLI_ENQUEUE)},
@@ -124,15 +135,20 @@ static const struct cli_opt {
     {"--key", CLI_O_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--business-key", CLI_O_BUSINESS_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--existing", CLI_O_EXISTING, 0, CLI_BIT(CLI_ENQUEUE)},
-    {"--tag", CLI_O_TAG, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--tag", CLI_O_TAG, 1,
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--params", CLI_O_PARAMS, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--correlation-id", CLI_O_CORRELATION_ID, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--blocked", CLI_O_BLOCKED, 0, CLI_BIT(CLI_ENQUEUE)},
-    {"--state", CLI_O_STATE, 1, CLI_BIT(CLI_JOBS)},
-    {"--type", CLI_O_TYPE, 1, CLI_BIT(CLI_JOBS)},
-    {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS)},
+    {"--state", CLI_O_STATE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--type", CLI_O_TYPE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--older-than", CLI_O_OLDER_THAN, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--yes", CLI_O_YES, 0, CLI_ACTIONS},
+    {"-e", CLI_O_CODE, 1, CLI_BIT(CLI_CONSOLE)},
     {"--reason", CLI_O_REASON, 1, CLI_ACTIONS},
-    {"--scripts", CLI_O_SCRIPTS, 1, CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE)},
+    {"--scripts", CLI_O_SCRIPTS, 1,
+     CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_CONSOLE)},
     {"--workers", CLI_O_WORKERS, 1, CLI_BIT(CLI_RUN)},
     {"--queues", CLI_O_QUEUES, 1, CLI_BIT(CLI_RUN)},
     {"--node-id", CLI_O_NODE_ID, 1, CLI_BIT(CLI_RUN)},
@@ -197,6 +213,8 @@ static const char cli_usage_text[] =
     "                            paused or blocked\n"
     "      --queue Q  --type T   only this queue / job type\n"
     "      --limit N             at most N jobs (default 100)\n"
+    "      --tag X  --older-than DUR  tagged X / finished (or, unfinished,\n"
+    "                            created) longer ago than DUR\n"
     "  cancel ID               pending, running, blocked or paused -> "
     "canceled\n"
     "  pause ID                pending or failed -> paused\n"
@@ -205,6 +223,16 @@ static const char cli_usage_text[] =
     "      --reason TEXT         recorded in the job's history\n"
     "      --json                print the job as JSON instead of \"ID: "
     "STATE\"\n"
+    "  cancel|pause|resume|retry --state S --queue Q --type T --tag X\n"
+    "          --older-than DUR [--limit N] [--yes]\n"
+    "                          the same for every matching job (at least one\n"
+    "                          filter; DUR like 90s, 15m, 2h, 7d); above 100\n"
+    "                          jobs it asks on a terminal, else needs --yes\n"
+    "  stats [--json]          jobs by state and queue, throughput, waits\n"
+    "  nodes [--json]          the nodes serving this database\n"
+    "  locks [--json]          the distributed locks\n"
+    "  console [FILE.lua | -e CODE] [--json] [--scripts DIR]\n"
+    "                          the Lua admin console (README, \"Console\")\n"
     "  run                     run the jobs: a worker host with Lua job scripts\n"
     "      --scripts DIR         job scripts (default ./scripts)\n"
     "      --workers N           worker threads (default: one per core)\n"
@@ -287,6 +315,9 @@ typedef struct cli_args {
   char *payload_read;      /* owned: payload read from stdin or a file */
   char *params_read;       /* owned: --params read from stdin or a file */
   const char *cron_tz, *cron_from, *cron_count; /* cron next, checked there */
+  int yes;                 /* bulk actions: no confirmation */
+  int has_filter;          /* bulk actions: a filter option was given */
+  const char *code;        /* console -e */
 } cli_args_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -478,8 +509,8 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   switch (o->id) {
   case CLI_O_JSON: a->json = 1; break;
   case CLI_O_QUEUE:
-    if (a->cmd == CLI_JOBS) a->filter.queue = v;
-    else a->enq.queue = v;
+    if (a->cmd == CLI_ENQUEUE) a->enq.queue = v;
+    else a->filter.queue = v, a->has_filter = 1;
     break;
   case CLI_O_PRIORITY:
     if (!(rc = cli_parse_int(o->name, v, PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX,
@@ -522,14 +553,33 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   case CLI_O_KEY: a->enq.idempotency_key = v; break;
   case CLI_O_BUSINESS_KEY: a->enq.business_key = v; break;
   case CLI_O_EXISTING: a->enq.return_existing = 1; break;
-  case CLI_O_TAG: a->tags[a->ntags++] = v; break;
+  case CLI_O_TAG:
+    if (a->cmd != CLI_ENQUEUE) {
+      a->filter.tag = v; /* jobs and the bulk actions: a filter */
+      a->has_filter = 1;
+      break;
+    }
+    a->tags[a->ntags++] = v;
+    break;
   case CLI_O_PARAMS:
     a->enq.params = v; /* read and checked with the positionals */
     break;
   case CLI_O_CORRELATION_ID: a->enq.correlation_id = v; break;
   case CLI_O_BLOCKED: a->enq.blocked = 1; break;
-  case CLI_O_STATE: rc = cli_parse_state(v, &a->filter.state, err); break;
-  case CLI_O_TYPE: a->filter.type = v; break;
+  case CLI_O_STATE:
+    rc = cli_parse_state(v, &a->filter.state, err);
+    a->has_filter = 1;
+    break;
+  case CLI_O_TYPE: a->filter.type = v, a->has_filter = 1; break;
+  case CLI_O_OLDER_THAN: {
+    char msg[256];
+    if (pawl_duration_parse(v, &a->filter.older_than_ms, msg, sizeof msg))
+      return cli_fail(err, CLI_USAGE, "--older-than: %s", msg);
+    a->has_filter = 1;
+    break;
+  }
+  case CLI_O_YES: a->yes = 1; break;
+  case CLI_O_CODE: a->code = v; break;
   case CLI_O_LIMIT:
     if (!(rc = cli_parse_int(o->name, v, 1, INT_MAX, &n, err)))
       a->filter.limit = (int)n;
@@ -605,11 +655,12 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
   size_t min = 0, max = 0;
   switch (a->cmd) {
   case CLI_ENQUEUE: min = 1, max = 2; break;
-  case CLI_SHOW:
+  case CLI_SHOW: min = max = 1; break;
   case CLI_CANCEL:
   case CLI_PAUSE:
   case CLI_RESUME:
-  case CLI_RETRY: min = max = 1; break;
+  case CLI_RETRY: max = 1; min = a->has_filter ? 0 : 1; break; /* bulk */
+  case CLI_CONSOLE: max = a->code ? 0 : 1; break; /* FILE.lua */
   case CLI_HELP: max = 1; break; /* "pawl help enqueue": same text */
   case CLI_CRON: min = max = 2; break;
   default: break;
@@ -622,9 +673,20 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
     return cli_fail(err, CLI_USAGE,
                     "cron needs a command and an expression: pawl cron next "
                     "'*/15 * * * *'");
+  if (a->npos < min && (CLI_ACTIONS & CLI_BIT(a->cmd)))
+    return cli_fail(err, CLI_USAGE,
+                    "%s needs a job ID, or a filter for every matching job "
+                    "(--state, --queue, --type, --tag, --older-than; see "
+                    "pawl help)",
+                    cmd);
   if (a->npos < min)
     return cli_fail(err, CLI_USAGE, "%s needs a %s (see pawl help)", cmd,
                     a->cmd == CLI_ENQUEUE ? "job TYPE" : "job ID");
+  if (a->npos == 1 && a->has_filter && (CLI_ACTIONS & CLI_BIT(a->cmd)))
+    return cli_fail(err, CLI_USAGE,
+                    "%s takes a job ID or a filter, not both", cmd);
+  if (a->cmd == CLI_CONSOLE && a->npos == 1 && a->code)
+    return cli_fail(err, CLI_USAGE, "console runs -e CODE or a FILE, not both");
   if (a->npos > max)
     return cli_fail(err, CLI_USAGE, "unexpected argument \"%s\" for %s",
                     a->pos[max], cmd);
@@ -647,8 +709,8 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
       return rc;
     return 0;
   }
-  if (a->cmd == CLI_CRON) return 0;
-  if (min == 1 && a->cmd != CLI_ENQUEUE &&
+  if (a->cmd == CLI_CRON || a->cmd == CLI_CONSOLE) return 0;
+  if (a->npos == 1 && a->cmd != CLI_ENQUEUE && a->cmd != CLI_HELP &&
       pawl_id_parse(&a->id, a->pos[0]) != 0)
     return cli_fail(err, CLI_USAGE, "\"%s\" is not a job id", a->pos[0]);
   return 0;
@@ -1051,7 +1113,19 @@ static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
   case CLI_CANCEL:
   case CLI_PAUSE:
   case CLI_RESUME:
-  case CLI_RETRY: return cli_action(p, a, err);
+  case CLI_RETRY:
+    if (a->npos == 0) /* a filter: every matching job */
+      return cli_admin_bulk(p,
+                            a->cmd == CLI_CANCEL   ? PAWL_ACTION_CANCEL
+                            : a->cmd == CLI_PAUSE  ? PAWL_ACTION_PAUSE
+                            : a->cmd == CLI_RESUME ? PAWL_ACTION_RESUME
+                                                   : PAWL_ACTION_RETRY,
+                            &a->filter, a->reason, a->yes, a->json, err,
+                            CLI_ERRLEN);
+    return cli_action(p, a, err);
+  case CLI_STATS: return cli_admin_stats(p, a->json, err, CLI_ERRLEN);
+  case CLI_NODES: return cli_admin_nodes(p, a->json, err, CLI_ERRLEN);
+  case CLI_LOCKS: return cli_admin_locks(p, a->json, err, CLI_ERRLEN);
   default: return cli_fail(err, CLI_USAGE, "internal: no command to run");
   }
 }
@@ -1090,7 +1164,7 @@ int main(int argc, char **argv) {
     return CLI_FAIL;
   }
 
-  int rc = cli_parse(argc, argv, &a, err);
+  int rc = cli_parse(argc, argv, &a, err), quiet = 0;
   if (!rc && a.cmd == CLI_HELP) {
     /* No arguments at all is a usage error: show the text where errors go. */
     fputs(cli_usage_text, a.no_args ? stderr : stdout);
@@ -1100,6 +1174,15 @@ int main(int argc, char **argv) {
   } else if (!rc && a.cmd == CLI_CRON) {
     rc = cli_cron_next(a.pos[1], a.cron_tz, a.cron_from, a.cron_count, err,
                        sizeof err);
+  } else if (!rc && a.cmd == CLI_CONSOLE) {
+    /* The console opens its database itself (through the Lua module). */
+    cli_console_args_t ca = {.db = a.db, .create = a.create,
+                             .db_mode = a.db_mode, .sync_full = a.sync_full,
+                             .scripts = a.host.scripts_dir, .code = a.code,
+                             .file = a.npos ? a.pos[0] : NULL,
+                             .json = a.json};
+    rc = cli_console_main(&ca, err, sizeof err);
+    quiet = rc && !err[0]; /* the console printed its error itself */
   } else if (!rc) {
     pawl_options_t opts;
     pawl_options_init(&opts);
@@ -1137,6 +1220,6 @@ int main(int argc, char **argv) {
              strerror(errno));
     rc = CLI_FAIL;
   }
-  if (rc && !(a.cmd == CLI_HELP && a.no_args)) cli_print_error(err);
+  if (rc && !quiet && !(a.cmd == CLI_HELP && a.no_args)) cli_print_error(err);
   return rc;
 }

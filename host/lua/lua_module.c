@@ -27,10 +27,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -1075,6 +1078,10 @@ static int lpawl_history(lua_State *L) {
   return 1;
 }
 
+/* [-0, +0, m] Adds the admin section's methods (methods = 1) or module
+ * functions to the table at the top (defined at the end of this file). */
+static void lpawl_admin_register(lua_State *L, int methods);
+
 /* ---- registration -------------------------------------------------------- */
 
 static const luaL_Reg lpawl_funcs[] = {
@@ -1131,11 +1138,13 @@ __attribute__((visibility("default"))) int luaopen_pawl(lua_State *L) {
   luaL_register(L, NULL, lpawl_meta);
   lua_newtable(L);
   luaL_register(L, NULL, lpawl_methods);
+  lpawl_admin_register(L, 1); /* the admin section's methods */
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
 
   lua_newtable(L);
   luaL_register(L, NULL, lpawl_funcs);
+  lpawl_admin_register(L, 0); /* the admin section's functions */
   lua_pushliteral(L, PAWL_VERSION);
   lua_setfield(L, -2, "VERSION");
   lua_createtable(L, PAWL_STATE_COUNT, 0);
@@ -1148,4 +1157,437 @@ __attribute__((visibility("default"))) int luaopen_pawl(lua_State *L) {
   pawl__ljson_open(L);
   lua_setfield(L, -2, "json");
   return 1;
+}
+
+/* ---- administration (include/pawl.h "administration") --------------------
+ *
+ *   db:jobs{ state =, queue =, type =, tag =, older_than =, limit = }
+ *   db:job(id)               the job with attempts, events and logs
+ *   db:retry(id | filter, reason)   also cancel, pause, resume: a filter
+ *                            moves every matching job and returns
+ *                            changed, skipped, refused
+ *   db:count(action, filter) how many a bulk action would move now
+ *   db:stats(), db:nodes(), db:locks()
+ *   pawl.scripts(dir)        the job types in a scripts directory
+ *   pawl.duration(text)      "15m" -> 900000 (ms)
+ *
+ * older_than is a duration: a number of seconds or a text like "2h". */
+
+static const char *const lpawl_filter_names[] = {
+    "state", "queue", "type", "tag", "older_than", "limit", NULL};
+
+/* [-0, +0, e] The filter table at `t` into *f (strings kept by the anchor).
+ * `what` names the function in messages. Raises on a malformed filter. */
+static void lpawl_read_filter(lua_State *L, int t, int anchor, pawl_filter_t *f,
+                              int argn, const char *what) {
+  pawl_filter_init(f);
+  if (lua_isnoneornil(L, t)) return;
+  luaL_checktype(L, t, LUA_TTABLE);
+  lpawl_check_keys(L, t, lpawl_filter_names, argn, "", what);
+  const char *state = lpawl_opt_str(L, t, "state", anchor, argn, "");
+  if (state) {
+    f->state = pawl_state_parse(state);
+    if (f->state < 0)
+      luaL_argerror(L, argn,
+                    lua_pushfstring(L,
+                                    "unknown state \"%s\" (expected pending, "
+                                    "running, succeeded, failed, canceled, "
+                                    "paused or blocked)",
+                                    state));
+  }
+  f->queue = lpawl_opt_str(L, t, "queue", anchor, argn, "");
+  f->type = lpawl_opt_str(L, t, "type", anchor, argn, "");
+  f->tag = lpawl_opt_str(L, t, "tag", anchor, argn, "");
+  f->limit = (int)lpawl_opt_int(L, t, "limit", 0, 0, INT32_MAX, argn, "");
+  lua_getfield(L, t, "older_than");
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    char err[256];
+    if (pawl_duration_parse(lua_tostring(L, -1), &f->older_than_ms, err,
+                            sizeof err))
+      luaL_argerror(L, argn, lua_pushfstring(L, "older_than: %s", err));
+  } else if (lua_type(L, -1) == LUA_TNUMBER) {
+    char err[256];
+    double secs = lua_tonumber(L, -1);
+    if (pawl__bounds_check("older_than", secs, 0, PAWL_DELAY_MAX_MS / 1000.0, 0,
+                     "seconds", err, sizeof err))
+      luaL_argerror(L, argn, lua_pushfstring(L, "%s", err));
+    double v = secs * 1000;
+    if (v != floor(v))
+      luaL_argerror(L, argn,
+                    "older_than: seconds with at most millisecond precision");
+    f->older_than_ms = (int64_t)v;
+  } else if (!lua_isnil(L, -1)) {
+    luaL_argerror(L, argn,
+                  lua_pushfstring(L,
+                                  "older_than must be a duration like \"2h\" "
+                                  "or a number of seconds (got %s)",
+                                  luaL_typename(L, -1)));
+  }
+  lua_pop(L, 1);
+}
+
+/* db:jobs{...} [-0, +1|3, e] newest first (replaces the plain one above:
+ * the same, with tag and older_than). */
+static int lpawl_adm_jobs(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  lua_settop(L, 2);
+  lua_newtable(L); /* 3: anchor */
+  pawl_filter_t f;
+  lpawl_read_filter(L, 2, 3, &f, 2, "jobs");
+  lua_newtable(L);
+  lpawl_list_ctx_t ctx = {L, NULL, LUA_NOREF, 0, 0};
+  ctx.ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  int rc = pawl_list(p, &f, lpawl_list_cb, &ctx);
+  if (ctx.failed) {
+    luaL_unref(L, LUA_REGISTRYINDEX, ctx.ref);
+    return lua_error(L);
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ctx.ref);
+  luaL_unref(L, LUA_REGISTRYINDEX, ctx.ref);
+  if (rc) return lpawl_fail(L, p, rc);
+  return 1;
+}
+
+/* [-0, +0, v] The action named by the string at `idx`. */
+static pawl_action_t lpawl_check_action(lua_State *L, int idx) {
+  const char *name = luaL_checkstring(L, idx);
+  for (int a = 0; a <= PAWL_ACTION_RETRY; a++)
+    if (strcmp(name, pawl_action_name(a)) == 0) return (pawl_action_t)a;
+  luaL_argerror(L, idx,
+                lua_pushfstring(L,
+                                "unknown action \"%s\" (expected cancel, "
+                                "pause, resume or retry)",
+                                name));
+  return PAWL_ACTION_CANCEL;
+}
+
+/* [-0, +3|3, e] A bulk action: (filter, reason) -> changed, skipped,
+ * refused. */
+static int lpawl_adm_bulk(lua_State *L, pawl_action_t action) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  const char *reason = luaL_optstring(L, 3, NULL);
+  lua_settop(L, 3);
+  lua_newtable(L); /* 4: anchor */
+  pawl_filter_t f;
+  lpawl_read_filter(L, 2, 4, &f, 2, pawl_action_name(action));
+  pawl_bulk_result_t r = {0, 0, 0};
+  int rc = pawl_bulk(p, action, &f, reason, &r);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushnumber(L, (double)r.changed);
+  lua_pushnumber(L, (double)r.skipped);
+  lua_pushnumber(L, (double)r.refused);
+  return 3;
+}
+
+/* db:cancel/pause/resume/retry(id | filter, reason): the single-job form
+ * above, or the bulk form. */
+static int lpawl_adm_cancel(lua_State *L) {
+  return lua_istable(L, 2) ? lpawl_adm_bulk(L, PAWL_ACTION_CANCEL)
+                           : lpawl_cancel(L);
+}
+static int lpawl_adm_pause(lua_State *L) {
+  return lua_istable(L, 2) ? lpawl_adm_bulk(L, PAWL_ACTION_PAUSE)
+                           : lpawl_pause(L);
+}
+static int lpawl_adm_resume(lua_State *L) {
+  return lua_istable(L, 2) ? lpawl_adm_bulk(L, PAWL_ACTION_RESUME)
+                           : lpawl_resume(L);
+}
+static int lpawl_adm_retry(lua_State *L) {
+  return lua_istable(L, 2) ? lpawl_adm_bulk(L, PAWL_ACTION_RETRY)
+                           : lpawl_retry(L);
+}
+
+/* db:count(action, filter) [-0, +1|3, e] */
+static int lpawl_adm_count(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  pawl_action_t action = lpawl_check_action(L, 2);
+  lua_settop(L, 3);
+  lua_newtable(L); /* 4: anchor */
+  pawl_filter_t f;
+  lpawl_read_filter(L, 3, 4, &f, 3, "count");
+  int64_t n = 0;
+  int rc = pawl_bulk_count(p, action, &f, &n);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushnumber(L, (double)n);
+  return 1;
+}
+
+/* db:job(id) [-0, +1|3, e] db:get(id) with attempts, events (as
+ * db:history) and logs (as db:logs). Three reads: a job changing
+ * meanwhile may show its history a step ahead of its row. */
+static int lpawl_adm_job(lua_State *L) {
+  lpawl_check(L, 1);
+  lua_settop(L, 2);
+  lua_pushcfunction(L, lpawl_get);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  lua_call(L, 2, 3);
+  if (lua_isnil(L, -3)) return 3;
+  lua_pop(L, 2); /* 3: the job */
+  lua_pushcfunction(L, lpawl_history);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  lua_call(L, 2, 3);
+  if (lua_isnil(L, -3)) return 3;
+  lua_pop(L, 2); /* 4: history */
+  lua_getfield(L, 4, "attempts");
+  lua_setfield(L, 3, "attempts");
+  lua_getfield(L, 4, "events");
+  lua_setfield(L, 3, "events");
+  lua_pushcfunction(L, lpawl_logs);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  lua_call(L, 2, 3);
+  if (lua_isnil(L, -3)) return 3;
+  lua_pop(L, 2);
+  lua_setfield(L, 3, "logs");
+  lua_settop(L, 3);
+  return 1;
+}
+
+/* [-0, +1, m] One queue's (or every queue's) statistics as a table. */
+static void lpawl_push_qstats(lua_State *L, const pawl_queue_stats_t *q) {
+  lua_createtable(L, 0, 10);
+  lpawl_set_str(L, "queue", q->queue);
+  lua_createtable(L, 0, PAWL_STATE_COUNT);
+  for (int i = 0; i < PAWL_STATE_COUNT; i++) {
+    lua_pushnumber(L, (double)q->count[i]);
+    lua_setfield(L, -2, pawl_state_name(i));
+  }
+  lua_setfield(L, -2, "counts");
+  lpawl_set_num(L, "finished_1m", (double)q->finished_1m);
+  lpawl_set_num(L, "finished_5m", (double)q->finished_5m);
+  lpawl_set_num(L, "finished_15m", (double)q->finished_15m);
+  lpawl_set_num(L, "failed_1m", (double)q->failed_1m);
+  lpawl_set_num(L, "failed_5m", (double)q->failed_5m);
+  lpawl_set_num(L, "failed_15m", (double)q->failed_15m);
+  lpawl_set_num(L, "oldest_due_ms", (double)q->oldest_due_ms);
+}
+
+/* What the library returned for the admin reads, freed by __gc (the
+ * LPAWL_BOX rule: nothing held in a C local across a raise). */
+typedef struct lpawl_adm_box {
+  char **names;
+  size_t nnames;
+  pawl_stats_t *stats;
+  pawl_node_info_t *nodes;
+  size_t nnodes;
+  pawl_lock_info_t *locks;
+  size_t nlocks;
+} lpawl_adm_box_t;
+
+#define LPAWL_ADM_BOX "pawl.admin_box"
+
+static void lpawl_adm_box_free(lpawl_adm_box_t *b) {
+  for (size_t i = 0; i < b->nnames; i++) free(b->names[i]);
+  free(b->names);
+  pawl_stats_free(b->stats);
+  pawl_nodes_free(b->nodes, b->nnodes);
+  pawl_locks_free(b->locks, b->nlocks);
+  memset(b, 0, sizeof *b);
+}
+
+/* [-0, +0, -] __gc */
+static int lpawl_adm_box_gc(lua_State *L) {
+  lpawl_adm_box_free(luaL_checkudata(L, 1, LPAWL_ADM_BOX));
+  return 0;
+}
+
+/* [-0, +1, m] */
+static lpawl_adm_box_t *lpawl_adm_box_new(lua_State *L) {
+  lpawl_adm_box_t *b = lua_newuserdata(L, sizeof *b);
+  memset(b, 0, sizeof *b);
+  if (luaL_newmetatable(L, LPAWL_ADM_BOX)) {
+    lua_pushcfunction(L, lpawl_adm_box_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  return b;
+}
+
+/* db:stats() [-0, +1|3, e] { at =, counts = {pending = n, ...},
+ * finished_1m =, ..., failed_15m =, oldest_due_ms =, queues = { {queue =,
+ * counts =, ...}, ... } } */
+static int lpawl_adm_stats(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  lpawl_adm_box_t *b = lpawl_adm_box_new(L);
+  int rc = pawl_stats(p, &b->stats);
+  if (rc) return lpawl_fail(L, p, rc);
+  lpawl_push_qstats(L, &b->stats->all);
+  lpawl_set_num(L, "at", (double)b->stats->at);
+  lua_createtable(L, (int)b->stats->nqueues, 0);
+  for (size_t i = 0; i < b->stats->nqueues; i++) {
+    lpawl_push_qstats(L, &b->stats->queues[i]);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "queues");
+  lpawl_adm_box_free(b);
+  return 1;
+}
+
+/* db:nodes() [-0, +1|3, e] { {id =, incarnation =, version =, queues =
+ * {...} (empty: all), started_at =, last_beat =, running =}, ... } */
+static int lpawl_adm_nodes(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  lpawl_adm_box_t *b = lpawl_adm_box_new(L);
+  int rc = pawl_nodes(p, &b->nodes, &b->nnodes);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_createtable(L, (int)b->nnodes, 0);
+  for (size_t i = 0; i < b->nnodes; i++) {
+    const pawl_node_info_t *n = &b->nodes[i];
+    lua_createtable(L, 0, 7);
+    lpawl_set_str(L, "id", n->id);
+    lpawl_push_id(L, &n->incarnation);
+    lua_setfield(L, -2, "incarnation");
+    lpawl_set_str(L, "version", n->version);
+    lua_newtable(L);
+    int k = 0;
+    for (const char *q = n->queues; *q;) {
+      const char *end = strchr(q, ',');
+      size_t len = end ? (size_t)(end - q) : strlen(q);
+      if (len) {
+        lua_pushlstring(L, q, len);
+        lua_rawseti(L, -2, ++k);
+      }
+      q += len + (end ? 1 : 0);
+    }
+    lua_setfield(L, -2, "queues");
+    lpawl_set_time(L, "started_at", n->started_at);
+    lpawl_set_time(L, "last_beat", n->last_beat);
+    lpawl_set_num(L, "running", (double)n->running);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lpawl_adm_box_free(b);
+  return 1;
+}
+
+/* db:locks() [-0, +1|3, e] { {name =, owner =, acquired_at =, expires_at =,
+ * expired = bool}, ... } */
+static int lpawl_adm_locks(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  lpawl_adm_box_t *b = lpawl_adm_box_new(L);
+  int rc = pawl_locks(p, &b->locks, &b->nlocks);
+  if (rc) return lpawl_fail(L, p, rc);
+  int64_t now = pawl_now(p);
+  lua_createtable(L, (int)b->nlocks, 0);
+  for (size_t i = 0; i < b->nlocks; i++) {
+    const pawl_lock_info_t *l = &b->locks[i];
+    lua_createtable(L, 0, 5);
+    lpawl_set_str(L, "name", l->name);
+    lpawl_set_str(L, "owner", l->owner);
+    lpawl_set_time(L, "acquired_at", l->acquired_at);
+    lpawl_set_time(L, "expires_at", l->expires_at);
+    lua_pushboolean(L, l->expires_at <= now);
+    lua_setfield(L, -2, "expired");
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lpawl_adm_box_free(b);
+  return 1;
+}
+
+/* pawl.duration(text) [-0, +1|2, m] ms, or nil and a message. */
+static int lpawl_adm_duration(lua_State *L) {
+  const char *text = luaL_checkstring(L, 1);
+  int64_t ms = 0;
+  char err[256];
+  if (pawl_duration_parse(text, &ms, err, sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  lua_pushnumber(L, (double)ms);
+  return 1;
+}
+
+/* Whether a directory entry names a job script: "NAME.lua", not
+ * "_defaults.lua" nor a hidden file. */
+static int lpawl_adm_is_script(const char *name, size_t *typelen) {
+  size_t n = strlen(name);
+  if (n <= 4 || strcmp(name + n - 4, ".lua") != 0) return 0;
+  if (name[0] == '_' || name[0] == '.') return 0;
+  *typelen = n - 4;
+  return 1;
+}
+
+static int lpawl_adm_strcmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* pawl.scripts(dir) [-0, +1|3, e] { {type =, queue =, priority =,
+ * max_attempts =, timeout =, error =}, ... } by type: what each script
+ * in `dir` sets, loaded the way `pawl run` loads it (pawl_script_info),
+ * or why it does not load. */
+static int lpawl_adm_scripts(lua_State *L) {
+  const char *dir = luaL_optstring(L, 1, "./scripts");
+  lua_settop(L, 1);
+  lpawl_adm_box_t *b = lpawl_adm_box_new(L); /* 2: owns the names */
+  DIR *d = opendir(dir);
+  if (!d) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "cannot read scripts directory %s: %s", dir,
+                    strerror(errno));
+    lua_pushstring(L, pawl_err_name(PAWL_EIO));
+    return 3;
+  }
+  size_t cap = 0;
+  struct dirent *e;
+  int oom = 0;
+  while (!oom && (e = readdir(d)) != NULL) {
+    size_t len;
+    if (!lpawl_adm_is_script(e->d_name, &len)) continue;
+    if (b->nnames == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **grown = realloc(b->names, cap * sizeof *grown);
+      if (!grown) {
+        oom = 1;
+        break;
+      }
+      b->names = grown;
+    }
+    if (!(b->names[b->nnames] = strndup(e->d_name, len))) oom = 1;
+    else b->nnames++;
+  }
+  closedir(d);
+  if (oom) return luaL_error(L, "out of memory"); /* the box frees them */
+  size_t n = b->nnames;
+  char **names = b->names;
+  if (n > 1) qsort(names, n, sizeof *names, lpawl_adm_strcmp);
+  lua_createtable(L, (int)n, 0); /* 3: the result */
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, names[i]);
+    const char *type = lua_tostring(L, -1);
+    pawl_script_info_t info;
+    char err[1024];
+    int rc = pawl_script_info(dir, type, &info, err, sizeof err);
+    lua_createtable(L, 0, 6);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, "type");
+    if (rc) {
+      lua_pushstring(L, rc == PAWL_ENOTFOUND ? "no script" : err);
+      lua_setfield(L, -2, "error");
+    } else {
+      if (info.queue[0]) lpawl_set_str(L, "queue", info.queue);
+      if (info.has_priority) lpawl_set_num(L, "priority", info.priority);
+      if (info.max_attempts) lpawl_set_num(L, "max_attempts", info.max_attempts);
+      if (info.timeout_s) lpawl_set_num(L, "timeout", info.timeout_s);
+    }
+    lua_rawseti(L, 3, (int)i + 1);
+    lua_pop(L, 1);
+  }
+  return 1;
+}
+
+static void lpawl_admin_register(lua_State *L, int methods) {
+  static const luaL_Reg funcs[] = {{"duration", lpawl_adm_duration},
+                                   {"scripts", lpawl_adm_scripts},
+                                   {NULL, NULL}};
+  static const luaL_Reg meths[] = {
+      {"jobs", lpawl_adm_jobs},     {"job", lpawl_adm_job},
+      {"cancel", lpawl_adm_cancel}, {"pause", lpawl_adm_pause},
+      {"resume", lpawl_adm_resume}, {"retry", lpawl_adm_retry},
+      {"count", lpawl_adm_count},   {"stats", lpawl_adm_stats},
+      {"nodes", lpawl_adm_nodes},   {"locks", lpawl_adm_locks},
+      {NULL, NULL}};
+  luaL_register(L, NULL, methods ? meths : funcs);
 }

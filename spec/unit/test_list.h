@@ -15,3 +15,4 @@
 #include "test_list_bounds.h"
 #include "test_list_signal.h"
 #include "test_list_cron.h"
+#include "test_list_admin.h"

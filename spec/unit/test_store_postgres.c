@@ -15,11 +15,13 @@
 #include "pg_sql.h"
 #include "pgtest.h"
 #include "store_contract.h"
+#include "store_contract_admin.h"
 #include "unit.h"
 
 #define CONTRACT_PG(name) \
   void test_store_pg_##name(void) { contract_##name(pgtest_url(#name)); }
 CONTRACT_TESTS(CONTRACT_PG)
+ADMIN_CONTRACT_TESTS(CONTRACT_PG)
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -1103,4 +1105,60 @@ void test_pg_finish_pipeline_atomic(void) {
   CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_attempts"), ==, 2);
   PQfinish(c);
   pawl_close(p);
+}
+
+/* ---- administration: query plans -----------------------------------------
+ * Throughput reads one range of pawl_jobs_done per state and queue, never
+ * the table, with a custom and a generic plan; the failed walk reads an
+ * index of the failed rows. On a table of finished history. */
+#include "pg_admin_sql.h"
+
+void test_pg_admin_uses_indexes(void) {
+  const char *url = pgtest_url("admin_plan");
+  pawl_close(open_ok(url, "node-a", NULL));
+  PGconn *c = pgtest_connect(url);
+  /* 20,000 jobs: 1 in 100 pending, 1 in 50 failed, the rest succeeded over
+   * the last 20,000 seconds. */
+  pgtest_exec(c,
+              "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, "
+              "payload, run_at, max_attempts, created_at, updated_at, "
+              "finished_at) SELECT gen_random_uuid(), 't', 'q' || (i % 7), "
+              "CASE WHEN i % 100 = 0 THEN 0 WHEN i % 50 = 0 THEN 3 ELSE 2 END, "
+              "0, 0, '{}', now(), 25, now(), now(), CASE WHEN i % 100 = 0 "
+              "THEN NULL ELSE now() - i * interval '1 second' END "
+              "FROM generate_series(1, 20000) AS i");
+  pgtest_exec(c, "ANALYZE pawl_jobs");
+  pgtest_exec(c, "PREPARE win AS " PG_ADM_STATS_WINDOW);
+  pgtest_exec(c, "PREPARE pick_failed AS " PG_ADM_PICK_FAILED);
+  const char *modes[2] = {"SET plan_cache_mode = force_custom_plan",
+                          "SET plan_cache_mode = force_generic_plan"};
+  char plan[8192], sql[512];
+  long long now = pgtest_int(c, "SELECT pawl_ms(now())");
+  for (int m = 0; m < 2; m++) {
+    pgtest_exec(c, modes[m]);
+    snprintf(sql, sizeof sql, "EXPLAIN EXECUTE win(2, 'q1', %lld, %lld, %lld)",
+             now - 900000, now - 300000, now - 60000);
+    explain(c, sql, plan, sizeof plan);
+    if (!uses_index(plan, "pawl_jobs_done") ||
+        strstr(plan, "Seq Scan on pawl_jobs"))
+      unit_fail(__FILE__, __LINE__, "%s: throughput plan:\n%s", modes[m], plan);
+    snprintf(sql, sizeof sql,
+             "EXPLAIN EXECUTE pick_failed(%d, NULL, NULL, NULL, NULL, "
+             "'00000000-0000-0000-0000-000000000000', 500)",
+             1 << 3);
+    explain(c, sql, plan, sizeof plan);
+    /* Either index holding the failed rows alone will do. */
+    if (!(uses_index(plan, "pawl_jobs_failed") ||
+          uses_index(plan, "pawl_jobs_done")) ||
+        strstr(plan, "Seq Scan on pawl_jobs"))
+      unit_fail(__FILE__, __LINE__, "%s: failed walk plan:\n%s", modes[m],
+                plan);
+  }
+  /* The finished counts never read the table's rows one by one for the
+   * history: an index (only) scan of pawl_jobs_done, or, when most rows
+   * match, whatever the planner finds cheaper but the plain table. */
+  explain(c, "EXPLAIN " PG_ADM_STATS_DONE, plan, sizeof plan);
+  if (!uses_index(plan, "pawl_jobs_done") && !strstr(plan, "Seq Scan"))
+    unit_fail(__FILE__, __LINE__, "finished counts plan:\n%s", plan);
+  PQfinish(c);
 }

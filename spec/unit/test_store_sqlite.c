@@ -8,6 +8,7 @@
 #include "handle.h"
 #include "sqlite_sql.h"
 #include "store_contract.h"
+#include "store_contract_admin.h"
 
 sqlite3 *pawl__store_sqlite_db(store_t *st);
 extern const store_migration_t pawl__store_sqlite_migrations[];
@@ -23,6 +24,7 @@ static const char *sqlite_url(const char *name) {
 #define CONTRACT_SQLITE(name) \
   void test_store_sqlite_##name(void) { contract_##name(sqlite_url(#name)); }
 CONTRACT_TESTS(CONTRACT_SQLITE)
+ADMIN_CONTRACT_TESTS(CONTRACT_SQLITE)
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -580,4 +582,50 @@ void test_sqlite_manual_checkpoint(void) {
   CHECK(file_size("auto.db") > 4000000);
   CHECK_OK(pawl_checkpoint(p)); /* allowed any time */
   pawl_close(p);
+}
+
+/* ---- administration: query plans -----------------------------------------
+ * The statistics must not read the finished history row by row: the
+ * throughput is one range of pawl_jobs_done per state and queue, the
+ * counts of finished jobs an index-only scan of it, the live counts the
+ * partial indexes of pending and running rows. Failed jobs are walked
+ * through their own index. Checked on plan_db()'s table (mostly finished
+ * history, analyzed). */
+#include "sqlite_admin_sql.h"
+
+static void want_plan(sqlite3 *db, const char *what, const char *sql,
+                      const char *index) {
+  char plan[4096];
+  plan_of(db, sql, plan, sizeof plan);
+  if (!strstr(plan, index) || strstr(plan, "SCAN pawl_jobs\n") ||
+      (strstr(plan, "TEMP B-TREE") && !strstr(what, "running")))
+    unit_fail(__FILE__, __LINE__, "%s: wanted %s, got plan:\n%s", what, index,
+              plan);
+}
+
+void test_sqlite_admin_uses_indexes(void) {
+  sqlite3 *db = plan_db("admin");
+  want_plan(db, "throughput", SQLITE_ADM_STATS_WINDOW,
+            "SEARCH pawl_jobs USING COVERING INDEX pawl_jobs_done (state=? "
+            "AND queue=? AND finished_at>?)");
+  want_plan(db, "finished counts", SQLITE_ADM_STATS_DONE,
+            "USING COVERING INDEX pawl_jobs_done");
+  /* The pending rows' queue index, in queue order (no sort): its cost
+   * grows with the pending jobs only. */
+  want_plan(db, "pending counts", SQLITE_ADM_STATS_PENDING,
+            "INDEX pawl_jobs_claim_queue");
+  want_plan(db, "running counts", SQLITE_ADM_STATS_RUNNING,
+            "INDEX pawl_jobs_running");
+  /* Running rows are few (the nodes' workers): grouping them may sort. */
+  want_plan(db, "running counts per node", SQLITE_ADM_RUNNING,
+            "INDEX pawl_jobs_running");
+  want_plan(db, "failed count", SQLITE_ADM_COUNT_FAILED,
+            "INDEX pawl_jobs_failed");
+  want_plan(db, "failed walk", SQLITE_ADM_PICK_FAILED,
+            "INDEX pawl_jobs_failed");
+  /* Any other walk goes through the table once, in rowid order, from
+   * where the last batch ended. */
+  want_plan(db, "walk", SQLITE_ADM_PICK,
+            "SEARCH pawl_jobs USING INTEGER PRIMARY KEY (rowid>?)");
+  sqlite3_close(db);
 }

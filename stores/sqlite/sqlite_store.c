@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "buf.h"
+#include "sqlite_admin_sql.h"
 #include "sqlite_sql.h"
 #include "store.h"
 
@@ -80,6 +81,22 @@ enum {
   SQ_NEXT_DUE,
   SQ_NEXT_DUE_QUEUE,
   SQ_NEXT_DUE_QUEUES,
+  /* administration: see the section at the end of this file */
+  SQ_ADM_BEGIN_READ,
+  SQ_ADM_SAVEPOINT,
+  SQ_ADM_RELEASE,
+  SQ_ADM_ROLLBACK_TO,
+  SQ_ADM_COUNT,
+  SQ_ADM_COUNT_FAILED,
+  SQ_ADM_PICK,
+  SQ_ADM_PICK_FAILED,
+  SQ_ADM_LIST,
+  SQ_ADM_STATS_PENDING,
+  SQ_ADM_STATS_RUNNING,
+  SQ_ADM_STATS_DONE,
+  SQ_ADM_STATS_WINDOW,
+  SQ_ADM_RUNNING,
+  SQ_ADM_LOCKS,
   SQ_COUNT
 };
 
@@ -213,6 +230,22 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_NEXT_DUE] = SQLITE_SQL_NEXT_DUE,
     [SQ_NEXT_DUE_QUEUE] = SQLITE_SQL_NEXT_DUE_QUEUE,
     [SQ_NEXT_DUE_QUEUES] = SQLITE_SQL_NEXT_DUE_QUEUES,
+    /* administration (sqlite_admin_sql.h) */
+    [SQ_ADM_BEGIN_READ] = "BEGIN",
+    [SQ_ADM_SAVEPOINT] = "SAVEPOINT pawl_bulk",
+    [SQ_ADM_RELEASE] = "RELEASE pawl_bulk",
+    [SQ_ADM_ROLLBACK_TO] = "ROLLBACK TO pawl_bulk",
+    [SQ_ADM_COUNT] = SQLITE_ADM_COUNT,
+    [SQ_ADM_COUNT_FAILED] = SQLITE_ADM_COUNT_FAILED,
+    [SQ_ADM_PICK] = SQLITE_ADM_PICK,
+    [SQ_ADM_PICK_FAILED] = SQLITE_ADM_PICK_FAILED,
+    [SQ_ADM_LIST] = SQLITE_ADM_LIST,
+    [SQ_ADM_STATS_PENDING] = SQLITE_ADM_STATS_PENDING,
+    [SQ_ADM_STATS_RUNNING] = SQLITE_ADM_STATS_RUNNING,
+    [SQ_ADM_STATS_DONE] = SQLITE_ADM_STATS_DONE,
+    [SQ_ADM_STATS_WINDOW] = SQLITE_ADM_STATS_WINDOW,
+    [SQ_ADM_RUNNING] = SQLITE_ADM_RUNNING,
+    [SQ_ADM_LOCKS] = SQLITE_ADM_LOCKS,
 };
 
 typedef struct sq_store {
@@ -785,9 +818,13 @@ static int sq_get(store_t *base, const pawl_id_t *id, pawl_job_t **out) {
  * index the walk is on), and the walk is the rows that matched when it
  * started, as on PostgreSQL, whose result is complete before the first
  * callback too. The rows take memory up to the filter's limit. */
+static int sq_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
+                       void *data);
+
 static int sq_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
                    void *data) {
   sq_store_t *s = (sq_store_t *)base;
+  if (f->tag || f->older_than_ms) return sq_adm_list(base, f, cb, data);
   sqlite3_stmt *st = sq_stmt(s, f->state == PAWL_FAILED ? SQ_LIST_FAILED
                                                         : SQ_LIST);
   if (!st) return PAWL_ESTORE;
@@ -1594,6 +1631,20 @@ static int sq_checkpoint(store_t *base) {
   return 0;
 }
 
+/* administration: defined at the end of this file */
+static int sq_adm_count(store_t *base, const store_match_t *m, int64_t max,
+                        int64_t *n);
+static int sq_adm_pick(store_t *base, const store_match_t *m,
+                       const store_pick_t *after, size_t max,
+                       store_pick_t *out, size_t *n);
+static int sq_adm_apply(store_t *base, store_op_t op, const char *actor,
+                        const char *reason, const store_pick_t *picks,
+                        size_t n, pawl_bulk_result_t *r);
+static int sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
+                        void *data);
+static int sq_adm_locks(store_t *base, store_lock_cb cb, void *data);
+static int sq_adm_running(store_t *base, store_owner_cb cb, void *data);
+
 static const struct store_ops sq_ops = {
     .name = "sqlite",
     .schema = {sq_migrate, sq_version},
@@ -1610,6 +1661,8 @@ static const struct store_ops sq_ops = {
     .maintenance = {sq_checkpoint},
     .wakeup = {NULL, NULL},
     .close = sq_close,
+    .admin = {sq_adm_count, sq_adm_pick, sq_adm_apply, sq_adm_stats,
+              sq_adm_locks, sq_adm_running},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and
@@ -1869,4 +1922,252 @@ int pawl__store_sqlite_open(store_t **out, const store_config_t *cfg,
   }
   *out = &s->base;
   return 0;
+}
+
+/* ---- administration (host/api/admin.c) ------------------------------------
+ * Bulk actions, filtered listings, statistics, locks and running jobs per
+ * node. The SQL is in sqlite_admin_sql.h. */
+
+/* Binds ?1..?5 of SQLITE_ADM_MATCH. */
+static void sq_adm_bind_match(sqlite3_stmt *st, const store_match_t *m) {
+  sqlite3_bind_int64(st, 1, (int64_t)m->states);
+  sq_bind_text(st, 2, m->f->queue);
+  sq_bind_text(st, 3, m->f->type);
+  sq_bind_text(st, 4, m->f->tag);
+  sq_bind_opt_int(st, 5, m->cutoff);
+}
+
+/* Only failed jobs: their index serves the walk. */
+static int sq_adm_failed_only(const store_match_t *m) {
+  return m->states == (1u << PAWL_FAILED);
+}
+
+static int sq_adm_count(store_t *base, const store_match_t *m, int64_t max,
+                        int64_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st =
+      sq_stmt(s, sq_adm_failed_only(m) ? SQ_ADM_COUNT_FAILED : SQ_ADM_COUNT);
+  if (!st) return PAWL_ESTORE;
+  sq_adm_bind_match(st, m);
+  sqlite3_bind_int64(st, 6, max);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *n = sqlite3_column_int64(st, 0);
+  sqlite3_reset(st);
+  return rc == SQLITE_ROW ? 0 : sq_fail(s, rc, "count jobs");
+}
+
+static int sq_adm_pick(store_t *base, const store_match_t *m,
+                       const store_pick_t *after, size_t max,
+                       store_pick_t *out, size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  int failed = sq_adm_failed_only(m);
+  sqlite3_stmt *st = sq_stmt(s, failed ? SQ_ADM_PICK_FAILED : SQ_ADM_PICK);
+  if (!st) return PAWL_ESTORE;
+  sq_adm_bind_match(st, m);
+  static const pawl_id_t zero; /* ids are UUIDv7s: never all zero */
+  if (failed)
+    sq_bind_id(st, 6, after ? &after->id : &zero);
+  else
+    sqlite3_bind_int64(st, 6, after ? after->key : 0);
+  sqlite3_bind_int64(st, 7, (int64_t)max);
+  size_t k = 0;
+  int rc;
+  while (k < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    out[k].key = sqlite3_column_int64(st, 0);
+    sq_col_id(st, 1, &out[k].id);
+    out[k].version = sqlite3_column_int64(st, 2);
+    k++;
+  }
+  if (k == max) rc = SQLITE_DONE;
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) return sq_fail(s, rc, "pick jobs");
+  *n = k;
+  return 0;
+}
+
+/* Runs one of the savepoint statements. */
+static int sq_adm_exec(sq_store_t *s, int id, const char *what) {
+  sqlite3_stmt *st = sq_stmt(s, id);
+  return st ? sq_exec(s, st, what) : PAWL_ESTORE;
+}
+
+/* One write transaction for the batch; each job under a savepoint, so
+ * that a job refused halfway (its event written, its update refused by the
+ * business key) is undone alone and the batch goes on. */
+static int sq_adm_apply(store_t *base, store_op_t op, const char *actor,
+                        const char *reason, const store_pick_t *picks,
+                        size_t n, pawl_bulk_result_t *r) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = pawl__store_now(base);
+  pawl_bulk_result_t got = {0, 0, 0};
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  for (size_t i = 0; i < n && !rc; i++) {
+    if ((rc = sq_adm_exec(s, SQ_ADM_SAVEPOINT, "savepoint"))) break;
+    int one = pawl__store_transition_in(
+        base, &sq_transition_steps, now, &picks[i].id, op, actor, reason,
+        picks[i].version);
+    if (one == 0) {
+      got.changed++;
+      rc = sq_adm_exec(s, SQ_ADM_RELEASE, "release savepoint");
+      continue;
+    }
+    if (one == PAWL_ECONFLICT || one == PAWL_ENOTFOUND)
+      got.skipped++;
+    else if (one == PAWL_EKEY || one == PAWL_ESTATE)
+      got.refused++;
+    else
+      rc = one; /* the database failed: the whole batch goes */
+    if (!rc) {
+      base->errmsg[0] = 0;
+      rc = sq_adm_exec(s, SQ_ADM_ROLLBACK_TO, "roll back to savepoint");
+      if (!rc) rc = sq_adm_exec(s, SQ_ADM_RELEASE, "release savepoint");
+    }
+  }
+  rc = sq_end(s, rc);
+  if (!rc) {
+    r->changed += got.changed;
+    r->skipped += got.skipped;
+    r->refused += got.refused;
+  }
+  return rc;
+}
+
+static int sq_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
+                       void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_ADM_LIST);
+  if (!st) return PAWL_ESTORE;
+  if (f->state >= 0) sqlite3_bind_int(st, 1, f->state);
+  sq_bind_text(st, 2, f->queue);
+  sq_bind_text(st, 3, f->type);
+  sq_bind_text(st, 4, f->tag);
+  sq_bind_opt_int(st, 5,
+                  f->older_than_ms ? pawl__store_now(base) - f->older_than_ms : 0);
+  sqlite3_bind_int(st, 6, f->limit > 0 ? f->limit : 100);
+  /* As sq_list: every row read before the first callback. */
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  int rc, err = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    pawl_job_t **slot = pawl__store_push((void **)&jobs, &n, sizeof *jobs);
+    if (!slot || !(*slot = sq_row_to_job(st, NULL))) {
+      err = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+  }
+  if (!err && rc != SQLITE_DONE) err = sq_fail(s, rc, "list jobs");
+  sqlite3_reset(st);
+  for (size_t i = 0; !err && i < n; i++) {
+    int stop = cb(jobs[i], data);
+    pawl_job_free(jobs[i]);
+    jobs[i] = NULL;
+    if (stop) break;
+  }
+  pawl_jobs_free(jobs, n);
+  return err;
+}
+
+/* Throughput of one (state, queue) of finished jobs. */
+static int sq_adm_window(sq_store_t *s, int64_t now, store_stat_row_t *row) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_ADM_STATS_WINDOW);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int(st, 1, row->state);
+  sqlite3_bind_text(st, 2, row->queue, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now - 15 * 60000);
+  sqlite3_bind_int64(st, 4, now - 5 * 60000);
+  sqlite3_bind_int64(st, 5, now - 60000);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    row->in_15m = sqlite3_column_int64(st, 0);
+    row->in_5m = sqlite3_column_int64(st, 1);
+    row->in_1m = sqlite3_column_int64(st, 2);
+  }
+  sqlite3_reset(st);
+  return rc == SQLITE_ROW ? 0 : sq_fail(s, rc, "read throughput");
+}
+
+static int sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
+                        void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  static const int ids[3] = {SQ_ADM_STATS_PENDING, SQ_ADM_STATS_RUNNING,
+                             SQ_ADM_STATS_DONE};
+  /* One read transaction: the three statements see one snapshot. The
+   * queue names are copied out of the row before the throughput query
+   * runs, since that statement reuses nothing of this one's row. */
+  int rc = sq_adm_exec(s, SQ_ADM_BEGIN_READ, "begin read"), step = SQLITE_DONE;
+  for (int q = 0; q < 3 && !rc; q++) {
+    sqlite3_stmt *st = sq_stmt(s, ids[q]);
+    if (!st) {
+      rc = PAWL_ESTORE;
+      break;
+    }
+    if (q == 0) sqlite3_bind_int64(st, 1, now);
+    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
+      store_stat_row_t row = {0};
+      int c = 0;
+      if (q == 2) row.state = sqlite3_column_int(st, c++);
+      else row.state = q == 0 ? PAWL_PENDING : PAWL_RUNNING;
+      /* Valid until the next step: the callback copies what it keeps. */
+      const char *queue = (const char *)sqlite3_column_text(st, c++);
+      if (!queue) {
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+        break;
+      }
+      row.queue = queue;
+      row.count = sqlite3_column_int64(st, c++);
+      if (q == 0) row.oldest_due = sqlite3_column_int64(st, c++);
+      if (row.state == PAWL_SUCCEEDED || row.state == PAWL_FAILED ||
+          row.state == PAWL_CANCELED)
+        rc = sq_adm_window(s, now, &row);
+      if (!rc && cb(&row, data))
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    }
+    if (!rc && step != SQLITE_DONE) rc = sq_fail(s, step, "read statistics");
+    sqlite3_reset(st);
+  }
+  if (!sqlite3_get_autocommit(s->db)) {
+    int end = sq_adm_exec(s, SQ_COMMIT, "end read");
+    if (!rc) rc = end;
+  }
+  return rc;
+}
+
+static int sq_adm_locks(store_t *base, store_lock_cb cb, void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_ADM_LOCKS);
+  if (!st) return PAWL_ESTORE;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    pawl_lock_info_t l = {
+        .name = (char *)sqlite3_column_text(st, 0),
+        .owner = (char *)sqlite3_column_text(st, 1),
+        .acquired_at = sqlite3_column_int64(st, 2),
+        .expires_at = sqlite3_column_int64(st, 3),
+    };
+    if (cb(&l, data)) {
+      sqlite3_reset(st);
+      return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    }
+  }
+  int err = rc == SQLITE_DONE ? 0 : sq_fail(s, rc, "list locks");
+  sqlite3_reset(st);
+  return err;
+}
+
+static int sq_adm_running(store_t *base, store_owner_cb cb, void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_ADM_RUNNING);
+  if (!st) return PAWL_ESTORE;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *owner = (const char *)sqlite3_column_text(st, 0);
+    if (cb(owner ? owner : "", sqlite3_column_int64(st, 1), data)) {
+      sqlite3_reset(st);
+      return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    }
+  }
+  int err = rc == SQLITE_DONE ? 0 : sq_fail(s, rc, "count running jobs");
+  sqlite3_reset(st);
+  return err;
 }

@@ -1,0 +1,37 @@
+/* cli_admin.h: the `pawl` CLI's admin verbs (cli_admin.c) and console
+ * (console.c), called from cli.c's dispatch. Each returns an exit status
+ * (0 success, 1 the operation failed, 2 bad usage or input) and leaves its
+ * message in err for main() to print. */
+#ifndef PAWL_CLI_ADMIN_H
+#define PAWL_CLI_ADMIN_H
+
+#include <stddef.h>
+
+#include "pawl.h"
+
+/* Above this many matching jobs a bulk action asks before it acts: in a
+ * terminal it asks, elsewhere it needs --yes (the console: force = true). */
+#define CLI_CONFIRM_ABOVE 100
+
+int cli_admin_stats(pawl_t *p, int json, char *err, size_t errlen);
+int cli_admin_nodes(pawl_t *p, int json, char *err, size_t errlen);
+int cli_admin_locks(pawl_t *p, int json, char *err, size_t errlen);
+int cli_admin_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
+                   const char *reason, int yes, int json, char *err,
+                   size_t errlen);
+
+/* What `pawl console` was asked (strings borrow argv). */
+typedef struct cli_console_args {
+  const char *db;       /* NULL: $PAWL_DB, else sqlite:./pawl.db */
+  int create;
+  unsigned db_mode;
+  int sync_full;
+  const char *scripts;  /* NULL: ./scripts */
+  const char *code;     /* -e CODE */
+  const char *file;     /* FILE.lua */
+  int json;
+} cli_console_args_t;
+
+int cli_console_main(const cli_console_args_t *a, char *err, size_t errlen);
+
+#endif

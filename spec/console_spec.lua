@@ -1,0 +1,495 @@
+-- console_spec.lua: `pawl console` driven as a person drives it, through a
+-- terminal (tmux gives the console a pseudo-terminal and shows its screen),
+-- and without one (-e, FILE, piped input, --json); the admin functions on
+-- SQLite and on the throwaway PostgreSQL server; the CLI's admin verbs.
+--
+-- Nothing here waits for a time to pass: every step waits until the screen
+-- shows what it should (H.wait_until, whose cap is only a hang guard).
+local pawl = require "pawl"
+local cjson = require "cjson"
+local H = require "host_helper"
+local PG = require "pg_helper"
+local C = require "cli_helper"
+
+local q = C.quote
+
+-- ---- a terminal ------------------------------------------------------------
+
+local Term = {}
+Term.__index = Term
+
+-- tmux without the sanitizer runtime the ASan build preloads into specs.
+local function tmux(sock, args)
+  return C.capture("env -u LD_PRELOAD tmux -S " .. q(sock) .. " " .. args .. " 2>&1")
+end
+
+-- Starts `pawl --db DB console ARGS` on a terminal of `cols` columns.
+local nterms = 0
+
+local function term(env, opts)
+  opts = opts or {}
+  -- A server (socket) per terminal: a new one never meets one shutting down.
+  nterms = nterms + 1
+  local self = setmetatable({ env = env, sock = env:path("tmux" .. nterms .. ".sock") }, Term)
+  local words = { "env", "HOME=" .. env.dir, "PAWL_HISTORY=" .. (opts.history or env:path("history")),
+                  "TERM=xterm", C.bin, "--db", opts.db or env.db, "console" }
+  for _, a in ipairs(opts.args or {}) do words[#words + 1] = a end
+  local cmd = {}
+  for i, w in ipairs(words) do cmd[i] = q(w) end
+  -- The pane stays after the console ends, to show how it ended.
+  local line = table.concat(cmd, " ") .. "; echo EXITED=$?; sleep 600"
+  tmux(self.sock, ("-f /dev/null new-session -d -x %d -y %d %s")
+       :format(opts.cols or 120, opts.rows or 50, q(line)))
+  self:wait_for("pawl:", "the prompt")
+  return self
+end
+
+function Term:screen()
+  return tmux(self.sock, "capture-pane -p -J -S -1000 -t 0")
+end
+
+-- Types text as it is (no key names).
+function Term:type(text) tmux(self.sock, "send-keys -t 0 -l " .. q(text)) end
+function Term:keys(...) tmux(self.sock, "send-keys -t 0 " .. table.concat({ ... }, " ")) end
+function Term:line(text) self:type(text) self:keys("Enter") end
+
+-- Waits until the screen matches `pattern` (plain text unless `is_pattern`)
+-- `count` times; returns the screen.
+function Term:wait_for(pattern, what, count, is_pattern)
+  local screen
+  local ok, err = pcall(H.wait_until, what or pattern, function()
+    screen = self:screen()
+    local n = 0
+    for _ in screen:gmatch(is_pattern and pattern or pattern:gsub("%p", "%%%0")) do n = n + 1 end
+    return n >= (count or 1)
+  end)
+  if not ok then error(tostring(err) .. "\nscreen:\n" .. (screen or ""), 2) end
+  return screen
+end
+
+function Term:close() tmux(self.sock, "kill-server") end
+
+-- ---- databases -------------------------------------------------------------
+
+-- An env (temp dir, scripts dir) whose database is SQLite or a fresh
+-- PostgreSQL schema; nil when PostgreSQL tests are skipped.
+local function make_env(backend)
+  local env
+  if backend == "postgres" then
+    if PG.skip_reason() then return nil end
+    env = PG.env()
+  else
+    env = H.env()
+  end
+  local r = C.run({ "--db", env.db, "migrate" })
+  assert(r.code == 0, r.err)
+  return env
+end
+
+local function console(env, ...)
+  return C.run({ "--db", env.db, "console", ... })
+end
+
+-- The console's -e, insisting on success; returns stdout.
+local function eval_ok(env, code, ...)
+  local r = console(env, "-e", code, ...)
+  if r.code ~= 0 then
+    error(("console -e %s failed (%s): %s"):format(code, tostring(r.code), r.err), 2)
+  end
+  return r.out
+end
+
+-- ---- through a terminal ------------------------------------------------------
+
+describe("pawl console on a terminal", function()
+  local env, t
+
+  before_each(function()
+    env = H.env()
+    C.run({ "--db", env.db, "migrate" })
+  end)
+
+  after_each(function()
+    if t then t:close() end
+    t = nil
+    env:cleanup()
+  end)
+
+  it("shows the database in the prompt and completes names, fields, values and ids", function()
+    local id = env:enqueue("mail", '{"to":"a"}')
+    t = term(env)
+    t:wait_for("pawl:sqlite:" .. env.db_path .. "> ")
+    -- A field of a console function's filter.
+    t:type("jobs{st")
+    t:keys("Tab")
+    t:wait_for("jobs{state=")
+    -- A state for that field.
+    t:type('"pe')
+    t:keys("Tab")
+    t:wait_for('jobs{state="pending"')
+    t:line("}")
+    t:wait_for(id)
+    -- A global.
+    t:type("stat")
+    t:keys("Tab")
+    t:wait_for("> stats")
+    t:line("()")
+    t:wait_for("QUEUE    PENDING")
+    -- A method of the handle: the common part, then both listed.
+    t:type("db:jo")
+    t:keys("Tab")
+    t:wait_for("> db:job")
+    t:keys("Tab")
+    t:wait_for("jobs", "the candidates listed", 1)
+    t:keys("C-u")
+    -- An id shown a moment ago.
+    t:type('job("' .. id:sub(1, 6))
+    t:keys("Tab")
+    t:wait_for('job("' .. id .. '"')
+    t:line(")")
+    t:wait_for("events:")
+    t:wait_for("enqueued -> pending")
+  end)
+
+  it("continues an incomplete chunk on the next line", function()
+    t = term(env)
+    t:line("function f()")
+    t:wait_for("..> ")
+    t:line("return 6 * 7")
+    t:line("end")
+    t:line("f()")
+    t:wait_for("\n42\n")
+    -- A long string left open continues too.
+    t:line("s = [[a")
+    t:line("b]]")
+    t:line("#s")
+    t:wait_for("\n3\n")
+  end)
+
+  it("keeps a bounded history across restarts, readable by its owner only", function()
+    t = term(env)
+    t:line("1234 + 1")
+    t:wait_for("1235")
+    t:keys("C-d")
+    t:wait_for("EXITED=0")
+    t:close()
+    local hist = env:path("history")
+    assert.are.equal("-rw-------", C.capture("stat -c %A " .. q(hist)):match("%S+"))
+    t = term(env)
+    t:keys("Up")
+    t:wait_for("> 1234 + 1")
+    t:keys("Enter")
+    t:wait_for("1235", "the recalled chunk's result")
+    t:keys("C-d")
+    t:wait_for("EXITED=0")
+    -- At most 1000 entries, whatever the file held.
+    local lines = { "_HiStOrY_V2_" }
+    for i = 1, 1500 do lines[#lines + 1] = "x" .. i end
+    C.write_file(hist, table.concat(lines, "\n") .. "\n")
+    t:close()
+    t = term(env)
+    t:line("1 + 1")
+    t:wait_for("\n2\n")
+    t:keys("C-d")
+    t:wait_for("EXITED=0")
+    local kept = select(2, C.read_file(hist):gsub("\n", "\n")) - 1
+    assert.is_true(kept <= 1000, "history holds " .. kept .. " entries")
+    -- libedit's format: one entry a line, blanks as \040.
+    assert.matches("\n1\\0401\n", (C.read_file(hist):gsub("\\040%+\\040", "\\040")))
+  end)
+
+  it("prints jobs as a table cut to the terminal's width, and a job as a record", function()
+    local db = assert(pawl.open{ db = env.db })
+    local id = assert(db:enqueue("report", { n = 1 }, { queue = "slow" }))
+    local j = assert(db:claim(1))[1]
+    assert(db:finish{ { id = id, attempt = j.attempt, kind = "failed",
+                        error = ("very long error "):rep(20) } })
+    db:close()
+    t = term(env, { cols = 80 })
+    t:line("jobs{}")
+    local screen = t:wait_for("ATTEMPT")
+    assert.matches("ID%s+TYPE%s+QUEUE%s+STATE%s+ATTEMPT%s+RUN_AT", screen)
+    assert.matches(id:gsub("%p", "%%%0") .. "%s+report%s+slow%s+failed%s+1/script", screen)
+    for line in screen:gmatch("[^\n]+") do
+      assert.is_true(#line <= 80 * 3 and select(2, line:gsub("[^\128-\191]", "")) <= 80,
+                     "line wider than the terminal: " .. line)
+    end
+    t:line('job("' .. id .. '")')
+    screen = t:wait_for("last_error:")
+    assert.matches("state:%s+failed", screen)
+    assert.matches("attempts:", screen)
+    -- Other values: readable nested Lua.
+    t:line('{ a = 1, list = { "x", "y" }, nested = { deep = { 1 } } }')
+    t:wait_for('list = { "x", "y" }')
+  end)
+
+  it("discards a chunk on Ctrl-C, stops a runaway loop, and leaves on Ctrl-D", function()
+    t = term(env)
+    t:line("function g()")
+    t:wait_for("..> ")
+    t:keys("C-c")
+    t:wait_for("^C")
+    t:line("g == nil")
+    t:wait_for("\ntrue\n")
+    -- The loop runs once "spinning" is shown: then Ctrl-C is a signal.
+    t:line('print("spinning") while true do end')
+    t:wait_for("spinning\n", "the loop", 1)
+    t:keys("C-c")
+    t:wait_for("error: interrupted (Ctrl-C)")
+    t:line("40 + 2")
+    t:wait_for("\n42\n")
+    t:keys("C-d")
+    t:wait_for("EXITED=0")
+  end)
+
+  it("reports errors on one line, keeps running, and shows the traceback on :trace", function()
+    t = term(env)
+    t:line('error("boom")')
+    t:wait_for("error: stdin:1: boom")
+    t:line(":trace")
+    t:wait_for("stack traceback:")
+    t:line("1 +* 2")
+    t:wait_for("error: stdin:1: unexpected symbol")
+    t:line("frobnicate()")
+    t:wait_for("there is no function frobnicate")
+    t:line('jobs{state = "bogus"}')
+    t:wait_for("jobs: unknown state bogus")
+    t:line('jobs{older_than = "soon"}')
+    t:wait_for("not a duration")
+    t:line('job("nope")')
+    t:wait_for('invalid job id "nope"')
+    t:line("1 + 1")
+    t:wait_for("\n2\n")
+  end)
+
+  it("asks before a bulk action moves more than 100 jobs", function()
+    local db = assert(pawl.open{ db = env.db })
+    local items = {}
+    for i = 1, 150 do items[i] = { "t", nil, { queue = "bulk" } } end
+    assert(db:enqueue_many(items))
+    t = term(env)
+    t:line('pause{queue = "bulk"}')
+    t:wait_for("pause 150 jobs? [y/N]")
+    t:line("n")
+    t:wait_for("not confirmed: nothing changed")
+    assert.are.equal(0, #assert(db:jobs{ state = "paused" }))
+    t:line('pause{queue = "bulk"}')
+    t:wait_for("pause 150 jobs? [y/N]", "the second question", 2)
+    t:line("y")
+    t:wait_for("\n150\n")
+    assert.are.equal(150, #assert(db:jobs{ state = "paused", limit = 1000 }))
+    -- force skips the question; 100 or fewer never ask.
+    t:line('resume{queue = "bulk", force = true}')
+    t:wait_for("\n150\n", "the forced resume", 2)
+    t:line('cancel{queue = "bulk", limit = 100}')
+    t:wait_for("\n100\n")
+    db:close()
+  end)
+end)
+
+-- ---- without a terminal, on both backends ----------------------------------------
+
+for _, backend in ipairs({ "sqlite", "postgres" }) do
+  describe("pawl console -e, FILE and --json on " .. backend, function()
+    local env
+
+    before_each(function() env = make_env(backend) end)
+    after_each(function() if env then env:cleanup() end env = nil end)
+
+    local function skip()
+      if env then return false end
+      pending(PG.skip_reason() or "no database")
+      return true
+    end
+
+    it("runs every admin function", function()
+      if skip() then return end
+      local id = eval_ok(env, 'enqueue("mail", { to = "a" }, { queue = "q", tags = { "vip" } })')
+      id = id:match("%S+")
+      assert.matches("^%x+%-", id)
+      eval_ok(env, 'enqueue("sms", nil, { queue = "q" })')
+      local out = eval_ok(env, "jobs{}")
+      assert.is_truthy(out:find(id, 1, true))
+      assert.matches("%(2 jobs%)", out)
+      assert.is_truthy(eval_ok(env, 'jobs{tag = "vip"}'):find(id, 1, true))
+      assert.matches("no jobs", eval_ok(env, 'jobs{older_than = "1h"}'))
+      assert.matches("enqueued %-> pending", eval_ok(env, ('job(%q)'):format(id)))
+      assert.matches("paused", eval_ok(env, ('pause(%q)'):format(id)))
+      assert.matches("pending", eval_ok(env, ('resume(%q)'):format(id)))
+      assert.are.equal("2\n", eval_ok(env, 'pause{queue = "q"}'))
+      assert.are.equal("2\n", eval_ok(env, 'resume{state = "paused"}'))
+      assert.are.equal("1\n", eval_ok(env, 'cancel{tag = "vip"}'))
+      assert.are.equal("0\n", eval_ok(env, 'retry{state = "failed"}'))
+      local st = eval_ok(env, "stats()")
+      assert.matches("q%s+1%s+0%s+0%s+0%s+1", st)
+      assert.matches("%(no nodes%)", eval_ok(env, "nodes()"))
+      assert.matches("%(no locks%)", eval_ok(env, "locks()"))
+      C.write_file(env.scripts .. "/mail.lua", 'return { queue = "mail", run = function() end }')
+      assert.matches("mail%s+mail", eval_ok(env, "scripts()", "--scripts", env.scripts))
+      assert.matches("retry%(id | filter%)", eval_ok(env, "help()"))
+      assert.matches("^stats ", eval_ok(env, "help(stats)"))
+      assert.matches("cancel", eval_ok(env, "help'cancel'"))
+    end)
+
+    it("needs force for more than 100 jobs without a terminal", function()
+      if skip() then return end
+      local db = assert(pawl.open{ db = env.db })
+      local items = {}
+      for i = 1, 101 do items[i] = { "t" } end
+      assert(db:enqueue_many(items))
+      db:close()
+      local r = console(env, "-e", 'cancel{state = "pending"}')
+      assert.are.equal(1, r.code)
+      assert.matches("101 jobs match: pass force = true", r.err)
+      assert.are.equal("101\n", eval_ok(env, 'cancel{state = "pending", force = true}'))
+    end)
+
+    it("exits 1 with one line on stderr when the chunk fails", function()
+      if skip() then return end
+      local r = console(env, "-e", "error('nope')")
+      assert.are.equal(1, r.code)
+      assert.are.equal("error: (command line):1: nope\n", r.err)
+      r = console(env, "-e", "retry{}")
+      assert.are.equal(1, r.code)
+      assert.matches("a filter needs at least one of", r.err)
+      r = console(env, "-e", "x(")
+      assert.are.equal(1, r.code)
+      assert.matches("error: %(command line%):1:", r.err)
+    end)
+
+    it("runs a script file and prints what it returns", function()
+      if skip() then return end
+      local file = env:path("report.lua")
+      C.write_file(file, "#!/usr/bin/env pawl\nenqueue('a')\nenqueue('b')\n"
+                         .. "local n = #jobs{}\nprint('jobs:', n)\nreturn n * 10\n")
+      local r = console(env, file)
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("jobs:\t2\n20\n", r.out)
+      C.write_file(file, "local x = nil\nreturn x.y\n")
+      r = console(env, file)
+      assert.are.equal(1, r.code)
+      assert.matches("report.lua:2: attempt to index", r.err)
+      r = console(env, env:path("missing.lua"))
+      assert.are.equal(2, r.code)
+      assert.matches("cannot open", r.err)
+    end)
+
+    it("prints results as JSON Lines with --json", function()
+      if skip() then return end
+      eval_ok(env, 'enqueue("a", { n = 1 })')
+      eval_ok(env, 'enqueue("b", { n = 2 })')
+      local lines = C.json_lines(eval_ok(env, "jobs{}", "--json"))
+      assert.are.equal(2, #lines)
+      assert.are.equal("b", lines[1].type)
+      assert.are.equal(2, lines[1].payload.n)
+      assert.is_nil(lines[1].payload_json)
+      local s = C.json_lines(eval_ok(env, "stats()", "--json"))
+      assert.are.equal(1, #s)
+      assert.are.equal(2, s[1].counts.pending)
+      assert.are.same({ 1, "x" }, cjson.decode(eval_ok(env, '{ 1, "x" }', "--json")))
+      local r = console(env, "-e", "error('bad')", "--json")
+      assert.are.equal(1, r.code)
+      assert.matches("bad", cjson.decode(r.out).error)
+    end)
+
+    it("reads chunks from piped input", function()
+      if skip() then return end
+      local cmd = ("printf 'x = 20\\nfunction f()\\n  return x + 1\\nend\\n=f()\\nbogus()\\n=1\\n' | "
+                   .. "env -u PAWL_DB %s --db %s console; echo \"rc=$?\"")
+                  :format(q(C.bin), q(env.db))
+      local out = C.capture("{ " .. cmd .. "; } 2>&1")
+      assert.matches("21\n", out)
+      assert.matches("there is no function bogus", out)
+      assert.matches("\n1\n", out)
+      assert.matches("rc=1", out)
+    end)
+
+    it("cuts a huge result with a note, and refuses a missing database", function()
+      if skip() then return end
+      local out = eval_ok(env, "local t = {} for i = 1, 5000 do t[i] = { i } end return t")
+      assert.matches("%.%.%. %(cut: %d+ more lines", out)
+      local r = C.run({ "--db", "sqlite:" .. env:path("nope.db"), "console", "-e", "1" })
+      assert.are.equal(1, r.code)
+      assert.matches("no database at sqlite:.*%(or pass %-%-create%)", r.err)
+    end)
+  end)
+
+  describe("pawl stats, nodes, locks and bulk verbs on " .. backend, function()
+    local env
+
+    before_each(function() env = make_env(backend) end)
+    after_each(function() if env then env:cleanup() end env = nil end)
+
+    local function run(...)
+      local args = { "--db", env.db }
+      for _, a in ipairs({ ... }) do args[#args + 1] = a end
+      return C.run(args)
+    end
+
+    it("show the counts, nodes and locks as text and JSON", function()
+      if backend == "postgres" and not env then pending(PG.skip_reason()) return end
+      run("enqueue", "mail", "--queue", "q1")
+      run("enqueue", "mail", "--queue", "q2", "--tag", "vip")
+      local r = run("stats")
+      assert.are.equal(0, r.code, r.err)
+      assert.matches("QUEUE%s+PENDING", r.out)
+      assert.matches("q1%s+1", r.out)
+      assert.matches("%(all%)%s+2", r.out)
+      local s = cjson.decode(run("stats", "--json").out)
+      assert.are.equal(2, s.all.counts.pending)
+      assert.are.equal("q1", s.queues[1].queue)
+      assert.are.equal("no nodes\n", run("nodes").out)
+      assert.are.equal("", run("nodes", "--json").out)
+      assert.are.equal("no locks\n", run("locks").out)
+      local p = env:spawn("--db", env.db, "run", "--scripts", env.scripts,
+                          "--until-idle", "--idle-wait", "0", "--node-id", "n1")
+      assert.is_truthy(p:wait(2 * H.HANG_S))
+      local nodes = C.json_lines(run("nodes", "--json").out)
+      assert.are.equal("n1", nodes[1].id)
+      assert.matches("n1%s+" .. pawl.VERSION:gsub("%p", "%%%0"), run("nodes").out)
+    end)
+
+    it("move every matching job, asking for --yes above 100 without a terminal", function()
+      if backend == "postgres" and not env then pending(PG.skip_reason()) return end
+      local db = assert(pawl.open{ db = env.db })
+      local items = {}
+      for i = 1, 120 do items[i] = { "t", nil, { queue = i <= 110 and "big" or "small" } } end
+      assert(db:enqueue_many(items))
+      local r = run("pause", "--queue", "small")
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("pause: 10 jobs\n", r.out)
+      r = run("pause", "--queue", "big")
+      assert.are.equal(1, r.code)
+      assert.matches("110 jobs match: pass %-%-yes", r.err)
+      assert.are.equal(0, #assert(db:jobs{ state = "paused", queue = "big" }))
+      r = run("pause", "--queue", "big", "--yes", "--json")
+      assert.are.equal(0, r.code, r.err)
+      assert.are.same({ action = "pause", matched = 110, changed = 110, skipped = 0,
+                        refused = 0 }, cjson.decode(r.out))
+      r = run("resume", "--state", "paused", "--limit", "5", "--reason", "try")
+      assert.are.equal("resume: 5 jobs\n", r.out)
+      r = run("cancel", "--older-than", "1h")
+      assert.are.equal("cancel: 0 jobs\n", r.out)
+      -- Bad input: a usage error, nothing changed.
+      r = run("retry")
+      assert.are.equal(2, r.code)
+      assert.matches("retry needs a job ID, or a filter", r.err)
+      r = run("retry", "--state", "pending")
+      assert.are.equal(2, r.code)
+      assert.matches("retry moves failed jobs: state pending never matches", r.err)
+      r = run("cancel", "--older-than", "soon")
+      assert.are.equal(2, r.code)
+      assert.matches("%-%-older%-than: \"soon\" is not a duration", r.err)
+      r = run("cancel", "--older-than", "3651d")
+      assert.are.equal(2, r.code)
+      r = run("cancel", "01900000-0000-7000-8000-000000000000", "--state", "pending")
+      assert.are.equal(2, r.code)
+      assert.matches("not both", r.err)
+      assert.are.equal(5, #assert(db:jobs{ state = "pending", limit = 1000 }))
+      -- jobs takes the new filters too.
+      r = run("jobs", "--tag", "none", "--older-than", "1s")
+      assert.are.equal(0, r.code, r.err)
+      db:close()
+    end)
+  end)
+end
