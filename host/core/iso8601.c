@@ -1,39 +1,15 @@
 /* iso8601.c: UTC timestamps as text; see iso8601.h.
  *
- * The calendar arithmetic is Howard Hinnant's days_from_civil /
- * civil_from_days ("chrono-Compatible Low-Level Date Algorithms"): exact for
+ * The calendar arithmetic is core/tz.c's (Howard Hinnant's days_from_civil /
+ * civil_from_days, "chrono-Compatible Low-Level Date Algorithms"): exact for
  * the proleptic Gregorian calendar over the whole int64 range we need, with
  * no tables and no calls into the C library's time functions, whose results
  * depend on $TZ and are not all thread-safe. */
 #include "iso8601.h"
 
+#include "tz.h"
 
 #define ISO8601_MS_PER_DAY INT64_C(86400000)
-
-/* Days since 1970-01-01 of the civil date y-m-d (m 1-12, d 1-31). */
-static int64_t iso8601_days_from_civil(int64_t y, int m, int d) {
-  y -= m <= 2;
-  /* Eras are 400-year cycles starting on March 1st of year 0; the floor
-   * division keeps negative years on the right era. */
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;                                  /* 0-399 */
-  int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1; /* 0-365 */
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;          /* 0-146096 */
-  return era * 146097 + doe - 719468;
-}
-
-/* The civil date of day z since 1970-01-01: the inverse of the above. */
-static void iso8601_civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
-  z += 719468;
-  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  int64_t doe = z - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153;
-  *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-  *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-  *y = yoe + era * 400 + (*m <= 2);
-}
 
 static int iso8601_leap(int64_t y) {
   return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
@@ -66,7 +42,7 @@ void pawl__iso8601_format(int64_t ms, char out[ISO8601_STRLEN]) {
   }
   int64_t y;
   int m, d;
-  iso8601_civil_from_days(days, &y, &m, &d);
+  pawl__civil_from_days(days, &y, &m, &d);
   /* Year 0000-9999 is the ISO 8601 basic range; beyond it, expanded years
    * keep their digits and a sign for years before 0 (year -1 is 2 BC). The
    * digits are written by hand: the widths are known here, and snprintf's
@@ -148,7 +124,7 @@ int pawl__iso8601_parse(const char *s, int64_t *ms) {
   }
   /* A leap second (ss == 60) lands on the first ms of the next minute: the
    * epoch count has no slot for it, and this keeps the order right. */
-  int64_t days = iso8601_days_from_civil(y, mo, d);
+  int64_t days = pawl__days_from_civil(y, mo, d);
   int64_t secs = days * 86400 + hh * 3600 + mi * 60 + ss - off_min * 60;
   *ms = secs * 1000 + frac_ms;
   return 0;

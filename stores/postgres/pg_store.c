@@ -1164,6 +1164,26 @@ static int pg_get(store_t *base, const pawl_id_t *id, pawl_job_t **out) {
   return pg_read_job((pg_store_t *)base, id, 0, out);
 }
 
+/* Shows each job of a listing's result to `cb` (the result is complete
+ * before the first callback, so a callback may call anything on this
+ * handle); frees the result. */
+static int pg_list_rows(pg_store_t *s, PGresult *res, pawl_job_cb cb,
+                        void *data) {
+  int rc = 0;
+  for (int i = 0; i < PQntuples(res); i++) {
+    pawl_job_t *j = pg_row_to_job(res, i);
+    if (!j) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    int stop = cb(j, data);
+    pawl_job_free(j);
+    if (stop) break;
+  }
+  PQclear(res);
+  return rc;
+}
+
 static int pg_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
                        void *data);
 
@@ -1182,19 +1202,7 @@ static int pg_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   PGresult *res;
   int rc = pg_run(s, f->state == PAWL_FAILED ? PG_LIST_FAILED : PG_LIST, 4,
                   pp.v, &res, "list jobs");
-  if (rc) return rc;
-  for (int i = 0; i < PQntuples(res); i++) {
-    pawl_job_t *j = pg_row_to_job(res, i);
-    if (!j) {
-      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
-      break;
-    }
-    int stop = cb(j, data);
-    pawl_job_free(j);
-    if (stop) break;
-  }
-  PQclear(res);
-  return rc;
+  return rc ? rc : pg_list_rows(s, res, cb, data);
 }
 
 static int pg_find_idempotent(store_t *base, const char *key, pawl_id_t *out) {
@@ -2330,19 +2338,7 @@ static int pg_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   pp_int(&pp, 5, f->limit > 0 ? f->limit : 100);
   PGresult *res;
   int rc = pg_run(s, PG_ADM_LIST_ST, 6, pp.v, &res, "list jobs");
-  if (rc) return rc;
-  for (int i = 0; i < PQntuples(res); i++) {
-    pawl_job_t *j = pg_row_to_job(res, i);
-    if (!j) {
-      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
-      break;
-    }
-    int stop = cb(j, data);
-    pawl_job_free(j);
-    if (stop) break;
-  }
-  PQclear(res);
-  return rc;
+  return rc ? rc : pg_list_rows(s, res, cb, data);
 }
 
 static int pg_adm_stats(store_t *base, int64_t now, store_stat_cb cb,

@@ -812,12 +812,37 @@ static int sq_get(store_t *base, const pawl_id_t *id, pawl_job_t **out) {
   return sq_read_job((sq_store_t *)base, id, out);
 }
 
-/* The matching rows are read, and the statement reset, before the first
+/* Steps the bound statement `st` of a listing and shows each job to `cb`.
+ * The matching rows are read, and the statement reset, before the first
  * callback: a callback may then call anything on this handle (pawl_list
  * again, which reuses this statement; a write, which would change the
  * index the walk is on), and the walk is the rows that matched when it
  * started, as on PostgreSQL, whose result is complete before the first
  * callback too. The rows take memory up to the filter's limit. */
+static int sq_list_rows(sq_store_t *s, sqlite3_stmt *st, pawl_job_cb cb,
+                        void *data) {
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  int rc, err = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    pawl_job_t **slot = pawl__store_push((void **)&jobs, &n, sizeof *jobs);
+    if (!slot || !(*slot = sq_row_to_job(st, NULL))) {
+      err = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+  }
+  if (!err && rc != SQLITE_DONE) err = sq_fail(s, rc, "list jobs");
+  sqlite3_reset(st);
+  for (size_t i = 0; !err && i < n; i++) {
+    int stop = cb(jobs[i], data);
+    pawl_job_free(jobs[i]);
+    jobs[i] = NULL;
+    if (stop) break;
+  }
+  pawl_jobs_free(jobs, n); /* what the callbacks were not shown */
+  return err;
+}
+
 static int sq_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
                        void *data);
 
@@ -832,26 +857,7 @@ static int sq_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   sq_bind_text(st, 2, f->queue);
   sq_bind_text(st, 3, f->type);
   sqlite3_bind_int(st, 4, f->limit > 0 ? f->limit : 100);
-  pawl_job_t **jobs = NULL;
-  size_t n = 0, i = 0;
-  int rc, err = 0;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    pawl_job_t **slot = pawl__store_push((void **)&jobs, &n, sizeof *jobs);
-    if (!slot || !(*slot = sq_row_to_job(st, NULL))) {
-      err = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
-      break;
-    }
-  }
-  if (!err && rc != SQLITE_DONE) err = sq_fail(s, rc, "list jobs");
-  sqlite3_reset(st);
-  for (; !err && i < n; i++) {
-    int stop = cb(jobs[i], data);
-    pawl_job_free(jobs[i]);
-    jobs[i] = NULL;
-    if (stop) break;
-  }
-  pawl_jobs_free(jobs, n); /* what the callbacks were not shown */
-  return err;
+  return sq_list_rows(s, st, cb, data);
 }
 
 static int sq_find_idempotent(store_t *base, const char *key, pawl_id_t *out) {
@@ -2045,27 +2051,7 @@ static int sq_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   sq_bind_opt_int(st, 5,
                   f->older_than_ms ? pawl__store_now(base) - f->older_than_ms : 0);
   sqlite3_bind_int(st, 6, f->limit > 0 ? f->limit : 100);
-  /* As sq_list: every row read before the first callback. */
-  pawl_job_t **jobs = NULL;
-  size_t n = 0;
-  int rc, err = 0;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    pawl_job_t **slot = pawl__store_push((void **)&jobs, &n, sizeof *jobs);
-    if (!slot || !(*slot = sq_row_to_job(st, NULL))) {
-      err = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
-      break;
-    }
-  }
-  if (!err && rc != SQLITE_DONE) err = sq_fail(s, rc, "list jobs");
-  sqlite3_reset(st);
-  for (size_t i = 0; !err && i < n; i++) {
-    int stop = cb(jobs[i], data);
-    pawl_job_free(jobs[i]);
-    jobs[i] = NULL;
-    if (stop) break;
-  }
-  pawl_jobs_free(jobs, n);
-  return err;
+  return sq_list_rows(s, st, cb, data);
 }
 
 /* Throughput of one (state, queue) of finished jobs. */
