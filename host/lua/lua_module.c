@@ -710,41 +710,6 @@ static int lpawl_list_cb(const pawl_job_t *job, void *data) {
   return 0;
 }
 
-/* db:jobs{ state =, queue =, type =, limit = } [-0, +1|3, e] newest first */
-static int lpawl_jobs(lua_State *L) {
-  static const char *const names[] = {"state", "queue", "type", "limit", NULL};
-  pawl_t *p = lpawl_check(L, 1)->p;
-  lua_settop(L, 2);
-  lua_newtable(L); /* 3: anchor */
-  pawl_filter_t f;
-  pawl_filter_init(&f);
-  if (!lua_isnil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    lpawl_check_keys(L, 2, names, 2, "", "jobs");
-    const char *state = lpawl_opt_str(L, 2, "state", 3, 2, "");
-    if (state) {
-      f.state = pawl_state_parse(state);
-      if (f.state < 0)
-        luaL_argerror(L, 2, lua_pushfstring(L, "unknown state \"%s\"", state));
-    }
-    f.queue = lpawl_opt_str(L, 2, "queue", 3, 2, "");
-    f.type = lpawl_opt_str(L, 2, "type", 3, 2, "");
-    f.limit = (int)lpawl_opt_int(L, 2, "limit", 0, 0, INT32_MAX, 2, "");
-  }
-  lua_newtable(L);
-  lpawl_list_ctx_t ctx = {L, NULL, LUA_NOREF, 0, 0};
-  ctx.ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  int rc = pawl_list(p, &f, lpawl_list_cb, &ctx);
-  if (ctx.failed) {
-    luaL_unref(L, LUA_REGISTRYINDEX, ctx.ref);
-    return lua_error(L);
-  }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, ctx.ref);
-  luaL_unref(L, LUA_REGISTRYINDEX, ctx.ref);
-  if (rc) return lpawl_fail(L, p, rc);
-  return 1;
-}
-
 typedef int (*lpawl_action_fn)(pawl_t *, const pawl_id_t *, const char *,
                                pawl_job_t **);
 
@@ -1094,7 +1059,6 @@ static const luaL_Reg lpawl_methods[] = {
     {"enqueue", lpawl_enqueue},
     {"enqueue_many", lpawl_enqueue_many},
     {"get", lpawl_get},
-    {"jobs", lpawl_jobs},
     {"cancel", lpawl_cancel},
     {"pause", lpawl_pause},
     {"resume", lpawl_resume},
@@ -1226,8 +1190,8 @@ static void lpawl_read_filter(lua_State *L, int t, int anchor, pawl_filter_t *f,
   lua_pop(L, 1);
 }
 
-/* db:jobs{...} [-0, +1|3, e] newest first (replaces the plain one above:
- * the same, with tag and older_than). */
+/* db:jobs{state=, queue=, type=, tag=, older_than=, limit=} [-0, +1|3, e]
+ * the matching jobs, newest first. */
 static int lpawl_adm_jobs(lua_State *L) {
   pawl_t *p = lpawl_check(L, 1)->p;
   lua_settop(L, 2);
