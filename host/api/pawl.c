@@ -245,6 +245,16 @@ const char *pawl__store_name(pawl_t *p) { return p->store->ops->name; }
 
 int64_t pawl__skew_ms(pawl_t *p) { return p->store->skew_ms; }
 
+int pawl__clock_injected(pawl_t *p) { return p->store->clock != NULL; }
+
+int pawl__data_version(pawl_t *p, uint64_t *v) {
+  if (!p->store->ops->maintenance.data_version)
+    return PAWL_EINVAL; /* not an error of the database: no errmsg */
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->maintenance.data_version(p->store,
+                                                                    v));
+}
+
 int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
                     int64_t started_at) {
   p->errmsg[0] = 0;

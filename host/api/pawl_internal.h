@@ -79,4 +79,12 @@ int pawl__can_listen(pawl_t *p);
 int pawl__listen(pawl_t *p);
 int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke);
 
+/* Step mode (runner/step.c): whether the handle's clock is injected
+ * (pawl_options_t.clock), so that a step's budget is measured by it; and
+ * a number that changes when another connection has committed since the
+ * last call (pawl__data_version: 0, or PAWL_EINVAL when the backend cannot
+ * tell, PostgreSQL; see store.h maintenance.data_version). */
+int pawl__clock_injected(pawl_t *p);
+int pawl__data_version(pawl_t *p, uint64_t *v);
+
 #endif

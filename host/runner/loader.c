@@ -164,7 +164,7 @@ static int host_list_scripts(const char *dir, host_script_t **out, size_t *n,
  * Returns 1 when it installed a new list, 0 when nothing changed, -1 when
  * the host's stop cut the load short (nothing installed). Called by the
  * loader only (the one writer of h->scripts). */
-static int host_scan_scripts(host_t *h, uint64_t *last_sig, worker_t *probe) {
+int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
   host_script_t *list = NULL;
   size_t n = 0;
   uint64_t sig = 0;
@@ -237,7 +237,7 @@ void *pawl__loader_main(void *arg) {
   pthread_mutex_lock(&h->mu);
   while (!h->stopping) {
     pthread_mutex_unlock(&h->mu);
-    if (host_scan_scripts(h, &ld->sig, &ld->probe) > 0) {
+    if (pawl__loader_scan(h, &ld->sig, &ld->probe) > 0) {
       if (!first) {
         log_line_t line;
         pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "scripts loaded");
