@@ -864,6 +864,89 @@ PAWL_EXTERN void pawl_locks_free(pawl_lock_info_t *locks, size_t n);
 PAWL_EXTERN int pawl_duration_parse(const char *text, int64_t *ms,
                                     char *errbuf, size_t errlen);
 
+/* ---- job types from C and from Lua source (host/api/defs.c) ------------- */
+
+/* Job types a program defines on its handle, so that it needs no scripts
+ * directory: Lua source given as a string or read from a file once, or a
+ * C function. They serve pawl_start()'s host and step mode alike, beside
+ * (and over) the scripts directory's files of the same names. With any
+ * type defined and pawl_host_opts_t.scripts_dir NULL, there is no
+ * directory (not "./scripts"); "" means none too.
+ * A definition made while a host runs is loaded at its next look at the
+ * scripts (reload_ms). Defining a type again replaces it. */
+
+/* The context of a C job's run, valid during the call only. */
+typedef struct pawl_ctx pawl_ctx_t;
+
+/* What a C job returns. */
+#define PAWL_JOB_OK 0     /* succeeded (result: pawl_ctx_set_result) */
+#define PAWL_JOB_FAILED 1 /* failed: the retry policy decides (message:
+                             pawl_ctx_fail) */
+#define PAWL_JOB_FATAL 2  /* failed for good, no retry (as pawl.fatal) */
+
+/* A job type in C. Called on the thread that runs the job (a worker
+ * thread of pawl_start()'s host, or the thread calling pawl_step()) with
+ * the job (borrowed for the call: do not free or change it), its context
+ * and `ud` as given to pawl_define_c(). Returns PAWL_JOB_*; any other
+ * value counts as PAWL_JOB_FAILED. The same rules apply as to a Lua job:
+ * max_attempts, the retry policy and the sanitizer (_defaults.lua's, else
+ * the built-in ones: the message is sanitized before it is stored),
+ * the timeout. A C function cannot be interrupted: its timeout is checked
+ * when it returns, and a job that ran past it fails with "job timed out"
+ * whatever it returned (the interrupt signal may reach the thread while
+ * the function runs; system calls are restarted: SA_RESTART).
+ * It may call the functions of pawl_ctx_t below and any function on
+ * pawl_ctx_handle(ctx) (enqueue, get, locks), but not pawl_step(),
+ * pawl_close() or a function that starts or stops a host. */
+typedef int (*pawl_job_fn)(const pawl_job_t *job, pawl_ctx_t *ctx, void *ud);
+
+/* What a script table says of its type, for a C type. */
+typedef struct pawl_define_opts {
+  const char *queue;      /* NULL: none (enqueues use "default") */
+  int has_priority;
+  int32_t priority;       /* PAWL_PRIORITY_MIN..PAWL_PRIORITY_MAX */
+  int32_t max_attempts;   /* 0: _defaults.lua's, else the default; else
+                             1..PAWL_ATTEMPTS_MAX */
+  double timeout_s;       /* 0: the host's default; else above 0 and at
+                             most PAWL_TIMEOUT_MAX_S */
+} pawl_define_opts_t;
+
+PAWL_EXTERN void pawl_define_opts_init(pawl_define_opts_t *o);
+
+/* Defines job type `type` (a name: 1..200 bytes, no control characters,
+ * not "_defaults") as the C function `fn` with `ud` (kept, not owned: it
+ * must outlive the handle and every host on it; fn may be called from
+ * several worker threads at once). `opts` may be NULL; it is copied.
+ * Returns 0, or PAWL_EINVAL (a bad name, NULL fn, a number out of its
+ * range: the message names it), PAWL_ENOMEM. */
+PAWL_EXTERN int pawl_define_c(pawl_t *p, const char *type, pawl_job_fn fn,
+                              void *ud, const pawl_define_opts_t *opts);
+
+/* Defines job type `type` by Lua source, the text a script file would
+ * hold (copied; `type` also names "_defaults"). It is loaded like a file
+ * (sandbox, checks, hooks); a broken one is reported in the host's log
+ * when it loads, as a broken file is. Returns 0, PAWL_EINVAL, PAWL_ENOMEM. */
+PAWL_EXTERN int pawl_define(pawl_t *p, const char *type,
+                            const char *lua_source);
+
+/* Reads the Lua script at `path` now (borrowed) and defines it under its
+ * file name without ".lua" (scripts/send_mail.lua: "send_mail"). Later
+ * changes to the file are not seen: define it again. Returns 0,
+ * PAWL_EIO (unreadable), PAWL_EINVAL (not NAME.lua), PAWL_ENOMEM. */
+PAWL_EXTERN int pawl_define_file(pawl_t *p, const char *path);
+
+/* The result of a C job that succeeds: JSON text (copied; checked as
+ * pawl_enqueue() checks a payload). Returns 0 or PAWL_EINVAL. */
+PAWL_EXTERN int pawl_ctx_set_result(pawl_ctx_t *ctx, const char *json);
+/* The error message of a C job that fails (copied; sanitized before it
+ * is stored). Returns 0 or PAWL_ENOMEM. */
+PAWL_EXTERN int pawl_ctx_fail(pawl_ctx_t *ctx, const char *msg);
+/* A log line of the attempt (PAWL_LOG_* level), stored with its outcome
+ * like ctx:log's. Returns 0, or PAWL_EINVAL (bad level, too many lines). */
+PAWL_EXTERN int pawl_ctx_log(pawl_ctx_t *ctx, int level, const char *msg);
+/* The handle of the thread running the job (borrowed, for the call). */
+PAWL_EXTERN pawl_t *pawl_ctx_handle(pawl_ctx_t *ctx);
+
 /* ---- step mode (host/runner/step.c) ------------------------------------- */
 
 /* The second way to drive pawl, for a program with a loop of its own (a

@@ -130,6 +130,13 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
     return PAWL_ENOMEM;
   }
   pthread_mutex_init(p->gate, NULL);
+  /* Made now, not at the first definition: a host's loader thread reads
+   * it while the program may define more. */
+  if (!(p->defs = pawl__defs_new())) {
+    pawl_close(p);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
   store_config_t cfg = {
       .write_gate = p->gate,
       .url = url,
@@ -197,6 +204,7 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
 void pawl_close(pawl_t *p) {
   if (!p) return;
   if (p->owns_host) p->host_ops->free(p);
+  pawl__defs_destroy(p->defs);
   if (p->store) p->store->ops->close(p->store);
   free((char *)p->cfg.url);
   if (p->gate) {

@@ -55,6 +55,12 @@ typedef struct pawl__script {
   char *path;
   char *src;
   size_t len;
+  /* A job type in C (pawl_define_c): fn (non-NULL), ud and what its
+   * script table would say (copts; copts.queue belongs to the entry);
+   * src and path are then unused but for the name in messages. */
+  pawl_job_fn fn;
+  void *ud;
+  pawl_define_opts_t copts;
 } pawl__script_t;
 
 /* What a state needs from its owner. Copied by pawl__lua_open(); the

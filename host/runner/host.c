@@ -250,9 +250,13 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
 int pawl__host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
                              size_t len) {
   pawl_host_opts_t *o = &h->opts;
-  h->scripts_dir = strdup(o->scripts_dir ? o->scripts_dir : "./scripts");
+  /* No directory: "", or NULL for a handle with job types defined. */
+  int no_dir = o->scripts_dir ? !*o->scripts_dir : pawl__defs_count(h->p) > 0;
+  h->scripts_dir = no_dir ? NULL
+                          : strdup(o->scripts_dir ? o->scripts_dir
+                                                  : "./scripts");
   h->queues = calloc(o->nqueues ? o->nqueues : 1, sizeof *h->queues);
-  int oom = !h->scripts_dir || !h->queues;
+  int oom = (!no_dir && !h->scripts_dir) || !h->queues;
   for (size_t i = 0; !oom && i < o->nqueues; i++)
     oom = !(h->queues[i] = strdup(in->queues[i]));
   if (!oom) {
@@ -272,7 +276,8 @@ int pawl__host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
   o->scripts_dir = h->scripts_dir;
   o->queues = (const char *const *)h->queues;
   struct stat sb;
-  if (stat(h->scripts_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+  if (h->scripts_dir &&
+      (stat(h->scripts_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
     snprintf(msg, len, "scripts directory %s does not exist", h->scripts_dir);
     return PAWL_EIO;
   }
@@ -318,7 +323,7 @@ static void host_log_started(host_t *h) {
   pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "host started");
   pawl__log_str(&line, "node", pawl_node_id(p));
   pawl__log_int(&line, "workers", h->opts.workers);
-  pawl__log_str(&line, "scripts", h->scripts_dir);
+  pawl__log_str(&line, "scripts", h->scripts_dir ? h->scripts_dir : "(none)");
   pawl__log_str(&line, "db", pawl__store_name(p));
   pawl__log_end(&line);
   /* Scheduling follows the database clock; retry times this node computes

@@ -232,7 +232,7 @@ static int step_make(pawl_t *p, const pawl_host_opts_t *in, step_t **out) {
   log_line_t line;
   pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "step mode started");
   pawl__log_str(&line, "node", pawl_node_id(p));
-  pawl__log_str(&line, "scripts", h->scripts_dir);
+  pawl__log_str(&line, "scripts", h->scripts_dir ? h->scripts_dir : "(none)");
   pawl__log_end(&line);
   *out = s;
   return 0;

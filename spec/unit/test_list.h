@@ -17,3 +17,4 @@
 #include "test_list_cron.h"
 #include "test_list_admin.h"
 #include "test_list_step.h"
+#include "test_list_defs.h"
