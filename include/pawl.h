@@ -864,6 +864,165 @@ PAWL_EXTERN void pawl_locks_free(pawl_lock_info_t *locks, size_t n);
 PAWL_EXTERN int pawl_duration_parse(const char *text, int64_t *ms,
                                     char *errbuf, size_t errlen);
 
+/* ---- job types from C and from Lua source (host/api/defs.c) ------------- */
+
+/* Job types a program defines on its handle, so that it needs no scripts
+ * directory: Lua source given as a string or read from a file once, or a
+ * C function. They serve pawl_start()'s host and step mode alike, beside
+ * (and over) the scripts directory's files of the same names. With any
+ * type defined and pawl_host_opts_t.scripts_dir NULL, there is no
+ * directory (not "./scripts"); "" means none too.
+ * A definition made while a host runs is loaded at its next look at the
+ * scripts (reload_ms). Defining a type again replaces it. */
+
+/* The context of a C job's run, valid during the call only. */
+typedef struct pawl_ctx pawl_ctx_t;
+
+/* What a C job returns. */
+#define PAWL_JOB_OK 0     /* succeeded (result: pawl_ctx_set_result) */
+#define PAWL_JOB_FAILED 1 /* failed: the retry policy decides (message:
+                             pawl_ctx_fail) */
+#define PAWL_JOB_FATAL 2  /* failed for good, no retry (as pawl.fatal) */
+
+/* A job type in C. Called on the thread that runs the job (a worker
+ * thread of pawl_start()'s host, or the thread calling pawl_step()) with
+ * the job (borrowed for the call: do not free or change it), its context
+ * and `ud` as given to pawl_define_c(). Returns PAWL_JOB_*; any other
+ * value counts as PAWL_JOB_FAILED. The same rules apply as to a Lua job:
+ * max_attempts, the retry policy and the sanitizer (_defaults.lua's, else
+ * the built-in ones: the message is sanitized before it is stored),
+ * the timeout. A C function cannot be interrupted: its timeout is checked
+ * when it returns, and a job that ran past it fails with "job timed out"
+ * whatever it returned (the interrupt signal may reach the thread while
+ * the function runs; system calls are restarted: SA_RESTART).
+ * It may call the functions of pawl_ctx_t below and any function on
+ * pawl_ctx_handle(ctx) (enqueue, get, locks), but not pawl_step(),
+ * pawl_close() or a function that starts or stops a host. */
+typedef int (*pawl_job_fn)(const pawl_job_t *job, pawl_ctx_t *ctx, void *ud);
+
+/* What a script table says of its type, for a C type. */
+typedef struct pawl_define_opts {
+  const char *queue;      /* NULL: none (enqueues use "default") */
+  int has_priority;
+  int32_t priority;       /* PAWL_PRIORITY_MIN..PAWL_PRIORITY_MAX */
+  int32_t max_attempts;   /* 0: _defaults.lua's, else the default; else
+                             1..PAWL_ATTEMPTS_MAX */
+  double timeout_s;       /* 0: the host's default; else above 0 and at
+                             most PAWL_TIMEOUT_MAX_S */
+} pawl_define_opts_t;
+
+PAWL_EXTERN void pawl_define_opts_init(pawl_define_opts_t *o);
+
+/* Defines job type `type` (a name: 1..200 bytes, no control characters,
+ * not "_defaults") as the C function `fn` with `ud` (kept, not owned: it
+ * must outlive the handle and every host on it; fn may be called from
+ * several worker threads at once). `opts` may be NULL; it is copied.
+ * Returns 0, or PAWL_EINVAL (a bad name, NULL fn, a number out of its
+ * range: the message names it), PAWL_ENOMEM. */
+PAWL_EXTERN int pawl_define_c(pawl_t *p, const char *type, pawl_job_fn fn,
+                              void *ud, const pawl_define_opts_t *opts);
+
+/* Defines job type `type` by Lua source, the text a script file would
+ * hold (copied; `type` also names "_defaults"). It is loaded like a file
+ * (sandbox, checks, hooks); a broken one is reported in the host's log
+ * when it loads, as a broken file is. Returns 0, PAWL_EINVAL, PAWL_ENOMEM. */
+PAWL_EXTERN int pawl_define(pawl_t *p, const char *type,
+                            const char *lua_source);
+
+/* Reads the Lua script at `path` now (borrowed) and defines it under its
+ * file name without ".lua" (scripts/send_mail.lua: "send_mail"). Later
+ * changes to the file are not seen: define it again. Returns 0,
+ * PAWL_EIO (unreadable), PAWL_EINVAL (not NAME.lua), PAWL_ENOMEM. */
+PAWL_EXTERN int pawl_define_file(pawl_t *p, const char *path);
+
+/* The result of a C job that succeeds: JSON text (copied; checked as
+ * pawl_enqueue() checks a payload). Returns 0 or PAWL_EINVAL. */
+PAWL_EXTERN int pawl_ctx_set_result(pawl_ctx_t *ctx, const char *json);
+/* The error message of a C job that fails (copied; sanitized before it
+ * is stored). Returns 0 or PAWL_ENOMEM. */
+PAWL_EXTERN int pawl_ctx_fail(pawl_ctx_t *ctx, const char *msg);
+/* A log line of the attempt (PAWL_LOG_* level), stored with its outcome
+ * like ctx:log's. Returns 0, or PAWL_EINVAL (bad level, too many lines). */
+PAWL_EXTERN int pawl_ctx_log(pawl_ctx_t *ctx, int level, const char *msg);
+/* The handle of the thread running the job (borrowed, for the call). */
+PAWL_EXTERN pawl_t *pawl_ctx_handle(pawl_ctx_t *ctx);
+
+/* ---- step mode (host/runner/step.c) ------------------------------------- */
+
+/* The second way to drive pawl, for a program with a loop of its own (a
+ * game's frame loop): no threads at all. Each pawl_step() claims due jobs
+ * and runs them on the calling thread, in a Lua state that thread owns,
+ * writes their outcomes (with their history, log lines and hooks, the
+ * retry policy and sanitizer, as pawl_start()'s host does), and returns.
+ *
+ * The thread. The first pawl_step_start() or pawl_step() on a handle
+ * puts it in step mode and binds it to the calling thread: from then on
+ * pawl_step() and pawl_next_deadline() refuse (PAWL_EINVAL) any other
+ * thread, since job code keeps its state (its script's upvalues) in that
+ * thread's Lua state. pawl_start() on a handle in step mode, and
+ * pawl_step() on a handle whose pawl_start() host runs, fail with
+ * PAWL_EBUSY. pawl_close() ends step mode: jobs claimed ahead and not run
+ * are handed back, outcomes not yet written are written (once more), the
+ * Lua state is closed. Every other function of the handle may be called
+ * between steps as before (on the same thread, or another, one at a
+ * time); pawl_enqueue() on the handle (or a sibling) makes the next step
+ * claim at once.
+ *
+ * Timeouts. A job's timeout interrupts its Lua code as in the threaded
+ * host: a timer of the stepping thread (timer_create, no thread) sends the
+ * host's interrupt signal (pawl_host_opts_t.interrupt_signal, SIGURG by
+ * default) to that thread at the deadline, whose handler stops the Lua
+ * code at its next instruction. The signal is unblocked on the stepping
+ * thread and its handler installed for the process while step mode lasts
+ * (see interrupt_signal). With PAWL_INTERRUPT_NONE a job runs to its end.
+ *
+ * Leases. Jobs are claimed under the handle's lease; the step extends
+ * the node's leases every heartbeat_ms between jobs, and during a job
+ * that runs longer from the same timer (the Lua code is stopped for the
+ * write between two instructions: one database write per heartbeat_ms,
+ * not per instruction). A job blocked in a C call (an io read, a C job
+ * type) is not extended meanwhile: keep such calls shorter than the
+ * lease. A process that dies while stepping loses nothing: its leases
+ * expire and the jobs are taken back. */
+
+/* Puts `p` in step mode on the calling thread with the options `o`
+ * (NULL: the defaults; borrowed, strings copied). Optional: the first
+ * pawl_step() does it with the defaults. Options that are about threads
+ * (workers, prefetch, grace_ms, flush_ms, until_idle, idle_wait_ms,
+ * give_up_ms) are ignored; poll_ms is how often an idle step looks at the
+ * database anyway (the safety net; see pawl_step()); reload_ms how often
+ * it looks at the scripts directory. Loads the scripts before it returns.
+ * Returns 0; PAWL_EBUSY if pawl_start() runs on `p` or it is in step mode
+ * already; PAWL_EINVAL / PAWL_EIO for bad options as pawl_start();
+ * PAWL_ENOMEM. */
+PAWL_EXTERN int pawl_step_start(pawl_t *p, const pawl_host_opts_t *o);
+
+/* Runs due jobs on the calling thread for about budget_ms
+ * (0..PAWL_DELAY_MAX_MS): it claims and runs jobs one after another while
+ * less than budget_ms has passed since the call began, so it returns
+ * within the budget plus at most one job's run (and the write of the
+ * outcomes, one transaction for the jobs of the call, and their hooks).
+ * A due job always runs, even with budget 0. The budget is measured by
+ * the handle's injected clock (pawl_options_t.clock) when there is one,
+ * else by the monotonic clock. Returns how many jobs ran (0 or more), or
+ * a negative PAWL_E* code (pawl_errmsg() says why; a database that is
+ * away is retried at the next call: what ran is written then).
+ * Cost when nothing is due: no claim. The step remembers when the next
+ * pending job is due and, on SQLite, asks the database only whether
+ * another connection wrote since (PRAGMA data_version, about a
+ * microsecond); on PostgreSQL it listens for enqueues (NOTIFY) on a
+ * second connection. It looks again at least every poll_ms anyway. */
+PAWL_EXTERN int pawl_step(pawl_t *p, int64_t budget_ms);
+
+/* When pawl_step() next has something to do, in the handle's clock (ms):
+ * now or earlier when jobs are due (or claimed and waiting), else the
+ * earliest of the next pending job's run_at, the next lease extension
+ * and the next look at the scripts directory or the database (poll_ms).
+ * For a program that sleeps between steps. Puts the handle in step mode
+ * like pawl_step(). Returns the time (0 or more), or a negative PAWL_E*
+ * code. */
+PAWL_EXTERN int64_t pawl_next_deadline(pawl_t *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -245,6 +245,12 @@ struct store_ops {
     /* Moves committed pages from the write-ahead log into the database
      * without blocking writers; NULL for backends that need nothing. */
     int (*checkpoint)(store_t *st);
+    /* A number that changes whenever another connection (of this process
+     * or another) has committed a change to the database since the last
+     * call on this store: lets an idle step-mode host (runner/step.c) see
+     * in a microsecond that nobody enqueued, without a claim. NULL for
+     * backends that cannot tell (PostgreSQL: it listens instead). */
+    int (*data_version)(store_t *st, uint64_t *v);
   } maintenance;
 
   /* Wakeup across processes: other nodes' enqueues wake this one at once

@@ -27,8 +27,14 @@ struct pawl {
   pawl_id_t incarnation;   /* this handle's lease token: a restarted node
                               with the same node id is a new incarnation */
   int64_t lease_ms;
+  struct pawl__defs *defs; /* job types defined on it (defs.c), or NULL */
   char errmsg[512];
 };
+
+/* A handle's definitions (defs.c): made by pawl_open (NULL: out of
+ * memory), freed by pawl_close. */
+struct pawl__defs *pawl__defs_new(void);
+void pawl__defs_destroy(struct pawl__defs *d);
 
 /* Checks a pawl_filter_t (api/admin.c): 0, or PAWL_EINVAL with p->errmsg
  * naming the bad field and its range. */

@@ -130,6 +130,13 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
     return PAWL_ENOMEM;
   }
   pthread_mutex_init(p->gate, NULL);
+  /* Made now, not at the first definition: a host's loader thread reads
+   * it while the program may define more. */
+  if (!(p->defs = pawl__defs_new())) {
+    pawl_close(p);
+    snprintf(errbuf, errlen, "out of memory");
+    return PAWL_ENOMEM;
+  }
   store_config_t cfg = {
       .write_gate = p->gate,
       .url = url,
@@ -197,6 +204,7 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
 void pawl_close(pawl_t *p) {
   if (!p) return;
   if (p->owns_host) p->host_ops->free(p);
+  pawl__defs_destroy(p->defs);
   if (p->store) p->store->ops->close(p->store);
   free((char *)p->cfg.url);
   if (p->gate) {
@@ -244,6 +252,16 @@ int64_t pawl__lease_ms(pawl_t *p) { return p->lease_ms; }
 const char *pawl__store_name(pawl_t *p) { return p->store->ops->name; }
 
 int64_t pawl__skew_ms(pawl_t *p) { return p->store->skew_ms; }
+
+int pawl__clock_injected(pawl_t *p) { return p->store->clock != NULL; }
+
+int pawl__data_version(pawl_t *p, uint64_t *v) {
+  if (!p->store->ops->maintenance.data_version)
+    return PAWL_EINVAL; /* not an error of the database: no errmsg */
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->maintenance.data_version(p->store,
+                                                                    v));
+}
 
 int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
                     int64_t started_at) {

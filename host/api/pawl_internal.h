@@ -79,4 +79,32 @@ int pawl__can_listen(pawl_t *p);
 int pawl__listen(pawl_t *p);
 int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke);
 
+/* Job types defined on a handle (pawl_define, pawl_define_file,
+ * pawl_define_c; api/defs.c), for the runner to load beside the scripts
+ * directory. A Lua one has src (len bytes) and path (its chunk name: the
+ * file's path, or "=TYPE"); a C one has fn, ud and opts (opts.queue owned
+ * by the entry). pawl__defs_copy: a copy the caller frees with
+ * pawl__defs_free, *gen bumped by every definition; safe while another
+ * thread defines (a lock of the handle's). 0 or PAWL_ENOMEM. */
+typedef struct pawl__def {
+  char *type;
+  char *src;
+  size_t len;
+  char *path;
+  pawl_job_fn fn;
+  void *ud;
+  pawl_define_opts_t opts;
+} pawl__def_t;
+int pawl__defs_copy(pawl_t *p, pawl__def_t **out, size_t *n, uint64_t *gen);
+void pawl__defs_free(pawl__def_t *d, size_t n);
+size_t pawl__defs_count(pawl_t *p);
+
+/* Step mode (runner/step.c): whether the handle's clock is injected
+ * (pawl_options_t.clock), so that a step's budget is measured by it; and
+ * a number that changes when another connection has committed since the
+ * last call (pawl__data_version: 0, or PAWL_EINVAL when the backend cannot
+ * tell, PostgreSQL; see store.h maintenance.data_version). */
+int pawl__clock_injected(pawl_t *p);
+int pawl__data_version(pawl_t *p, uint64_t *v);
+
 #endif

@@ -55,6 +55,12 @@ typedef struct pawl__script {
   char *path;
   char *src;
   size_t len;
+  /* A job type in C (pawl_define_c): fn (non-NULL), ud and what its
+   * script table would say (copts; copts.queue belongs to the entry);
+   * src and path are then unused but for the name in messages. */
+  pawl_job_fn fn;
+  void *ud;
+  pawl_define_opts_t copts;
 } pawl__script_t;
 
 /* What a state needs from its owner. Copied by pawl__lua_open(); the
@@ -84,6 +90,12 @@ typedef struct pawl__lua_config {
   int (*call_end)(void *data, uint64_t call);
   int (*interrupted)(void *data);
   int (*stopping)(void *data);
+  /* NULL, or what pawl__lua_poke() asks for: called on the owning thread
+   * from a count hook, between two instructions of the Lua code running
+   * (step mode extends its leases here during a long job). It may call
+   * the store through its own handle (no call of the bridge's is half
+   * done then), but not back into the bridge. */
+  void (*tick)(void *data);
   void *data;
 } pawl__lua_config_t;
 
@@ -150,6 +162,11 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
  * disarms). Async-signal-safe: called by the owning thread's signal
  * handler, only while a protected call of the state runs. */
 void pawl__lua_interrupt(pawl__lua_t *w);
+
+/* Makes the Lua code running now call cfg.tick once, at its next
+ * instruction, and go on (an interrupt asked meanwhile still raises).
+ * Async-signal-safe, like pawl__lua_interrupt(). */
+void pawl__lua_poke(pawl__lua_t *w);
 
 /* Frees what an outcome owns (not its hook reference). */
 void pawl__lua_outcome_free(pawl__lua_outcome_t *o);

@@ -79,16 +79,25 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
       /* The host is stopping: no more top levels to run. */
       if (w->cfg.stopping && (stopped = w->cfg.stopping(w->cfg.data)))
         break;
-      /* load_one(name, path, src) -> nil | error */
-      lua_getfield(L, wi, "load_one");
-      lua_pushstring(L, name);
-      lua_pushstring(L, list[i].path);
-      if (list[i].src)
-        lua_pushlstring(L, list[i].src, list[i].len);
-      else
-        lua_pushnil(L);
+      int rc;
       why = 0;
-      int rc = pawl__lua_call(w, 3, 1, limit, &why);
+      if (list[i].fn) {
+        /* load_c(name, run, settings) -> nil | error */
+        lua_getfield(L, wi, "load_c");
+        lua_pushstring(L, name);
+        pawl__lua_push_cjob(L, w, &list[i]);
+        rc = pawl__lua_call(w, 3, 1, PAWL__LUA_STEP_TIMEOUT_S, &why);
+      } else {
+        /* load_one(name, path, src) -> nil | error */
+        lua_getfield(L, wi, "load_one");
+        lua_pushstring(L, name);
+        lua_pushstring(L, list[i].path);
+        if (list[i].src)
+          lua_pushlstring(L, list[i].src, list[i].len);
+        else
+          lua_pushnil(L);
+        rc = pawl__lua_call(w, 3, 1, limit, &why);
+      }
       char *msg = NULL;
       if (rc != 0 && why == PAWL__LUA_STOP) {
         stopped = 1;

@@ -64,6 +64,26 @@ void pawl__lua_interrupt(pawl__lua_t *w) {
   lua_sethook(w->L, state_interrupt_hook, LUA_MASKCOUNT, 1);
 }
 
+/* Runs the owner's tick once and disarms itself. An interrupt that
+ * arrives meanwhile (the signal handler arms state_interrupt_hook, which
+ * this hook's own disarming could undo) is armed again afterwards. */
+static void state_tick_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  lua_pushlightuserdata(L, (void *)&state_owner_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  pawl__lua_t *w = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (!w) return;
+  if (w->cfg.tick) w->cfg.tick(w->cfg.data);
+  if (w->cfg.interrupted(w->cfg.data))
+    lua_sethook(L, state_interrupt_hook, LUA_MASKCOUNT, 1);
+}
+
+void pawl__lua_poke(pawl__lua_t *w) {
+  lua_sethook(w->L, state_tick_hook, LUA_MASKCOUNT, 1);
+}
+
 /* The message handler of every protected call: stops a pending interrupt
  * (it has done its job) and adds a traceback to string errors. Tables
  * (pawl.fatal, pawl.snooze, error objects) pass through unchanged.

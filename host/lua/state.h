@@ -73,6 +73,11 @@ double pawl__lua_entropy(void);
 void pawl__lua_release_locks(pawl__lua_t *w);
 void pawl__lua_forget_locks(pawl__lua_t *w);
 
+/* Pushes the run function of a C job type and its settings table (what
+ * W.load_c takes), for `def` (copied into the closure). [-0, +2, m] */
+void pawl__lua_push_cjob(lua_State *L, pawl__lua_t *w,
+                         const pawl__script_t *def);
+
 /* strdup that passes NULL through. */
 char *pawl__lua_strdup(const char *s);
 

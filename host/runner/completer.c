@@ -403,6 +403,8 @@ static void completer_backoff(host_t *h, int64_t ms) {
  * while the last one was written goes into one transaction (group commit);
  * those kept after a failed write come first. Returns how many, 0 when
  * the completer may end (nothing left, nothing more can come). */
+static size_t completer_grab(completer_t *c);
+
 static size_t completer_take(completer_t *c) {
   host_t *h = c->h;
   pthread_mutex_lock(&h->mu);
@@ -410,6 +412,15 @@ static size_t completer_take(completer_t *c) {
     struct timespec ts = pawl__mono_deadline(50);
     pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
   }
+  size_t n = completer_grab(c);
+  pthread_mutex_unlock(&h->mu);
+  return n;
+}
+
+/* Takes up to a batch of what is there now (kept ones first). Called
+ * with h->mu held. */
+static size_t completer_grab(completer_t *c) {
+  host_t *h = c->h;
   size_t n = 0;
   while (c->pending && n < HOST_BATCH) {
     c->batch[n++] = c->pending;
@@ -423,7 +434,6 @@ static size_t completer_take(completer_t *c) {
     c->batch[n++] = o;
   }
   h->writing = (int)n;
-  pthread_mutex_unlock(&h->mu);
   return n;
 }
 
@@ -527,6 +537,31 @@ static void completer_settle(completer_t *c) {
   }
   h->wake = 1;
   pthread_cond_signal(&h->poll_cv);
+}
+
+int pawl__completer_drain(completer_t *c, pawl_t *p) {
+  host_t *h = c->h;
+  c->p = p;
+  int down = 0;
+  for (;;) {
+    pthread_mutex_lock(&h->mu);
+    size_t n = completer_grab(c);
+    pthread_mutex_unlock(&h->mu);
+    if (n == 0) break;
+    completer_round(c, n);
+    int give_up = completer_note(c);
+    if (give_up) completer_abandon(c);
+    pthread_mutex_lock(&h->mu);
+    completer_settle(c);
+    pthread_mutex_unlock(&h->mu);
+    /* Away: what is kept is written at the next drain. */
+    if (c->down && !give_up) {
+      down = c->down;
+      break;
+    }
+  }
+  c->p = NULL;
+  return down;
 }
 
 void *pawl__completer_main(void *arg) {

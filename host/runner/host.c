@@ -104,7 +104,7 @@ int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono) {
 
 /* ---- start -------------------------------------------------------------- */
 
-static void host_free(host_t *h) {
+void pawl__host_free(host_t *h) {
   if (!h) return;
   if (h->signal_held) pawl__worker_signal_release(h->interrupt_signal);
   for (int i = 0; i < h->nworkers; i++) {
@@ -134,7 +134,7 @@ static void host_free(host_t *h) {
 static int host_fail(pawl_t *p, host_t *h, int rc, const char *msg) {
   pawl__fail(p, rc, "%s", msg);
   pawl__host_set(p, NULL, NULL, 0);
-  host_free(h);
+  pawl__host_free(h);
   return rc;
 }
 
@@ -168,7 +168,7 @@ static int host_unwind(pawl_t *p, host_t *h, const sigset_t *old, int workers,
 
 /* A new host for `p` with the options as given: its locks, condition
  * variables and log. NULL when out of memory. */
-static host_t *host_new(pawl_t *p, const pawl_host_opts_t *in) {
+host_t *pawl__host_new(pawl_t *p, const pawl_host_opts_t *in) {
   host_t *h = calloc(1, sizeof *h);
   if (!h) return NULL;
   h->p = p;
@@ -186,7 +186,7 @@ static host_t *host_new(pawl_t *p, const pawl_host_opts_t *in) {
 /* Checks the numbers of h->opts (each bounded before it is added to a
  * clock reading) and fills in the defaults. 0, or PAWL_EINVAL with the
  * message in `msg`. */
-static int host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
+int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
   pawl_host_opts_t *o = &h->opts;
   if (o->workers <= 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -247,12 +247,16 @@ static int host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
 /* Copies the strings of the options (the host owns them from here on)
  * and checks that the scripts directory is there. 0, or PAWL_ENOMEM /
  * PAWL_EIO with the message in `msg`. */
-static int host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
+int pawl__host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
                              size_t len) {
   pawl_host_opts_t *o = &h->opts;
-  h->scripts_dir = strdup(o->scripts_dir ? o->scripts_dir : "./scripts");
+  /* No directory: "", or NULL for a handle with job types defined. */
+  int no_dir = o->scripts_dir ? !*o->scripts_dir : pawl__defs_count(h->p) > 0;
+  h->scripts_dir = no_dir ? NULL
+                          : strdup(o->scripts_dir ? o->scripts_dir
+                                                  : "./scripts");
   h->queues = calloc(o->nqueues ? o->nqueues : 1, sizeof *h->queues);
-  int oom = !h->scripts_dir || !h->queues;
+  int oom = (!no_dir && !h->scripts_dir) || !h->queues;
   for (size_t i = 0; !oom && i < o->nqueues; i++)
     oom = !(h->queues[i] = strdup(in->queues[i]));
   if (!oom) {
@@ -272,7 +276,8 @@ static int host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
   o->scripts_dir = h->scripts_dir;
   o->queues = (const char *const *)h->queues;
   struct stat sb;
-  if (stat(h->scripts_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+  if (h->scripts_dir &&
+      (stat(h->scripts_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
     snprintf(msg, len, "scripts directory %s does not exist", h->scripts_dir);
     return PAWL_EIO;
   }
@@ -318,7 +323,7 @@ static void host_log_started(host_t *h) {
   pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "host started");
   pawl__log_str(&line, "node", pawl_node_id(p));
   pawl__log_int(&line, "workers", h->opts.workers);
-  pawl__log_str(&line, "scripts", h->scripts_dir);
+  pawl__log_str(&line, "scripts", h->scripts_dir ? h->scripts_dir : "(none)");
   pawl__log_str(&line, "db", pawl__store_name(p));
   pawl__log_end(&line);
   /* Scheduling follows the database clock; retry times this node computes
@@ -400,21 +405,26 @@ static int host_start_others(host_t *h, const sigset_t *old, int workers) {
 }
 
 int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
-  if (pawl__host_get(p))
+  host_t *running = pawl__host_get(p);
+  if (running && running->step)
+    return pawl__fail(p, PAWL_EBUSY,
+                      "the handle is in step mode (pawl_step): it cannot "
+                      "start threads too; open another handle");
+  if (running)
     return pawl__fail(p, PAWL_EBUSY, "the host is already running");
   pawl_host_opts_t defaults;
   if (!in) {
     pawl_host_opts_init(&defaults);
     in = &defaults;
   }
-  host_t *h = host_new(p, in);
+  host_t *h = pawl__host_new(p, in);
   if (!h) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
   char err[640];
-  int rc = host_check_opts(p, h, err, sizeof err);
+  int rc = pawl__host_check_opts(p, h, err, sizeof err);
   if (rc) return host_fail(p, h, rc, err);
   h->started_at = pawl_now(p);
   h->avg_job_ms = 1.0;
-  if ((rc = host_copy_strings(h, in, err, sizeof err)))
+  if ((rc = pawl__host_copy_strings(h, in, err, sizeof err)))
     return host_fail(p, h, rc, err);
   pawl__host_set(p, h, &host_ops, 1);
   if (h->interrupt_signal) {
@@ -463,7 +473,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
 
 void pawl_stop(pawl_t *p, int how) {
   host_t *h = pawl__host_get(p);
-  if (!h) return;
+  if (!h || h->step) return; /* step mode has nothing running between calls */
   pthread_mutex_lock(&h->mu);
   int was = h->stopping;
   if (how > h->stopping) h->stopping = how;
@@ -501,7 +511,7 @@ void pawl_stop(pawl_t *p, int how) {
 
 int pawl_host_status(pawl_t *p) {
   host_t *h = pawl__host_get(p);
-  if (!h) return 0;
+  if (!h || h->step) return 0;
   pthread_mutex_lock(&h->mu);
   int ended = h->joined;
   int rc = 0;
@@ -526,7 +536,7 @@ int pawl_host_status(pawl_t *p) {
 
 int pawl_wait(pawl_t *p, int64_t timeout_ms) {
   host_t *h = pawl__host_get(p);
-  if (!h) return 0;
+  if (!h || h->step) return 0;
   int64_t end = timeout_ms >= 0 ? pawl__mono_ms() + timeout_ms : 0;
   pthread_mutex_lock(&h->mu);
   for (;;) {
@@ -611,5 +621,5 @@ static void host_close(pawl_t *p) {
   }
   pawl__poller_free(h->poller_state);
   pawl__loader_free(h, h->loader_state);
-  host_free(h);
+  pawl__host_free(h);
 }

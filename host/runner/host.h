@@ -152,7 +152,21 @@ typedef struct host {
                                 0: none (see pawl_host_opts_t) */
   int signal_held;           /* its handler is installed for this host
                                 (released once the threads are joined) */
+  struct step *step;         /* step mode (step.c): no threads; NULL for
+                                pawl_start's host */
 } host_t;
+
+/* What pawl_start() and step mode (step.c) share of making a host:
+ * pawl__host_new (NULL: out of memory), pawl__host_check_opts (checks the
+ * numbers, fills in defaults; PAWL_EINVAL with `msg`),
+ * pawl__host_copy_strings (owned copies; PAWL_ENOMEM, or PAWL_EIO for a
+ * scripts directory that is not there) and pawl__host_free (its workers'
+ * handles are closed: step mode detaches its own first). */
+host_t *pawl__host_new(pawl_t *p, const pawl_host_opts_t *in);
+int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len);
+int pawl__host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
+                            size_t len);
+void pawl__host_free(host_t *h);
 
 /* Wakes the poller (an enqueue happened, a slot freed up). */
 void pawl__host_wake(host_t *h);
@@ -189,11 +203,24 @@ int pawl__poller_new(host_t *h, struct poller **out, char *err,
                      size_t errlen);
 void pawl__poller_free(struct poller *pl);
 void *pawl__poller_main(void *arg);
+/* Step mode: a poller's chores on a borrowed handle, run by pawl_step()
+ * on its thread: pawl__poller_chores extends the node's leases and beats
+ * every heartbeat_ms and sweeps expired leases every half lease (at
+ * monotonic time `now`); pawl__poller_next_chore says when next. */
+int pawl__poller_borrow(host_t *h, pawl_t *p, struct poller **out);
+void pawl__poller_chores(struct poller *pl, int64_t now);
+int64_t pawl__poller_next_chore(const struct poller *pl);
 
 /* The completer (completer.c); it opens its connection itself. */
 struct completer *pawl__completer_new(host_t *h);
 void pawl__completer_free(struct completer *c);
 void *pawl__completer_main(void *arg);
+/* Step mode: writes every outcome queued now on the calling thread, with
+ * `p` (borrowed for the call), as the completer thread's rounds do
+ * (batches, refusals, the log), and posts stored ones with hooks to their
+ * worker's inbox. Returns 0, or the code of a database that is away: then
+ * what is left is kept, in order, for the next drain. */
+int pawl__completer_drain(struct completer *c, pawl_t *p);
 
 /* The loader (loader.c) and its Lua state (the probe, h->probe): made on
  * the calling thread before the workers' states (see pawl__lua_open());
@@ -203,6 +230,11 @@ void *pawl__completer_main(void *arg);
 int pawl__loader_new(host_t *h, char *err, size_t errlen);
 void pawl__loader_free(host_t *h, struct loader *ld);
 void *pawl__loader_main(void *arg);
+/* Looks at the scripts directory and, if it changed, loads the new list
+ * into `probe`'s state and installs it (bumping h->scripts_gen): 1 when
+ * it installed one, 0 when nothing changed, -1 when a stop cut it short.
+ * Step mode calls it with its own worker as the probe. */
+int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe);
 
 /* The watchdog (watchdog.c), the checkpointer (checkpointer.c) and the
  * listener (listener.c): their argument is the host. */

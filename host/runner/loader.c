@@ -19,6 +19,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "host.h"
+#include "pawl_internal.h"
 #include "worker.h"
 
 /* ---- scripts ------------------------------------------------------------ */
@@ -28,6 +29,7 @@ void pawl__host_scripts_free(host_script_t *s, size_t n) {
     free(s[i].name);
     free(s[i].path);
     free(s[i].src);
+    free((char *)s[i].copts.queue);
   }
   free(s);
 }
@@ -51,12 +53,18 @@ host_script_t *pawl__host_scripts_copy(host_t *h, size_t *n, uint64_t *gen) {
     c[k].path = strdup(s->path);
     c[k].src = s->src ? host_memdup(s->src, s->len) : NULL;
     c[k].len = s->len;
-    if (c[k].name && c[k].path && (c[k].src || !s->src)) {
+    c[k].fn = s->fn;
+    c[k].ud = s->ud;
+    c[k].copts = s->copts;
+    c[k].copts.queue = s->copts.queue ? strdup(s->copts.queue) : NULL;
+    if (c[k].name && c[k].path && (c[k].src || !s->src) &&
+        (c[k].copts.queue || !s->copts.queue)) {
       k++;
     } else {
       free(c[k].name);
       free(c[k].path);
       free(c[k].src);
+      free((char *)c[k].copts.queue);
     }
   }
   *gen = h->scripts_gen;
@@ -122,6 +130,7 @@ static int host_list_scripts(const char *dir, host_script_t **out, size_t *n,
       }
       list = p;
     }
+    memset(&list[count], 0, sizeof list[count]);
     list[count].name = strndup(e->d_name, len - 4);
     list[count].path = path;
     if (!list[count].name) {
@@ -154,6 +163,47 @@ static int host_list_scripts(const char *dir, host_script_t **out, size_t *n,
   return 0;
 }
 
+/* Adds the job types defined on the host's handle (pawl_define*) to the
+ * directory's list, over files of the same names, and their generation
+ * to the signature. Out of memory: the list stays as it is (and the
+ * definitions are looked at again next time). */
+static void host_add_defs(host_t *h, host_script_t **list, size_t *n,
+                          uint64_t *sig) {
+  pawl__def_t *defs = NULL;
+  size_t nd = 0;
+  uint64_t gen = 0;
+  if (pawl__defs_copy(h->p, &defs, &nd, &gen) != 0 || nd == 0) {
+    free(defs);
+    return;
+  }
+  host_script_t *grown = realloc(*list, (*n + nd) * sizeof **list);
+  if (!grown) {
+    pawl__defs_free(defs, nd);
+    return;
+  }
+  *list = grown;
+  for (size_t i = 0; i < nd; i++) {
+    host_script_t *e = NULL;
+    for (size_t k = 0; k < *n && !e; k++)
+      if (strcmp(grown[k].name, defs[i].type) == 0) e = &grown[k];
+    if (e) {
+      free(e->name);
+      free(e->path);
+      free(e->src);
+      free((char *)e->copts.queue);
+    } else {
+      e = &grown[(*n)++];
+    }
+    *e = (host_script_t){.name = defs[i].type, .path = defs[i].path,
+                         .src = defs[i].src, .len = defs[i].len,
+                         .fn = defs[i].fn, .ud = defs[i].ud,
+                         .copts = defs[i].opts};
+  }
+  free(defs); /* the strings moved into the list */
+  qsort(*list, *n, sizeof **list, host_script_cmp);
+  *sig = (*sig ^ gen ^ 0x9e3779b97f4a7c15u) * 1099511628211u;
+}
+
 /* Looks at the scripts directory; if it changed, loads the new list in the
  * loader's `probe` state (which logs each broken script) and installs it,
  * bumping the generation. A script that does not load is installed with
@@ -164,11 +214,13 @@ static int host_list_scripts(const char *dir, host_script_t **out, size_t *n,
  * Returns 1 when it installed a new list, 0 when nothing changed, -1 when
  * the host's stop cut the load short (nothing installed). Called by the
  * loader only (the one writer of h->scripts). */
-static int host_scan_scripts(host_t *h, uint64_t *last_sig, worker_t *probe) {
+int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
   host_script_t *list = NULL;
   size_t n = 0;
   uint64_t sig = 0;
-  if (host_list_scripts(h->scripts_dir, &list, &n, &sig) != 0) sig = 0;
+  if (h->scripts_dir && host_list_scripts(h->scripts_dir, &list, &n, &sig) != 0)
+    sig = 0;
+  host_add_defs(h, &list, &n, &sig);
   if (sig == *last_sig && h->scripts_gen != 0) {
     pawl__host_scripts_free(list, n);
     return 0;
@@ -237,11 +289,11 @@ void *pawl__loader_main(void *arg) {
   pthread_mutex_lock(&h->mu);
   while (!h->stopping) {
     pthread_mutex_unlock(&h->mu);
-    if (host_scan_scripts(h, &ld->sig, &ld->probe) > 0) {
+    if (pawl__loader_scan(h, &ld->sig, &ld->probe) > 0) {
       if (!first) {
         log_line_t line;
         pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "scripts loaded");
-        pawl__log_str(&line, "dir", h->scripts_dir);
+        pawl__log_str(&line, "dir", h->scripts_dir ? h->scripts_dir : "(none)");
         pawl__log_int(&line, "files", (int64_t)h->nscripts);
         pawl__log_end(&line);
       }

@@ -35,6 +35,7 @@ typedef struct poller {
   int64_t claims_failing_since, beats_failing_since;
   char claim_err[300], beat_err[300];
   int64_t swept_for_idle;    /* last sweep forced by --until-idle (mono) */
+  int borrowed;              /* p is step mode's handle: not closed here */
 } poller_t;
 
 static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
@@ -138,7 +139,7 @@ static void poller_sweep(poller_t *pl) {
   pawl__recover_unlock(pl->p);
 }
 
-static void poller_chores(poller_t *pl, int64_t now) {
+void pawl__poller_chores(poller_t *pl, int64_t now) {
   if (now >= pl->next_heartbeat) {
     pl->next_heartbeat = now + pl->h->opts.heartbeat_ms;
     poller_heartbeat(pl, now);
@@ -392,9 +393,9 @@ void *pawl__poller_main(void *arg) {
         host_release_running(h);
         break;
       }
-      poller_chores(pl, now); /* leases of running jobs stay fresh */
+      pawl__poller_chores(pl, now); /* leases of running jobs stay fresh */
     } else {
-      poller_chores(pl, now);
+      pawl__poller_chores(pl, now);
       size_t got = ready ? poller_claim(pl) : 0;
       if (got > 0) continue;
       if (poller_give_up(pl, pawl__mono_ms())) continue;
@@ -449,8 +450,23 @@ int pawl__poller_new(host_t *h, struct poller **out, char *err,
   return 0;
 }
 
+int pawl__poller_borrow(host_t *h, pawl_t *p, struct poller **out) {
+  poller_t *pl = calloc(1, sizeof *pl);
+  if (!pl) return PAWL_ENOMEM;
+  pl->h = h;
+  pl->p = p;
+  pl->borrowed = 1;
+  *out = pl;
+  return 0;
+}
+
+int64_t pawl__poller_next_chore(const struct poller *pl) {
+  return pl->next_heartbeat < pl->next_recover ? pl->next_heartbeat
+                                               : pl->next_recover;
+}
+
 void pawl__poller_free(struct poller *pl) {
   if (!pl) return;
-  pawl_close(pl->p);
+  if (!pl->borrowed) pawl_close(pl->p);
   free(pl);
 }

@@ -63,6 +63,30 @@ static void worker_chain(int sig, siginfo_t *info, void *uc) {
  * to interrupt (a late signal for a call that has returned does nothing).
  * Any other delivery — to a thread that is not a worker, or one nobody
  * in pawl sent — goes to the previous disposition. */
+/* A step-mode worker's timer fired (on its own thread, between two
+ * instructions of whatever it runs): past the running call's deadline,
+ * interrupt it, as the watchdog does for a worker thread; else, if a
+ * lease extension is due, poke the Lua code to run it. Only atomics and
+ * clock_gettime here. */
+static void worker_on_timer(worker_t *w) {
+  if (!atomic_load(&w->in_lua)) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  int64_t dl = atomic_load(&w->alarm_deadline);
+  int64_t tick = atomic_load(&w->tick_at);
+  if (dl && now >= dl) {
+    uint64_t seq = atomic_load(&w->seq);
+    if (atomic_load(&w->interrupt_seq) != seq) {
+      atomic_store(&w->interrupt_why, PAWL__LUA_TIMEOUT);
+      atomic_store(&w->interrupt_seq, seq);
+    }
+    pawl__lua_interrupt(w->lua);
+  } else if (tick && now >= tick && w->tick) {
+    pawl__lua_poke(w->lua);
+  }
+}
+
 static void worker_on_signal(int sig, siginfo_t *info, void *uc) {
   int saved = errno;
   worker_t *w = worker_self;
@@ -70,6 +94,8 @@ static void worker_on_signal(int sig, siginfo_t *info, void *uc) {
     if (atomic_load(&w->in_lua) &&
         atomic_load(&w->interrupt_seq) == atomic_load(&w->seq))
       pawl__lua_interrupt(w->lua);
+  } else if (w && w->timer && info && info->si_code == SI_TIMER) {
+    worker_on_timer(w);
   } else {
     worker_chain(sig, info, uc);
   }
@@ -183,7 +209,9 @@ static uint64_t worker_call_begin(void *data, double timeout_s) {
   pthread_mutex_lock(&w->dl);
   uint64_t seq = atomic_fetch_add(&w->seq, 1) + 1;
   w->deadline = timeout_s > 0 ? pawl__mono_ms() + (int64_t)(timeout_s * 1000) : 0;
+  int64_t deadline = w->deadline;
   pthread_mutex_unlock(&w->dl);
+  if (w->arm) w->arm(w, deadline);
   atomic_store(&w->in_lua, 1);
   return seq;
 }
@@ -194,12 +222,18 @@ static int worker_call_end(void *data, uint64_t seq) {
   pthread_mutex_lock(&w->dl);
   w->deadline = 0;
   pthread_mutex_unlock(&w->dl);
+  if (w->arm) w->arm(w, -1);
   return worker_why(w, seq);
 }
 
 static int worker_interrupted(void *data) {
   worker_t *w = data;
   return worker_why(w, atomic_load(&w->seq));
+}
+
+static void worker_tick(void *data) {
+  worker_t *w = data;
+  if (w->tick) w->tick(w);
 }
 
 static int worker_stopping(void *data) {
@@ -220,6 +254,7 @@ int pawl__worker_open(worker_t *w, char *err, size_t errlen) {
       .call_end = worker_call_end,
       .interrupted = worker_interrupted,
       .stopping = h ? worker_stopping : NULL,
+      .tick = w->tick ? worker_tick : NULL,
       .data = w,
   };
   w->scripts_gen = 0;
@@ -299,9 +334,7 @@ static void worker_take(host_outcome_t *o, pawl__lua_outcome_t *r) {
   o->out.nlogs = o->nlogs;
 }
 
-/* Runs `job` (owned by the outcome from here on) and hands the outcome to
- * the completer. */
-static void worker_run(worker_t *w, pawl_job_t *job) {
+void pawl__worker_run(worker_t *w, pawl_job_t *job) {
   if (worker_begin(w, job) != 0) return;
   host_outcome_t *o = calloc(1, sizeof *o);
   if (!o) {
@@ -332,9 +365,7 @@ static void worker_run(worker_t *w, pawl_job_t *job) {
   pawl__host_push_outcome(w->h, o);
 }
 
-/* Runs the hooks of stored outcomes (or just drops their references when
- * the store refused the outcome). */
-static void worker_run_inbox(worker_t *w, host_outcome_t *list) {
+void pawl__worker_run_inbox(worker_t *w, host_outcome_t *list) {
   while (list) {
     host_outcome_t *o = list;
     list = o->next;
@@ -396,7 +427,7 @@ void *pawl__worker_main(void *arg) {
       continue;
     }
     if (inbox) {
-      worker_run_inbox(w, inbox);
+      pawl__worker_run_inbox(w, inbox);
       continue;
     }
     if (quit) break;
@@ -406,7 +437,7 @@ void *pawl__worker_main(void *arg) {
       continue;
     }
     if (w->scripts_gen != gen) pawl__worker_reload(w, 0);
-    worker_run(w, item->job);
+    pawl__worker_run(w, item->job);
     free(item);
     pthread_mutex_lock(&h->mu);
     h->running--;
@@ -427,7 +458,7 @@ void *pawl__worker_main(void *arg) {
     w->inbox = NULL;
     if (inbox) {
       pthread_mutex_unlock(&h->mu);
-      worker_run_inbox(w, inbox);
+      pawl__worker_run_inbox(w, inbox);
       pthread_mutex_lock(&h->mu);
       continue;
     }

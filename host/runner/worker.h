@@ -50,6 +50,21 @@ struct worker {
 
   /* Outcomes stored whose hooks this worker must run (guarded by h->mu). */
   host_outcome_t *inbox;
+
+  /* Step mode (step.c): no watchdog thread; a timer of the owning thread
+   * delivers the interrupt signal when a call's deadline or the next
+   * lease extension (tick_at) comes. `arm` is told each call's deadline
+   * (monotonic ms, 0: none) as it begins, and -1 when it has ended; the
+   * signal handler reads the
+   * atomics only. `tick` runs from the Lua code's count hook when tick_at
+   * has passed (pawl__lua_poke). All NULL/0 for the threaded host. */
+  void (*arm)(worker_t *w, int64_t deadline);
+  void (*tick)(worker_t *w);
+  void *step;
+  int timer;                 /* 1: deliveries with si_code SI_TIMER on
+                                this thread are this worker's deadline */
+  _Atomic int64_t alarm_deadline; /* the running call's deadline, 0: none */
+  _Atomic int64_t tick_at;   /* when tick is due (mono ms), 0: never */
 };
 
 /* Creates the worker's Lua state (scripts are loaded by
@@ -62,6 +77,17 @@ void pawl__worker_close(worker_t *w);
 /* (Re)loads the scripts if the host's list changed. `report` logs each
  * broken script. */
 void pawl__worker_reload(worker_t *w, int report);
+
+/* Runs one claimed job (owned from here on): records the start of a job
+ * recovered before (pawl_begin; one no longer ours is dropped, one whose
+ * start cannot be recorded handed back), lets the bridge run it, and
+ * hands the outcome to the completer's queue (pawl__host_push_outcome).
+ * The path every job takes, on a worker thread or in pawl_step(). */
+void pawl__worker_run(worker_t *w, pawl_job_t *job);
+
+/* Runs the hooks of outcomes the completer stored (or releases their
+ * references when it could not), and frees the outcomes. */
+void pawl__worker_run_inbox(worker_t *w, host_outcome_t *list);
 
 /* The worker thread's main loop. */
 void *pawl__worker_main(void *arg);

@@ -706,6 +706,19 @@ function W.load_one(name, path, src)
   return nil
 end
 
+-- A job type in C (pawl_define_c): `run` is the C function (a closure of
+-- host/lua/cjob.c), `settings` what its script table would say (queue,
+-- priority, max_attempts, timeout). Checked like a script. Returns nil or
+-- the reason it was refused.
+function W.load_c(name, run, settings)
+  local t = { run = run }
+  for k, v in pairs(settings) do t[k] = v end
+  local checked, err = check_script(t, false)
+  if not checked then return name .. ": " .. err end
+  types[name] = copy(checked)
+  return nil
+end
+
 -- A script that did not load: its previous version keeps serving; for the
 -- defaults file with none, the built-in defaults.
 function W.load_failed(name)

@@ -16,3 +16,5 @@
 #include "test_list_signal.h"
 #include "test_list_cron.h"
 #include "test_list_admin.h"
+#include "test_list_step.h"
+#include "test_list_defs.h"

@@ -81,6 +81,7 @@ enum {
   SQ_NEXT_DUE,
   SQ_NEXT_DUE_QUEUE,
   SQ_NEXT_DUE_QUEUES,
+  SQ_DATA_VERSION,
   /* administration: see the section at the end of this file */
   SQ_ADM_BEGIN_READ,
   SQ_ADM_SAVEPOINT,
@@ -230,6 +231,9 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_NEXT_DUE] = SQLITE_SQL_NEXT_DUE,
     [SQ_NEXT_DUE_QUEUE] = SQLITE_SQL_NEXT_DUE_QUEUE,
     [SQ_NEXT_DUE_QUEUES] = SQLITE_SQL_NEXT_DUE_QUEUES,
+    /* Changes when another connection commits (SQLite's own counter: one
+     * read of the write-ahead log's header, no table). */
+    [SQ_DATA_VERSION] = "PRAGMA data_version",
     /* administration (sqlite_admin_sql.h) */
     [SQ_ADM_BEGIN_READ] = "BEGIN",
     [SQ_ADM_SAVEPOINT] = "SAVEPOINT pawl_bulk",
@@ -1637,6 +1641,17 @@ static int sq_checkpoint(store_t *base) {
   return 0;
 }
 
+static int sq_data_version(store_t *base, uint64_t *v) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_DATA_VERSION);
+  if (!st) return PAWL_ESTORE;
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *v = (uint64_t)sqlite3_column_int64(st, 0);
+  sqlite3_reset(st);
+  if (rc != SQLITE_ROW) return sq_fail(s, rc, "read the data version");
+  return 0;
+}
+
 /* administration: defined at the end of this file */
 static int sq_adm_count(store_t *base, const store_match_t *m, int64_t max,
                         int64_t *n);
@@ -1664,7 +1679,7 @@ static const struct store_ops sq_ops = {
     .locks = {sq_lock_acquire, sq_lock_extend, sq_lock_release},
     .nodes = {sq_node_beat, sq_node_list, sq_node_reap},
     .settings = {sq_age_boost},
-    .maintenance = {sq_checkpoint},
+    .maintenance = {sq_checkpoint, sq_data_version},
     .wakeup = {NULL, NULL},
     .close = sq_close,
     .admin = {sq_adm_count, sq_adm_pick, sq_adm_apply, sq_adm_stats,

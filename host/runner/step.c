@@ -1,0 +1,519 @@
+/* step.c: step mode (pawl_step_start, pawl_step, pawl_next_deadline): the
+ * worker host without threads, pumped by the program's own loop.
+ *
+ * It is the threaded host's pieces run one after another on the calling
+ * thread: one worker (worker.c: its Lua state, pawl__worker_run for each
+ * job), the completer's rounds (pawl__completer_drain), the poller's
+ * chores (pawl__poller_chores: heartbeats, node beats, lease recovery) and
+ * the loader's scan (pawl__loader_scan, with the worker's own state as the
+ * probe). So a job runs the same way in both modes: the same begin, Lua
+ * path, retry policy, sanitizer, outcome writing and hooks.
+ *
+ * What the threads did that a single thread cannot: the watchdog becomes a
+ * POSIX timer of the stepping thread (timer_create with SIGEV_THREAD_ID:
+ * no thread) that delivers the interrupt signal at a call's deadline, and
+ * at the next heartbeat during a long job (the handler pokes the Lua code,
+ * whose count hook extends the leases: worker.h `tick`). The poller's wait
+ * becomes the idle check of pawl_step(): nothing claimed, no chore due,
+ * no enqueue seen (the wake flag for this process, the store's data
+ * version or a NOTIFY for others) and the next pending job not due yet.
+ *
+ * Everything here runs on the thread that started step mode (s->owner),
+ * but the wake flag (h->mu), which enqueues on other threads set. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "host.h"
+#include "pawl_internal.h"
+#include "worker.h"
+
+/* Jobs claimed per claim, at most: a step claims about what its budget
+ * fits (by the average job time), and keeps the rest for the next step. */
+#define STEP_CLAIM_MAX 64
+
+typedef struct step {
+  host_t *h;
+  pawl_t *p;                 /* the handle in step mode (borrowed) */
+  pthread_t owner;
+  worker_t w;                /* the one worker: its Lua state */
+  worker_t *wp[1];           /* h->workers */
+  struct poller *pl;
+  struct completer *c;
+  uint64_t scripts_sig;
+  int64_t next_reload;       /* mono ms */
+  timer_t timer;
+  int timer_ok;
+  /* The idle check. */
+  int due_known;             /* next_due is what the store said since the
+                                last change we know of */
+  int64_t next_due;          /* store clock ms; 0: nothing pending */
+  int64_t next_poll;         /* mono ms: look anyway (the safety net) */
+  int has_dv;                /* the store has a data version (SQLite) */
+  uint64_t dv;
+  pawl_t *listen;            /* PostgreSQL: a listening sibling, or NULL */
+  int listen_failed;
+  int injected;              /* the budget is measured by the handle's clock */
+} step_t;
+
+static void step_close(pawl_t *p);
+
+static const pawl__host_ops_t step_ops = {
+    .wake = pawl__host_wake,
+    .free = step_close,
+};
+
+/* Budget time in microseconds: the handle's injected clock (ms) when it
+ * has one, so that tests decide how long jobs take; else monotonic. */
+static int64_t step_clock_us(step_t *s) {
+  if (s->injected) return pawl_now(s->p) * 1000;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- the timer (the watchdog of step mode) ------------------------------ */
+
+/* Sets the timer to the earlier of the running call's deadline and the
+ * next heartbeat, repeating every second after it fires (a job stuck in a
+ * C call is asked again, as the watchdog does); disarms it when neither.
+ * worker.h `arm`: called by call_begin (the call's deadline) and call_end
+ * (-1). */
+static void step_arm(worker_t *w, int64_t deadline) {
+  step_t *s = w->step;
+  atomic_store(&w->alarm_deadline, deadline > 0 ? deadline : 0);
+  if (!s->timer_ok) return;
+  int64_t at = 0;
+  if (deadline >= 0) {
+    int64_t tick = atomic_load(&w->tick_at);
+    at = deadline;
+    if (tick && (!at || tick < at)) at = tick;
+  }
+  struct itimerspec its;
+  memset(&its, 0, sizeof its);
+  if (at > 0) {
+    its.it_value.tv_sec = at / 1000;
+    its.it_value.tv_nsec = (at % 1000) * 1000000;
+    its.it_interval.tv_sec = 1;
+  }
+  timer_settime(s->timer, TIMER_ABSTIME, &its, NULL);
+}
+
+/* worker.h `tick`: a heartbeat came due while a long job runs (called from
+ * its count hook on this thread). Extends the leases, then re-arms the
+ * timer for the next one. */
+static void step_tick(worker_t *w) {
+  step_t *s = w->step;
+  int64_t now = pawl__mono_ms();
+  pawl__poller_chores(s->pl, now);
+  atomic_store(&w->tick_at, pawl__poller_next_chore(s->pl));
+  step_arm(w, atomic_load(&w->alarm_deadline)); /* still in the call */
+}
+
+/* A timer that signals this thread (no thread of its own). 0, or -1 when
+ * the system has none: then deadlines are not enforced (logged). */
+static int step_timer_new(step_t *s, int sig) {
+  struct sigevent ev;
+  memset(&ev, 0, sizeof ev);
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = sig;
+  ev.sigev_value.sival_ptr = &s->w;
+  ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  if (timer_create(CLOCK_MONOTONIC, &ev, &s->timer) != 0) return -1;
+  s->timer_ok = 1;
+  return 0;
+}
+
+/* ---- making and ending step mode ---------------------------------------- */
+
+static void step_free(step_t *s) {
+  host_t *h = s->h;
+  if (s->timer_ok) timer_delete(s->timer);
+  pawl__worker_close(&s->w);
+  pthread_mutex_destroy(&s->w.dl);
+  pawl__poller_free(s->pl);
+  pawl_close(s->listen);
+  if (h) {
+    if (h->signal_held) {
+      h->signal_held = 0;
+      pawl__worker_signal_release(h->interrupt_signal);
+    }
+    /* The worker's handle is the program's: not closed with the host. */
+    h->workers = NULL;
+    h->nworkers = 0;
+    h->step = NULL;
+    pawl__host_free(h);
+  }
+  free(s);
+}
+
+/* Makes the step host of `p` (options `in`, NULL: defaults) on the
+ * calling thread, and loads the scripts. */
+static int step_make(pawl_t *p, const pawl_host_opts_t *in, step_t **out) {
+  pawl_host_opts_t defaults;
+  if (!in) {
+    pawl_host_opts_init(&defaults);
+    in = &defaults;
+  }
+  char err[640];
+  step_t *s = calloc(1, sizeof *s);
+  host_t *h = s ? pawl__host_new(p, in) : NULL;
+  if (!h) {
+    free(s);
+    return pawl__fail(p, PAWL_ENOMEM, "out of memory");
+  }
+  s->h = h;
+  s->p = p;
+  s->owner = pthread_self();
+  h->step = s;
+  pthread_mutex_init(&s->w.dl, NULL);
+  int rc = pawl__host_check_opts(p, h, err, sizeof err);
+  if (!rc) rc = pawl__host_copy_strings(h, in, err, sizeof err);
+  if (rc) goto fail;
+  h->started_at = pawl_now(p);
+  h->avg_job_ms = 1.0;
+  h->beat_ok_mono = pawl__mono_ms();
+  h->opts.workers = 1;
+  s->wp[0] = &s->w;
+  h->workers = s->wp;
+  h->nworkers = 1;
+  h->workers_alive = 1;
+  s->w.h = h;
+  s->w.p = p;
+  s->w.index = 0;
+  s->w.thread = s->owner;
+  s->w.step = s;
+  s->w.arm = step_arm;
+  s->w.tick = step_tick;
+  s->injected = pawl__clock_injected(p);
+  if (h->interrupt_signal) {
+    if (pawl__worker_signal_acquire(h->interrupt_signal) != 0) {
+      snprintf(err, sizeof err, "cannot install the interrupt signal %d: %s",
+               h->interrupt_signal, strerror(errno));
+      rc = PAWL_EINVAL;
+      goto fail;
+    }
+    h->signal_held = 1;
+    s->w.signal = h->interrupt_signal;
+    s->w.timer = 1;
+    if (step_timer_new(s, h->interrupt_signal) != 0) {
+      snprintf(err, sizeof err, "cannot create a timer for job deadlines: %s",
+               strerror(errno));
+      rc = PAWL_ENOMEM;
+      goto fail;
+    }
+  }
+  if ((rc = pawl__poller_borrow(h, p, &s->pl)) ||
+      !(s->c = pawl__completer_new(h))) {
+    snprintf(err, sizeof err, "out of memory");
+    rc = PAWL_ENOMEM;
+    goto fail;
+  }
+  h->completer_state = s->c; /* freed with the host */
+  if ((rc = pawl__worker_open(&s->w, err, sizeof err))) goto fail;
+  uint64_t v = 0;
+  s->has_dv = pawl__data_version(p, &v) == 0;
+  pawl__host_set(p, h, &step_ops, 1);
+  /* The first scripts, in this thread's state, under their deadlines. */
+  worker_t *prev = pawl__worker_bind(&s->w);
+  if (pawl__loader_scan(h, &s->scripts_sig, &s->w) > 0)
+    s->w.scripts_gen = h->scripts_gen;
+  pawl__worker_unbind(prev);
+  s->next_reload = pawl__mono_ms() + h->opts.reload_ms;
+  log_line_t line;
+  pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "step mode started");
+  pawl__log_str(&line, "node", pawl_node_id(p));
+  pawl__log_str(&line, "scripts", h->scripts_dir ? h->scripts_dir : "(none)");
+  pawl__log_end(&line);
+  *out = s;
+  return 0;
+fail:
+  step_free(s);
+  return pawl__fail(p, rc, "%s", err);
+}
+
+/* The step host of `p` for the calling thread: made on first use; refused
+ * for a handle with threads, or from another thread. */
+static int step_get(pawl_t *p, const char *fn, step_t **out) {
+  host_t *h = pawl__host_get(p);
+  if (h && !h->step)
+    return pawl__fail(p, PAWL_EBUSY,
+                      "%s: pawl_start() runs on this handle: threads and "
+                      "step mode do not mix; open another handle",
+                      fn);
+  if (!h) return step_make(p, NULL, out);
+  step_t *s = h->step;
+  if (!pthread_equal(s->owner, pthread_self()))
+    return pawl__fail(p, PAWL_EINVAL,
+                      "%s: called from a thread other than the one in step "
+                      "mode (its Lua state belongs to that thread)",
+                      fn);
+  *out = s;
+  return 0;
+}
+
+int pawl_step_start(pawl_t *p, const pawl_host_opts_t *o) {
+  host_t *h = pawl__host_get(p);
+  if (h)
+    return pawl__fail(p, PAWL_EBUSY, "pawl_step_start: %s",
+                      h->step ? "the handle is in step mode already"
+                              : "pawl_start() runs on this handle");
+  step_t *s;
+  return step_make(p, o, &s);
+}
+
+/* ---- one step ----------------------------------------------------------- */
+
+/* Whether anyone else may have written since the idle check last looked:
+ * the store's data version (SQLite), or a NOTIFY on the listening
+ * connection (PostgreSQL). With neither, 1 (look). */
+static int step_changed(step_t *s) {
+  if (s->has_dv) {
+    uint64_t v = 0;
+    if (pawl__data_version(s->p, &v) != 0) return 1;
+    if (v == s->dv) return 0;
+    s->dv = v;
+    return 1;
+  }
+  if (!s->listen && !s->listen_failed) {
+    char err[256];
+    if (!pawl__can_listen(s->p) ||
+        pawl__open_sibling(s->p, NULL, &s->listen, err, sizeof err) != 0 ||
+        pawl__listen(s->listen) != 0) {
+      pawl_close(s->listen);
+      s->listen = NULL;
+      s->listen_failed = 1; /* polls every poll_ms instead */
+    }
+    return 1;
+  }
+  if (!s->listen) return 1;
+  int woke = 0;
+  if (pawl__wakeup_wait(s->listen, 0, &woke) != 0) {
+    pawl_close(s->listen); /* opened again at the next look */
+    s->listen = NULL;
+    return 1;
+  }
+  return woke;
+}
+
+/* 1 when this step has nothing to do (see the top of the file). */
+static int step_idle(step_t *s, int64_t mono) {
+  host_t *h = s->h;
+  if (!s->due_known || mono >= s->next_poll || mono >= s->next_reload ||
+      mono >= pawl__poller_next_chore(s->pl))
+    return 0;
+  pthread_mutex_lock(&h->mu);
+  int busy = h->wake || h->queue_head || h->out_head || h->backlog;
+  pthread_mutex_unlock(&h->mu);
+  if (busy || step_changed(s)) return 0;
+  return !s->next_due || pawl_now(s->p) < s->next_due;
+}
+
+/* Claims up to `want` due jobs into the queue. Returns how many, or a
+ * negative code. */
+static int step_claim(step_t *s, int want) {
+  host_t *h = s->h;
+  pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
+                          .nqueues = h->opts.nqueues,
+                          .defer_start = 1};
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  int rc = pawl_claim(s->p, &co, (size_t)want, &jobs, &n);
+  if (rc) return rc;
+  int64_t claimed = pawl__mono_ms();
+  for (size_t i = 0; i < n; i++) {
+    host_item_t *it = malloc(sizeof *it);
+    if (!it) {
+      pawl_job_free(jobs[i]); /* recovered when its lease expires */
+      continue;
+    }
+    it->job = jobs[i];
+    it->claimed_mono = claimed;
+    it->next = NULL;
+    if (h->queue_tail)
+      h->queue_tail->next = it;
+    else
+      h->queue_head = it;
+    h->queue_tail = it;
+    h->queued++;
+  }
+  free(jobs);
+  return (int)n;
+}
+
+/* The next claimed job, or NULL. A job whose lease may have lapsed
+ * (pawl__host_lapsed) is handed back instead of run. */
+static host_item_t *step_next(step_t *s) {
+  host_t *h = s->h;
+  for (;;) {
+    host_item_t *it = h->queue_head;
+    if (!it) return NULL;
+    h->queue_head = it->next;
+    if (!h->queue_head) h->queue_tail = NULL;
+    h->queued--;
+    if (!pawl__host_lapsed(h, it->claimed_mono, pawl__mono_ms())) return it;
+    pawl__host_hand_back(h, it->job);
+    free(it);
+  }
+}
+
+/* How many to claim: about what the rest of the budget fits at the
+ * average job time, at least one. */
+static int step_want(step_t *s, int64_t left_us) {
+  double avg_us = s->h->avg_job_ms * 1000.0;
+  if (avg_us < 10) avg_us = 10;
+  double n = left_us > 0 ? (double)left_us / avg_us : 1;
+  return n < 1 ? 1 : n > STEP_CLAIM_MAX ? STEP_CLAIM_MAX : (int)n;
+}
+
+/* Writes the outcomes, runs the hooks of the stored ones. */
+static int step_settle(step_t *s) {
+  host_t *h = s->h;
+  int down = pawl__completer_drain(s->c, s->p);
+  pthread_mutex_lock(&h->mu);
+  host_outcome_t *inbox = s->w.inbox;
+  s->w.inbox = NULL;
+  pthread_mutex_unlock(&h->mu);
+  pawl__worker_run_inbox(&s->w, inbox);
+  return down;
+}
+
+/* After the work: what the idle check needs. The data version is read
+ * before the next due time, so that an enqueue in between shows as a
+ * change at the next look. */
+static void step_note_due(step_t *s, int64_t mono) {
+  host_t *h = s->h;
+  s->due_known = 0;
+  if (h->queue_head) return;
+  if (s->has_dv && pawl__data_version(s->p, &s->dv) != 0) return;
+  if (!s->has_dv) (void)step_changed(s); /* drain the notifications seen */
+  pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
+                          .nqueues = h->opts.nqueues};
+  if (pawl_next_due(s->p, &co, &s->next_due) != 0) return;
+  s->due_known = 1;
+  s->next_poll = mono + h->opts.poll_ms;
+}
+
+int pawl_step(pawl_t *p, int64_t budget_ms) {
+  step_t *s;
+  int rc = step_get(p, "pawl_step", &s);
+  if (rc) return rc;
+  if (budget_ms < 0 || budget_ms > PAWL_DELAY_MAX_MS)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "pawl_step: budget_ms must be between 0 and %lld (got "
+                      "%lld)",
+                      (long long)PAWL_DELAY_MAX_MS, (long long)budget_ms);
+  host_t *h = s->h;
+  int64_t t0 = step_clock_us(s), budget_us = budget_ms * 1000;
+  int64_t mono = pawl__mono_ms();
+  if (step_idle(s, mono)) return 0;
+  worker_t *prev = pawl__worker_bind(&s->w);
+  pthread_mutex_lock(&h->mu);
+  h->wake = 0;
+  pthread_mutex_unlock(&h->mu);
+  if (mono >= pawl__poller_next_chore(s->pl)) pawl__poller_chores(s->pl, mono);
+  if (mono >= s->next_reload) {
+    if (pawl__loader_scan(h, &s->scripts_sig, &s->w) > 0)
+      s->w.scripts_gen = h->scripts_gen;
+    s->next_reload = mono + h->opts.reload_ms;
+  }
+  /* Outcomes a database that was away did not take: written first. */
+  int down = step_settle(s);
+  int ran = 0, err = 0;
+  while (!down) {
+    int64_t used = step_clock_us(s) - t0;
+    if (ran > 0 && used >= budget_us) break;
+    host_item_t *it = step_next(s);
+    if (!it) {
+      int got = step_claim(s, step_want(s, budget_us - used));
+      if (got < 0) err = got;
+      if (got <= 0) break;
+      continue;
+    }
+    atomic_store(&s->w.tick_at, pawl__poller_next_chore(s->pl));
+    pawl__worker_run(&s->w, it->job);
+    free(it);
+    ran++;
+    int64_t now = pawl__mono_ms();
+    if (now >= pawl__poller_next_chore(s->pl)) pawl__poller_chores(s->pl, now);
+  }
+  if (ran) down = step_settle(s);
+  step_note_due(s, pawl__mono_ms());
+  pawl__worker_unbind(prev);
+  if (err) return err; /* pawl_errmsg(p) is the claim's */
+  if (down) return pawl__fail(p, down, "pawl_step: writing outcomes failed "
+                              "(kept for the next step)");
+  return ran;
+}
+
+int64_t pawl_next_deadline(pawl_t *p) {
+  step_t *s;
+  int rc = step_get(p, "pawl_next_deadline", &s);
+  if (rc) return rc;
+  host_t *h = s->h;
+  int64_t now = pawl_now(p), mono = pawl__mono_ms();
+  pthread_mutex_lock(&h->mu);
+  int busy = h->wake || h->queue_head || h->out_head || h->backlog;
+  pthread_mutex_unlock(&h->mu);
+  if (busy) return now;
+  /* Something may have come due or been enqueued since the last step. */
+  if (!s->due_known || step_changed(s)) step_note_due(s, mono);
+  if (!s->due_known) return now;
+  int64_t at = now + (s->next_poll - mono);
+  int64_t chores[2] = {pawl__poller_next_chore(s->pl), s->next_reload};
+  for (int i = 0; i < 2; i++)
+    if (now + (chores[i] - mono) < at) at = now + (chores[i] - mono);
+  if (s->next_due && s->next_due < at) at = s->next_due;
+  return at < now ? now : at;
+}
+
+/* pawl_close() of the handle in step mode (pawl__host_ops_t): the jobs
+ * claimed ahead go back, the outcomes are written (once more), and
+ * everything is freed. May run on another thread than the owner's: the
+ * Lua state is only closed then (hooks of outcomes written now run only
+ * on the owner's thread: here they are released, not run). */
+static void step_close(pawl_t *p) {
+  host_t *h = pawl__host_get(p);
+  if (!h || !h->step) return;
+  step_t *s = h->step;
+  int owner = pthread_equal(s->owner, pthread_self());
+  pthread_mutex_lock(&h->mu);
+  h->stopping = PAWL_STOP_NOW;
+  h->flush_until = pawl__mono_ms();
+  pthread_mutex_unlock(&h->mu);
+  while (h->queue_head) {
+    host_item_t *it = h->queue_head;
+    h->queue_head = it->next;
+    pawl__host_hand_back(h, it->job);
+    free(it);
+  }
+  h->queue_tail = NULL;
+  h->queued = 0;
+  worker_t *prev = owner ? pawl__worker_bind(&s->w) : NULL;
+  pawl__completer_drain(s->c, p);
+  host_outcome_t *inbox = s->w.inbox;
+  s->w.inbox = NULL;
+  if (owner) {
+    pawl__worker_run_inbox(&s->w, inbox);
+    pawl__worker_unbind(prev);
+  } else {
+    for (host_outcome_t *o = inbox, *next; o; o = next) {
+      next = o->next;
+      pawl__host_outcome_free(o); /* the state goes with its references */
+    }
+  }
+  log_line_t line;
+  pawl__log_begin(&line, &h->log, PAWL_LOG_INFO, "step mode ended");
+  pawl__log_end(&line);
+  pawl__host_set(p, NULL, NULL, 0);
+  step_free(s);
+}

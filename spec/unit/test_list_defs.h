@@ -1,0 +1,6 @@
+TEST_ENTRY(defs_c_job_step)
+TEST_ENTRY(defs_errors)
+TEST_ENTRY(defs_lua_sources_step)
+TEST_ENTRY(defs_threads)
+TEST_ENTRY(defs_step_budget_10000_frames)
+TEST_ENTRY(defs_step_close_hands_back)

@@ -1,0 +1,7 @@
+TEST_ENTRY(step_runs_jobs)
+TEST_ENTRY(step_retry_sanitize_hooks)
+TEST_ENTRY(step_timeout)
+TEST_ENTRY(step_reload)
+TEST_ENTRY(step_sees_other_connections)
+TEST_ENTRY(step_long_job_keeps_lease)
+TEST_ENTRY(step_refusals)

@@ -1,0 +1,349 @@
+/* test_step.c: step mode (pawl_step_start, pawl_step, pawl_next_deadline):
+ * jobs run on the calling thread with everything the threaded host does
+ * (retry policy, sanitizer, hooks, timeouts, reload, leases), the idle
+ * check, and the refusals (another thread, a handle with threads).
+ *
+ * Nothing here is timed by the machine's speed: outcomes are asserted,
+ * times come from an injected clock where they matter, and the waits that
+ * need real time (a timeout, a lease) have generous bounds on the slow
+ * side only. Scripts live in the test's temp dir (its working dir). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "pawl.h"
+#include "unit.h"
+
+#define ST_T0 INT64_C(1800000000000)
+
+static _Atomic int64_t st_now = ST_T0;
+
+static int64_t st_clock(void *data) {
+  (void)data;
+  return atomic_load(&st_now);
+}
+
+static void st_script(const char *name, const char *src) {
+  char path[256];
+  snprintf(path, sizeof path, "scripts/%s.lua", name);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  CHECK_INT(fputs(src, f), >=, 0);
+  CHECK_INT(fclose(f), ==, 0);
+}
+
+static pawl_t *st_open_opts(int frozen, int64_t lease_ms) {
+  mkdir("scripts", 0700);
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = "sqlite:step.db";
+  o.node_id = "node-step";
+  o.lease_ms = lease_ms;
+  if (frozen) o.clock = st_clock;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "open: %s", err);
+  return p;
+}
+
+static pawl_t *st_open(int frozen) { return st_open_opts(frozen, 3600000); }
+
+static void st_quiet(pawl_host_opts_t *o) {
+  pawl_host_opts_init(o);
+  o->scripts_dir = "scripts";
+  o->log_level = PAWL_LOG_ERROR;
+}
+
+static pawl_id_t st_enqueue(pawl_t *p, const char *type, int max_attempts) {
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.max_attempts = max_attempts;
+  pawl_id_t id;
+  CHECK_OK(pawl_enqueue(p, type, NULL, &o, &id, NULL));
+  return id;
+}
+
+static pawl_job_t *st_get(pawl_t *p, pawl_id_t id) {
+  pawl_job_t *j = NULL;
+  CHECK_OK(pawl_get(p, &id, &j));
+  return j;
+}
+
+/* Steps until nothing more runs; returns how many jobs ran in all. */
+static int st_drain(pawl_t *p) {
+  int total = 0;
+  for (int i = 0; i < 1000; i++) {
+    int n = pawl_step(p, 50);
+    CHECK_INT(n, >=, 0);
+    if (n == 0) return total;
+    total += n;
+  }
+  unit_fail(__FILE__, __LINE__, "steps never ran dry");
+}
+
+void test_step_runs_jobs(void) {
+  pawl_t *p = st_open(0);
+  st_script("add", "return { run = function(job) "
+                   "return { sum = job.payload.a + job.payload.b } end }");
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  CHECK_OK(pawl_step_start(p, &o));
+  pawl_id_t ids[5];
+  for (int i = 0; i < 5; i++)
+    CHECK_OK(pawl_enqueue(p, "add", "{\"a\":2,\"b\":3}", NULL, &ids[i], NULL));
+  CHECK_INT(st_drain(p), ==, 5);
+  for (int i = 0; i < 5; i++) {
+    pawl_job_t *j = st_get(p, ids[i]);
+    CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
+    CHECK_STR(j->result, "{\"sum\":5}");
+    pawl_job_free(j);
+  }
+  /* Nothing due: a step runs nothing, and says when to come back. */
+  CHECK_INT(pawl_step(p, 2), ==, 0);
+  int64_t next = pawl_next_deadline(p);
+  CHECK_INT(next, >, pawl_now(p) - 1);
+  pawl_close(p);
+}
+
+static int st_count(const pawl_job_t *j, void *data) {
+  (void)j;
+  (*(int *)data)++;
+  return 0;
+}
+
+void test_step_retry_sanitize_hooks(void) {
+  pawl_t *p = st_open(1);
+  st_script("flaky",
+            "return { max_attempts = 3,\n"
+            "  retry = function(attempt) return 10 * attempt end,\n"
+            "  sanitize = function(msg) return (msg:gsub('token=%S+', "
+            "'token=<x>')) end,\n"
+            "  on_dead = function(job, err) pawl.enqueue('marker', "
+            "{ dead = job.id, err = err }) end,\n"
+            "  run = function() error('boom token=s3cret', 0) end }");
+  st_script("marker", "return { run = function() return true end }");
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  o.reload_ms = o.poll_ms = 3600000; /* the next deadline is the retry's */
+  CHECK_OK(pawl_step_start(p, &o));
+  pawl_id_t id = st_enqueue(p, "flaky", 0);
+  CHECK_INT(pawl_step(p, 100), ==, 1);
+  pawl_job_t *j = st_get(p, id);
+  CHECK_INT(j->state, ==, PAWL_PENDING);
+  CHECK_INT(j->attempt, ==, 1);
+  CHECK_INT(j->run_at, ==, ST_T0 + 10000);
+  CHECK(strncmp(j->last_error, "boom token=<x>\n", 15) == 0);
+  pawl_job_free(j);
+  /* Not due yet: nothing runs, and the next deadline is the retry's. */
+  CHECK_INT(pawl_step(p, 100), ==, 0);
+  CHECK_INT(pawl_next_deadline(p), ==, ST_T0 + 10000);
+  atomic_store(&st_now, ST_T0 + 10000);
+  CHECK_INT(pawl_step(p, 100), ==, 1);
+  atomic_store(&st_now, ST_T0 + 30000);
+  CHECK_INT(pawl_step(p, 100), ==, 1); /* the third and last attempt */
+  j = st_get(p, id);
+  CHECK_INT(j->state, ==, PAWL_FAILED);
+  CHECK_INT(j->attempt, ==, 3);
+  pawl_job_free(j);
+  /* on_dead ran once the failure was stored, and enqueued the marker. */
+  CHECK_INT(st_drain(p), ==, 1);
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  f.type = "marker";
+  f.state = PAWL_SUCCEEDED;
+  int n = 0;
+  CHECK_OK(pawl_list(p, &f, st_count, &n));
+  CHECK_INT(n, ==, 1);
+  pawl_close(p);
+}
+
+/* A job past its timeout is interrupted by the stepping thread's timer:
+ * `spin` loops in pure (compiled) Lua, `nap` sleeps in a loop. Under
+ * ThreadSanitizer, which holds a signal back until the thread enters libc
+ * (a compiled loop never does), only `nap` runs. */
+void test_step_timeout(void) {
+  pawl_t *p = st_open(0);
+  st_script("spin", "return { timeout = 0.2, max_attempts = 1, "
+                    "run = function() while true do end end }");
+  st_script("nap", "return { timeout = 0.2, max_attempts = 1, "
+                   "run = function() while true do pawl.sleep(0.01) end end }");
+  st_script("ok", "return { run = function() return 1 end }");
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  CHECK_OK(pawl_step_start(p, &o));
+#ifdef __SANITIZE_THREAD__
+  const char *types[] = {"nap"};
+#else
+  const char *types[] = {"spin", "nap"};
+#endif
+  for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+    pawl_id_t id = st_enqueue(p, types[i], 0);
+    CHECK_INT(pawl_step(p, 0), ==, 1);
+    pawl_job_t *j = st_get(p, id);
+    CHECK_INT(j->state, ==, PAWL_FAILED);
+    CHECK(j->last_error && strstr(j->last_error, "timed out after 0.2 s"));
+    pawl_job_free(j);
+  }
+  /* The state is fine afterwards: the next job runs. */
+  pawl_id_t id = st_enqueue(p, "ok", 0);
+  CHECK_INT(pawl_step(p, 0), ==, 1);
+  pawl_job_t *j = st_get(p, id);
+  CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
+  pawl_job_free(j);
+  pawl_close(p);
+}
+
+void test_step_reload(void) {
+  pawl_t *p = st_open(0);
+  st_script("v", "return { run = function() return 'one' end }");
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  o.reload_ms = 1; /* every step looks */
+  CHECK_OK(pawl_step_start(p, &o));
+  pawl_id_t a = st_enqueue(p, "v", 0);
+  CHECK_INT(st_drain(p), ==, 1);
+  st_script("v", "return { run = function() return 'two, longer' end }");
+  struct timespec ts = {0, 5000000};
+  nanosleep(&ts, NULL); /* past reload_ms */
+  pawl_id_t b = st_enqueue(p, "v", 0);
+  CHECK_INT(st_drain(p), ==, 1);
+  pawl_job_t *ja = st_get(p, a), *jb = st_get(p, b);
+  CHECK_STR(ja->result, "\"one\"");
+  CHECK_STR(jb->result, "\"two, longer\"");
+  pawl_job_free(ja);
+  pawl_job_free(jb);
+  pawl_close(p);
+}
+
+/* Another connection's enqueue is seen by an idle step (no wake flag: the
+ * data version tells). */
+void test_step_sees_other_connections(void) {
+  pawl_t *p = st_open(0);
+  st_script("ok", "return { run = function() return 1 end }");
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  o.poll_ms = 3600000; /* the safety net never fires */
+  CHECK_OK(pawl_step_start(p, &o));
+  CHECK_INT(pawl_step(p, 1), ==, 0);
+  CHECK_INT(pawl_step(p, 1), ==, 0); /* idle now */
+  pawl_options_t oo;
+  pawl_options_init(&oo);
+  oo.db = "sqlite:step.db";
+  pawl_t *q = NULL;
+  CHECK_OK(pawl_open(&q, &oo, NULL, 0));
+  pawl_id_t id = st_enqueue(q, "ok", 0);
+  CHECK_INT(pawl_step(p, 1), ==, 1);
+  pawl_job_t *j = st_get(q, id);
+  CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
+  pawl_job_free(j);
+  pawl_close(q);
+  pawl_close(p);
+}
+
+/* A job that runs longer than the lease keeps it: a recovery sweeping on
+ * another connection meanwhile does not take it back. */
+static _Atomic int st_sweeping;
+
+static void *st_sweeper(void *arg) {
+  (void)arg;
+  pawl_options_t oo;
+  pawl_options_init(&oo);
+  oo.db = "sqlite:step.db";
+  oo.node_id = "sweeper";
+  pawl_t *q = NULL;
+  if (pawl_open(&q, &oo, NULL, 0)) return NULL;
+  while (atomic_load(&st_sweeping)) {
+    pawl_recover(q, NULL);
+    struct timespec ts = {0, 50000000};
+    nanosleep(&ts, NULL);
+  }
+  pawl_close(q);
+  return NULL;
+}
+
+void test_step_long_job_keeps_lease(void) {
+  pawl_t *p = st_open_opts(0, 600);
+  /* Busy for 2 s of this machine's time: Lua instructions all along, so
+   * the timer's heartbeat reaches it. */
+  st_script("long", "return { timeout = 60, max_attempts = 1, run = function()\n"
+                    "  local t = pawl.time()\n"
+                    "  while pawl.time() - t < 2 do end\n"
+                    "  return 'done' end }");
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  o.heartbeat_ms = 100;
+  CHECK_OK(pawl_step_start(p, &o));
+  pawl_id_t id = st_enqueue(p, "long", 0);
+  atomic_store(&st_sweeping, 1);
+  pthread_t t;
+  CHECK_INT(pthread_create(&t, NULL, st_sweeper, NULL), ==, 0);
+  CHECK_INT(pawl_step(p, 0), ==, 1);
+  atomic_store(&st_sweeping, 0);
+  pthread_join(t, NULL);
+  pawl_job_t *j = st_get(p, id);
+  CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
+  CHECK_INT(j->recoveries, ==, 0);
+  pawl_job_free(j);
+  pawl_close(p);
+}
+
+/* ---- refusals ------------------------------------------------------------ */
+
+typedef struct {
+  pawl_t *p;
+  int rc;
+  int64_t next;
+} st_other_t;
+
+static void *st_other_thread(void *arg) {
+  st_other_t *a = arg;
+  a->rc = pawl_step(a->p, 1);
+  a->next = pawl_next_deadline(a->p);
+  return NULL;
+}
+
+void test_step_refusals(void) {
+  pawl_t *p = st_open(0);
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  CHECK_INT(pawl_step(p, -1), ==, PAWL_EINVAL); /* makes step mode, then */
+  CHECK(strstr(pawl_errmsg(p), "budget_ms"));
+  CHECK_INT(pawl_step(p, PAWL_DELAY_MAX_MS + 1), ==, PAWL_EINVAL);
+  CHECK_INT(pawl_step(p, 0), ==, 0);
+  /* Another thread. */
+  st_other_t a = {.p = p};
+  pthread_t t;
+  CHECK_INT(pthread_create(&t, NULL, st_other_thread, &a), ==, 0);
+  pthread_join(t, NULL);
+  CHECK_INT(a.rc, ==, PAWL_EINVAL);
+  CHECK_INT(a.next, ==, PAWL_EINVAL);
+  /* Threads on a handle in step mode, step mode twice. */
+  CHECK_INT(pawl_start(p, &o), ==, PAWL_EBUSY);
+  CHECK_INT(pawl_step_start(p, &o), ==, PAWL_EBUSY);
+  pawl_close(p);
+  /* Step mode on a handle with threads. */
+  p = st_open(0);
+  CHECK_OK(pawl_start(p, &o));
+  CHECK_INT(pawl_step(p, 1), ==, PAWL_EBUSY);
+  CHECK_INT(pawl_next_deadline(p), ==, PAWL_EBUSY);
+  CHECK_INT(pawl_step_start(p, &o), ==, PAWL_EBUSY);
+  pawl_stop(p, PAWL_STOP_NOW);
+  CHECK_OK(pawl_wait(p, -1));
+  pawl_close(p);
+  /* Bad options: the step does not start, the handle stays usable. */
+  p = st_open(0);
+  o.scripts_dir = "no-such-dir";
+  CHECK_INT(pawl_step_start(p, &o), ==, PAWL_EIO);
+  o.scripts_dir = "scripts";
+  o.poll_ms = -5;
+  CHECK_INT(pawl_step_start(p, &o), ==, PAWL_EINVAL);
+  o.poll_ms = 0;
+  CHECK_OK(pawl_step_start(p, &o));
+  pawl_close(p);
+}
+
