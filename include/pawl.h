@@ -626,6 +626,67 @@ PAWL_EXTERN int pawl_script_info(const char *scripts_dir, const char *type,
  * it to another thread. */
 typedef void (*pawl_log_fn)(void *data, int level, const char *line);
 
+/* ---- events: job transitions (host/runner/events.c) --------------------- */
+
+/* What happened to a job, for a program that wants to know at once (a
+ * game's progress bar, a server's metrics) without reading the history.
+ * Given to pawl_host_opts_t.event_fn of pawl_start(), pawl_step_start() or
+ * pawl_attach_uv().
+ *
+ *   ENQUEUED  a job was enqueued through the host's handle, a sibling
+ *             (job code's pawl.enqueue) or the handle's step or loop
+ *             thread, while the host runs (not a duplicate, not a
+ *             business key's existing holder; not enqueues of other
+ *             handles or processes: the database does not tell);
+ *   STARTED   an attempt starts (attempt: its number), just before its
+ *             code runs;
+ *   SUCCEEDED the attempt's success is stored;
+ *   FAILED    the attempt's failure is stored (error: as stored,
+ *             sanitized); followed by RETRIED (pending again at run_at)
+ *             or DEAD (failed for good: the dead-letter set);
+ * Snoozes, jobs handed back at a stop, outcomes the database refused as
+ * stale (the job was canceled or taken back) and lease recovery send no
+ * event. For one job the events come in that order: ENQUEUED (when it
+ * has one) before STARTED, before its outcome's; events of different jobs
+ * come in the order they happened in this process.
+ *
+ * Threads: step mode and pawl_attach_uv(): on the stepping (loop) thread,
+ * from within pawl_step() (the loop's callbacks); an enqueue made on
+ * another thread is reported at the next step. pawl_start()'s host: on
+ * its completer thread (the one that writes outcomes), after the outcome
+ * is stored; while it runs no outcome is written, so return quickly.
+ * Calls are never concurrent. What it may call: step and loop threads,
+ * any function on the handle or another, but not pawl_step(),
+ * pawl_close(), pawl_detach_uv() or a function that starts or stops a
+ * host; the completer thread, pawl_stop() and any function on handles of
+ * its own (the host's handle belongs to the program's thread), not
+ * pawl_wait() or pawl_close(). Everything in `ev` is borrowed for the
+ * call. */
+typedef enum pawl_event_kind {
+  PAWL_EV_ENQUEUED = 0,
+  PAWL_EV_STARTED = 1,
+  PAWL_EV_SUCCEEDED = 2,
+  PAWL_EV_FAILED = 3,
+  PAWL_EV_RETRIED = 4,
+  PAWL_EV_DEAD = 5
+} pawl_event_kind_t;
+
+typedef struct pawl_job_event {
+  pawl_event_kind_t kind;
+  pawl_id_t id;
+  const char *type;
+  const char *queue;
+  int32_t attempt;     /* the attempt started or ended; 0: ENQUEUED */
+  int64_t run_at;      /* ENQUEUED, RETRIED: when it is due; else 0 */
+  const char *error;   /* FAILED, RETRIED, DEAD: as stored; else NULL */
+} pawl_job_event_t;
+
+typedef void (*pawl_event_fn)(void *data, const pawl_job_event_t *ev);
+
+/* "enqueued", "started", "succeeded", "failed", "retried", "dead"; "?"
+ * out of range. Static. */
+PAWL_EXTERN const char *pawl_event_name(int kind);
+
 /* The longest give_up_ms and flush_ms accepted: a day. */
 #define PAWL_GIVE_UP_MAX_MS (INT64_C(24) * 3600 * 1000)
 
@@ -712,6 +773,10 @@ typedef struct pawl_host_opts {
    * replaces pawl's (timeouts then stop working) and gets it overwritten
    * when the last host stops. */
   int interrupt_signal;
+  /* Job transitions as they happen (see "events" below); NULL: none.
+   * event_data is passed as given. */
+  pawl_event_fn event_fn;
+  void *event_data;
 } pawl_host_opts_t;
 
 #define PAWL_INTERRUPT_NONE (-1)

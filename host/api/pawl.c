@@ -452,10 +452,25 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
       pawl__fail(p, rc, "job %zu: %s", i + 1, msg);
     }
   }
+  /* The host's events (if it wants them) hold their places before the
+   * insert, so that no job is seen starting before it was enqueued. */
+  void *places = !rc && p->host && p->host_ops->enqueue_begin
+                     ? p->host_ops->enqueue_begin(p->host, n)
+                     : NULL;
   if (!rc)
     rc = pawl_from_store(p, p->store->ops->jobs.insert(
                                 p->store, jobs, n, ids ? ids : tmp_ids,
                                 statuses ? statuses : tmp_st));
+  if (places) {
+    void *at = places;
+    const pawl_id_t *got = ids ? ids : tmp_ids;
+    const int *st = statuses ? statuses : tmp_st;
+    for (size_t i = 0; i < n; i++)
+      p->host_ops->enqueue_fill(&at, i + 1 < n, &got[i], jobs[i].type,
+                                jobs[i].queue, jobs[i].run_at,
+                                !rc && st[i] == PAWL_ENQ_NEW);
+    p->host_ops->enqueue_end(p->host, places, n);
+  }
   /* In-process enqueues wake the host's poller at once. */
   if (!rc && p->host) p->host_ops->wake(p->host);
   if (tags)

@@ -62,6 +62,29 @@ static void completer_log(host_t *h, const host_outcome_t *o) {
   pawl__log_end(&line);
 }
 
+/* The events of a stored attempt (host.h, events.c). Called with h->mu
+ * held. */
+static void completer_event(host_t *h, const host_outcome_t *o) {
+  if (!h->opts.event_fn || !o->job) return;
+  int32_t a = o->out.attempt;
+  switch (o->out.kind) {
+  case PAWL_OUT_SUCCEEDED:
+    pawl__host_event_locked(h, PAWL_EV_SUCCEEDED, o->job, NULL, a, NULL, 0);
+    break;
+  case PAWL_OUT_RETRY:
+  case PAWL_OUT_FAILED: {
+    int retry = o->out.kind == PAWL_OUT_RETRY;
+    pawl__host_event_locked(h, PAWL_EV_FAILED, o->job, NULL, a, o->error, 0);
+    pawl__host_event_locked(h, retry ? PAWL_EV_RETRIED : PAWL_EV_DEAD,
+                            o->job, NULL, a, o->error,
+                            retry ? o->out.run_at : 0);
+    break;
+  }
+  default:
+    break; /* snoozes and hand-backs: no event */
+  }
+}
+
 /* The completer ends once nothing more can arrive: the poller is done and
  * every worker has ended, or the stuck ones have been given up on. Called
  * with h->mu held. */
@@ -408,9 +431,17 @@ static size_t completer_grab(completer_t *c);
 static size_t completer_take(completer_t *c) {
   host_t *h = c->h;
   pthread_mutex_lock(&h->mu);
-  while (!h->out_head && !c->pending && !completer_may_end(h)) {
-    struct timespec ts = pawl__mono_deadline(50);
-    pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
+  for (;;) {
+    while (!h->out_head && !c->pending && !pawl__host_events_ready(h) &&
+           !completer_may_end(h)) {
+      struct timespec ts = pawl__mono_deadline(50);
+      pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
+    }
+    if (!pawl__host_events_ready(h)) break;
+    /* The host's events are delivered on this thread (pawl.h). */
+    pthread_mutex_unlock(&h->mu);
+    pawl__host_events_deliver(h);
+    pthread_mutex_lock(&h->mu);
   }
   size_t n = completer_grab(c);
   pthread_mutex_unlock(&h->mu);
@@ -524,6 +555,7 @@ static void completer_settle(completer_t *c) {
     if (o->worker >= 0)
       h->avg_job_ms = 0.95 * h->avg_job_ms + 0.05 * o->duration_ms;
     if (o->rc == 0 || o->rc == PAWL_ELEASE) completer_log(h, o);
+    if (o->rc == 0 && o->worker >= 0) completer_event(h, o);
     if (o->worker >= 0 && o->hook_ref >= 0) {
       /* Hooks run in the worker whose state holds their reference (one
        * not stored only releases it there). */
@@ -582,7 +614,9 @@ void *pawl__completer_main(void *arg) {
       backoff = 10;
     }
     pthread_mutex_unlock(&h->mu);
+    pawl__host_events_deliver(h);
   }
+  pawl__host_events_deliver(h);
   pawl_close(c->p);
   c->p = NULL;
   pthread_mutex_lock(&h->mu);

@@ -30,6 +30,9 @@ static void host_close(pawl_t *p);
 static const pawl__host_ops_t host_ops = {
     .wake = pawl__host_wake,
     .free = host_close,
+    .enqueue_begin = pawl__host_enqueue_begin,
+    .enqueue_fill = pawl__host_enqueue_fill,
+    .enqueue_end = pawl__host_enqueue_end,
 };
 
 /* Starts a thread of the host. Returns 0 or an errno value (the test seam
@@ -121,6 +124,7 @@ void pawl__host_free(host_t *h) {
   pawl__completer_free(h->completer_state);
   free(h->scripts_dir);
   free(h->queues_csv);
+  pawl__host_events_free(h);
   pawl__log_destroy(&h->log);
   pthread_mutex_destroy(&h->mu);
   pthread_cond_destroy(&h->poll_cv);

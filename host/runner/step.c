@@ -70,6 +70,9 @@ static void step_close(pawl_t *p);
 static const pawl__host_ops_t step_ops = {
     .wake = pawl__host_wake,
     .free = step_close,
+    .enqueue_begin = pawl__host_enqueue_begin,
+    .enqueue_fill = pawl__host_enqueue_fill,
+    .enqueue_end = pawl__host_enqueue_end,
 };
 
 /* Budget time in microseconds: the handle's injected clock (ms) when it
@@ -312,7 +315,8 @@ static int step_idle(step_t *s, int64_t mono) {
       mono >= pawl__poller_next_chore(s->pl))
     return 0;
   pthread_mutex_lock(&h->mu);
-  int busy = h->wake || h->queue_head || h->out_head || h->backlog;
+  int busy = h->wake || h->queue_head || h->out_head || h->backlog ||
+             pawl__host_events_ready(h);
   pthread_mutex_unlock(&h->mu);
   if (busy || step_changed(s)) return 0;
   return !s->next_due || pawl_now(s->p) < s->next_due;
@@ -384,6 +388,7 @@ static int step_settle(step_t *s) {
   s->w.inbox = NULL;
   pthread_mutex_unlock(&h->mu);
   pawl__worker_run_inbox(&s->w, inbox);
+  pawl__host_events_deliver(h);
   return down;
 }
 
@@ -462,7 +467,8 @@ int64_t pawl_next_deadline(pawl_t *p) {
   host_t *h = s->h;
   int64_t now = pawl_now(p), mono = pawl__mono_ms();
   pthread_mutex_lock(&h->mu);
-  int busy = h->wake || h->queue_head || h->out_head || h->backlog;
+  int busy = h->wake || h->queue_head || h->out_head || h->backlog ||
+             pawl__host_events_ready(h);
   pthread_mutex_unlock(&h->mu);
   if (busy) return now;
   /* Something may have come due or been enqueued since the last step. */
@@ -504,6 +510,7 @@ static void step_close(pawl_t *p) {
   s->w.inbox = NULL;
   if (owner) {
     pawl__worker_run_inbox(&s->w, inbox);
+    pawl__host_events_deliver(h);
     pawl__worker_unbind(prev);
   } else {
     for (host_outcome_t *o = inbox, *next; o; o = next) {

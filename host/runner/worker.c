@@ -353,6 +353,10 @@ void pawl__worker_run(worker_t *w, pawl_job_t *job) {
   o->out.attempt = job->attempt;
   o->out.store_key = job->store_key;
   worker_set_current(w, job);
+  /* STARTED before the code runs; step mode delivers it now, on its own
+   * thread (the threaded host's completer does it for workers). */
+  pawl__host_event(w->h, PAWL_EV_STARTED, job, job->attempt);
+  if (w->step) pawl__host_events_deliver(w->h);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   pawl__lua_outcome_t r;
