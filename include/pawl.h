@@ -1012,6 +1012,39 @@ PAWL_EXTERN int pawl_ctx_log(pawl_ctx_t *ctx, int level, const char *msg);
 /* The handle of the thread running the job (borrowed, for the call). */
 PAWL_EXTERN pawl_t *pawl_ctx_handle(pawl_ctx_t *ctx);
 
+/* ---- the allocator (host/core/alloc.c) ---------------------------------- */
+
+/* The allocator for pawl's own C allocations: everything the library
+ * allocates itself (handles, jobs it returns, buffers, the host's
+ * queues, the stores' rows) goes through it, and what it returns to you
+ * is freed through it by the pawl_*_free() functions. On platforms where
+ * LuaJIT takes an allocator (x64 and arm64 builds with GC64, the default:
+ * this build), the job Lua states pawl creates use it too, through
+ * lua_newstate(); a 32-bit or non-GC64 LuaJIT refuses lua_newstate, and
+ * there pawl's states keep LuaJIT's own allocator. Not through it: SQLite's
+ * and libpq's allocations (their own allocators: sqlite3_config,
+ * none for libpq), LuaJIT's machine code, the Lua state of the program
+ * that loads the Lua module (it is the program's), and the pawl program's
+ * console.
+ * malloc_fn(ud, n) and realloc_fn(ud, ptr, n) (ptr may be NULL) return
+ * NULL when out of memory; n is never 0. free_fn(ud, ptr) gets only
+ * pointers they returned, never NULL. They are called from every thread
+ * of a host at once: they must be thread-safe. */
+typedef struct pawl_allocator {
+  void *(*malloc_fn)(void *ud, size_t n);
+  void *(*realloc_fn)(void *ud, void *ptr, size_t n);
+  void (*free_fn)(void *ud, void *ptr);
+  void *ud;
+} pawl_allocator_t;
+
+/* Sets the allocator for the whole process (copied; NULL: libc's malloc,
+ * realloc and free again). Call it before the first pawl_open(), or when
+ * no handle is open and nothing pawl returned is still held (a job from
+ * before would be freed by the wrong allocator). Not thread-safe with
+ * other calls of pawl. Returns 0, PAWL_EBUSY while a handle is open,
+ * PAWL_EINVAL when one of the three functions is NULL. */
+PAWL_EXTERN int pawl_set_allocator(const pawl_allocator_t *a);
+
 /* ---- step mode (host/runner/step.c) ------------------------------------- */
 
 /* The second way to drive pawl, for a program with a loop of its own (a

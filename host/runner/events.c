@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "host.h"
 #include "pawl_internal.h"
 
@@ -37,7 +38,7 @@ static int event_strings(host_event_t *e, const char *type, const char *queue,
                          const char *error) {
   size_t lt = type ? strlen(type) + 1 : 0, lq = queue ? strlen(queue) + 1 : 0;
   size_t le = error ? strlen(error) + 1 : 0;
-  char *s = malloc(lt + lq + le + 1);
+  char *s = pawl__malloc(lt + lq + le + 1);
   if (!s) return -1;
   e->strs = s;
   e->ev.type = type ? memcpy(s, type, lt) : NULL;
@@ -47,8 +48,8 @@ static int event_strings(host_event_t *e, const char *type, const char *queue,
 }
 
 static void event_free(host_event_t *e) {
-  free(e->strs);
-  free(e);
+  pawl__free(e->strs);
+  pawl__free(e);
 }
 
 /* Called with h->mu held. */
@@ -66,10 +67,10 @@ void pawl__host_event_locked(host_t *h, pawl_event_kind_t kind,
                              int32_t attempt, const char *error,
                              int64_t run_at) {
   if (!h->opts.event_fn) return;
-  host_event_t *e = calloc(1, sizeof *e);
+  host_event_t *e = pawl__calloc(1, sizeof *e);
   if (!e || event_strings(e, job ? job->type : NULL, job ? job->queue : NULL,
                           error)) {
-    free(e);
+    pawl__free(e);
     return; /* out of memory: the event is lost, the job is not */
   }
   e->ev.kind = kind;
@@ -134,11 +135,11 @@ void *pawl__host_enqueue_begin(host_t *h, size_t n) {
   if (!h->opts.event_fn || n == 0) return NULL;
   host_event_t *first = NULL, **tail = &first;
   for (size_t i = 0; i < n; i++) {
-    host_event_t *e = calloc(1, sizeof *e);
+    host_event_t *e = pawl__calloc(1, sizeof *e);
     if (!e) {
       while (first) {
         host_event_t *next = first->next;
-        free(first);
+        pawl__free(first);
         first = next;
       }
       return NULL; /* no events for this enqueue */

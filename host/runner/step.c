@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "host.h"
 #include "pawl_internal.h"
@@ -156,7 +157,7 @@ static void step_free(step_t *s) {
     h->step = NULL;
     pawl__host_free(h);
   }
-  free(s);
+  pawl__free(s);
 }
 
 /* Makes the step host of `p` (options `in`, NULL: defaults) on the
@@ -168,10 +169,10 @@ static int step_make(pawl_t *p, const pawl_host_opts_t *in, step_t **out) {
     in = &defaults;
   }
   char err[640];
-  step_t *s = calloc(1, sizeof *s);
+  step_t *s = pawl__calloc(1, sizeof *s);
   host_t *h = s ? pawl__host_new(p, in) : NULL;
   if (!h) {
-    free(s);
+    pawl__free(s);
     return pawl__fail(p, PAWL_ENOMEM, "out of memory");
   }
   s->h = h;
@@ -335,7 +336,7 @@ static int step_claim(step_t *s, int want) {
   if (rc) return rc;
   int64_t claimed = pawl__mono_ms();
   for (size_t i = 0; i < n; i++) {
-    host_item_t *it = malloc(sizeof *it);
+    host_item_t *it = pawl__malloc(sizeof *it);
     if (!it) {
       pawl_job_free(jobs[i]); /* recovered when its lease expires */
       continue;
@@ -350,7 +351,7 @@ static int step_claim(step_t *s, int want) {
     h->queue_tail = it;
     h->queued++;
   }
-  free(jobs);
+  pawl__free(jobs);
   return (int)n;
 }
 
@@ -366,7 +367,7 @@ static host_item_t *step_next(step_t *s) {
     h->queued--;
     if (!pawl__host_lapsed(h, it->claimed_mono, pawl__mono_ms())) return it;
     pawl__host_hand_back(h, it->job);
-    free(it);
+    pawl__free(it);
   }
 }
 
@@ -446,7 +447,7 @@ int pawl_step(pawl_t *p, int64_t budget_ms) {
     }
     atomic_store(&s->w.tick_at, pawl__poller_next_chore(s->pl));
     pawl__worker_run(&s->w, it->job);
-    free(it);
+    pawl__free(it);
     ran++;
     int64_t now = pawl__mono_ms();
     if (now >= pawl__poller_next_chore(s->pl)) pawl__poller_chores(s->pl, now);
@@ -500,7 +501,7 @@ static void step_close(pawl_t *p) {
     host_item_t *it = h->queue_head;
     h->queue_head = it->next;
     pawl__host_hand_back(h, it->job);
-    free(it);
+    pawl__free(it);
   }
   h->queue_tail = NULL;
   h->queued = 0;

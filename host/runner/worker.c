@@ -10,6 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "alloc.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -336,7 +337,7 @@ static void worker_take(host_outcome_t *o, pawl__lua_outcome_t *r) {
 
 void pawl__worker_run(worker_t *w, pawl_job_t *job) {
   if (worker_begin(w, job) != 0) return;
-  host_outcome_t *o = calloc(1, sizeof *o);
+  host_outcome_t *o = pawl__calloc(1, sizeof *o);
   if (!o) {
     /* Nothing can be recorded; the lease will expire and the job will be
      * recovered. Log it loudly. */
@@ -427,7 +428,7 @@ void *pawl__worker_main(void *arg) {
     pthread_mutex_unlock(&h->mu);
     if (lapsed) {
       pawl__host_hand_back(h, item->job);
-      free(item);
+      pawl__free(item);
       continue;
     }
     if (inbox) {
@@ -442,7 +443,7 @@ void *pawl__worker_main(void *arg) {
     }
     if (w->scripts_gen != gen) pawl__worker_reload(w, 0);
     pawl__worker_run(w, item->job);
-    free(item);
+    pawl__free(item);
     pthread_mutex_lock(&h->mu);
     h->running--;
     /* A free slot may mean the poller should claim more. */

@@ -19,3 +19,4 @@
 #include "test_list_step.h"
 #include "test_list_defs.h"
 #include "test_list_events.h"
+#include "test_list_alloc.h"
