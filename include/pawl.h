@@ -1121,6 +1121,68 @@ PAWL_EXTERN int pawl_step(pawl_t *p, int64_t budget_ms);
  * code. */
 PAWL_EXTERN int64_t pawl_next_deadline(pawl_t *p);
 
+/* ---- attached to a libuv loop (host/runner/uv_attach.c) ---------------- */
+
+/* The third way to drive pawl: on a program's libuv loop (a server). The
+ * loop's thread calls pawl_attach_uv(); pawl then adds a timer and an
+ * async handle to the loop. How jobs run, by `mode`:
+ *
+ * PAWL_UV_LOOP: on the loop thread, with the step machinery (step mode
+ *   bound to the loop thread: see pawl_step()). The timer fires at
+ *   pawl_next_deadline() (due jobs, the next poll, lease extensions and
+ *   node beats, script reloads), runs pawl_step(p, budget_ms) and, when
+ *   jobs ran, fires again at once after the loop has served its I/O. The
+ *   async handle wakes it when another thread enqueues on the handle or a
+ *   sibling. No thread at all; job code may touch the program's loop-side
+ *   data (C job types, event callbacks). The cost: while a job runs, the
+ *   loop serves nothing, so a request waits for up to the budget plus
+ *   one job's run: for short jobs.
+ * PAWL_UV_THREADS: on pawl's own worker threads (pawl_start() with
+ *   `host`), the loop keeps serving while jobs run; pawl_detach_uv() stops
+ *   the host (graceful, waits for it). Job code must not touch the loop's
+ *   data (another thread); event callbacks run on the completer thread.
+ *   For jobs that take long or block.
+ * PAWL_UV_THREADPOOL (jobs on the loop's threadpool, uv_queue_work, with a
+ *   Lua state per pool thread) is not implemented: refused with
+ *   PAWL_EINVAL. Its trade-off would sit between the two: no threads of
+ *   pawl's, but jobs then share libuv's few pool threads (4 by default)
+ *   with the program's file system and DNS work.
+ *
+ * The timer and async handle keep the loop alive (uv_run does not return)
+ * until pawl_detach_uv(). Detach before pawl_close(), on the loop thread;
+ * the handles are closed by the loop (their uv_close callbacks run at its
+ * next turn). */
+#define PAWL_UV_LOOP 0
+#define PAWL_UV_THREADS 1
+#define PAWL_UV_THREADPOOL 2
+
+typedef struct pawl_uv_opts {
+  int mode;                     /* PAWL_UV_*; default PAWL_UV_LOOP */
+  int64_t budget_ms;            /* PAWL_UV_LOOP: pawl_step's budget per
+                                   timer tick, 0..1000; 0 (default): 5 */
+  const pawl_host_opts_t *host; /* NULL: the defaults; borrowed */
+} pawl_uv_opts_t;
+
+PAWL_EXTERN void pawl_uv_opts_init(pawl_uv_opts_t *o);
+
+struct uv_loop_s;
+
+/* Attaches `p` to `loop` (borrowed: it must outlive the attachment) on
+ * the calling thread, which must be the loop's. `o` may be NULL
+ * (PAWL_UV_LOOP, defaults). Returns 0; PAWL_EINVAL (bad mode or budget,
+ * PAWL_UV_THREADPOOL, NULL loop); PAWL_EBUSY (attached already, in step
+ * mode on another thread, or pawl_start() runs); what pawl_step_start()
+ * or pawl_start() return. */
+PAWL_EXTERN int pawl_attach_uv(pawl_t *p, struct uv_loop_s *loop,
+                               const pawl_uv_opts_t *o);
+
+/* Detaches `p` from its loop, on the loop thread: stops the timer, closes
+ * the handles (freed by their close callbacks), and in PAWL_UV_THREADS
+ * stops the host (graceful) and waits for it. In PAWL_UV_LOOP the handle
+ * stays in step mode on that thread until pawl_close(). Returns 0, or
+ * PAWL_EINVAL when not attached. */
+PAWL_EXTERN int pawl_detach_uv(pawl_t *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -157,6 +157,11 @@ typedef struct host {
                                 pawl_start's host */
   /* Events waiting for delivery (events.c), oldest first. */
   host_event_t *ev_head, *ev_tail;
+  /* Attached to a libuv loop (uv_attach.c): its state, and what an
+   * enqueue calls to wake the loop (under mu, on the enqueuing thread). */
+  void *uv;
+  void (*wake_fn)(void *data);
+  void *wake_data;
 } host_t;
 
 /* What pawl_start() and step mode (step.c) share of making a host:

@@ -68,8 +68,17 @@ typedef struct step {
 
 static void step_close(pawl_t *p);
 
+/* An enqueue on the handle or a sibling: the next step claims at once,
+ * and a loop it is attached to is woken (uv_attach.c). */
+static void step_wake(host_t *h) {
+  pthread_mutex_lock(&h->mu);
+  h->wake = 1;
+  if (h->wake_fn) h->wake_fn(h->wake_data);
+  pthread_mutex_unlock(&h->mu);
+}
+
 static const pawl__host_ops_t step_ops = {
-    .wake = pawl__host_wake,
+    .wake = step_wake,
     .free = step_close,
     .enqueue_begin = pawl__host_enqueue_begin,
     .enqueue_fill = pawl__host_enqueue_fill,

@@ -20,3 +20,4 @@
 #include "test_list_defs.h"
 #include "test_list_events.h"
 #include "test_list_alloc.h"
+#include "test_list_uv.h"
