@@ -626,6 +626,67 @@ PAWL_EXTERN int pawl_script_info(const char *scripts_dir, const char *type,
  * it to another thread. */
 typedef void (*pawl_log_fn)(void *data, int level, const char *line);
 
+/* ---- events: job transitions (host/runner/events.c) --------------------- */
+
+/* What happened to a job, for a program that wants to know at once (a
+ * game's progress bar, a server's metrics) without reading the history.
+ * Given to pawl_host_opts_t.event_fn of pawl_start(), pawl_step_start() or
+ * pawl_attach_uv().
+ *
+ *   ENQUEUED  a job was enqueued through the host's handle, a sibling
+ *             (job code's pawl.enqueue) or the handle's step or loop
+ *             thread, while the host runs (not a duplicate, not a
+ *             business key's existing holder; not enqueues of other
+ *             handles or processes: the database does not tell);
+ *   STARTED   an attempt starts (attempt: its number), just before its
+ *             code runs;
+ *   SUCCEEDED the attempt's success is stored;
+ *   FAILED    the attempt's failure is stored (error: as stored,
+ *             sanitized); followed by RETRIED (pending again at run_at)
+ *             or DEAD (failed for good: the dead-letter set);
+ * Snoozes, jobs handed back at a stop, outcomes the database refused as
+ * stale (the job was canceled or taken back) and lease recovery send no
+ * event. For one job the events come in that order: ENQUEUED (when it
+ * has one) before STARTED, before its outcome's; events of different jobs
+ * come in the order they happened in this process.
+ *
+ * Threads: step mode and pawl_attach_uv(): on the stepping (loop) thread,
+ * from within pawl_step() (the loop's callbacks); an enqueue made on
+ * another thread is reported at the next step. pawl_start()'s host: on
+ * its completer thread (the one that writes outcomes), after the outcome
+ * is stored; while it runs no outcome is written, so return quickly.
+ * Calls are never concurrent. What it may call: step and loop threads,
+ * any function on the handle or another, but not pawl_step(),
+ * pawl_close(), pawl_detach_uv() or a function that starts or stops a
+ * host; the completer thread, pawl_stop() and any function on handles of
+ * its own (the host's handle belongs to the program's thread), not
+ * pawl_wait() or pawl_close(). Everything in `ev` is borrowed for the
+ * call. */
+typedef enum pawl_event_kind {
+  PAWL_EV_ENQUEUED = 0,
+  PAWL_EV_STARTED = 1,
+  PAWL_EV_SUCCEEDED = 2,
+  PAWL_EV_FAILED = 3,
+  PAWL_EV_RETRIED = 4,
+  PAWL_EV_DEAD = 5
+} pawl_event_kind_t;
+
+typedef struct pawl_job_event {
+  pawl_event_kind_t kind;
+  pawl_id_t id;
+  const char *type;
+  const char *queue;
+  int32_t attempt;     /* the attempt started or ended; 0: ENQUEUED */
+  int64_t run_at;      /* ENQUEUED, RETRIED: when it is due; else 0 */
+  const char *error;   /* FAILED, RETRIED, DEAD: as stored; else NULL */
+} pawl_job_event_t;
+
+typedef void (*pawl_event_fn)(void *data, const pawl_job_event_t *ev);
+
+/* "enqueued", "started", "succeeded", "failed", "retried", "dead"; "?"
+ * out of range. Static. */
+PAWL_EXTERN const char *pawl_event_name(int kind);
+
 /* The longest give_up_ms and flush_ms accepted: a day. */
 #define PAWL_GIVE_UP_MAX_MS (INT64_C(24) * 3600 * 1000)
 
@@ -712,6 +773,10 @@ typedef struct pawl_host_opts {
    * replaces pawl's (timeouts then stop working) and gets it overwritten
    * when the last host stops. */
   int interrupt_signal;
+  /* Job transitions as they happen (see "events" below); NULL: none.
+   * event_data is passed as given. */
+  pawl_event_fn event_fn;
+  void *event_data;
 } pawl_host_opts_t;
 
 #define PAWL_INTERRUPT_NONE (-1)
@@ -947,6 +1012,39 @@ PAWL_EXTERN int pawl_ctx_log(pawl_ctx_t *ctx, int level, const char *msg);
 /* The handle of the thread running the job (borrowed, for the call). */
 PAWL_EXTERN pawl_t *pawl_ctx_handle(pawl_ctx_t *ctx);
 
+/* ---- the allocator (host/core/alloc.c) ---------------------------------- */
+
+/* The allocator for pawl's own C allocations: everything the library
+ * allocates itself (handles, jobs it returns, buffers, the host's
+ * queues, the stores' rows) goes through it, and what it returns to you
+ * is freed through it by the pawl_*_free() functions. On platforms where
+ * LuaJIT takes an allocator (x64 and arm64 builds with GC64, the default:
+ * this build), the job Lua states pawl creates use it too, through
+ * lua_newstate(); a 32-bit or non-GC64 LuaJIT refuses lua_newstate, and
+ * there pawl's states keep LuaJIT's own allocator. Not through it: SQLite's
+ * and libpq's allocations (their own allocators: sqlite3_config,
+ * none for libpq), LuaJIT's machine code, the Lua state of the program
+ * that loads the Lua module (it is the program's), and the pawl program's
+ * console.
+ * malloc_fn(ud, n) and realloc_fn(ud, ptr, n) (ptr may be NULL) return
+ * NULL when out of memory; n is never 0. free_fn(ud, ptr) gets only
+ * pointers they returned, never NULL. They are called from every thread
+ * of a host at once: they must be thread-safe. */
+typedef struct pawl_allocator {
+  void *(*malloc_fn)(void *ud, size_t n);
+  void *(*realloc_fn)(void *ud, void *ptr, size_t n);
+  void (*free_fn)(void *ud, void *ptr);
+  void *ud;
+} pawl_allocator_t;
+
+/* Sets the allocator for the whole process (copied; NULL: libc's malloc,
+ * realloc and free again). Call it before the first pawl_open(), or when
+ * no handle is open and nothing pawl returned is still held (a job from
+ * before would be freed by the wrong allocator). Not thread-safe with
+ * other calls of pawl. Returns 0, PAWL_EBUSY while a handle is open,
+ * PAWL_EINVAL when one of the three functions is NULL. */
+PAWL_EXTERN int pawl_set_allocator(const pawl_allocator_t *a);
+
 /* ---- step mode (host/runner/step.c) ------------------------------------- */
 
 /* The second way to drive pawl, for a program with a loop of its own (a
@@ -1022,6 +1120,68 @@ PAWL_EXTERN int pawl_step(pawl_t *p, int64_t budget_ms);
  * like pawl_step(). Returns the time (0 or more), or a negative PAWL_E*
  * code. */
 PAWL_EXTERN int64_t pawl_next_deadline(pawl_t *p);
+
+/* ---- attached to a libuv loop (host/runner/uv_attach.c) ---------------- */
+
+/* The third way to drive pawl: on a program's libuv loop (a server). The
+ * loop's thread calls pawl_attach_uv(); pawl then adds a timer and an
+ * async handle to the loop. How jobs run, by `mode`:
+ *
+ * PAWL_UV_LOOP: on the loop thread, with the step machinery (step mode
+ *   bound to the loop thread: see pawl_step()). The timer fires at
+ *   pawl_next_deadline() (due jobs, the next poll, lease extensions and
+ *   node beats, script reloads), runs pawl_step(p, budget_ms) and, when
+ *   jobs ran, fires again at once after the loop has served its I/O. The
+ *   async handle wakes it when another thread enqueues on the handle or a
+ *   sibling. No thread at all; job code may touch the program's loop-side
+ *   data (C job types, event callbacks). The cost: while a job runs, the
+ *   loop serves nothing, so a request waits for up to the budget plus
+ *   one job's run: for short jobs.
+ * PAWL_UV_THREADS: on pawl's own worker threads (pawl_start() with
+ *   `host`), the loop keeps serving while jobs run; pawl_detach_uv() stops
+ *   the host (graceful, waits for it). Job code must not touch the loop's
+ *   data (another thread); event callbacks run on the completer thread.
+ *   For jobs that take long or block.
+ * PAWL_UV_THREADPOOL (jobs on the loop's threadpool, uv_queue_work, with a
+ *   Lua state per pool thread) is not implemented: refused with
+ *   PAWL_EINVAL. Its trade-off would sit between the two: no threads of
+ *   pawl's, but jobs then share libuv's few pool threads (4 by default)
+ *   with the program's file system and DNS work.
+ *
+ * The timer and async handle keep the loop alive (uv_run does not return)
+ * until pawl_detach_uv(). Detach before pawl_close(), on the loop thread;
+ * the handles are closed by the loop (their uv_close callbacks run at its
+ * next turn). */
+#define PAWL_UV_LOOP 0
+#define PAWL_UV_THREADS 1
+#define PAWL_UV_THREADPOOL 2
+
+typedef struct pawl_uv_opts {
+  int mode;                     /* PAWL_UV_*; default PAWL_UV_LOOP */
+  int64_t budget_ms;            /* PAWL_UV_LOOP: pawl_step's budget per
+                                   timer tick, 0..1000; 0 (default): 5 */
+  const pawl_host_opts_t *host; /* NULL: the defaults; borrowed */
+} pawl_uv_opts_t;
+
+PAWL_EXTERN void pawl_uv_opts_init(pawl_uv_opts_t *o);
+
+struct uv_loop_s;
+
+/* Attaches `p` to `loop` (borrowed: it must outlive the attachment) on
+ * the calling thread, which must be the loop's. `o` may be NULL
+ * (PAWL_UV_LOOP, defaults). Returns 0; PAWL_EINVAL (bad mode or budget,
+ * PAWL_UV_THREADPOOL, NULL loop); PAWL_EBUSY (attached already, in step
+ * mode on another thread, or pawl_start() runs); what pawl_step_start()
+ * or pawl_start() return. */
+PAWL_EXTERN int pawl_attach_uv(pawl_t *p, struct uv_loop_s *loop,
+                               const pawl_uv_opts_t *o);
+
+/* Detaches `p` from its loop, on the loop thread: stops the timer, closes
+ * the handles (freed by their close callbacks), and in PAWL_UV_THREADS
+ * stops the host (graceful) and waits for it. In PAWL_UV_LOOP the handle
+ * stays in step mode on that thread until pawl_close(). Returns 0, or
+ * PAWL_EINVAL when not attached. */
+PAWL_EXTERN int pawl_detach_uv(pawl_t *p);
 
 #ifdef __cplusplus
 }

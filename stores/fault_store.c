@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "fault.h"
 #include "store.h"
 
@@ -55,7 +56,7 @@ static int fault_claim(store_t *st, const store_claim_t *c, pawl_job_t ***out,
 static void fault_close(store_t *st) {
   fault_ops_t *f = (fault_ops_t *)st->ops;
   st->ops = f->orig;
-  free(f);
+  pawl__free(f);
   st->ops->close(st);
 }
 
@@ -63,7 +64,7 @@ int pawl__fault_store_wrap(store_t **stp, char *errbuf, size_t errlen) {
   store_t *st = *stp;
   int rc = pawl__fault_open(errbuf, errlen);
   if (rc == 0) return 0;
-  fault_ops_t *f = rc > 0 ? malloc(sizeof *f) : NULL;
+  fault_ops_t *f = rc > 0 ? pawl__malloc(sizeof *f) : NULL;
   if (rc > 0 && !f) {
     snprintf(errbuf, errlen, "out of memory");
     rc = PAWL_ENOMEM;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "redact.h"
 #include "store.h"
 
@@ -221,7 +222,7 @@ static int store_alloc_fails(void) {
 /* Grows an array by one zeroed element; NULL when out of memory. */
 void *pawl__store_push(void **arr, size_t *n, size_t size) {
   if (store_alloc_fails()) return NULL;
-  void *p = realloc(*arr, (*n + 1) * size);
+  void *p = pawl__realloc(*arr, (*n + 1) * size);
   if (!p) return NULL;
   *arr = p;
   memset((char *)p + *n * size, 0, size);
@@ -232,7 +233,7 @@ int pawl__store_dup(char **dst, const char *src) {
   *dst = NULL;
   if (!src) return 0;
   if (store_alloc_fails()) return -1;
-  *dst = strdup(src);
+  *dst = pawl__strdup(src);
   return *dst ? 0 : -1;
 }
 
@@ -252,10 +253,10 @@ static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
 
 void pawl__store_events_free(pawl_event_t *rows, size_t nrows) {
   for (size_t i = 0; i < nrows; i++) {
-    free(rows[i].actor);
-    free(rows[i].reason);
+    pawl__free(rows[i].actor);
+    pawl__free(rows[i].reason);
   }
-  free(rows);
+  pawl__free(rows);
 }
 
 /* The order is the order things were recorded in, not a sort by time
@@ -362,7 +363,7 @@ pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
     }
     total += len[k];
   }
-  pawl_job_t *j = calloc(1, total);
+  pawl_job_t *j = pawl__calloc(1, total);
   if (!j) return NULL;
   char **fields[NSTR] = {&j->type,           &j->queue,
                          &j->payload,        &j->params,
@@ -397,7 +398,7 @@ pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
   j->version = num[STORE_JOB_VERSION];
   j->store_key = 0;
   if (!j->type || !j->queue || !j->payload || !j->tags) {
-    free(j);
+    pawl__free(j);
     return NULL;
   }
   return j;
@@ -437,9 +438,9 @@ int pawl__store_log_fill(pawl_log_record_t *l, const store_row_t *r) {
   l->at = r->int64(r, 1);
   const char *level = r->text(r, 2, &n), *msg = r->text(r, 3, &n),
              *fields = r->text(r, 4, &n);
-  l->level = level ? strdup(level) : NULL;
-  l->message = msg ? strdup(msg) : NULL;
-  l->fields = fields ? strdup(fields) : NULL;
+  l->level = level ? pawl__strdup(level) : NULL;
+  l->message = msg ? pawl__strdup(msg) : NULL;
+  l->fields = fields ? pawl__strdup(fields) : NULL;
   return !l->level || !l->message || (fields && !l->fields) ? -1 : 0;
 }
 

@@ -475,7 +475,7 @@ typedef struct store_job_row {
 } store_job_row_t;
 
 /* A pawl_job_t from a job row, in one allocation (the job and its
- * strings: pawl_job_free() is one free(), and claiming a batch builds
+ * strings: pawl_job_free() is one pawl__free(), and claiming a batch builds
  * many), with `owner` (when not NULL) as its lease owner instead of the
  * row's, and store_key 0. NULL when out of memory. */
 pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,

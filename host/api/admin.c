@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "bounds.h"
 #include "handle.h"
 #include "pawl.h"
@@ -121,7 +122,7 @@ int pawl_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
   store_match_t m;
   int rc = admin_match(p, action, f, &m);
   if (rc) return rc;
-  store_pick_t *picks = malloc(ADMIN_BATCH * sizeof *picks);
+  store_pick_t *picks = pawl__malloc(ADMIN_BATCH * sizeof *picks);
   if (!picks) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
   int64_t left = f->limit > 0 ? f->limit : INT64_MAX;
   store_pick_t last;
@@ -141,7 +142,7 @@ int pawl_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
     left -= (int64_t)n;
     if (n < want) break;
   }
-  free(picks);
+  pawl__free(picks);
   /* Jobs made pending here wake this process's host at once. */
   if (r.changed && p->host &&
       (action == PAWL_ACTION_RETRY || action == PAWL_ACTION_RESUME))
@@ -165,12 +166,12 @@ static pawl_queue_stats_t *admin_queue(admin_stats_ctx_t *c, const char *q) {
   for (size_t i = 0; i < s->nqueues; i++)
     if (strcmp(s->queues[i].queue, q) == 0) return &s->queues[c->hint = i];
   pawl_queue_stats_t *grown =
-      realloc(s->queues, (s->nqueues + 1) * sizeof *grown);
+      pawl__realloc(s->queues, (s->nqueues + 1) * sizeof *grown);
   if (!grown) return NULL;
   s->queues = grown;
   pawl_queue_stats_t *qs = &s->queues[s->nqueues];
   memset(qs, 0, sizeof *qs);
-  if (!(qs->queue = strdup(q))) return NULL;
+  if (!(qs->queue = pawl__strdup(q))) return NULL;
   c->hint = s->nqueues++;
   return qs;
 }
@@ -207,14 +208,14 @@ static int admin_queue_cmp(const void *a, const void *b) {
 
 void pawl_stats_free(pawl_stats_t *s) {
   if (!s) return;
-  for (size_t i = 0; i < s->nqueues; i++) free(s->queues[i].queue);
-  free(s->queues);
-  free(s);
+  for (size_t i = 0; i < s->nqueues; i++) pawl__free(s->queues[i].queue);
+  pawl__free(s->queues);
+  pawl__free(s);
 }
 
 int pawl_stats(pawl_t *p, pawl_stats_t **out) {
   p->errmsg[0] = 0;
-  pawl_stats_t *s = calloc(1, sizeof *s);
+  pawl_stats_t *s = pawl__calloc(1, sizeof *s);
   if (!s) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
   admin_stats_ctx_t c = {s, pawl__store_now(p->store), 0};
   s->at = c.now;
@@ -239,14 +240,14 @@ typedef struct admin_nodes_ctx {
 
 static int admin_node_cb(const store_node_t *nd, void *data) {
   admin_nodes_ctx_t *c = data;
-  pawl_node_info_t *grown = realloc(c->nodes, (c->n + 1) * sizeof *grown);
+  pawl_node_info_t *grown = pawl__realloc(c->nodes, (c->n + 1) * sizeof *grown);
   if (!grown) return 1;
   c->nodes = grown;
   pawl_node_info_t *ni = &c->nodes[c->n++];
   memset(ni, 0, sizeof *ni);
-  ni->id = strdup(nd->id ? nd->id : "");
-  ni->version = strdup(nd->version ? nd->version : "");
-  ni->queues = strdup(nd->queues ? nd->queues : "");
+  ni->id = pawl__strdup(nd->id ? nd->id : "");
+  ni->version = pawl__strdup(nd->version ? nd->version : "");
+  ni->queues = pawl__strdup(nd->queues ? nd->queues : "");
   if (nd->incarnation) ni->incarnation = *nd->incarnation;
   ni->started_at = nd->started_at;
   ni->last_beat = nd->last_beat;
@@ -263,11 +264,11 @@ static int admin_running_cb(const char *owner, int64_t running, void *data) {
 void pawl_nodes_free(pawl_node_info_t *nodes, size_t n) {
   if (!nodes) return;
   for (size_t i = 0; i < n; i++) {
-    free(nodes[i].id);
-    free(nodes[i].version);
-    free(nodes[i].queues);
+    pawl__free(nodes[i].id);
+    pawl__free(nodes[i].version);
+    pawl__free(nodes[i].queues);
   }
-  free(nodes);
+  pawl__free(nodes);
 }
 
 int pawl_nodes(pawl_t *p, pawl_node_info_t **out, size_t *n) {
@@ -295,23 +296,23 @@ typedef struct admin_locks_ctx {
 
 static int admin_lock_cb(const pawl_lock_info_t *l, void *data) {
   admin_locks_ctx_t *c = data;
-  pawl_lock_info_t *grown = realloc(c->locks, (c->n + 1) * sizeof *grown);
+  pawl_lock_info_t *grown = pawl__realloc(c->locks, (c->n + 1) * sizeof *grown);
   if (!grown) return 1;
   c->locks = grown;
   pawl_lock_info_t *li = &c->locks[c->n++];
   *li = *l;
-  li->name = strdup(l->name ? l->name : "");
-  li->owner = strdup(l->owner ? l->owner : "");
+  li->name = pawl__strdup(l->name ? l->name : "");
+  li->owner = pawl__strdup(l->owner ? l->owner : "");
   return !li->name || !li->owner;
 }
 
 void pawl_locks_free(pawl_lock_info_t *locks, size_t n) {
   if (!locks) return;
   for (size_t i = 0; i < n; i++) {
-    free(locks[i].name);
-    free(locks[i].owner);
+    pawl__free(locks[i].name);
+    pawl__free(locks[i].owner);
   }
-  free(locks);
+  pawl__free(locks);
 }
 
 int pawl_locks(pawl_t *p, pawl_lock_info_t **out, size_t *n) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "bounds.h"
 #include "buf.h"
 #include "handle.h"
@@ -25,19 +26,19 @@ struct pawl__defs {
 };
 
 static void defs_free_one(pawl__def_t *d) {
-  free(d->type);
-  free(d->src);
-  free(d->path);
-  free((char *)d->opts.queue);
+  pawl__free(d->type);
+  pawl__free(d->src);
+  pawl__free(d->path);
+  pawl__free((char *)d->opts.queue);
 }
 
 void pawl__defs_free(pawl__def_t *d, size_t n) {
   for (size_t i = 0; i < n; i++) defs_free_one(&d[i]);
-  free(d);
+  pawl__free(d);
 }
 
 struct pawl__defs *pawl__defs_new(void) {
-  struct pawl__defs *d = calloc(1, sizeof *d);
+  struct pawl__defs *d = pawl__calloc(1, sizeof *d);
   if (d) pthread_mutex_init(&d->mu, NULL);
   return d;
 }
@@ -46,20 +47,20 @@ void pawl__defs_destroy(struct pawl__defs *d) {
   if (!d) return;
   pawl__defs_free(d->list, d->n);
   pthread_mutex_destroy(&d->mu);
-  free(d);
+  pawl__free(d);
 }
 
 /* A copy of `in` into `out` (zeroed on failure). 0 or -1. */
 static int defs_dup(pawl__def_t *out, const pawl__def_t *in) {
   *out = *in;
-  out->type = strdup(in->type);
-  out->path = in->path ? strdup(in->path) : NULL;
+  out->type = pawl__strdup(in->type);
+  out->path = in->path ? pawl__strdup(in->path) : NULL;
   out->src = NULL;
-  if (in->src && (out->src = malloc(in->len + 1))) {
+  if (in->src && (out->src = pawl__malloc(in->len + 1))) {
     memcpy(out->src, in->src, in->len);
     out->src[in->len] = 0;
   }
-  out->opts.queue = in->opts.queue ? strdup(in->opts.queue) : NULL;
+  out->opts.queue = in->opts.queue ? pawl__strdup(in->opts.queue) : NULL;
   if (!out->type || (in->path && !out->path) || (in->src && !out->src) ||
       (in->opts.queue && !out->opts.queue)) {
     defs_free_one(out);
@@ -76,7 +77,7 @@ int pawl__defs_copy(pawl_t *p, pawl__def_t **out, size_t *n, uint64_t *gen) {
   *gen = 0;
   if (!d) return 0;
   pthread_mutex_lock(&d->mu);
-  pawl__def_t *c = calloc(d->n ? d->n : 1, sizeof *c);
+  pawl__def_t *c = pawl__calloc(d->n ? d->n : 1, sizeof *c);
   size_t k = 0;
   int oom = !c;
   for (size_t i = 0; !oom && i < d->n; i++, k++)
@@ -119,7 +120,7 @@ static int defs_put(pawl_t *p, pawl__def_t *def) {
       return 0;
     }
   }
-  void *grown = realloc(d->list, (d->n + 1) * sizeof *d->list);
+  void *grown = pawl__realloc(d->list, (d->n + 1) * sizeof *d->list);
   if (!grown) {
     pthread_mutex_unlock(&d->mu);
     defs_free_one(def);
@@ -181,9 +182,9 @@ int pawl_define_c(pawl_t *p, const char *type, pawl_job_fn fn, void *ud,
     return pawl__fail(p, PAWL_EINVAL,
                       "queue must be 1..200 bytes when given");
   pawl__def_t def = {.fn = fn, .ud = ud, .opts = o};
-  def.type = strdup(type);
-  def.opts.queue = o.queue ? strdup(o.queue) : NULL;
-  if (asprintf(&def.path, "=%s (C)", type) < 0) def.path = NULL;
+  def.type = pawl__strdup(type);
+  def.opts.queue = o.queue ? pawl__strdup(o.queue) : NULL;
+  if (pawl__asprintf(&def.path, "=%s (C)", type) < 0) def.path = NULL;
   if (!def.type || !def.path || (o.queue && !def.opts.queue)) {
     defs_free_one(&def);
     return pawl__fail(p, PAWL_ENOMEM, "out of memory");
@@ -195,9 +196,9 @@ int pawl_define_c(pawl_t *p, const char *type, pawl_job_fn fn, void *ud,
 static int defs_lua(pawl_t *p, const char *type, const char *src, size_t len,
                     const char *chunk) {
   pawl__def_t def = {.len = len};
-  def.type = strdup(type);
-  def.path = strdup(chunk);
-  def.src = malloc(len + 1);
+  def.type = pawl__strdup(type);
+  def.path = pawl__strdup(chunk);
+  def.src = pawl__malloc(len + 1);
   if (!def.type || !def.path || !def.src) {
     defs_free_one(&def);
     return pawl__fail(p, PAWL_ENOMEM, "out of memory");

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "bounds.h"
 #include "buf.h"
 #include "handle.h"
@@ -59,14 +60,14 @@ void pawl_filter_init(pawl_filter_t *f) {
 static char *pawl_default_principal(void) {
   struct passwd *pw = getpwuid(geteuid());
   const char *user = pw && pw->pw_name ? pw->pw_name : getenv("USER");
-  return strdup(user ? user : "unknown");
+  return pawl__strdup(user ? user : "unknown");
 }
 
 static char *pawl_default_node_id(void) {
   char host[256] = "localhost", *id = NULL;
   gethostname(host, sizeof host - 1);
   host[sizeof host - 1] = 0;
-  if (asprintf(&id, "%s-%d", host, (int)getpid()) < 0) return NULL;
+  if (pawl__asprintf(&id, "%s-%d", host, (int)getpid()) < 0) return NULL;
   return id;
 }
 
@@ -108,14 +109,15 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
              opts->file_mode);
     return PAWL_EINVAL;
   }
-  pawl_t *p = calloc(1, sizeof *p);
+  pawl_t *p = pawl__calloc(1, sizeof *p);
+  if (p) pawl__alloc_handles(1);
   if (!p) {
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }
-  p->node_id = opts->node_id ? strdup(opts->node_id) : pawl_default_node_id();
+  p->node_id = opts->node_id ? pawl__strdup(opts->node_id) : pawl_default_node_id();
   p->principal =
-      opts->principal ? strdup(opts->principal) : pawl_default_principal();
+      opts->principal ? pawl__strdup(opts->principal) : pawl_default_principal();
   p->lease_ms = opts->lease_ms ? opts->lease_ms : 30000;
   pawl_id_new(&p->incarnation);
   if (!p->node_id || !p->principal) {
@@ -123,7 +125,7 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }
-  p->gate = malloc(sizeof *p->gate);
+  p->gate = pawl__malloc(sizeof *p->gate);
   if (!p->gate) {
     pawl_close(p);
     snprintf(errbuf, errlen, "out of memory");
@@ -157,7 +159,7 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
   }
   /* Kept for sibling handles: same database, settings already applied. */
   p->cfg = cfg;
-  p->cfg.url = strdup(url);
+  p->cfg.url = pawl__strdup(url);
   p->cfg.age_boost_ms = -1;
   p->cfg.no_migrate = 1;
   p->cfg.create = 0; /* a sibling never makes a new database of its own */
@@ -172,13 +174,14 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
 
 int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
                        char *errbuf, size_t errlen) {
-  pawl_t *p = calloc(1, sizeof *p);
+  pawl_t *p = pawl__calloc(1, sizeof *p);
+  if (p) pawl__alloc_handles(1);
   if (!p) {
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }
-  p->node_id = strdup(parent->node_id);
-  p->principal = strdup(principal ? principal : parent->principal);
+  p->node_id = pawl__strdup(parent->node_id);
+  p->principal = pawl__strdup(principal ? principal : parent->principal);
   p->lease_ms = parent->lease_ms;
   p->incarnation = parent->incarnation;
   p->host = parent->host;
@@ -186,7 +189,7 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
   p->cfg = parent->cfg;
   /* The host's connections leave checkpoints to its checkpointer. */
   p->cfg.no_autocheckpoint = 1;
-  p->cfg.url = p->node_id && p->principal ? strdup(parent->cfg.url) : NULL;
+  p->cfg.url = p->node_id && p->principal ? pawl__strdup(parent->cfg.url) : NULL;
   if (!p->cfg.url) {
     pawl_close(p);
     snprintf(errbuf, errlen, "out of memory");
@@ -206,14 +209,15 @@ void pawl_close(pawl_t *p) {
   if (p->owns_host) p->host_ops->free(p);
   pawl__defs_destroy(p->defs);
   if (p->store) p->store->ops->close(p->store);
-  free((char *)p->cfg.url);
+  pawl__free((char *)p->cfg.url);
   if (p->gate) {
     pthread_mutex_destroy(p->gate);
-    free(p->gate);
+    pawl__free(p->gate);
   }
-  free(p->node_id);
-  free(p->principal);
-  free(p);
+  pawl__free(p->node_id);
+  pawl__free(p->principal);
+  pawl__free(p);
+  pawl__alloc_handles(-1);
 }
 
 const char *pawl_errmsg(pawl_t *p) {
@@ -435,10 +439,10 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
   if (n == 0) return 0;
   pawl_enqueue_opts_t defaults;
   pawl_enqueue_opts_init(&defaults);
-  store_new_job_t *jobs = calloc(n, sizeof *jobs);
-  pawl_buf_t *tags = calloc(n, sizeof *tags);
-  pawl_id_t *tmp_ids = ids ? NULL : calloc(n, sizeof *tmp_ids);
-  int *tmp_st = statuses ? NULL : calloc(n, sizeof *tmp_st);
+  store_new_job_t *jobs = pawl__calloc(n, sizeof *jobs);
+  pawl_buf_t *tags = pawl__calloc(n, sizeof *tags);
+  pawl_id_t *tmp_ids = ids ? NULL : pawl__calloc(n, sizeof *tmp_ids);
+  int *tmp_st = statuses ? NULL : pawl__calloc(n, sizeof *tmp_st);
   int rc = 0;
   if (!jobs || !tags || (!ids && !tmp_ids) || (!statuses && !tmp_st))
     rc = pawl__fail(p, PAWL_ENOMEM, "out of memory");
@@ -452,18 +456,33 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
       pawl__fail(p, rc, "job %zu: %s", i + 1, msg);
     }
   }
+  /* The host's events (if it wants them) hold their places before the
+   * insert, so that no job is seen starting before it was enqueued. */
+  void *places = !rc && p->host && p->host_ops->enqueue_begin
+                     ? p->host_ops->enqueue_begin(p->host, n)
+                     : NULL;
   if (!rc)
     rc = pawl_from_store(p, p->store->ops->jobs.insert(
                                 p->store, jobs, n, ids ? ids : tmp_ids,
                                 statuses ? statuses : tmp_st));
+  if (places) {
+    void *at = places;
+    const pawl_id_t *got = ids ? ids : tmp_ids;
+    const int *st = statuses ? statuses : tmp_st;
+    for (size_t i = 0; i < n; i++)
+      p->host_ops->enqueue_fill(&at, i + 1 < n, &got[i], jobs[i].type,
+                                jobs[i].queue, jobs[i].run_at,
+                                !rc && st[i] == PAWL_ENQ_NEW);
+    p->host_ops->enqueue_end(p->host, places, n);
+  }
   /* In-process enqueues wake the host's poller at once. */
   if (!rc && p->host) p->host_ops->wake(p->host);
   if (tags)
     for (size_t i = 0; i < n; i++) pawl__buf_free(&tags[i]);
-  free(tags);
-  free(jobs);
-  free(tmp_ids);
-  free(tmp_st);
+  pawl__free(tags);
+  pawl__free(jobs);
+  pawl__free(tmp_ids);
+  pawl__free(tmp_st);
   return rc;
 }
 

@@ -26,6 +26,17 @@ typedef struct pawl__host_ops {
   /* pawl_close() of the handle that started the host: stop it, wait for
    * its threads, free it. Called on the closing thread. */
   void (*free)(pawl_t *p);
+  /* Events of an enqueue (runner/events.c), so that a job's ENQUEUED
+   * event comes before anything the host does with it: places for `n`
+   * events are taken before the insert (NULL: the host wants none),
+   * filled after it for the jobs it made (fill: the job at `*place`,
+   * which moves on to the next when `more`), and committed (unfilled places are dropped). May be
+   * NULL (no events). Called on the enqueuing thread. */
+  void *(*enqueue_begin)(struct host *h, size_t n);
+  void (*enqueue_fill)(void **place, int more, const pawl_id_t *id,
+                       const char *type, const char *queue, int64_t run_at,
+                       int made);
+  void (*enqueue_end)(struct host *h, void *first, size_t n);
 } pawl__host_ops_t;
 
 /* Attaches host `h` (NULL: detaches) to `p`; `owns`: p started it and

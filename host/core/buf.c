@@ -1,4 +1,5 @@
 /* buf.c: growable byte buffer; see buf.h. */
+#include "alloc.h"
 #include "buf.h"
 #include "json.h"
 
@@ -21,7 +22,7 @@ void pawl__buf_init(pawl_buf_t *b) {
 }
 
 void pawl__buf_free(pawl_buf_t *b) {
-  free(b->data);
+  pawl__free(b->data);
   pawl__buf_init(b);
 }
 
@@ -52,7 +53,7 @@ static int buf_reserve(pawl_buf_t *b, size_t n) {
     }
     cap *= 2;
   }
-  char *p = realloc(b->data, cap);
+  char *p = pawl__realloc(b->data, cap);
   if (p == NULL) {
     b->oom = 1;
     return -1;
@@ -113,7 +114,7 @@ char *pawl__buf_detach(pawl_buf_t *b) {
       out = b->data;
       b->data = NULL;
     } else {
-      out = malloc(1);
+      out = pawl__malloc(1);
       if (out != NULL) out[0] = '\0';
     }
   }

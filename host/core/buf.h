@@ -38,7 +38,7 @@ void pawl__buf_printf(pawl_buf_t *b, const char *fmt, ...)
 const char *pawl__buf_cstr(pawl_buf_t *b);
 
 /* Hands the contents to the caller as a malloc'd NUL-terminated string (free
- * it with free()) and leaves b empty as after pawl__buf_init. Returns NULL, still
+ * it with pawl__free()) and leaves b empty as after pawl__buf_init. Returns NULL, still
  * emptying b, if b->oom was set or the copy could not be allocated. */
 char *pawl__buf_detach(pawl_buf_t *b);
 

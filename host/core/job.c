@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "pawl.h"
 
 /* ---- errors and names --------------------------------------------------- */
@@ -62,37 +63,37 @@ int pawl_state_parse(const char *name) {
 /* ---- jobs and history memory -------------------------------------------- */
 
 /* A job and its strings are one allocation (see the store). */
-void pawl_job_free(pawl_job_t *j) { free(j); }
+void pawl_job_free(pawl_job_t *j) { pawl__free(j); }
 
 void pawl_jobs_free(pawl_job_t **jobs, size_t n) {
   if (!jobs) return;
   for (size_t i = 0; i < n; i++) pawl_job_free(jobs[i]);
-  free(jobs);
+  pawl__free(jobs);
 }
 
 void pawl_history_free(pawl_history_t *h) {
   if (!h) return;
   for (size_t i = 0; i < h->nattempts; i++) {
-    free(h->attempts[i].node);
-    free(h->attempts[i].outcome);
-    free(h->attempts[i].error);
+    pawl__free(h->attempts[i].node);
+    pawl__free(h->attempts[i].outcome);
+    pawl__free(h->attempts[i].error);
   }
   for (size_t i = 0; i < h->nevents; i++) {
-    free(h->events[i].actor);
-    free(h->events[i].reason);
+    pawl__free(h->events[i].actor);
+    pawl__free(h->events[i].reason);
   }
-  free(h->attempts);
-  free(h->events);
-  free(h);
+  pawl__free(h->attempts);
+  pawl__free(h->events);
+  pawl__free(h);
 }
 
 void pawl_logs_free(pawl_log_record_t *logs, size_t n) {
   if (!logs) return;
   for (size_t i = 0; i < n; i++) {
-    free(logs[i].level);
-    free(logs[i].message);
-    free(logs[i].fields);
+    pawl__free(logs[i].level);
+    pawl__free(logs[i].message);
+    pawl__free(logs[i].fields);
   }
-  free(logs);
+  pawl__free(logs);
 }
 

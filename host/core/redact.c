@@ -12,6 +12,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "alloc.h"
 #include "redact.h"
 
 #include <stdlib.h>
@@ -287,7 +288,7 @@ static void secret_add(redact_secrets_t *z, const char *p, size_t n) {
   if (n == 0 || z->n >= REDACT_MAX) return;
   for (size_t i = 0; i < z->n; i++)
     if (strlen(z->s[i]) == n && memcmp(z->s[i], p, n) == 0) return;
-  char *c = strndup(p, n);
+  char *c = pawl__strndup(p, n);
   if (!c) {
     z->oom = 1;
     return;
@@ -302,7 +303,7 @@ static void redact_collect(const char *conninfo, redact_secrets_t *z) {
   for (size_t i = 0; i < sp.n; i++) {
     const char *v = conninfo + sp.s[i].start;
     size_t n = sp.s[i].end - sp.s[i].start;
-    char *alt = malloc(n + 1);
+    char *alt = pawl__malloc(n + 1);
     if (!alt) {
       z->oom = 1;
       return;
@@ -324,7 +325,7 @@ static void redact_collect(const char *conninfo, redact_secrets_t *z) {
       }
       secret_add(z, alt, k);
     }
-    free(alt);
+    pawl__free(alt);
   }
 }
 
@@ -396,7 +397,7 @@ void pawl__redact_message(const char *conninfo, const char *msg, int malformed,
   redact_patterns(pawl__buf_cstr(&cur), &next);
   if (cur.oom || z.oom) next.oom = 1; /* never show a half-cleaned text */
   redact_copy_out(&next, out, len);
-  for (size_t i = 0; i < z.n; i++) free(z.s[i]);
+  for (size_t i = 0; i < z.n; i++) pawl__free(z.s[i]);
   pawl__buf_free(&cur);
   pawl__buf_free(&next);
 }

@@ -11,6 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "alloc.h"
 #include "tz.h"
 
 #include <errno.h>
@@ -290,11 +291,11 @@ const char *pawl__tz_name(const pawl__tz_t *tz) { return tz->name; }
 
 void pawl__tz_free(pawl__tz_t *tz) {
   if (!tz || tz == &tz_utc_zone) return;
-  free(tz->name);
-  free(tz->path);
-  free(tz->at);
-  free(tz->off);
-  free(tz);
+  pawl__free(tz->name);
+  pawl__free(tz->path);
+  pawl__free(tz->at);
+  pawl__free(tz->off);
+  pawl__free(tz);
 }
 
 static int tz_fail(char *err, size_t errlen, int code, const char *fmt, ...)
@@ -352,13 +353,13 @@ static int tz_extend(pawl__tz_t *z) {
   pawl__civil_from_days(tz_floor_div(last, 86400), &y0, &m, &d);
   if (y0 < 1800 || y0 >= y1) return 0;
   size_t cap = z->n + (size_t)(y1 - y0 + 1) * 2;
-  tz_change_t *ch = malloc((size_t)(y1 - y0 + 1) * 2 * sizeof *ch);
-  int64_t *at = realloc(z->at, cap * sizeof *at);
+  tz_change_t *ch = pawl__malloc((size_t)(y1 - y0 + 1) * 2 * sizeof *ch);
+  int64_t *at = pawl__realloc(z->at, cap * sizeof *at);
   if (at) z->at = at;
-  int32_t *off = at ? realloc(z->off, cap * sizeof *off) : NULL;
+  int32_t *off = at ? pawl__realloc(z->off, cap * sizeof *off) : NULL;
   if (off) z->off = off;
   if (!ch || !at || !off) {
-    free(ch);
+    pawl__free(ch);
     return PAWL_ENOMEM;
   }
   size_t nch = tzr_changes(&z->rule, y0, y1, ch);
@@ -370,7 +371,7 @@ static int tz_extend(pawl__tz_t *z) {
     z->n++;
     cur = ch[i].off;
   }
-  free(ch);
+  pawl__free(ch);
   return 0;
 }
 
@@ -453,12 +454,12 @@ int pawl__tz_parse(const char *name, const unsigned char *data, size_t len,
     }
   }
 
-  pawl__tz_t *z = calloc(1, sizeof *z);
+  pawl__tz_t *z = pawl__calloc(1, sizeof *z);
   if (!z) return tz_fail(err, errlen, PAWL_ENOMEM, "out of memory");
-  z->name = strdup(nm);
+  z->name = pawl__strdup(nm);
   size_t cap = h.timecnt ? h.timecnt : 1;
-  z->at = malloc(cap * sizeof *z->at);
-  z->off = malloc(cap * sizeof *z->off);
+  z->at = pawl__malloc(cap * sizeof *z->at);
+  z->off = pawl__malloc(cap * sizeof *z->off);
   if (!z->name || !z->at || !z->off) {
     pawl__tz_free(z);
     return tz_fail(err, errlen, PAWL_ENOMEM, "out of memory");
@@ -612,7 +613,7 @@ static int tz_load(const char *name, const char *path, pawl__tz_t **out,
     rc = tz_fail(err, errlen, PAWL_EIO,
                  "time zone \"%s\": %s is not a TZif file of at most %d bytes",
                  name, path, PAWL__TZ_FILE_MAX);
-  } else if (!(data = malloc((size_t)sb.st_size + 1))) {
+  } else if (!(data = pawl__malloc((size_t)sb.st_size + 1))) {
     rc = tz_fail(err, errlen, PAWL_ENOMEM, "out of memory");
   } else {
     size_t got = 0, want = (size_t)sb.st_size;
@@ -628,7 +629,7 @@ static int tz_load(const char *name, const char *path, pawl__tz_t **out,
     else
       rc = pawl__tz_parse(name, data, got, out, err, errlen);
   }
-  free(data);
+  pawl__free(data);
   close(fd);
   return rc;
 }
@@ -646,7 +647,7 @@ int pawl__tz_get(const char *name, const pawl__tz_t **out, char *err,
   const char *dir = getenv("TZDIR");
   if (!dir || !*dir) dir = TZ_DEFAULT_DIR;
   size_t plen = strlen(dir) + 1 + strlen(name) + 1;
-  char *path = malloc(plen);
+  char *path = pawl__malloc(plen);
   if (!path) return tz_fail(err, errlen, PAWL_ENOMEM, "out of memory");
   snprintf(path, plen, "%s/%s", dir, name);
 
@@ -665,7 +666,7 @@ int pawl__tz_get(const char *name, const pawl__tz_t **out, char *err,
     }
   }
   pthread_mutex_unlock(&tz_lock);
-  free(path);
+  pawl__free(path);
   if (!rc) *out = z;
   return rc;
 }

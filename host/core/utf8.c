@@ -1,4 +1,5 @@
 /* utf8.c: text made safe for every backend (see utf8.h). */
+#include "alloc.h"
 #include "utf8.h"
 
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 char *pawl__utf8_scrub(const char *s, size_t len, size_t *outlen) {
   /* At most three bytes (U+FFFD) for each byte in. */
   if (len > ((size_t)-1 - 1) / 3) return NULL;
-  char *out = malloc(len * 3 + 1);
+  char *out = pawl__malloc(len * 3 + 1);
   if (!out) return NULL;
   const unsigned char *p = (const unsigned char *)s;
   size_t i = 0, k = 0;

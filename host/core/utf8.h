@@ -12,7 +12,7 @@
 /* A copy of s[0..len) (which may hold NUL bytes) that is valid UTF-8 with
  * no NUL: every byte that does not start a well-formed sequence, and every
  * NUL, becomes U+FFFD. *outlen (may be NULL) receives its length. NULL
- * when out of memory. Free with free(). */
+ * when out of memory. Free with pawl__free(). */
 char *pawl__utf8_scrub(const char *s, size_t len, size_t *outlen);
 
 /* Rewrites, in place, every \u0000 escape inside the strings of the JSON

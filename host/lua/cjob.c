@@ -23,6 +23,7 @@
 
 #include <lauxlib.h>
 
+#include "alloc.h"
 #include "json.h"
 #include "ljson.h"
 #include "state.h"
@@ -59,12 +60,12 @@ static int cjob_run(lua_State *L) {
   double took = cjob_mono_ms() - t0;
   int late = timeout_s > 0 && took > timeout_s * 1000.0;
   if (!late && rc == PAWL_JOB_OK) {
-    free(ctx.error);
+    pawl__free(ctx.error);
     if (!ctx.result) return 0;
     /* A Lua string first, so that nothing C owns is lost if memory runs
      * out while decoding. */
     lua_pushstring(L, ctx.result);
-    free(ctx.result);
+    pawl__free(ctx.result);
     size_t len = 0;
     const char *s = lua_tolstring(L, -1, &len);
     char err[256];
@@ -72,7 +73,7 @@ static int cjob_run(lua_State *L) {
       return luaL_error(L, "the C job's result: %s", err);
     return 1;
   }
-  free(ctx.result);
+  pawl__free(ctx.result);
   if (late)
     lua_pushfstring(L, "job timed out after %f s (a C job is stopped only "
                        "when it returns)", timeout_s);
@@ -80,7 +81,7 @@ static int cjob_run(lua_State *L) {
     lua_pushstring(L, ctx.error);
   else
     lua_pushfstring(L, "the C job failed (it returned %d)", rc);
-  free(ctx.error);
+  pawl__free(ctx.error);
   if (!late && rc == PAWL_JOB_FATAL) {
     /* { [SENTINEL] = "fatal", message = msg }, as pawl.fatal raises. */
     lua_createtable(L, 0, 2);
@@ -129,17 +130,17 @@ int pawl_ctx_set_result(pawl_ctx_t *ctx, const char *json) {
   char err[256];
   if (pawl__json_validate(json, strlen(json), err, sizeof err) != 0)
     return PAWL_EINVAL;
-  char *copy = strdup(json);
+  char *copy = pawl__strdup(json);
   if (!copy) return PAWL_ENOMEM;
-  free(ctx->result);
+  pawl__free(ctx->result);
   ctx->result = copy;
   return 0;
 }
 
 int pawl_ctx_fail(pawl_ctx_t *ctx, const char *msg) {
-  char *copy = strdup(msg ? msg : "(no error message)");
+  char *copy = pawl__strdup(msg ? msg : "(no error message)");
   if (!copy) return PAWL_ENOMEM;
-  free(ctx->error);
+  pawl__free(ctx->error);
   ctx->error = copy;
   return 0;
 }

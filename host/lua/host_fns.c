@@ -17,6 +17,7 @@
 
 #include <lauxlib.h>
 
+#include "alloc.h"
 #include "bounds.h"
 #include "clock.h"
 #include "json.h"
@@ -63,19 +64,19 @@ static int host_fn_log(lua_State *L) {
       lua_isnoneornil(L, 4) ? NULL : luaL_checklstring(L, 4, &fields_len);
   if (w->nlogs < WORKER_MAX_LOGS && w->nlogs == w->logs_cap) {
     size_t cap = w->logs_cap ? w->logs_cap * 2 : 8;
-    void *p = realloc(w->logs, cap * sizeof *w->logs);
+    void *p = pawl__realloc(w->logs, cap * sizeof *w->logs);
     if (!p) return luaL_error(L, "out of memory");
     w->logs = p;
     w->logs_cap = cap;
   }
   /* Nothing below raises until these are kept or freed. */
-  char *lvl = strdup(level);
+  char *lvl = pawl__strdup(level);
   char *msg = pawl__utf8_scrub(msg_in, msg_len, NULL);
   char *fields = fields_in ? pawl__utf8_scrub(fields_in, fields_len, &fields_len) : NULL;
   if (!lvl || !msg || (fields_in && !fields)) {
-    free(lvl);
-    free(msg);
-    free(fields);
+    pawl__free(lvl);
+    pawl__free(msg);
+    pawl__free(fields);
     return luaL_error(L, "out of memory");
   }
   if (fields) {
@@ -83,9 +84,9 @@ static int host_fn_log(lua_State *L) {
     pawl__utf8_json_no_nul(fields);
     int bad = pawl__json_validate(fields, fields_len, err, sizeof err) != 0;
     if (bad || !pawl__json_is_object(fields, fields_len)) {
-      free(lvl);
-      free(msg);
-      free(fields);
+      pawl__free(lvl);
+      pawl__free(msg);
+      pawl__free(fields);
       if (bad)
         lua_pushfstring(L, "fields cannot be stored: %s", err);
       else
@@ -103,9 +104,9 @@ static int host_fn_log(lua_State *L) {
   pawl__log_str(&line, "fields", fields);
   pawl__log_end(&line);
   if (w->nlogs >= WORKER_MAX_LOGS) {
-    free(lvl);
-    free(msg);
-    free(fields);
+    pawl__free(lvl);
+    pawl__free(msg);
+    pawl__free(fields);
     return 0;
   }
   pawl_log_entry_t *e = &w->logs[w->nlogs++];
@@ -337,17 +338,17 @@ static int host_fn_sleep(lua_State *L) {
 static int host_fn_lock_keep(pawl__lua_t *w, const char *name, const char *owner) {
   if (w->nlocks == w->locks_cap) {
     size_t cap = w->locks_cap ? w->locks_cap * 2 : 4;
-    pawl__lua_lock_t *p = realloc(w->locks, cap * sizeof *p);
+    pawl__lua_lock_t *p = pawl__realloc(w->locks, cap * sizeof *p);
     if (!p) return PAWL_ENOMEM;
     w->locks = p;
     w->locks_cap = cap;
   }
   pawl__lua_lock_t *k = &w->locks[w->nlocks];
-  k->name = strdup(name);
-  k->owner = strdup(owner);
+  k->name = pawl__strdup(name);
+  k->owner = pawl__strdup(owner);
   if (!k->name || !k->owner) {
-    free(k->name);
-    free(k->owner);
+    pawl__free(k->name);
+    pawl__free(k->owner);
     return PAWL_ENOMEM;
   }
   w->nlocks++;
@@ -358,8 +359,8 @@ static void host_fn_lock_forget(pawl__lua_t *w, const char *name, const char *ow
   for (size_t i = 0; i < w->nlocks; i++) {
     pawl__lua_lock_t *k = &w->locks[i];
     if (strcmp(k->name, name) != 0 || strcmp(k->owner, owner) != 0) continue;
-    free(k->name);
-    free(k->owner);
+    pawl__free(k->name);
+    pawl__free(k->owner);
     w->locks[i] = w->locks[--w->nlocks];
     return;
   }
@@ -380,8 +381,8 @@ void pawl__lua_release_locks(pawl__lua_t *w) {
       pawl__log_str(&line, "error", pawl_errmsg(w->cfg.p));
       pawl__log_end(&line);
     }
-    free(k->name);
-    free(k->owner);
+    pawl__free(k->name);
+    pawl__free(k->owner);
   }
   w->nlocks = 0;
 }
@@ -510,10 +511,10 @@ void pawl__lua_push_host(lua_State *L, pawl__lua_t *w) {
 
 void pawl__lua_forget_locks(pawl__lua_t *w) {
   for (size_t i = 0; i < w->nlocks; i++) {
-    free(w->locks[i].name);
-    free(w->locks[i].owner);
+    pawl__free(w->locks[i].name);
+    pawl__free(w->locks[i].owner);
   }
-  free(w->locks);
+  pawl__free(w->locks);
   w->locks = NULL;
   w->nlocks = w->locks_cap = 0;
 }

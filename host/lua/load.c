@@ -11,6 +11,7 @@
 
 #include <lauxlib.h>
 
+#include "alloc.h"
 #include "state.h"
 
 /* How long a script's top level may run where there is no host (loading
@@ -103,7 +104,7 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
         stopped = 1;
       } else if (rc != 0) {
         if (why) {
-          if (asprintf(&msg, "script %s: loading took longer than %g s", name,
+          if (pawl__asprintf(&msg, "script %s: loading took longer than %g s", name,
                        limit) < 0)
             msg = NULL;
         } else {
@@ -126,7 +127,7 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
       if (msg && errors)
         errors[i] = msg;
       else
-        free(msg);
+        pawl__free(msg);
     }
   }
   lua_settop(L, top);

@@ -40,6 +40,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "alloc.h"
 #include "ljson.h"
 #include "bounds.h"
 #include "pawl.h"
@@ -1344,8 +1345,8 @@ typedef struct lpawl_adm_box {
 #define LPAWL_ADM_BOX "pawl.admin_box"
 
 static void lpawl_adm_box_free(lpawl_adm_box_t *b) {
-  for (size_t i = 0; i < b->nnames; i++) free(b->names[i]);
-  free(b->names);
+  for (size_t i = 0; i < b->nnames; i++) pawl__free(b->names[i]);
+  pawl__free(b->names);
   pawl_stats_free(b->stats);
   pawl_nodes_free(b->nodes, b->nnodes);
   pawl_locks_free(b->locks, b->nlocks);
@@ -1502,14 +1503,14 @@ static int lpawl_adm_scripts(lua_State *L) {
     if (!lpawl_adm_is_script(e->d_name, &len)) continue;
     if (b->nnames == cap) {
       cap = cap ? cap * 2 : 16;
-      char **grown = realloc(b->names, cap * sizeof *grown);
+      char **grown = pawl__realloc(b->names, cap * sizeof *grown);
       if (!grown) {
         oom = 1;
         break;
       }
       b->names = grown;
     }
-    if (!(b->names[b->nnames] = strndup(e->d_name, len))) oom = 1;
+    if (!(b->names[b->nnames] = pawl__strndup(e->d_name, len))) oom = 1;
     else b->nnames++;
   }
   closedir(d);

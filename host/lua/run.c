@@ -16,6 +16,7 @@
 
 #include <lauxlib.h>
 
+#include "alloc.h"
 #include "bounds.h"
 #include "fault.h"
 #include "json.h"
@@ -117,7 +118,7 @@ static void run_fail(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index) {
   if (rc != 0) {
     /* Only a bug in pawl.worker gets here; never store the raw error. */
     o->kind = PAWL_OUT_FAILED;
-    o->error = strdup("the error could not be processed (the sanitizer or "
+    o->error = pawl__strdup("the error could not be processed (the sanitizer or "
                       "retry step failed)");
     lua_pop(L, 1);
   } else {
@@ -148,10 +149,10 @@ static void run_fail(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index) {
         snprintf(bad, sizeof bad, "now plus the delay is past the latest run "
                                   "time");
       char *both = NULL;
-      if (asprintf(&both, "%s%s%s", o->error ? o->error : "",
+      if (pawl__asprintf(&both, "%s%s%s", o->error ? o->error : "",
                    o->error ? "\n" : "", bad) < 0)
         both = NULL;
-      free(o->error);
+      pawl__free(o->error);
       o->error = both;
       o->kind = PAWL_OUT_FAILED;
     }
@@ -198,7 +199,7 @@ static int run_take_result(pawl__lua_t *w, pawl__lua_outcome_t *o) {
     return -1;
   }
   if (json) {
-    o->result = pawl__fault_hit(FAULT_RESULT_ALLOC) ? NULL : strndup(json, len);
+    o->result = pawl__fault_hit(FAULT_RESULT_ALLOC) ? NULL : pawl__strndup(json, len);
     if (!o->result) {
       lua_pop(L, 1);
       lua_pushliteral(L, "the job's result could not be kept: out of memory");
@@ -226,7 +227,7 @@ static void run_job_begin(pawl__lua_t *w, const pawl_job_t *job) {
 static void run_job_end(pawl__lua_t *w, pawl__lua_outcome_t *o) {
   if (!o->error && o->kind != PAWL_OUT_SUCCEEDED &&
       o->kind != PAWL_OUT_SNOOZE && o->kind != PAWL_OUT_RELEASE)
-    o->error = strdup("(no error message)");
+    o->error = pawl__strdup("(no error message)");
   o->logs = w->logs;
   o->nlogs = w->nlogs;
   w->logs = NULL;
@@ -350,14 +351,14 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
 }
 
 void pawl__lua_outcome_free(pawl__lua_outcome_t *o) {
-  free(o->result);
-  free(o->error);
+  pawl__free(o->result);
+  pawl__free(o->error);
   for (size_t i = 0; i < o->nlogs; i++) {
-    free((char *)o->logs[i].level);
-    free((char *)o->logs[i].message);
-    free((char *)o->logs[i].fields);
+    pawl__free((char *)o->logs[i].level);
+    pawl__free((char *)o->logs[i].message);
+    pawl__free((char *)o->logs[i].fields);
   }
-  free(o->logs);
+  pawl__free(o->logs);
   memset(o, 0, sizeof *o);
 }
 

@@ -3,6 +3,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "alloc.h"
 #include "state.h"
 
 #include <pthread.h>
@@ -36,7 +37,7 @@ static pthread_mutex_t state_open_mu = PTHREAD_MUTEX_INITIALIZER;
  * interrupt hook (a hook has no upvalues). */
 static const char state_owner_key = 0;
 
-char *pawl__lua_strdup(const char *s) { return s ? strdup(s) : NULL; }
+char *pawl__lua_strdup(const char *s) { return s ? pawl__strdup(s) : NULL; }
 
 /* ---- interrupts --------------------------------------------------------- */
 
@@ -191,19 +192,42 @@ static int state_setup(lua_State *L) {
   return 0;
 }
 
+/* lua_Alloc over the program's allocator (pawl_set_allocator). */
+static void *state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  (void)ud;
+  (void)osize;
+  if (nsize == 0) {
+    pawl__free(ptr);
+    return NULL;
+  }
+  return pawl__realloc(ptr, nsize);
+}
+
+/* A new state: on the program's allocator when it set one and LuaJIT
+ * takes one, else on LuaJIT's own (faster: made for it). LuaJIT's
+ * lua_newstate returns NULL on 64-bit targets built without GC64 (its
+ * objects must then live in the low 2 GB): those keep LuaJIT's. */
+static lua_State *state_new(void) {
+  if (pawl__allocator()) {
+    lua_State *L = lua_newstate(state_alloc, NULL);
+    if (L) return L;
+  }
+  return luaL_newstate();
+}
+
 int pawl__lua_open(const pawl__lua_config_t *cfg, pawl__lua_t **out,
                    char *err, size_t errlen) {
-  pawl__lua_t *w = calloc(1, sizeof *w);
+  pawl__lua_t *w = pawl__calloc(1, sizeof *w);
   if (!w) {
     snprintf(err, errlen, "cannot create a Lua state: out of memory");
     return PAWL_ENOMEM;
   }
   w->cfg = *cfg;
   pthread_mutex_lock(&state_open_mu);
-  lua_State *L = luaL_newstate();
+  lua_State *L = state_new();
   if (!L) {
     pthread_mutex_unlock(&state_open_mu);
-    free(w);
+    pawl__free(w);
     snprintf(err, errlen, "cannot create a Lua state: out of memory");
     return PAWL_ENOMEM;
   }
@@ -218,7 +242,7 @@ int pawl__lua_open(const pawl__lua_config_t *cfg, pawl__lua_t **out,
     snprintf(err, errlen, "cannot set up the worker's Lua state: %s",
              lua_tostring(L, -1));
     lua_close(L);
-    free(w);
+    pawl__free(w);
     return PAWL_ESTORE;
   }
   lua_pop(L, 1);
@@ -230,6 +254,6 @@ void pawl__lua_close(pawl__lua_t *w) {
   if (!w) return;
   if (w->L) lua_close(w->L);
   pawl__lua_forget_locks(w);
-  free(w->logs);
-  free(w);
+  pawl__free(w->logs);
+  pawl__free(w);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "host.h"
 #include "iso8601.h"
@@ -55,11 +56,34 @@ static void completer_log(host_t *h, const host_outcome_t *o) {
     /* The first line (the message with its file:line); the traceback is in
      * the stored error (pawl show). */
     size_t n = strcspn(o->error, "\n");
-    char *first = strndup(o->error, n);
+    char *first = pawl__strndup(o->error, n);
     pawl__log_str(&line, "error", first ? first : o->error);
-    free(first);
+    pawl__free(first);
   }
   pawl__log_end(&line);
+}
+
+/* The events of a stored attempt (host.h, events.c). Called with h->mu
+ * held. */
+static void completer_event(host_t *h, const host_outcome_t *o) {
+  if (!h->opts.event_fn || !o->job) return;
+  int32_t a = o->out.attempt;
+  switch (o->out.kind) {
+  case PAWL_OUT_SUCCEEDED:
+    pawl__host_event_locked(h, PAWL_EV_SUCCEEDED, o->job, NULL, a, NULL, 0);
+    break;
+  case PAWL_OUT_RETRY:
+  case PAWL_OUT_FAILED: {
+    int retry = o->out.kind == PAWL_OUT_RETRY;
+    pawl__host_event_locked(h, PAWL_EV_FAILED, o->job, NULL, a, o->error, 0);
+    pawl__host_event_locked(h, retry ? PAWL_EV_RETRIED : PAWL_EV_DEAD,
+                            o->job, NULL, a, o->error,
+                            retry ? o->out.run_at : 0);
+    break;
+  }
+  default:
+    break; /* snoozes and hand-backs: no event */
+  }
 }
 
 /* The completer ends once nothing more can arrive: the poller is done and
@@ -75,7 +99,7 @@ static int completer_may_end(host_t *h) {
     for (int i = 0; i < h->nworkers; i++) {
       worker_t *w = h->workers[i];
       pthread_mutex_lock(&w->dl);
-      host_outcome_t *o = w->has_current ? calloc(1, sizeof *o) : NULL;
+      host_outcome_t *o = w->has_current ? pawl__calloc(1, sizeof *o) : NULL;
       if (o) {
         o->worker = -1;
         o->hook_ref = PAWL__LUA_NOREF;
@@ -114,19 +138,19 @@ typedef struct completer {
 
 void pawl__completer_free(completer_t *c) {
   if (!c) return;
-  free(c->outs);
-  free(c->rcs);
-  free(c->batch);
-  free(c);
+  pawl__free(c->outs);
+  pawl__free(c->rcs);
+  pawl__free(c->batch);
+  pawl__free(c);
 }
 
 completer_t *pawl__completer_new(host_t *h) {
-  completer_t *c = calloc(1, sizeof *c);
+  completer_t *c = pawl__calloc(1, sizeof *c);
   if (!c) return NULL;
   c->h = h;
-  c->outs = malloc(HOST_BATCH * sizeof *c->outs);
-  c->rcs = malloc(HOST_BATCH * sizeof *c->rcs);
-  c->batch = malloc(HOST_BATCH * sizeof *c->batch);
+  c->outs = pawl__malloc(HOST_BATCH * sizeof *c->outs);
+  c->rcs = pawl__malloc(HOST_BATCH * sizeof *c->rcs);
+  c->batch = pawl__malloc(HOST_BATCH * sizeof *c->batch);
   if (!c->outs || !c->rcs || !c->batch) {
     pawl__completer_free(c);
     return NULL;
@@ -170,16 +194,16 @@ static void completer_went_down(completer_t *c, int rc, const char *why) {
 static void completer_reason(char *out, size_t len, const char *why) {
   char *safe = pawl__utf8_scrub(why, strnlen(why, (len - 1) / 3), NULL);
   snprintf(out, len, "%s", safe ? safe : "the database refused it");
-  free(safe);
+  pawl__free(safe);
 }
 
 static void completer_free_logs(host_outcome_t *o) {
   for (size_t i = 0; i < o->nlogs; i++) {
-    free((char *)o->logs[i].level);
-    free((char *)o->logs[i].message);
-    free((char *)o->logs[i].fields);
+    pawl__free((char *)o->logs[i].level);
+    pawl__free((char *)o->logs[i].message);
+    pawl__free((char *)o->logs[i].fields);
   }
-  free(o->logs);
+  pawl__free(o->logs);
   o->logs = NULL;
   o->nlogs = 0;
   o->out.logs = NULL;
@@ -192,18 +216,18 @@ static void completer_free_logs(host_outcome_t *o) {
 static int completer_strip_logs(host_outcome_t *o, const char *why) {
   size_t n = o->nlogs;
   completer_free_logs(o);
-  pawl_log_entry_t *e = calloc(1, sizeof *e);
+  pawl_log_entry_t *e = pawl__calloc(1, sizeof *e);
   char *msg = NULL;
-  if (!e || asprintf(&msg, "%zu log line%s of this attempt could not be "
+  if (!e || pawl__asprintf(&msg, "%zu log line%s of this attempt could not be "
                      "stored: %s", n, n == 1 ? "" : "s", why) < 0) {
-    free(e);
+    pawl__free(e);
     return 0; /* the outcome goes without its note */
   }
-  e->level = strdup("warn");
+  e->level = pawl__strdup("warn");
   e->message = msg;
   if (!e->level) {
-    free(msg);
-    free(e);
+    pawl__free(msg);
+    pawl__free(e);
     return 0;
   }
   o->logs = e;
@@ -237,10 +261,10 @@ static int completer_rewrite(host_outcome_t *o, const char *why) {
     return 0; /* nothing of its own to replace */
   }
   char *msg = NULL;
-  if (asprintf(&msg, "%s: %s", what, why) < 0) return -1;
-  free(o->result);
+  if (pawl__asprintf(&msg, "%s: %s", what, why) < 0) return -1;
+  pawl__free(o->result);
   o->result = NULL;
-  free(o->error);
+  pawl__free(o->error);
   o->error = msg;
   o->out.result = NULL;
   o->out.error = msg;
@@ -408,9 +432,17 @@ static size_t completer_grab(completer_t *c);
 static size_t completer_take(completer_t *c) {
   host_t *h = c->h;
   pthread_mutex_lock(&h->mu);
-  while (!h->out_head && !c->pending && !completer_may_end(h)) {
-    struct timespec ts = pawl__mono_deadline(50);
-    pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
+  for (;;) {
+    while (!h->out_head && !c->pending && !pawl__host_events_ready(h) &&
+           !completer_may_end(h)) {
+      struct timespec ts = pawl__mono_deadline(50);
+      pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
+    }
+    if (!pawl__host_events_ready(h)) break;
+    /* The host's events are delivered on this thread (pawl.h). */
+    pthread_mutex_unlock(&h->mu);
+    pawl__host_events_deliver(h);
+    pthread_mutex_lock(&h->mu);
   }
   size_t n = completer_grab(c);
   pthread_mutex_unlock(&h->mu);
@@ -524,6 +556,7 @@ static void completer_settle(completer_t *c) {
     if (o->worker >= 0)
       h->avg_job_ms = 0.95 * h->avg_job_ms + 0.05 * o->duration_ms;
     if (o->rc == 0 || o->rc == PAWL_ELEASE) completer_log(h, o);
+    if (o->rc == 0 && o->worker >= 0) completer_event(h, o);
     if (o->worker >= 0 && o->hook_ref >= 0) {
       /* Hooks run in the worker whose state holds their reference (one
        * not stored only releases it there). */
@@ -582,7 +615,9 @@ void *pawl__completer_main(void *arg) {
       backoff = 10;
     }
     pthread_mutex_unlock(&h->mu);
+    pawl__host_events_deliver(h);
   }
+  pawl__host_events_deliver(h);
   pawl_close(c->p);
   c->p = NULL;
   pthread_mutex_lock(&h->mu);

@@ -7,6 +7,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "alloc.h"
 #include "host.h"
 
 #include <errno.h>
@@ -30,6 +31,9 @@ static void host_close(pawl_t *p);
 static const pawl__host_ops_t host_ops = {
     .wake = pawl__host_wake,
     .free = host_close,
+    .enqueue_begin = pawl__host_enqueue_begin,
+    .enqueue_fill = pawl__host_enqueue_fill,
+    .enqueue_end = pawl__host_enqueue_end,
 };
 
 /* Starts a thread of the host. Returns 0 or an errno value (the test seam
@@ -55,15 +59,15 @@ void pawl__host_wake(host_t *h) {
 void pawl__host_outcome_free(host_outcome_t *o) {
   if (!o) return;
   pawl_job_free(o->job);
-  free(o->result);
-  free(o->error);
+  pawl__free(o->result);
+  pawl__free(o->error);
   for (size_t i = 0; i < o->nlogs; i++) {
-    free((char *)o->logs[i].level);
-    free((char *)o->logs[i].message);
-    free((char *)o->logs[i].fields);
+    pawl__free((char *)o->logs[i].level);
+    pawl__free((char *)o->logs[i].message);
+    pawl__free((char *)o->logs[i].fields);
   }
-  free(o->logs);
-  free(o);
+  pawl__free(o->logs);
+  pawl__free(o);
 }
 
 void pawl__host_push_outcome(host_t *h, host_outcome_t *o) {
@@ -80,7 +84,7 @@ void pawl__host_push_outcome(host_t *h, host_outcome_t *o) {
 }
 
 void pawl__host_hand_back(host_t *h, pawl_job_t *job) {
-  host_outcome_t *o = calloc(1, sizeof *o);
+  host_outcome_t *o = pawl__calloc(1, sizeof *o);
   if (!o) {
     pawl_job_free(job);
     return; /* its lease expires and recovery takes it back */
@@ -112,15 +116,16 @@ void pawl__host_free(host_t *h) {
     pawl__worker_close(h->workers[i]);
     pawl_close(h->workers[i]->p);
     pthread_mutex_destroy(&h->workers[i]->dl);
-    free(h->workers[i]);
+    pawl__free(h->workers[i]);
   }
-  free(h->workers);
+  pawl__free(h->workers);
   pawl__host_scripts_free(h->scripts, h->nscripts);
-  for (size_t i = 0; h->queues && i < h->opts.nqueues; i++) free(h->queues[i]);
-  free(h->queues);
+  for (size_t i = 0; h->queues && i < h->opts.nqueues; i++) pawl__free(h->queues[i]);
+  pawl__free(h->queues);
   pawl__completer_free(h->completer_state);
-  free(h->scripts_dir);
-  free(h->queues_csv);
+  pawl__free(h->scripts_dir);
+  pawl__free(h->queues_csv);
+  pawl__host_events_free(h);
   pawl__log_destroy(&h->log);
   pthread_mutex_destroy(&h->mu);
   pthread_cond_destroy(&h->poll_cv);
@@ -128,7 +133,7 @@ void pawl__host_free(host_t *h) {
   pthread_cond_destroy(&h->done_cv);
   pthread_cond_destroy(&h->stop_cv);
   pthread_cond_destroy(&h->load_cv);
-  free(h);
+  pawl__free(h);
 }
 
 static int host_fail(pawl_t *p, host_t *h, int rc, const char *msg) {
@@ -169,7 +174,7 @@ static int host_unwind(pawl_t *p, host_t *h, const sigset_t *old, int workers,
 /* A new host for `p` with the options as given: its locks, condition
  * variables and log. NULL when out of memory. */
 host_t *pawl__host_new(pawl_t *p, const pawl_host_opts_t *in) {
-  host_t *h = calloc(1, sizeof *h);
+  host_t *h = pawl__calloc(1, sizeof *h);
   if (!h) return NULL;
   h->p = p;
   h->opts = *in;
@@ -253,12 +258,12 @@ int pawl__host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
   /* No directory: "", or NULL for a handle with job types defined. */
   int no_dir = o->scripts_dir ? !*o->scripts_dir : pawl__defs_count(h->p) > 0;
   h->scripts_dir = no_dir ? NULL
-                          : strdup(o->scripts_dir ? o->scripts_dir
+                          : pawl__strdup(o->scripts_dir ? o->scripts_dir
                                                   : "./scripts");
-  h->queues = calloc(o->nqueues ? o->nqueues : 1, sizeof *h->queues);
+  h->queues = pawl__calloc(o->nqueues ? o->nqueues : 1, sizeof *h->queues);
   int oom = (!no_dir && !h->scripts_dir) || !h->queues;
   for (size_t i = 0; !oom && i < o->nqueues; i++)
-    oom = !(h->queues[i] = strdup(in->queues[i]));
+    oom = !(h->queues[i] = pawl__strdup(in->queues[i]));
   if (!oom) {
     pawl_buf_t csv;
     pawl__buf_init(&csv);
@@ -297,10 +302,10 @@ static int host_make_threads(host_t *h, char *err, size_t errlen) {
   int rc = pawl__poller_new(h, &h->poller_state, err, errlen);
   if (!rc) rc = pawl__loader_new(h, err, errlen);
   if (rc) return rc;
-  h->workers = calloc((size_t)n, sizeof *h->workers);
+  h->workers = pawl__calloc((size_t)n, sizeof *h->workers);
   if (!h->workers) goto oom;
   for (int i = 0; i < n; i++) {
-    worker_t *w = calloc(1, sizeof *w);
+    worker_t *w = pawl__calloc(1, sizeof *w);
     if (!w) goto oom;
     h->workers[i] = w;
     h->nworkers = i + 1;

@@ -37,6 +37,7 @@
 #include "pawl.h"
 
 typedef struct worker worker_t;
+typedef struct host_event host_event_t; /* events.c */
 
 /* One finished attempt on its way to the database, and back to its worker
  * for the hooks once stored. */
@@ -154,6 +155,13 @@ typedef struct host {
                                 (released once the threads are joined) */
   struct step *step;         /* step mode (step.c): no threads; NULL for
                                 pawl_start's host */
+  /* Events waiting for delivery (events.c), oldest first. */
+  host_event_t *ev_head, *ev_tail;
+  /* Attached to a libuv loop (uv_attach.c): its state, and what an
+   * enqueue calls to wake the loop (under mu, on the enqueuing thread). */
+  void *uv;
+  void (*wake_fn)(void *data);
+  void *wake_data;
 } host_t;
 
 /* What pawl_start() and step mode (step.c) share of making a host:
@@ -190,6 +198,31 @@ void pawl__host_outcome_free(host_outcome_t *o);
  * pawl__host_scripts_free); *gen receives its generation. */
 host_script_t *pawl__host_scripts_copy(host_t *h, size_t *n, uint64_t *gen);
 void pawl__host_scripts_free(host_script_t *s, size_t n);
+
+/* ---- events (events.c) -------------------------------------------------- */
+
+/* An event of `job` (or of `id` when job is NULL) for the host's
+ * event_fn, queued for delivery (nothing without one). _locked: with h->mu
+ * held; pawl__host_event takes it and wakes the completer.
+ * pawl__host_events_ready (h->mu held): the next one may be delivered.
+ * pawl__host_events_deliver: calls event_fn for every ready event, on the
+ * calling thread (the delivering one: completer, stepping or loop
+ * thread), without h->mu. pawl__host_events_free: those never delivered,
+ * at the host's end. The enqueue_* ones are pawl__host_ops_t's. */
+void pawl__host_event_locked(host_t *h, pawl_event_kind_t kind,
+                             const pawl_job_t *job, const pawl_id_t *id,
+                             int32_t attempt, const char *error,
+                             int64_t run_at);
+void pawl__host_event(host_t *h, pawl_event_kind_t kind, const pawl_job_t *job,
+                      int32_t attempt);
+int pawl__host_events_ready(const host_t *h);
+void pawl__host_events_deliver(host_t *h);
+void pawl__host_events_free(host_t *h);
+void *pawl__host_enqueue_begin(host_t *h, size_t n);
+void pawl__host_enqueue_fill(void **place, int more, const pawl_id_t *id,
+                             const char *type, const char *queue,
+                             int64_t run_at, int made);
+void pawl__host_enqueue_end(host_t *h, void *first, size_t n);
 
 /* ---- the threads -------------------------------------------------------- */
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "buf.h"
 #include "clock.h"
 #include "host.h"
@@ -26,17 +27,17 @@
 
 void pawl__host_scripts_free(host_script_t *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    free(s[i].name);
-    free(s[i].path);
-    free(s[i].src);
-    free((char *)s[i].copts.queue);
+    pawl__free(s[i].name);
+    pawl__free(s[i].path);
+    pawl__free(s[i].src);
+    pawl__free((char *)s[i].copts.queue);
   }
-  free(s);
+  pawl__free(s);
 }
 
 /* A copy of `len` bytes and a NUL, or NULL. */
 static char *host_memdup(const char *p, size_t len) {
-  char *c = malloc(len + 1);
+  char *c = pawl__malloc(len + 1);
   if (!c) return NULL;
   memcpy(c, p, len);
   c[len] = 0;
@@ -45,26 +46,26 @@ static char *host_memdup(const char *p, size_t len) {
 
 host_script_t *pawl__host_scripts_copy(host_t *h, size_t *n, uint64_t *gen) {
   pthread_mutex_lock(&h->mu);
-  host_script_t *c = calloc(h->nscripts ? h->nscripts : 1, sizeof *c);
+  host_script_t *c = pawl__calloc(h->nscripts ? h->nscripts : 1, sizeof *c);
   size_t k = 0;
   for (size_t i = 0; c && i < h->nscripts; i++) {
     const host_script_t *s = &h->scripts[i];
-    c[k].name = strdup(s->name);
-    c[k].path = strdup(s->path);
+    c[k].name = pawl__strdup(s->name);
+    c[k].path = pawl__strdup(s->path);
     c[k].src = s->src ? host_memdup(s->src, s->len) : NULL;
     c[k].len = s->len;
     c[k].fn = s->fn;
     c[k].ud = s->ud;
     c[k].copts = s->copts;
-    c[k].copts.queue = s->copts.queue ? strdup(s->copts.queue) : NULL;
+    c[k].copts.queue = s->copts.queue ? pawl__strdup(s->copts.queue) : NULL;
     if (c[k].name && c[k].path && (c[k].src || !s->src) &&
         (c[k].copts.queue || !s->copts.queue)) {
       k++;
     } else {
-      free(c[k].name);
-      free(c[k].path);
-      free(c[k].src);
-      free((char *)c[k].copts.queue);
+      pawl__free(c[k].name);
+      pawl__free(c[k].path);
+      pawl__free(c[k].src);
+      pawl__free((char *)c[k].copts.queue);
     }
   }
   *gen = h->scripts_gen;
@@ -115,26 +116,26 @@ static int host_list_scripts(const char *dir, host_script_t **out, size_t *n,
     if (e->d_name[0] == '.') continue;
     if (e->d_name[0] == '_' && strcmp(e->d_name, "_defaults.lua") != 0) continue;
     char *path = NULL;
-    if (asprintf(&path, "%s/%s", dir, e->d_name) < 0) continue;
+    if (pawl__asprintf(&path, "%s/%s", dir, e->d_name) < 0) continue;
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-      free(path);
+      pawl__free(path);
       continue;
     }
     if (count == cap) {
       cap = cap ? cap * 2 : 16;
-      void *p = realloc(list, cap * sizeof *list);
+      void *p = pawl__realloc(list, cap * sizeof *list);
       if (!p) {
-        free(path);
+        pawl__free(path);
         break;
       }
       list = p;
     }
     memset(&list[count], 0, sizeof list[count]);
-    list[count].name = strndup(e->d_name, len - 4);
+    list[count].name = pawl__strndup(e->d_name, len - 4);
     list[count].path = path;
     if (!list[count].name) {
-      free(path);
+      pawl__free(path);
       continue;
     }
     host_script_t *s = &list[count];
@@ -173,10 +174,10 @@ static void host_add_defs(host_t *h, host_script_t **list, size_t *n,
   size_t nd = 0;
   uint64_t gen = 0;
   if (pawl__defs_copy(h->p, &defs, &nd, &gen) != 0 || nd == 0) {
-    free(defs);
+    pawl__free(defs);
     return;
   }
-  host_script_t *grown = realloc(*list, (*n + nd) * sizeof **list);
+  host_script_t *grown = pawl__realloc(*list, (*n + nd) * sizeof **list);
   if (!grown) {
     pawl__defs_free(defs, nd);
     return;
@@ -187,10 +188,10 @@ static void host_add_defs(host_t *h, host_script_t **list, size_t *n,
     for (size_t k = 0; k < *n && !e; k++)
       if (strcmp(grown[k].name, defs[i].type) == 0) e = &grown[k];
     if (e) {
-      free(e->name);
-      free(e->path);
-      free(e->src);
-      free((char *)e->copts.queue);
+      pawl__free(e->name);
+      pawl__free(e->path);
+      pawl__free(e->src);
+      pawl__free((char *)e->copts.queue);
     } else {
       e = &grown[(*n)++];
     }
@@ -199,7 +200,7 @@ static void host_add_defs(host_t *h, host_script_t **list, size_t *n,
                          .fn = defs[i].fn, .ud = defs[i].ud,
                          .copts = defs[i].opts};
   }
-  free(defs); /* the strings moved into the list */
+  pawl__free(defs); /* the strings moved into the list */
   qsort(*list, *n, sizeof **list, host_script_cmp);
   *sig = (*sig ^ gen ^ 0x9e3779b97f4a7c15u) * 1099511628211u;
 }
@@ -225,10 +226,10 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
     pawl__host_scripts_free(list, n);
     return 0;
   }
-  char **errors = calloc(n ? n : 1, sizeof *errors);
+  char **errors = pawl__calloc(n ? n : 1, sizeof *errors);
   if (pawl__lua_load(probe->lua, list, n, 1, errors) != 0) {
-    for (size_t i = 0; errors && i < n; i++) free(errors[i]);
-    free(errors);
+    for (size_t i = 0; errors && i < n; i++) pawl__free(errors[i]);
+    pawl__free(errors);
     pawl__host_scripts_free(list, n);
     return -1;
   }
@@ -241,19 +242,19 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
         if (strcmp(h->scripts[k].name, list[i].name) == 0 && h->scripts[k].src)
           old = &h->scripts[k];
       char *keep = old ? host_memdup(old->src, old->len) : NULL;
-      free(list[i].src);
+      pawl__free(list[i].src);
       list[i].src = keep;
       list[i].len = keep ? old->len : 0;
-      free(errors[i]);
+      pawl__free(errors[i]);
       if (!keep) {
-        free(list[i].name);
-        free(list[i].path);
+        pawl__free(list[i].name);
+        pawl__free(list[i].path);
         continue;
       }
     }
     list[kept++] = list[i];
   }
-  free(errors);
+  pawl__free(errors);
   pthread_mutex_lock(&h->mu);
   host_script_t *old = h->scripts;
   size_t nold = h->nscripts;
@@ -313,7 +314,7 @@ void *pawl__loader_main(void *arg) {
 
 
 int pawl__loader_new(host_t *h, char *err, size_t errlen) {
-  loader_t *ld = calloc(1, sizeof *ld);
+  loader_t *ld = pawl__calloc(1, sizeof *ld);
   if (!ld) {
     snprintf(err, errlen, "out of memory");
     return PAWL_ENOMEM;
@@ -326,7 +327,7 @@ int pawl__loader_new(host_t *h, char *err, size_t errlen) {
   int rc = pawl__worker_open(&ld->probe, err, errlen);
   if (rc) {
     pthread_mutex_destroy(&ld->probe.dl);
-    free(ld);
+    pawl__free(ld);
     return rc;
   }
   h->loader_state = ld;
@@ -338,7 +339,7 @@ void pawl__loader_free(host_t *h, struct loader *ld) {
   if (!ld) return;
   pawl__worker_close(&ld->probe);
   pthread_mutex_destroy(&ld->probe.dl);
-  free(ld);
+  pawl__free(ld);
   if (h->loader_state == ld) {
     h->loader_state = NULL;
     h->probe = NULL;
@@ -393,7 +394,7 @@ static int loader_info(worker_t *w, const char *type, const char *path,
       snprintf(err, errlen, "script %s is broken: %s", list[i].path, errors[i]);
       rc = PAWL_EINVAL;
     }
-    free(errors[i]);
+    pawl__free(errors[i]);
   }
   if (rc) return PAWL_EINVAL;
   pawl__lua_defaults_of(w->lua, type, out);

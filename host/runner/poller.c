@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "host.h"
 #include "iso8601.h"
@@ -55,7 +56,7 @@ static void host_release_queued(host_t *h) {
     host_item_t *it = items;
     items = it->next;
     pawl__host_hand_back(h, it->job);
-    free(it);
+    pawl__free(it);
   }
 }
 
@@ -208,7 +209,7 @@ static size_t poller_claim(poller_t *pl) {
   host_item_t *first = NULL, *last = NULL;
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
-    host_item_t *it = malloc(sizeof *it);
+    host_item_t *it = pawl__malloc(sizeof *it);
     if (!it) {
       pawl_job_free(jobs[i]); /* recovered when its lease expires */
       continue;
@@ -223,7 +224,7 @@ static size_t poller_claim(poller_t *pl) {
     last = it;
     kept++;
   }
-  free(jobs);
+  pawl__free(jobs);
   pthread_mutex_lock(&h->mu);
   if (first) {
     if (h->queue_tail)
@@ -435,7 +436,7 @@ void *pawl__poller_main(void *arg) {
 
 int pawl__poller_new(host_t *h, struct poller **out, char *err,
                      size_t errlen) {
-  poller_t *pl = calloc(1, sizeof *pl);
+  poller_t *pl = pawl__calloc(1, sizeof *pl);
   if (!pl) {
     snprintf(err, errlen, "out of memory");
     return PAWL_ENOMEM;
@@ -443,7 +444,7 @@ int pawl__poller_new(host_t *h, struct poller **out, char *err,
   pl->h = h;
   int rc = pawl__open_sibling(h->p, NULL, &pl->p, err, errlen);
   if (rc) {
-    free(pl);
+    pawl__free(pl);
     return rc;
   }
   *out = pl;
@@ -451,7 +452,7 @@ int pawl__poller_new(host_t *h, struct poller **out, char *err,
 }
 
 int pawl__poller_borrow(host_t *h, pawl_t *p, struct poller **out) {
-  poller_t *pl = calloc(1, sizeof *pl);
+  poller_t *pl = pawl__calloc(1, sizeof *pl);
   if (!pl) return PAWL_ENOMEM;
   pl->h = h;
   pl->p = p;
@@ -468,5 +469,5 @@ int64_t pawl__poller_next_chore(const struct poller *pl) {
 void pawl__poller_free(struct poller *pl) {
   if (!pl) return;
   if (!pl->borrowed) pawl_close(pl->p);
-  free(pl);
+  pawl__free(pl);
 }

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "host.h"
 #include "pawl_internal.h"
@@ -67,9 +68,21 @@ typedef struct step {
 
 static void step_close(pawl_t *p);
 
+/* An enqueue on the handle or a sibling: the next step claims at once,
+ * and a loop it is attached to is woken (uv_attach.c). */
+static void step_wake(host_t *h) {
+  pthread_mutex_lock(&h->mu);
+  h->wake = 1;
+  if (h->wake_fn) h->wake_fn(h->wake_data);
+  pthread_mutex_unlock(&h->mu);
+}
+
 static const pawl__host_ops_t step_ops = {
-    .wake = pawl__host_wake,
+    .wake = step_wake,
     .free = step_close,
+    .enqueue_begin = pawl__host_enqueue_begin,
+    .enqueue_fill = pawl__host_enqueue_fill,
+    .enqueue_end = pawl__host_enqueue_end,
 };
 
 /* Budget time in microseconds: the handle's injected clock (ms) when it
@@ -153,7 +166,7 @@ static void step_free(step_t *s) {
     h->step = NULL;
     pawl__host_free(h);
   }
-  free(s);
+  pawl__free(s);
 }
 
 /* Makes the step host of `p` (options `in`, NULL: defaults) on the
@@ -165,10 +178,10 @@ static int step_make(pawl_t *p, const pawl_host_opts_t *in, step_t **out) {
     in = &defaults;
   }
   char err[640];
-  step_t *s = calloc(1, sizeof *s);
+  step_t *s = pawl__calloc(1, sizeof *s);
   host_t *h = s ? pawl__host_new(p, in) : NULL;
   if (!h) {
-    free(s);
+    pawl__free(s);
     return pawl__fail(p, PAWL_ENOMEM, "out of memory");
   }
   s->h = h;
@@ -312,7 +325,8 @@ static int step_idle(step_t *s, int64_t mono) {
       mono >= pawl__poller_next_chore(s->pl))
     return 0;
   pthread_mutex_lock(&h->mu);
-  int busy = h->wake || h->queue_head || h->out_head || h->backlog;
+  int busy = h->wake || h->queue_head || h->out_head || h->backlog ||
+             pawl__host_events_ready(h);
   pthread_mutex_unlock(&h->mu);
   if (busy || step_changed(s)) return 0;
   return !s->next_due || pawl_now(s->p) < s->next_due;
@@ -331,7 +345,7 @@ static int step_claim(step_t *s, int want) {
   if (rc) return rc;
   int64_t claimed = pawl__mono_ms();
   for (size_t i = 0; i < n; i++) {
-    host_item_t *it = malloc(sizeof *it);
+    host_item_t *it = pawl__malloc(sizeof *it);
     if (!it) {
       pawl_job_free(jobs[i]); /* recovered when its lease expires */
       continue;
@@ -346,7 +360,7 @@ static int step_claim(step_t *s, int want) {
     h->queue_tail = it;
     h->queued++;
   }
-  free(jobs);
+  pawl__free(jobs);
   return (int)n;
 }
 
@@ -362,7 +376,7 @@ static host_item_t *step_next(step_t *s) {
     h->queued--;
     if (!pawl__host_lapsed(h, it->claimed_mono, pawl__mono_ms())) return it;
     pawl__host_hand_back(h, it->job);
-    free(it);
+    pawl__free(it);
   }
 }
 
@@ -384,6 +398,7 @@ static int step_settle(step_t *s) {
   s->w.inbox = NULL;
   pthread_mutex_unlock(&h->mu);
   pawl__worker_run_inbox(&s->w, inbox);
+  pawl__host_events_deliver(h);
   return down;
 }
 
@@ -441,7 +456,7 @@ int pawl_step(pawl_t *p, int64_t budget_ms) {
     }
     atomic_store(&s->w.tick_at, pawl__poller_next_chore(s->pl));
     pawl__worker_run(&s->w, it->job);
-    free(it);
+    pawl__free(it);
     ran++;
     int64_t now = pawl__mono_ms();
     if (now >= pawl__poller_next_chore(s->pl)) pawl__poller_chores(s->pl, now);
@@ -462,7 +477,8 @@ int64_t pawl_next_deadline(pawl_t *p) {
   host_t *h = s->h;
   int64_t now = pawl_now(p), mono = pawl__mono_ms();
   pthread_mutex_lock(&h->mu);
-  int busy = h->wake || h->queue_head || h->out_head || h->backlog;
+  int busy = h->wake || h->queue_head || h->out_head || h->backlog ||
+             pawl__host_events_ready(h);
   pthread_mutex_unlock(&h->mu);
   if (busy) return now;
   /* Something may have come due or been enqueued since the last step. */
@@ -494,7 +510,7 @@ static void step_close(pawl_t *p) {
     host_item_t *it = h->queue_head;
     h->queue_head = it->next;
     pawl__host_hand_back(h, it->job);
-    free(it);
+    pawl__free(it);
   }
   h->queue_tail = NULL;
   h->queued = 0;
@@ -504,6 +520,7 @@ static void step_close(pawl_t *p) {
   s->w.inbox = NULL;
   if (owner) {
     pawl__worker_run_inbox(&s->w, inbox);
+    pawl__host_events_deliver(h);
     pawl__worker_unbind(prev);
   } else {
     for (host_outcome_t *o = inbox, *next; o; o = next) {

@@ -10,6 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "alloc.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -336,7 +337,7 @@ static void worker_take(host_outcome_t *o, pawl__lua_outcome_t *r) {
 
 void pawl__worker_run(worker_t *w, pawl_job_t *job) {
   if (worker_begin(w, job) != 0) return;
-  host_outcome_t *o = calloc(1, sizeof *o);
+  host_outcome_t *o = pawl__calloc(1, sizeof *o);
   if (!o) {
     /* Nothing can be recorded; the lease will expire and the job will be
      * recovered. Log it loudly. */
@@ -353,6 +354,10 @@ void pawl__worker_run(worker_t *w, pawl_job_t *job) {
   o->out.attempt = job->attempt;
   o->out.store_key = job->store_key;
   worker_set_current(w, job);
+  /* STARTED before the code runs; step mode delivers it now, on its own
+   * thread (the threaded host's completer does it for workers). */
+  pawl__host_event(w->h, PAWL_EV_STARTED, job, job->attempt);
+  if (w->step) pawl__host_events_deliver(w->h);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   pawl__lua_outcome_t r;
@@ -423,7 +428,7 @@ void *pawl__worker_main(void *arg) {
     pthread_mutex_unlock(&h->mu);
     if (lapsed) {
       pawl__host_hand_back(h, item->job);
-      free(item);
+      pawl__free(item);
       continue;
     }
     if (inbox) {
@@ -438,7 +443,7 @@ void *pawl__worker_main(void *arg) {
     }
     if (w->scripts_gen != gen) pawl__worker_reload(w, 0);
     pawl__worker_run(w, item->job);
-    free(item);
+    pawl__free(item);
     pthread_mutex_lock(&h->mu);
     h->running--;
     /* A free slot may mean the poller should claim more. */

@@ -18,3 +18,6 @@
 #include "test_list_admin.h"
 #include "test_list_step.h"
 #include "test_list_defs.h"
+#include "test_list_events.h"
+#include "test_list_alloc.h"
+#include "test_list_uv.h"

@@ -33,6 +33,7 @@
 
 #include <libpq-fe.h>
 
+#include "alloc.h"
 #include "buf.h"
 #include "pg_admin_sql.h"
 #include "pg_sql.h"
@@ -577,7 +578,7 @@ static int pg_pipeline(pg_store_t *s, pg_call_t *calls, size_t n,
 
 static void pg_calls_free(pg_call_t *calls, size_t n) {
   for (size_t i = 0; i < n; i++) PQclear(calls[i].res);
-  free(calls);
+  pawl__free(calls);
 }
 
 /* ---- rows ----------------------------------------------------------------- */
@@ -806,10 +807,10 @@ static int pg_check_schema_table(pg_store_t *s, int create) {
 static int pg_apply(pg_store_t *s, const store_migration_t *m) {
   int rc = pg_cmd(s, "BEGIN", "begin migration");
   if (rc) return rc;
-  char *sql = strndup(m->sql, m->len);
+  char *sql = pawl__strndup(m->sql, m->len);
   if (!sql) return pg_end(s, pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory"));
   PGresult *res = PQexec(s->conn, sql);
-  free(sql);
+  pawl__free(sql);
   if (PQresultStatus(res) != PGRES_COMMAND_OK &&
       PQresultStatus(res) != PGRES_TUPLES_OK) {
     char msg[300];
@@ -1248,7 +1249,7 @@ static int pg_ranked_cmp(const void *a, const void *b) {
   return memcmp(x->job->id.bytes, y->job->id.bytes, 16);
 }
 
-/* A text[] literal of queue names; NULL when out of memory (free() it). */
+/* A text[] literal of queue names; NULL when out of memory (pawl__free() it). */
 static char *pg_queues_array(const char *const *queues, size_t n) {
   pawl_buf_t b;
   arr_begin(&b);
@@ -1288,11 +1289,11 @@ static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   pp_int(&pp, 4, (int64_t)c->max);
   PGresult *res;
   int rc = pg_run(s, which, np, pp.v, &res, "claim jobs");
-  free(queues);
+  pawl__free(queues);
   if (rc) return rc;
   size_t got = (size_t)PQntuples(res);
-  pg_ranked_t *ranked = calloc(got ? got : 1, sizeof *ranked);
-  pawl_job_t **jobs = malloc((got ? got : 1) * sizeof *jobs);
+  pg_ranked_t *ranked = pawl__calloc(got ? got : 1, sizeof *ranked);
+  pawl_job_t **jobs = pawl__malloc((got ? got : 1) * sizeof *jobs);
   if (!ranked || !jobs) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   size_t built = 0;
   for (; !rc && built < got; built++) {
@@ -1305,15 +1306,15 @@ static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     /* The jobs are claimed but cannot be handed out: their leases expire
      * and recovery takes them back. */
     for (size_t i = 0; ranked && i < built; i++) pawl_job_free(ranked[i].job);
-    free(ranked);
-    free(jobs);
+    pawl__free(ranked);
+    pawl__free(jobs);
     return rc;
   }
   qsort(ranked, got, sizeof *ranked, pg_ranked_cmp);
   for (size_t i = 0; i < got; i++) jobs[i] = ranked[i].job;
-  free(ranked);
+  pawl__free(ranked);
   if (got == 0) {
-    free(jobs);
+    pawl__free(jobs);
     jobs = NULL;
   }
   *out = jobs;
@@ -1373,7 +1374,7 @@ static int pg_next_due(store_t *base, const char *const *queues,
   }
   PGresult *res;
   int rc = pg_run(s, which, np, v, &res, "find next due job");
-  free(arr);
+  pawl__free(arr);
   if (rc) return rc;
   /* min() over no rows is one NULL row: 0, "none pending". */
   *run_at = PQntuples(res) ? pg_int(res, 0, 0) : 0;
@@ -1441,9 +1442,9 @@ typedef struct pg_batch {
 static void pg_batch_free(pg_batch_t *b) {
   pawl_buf_t *bufs[] = PG_BATCH_BUFS(b);
   pg_calls_free(b->calls, b->ncalls);
-  free(b->why);
-  free(b->call_of);
-  free(b->local);
+  pawl__free(b->why);
+  pawl__free(b->call_of);
+  pawl__free(b->local);
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) pawl__buf_free(bufs[i]);
 }
 
@@ -1454,10 +1455,10 @@ static int pg_batch_init(pg_batch_t *b, size_t n, int need_rcs) {
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) arr_begin(bufs[i]);
   b->n = n;
   b->succ_call = SIZE_MAX;
-  b->local = need_rcs ? calloc(n ? n : 1, sizeof *b->local) : NULL;
-  b->calls = calloc(n + 2, sizeof *b->calls);
-  b->why = calloc(n ? n : 1, sizeof *b->why);
-  b->call_of = calloc(n ? n : 1, sizeof *b->call_of);
+  b->local = need_rcs ? pawl__calloc(n ? n : 1, sizeof *b->local) : NULL;
+  b->calls = pawl__calloc(n + 2, sizeof *b->calls);
+  b->why = pawl__calloc(n ? n : 1, sizeof *b->why);
+  b->call_of = pawl__calloc(n ? n : 1, sizeof *b->call_of);
   if ((need_rcs && !b->local) || !b->calls || !b->why || !b->call_of) {
     pg_batch_free(b);
     return -1;
@@ -1554,7 +1555,7 @@ static int pg_batch_verdicts(pg_store_t *s, pg_batch_t *b,
      * log time: batches are large. */
     PGresult *res = b->calls[b->succ_call].res;
     size_t nrows = (size_t)PQntuples(res);
-    pawl_id_t *got = malloc((nrows ? nrows : 1) * sizeof *got);
+    pawl_id_t *got = pawl__malloc((nrows ? nrows : 1) * sizeof *got);
     if (!got) {
       rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
       nrows = 0;
@@ -1567,7 +1568,7 @@ static int pg_batch_verdicts(pg_store_t *s, pg_batch_t *b,
                                  pg_id_cmp) != NULL;
       rcs[i] = hit ? 0 : PAWL_ELEASE;
     }
-    free(got);
+    pawl__free(got);
   }
   for (size_t i = 0; i < b->n; i++) {
     if (outs[i].kind == PAWL_OUT_SUCCEEDED || b->call_of[i] == SIZE_MAX)
@@ -1795,7 +1796,7 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
 static int pg_history(store_t *base, const pawl_id_t *id,
                       pawl_history_t **out) {
   pg_store_t *s = (pg_store_t *)base;
-  pawl_history_t *h = calloc(1, sizeof *h);
+  pawl_history_t *h = pawl__calloc(1, sizeof *h);
   pawl_job_t *j = NULL;
   PGresult *att = NULL, *ev = NULL;
   if (!h) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
@@ -1804,7 +1805,7 @@ static int pg_history(store_t *base, const pawl_id_t *id,
     rc = pg_cmd(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                 "begin read");
   if (rc) {
-    free(h);
+    pawl__free(h);
     return rc;
   }
   pg_params_t pp;
@@ -1873,7 +1874,7 @@ static int pg_logs(store_t *base, const pawl_id_t *id, pawl_log_record_t **out,
     *n = 0;
     return 0;
   }
-  pawl_log_record_t *recs = calloc(count, sizeof *recs);
+  pawl_log_record_t *recs = pawl__calloc(count, sizeof *recs);
   int oom = !recs;
   for (size_t i = 0; !oom && i < count; i++) {
     store_row_t sr = pg_row(res, (int)i);
@@ -2038,8 +2039,8 @@ static void pg_close(store_t *base) {
   pg_store_t *s = (pg_store_t *)base;
   if (!s) return;
   PQfinish(s->conn);
-  free(s->conninfo);
-  free(s);
+  pawl__free(s->conninfo);
+  pawl__free(s);
 }
 
 /* administration: defined at the end of this file */
@@ -2137,9 +2138,9 @@ int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
 
 int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
                         const char *conninfo, char *errbuf, size_t errlen) {
-  pg_store_t *s = calloc(1, sizeof *s);
-  if (!s || !(s->conninfo = strdup(conninfo))) {
-    free(s);
+  pg_store_t *s = pawl__calloc(1, sizeof *s);
+  if (!s || !(s->conninfo = pawl__strdup(conninfo))) {
+    pawl__free(s);
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
+#include "alloc.h"
 #include "buf.h"
 #include "sqlite_admin_sql.h"
 #include "sqlite_sql.h"
@@ -619,13 +620,13 @@ static int sq_apply(sq_store_t *s, const store_migration_t *m) {
                       "cannot apply %s: database is at version %d",
                       m->name, applied);
   }
-  char *sql = strndup(m->sql, m->len), *msg = NULL;
+  char *sql = pawl__strndup(m->sql, m->len), *msg = NULL;
   if (!sql) {
     sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
     return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   }
   rc = sqlite3_exec(s->db, sql, 0, 0, &msg);
-  free(sql);
+  pawl__free(sql);
   if (rc != SQLITE_OK) {
     err = pawl__store_fail(&s->base, sq_rc_to_err(rc), "migration %s failed: %s",
                      m->name, msg ? msg : sqlite3_errstr(rc));
@@ -891,12 +892,12 @@ static int sq_progress(store_t *base, const pawl_id_t *id,
 /* ---- claim and leases --------------------------------------------------- */
 
 /* A JSON array of queue names, bound as one value for json_each(). NULL
- * when out of memory; free() it. Names never hold control characters
+ * when out of memory; pawl__free() it. Names never hold control characters
  * (pawl.c checks them), so escaping quotes and backslashes is enough. */
 static char *sq_queues_json(const char *const *queues, size_t n) {
   size_t len = 3;
   for (size_t i = 0; i < n; i++) len += 2 * strlen(queues[i]) + 3;
-  char *json = malloc(len);
+  char *json = pawl__malloc(len);
   if (!json) return NULL;
   char *p = json;
   *p++ = '[';
@@ -954,11 +955,11 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     which = SQ_CLAIM_QUEUES;
   }
   int64_t now = pawl__store_now(base);
-  pawl_job_t **jobs = calloc(c->max, sizeof *jobs);
+  pawl_job_t **jobs = pawl__calloc(c->max, sizeof *jobs);
   pawl_buf_t seqs;
   pawl__buf_init(&seqs);
   if (!jobs) {
-    free(queues_json);
+    pawl__free(queues_json);
     return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   int rc = sq_begin(s);
@@ -1000,12 +1001,12 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     if (!rc && got > 0) rc = sq_claim_take(s, c, now, &seqs, got);
     rc = sq_end(s, rc);
   }
-  free(queues_json);
+  pawl__free(queues_json);
   pawl__buf_free(&seqs);
   if (rc || got == 0) {
     /* Nothing was committed (or the commit failed): drop what we read. */
     for (size_t i = 0; i < got; i++) pawl_job_free(jobs[i]);
-    free(jobs);
+    pawl__free(jobs);
     return rc;
   }
   *out = jobs;
@@ -1054,7 +1055,7 @@ static int sq_next_due(store_t *base, const char *const *queues,
   }
   sqlite3_stmt *st = sq_stmt(s, which);
   if (!st) {
-    free(json);
+    pawl__free(json);
     return PAWL_ESTORE;
   }
   if (which == SQ_NEXT_DUE_QUEUE)
@@ -1066,7 +1067,7 @@ static int sq_next_due(store_t *base, const char *const *queues,
   int64_t v = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
-  free(json);
+  pawl__free(json);
   if (step != SQLITE_ROW) return sq_fail(s, step, "find next due job");
   *run_at = v;
   return 0;
@@ -1235,10 +1236,10 @@ static int sq_recover(store_t *base, size_t *n) {
   while ((step = sqlite3_step(sel)) == SQLITE_ROW) {
     if (nlost == cap) {
       cap = cap ? cap * 2 : 16;
-      void *p = realloc(lost, cap * sizeof *lost);
+      void *p = pawl__realloc(lost, cap * sizeof *lost);
       if (!p) {
         sqlite3_reset(sel);
-        free(lost);
+        pawl__free(lost);
         return sq_end(s, pawl__store_fail(base, PAWL_ENOMEM, "out of memory"));
       }
       lost = p;
@@ -1255,7 +1256,7 @@ static int sq_recover(store_t *base, size_t *n) {
   }
   sqlite3_reset(sel);
   if (step != SQLITE_DONE) {
-    free(lost);
+    pawl__free(lost);
     return sq_end(s, sq_fail(s, step, "find expired leases"));
   }
   for (size_t i = 0; i < nlost && !rc; i++) {
@@ -1294,7 +1295,7 @@ static int sq_recover(store_t *base, size_t *n) {
     }
     if (!rc) count++;
   }
-  free(lost);
+  pawl__free(lost);
   rc = sq_end(s, rc);
   if (!rc && n) *n = count;
   return rc;
@@ -1416,7 +1417,7 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
 static int sq_history(store_t *base, const pawl_id_t *id,
                       pawl_history_t **out) {
   sq_store_t *s = (sq_store_t *)base;
-  pawl_history_t *h = calloc(1, sizeof *h);
+  pawl_history_t *h = pawl__calloc(1, sizeof *h);
   pawl_job_t *j = NULL;
   pawl_event_t *rows = NULL;
   size_t nrows = 0;
@@ -1424,7 +1425,7 @@ static int sq_history(store_t *base, const pawl_id_t *id,
   /* A read transaction gives one consistent snapshot of the three tables. */
   int rc = sqlite3_exec(s->db, "BEGIN", 0, 0, 0);
   if (rc != SQLITE_OK) {
-    free(h);
+    pawl__free(h);
     return sq_fail(s, rc, "begin read");
   }
   rc = sq_read_job(s, id, &j);
@@ -1627,8 +1628,8 @@ static void sq_close(store_t *base) {
   if (!s) return;
   for (int i = 0; i < SQ_COUNT; i++) sqlite3_finalize(s->stmt[i]);
   sqlite3_close(s->db);
-  free(s->path);
-  free(s);
+  pawl__free(s->path);
+  pawl__free(s);
 }
 
 static int sq_checkpoint(store_t *base) {
@@ -1705,7 +1706,7 @@ static int sq_set_wal(sqlite3 *db, int timeout_ms, char **msg) {
 
 /* Checks the file's directory before SQLite does, to name the problem. */
 static int sq_check_path(const char *path, char *errbuf, size_t errlen) {
-  char *copy = strdup(path);
+  char *copy = pawl__strdup(path);
   if (!copy) return PAWL_ENOMEM;
   const char *dir = dirname(copy);
   struct stat sb;
@@ -1730,7 +1731,7 @@ static int sq_check_path(const char *path, char *errbuf, size_t errlen) {
              path);
     rc = PAWL_EIO;
   }
-  free(copy);
+  pawl__free(copy);
   return rc;
 }
 
@@ -1910,9 +1911,9 @@ int pawl__store_sqlite_open(store_t **out, const store_config_t *cfg,
   if (!rc) rc = sq_check_path(path, errbuf, errlen);
   if (!rc) rc = sq_create_file(cfg, path, errbuf, errlen);
   if (rc) return rc;
-  sq_store_t *s = calloc(1, sizeof *s);
-  if (!s || !(s->path = strdup(path))) {
-    free(s);
+  sq_store_t *s = pawl__calloc(1, sizeof *s);
+  if (!s || !(s->path = pawl__strdup(path))) {
+    pawl__free(s);
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }

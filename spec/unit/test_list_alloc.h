@@ -1,0 +1,3 @@
+TEST_ENTRY(alloc_balanced_threads)
+TEST_ENTRY(alloc_balanced_step)
+TEST_ENTRY(alloc_refusals)

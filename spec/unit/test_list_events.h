@@ -1,0 +1,2 @@
+TEST_ENTRY(events_step_order)
+TEST_ENTRY(events_threads_order)

@@ -1,0 +1,3 @@
+TEST_ENTRY(uv_loop_runs_jobs)
+TEST_ENTRY(uv_threads_loop_serves_while_job_runs)
+TEST_ENTRY(uv_refusals)
