@@ -76,6 +76,7 @@ typedef struct console {
  * process has one console; a handler has nowhere else to look. */
 static lua_State *volatile console_running_L;
 static volatile sig_atomic_t console_remote_running; /* a chunk on the host */
+static volatile sig_atomic_t console_remote_mode;    /* attached to a host */
 static volatile sig_atomic_t console_exit_on_sigint;
 static volatile sig_atomic_t console_echo_newline; /* stdout is a terminal */
 
@@ -87,7 +88,9 @@ static void console_stop_hook(lua_State *L, lua_Debug *ar) {
 }
 
 static void console_sigint(int sig) {
-  if (console_remote_running) {
+  /* Attached: kept until the chunk is on its way, so that a Ctrl-C right
+   * after Enter (while the line is checked and sent) stops that chunk. */
+  if (console_remote_running || (console_remote_mode && !console_exit_on_sigint)) {
     console_client_interrupt = 1; /* the client sends it on */
     if (console_echo_newline) {
       ssize_t w = write(STDOUT_FILENO, "\n", 1);
@@ -228,7 +231,7 @@ static int console_eval(console_t *c, const char *chunk, size_t len,
     lua_call(L, 0, 1);
     int width = (int)lua_tointeger(L, -1);
     lua_pop(L, 1);
-    console_remote_running = 1;
+    console_remote_running = 1; /* the flag may be set already: kept */
     int r = console_client_eval(c->remote, chunk, len,
                                 as_script ? chunkname : NULL, width,
                                 console_read_answer, c);
@@ -450,6 +453,7 @@ static void console_repl(console_t *c) {
   for (;;) {
     c->continuing = chunk.len > 0;
     c->interrupted = 0;
+    console_client_interrupt = 0; /* one from an earlier chunk */
     int n = 0;
     const char *line = el_gets(c->el, &n);
     /* Ctrl-C: the chunk is dropped. Checked first: on an empty line
@@ -642,6 +646,7 @@ int cli_console_main(const cli_console_args_t *a, char *err, size_t errlen) {
       lua_close(c.L);
       return 1;
     }
+    console_remote_mode = 1;
     snprintf(c.prompt, sizeof c.prompt, "pawl@%s> ",
              console_client_node(c.remote));
     size_t w = strlen(c.prompt);

@@ -253,9 +253,12 @@ int console_client_open(const char *target, const char *token_file,
   memset(token, 0, sizeof token);
   char type = 0, *payload = NULL;
   size_t len = 0;
-  int rc = client_send(cc, 'H', hello, (size_t)n);
+  client_send(cc, 'H', hello, (size_t)n);
   memset(hello, 0, sizeof hello);
-  if (!rc) rc = client_recv(cc, &type, &payload, &len, 0);
+  /* A host that refuses at once (peer credentials) has sent its bye and
+   * closed before our hello arrived: its reason is still to be read. */
+  cc->lost = 0;
+  int rc = client_recv(cc, &type, &payload, &len, 0);
   if (rc || type != 'w') {
     if (!rc && type == 'b')
       snprintf(err, errlen, "the host at %s %s", target, payload);
@@ -355,7 +358,6 @@ int console_client_eval(console_client_t *cc, const char *chunk, size_t len,
                     "%zu bytes)\n", len);
     return 0;
   }
-  console_client_interrupt = 0;
   int rc;
   if (script_name) {
     pawl_buf_t b;

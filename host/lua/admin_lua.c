@@ -14,10 +14,11 @@
  * count hook that checks the chunk's deadline every ADMIN_HOOK_COUNT
  * instructions (the checkhook LuaJIT checks hooks in compiled loops too)
  * and, every ADMIN_CHECK_MS, asks the server whether the client pressed
- * Ctrl-C or went away. Once tripped, the hook raises at every check until
- * the call has unwound to this file's lua_pcall (a chunk that catches the
- * error with pcall is stopped again), and the session's own writes are
- * dropped: the one line the client gets says why the chunk stopped. */
+ * Ctrl-C or went away. Once tripped, the hook raises at every instruction
+ * until the call has unwound to this file's lua_pcall (a chunk that
+ * catches the error with pcall is stopped again at once), and the
+ * session's own writes are dropped: the one line the client gets says why
+ * the chunk stopped. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -125,6 +126,10 @@ static void admin_hook(lua_State *L, lua_Debug *ar) {
     }
   }
   if (a->tripped) {
+    /* From now on at every instruction: code that catches the error in a
+     * loop (`while true do pcall(f) end`) runs only a few instructions
+     * between two raises, never the thousand of the regular count. */
+    lua_sethook(L, admin_hook, LUA_MASKCOUNT, 1);
     char msg[160];
     admin_why(a->tripped, a->cfg.timeout_ms, msg, sizeof msg);
     luaL_error(L, "%s", msg); /* copied onto the stack before unwinding */
