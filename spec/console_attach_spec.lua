@@ -260,6 +260,7 @@ describe("bad input in the attached console", function()
     r = attach(sock, "-e", "local t = {} for i = 1, 100000 do t[i] = i end return t")
     assert.are.equal(0, r.code)
     assert.truthy(r.out:find("... (cut: ", 1, true), r.out)
+    assert.is_nil(r.out:find(",,", 1, true), r.out) -- one comma an element
     -- Huge output: cut with a note, the rest dropped.
     r = attach(sock, "-e", "for i = 1, 200000 do print(('x'):rep(99)) end")
     assert.truthy(r.err:find("output cut: a chunk may write at most 8 MiB", 1, true), r.err)

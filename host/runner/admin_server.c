@@ -183,6 +183,20 @@ static void admin_consume(admin_conn_t *c, size_t len) {
   c->inlen -= n;
 }
 
+/* Stops listening and removes the socket, if it is still ours (not one a
+ * later host made). Idempotent. */
+static void admin_unlisten(admin_server_t *a) {
+  if (a->unix_fd >= 0) close(a->unix_fd);
+  if (a->tcp_fd >= 0) close(a->tcp_fd);
+  a->unix_fd = a->tcp_fd = -1;
+  struct stat st;
+  if (a->sock_path && lstat(a->sock_path, &st) == 0 &&
+      st.st_dev == a->sock_dev && st.st_ino == a->sock_ino)
+    unlink(a->sock_path);
+  free(a->sock_path);
+  a->sock_path = NULL;
+}
+
 /* ---- what the admin state calls (pawl__admin_io_t) ------------------------------ */
 
 static int admin_io_write(void *data, int stream, const char *s, size_t len) {
@@ -601,6 +615,7 @@ void *pawl__admin_main(void *arg) {
     admin_sweep(a);
   }
   free(fds);
+  admin_unlisten(a); /* the host has stopped: nobody may attach any more */
   for (int i = 0; i < a->nconns; i++) {
     admin_send_str(a->conns[i], 'b', "the host has stopped");
     admin_close_conn(a, a->conns[i]);
@@ -687,6 +702,11 @@ static int admin_check_path(const char *path, char *err, size_t errlen) {
 static int admin_bind_unix(admin_server_t *a, const char *path, char *err,
                            size_t errlen) {
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof sa.sun_path) {
+    snprintf(err, errlen, "admin socket %s: a socket's path is at most %zu "
+             "bytes", path, sizeof sa.sun_path - 1);
+    return PAWL_EINVAL;
+  }
   char *copy = strdup(path);
   char tmpdir[sizeof sa.sun_path + 32];
   if (!copy) return snprintf(err, errlen, "out of memory"), PAWL_ENOMEM;
@@ -706,7 +726,9 @@ static int admin_bind_unix(admin_server_t *a, const char *path, char *err,
              path, strerror(errno));
     return PAWL_EIO;
   }
-  snprintf(sa.sun_path, sizeof sa.sun_path, "%s/s", tmpdir);
+  size_t tl = strlen(tmpdir); /* checked above: room for "/s" and a NUL */
+  memcpy(sa.sun_path, tmpdir, tl);
+  memcpy(sa.sun_path + tl, "/s", 3);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   int ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
            chmod(sa.sun_path, 0600) == 0 && listen(fd, 16) == 0 &&
@@ -881,14 +903,7 @@ void pawl__admin_free(struct admin_server *a) {
   free(a->conns);
   pawl__admin_lua_close(a->lua);
   pawl_close(a->db);
-  if (a->unix_fd >= 0) close(a->unix_fd);
-  if (a->tcp_fd >= 0) close(a->tcp_fd);
-  /* Removed only if it is still ours (not a socket a later host made). */
-  struct stat st;
-  if (a->sock_path && lstat(a->sock_path, &st) == 0 &&
-      st.st_dev == a->sock_dev && st.st_ino == a->sock_ino)
-    unlink(a->sock_path);
-  free(a->sock_path);
+  admin_unlisten(a);
   memset(a->token, 0, sizeof a->token);
   free(a);
 }

@@ -254,12 +254,14 @@ local function pretty(out, v, indent, prefix, seen, depth)
   for i = 1, n do
     if out:full() then break end
     pretty(out, v[i], inner, "", seen, depth + 1)
-    out.lines[#out.lines] = out.lines[#out.lines] and (out.lines[#out.lines] .. ",")
+    -- The comma goes after the element's last line (not after a line
+    -- shown before the output was cut).
+    if not out:full() then out.lines[#out.lines] = out.lines[#out.lines] .. "," end
   end
   for _, k in ipairs(keys) do
     if out:full() then break end
     pretty(out, v[k], inner, key_text(k) .. " = ", seen, depth + 1)
-    out.lines[#out.lines] = out.lines[#out.lines] and (out.lines[#out.lines] .. ",")
+    if not out:full() then out.lines[#out.lines] = out.lines[#out.lines] .. "," end
   end
   out:line(indent .. "}")
   seen[v] = nil
