@@ -569,9 +569,10 @@ int pawl__admin_eval(pawl__admin_lua_t *a, int s, const char *chunk,
   lua_pushboolean(L, as_script);
   int ok = admin_call(a, s, "eval", 3, 1) == 0 && lua_toboolean(L, -1);
   lua_settop(L, top);
-  /* Between chunks: what the chunk left is collected now, not during the
-   * next one's deadline. */
-  lua_gc(L, LUA_GCCOLLECT, 0);
+  /* Between chunks, a step of the collector (a full collection each time
+   * costs the host more than a small chunk does); the allocator's ceiling
+   * makes LuaJIT collect in full before it gives up on memory. */
+  lua_gc(L, LUA_GCSTEP, 0);
   return ok;
 }
 
