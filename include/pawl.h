@@ -690,6 +690,8 @@ PAWL_EXTERN const char *pawl_event_name(int kind);
 /* The longest give_up_ms and flush_ms accepted: a day. */
 #define PAWL_GIVE_UP_MAX_MS (INT64_C(24) * 3600 * 1000)
 
+struct pawl_admin_opts; /* below, "the live host" */
+
 typedef struct pawl_host_opts {
   const char *scripts_dir;   /* job scripts; NULL: "./scripts" */
   int workers;               /* worker threads, each with its own Lua state;
@@ -777,6 +779,9 @@ typedef struct pawl_host_opts {
    * event_data is passed as given. */
   pawl_event_fn event_fn;
   void *event_data;
+  /* The admin console's listeners (see "the live host" below); NULL:
+   * none. Borrowed for pawl_start() (copied). */
+  const struct pawl_admin_opts *admin;
 } pawl_host_opts_t;
 
 #define PAWL_INTERRUPT_NONE (-1)
@@ -1182,6 +1187,104 @@ PAWL_EXTERN int pawl_attach_uv(pawl_t *p, struct uv_loop_s *loop,
  * stays in step mode on that thread until pawl_close(). Returns 0, or
  * PAWL_EINVAL when not attached. */
 PAWL_EXTERN int pawl_detach_uv(pawl_t *p);
+
+/* ---- the live host: the attached console and its controls ---------------
+ *
+ * What only a running host knows or can do, for the admin console that
+ * attaches to it (`pawl console --connect`) and for embedders. Every
+ * function here takes the handle that pawl_start() was called on and may
+ * be called from any thread while the host runs (as pawl_stop() may), but
+ * not from a pawl_log_fn. Without a host (never started, or pawl_wait()
+ * has returned 0) each returns PAWL_ESTATE and changes nothing. */
+
+/* A worker thread as seen at one moment. */
+typedef struct pawl_worker_info {
+  int index;              /* 0 .. workers - 1 */
+  int busy;               /* 1: running a job (the fields below) */
+  pawl_id_t job;
+  char type[201];         /* the job's type (names are 1..200 bytes) */
+  int32_t attempt;
+  int64_t running_ms;     /* how long the job has been running */
+} pawl_worker_info_t;
+
+/* The workers of the host, by index. On success *out holds *n entries
+ * owned by the caller: pawl_workers_free(). *queued receives how many
+ * claimed jobs wait for a worker, and *draining 1 while pawl_drain() holds
+ * (either may be NULL). */
+PAWL_EXTERN int pawl_workers(pawl_t *p, pawl_worker_info_t **out, size_t *n,
+                             int64_t *queued, int *draining);
+PAWL_EXTERN void pawl_workers_free(pawl_worker_info_t *w);
+
+/* A script that did not load. */
+typedef struct pawl_script_error {
+  char *type;             /* the job type ("_defaults" for the defaults) */
+  char *error;            /* file:line: message, one line */
+} pawl_script_error_t;
+
+/* Asks the host's script loader to look at the scripts directory now
+ * (instead of at its next check, pawl_host_opts_t.reload_ms) and waits
+ * up to timeout_ms (1..PAWL_TIMEOUT_MAX_S * 1000) for it to have looked:
+ * changed scripts are loaded (workers take them between jobs, as usual).
+ * Then reports the scripts that did not load in the last load (a broken
+ * script keeps its previous version serving): *errors (NULL when none)
+ * holds *nerrors entries owned by the caller, pawl_script_errors_free();
+ * *nfiles (may be NULL) the scripts serving. PAWL_EBUSY: the loader did
+ * not look within timeout_ms (a script's top level still running). */
+PAWL_EXTERN int pawl_reload(pawl_t *p, int64_t timeout_ms,
+                            pawl_script_error_t **errors, size_t *nerrors,
+                            size_t *nfiles);
+PAWL_EXTERN void pawl_script_errors_free(pawl_script_error_t *e, size_t n);
+
+/* Stops claiming: jobs claimed ahead and not started are handed back at
+ * once (pending again, no attempt used), running jobs finish, the node
+ * keeps beating and renewing their leases. pawl_resume_claiming() undoes
+ * it. Idempotent. A stopping host: PAWL_ESTATE. */
+PAWL_EXTERN int pawl_drain(pawl_t *p);
+PAWL_EXTERN int pawl_resume_claiming(pawl_t *p);
+
+/* pawl_stop(p, PAWL_STOP_GRACEFUL) with a grace period of grace_ms
+ * (0..PAWL_DELAY_MAX_MS) instead of pawl_host_opts_t.grace_ms; on a host
+ * already stopping gracefully, it replaces the grace period (still counted
+ * from the first stop). */
+PAWL_EXTERN int pawl_stop_grace(pawl_t *p, int64_t grace_ms);
+
+/* Sets the level of the host's event log (PAWL_LOG_DEBUG..PAWL_LOG_ERROR)
+ * from the next line on; -1 only reads it. Returns the level in force
+ * before the call (0..3), or a PAWL_E* code. */
+PAWL_EXTERN int pawl_log_level(pawl_t *p, int level);
+
+/* The admin console's listeners, pawl_host_opts_t.admin.
+ *
+ * A unix socket (socket_path): created by pawl_start() with mode 0600 (by
+ * binding in a private directory beside it and renaming it into place,
+ * so it never exists with other bits), in a directory that must be owned
+ * by this user or root and, if others may write to it, sticky. The start
+ * is refused (PAWL_EIO, the message says why) when the path is a symbolic
+ * link, is owned by another user, is not a socket, or is a socket another
+ * process answers on (a stale one, which refuses connections, is
+ * replaced). Each connection's peer credentials (SO_PEERCRED) are
+ * checked: only this user and root are served. The socket is removed when
+ * the host stops.
+ *
+ * A TCP listener (listen: "ADDRESS:PORT", an IPv4 or [IPv6] address
+ * given as digits, PORT 1..65535) only with a token file (token_file): the
+ * start is refused without one, and when the file is empty, larger than
+ * 4 KiB or readable or writable by others (mode & 0006). A client must
+ * send the token (the file's text without trailing white space) in its
+ * hello; it is compared in constant time.
+ *
+ * Chunks run one at a time, across all connections, in a Lua state of the
+ * host's own (never a worker's), on a database connection of its own,
+ * each under timeout_ms. The wire protocol is in the README ("Console"). */
+typedef struct pawl_admin_opts {
+  const char *socket_path; /* NULL: no unix socket; at most 107 bytes */
+  const char *listen;      /* NULL: no TCP listener */
+  const char *token_file;  /* required with listen */
+  int64_t timeout_ms;      /* a chunk's limit; 0: 30000; at most
+                              PAWL_TIMEOUT_MAX_S * 1000 */
+  int max_clients;         /* consoles attached at once; 0: 16; at most
+                              256 */
+} pawl_admin_opts_t;
 
 #ifdef __cplusplus
 }

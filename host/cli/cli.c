@@ -111,7 +111,12 @@ typedef enum cli_opt_id {
   CLI_O_COUNT,
   CLI_O_OLDER_THAN,
   CLI_O_YES,
-  CLI_O_CODE
+  CLI_O_CODE,
+  CLI_O_ADMIN_SOCKET,
+  CLI_O_ADMIN_LISTEN,
+  CLI_O_ADMIN_TOKEN_FILE,
+  CLI_O_ADMIN_TIMEOUT,
+  CLI_O_CONNECT
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -146,6 +151,12 @@ static const struct cli_opt {
     {"--older-than", CLI_O_OLDER_THAN, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--yes", CLI_O_YES, 0, CLI_ACTIONS},
     {"-e", CLI_O_CODE, 1, CLI_BIT(CLI_CONSOLE)},
+    {"--connect", CLI_O_CONNECT, 1, CLI_BIT(CLI_CONSOLE)},
+    {"--admin-socket", CLI_O_ADMIN_SOCKET, 1, CLI_BIT(CLI_RUN)},
+    {"--admin-listen", CLI_O_ADMIN_LISTEN, 1, CLI_BIT(CLI_RUN)},
+    {"--admin-token-file", CLI_O_ADMIN_TOKEN_FILE, 1,
+     CLI_BIT(CLI_RUN) | CLI_BIT(CLI_CONSOLE)},
+    {"--admin-timeout", CLI_O_ADMIN_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
     {"--reason", CLI_O_REASON, 1, CLI_ACTIONS},
     {"--scripts", CLI_O_SCRIPTS, 1,
      CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_CONSOLE)},
@@ -233,6 +244,9 @@ static const char cli_usage_text[] =
     "  locks [--json]          the distributed locks\n"
     "  console [FILE.lua | -e CODE] [--json] [--scripts DIR]\n"
     "                          the Lua admin console (README, \"Console\")\n"
+    "      --connect PATH|ADDRESS:PORT  attach to a running `pawl run` (its\n"
+    "                            admin socket, or its --admin-listen with\n"
+    "                            --admin-token-file F)\n"
     "  run                     run the jobs: a worker host with Lua job scripts\n"
     "      --scripts DIR         job scripts (default ./scripts)\n"
     "      --workers N           worker threads (default: one per core)\n"
@@ -262,6 +276,13 @@ static const char cli_usage_text[] =
     "      --load-timeout SECONDS  how long a script's top level may run when\n"
     "                            it is loaded (default 10)\n"
     "      --unsafe-lua          give job code the full standard library\n"
+    "      --admin-socket PATH   the attached console's unix socket (default:\n"
+    "                            the SQLite database's path + .sock; none on\n"
+    "                            PostgreSQL); none: no socket\n"
+    "      --admin-listen ADDRESS:PORT  also a TCP listener, only with\n"
+    "      --admin-token-file F  a token file (mode 600)\n"
+    "      --admin-timeout SECONDS  how long a console's chunk may run\n"
+    "                            (default 30)\n"
     "  cron next EXPR          print the next fire times of a cron expression\n"
     "                          (README, \"Cron expressions\"); opens no "
     "database\n"
@@ -318,6 +339,9 @@ typedef struct cli_args {
   int yes;                 /* bulk actions: no confirmation */
   int has_filter;          /* bulk actions: a filter option was given */
   const char *code;        /* console -e */
+  const char *admin_socket; /* run: --admin-socket ("none": off) */
+  pawl_admin_opts_t admin;  /* run: the admin console's listeners */
+  const char *connect;     /* console --connect */
 } cli_args_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -580,6 +604,16 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   }
   case CLI_O_YES: a->yes = 1; break;
   case CLI_O_CODE: a->code = v; break;
+  case CLI_O_CONNECT: a->connect = v; break;
+  case CLI_O_ADMIN_SOCKET: a->admin_socket = v; break;
+  case CLI_O_ADMIN_LISTEN: a->admin.listen = v; break;
+  case CLI_O_ADMIN_TOKEN_FILE: a->admin.token_file = v; break;
+  case CLI_O_ADMIN_TIMEOUT:
+    rc = cli_parse_seconds(o->name, v, PAWL_TIMEOUT_MAX_S * INT64_C(1000),
+                           &a->admin.timeout_ms, err);
+    if (!rc && a->admin.timeout_ms == 0)
+      return cli_fail(err, CLI_USAGE, "--admin-timeout must be more than 0");
+    break;
   case CLI_O_LIMIT:
     if (!(rc = cli_parse_int(o->name, v, 1, INT_MAX, &n, err)))
       a->filter.limit = (int)n;
@@ -1069,7 +1103,38 @@ static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
   pthread_sigmask(SIG_BLOCK, &set, &old);
   cli_dbfile_t file;
   cli_dbfile_init(&file, a);
-  int rc = pawl_start(p, &a->host);
+  /* The attached console's socket: --admin-socket, else next to the
+   * SQLite database (none by default on PostgreSQL: a database URL names
+   * no place on this machine). */
+  pawl_host_opts_t host = a->host;
+  pawl_admin_opts_t admin = a->admin;
+  char *sock = NULL;
+  const char *url = cli_db_url(a);
+  if (a->admin_socket && strcmp(a->admin_socket, "none") != 0)
+    admin.socket_path = a->admin_socket;
+  else if (!a->admin_socket && strncmp(url, "sqlite:", 7) == 0 &&
+           asprintf(&sock, "%s.sock", url + 7) > 0)
+    admin.socket_path = sock;
+  if (admin.token_file && !admin.listen) {
+    free(sock);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return cli_fail(err, CLI_USAGE,
+                    "--admin-token-file is for --admin-listen (the unix "
+                    "socket checks who connects instead)");
+  }
+  if (admin.socket_path || admin.listen) host.admin = &admin;
+  int rc = pawl_start(p, &host);
+  if (rc && sock && strncmp(pawl_errmsg(p), "admin socket ", 13) == 0) {
+    /* The default socket only: a second host on the same SQLite file, a
+     * directory others may write to, a path too long. The host runs
+     * without it; a path given with --admin-socket is refused instead. */
+    fprintf(stderr, "pawl: warning: %s; running without an admin socket\n",
+            pawl_errmsg(p));
+    admin.socket_path = NULL;
+    host.admin = admin.listen ? &admin : NULL;
+    rc = pawl_start(p, &host);
+  }
+  free(sock);
   if (rc) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return cli_lib_fail(p, rc, err);
@@ -1180,7 +1245,8 @@ int main(int argc, char **argv) {
                              .db_mode = a.db_mode, .sync_full = a.sync_full,
                              .scripts = a.host.scripts_dir, .code = a.code,
                              .file = a.npos ? a.pos[0] : NULL,
-                             .json = a.json};
+                             .json = a.json, .connect = a.connect,
+                             .token_file = a.admin.token_file};
     rc = cli_console_main(&ca, err, sizeof err);
     quiet = rc && !err[0]; /* the console printed its error itself */
   } else if (!rc) {

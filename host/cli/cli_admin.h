@@ -30,6 +30,9 @@ typedef struct cli_console_args {
   const char *code;     /* -e CODE */
   const char *file;     /* FILE.lua */
   int json;
+  const char *connect;    /* --connect: a running host's socket (a path)
+                             or ADDRESS:PORT; NULL: direct */
+  const char *token_file; /* --admin-token-file, for ADDRESS:PORT */
 } cli_console_args_t;
 
 int cli_console_main(const cli_console_args_t *a, char *err, size_t errlen);

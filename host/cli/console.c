@@ -7,10 +7,12 @@
  * candidates. This file calls the session through console_call() and
  * hands it three functions: write(text), ask(question) and width().
  *
- * Attaching to a running host (a later issue) swaps where the session
- * runs: the same calls go over the host's admin socket to a session in the
- * host's admin state, and write/ask come back as frames; this front end
- * stays as it is.
+ * Attached to a running host (--connect), the session runs there: the
+ * same calls go over the host's admin socket (console_client.c) to a
+ * session of the same console.lua in the host's admin state, and output
+ * and questions come back as frames; this front end stays as it is, and
+ * its Lua state only holds completion candidates. Ctrl-C while a chunk
+ * runs on the host is sent to it as an interrupt.
  *
  * Ctrl-C: while a line is edited the terminal does not turn it into a
  * signal (-isig): libedit hands it to console_ctrl_c, which discards the
@@ -40,6 +42,7 @@
 
 #include "buf.h"
 #include "cli_admin.h"
+#include "console_client.h"
 
 /* lua/pawl/console.lua (embedded by cmake/embed_file.cmake) and the Lua
  * module (host/lua_module.c, linked into this program). */
@@ -66,11 +69,14 @@ typedef struct console {
   int continuing;         /* a chunk is pending: continuation prompt */
   int interrupted;        /* Ctrl-C on the line being edited */
   int failed;             /* some chunk failed (non-interactive status) */
+  console_client_t *remote; /* attached to a host: chunks run there */
 } console_t;
 
 /* The signal handler's view: the state a chunk runs in, while it runs. A
  * process has one console; a handler has nowhere else to look. */
 static lua_State *volatile console_running_L;
+static volatile sig_atomic_t console_remote_running; /* a chunk on the host */
+static volatile sig_atomic_t console_remote_mode;    /* attached to a host */
 static volatile sig_atomic_t console_exit_on_sigint;
 static volatile sig_atomic_t console_echo_newline; /* stdout is a terminal */
 
@@ -82,6 +88,16 @@ static void console_stop_hook(lua_State *L, lua_Debug *ar) {
 }
 
 static void console_sigint(int sig) {
+  /* Attached: kept until the chunk is on its way, so that a Ctrl-C right
+   * after Enter (while the line is checked and sent) stops that chunk. */
+  if (console_remote_running || (console_remote_mode && !console_exit_on_sigint)) {
+    console_client_interrupt = 1; /* the client sends it on */
+    if (console_echo_newline) {
+      ssize_t w = write(STDOUT_FILENO, "\n", 1);
+      (void)w;
+    }
+    return;
+  }
   lua_State *L = console_running_L;
   if (L) {
     lua_sethook(L, console_stop_hook,
@@ -147,15 +163,11 @@ static char *console_prompt_fn(EditLine *el) {
   return c->continuing ? c->cont : c->prompt;
 }
 
-/* ask(question) [-0, +1, m] The operator's answer, or nil when there is no
+/* The operator's answer to `q` (malloc'd), or NULL when there is no
  * terminal to ask on (or on Ctrl-C / Ctrl-D). */
-static int console_ask(lua_State *L) {
-  console_t *c = lua_touserdata(L, lua_upvalueindex(1));
-  const char *q = luaL_checkstring(L, 1);
-  if (!c->interactive || !c->el) {
-    lua_pushnil(L);
-    return 1;
-  }
+static char *console_read_answer(void *data, const char *q) {
+  console_t *c = data;
+  if (!c->interactive || !c->el) return NULL;
   c->asking = q;
   c->interrupted = 0;
   int n = 0;
@@ -164,10 +176,22 @@ static int console_ask(lua_State *L) {
   if (!line || n <= 0 || c->interrupted) {
     fputs(c->interrupted ? "^C\n" : "\n", stdout);
     c->interrupted = 0;
+    return NULL;
+  }
+  return strndup(line, strcspn(line, "\n"));
+}
+
+/* ask(question) [-0, +1, m] The operator's answer, or nil. */
+static int console_ask(lua_State *L) {
+  console_t *c = lua_touserdata(L, lua_upvalueindex(1));
+  const char *q = luaL_checkstring(L, 1);
+  char *answer = console_read_answer(c, q);
+  if (!answer) {
     lua_pushnil(L);
     return 1;
   }
-  lua_pushlstring(L, line, strcspn(line, "\n"));
+  lua_pushstring(L, answer); /* raises only without memory: then leaked */
+  free(answer);
   return 1;
 }
 
@@ -202,6 +226,20 @@ static int console_call(console_t *c, const char *method, int nargs, int nres) {
 static int console_eval(console_t *c, const char *chunk, size_t len,
                         const char *chunkname, int as_script) {
   lua_State *L = c->L;
+  if (c->remote) {
+    lua_pushcfunction(L, console_width);
+    lua_call(L, 0, 1);
+    int width = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    console_remote_running = 1; /* the flag may be set already: kept */
+    int r = console_client_eval(c->remote, chunk, len,
+                                as_script ? chunkname : NULL, width,
+                                console_read_answer, c);
+    console_remote_running = 0;
+    console_client_interrupt = 0;
+    if (r != 1) c->failed = 1;
+    return r == 1;
+  }
   lua_pushlstring(L, chunk, len);
   lua_pushstring(L, chunkname);
   lua_pushboolean(L, as_script);
@@ -221,6 +259,7 @@ static int console_eval(console_t *c, const char *chunk, size_t len,
 
 /* 1 when the chunk ends too early to run (`function f()`). */
 static int console_incomplete(console_t *c, const char *chunk, size_t len) {
+  if (c->remote) return console_client_incomplete(c->remote, chunk, len) == 1;
   lua_pushlstring(c->L, chunk, len);
   if (console_call(c, "incomplete", 1, 1)) return 0;
   int r = lua_toboolean(c->L, -1);
@@ -245,7 +284,26 @@ static unsigned char console_complete(EditLine *el, int ch) {
   lua_State *L = c->L;
   int top = lua_gettop(L);
   lua_pushlstring(L, li->buffer, len);
-  if (console_call(c, "complete", 1, 2)) return CC_REDISPLAY;
+  if (c->remote) {
+    /* The host's reply: the start, then one candidate a line; made into
+     * what the session's complete() returns. */
+    lua_pop(L, 1);
+    char *reply = console_client_complete(c->remote, li->buffer, len);
+    if (!reply) return CC_ERROR;
+    char *nl = strchr(reply, '\n');
+    lua_pushinteger(L, atoi(reply));
+    lua_newtable(L);
+    int k = 0;
+    for (char *p = nl ? nl + 1 : NULL; p && *p;) {
+      char *e = strchr(p, '\n');
+      lua_pushlstring(L, p, e ? (size_t)(e - p) : strlen(p));
+      lua_rawseti(L, -2, ++k);
+      p = e ? e + 1 : NULL;
+    }
+    free(reply);
+  } else if (console_call(c, "complete", 1, 2)) {
+    return CC_REDISPLAY;
+  }
   size_t start = (size_t)lua_tointeger(L, -2);
   if (!lua_istable(L, -1) || start < 1 || start > len + 1) {
     lua_settop(L, top);
@@ -370,7 +428,9 @@ static int console_command(console_t *c, const char *line) {
   if (*line != ':') return 0;
   size_t n = strcspn(line, " \t\n");
   if (strncmp(line, ":trace", n) == 0 && n > 1) {
-    if (!console_call(c, "trace", 0, 1)) {
+    if (c->remote) {
+      console_client_trace(c->remote);
+    } else if (!console_call(c, "trace", 0, 1)) {
       printf("%s\n", lua_tostring(c->L, -1));
       lua_pop(c->L, 1);
     }
@@ -393,6 +453,7 @@ static void console_repl(console_t *c) {
   for (;;) {
     c->continuing = chunk.len > 0;
     c->interrupted = 0;
+    console_client_interrupt = 0; /* one from an earlier chunk */
     int n = 0;
     const char *line = el_gets(c->el, &n);
     /* Ctrl-C: the chunk is dropped. Checked first: on an empty line
@@ -422,6 +483,7 @@ static void console_repl(console_t *c) {
     console_history_add(c, pawl__buf_cstr(&chunk), chunk.len);
     console_eval(c, pawl__buf_cstr(&chunk), chunk.len, "=stdin", 0);
     pawl__buf_reset(&chunk);
+    if (c->remote && console_client_lost(c->remote)) break;
   }
   pawl__buf_free(&chunk);
 }
@@ -446,8 +508,9 @@ static void console_pipe(console_t *c) {
     console_eval(c, pawl__buf_cstr(&chunk), chunk.len, "=stdin", 0);
     console_exit_on_sigint = 1;
     pawl__buf_reset(&chunk);
+    if (c->remote && console_client_lost(c->remote)) break;
   }
-  if (chunk.len) { /* what was left: run it, to report the error */
+  if (chunk.len && !(c->remote && console_client_lost(c->remote))) { /* what was left: run it, to report the error */
     console_eval(c, pawl__buf_cstr(&chunk), chunk.len, "=stdin", 0);
   }
   free(line);
@@ -576,8 +639,21 @@ int cli_console_main(const cli_console_args_t *a, char *err, size_t errlen) {
   setlocale(LC_CTYPE, "");
   c.L = luaL_newstate();
   if (!c.L) return snprintf(err, errlen, "out of memory"), 1;
+  if (a->connect) {
+    /* Attached: the session is the host's. */
+    if (console_client_open(a->connect, a->token_file, c.interactive, a->json,
+                            &c.remote, err, errlen)) {
+      lua_close(c.L);
+      return 1;
+    }
+    console_remote_mode = 1;
+    snprintf(c.prompt, sizeof c.prompt, "pawl@%s> ",
+             console_client_node(c.remote));
+    size_t w = strlen(c.prompt);
+    snprintf(c.cont, sizeof c.cont, "%*s..> ", (int)(w > 4 ? w - 4 : 0), "");
+  }
   console_setup_t s = {&c, a};
-  if (lua_cpcall(c.L, console_setup, &s)) {
+  if (!c.remote && lua_cpcall(c.L, console_setup, &s)) {
     snprintf(err, errlen, "%s", lua_tostring(c.L, -1));
     lua_close(c.L);
     return 1;
@@ -603,7 +679,7 @@ int cli_console_main(const cli_console_args_t *a, char *err, size_t errlen) {
       free(src);
     }
   } else if (c.interactive) {
-    if (!console_call(&c, "prompt", 0, 2)) {
+    if (!c.remote && !console_call(&c, "prompt", 0, 2)) {
       snprintf(c.prompt, sizeof c.prompt, "%s", lua_tostring(c.L, -2));
       snprintf(c.cont, sizeof c.cont, "%s", lua_tostring(c.L, -1));
       lua_pop(c.L, 2);
@@ -612,8 +688,13 @@ int cli_console_main(const cli_console_args_t *a, char *err, size_t errlen) {
       snprintf(err, errlen, "cannot set up line editing");
       rc = 1;
     } else {
-      printf("pawl %s console: help() lists the functions, Ctrl-D leaves\n",
-             PAWL_VERSION);
+      if (c.remote)
+        printf("pawl %s console attached to %s (node %s): help() lists the "
+               "functions, Ctrl-D leaves\n",
+               PAWL_VERSION, a->connect, console_client_node(c.remote));
+      else
+        printf("pawl %s console: help() lists the functions, Ctrl-D leaves\n",
+               PAWL_VERSION);
       console_repl(&c);
     }
   } else {
@@ -624,7 +705,10 @@ int cli_console_main(const cli_console_args_t *a, char *err, size_t errlen) {
   if (c.el) el_end(c.el);
   if (c.hist) history_end(c.hist);
   free(c.hist_path);
-  console_call(&c, "close", 0, 0);
+  if (c.remote)
+    console_client_close(c.remote);
+  else
+    console_call(&c, "close", 0, 0);
   lua_close(c.L);
   sigaction(SIGINT, &old, NULL);
   /* A chunk's error was printed already (err stays empty): main has

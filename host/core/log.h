@@ -14,7 +14,8 @@
 #include "pawl.h"
 
 typedef struct host_logger {
-  int level;            /* PAWL_LOG_* at or above which lines are written */
+  _Atomic int level;    /* PAWL_LOG_* at or above which lines are written
+                           (pawl_log_level() changes it while threads log) */
   int json;             /* 1: JSON lines */
   pawl_log_fn fn;       /* NULL: stderr */
   void *data;

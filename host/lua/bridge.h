@@ -171,4 +171,75 @@ void pawl__lua_poke(pawl__lua_t *w);
 /* Frees what an outcome owns (not its hook reference). */
 void pawl__lua_outcome_free(pawl__lua_outcome_t *o);
 
+
+/* ---- the admin console's Lua state (admin_lua.c) -------------------------
+ *
+ * The state an attached console's chunks run in: an ordinary Lua state
+ * (the full standard library: it is the operator's tool, not job code),
+ * never a worker's, owned by the admin server's thread (opened by
+ * pawl_start() before that thread starts). It runs the Lua module
+ * (`require "pawl"`) on `db`, a handle of its own, and the session code
+ * of lua/pawl/console.lua, one session per connection, so that results,
+ * completion and :trace are the direct console's. Its memory is bounded
+ * (memory_max: an allocation beyond it fails as out of memory, in the
+ * chunk that asked), and each chunk runs under a deadline kept by a count
+ * hook (no signal: the chunk runs on the owning thread, which checks the
+ * clock itself), which also asks io.check() whether the client has
+ * interrupted the chunk or gone away. */
+typedef struct pawl__admin_lua pawl__admin_lua_t;
+
+/* What the chunk running now talks to: its connection. Called on the
+ * owning thread, during pawl__admin_eval() and friends only. */
+typedef struct pawl__admin_io {
+  /* Output: stream 0 the chunk's output, 1 its error lines. 0, or -1 when
+   * the client is gone (the chunk is then stopped). */
+  int (*write)(void *data, int stream, const char *s, size_t len);
+  /* Asks the operator; a malloc'd answer, or NULL (none, Ctrl-C, gone).
+   * The wait does not count against the chunk's deadline. */
+  char *(*ask)(void *data, const char *question);
+  /* Every few ms while a chunk runs: 0 go on, 1 the client interrupted
+   * it (Ctrl-C), 2 the client is gone. */
+  int (*check)(void *data);
+  void *data;
+} pawl__admin_io_t;
+
+typedef struct pawl__admin_config {
+  pawl_t *db;              /* the state's own handle (a sibling of the
+                              host's); borrowed, outlives the state */
+  pawl_t *host;            /* the handle that started the host, for the
+                              live functions (pawl_workers(), ...) */
+  const char *scripts_dir; /* copied */
+  int64_t timeout_ms;      /* each chunk's limit */
+  size_t memory_max;       /* bytes the state may hold */
+  pawl__admin_io_t io;
+} pawl__admin_config_t;
+
+/* Opens the state. 0, or PAWL_ENOMEM / PAWL_ESTORE with err saying why. */
+int pawl__admin_lua_open(const pawl__admin_config_t *cfg,
+                         pawl__admin_lua_t **out, char *err, size_t errlen);
+void pawl__admin_lua_close(pawl__admin_lua_t *a);
+
+/* A session for a new connection (json: results as JSON Lines;
+ * interactive: ask() may ask). Returns its number (1 or more), or -1
+ * (out of memory: the message is written to the client). */
+int pawl__admin_session_new(pawl__admin_lua_t *a, int json, int interactive);
+void pawl__admin_session_free(pawl__admin_lua_t *a, int s);
+/* The client's terminal width (0: none; nothing is cut). */
+void pawl__admin_session_width(pawl__admin_lua_t *a, int s, int width);
+
+/* Runs `chunk` (len bytes) in session s, REPL rules unless as_script,
+ * writing its results and errors through io. 1 when it succeeded. */
+int pawl__admin_eval(pawl__admin_lua_t *a, int s, const char *chunk,
+                     size_t len, const char *chunkname, int as_script);
+/* 1 when the chunk ends too early to run (`function f()`). */
+int pawl__admin_incomplete(pawl__admin_lua_t *a, int s, const char *chunk,
+                           size_t len);
+/* Completion of the text before the cursor: a malloc'd text, the byte
+ * where the completed word starts (1-based) and a newline, then one
+ * candidate a line; NULL on error. */
+char *pawl__admin_complete(pawl__admin_lua_t *a, int s, const char *line,
+                           size_t len);
+/* The traceback of session s's last error (malloc'd), NULL on error. */
+char *pawl__admin_trace(pawl__admin_lua_t *a, int s);
+
 #endif

@@ -59,6 +59,8 @@ typedef struct lpawl_handle {
   pawl_t *p;    /* NULL once closed */
   int frozen;   /* 1: the clock returns `now` */
   int64_t now;
+  int borrowed; /* 1: a handle of the host's (the attached console's):
+                   never closed from Lua, its clock the host's */
 } lpawl_handle_t;
 
 /* What the library returned, owned until freed by hand or by __gc. */
@@ -479,6 +481,7 @@ static int lpawl_open(lua_State *L) {
 /* db:close() [-0, +0, -] Idempotent. */
 static int lpawl_close(lua_State *L) {
   lpawl_handle_t *h = luaL_checkudata(L, 1, LPAWL_HANDLE);
+  if (h->borrowed) return 0; /* the host's: it closes it */
   pawl_close(h->p);
   h->p = NULL;
   return 0;
@@ -508,8 +511,16 @@ static int lpawl_now(lua_State *L) {
 
 /* db:set_now(ms|nil) [-0, +0, v] Freezes the clock at ms; nil releases it
  * back to the real clock. */
+/* [-0, +0, v] Raises for a borrowed handle: its clock is the host's. */
+static void lpawl_check_own_clock(lua_State *L, lpawl_handle_t *h) {
+  if (h->borrowed)
+    luaL_error(L, "this handle is the running host's: its clock is the "
+                  "host's and cannot be set");
+}
+
 static int lpawl_set_now(lua_State *L) {
   lpawl_handle_t *h = lpawl_check(L, 1);
+  lpawl_check_own_clock(L, h);
   if (lua_isnoneornil(L, 2)) {
     h->frozen = 0;
     return 0;
@@ -526,6 +537,7 @@ static int lpawl_set_now(lua_State *L) {
  * current time first if it was running) and returns the new time. */
 static int lpawl_advance(lua_State *L) {
   lpawl_handle_t *h = lpawl_check(L, 1);
+  lpawl_check_own_clock(L, h);
   double d = luaL_checknumber(L, 2);
   luaL_argcheck(L, d == floor(d) && fabs(d) <= LPAWL_MAX_EXACT, 2,
                 "expected a whole number of ms");
@@ -1086,8 +1098,34 @@ static const luaL_Reg lpawl_meta[] = {
     {"__tostring", lpawl_tostring},
     {NULL, NULL}};
 
+/* The module is built twice: as `require "pawl"` (luaopen_pawl: the
+ * pawl.so module, and the CLI's console), and into libpawl for the
+ * attached console's Lua state (PAWL_LUA_MODULE_IN_HOST), under pawl__
+ * names so that a program that links both never sees two definitions.
+ * There it also wraps a handle of the host's (borrowed, never closed from
+ * Lua). admin_lua.c declares these two. */
+#ifdef PAWL_LUA_MODULE_IN_HOST
+#define LPAWL_OPEN pawl__lua_module_open
+int pawl__lua_module_open(lua_State *L);
+void pawl__lua_module_borrow(lua_State *L, pawl_t *p);
+
+/* [-0, +1, m] A handle userdata around `p` (borrowed). The module must
+ * have been opened in L (its metatable). */
+void pawl__lua_module_borrow(lua_State *L, pawl_t *p) {
+  lpawl_handle_t *h = lua_newuserdata(L, sizeof *h);
+  memset(h, 0, sizeof *h);
+  luaL_getmetatable(L, LPAWL_HANDLE);
+  lua_setmetatable(L, -2);
+  h->p = p;
+  h->borrowed = 1;
+}
+#else
+#define LPAWL_OPEN luaopen_pawl
+__attribute__((visibility("default"))) int luaopen_pawl(lua_State *L);
+#endif
+
 /* require "pawl" [-0, +1, e] */
-__attribute__((visibility("default"))) int luaopen_pawl(lua_State *L) {
+int LPAWL_OPEN(lua_State *L) {
   /* pawl's JSON codec (host/lua/ljson.c), the one job code uses: an empty
    * array read from a job stays an array when it is enqueued again. A
    * private table, so that a script cannot change what we store. */

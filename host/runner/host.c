@@ -123,6 +123,8 @@ void pawl__host_free(host_t *h) {
   for (size_t i = 0; h->queues && i < h->opts.nqueues; i++) pawl__free(h->queues[i]);
   pawl__free(h->queues);
   pawl__completer_free(h->completer_state);
+  pawl__admin_free(h->admin);
+  pawl_script_errors_free(h->load_errors, h->nload_errors);
   pawl__free(h->scripts_dir);
   pawl__free(h->queues_csv);
   pawl__host_events_free(h);
@@ -383,6 +385,8 @@ static int host_start_others(host_t *h, const sigset_t *old, int workers) {
       {&h->checkpointer, pawl__checkpointer_main, h, &h->checkpointer_done,
        "checkpointer"},
       {&h->listener, pawl__listener_main, h, &h->listener_done, "listener"},
+      {&h->admin_thread, pawl__admin_main, h->admin, &h->admin_done,
+       "admin console"},
       {&h->poller, pawl__poller_main, h->poller_state, &h->poller_done,
        "poller"},
   };
@@ -390,12 +394,15 @@ static int host_start_others(host_t *h, const sigset_t *old, int workers) {
   pthread_t *running[sizeof threads / sizeof *threads];
   int listen = pawl__can_listen(p), terr = 0;
   if (!listen) h->listener_done = 1;
+  if (!h->admin) h->admin_done = 1;
   for (; up < nthreads; up++) {
     if (threads[up].t == &h->listener && !listen) continue;
+    if (threads[up].t == &h->admin_thread && !h->admin) continue;
     if ((terr = host_thread_start(threads[up].t, threads[up].fn,
                                   threads[up].arg)))
       break;
     if (threads[up].t == &h->listener) h->listener_started = 1;
+    if (threads[up].t == &h->admin_thread) h->admin_started = 1;
     running[nrun++] = threads[up].t;
   }
   if (!terr) return 0;
@@ -448,7 +455,12 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   sigemptyset(&block);
   if (h->interrupt_signal) sigaddset(&block, h->interrupt_signal);
   pthread_sigmask(SIG_BLOCK, &block, &old);
-  if ((rc = host_make_threads(h, err, sizeof err))) {
+  /* The admin console's sockets are bound now: a path that must be
+   * refused fails the start before any thread runs. */
+  if (!(rc = host_make_threads(h, err, sizeof err)) && in->admin)
+    rc = pawl__admin_new(h, in->admin, &h->admin, err, sizeof err);
+  h->opts.admin = NULL; /* borrowed for the call only */
+  if (rc) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pawl__poller_free(h->poller_state);
     h->poller_state = NULL;
@@ -546,7 +558,7 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
   pthread_mutex_lock(&h->mu);
   for (;;) {
     int rest = h->completer_done && h->watchdog_done && h->poller_done &&
-               h->checkpointer_done && h->listener_done;
+               h->checkpointer_done && h->listener_done && h->admin_done;
     if (rest && !h->loader_done && !h->loader_abandoned) {
       int64_t now = pawl__mono_ms();
       if (!h->loader_giveup_at)
@@ -587,6 +599,7 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
       pthread_join(h->loader, NULL);
     }
     if (h->listener_started) pthread_join(h->listener, NULL);
+    if (h->admin_started) pthread_join(h->admin_thread, NULL);
     if (abandoned) {
       /* Their jobs were handed back; they cannot be joined. */
       for (int i = 0; i < h->nworkers; i++) pthread_detach(h->workers[i]->thread);

@@ -162,6 +162,17 @@ typedef struct host {
   void *uv;
   void (*wake_fn)(void *data);
   void *wake_data;
+
+  /* The live host's controls (control.c) and the admin console
+   * (admin_server.c), under mu like the rest. */
+  int draining;              /* pawl_drain(): the poller claims nothing */
+  uint64_t reload_asked;     /* pawl_reload() tickets: the loader looks at */
+  uint64_t reload_done;      /*   the directory while asked > done */
+  pawl_script_error_t *load_errors; /* scripts that did not load at the */
+  size_t nload_errors;       /*   last load (the loader's copy) */
+  struct admin_server *admin; /* NULL: no admin listener */
+  pthread_t admin_thread;
+  int admin_started, admin_done;
 } host_t;
 
 /* What pawl_start() and step mode (step.c) share of making a host:
@@ -274,5 +285,15 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe);
 void *pawl__watchdog_main(void *arg);
 void *pawl__checkpointer_main(void *arg);
 void *pawl__listener_main(void *arg);
+
+/* The admin console's server (admin_server.c): made by pawl_start() when
+ * pawl_host_opts_t.admin asks for it (the sockets are bound then, so a
+ * refused path fails the start), its thread serves until the host has
+ * stopped, pawl__admin_free() (also when never started) removes the
+ * socket. pawl__admin_new: 0 or a PAWL_E* code with the message in err. */
+int pawl__admin_new(host_t *h, const pawl_admin_opts_t *o,
+                    struct admin_server **out, char *err, size_t errlen);
+void pawl__admin_free(struct admin_server *a);
+void *pawl__admin_main(void *arg);
 
 #endif

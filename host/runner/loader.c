@@ -234,8 +234,19 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
     return -1;
   }
   *last_sig = sig;
-  size_t kept = 0;
+  size_t kept = 0, nbroken = 0;
+  pawl_script_error_t *broken = pawl__calloc(n ? n : 1, sizeof *broken);
   for (size_t i = 0; i < n; i++) {
+    if (errors && errors[i] && broken) {
+      broken[nbroken].type = pawl__strdup(list[i].name);
+      broken[nbroken].error = pawl__strdup(errors[i]);
+      if (broken[nbroken].type && broken[nbroken].error) {
+        nbroken++;
+      } else {
+        pawl__free(broken[nbroken].type);
+        pawl__free(broken[nbroken].error);
+      }
+    }
     if (errors && errors[i]) {
       const host_script_t *old = NULL;
       for (size_t k = 0; k < h->nscripts && !old; k++)
@@ -255,12 +266,20 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
     list[kept++] = list[i];
   }
   pawl__free(errors);
+  if (nbroken == 0) {
+    pawl__free(broken);
+    broken = NULL;
+  }
   pthread_mutex_lock(&h->mu);
   host_script_t *old = h->scripts;
   size_t nold = h->nscripts;
   h->scripts = list;
   h->nscripts = kept;
   h->scripts_gen++;
+  /* What pawl_reload() reports: the scripts that did not load now. */
+  pawl_script_errors_free(h->load_errors, h->nload_errors);
+  h->load_errors = broken;
+  h->nload_errors = nbroken;
   /* Idle workers load the new list now, not before their next job. */
   pthread_cond_broadcast(&h->work_cv);
   pthread_mutex_unlock(&h->mu);
@@ -289,6 +308,8 @@ void *pawl__loader_main(void *arg) {
   int first = 1;
   pthread_mutex_lock(&h->mu);
   while (!h->stopping) {
+    /* pawl_reload() asks for a look now; it is answered once done. */
+    uint64_t asked = h->reload_asked;
     pthread_mutex_unlock(&h->mu);
     if (pawl__loader_scan(h, &ld->sig, &ld->probe) > 0) {
       if (!first) {
@@ -302,7 +323,12 @@ void *pawl__loader_main(void *arg) {
       pawl__host_wake(h); /* jobs may be claimed now */
     }
     pthread_mutex_lock(&h->mu);
+    if (asked != h->reload_done) {
+      h->reload_done = asked;
+      pthread_cond_broadcast(&h->stop_cv);
+    }
     if (h->stopping) break;
+    if (h->reload_asked != h->reload_done) continue;
     struct timespec ts = pawl__mono_deadline(h->opts.reload_ms);
     pthread_cond_timedwait(&h->load_cv, &h->mu, &ts);
   }

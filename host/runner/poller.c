@@ -226,6 +226,17 @@ static size_t poller_claim(poller_t *pl) {
   }
   pawl__free(jobs);
   pthread_mutex_lock(&h->mu);
+  if (first && h->draining) {
+    /* pawl_drain() came while claiming: these go back, unstarted. */
+    pthread_mutex_unlock(&h->mu);
+    while (first) {
+      host_item_t *it = first;
+      first = it->next;
+      pawl__host_hand_back(h, it->job);
+      pawl__free(it);
+    }
+    return n;
+  }
   if (first) {
     if (h->queue_tail)
       h->queue_tail->next = first;
@@ -379,6 +390,9 @@ void *pawl__poller_main(void *arg) {
     int stopping = h->stopping;
     /* No job before the loader has installed the scripts (it wakes us). */
     int ready = h->scripts_gen != 0;
+    /* pawl_drain(): claim nothing; what was claimed ahead goes back. */
+    int draining = h->draining;
+    int64_t grace_ms = h->opts.grace_ms; /* pawl_stop_grace() may set it */
     h->wake = 0;
     pthread_mutex_unlock(&h->mu);
     if (stopping) {
@@ -390,14 +404,14 @@ void *pawl__poller_main(void *arg) {
       int running = h->running;
       pthread_mutex_unlock(&h->mu);
       if (running == 0) break;
-      if (stopping == PAWL_STOP_NOW || now - stop_started >= h->opts.grace_ms) {
+      if (stopping == PAWL_STOP_NOW || now - stop_started >= grace_ms) {
         host_release_running(h);
         break;
       }
       pawl__poller_chores(pl, now); /* leases of running jobs stay fresh */
     } else {
       pawl__poller_chores(pl, now);
-      size_t got = ready ? poller_claim(pl) : 0;
+      size_t got = ready && !draining ? poller_claim(pl) : 0;
       if (got > 0) continue;
       if (poller_give_up(pl, pawl__mono_ms())) continue;
     }

@@ -315,6 +315,8 @@ static void worker_set_current(worker_t *w, const pawl_job_t *job) {
   if (job) {
     w->current_id = job->id;
     w->current_attempt = job->attempt;
+    snprintf(w->current_type, sizeof w->current_type, "%s", job->type);
+    w->current_since = pawl__mono_ms();
   }
   pthread_mutex_unlock(&w->dl);
 }

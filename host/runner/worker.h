@@ -47,6 +47,8 @@ struct worker {
   int has_current;
   pawl_id_t current_id;
   int32_t current_attempt;
+  char current_type[201];    /* for pawl_workers() */
+  int64_t current_since;     /* monotonic ms it started */
 
   /* Outcomes stored whose hooks this worker must run (guarded by h->mu). */
   host_outcome_t *inbox;

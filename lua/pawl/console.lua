@@ -254,12 +254,14 @@ local function pretty(out, v, indent, prefix, seen, depth)
   for i = 1, n do
     if out:full() then break end
     pretty(out, v[i], inner, "", seen, depth + 1)
-    out.lines[#out.lines] = out.lines[#out.lines] and (out.lines[#out.lines] .. ",")
+    -- The comma goes after the element's last line (not after a line
+    -- shown before the output was cut).
+    if not out:full() then out.lines[#out.lines] = out.lines[#out.lines] .. "," end
   end
   for _, k in ipairs(keys) do
     if out:full() then break end
     pretty(out, v[k], inner, key_text(k) .. " = ", seen, depth + 1)
-    out.lines[#out.lines] = out.lines[#out.lines] and (out.lines[#out.lines] .. ",")
+    if not out:full() then out.lines[#out.lines] = out.lines[#out.lines] .. "," end
   end
   out:line(indent .. "}")
   seen[v] = nil
@@ -281,12 +283,20 @@ end
 -- opts: db (URL or nil), create, db_mode, sync_full, scripts, json,
 -- interactive, write(text), write_err(text) (error lines), ask(question)
 -- -> answer | nil, width() -> n.
+--
+-- Attached to a running host (the host's admin state runs the session):
+-- opts.handle is the host's handle (borrowed: never closed here),
+-- opts.node its node id, and opts.host the functions only the live host
+-- has (workers, reload, drain, resume_claiming, stop, log_level: see
+-- M.host_functions).
 function M.new(opts)
-  local url = opts.db or os.getenv("PAWL_DB")
+  local url, db, err = opts.db or os.getenv("PAWL_DB"), opts.handle, nil
   if not url or url == "" then url = "sqlite:./pawl.db" end
-  local db, err = pawl.open{ db = url, create = opts.create or false,
-                             file_mode = opts.db_mode ~= 0 and opts.db_mode or nil,
-                             sync_full = opts.sync_full or false }
+  if not db then
+    db, err = pawl.open{ db = url, create = opts.create or false,
+                         file_mode = opts.db_mode ~= 0 and opts.db_mode or nil,
+                         sync_full = opts.sync_full or false }
+  end
   if not db then
     if not opts.create and (err:match("^no database at ") or
                             err:match("^no pawl database in ")) then
@@ -296,6 +306,7 @@ function M.new(opts)
   end
   local self = setmetatable({
     db = db, url = url, opts = opts, json = opts.json,
+    owns_db = opts.handle == nil, node = opts.node, host = opts.host,
     interactive = opts.interactive, recent = {}, last_trace = nil,
     scripts_dir = opts.scripts or "./scripts",
   }, Session)
@@ -308,12 +319,13 @@ function M.new(opts)
 end
 
 function Session:close()
-  if self.db then self.db:close() end
+  if self.db and self.owns_db then self.db:close() end
   self.db = nil
 end
 
 function Session:prompt()
-  local main = "pawl:" .. db_label(self.url) .. "> "
+  local main = self.node and ("pawl@" .. self.node .. "> ") or
+               ("pawl:" .. db_label(self.url) .. "> ")
   local cont = (" "):rep(math.max(0, width(main) - 4)) .. "..> "
   return main, cont
 end
@@ -487,19 +499,73 @@ M.functions = {
     fn = function(S, what) return S:help(what) end },
 }
 
+-- What only a running host knows and does: in a console attached to it
+-- (`pawl console --connect`), where S.host holds the C side of each
+-- (include/pawl.h, "the live host").
+local LEVELS = { "debug", "info", "warn", "error" }
+M.host_functions = {
+  { name = "workers", help = "workers(): each worker, busy or idle, the job it runs (id, type, attempt) and for how long",
+    fn = function(S)
+      local list = check(S.host.workers())
+      for _, w in ipairs(list) do if w.job then S:remember(w.job) end end
+      return kind(list, "workers")
+    end },
+  { name = "reload", help = "reload(): look at the scripts directory now, load what changed, and report the scripts that do not load",
+    fn = function(S) return kind(check(S.host.reload()), "reload") end },
+  { name = "drain", help = "drain(): stop claiming jobs (those claimed ahead go back); running jobs finish",
+    fn = function(S)
+      check(S.host.drain())
+      return "draining: no new jobs are claimed; running jobs finish (resume_claiming() undoes it)"
+    end },
+  { name = "resume_claiming", help = "resume_claiming(): claim jobs again after drain()",
+    fn = function(S)
+      check(S.host.resume_claiming())
+      return "claiming jobs again"
+    end },
+  { name = "stop", help = "stop(grace): stop the host gracefully: running jobs get grace seconds (default: the host's --grace), then go back",
+    fn = function(S, grace)
+      if grace ~= nil and (type(grace) ~= "number" or grace ~= grace or
+                           grace < 0 or grace > 315360000) then
+        fail("stop: grace must be a number of seconds from 0 to 315360000 (got %s)",
+             tostring(grace))
+      end
+      check(S.host.stop(grace))
+      return grace and ("stopping: running jobs get %g s to finish"):format(grace)
+             or "stopping: running jobs get the host's grace period to finish"
+    end },
+  { name = "log_level", help = "log_level(l): set the host's log level (debug, info, warn, error); returns the one before. log_level(): the current one",
+    hints = { values = {} },
+    fn = function(S, level)
+      if level ~= nil and not set_of(LEVELS)[level] then
+        fail("log_level: expected debug, info, warn or error (got %s)", tostring(level))
+      end
+      return check(S.host.log_level(level))
+    end },
+}
+
 local by_name = {}
 for _, e in ipairs(M.functions) do by_name[e.name] = e end
+for _, e in ipairs(M.host_functions) do by_name[e.name] = e end
 M.by_name = by_name
+
+-- The functions of a session: the host's too when attached.
+local function functions_of(S)
+  if not S.host then return M.functions end
+  local all = {}
+  for _, e in ipairs(M.functions) do all[#all + 1] = e end
+  for _, e in ipairs(M.host_functions) do all[#all + 1] = e end
+  return all
+end
 
 function Session:help(what)
   if what == nil then
     local rows = {}
-    for _, e in ipairs(M.functions) do rows[#rows + 1] = { e.name, e.help } end
+    for _, e in ipairs(functions_of(self)) do rows[#rows + 1] = { e.name, e.help } end
     rows[#rows + 1] = { "db", "the pawl handle: db:jobs{...}, db:get(id), ... (README, Embedding)" }
     rows[#rows + 1] = { ":trace", "the traceback of the last error" }
     return kind(rows, "help")
   end
-  for _, e in ipairs(M.functions) do
+  for _, e in ipairs(functions_of(self)) do
     if what == e.name or what == self.env[e.name] then
       return kind({ { e.name, e.help } }, "help")
     end
@@ -512,7 +578,7 @@ end
 function Session:make_env()
   local env = setmetatable({}, { __index = _G })
   local S = self
-  for _, e in ipairs(M.functions) do
+  for _, e in ipairs(functions_of(self)) do
     env[e.name] = function(...) return e.fn(S, ...) end
   end
   env.db = self.db
@@ -682,6 +748,32 @@ function Session:render_scripts(out, list)
   table_lines(out, rows, self.width())
 end
 
+function Session:render_workers(out, list)
+  local rows = { { "WORKER", "STATE", "JOB", "TYPE", "ATTEMPT", "RUNNING" } }
+  for _, w in ipairs(list) do
+    if w.job then
+      rows[#rows + 1] = { tostring(w.worker), "busy", w.job, safe(w.type),
+                          tostring(w.attempt), span(w.running_ms) }
+    else
+      rows[#rows + 1] = { tostring(w.worker), "idle", "-", "-", "-", "-" }
+    end
+  end
+  table_lines(out, rows, self.width())
+  local busy = 0
+  for _, w in ipairs(list) do if w.job then busy = busy + 1 end end
+  out:line(("(%d busy, %d idle; %d claimed ahead%s)"):format(busy, #list - busy,
+           list.queued or 0, list.draining and "; draining: no new jobs are claimed" or ""))
+end
+
+function Session:render_reload(out, r)
+  out:line(("scripts: %d serving, %d not loading"):format(r.files, #r.errors))
+  if #r.errors > 0 then
+    local rows = { { "TYPE", "ERROR" } }
+    for _, e in ipairs(r.errors) do rows[#rows + 1] = { safe(e.type), safe(e.error) } end
+    table_lines(out, rows, self.width())
+  end
+end
+
 function Session:render_help(out, rows)
   for _, r in ipairs(rows) do out:line(("%-8s %s"):format(r[1], r[2])) end
 end
@@ -696,6 +788,8 @@ function Session:render(out, v)
   if k == "locks" then return self:render_locks(out, v) end
   if k == "scripts" then return self:render_scripts(out, v) end
   if k == "help" then return self:render_help(out, v) end
+  if k == "workers" then return self:render_workers(out, v) end
+  if k == "reload" then return self:render_reload(out, v) end
   if type(v) == "string" then
     -- A string result reads as itself when it is one line of text.
     return out:line(v:find("[%z\1-\31\127]") and quote(v) or v)
@@ -732,7 +826,7 @@ end
 function Session:json_lines(v)
   local k = kind_of(v)
   local items = (k == "jobs" or k == "nodes" or k == "locks" or k == "scripts"
-                 or (k == nil and is_job_list(v))) and v or { v }
+                 or k == "workers" or (k == nil and is_job_list(v))) and v or { v }
   if #items == 0 and items == v then return end
   for i = 1, #items do
     local ok, text = pcall(json.encode, for_json(items[i]))
