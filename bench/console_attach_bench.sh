@@ -8,8 +8,9 @@
 # `pawl run --until-idle --workers 2`, alternately
 #   - alone, and
 #   - with a console attached (`pawl console --connect`) that sends
-#     stats() and workers() over and over: "paced", every 50 ms (a screen
-#     refreshed 20 times a second), and "flat out", back to back.
+#     stats() and workers() over and over: "paced", every $PACE seconds
+#     (default 0.05: a screen refreshed 20 times a second; PACE=1 is an
+#     operator's pace), and "flat out", back to back.
 # The time measured is the jobs' own window, from the first job's start to
 # the last one's finish (stored on the rows), so the host's start and the
 # console's connection are not in it. After every run it checks that the
@@ -51,7 +52,7 @@ EOF
   local console=
   if [ "$mode" != alone ]; then
     while [ ! -S "$sock" ] && kill -0 "$host" 2>/dev/null; do sleep 0.01; done
-    local pause=0.05
+    local pause=${PACE:-0.05}
     [ "$mode" = flat ] && pause=0
     ( while :; do echo 'stats()'; echo 'workers()'; [ "$pause" = 0 ] || sleep "$pause"; done ) |
       "$pawl" console --connect "$sock" >/dev/null 2>&1 &
