@@ -134,6 +134,7 @@ void pawl__store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now
              from == PAWL_BLOCKED || from == PAWL_PAUSED) {
       out->to = PAWL_CANCELED;
       out->finished_at = now;
+      out->finishes = 1;
     }
     break;
   case STORE_OP_PAUSE:
@@ -168,6 +169,7 @@ void pawl__store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now
     else if (from == PAWL_BLOCKED) {
       out->to = PAWL_FAILED;
       out->finished_at = now;
+      out->finishes = 1;
       out->last_error = "wait timed out";
     }
     break;
@@ -520,6 +522,7 @@ static int store_transition_write(store_t *st,
   /* A manual retry starts the poison count again. */
   if (!rc && plan->recoveries == 0 && j->recoveries > 0)
     rc = x->forget_starts(st, id);
+  if (!rc && plan->finishes) rc = x->finished(st, j, plan->to, now);
   if (!rc && plan->to == PAWL_PENDING && x->pending) rc = x->pending(st);
   return rc;
 }

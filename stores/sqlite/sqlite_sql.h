@@ -68,6 +68,19 @@
   SQLITE_SQL_SUCCEED_SET                                                     \
   "seq = ?6 AND id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
 
+/* Throughput (stores/store.h, "Throughput"): the batch's successes added
+ * to their minute's bucket, one UPSERT per distinct state and queue of the
+ * batch. ?1 the minute, ?2 a JSON array of the seqs of the rows this batch
+ * moved into a final state (read back by rowid: the outcomes do not carry
+ * their queue). */
+#define SQLITE_SQL_TP_UPSERT                                                 \
+  " ON CONFLICT (minute, state, queue) DO UPDATE SET count = "               \
+  "count + excluded.count"
+#define SQLITE_SQL_TP_ADD_SEQS                                               \
+  "INSERT INTO pawl_throughput (minute, state, queue, count) SELECT ?1, "    \
+  "state, queue, count(*) FROM pawl_jobs WHERE seq IN (SELECT value FROM "   \
+  "json_each(?2)) GROUP BY state, queue" SQLITE_SQL_TP_UPSERT
+
 /* The earliest run_at among pending jobs, for a poller with nothing due:
  * all queues, one (?1), or a JSON array of them (?1). A min() over the
  * pending rows' partial indexes (pawl_jobs_claim, or the queue prefix of
