@@ -1159,3 +1159,53 @@ void test_pg_admin_uses_indexes(void) {
     unit_fail(__FILE__, __LINE__, "finished counts plan:\n%s", plan);
   PQfinish(c);
 }
+
+/* ---- throughput buckets ----------------------------------------------------
+ * Each connection adds to buckets of its own (writer: its backend pid), so
+ * two nodes finishing jobs of one queue in one minute never wait for each
+ * other's row lock; the statistics add them up. A finish that sees the
+ * minute change deletes the buckets older than 30 minutes. */
+static void tp_run_one(pawl_t *p) {
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_enqueue(p, "t", "{}", NULL, NULL, NULL));
+  CHECK_OK(pawl_claim(p, NULL, 1, &jobs, &n));
+  CHECK_INT(n, ==, 1);
+  pawl_outcome_t o = {.id = jobs[0]->id, .attempt = jobs[0]->attempt,
+                      .kind = PAWL_OUT_SUCCEEDED,
+                      .store_key = jobs[0]->store_key};
+  int rc = -1;
+  CHECK_OK(pawl_finish(p, &o, 1, &rc));
+  CHECK_INT(rc, ==, 0);
+  pawl_jobs_free(jobs, n);
+}
+
+void test_pg_throughput_buckets(void) {
+  const char *url = pgtest_url("tp_buckets");
+  const int64_t t0 = INT64_C(1800000000000); /* a whole minute */
+  _Atomic int64_t now = t0 + 5000;
+  pawl_t *a = open_ok(url, "node-a", &now), *b = open_ok(url, "node-b", &now);
+  tp_run_one(a);
+  tp_run_one(b);
+  tp_run_one(a);
+  PGconn *c = pgtest_connect(url);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_throughput"), ==, 2);
+  CHECK_INT(pgtest_int(c, "SELECT sum(count) FROM pawl_throughput WHERE "
+                          "minute = 30000000 AND state = 2"),
+            ==, 3);
+  pawl_stats_t *st = NULL;
+  CHECK_OK(pawl_stats(b, &st));
+  CHECK_INT(st->all.finished_1m, ==, 3);
+  CHECK_INT(st->all.count[PAWL_SUCCEEDED], ==, 3);
+  pawl_stats_free(st);
+  /* 40 minutes later: a's next finish trims minute 0's buckets, both
+   * writers' (b's connection is idle: nothing of it is locked). */
+  atomic_store(&now, t0 + 40 * 60000);
+  tp_run_one(a);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_throughput"), ==, 1);
+  CHECK_INT(pgtest_int(c, "SELECT minute FROM pawl_throughput"), ==,
+            30000040);
+  PQfinish(c);
+  pawl_close(a);
+  pawl_close(b);
+}

@@ -680,3 +680,45 @@ void test_sqlite_success_in_no_index(void) {
   CHECK(raw_int(db, "SELECT count(*) FROM pawl_jobs WHERE state = 2") > 0);
   sqlite3_close(db);
 }
+
+static int64_t trim_clock(void *data) { return *(const int64_t *)data; }
+
+/* A finish that sees the minute change deletes the throughput buckets
+ * older than 30 minutes: the table stays a few rows per queue. */
+void test_sqlite_throughput_trim(void) {
+  int64_t now = 0;
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = "sqlite:trim.db";
+  o.clock = trim_clock;
+  o.clock_data = &now;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "open: %s", err);
+  for (int m = 0; m < 3; m++) {
+    now = INT64_C(1800000000000) + 5000 + m * 20 * 60000; /* minute 3e7 */
+    for (int k = 0; k < 2; k++) {
+      pawl_job_t **jobs = NULL;
+      size_t n = 0;
+      CHECK_OK(pawl_enqueue(p, "t", "{}", NULL, NULL, NULL));
+      CHECK_OK(pawl_claim(p, NULL, 1, &jobs, &n));
+      CHECK_INT(n, ==, 1);
+      pawl_outcome_t out = {.id = jobs[0]->id, .attempt = jobs[0]->attempt,
+                            .kind = PAWL_OUT_SUCCEEDED,
+                            .store_key = jobs[0]->store_key};
+      int rc = -1;
+      CHECK_OK(pawl_finish(p, &out, 1, &rc));
+      CHECK_INT(rc, ==, 0);
+      pawl_jobs_free(jobs, n);
+    }
+  }
+  pawl_close(p);
+  /* Minutes 0, 20 and 40 were written; at 40, minute 0 was deleted. */
+  sqlite3 *db = raw("trim.db");
+  CHECK_INT(raw_int(db, "SELECT count(*) FROM pawl_throughput"), ==, 2);
+  CHECK_INT(raw_int(db, "SELECT min(minute) FROM pawl_throughput"), ==,
+            30000020);
+  CHECK_INT(raw_int(db, "SELECT sum(count) FROM pawl_throughput"), ==, 4);
+  sqlite3_close(db);
+}
