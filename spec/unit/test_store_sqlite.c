@@ -611,12 +611,9 @@ static void want_plan(sqlite3 *db, const char *what, const char *sql,
 
 void test_sqlite_admin_uses_indexes(void) {
   sqlite3 *db = plan_db("admin");
-  /* Grouping the few buckets of 15 minutes, or a batch's rows, may sort
-   * them. */
+  /* Grouping the few buckets of 15 minutes may sort them. */
   want_plan_sort(db, "throughput", SQLITE_ADM_STATS_TP,
                  "SEARCH pawl_throughput USING PRIMARY KEY (minute>?)", 1);
-  want_plan_sort(db, "throughput added", SQLITE_SQL_TP_ADD_SEQS,
-                 "SEARCH pawl_jobs USING INTEGER PRIMARY KEY (rowid=?)", 1);
   {
     char plan[4096];
     plan_of(db, SQLITE_ADM_STATS_DONE, plan, sizeof plan);

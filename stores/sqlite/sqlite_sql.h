@@ -57,10 +57,13 @@
  * checks the id, so a stale or foreign key cannot complete another job.
  * One UPDATE per row by rowid costs less than one UPDATE for the whole
  * batch with the outcomes in a JSON array: parsing that array was most of
- * the finish's CPU (bench/RESULTS.md). */
+ * the finish's CPU (bench/RESULTS.md). updated_at goes through
+ * pawl_tp_note(), the store's SQL function (sqlite_store.c) that notes the
+ * row's queue for the throughput count, once per row written. */
 #define SQLITE_SQL_SUCCEED_SET                                               \
   "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
-  "updated_at = ?2, lease_expires = NULL, version = version + 1 WHERE "
+  "updated_at = pawl_tp_note(queue, ?2), lease_expires = NULL, "             \
+  "version = version + 1 WHERE "
 #define SQLITE_SQL_SUCCEED                                                   \
   SQLITE_SQL_SUCCEED_SET                                                     \
   "id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
@@ -68,18 +71,11 @@
   SQLITE_SQL_SUCCEED_SET                                                     \
   "seq = ?6 AND id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
 
-/* Throughput (stores/store.h, "Throughput"): the batch's successes added
- * to their minute's bucket, one UPSERT per distinct state and queue of the
- * batch. ?1 the minute, ?2 a JSON array of the seqs of the rows this batch
- * moved into a final state (read back by rowid: the outcomes do not carry
- * their queue). */
+/* Throughput (stores/store.h, "Throughput"): how a finish adds to a
+ * minute's bucket, one UPSERT per distinct state and queue of the batch. */
 #define SQLITE_SQL_TP_UPSERT                                                 \
   " ON CONFLICT (minute, state, queue) DO UPDATE SET count = "               \
   "count + excluded.count"
-#define SQLITE_SQL_TP_ADD_SEQS                                               \
-  "INSERT INTO pawl_throughput (minute, state, queue, count) SELECT ?1, "    \
-  "state, queue, count(*) FROM pawl_jobs WHERE seq IN (SELECT value FROM "   \
-  "json_each(?2)) GROUP BY state, queue" SQLITE_SQL_TP_UPSERT
 
 /* The earliest run_at among pending jobs, for a poller with nothing due:
  * all queues, one (?1), or a JSON array of them (?1). A min() over the

@@ -98,7 +98,6 @@ enum {
   SQ_ADM_STATS_TP,
   SQ_TP_ADD,
   SQ_TP_ADD_ID,
-  SQ_TP_ADD_SEQS,
   SQ_TP_TRIM,
   SQ_ADM_RUNNING,
   SQ_ADM_LOCKS,
@@ -260,7 +259,6 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_TP_ADD_ID] = "INSERT INTO pawl_throughput (minute, state, queue, "
                      "count) SELECT ?1, state, queue, 1 FROM pawl_jobs WHERE "
                      "id = ?2" SQLITE_SQL_TP_UPSERT,
-    [SQ_TP_ADD_SEQS] = SQLITE_SQL_TP_ADD_SEQS,
     [SQ_TP_TRIM] = "DELETE FROM pawl_throughput WHERE minute < ?1",
     [SQ_ADM_RUNNING] = SQLITE_ADM_RUNNING,
     [SQ_ADM_LOCKS] = SQLITE_ADM_LOCKS,
@@ -277,7 +275,14 @@ typedef struct sq_store {
   int gated;               /* this connection holds the gate */
   int64_t tp_minute;       /* the minute this connection last trimmed the
                               throughput buckets at (0: not yet) */
-  pawl_buf_t tp_seqs;      /* a finish's seqs for SQ_TP_ADD_SEQS, reused */
+  /* A finish's successes by queue, for the throughput buckets: entries
+   * (and their queue names) are kept from batch to batch, counts zeroed. */
+  struct sq_tp {
+    char *queue;
+    int64_t n;
+  } *tp;
+  size_t ntp, tpcap, tp_last;
+  int tp_oom;              /* pawl_tp_note() ran out of memory */
 } sq_store_t;
 
 /* ---- errors ------------------------------------------------------------- */
@@ -1172,21 +1177,66 @@ static int sq_tp_add_id(sq_store_t *s, const pawl_id_t *id, int64_t now) {
   return sq_exec(s, st, "count finished job");
 }
 
-/* The jobs of s->tp_seqs ("[seq,seq,...,"), just finished at `now`, added
- * to their buckets. */
-static int sq_tp_add_seqs(sq_store_t *s, int64_t now) {
-  pawl_buf_t *b = &s->tp_seqs;
-  if (b->oom) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
-  if (b->len < 2) return 0; /* "[": no success by store_key */
-  b->data[b->len - 1] = ']';
+/* One success of queue `q` in this finish (copied). -1 when out of
+ * memory. */
+static int sq_tp_note(sq_store_t *s, const char *q) {
+  if (!q) return -1;
+  /* Batches are mostly of one queue: the last entry noted first. */
+  if (s->ntp && s->tp_last < s->ntp && strcmp(s->tp[s->tp_last].queue, q) == 0) {
+    s->tp[s->tp_last].n++;
+    return 0;
+  }
+  for (size_t i = 0; i < s->ntp; i++)
+    if (strcmp(s->tp[i].queue, q) == 0) {
+      s->tp[s->tp_last = i].n++;
+      return 0;
+    }
+  if (s->ntp == s->tpcap) {
+    size_t cap = s->tpcap ? s->tpcap * 2 : 4;
+    struct sq_tp *g = realloc(s->tp, cap * sizeof *g);
+    if (!g) return -1;
+    s->tp = g;
+    s->tpcap = cap;
+  }
+  if (!(s->tp[s->ntp].queue = strdup(q))) return -1;
+  s->tp[s->tp_last = s->ntp++].n = 1;
+  return 0;
+}
+
+/* pawl_tp_note(queue, v) [SQL]: notes one success of `queue` for this
+ * finish's throughput count and returns v. The success UPDATE
+ * (SQLITE_SQL_SUCCEED_SET) sets updated_at through it, so it runs exactly
+ * once per row written, with the row's queue at hand: counting a batch by
+ * queue costs a function call per row, where reading the rows back (or
+ * RETURNING, which stages each row in a temporary table) costs a
+ * statement (bench/RESULTS.md). A failure to note is reported after the
+ * statement (s->tp_oom): the finish then fails and rolls back. */
+static void sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
+  (void)argc;
+  sq_store_t *s = sqlite3_user_data(ctx);
+  if (sq_tp_note(s, (const char *)sqlite3_value_text(v[0])) != 0)
+    s->tp_oom = 1;
+  sqlite3_result_value(ctx, v[1]);
+}
+
+/* The finish's successes noted by sq_tp_note(), added to their buckets:
+ * one UPSERT per queue. */
+static int sq_tp_flush(sq_store_t *s, int64_t now) {
   int64_t minute = store_tp_minute(now);
-  int rc = sq_tp_trim(s, minute);
-  if (rc) return rc;
-  sqlite3_stmt *st = sq_stmt(s, SQ_TP_ADD_SEQS);
-  if (!st) return PAWL_ESTORE;
-  sqlite3_bind_int64(st, 1, minute);
-  sqlite3_bind_text(st, 2, b->data, (int)b->len, SQLITE_STATIC);
-  return sq_exec(s, st, "count finished jobs");
+  int rc = 0;
+  for (size_t i = 0; i < s->ntp && !rc; i++) {
+    if (!s->tp[i].n) continue;
+    if ((rc = sq_tp_trim(s, minute))) break;
+    sqlite3_stmt *st = sq_stmt(s, SQ_TP_ADD);
+    if (!st) return PAWL_ESTORE;
+    sqlite3_bind_int64(st, 1, minute);
+    sqlite3_bind_int(st, 2, PAWL_SUCCEEDED);
+    sqlite3_bind_text(st, 3, s->tp[i].queue, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, s->tp[i].n);
+    rc = sq_exec(s, st, "count finished jobs");
+    s->tp[i].n = 0;
+  }
+  return rc;
 }
 
 static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
@@ -1201,9 +1251,8 @@ static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
 }
 
 /* One outcome inside the finish transaction. PAWL_ELEASE when the job is not
- * held by `token` under that attempt any more. A success found by its
- * store_key is left for the batch's throughput count: its seq goes to
- * s->tp_seqs; any other final outcome is counted here. */
+ * held by `token` under that attempt any more. A success is noted for the
+ * batch's throughput count (sq_tp_note()); a failure is counted here. */
 static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
                          const pawl_outcome_t *o, int64_t now) {
   int rc;
@@ -1221,12 +1270,11 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
       sq_bind_id(st, 4, token);
       sqlite3_bind_int(st, 5, o->attempt);
       if (by_key) sqlite3_bind_int64(st, 6, o->store_key);
+      /* The statement notes the row's queue (pawl_tp_note()). */
       if ((rc = sq_exec(s, st, "complete job"))) return rc;
-      if (sqlite3_changes(s->db) == 1) {
-        if (!by_key) return sq_tp_add_id(s, &o->id, now);
-        pawl__buf_printf(&s->tp_seqs, "%lld,", (long long)o->store_key);
-        return 0;
-      }
+      if (s->tp_oom)
+        return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      if (sqlite3_changes(s->db) == 1) return 0;
       if (!by_key) return PAWL_ELEASE;
       by_key = 0;
     }
@@ -1265,8 +1313,8 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
                      const pawl_outcome_t *outs, size_t n, int *rcs) {
   sq_store_t *s = (sq_store_t *)base;
   int64_t now = pawl__store_now(base);
-  pawl__buf_reset(&s->tp_seqs);
-  pawl__buf_putc(&s->tp_seqs, '[');
+  for (size_t i = 0; i < s->ntp; i++) s->tp[i].n = 0; /* a failed finish's */
+  s->tp_oom = 0;
   int rc = sq_begin(s);
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_add_logs(s, &outs[i], now))) break;
@@ -1278,7 +1326,7 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
     if (r) rc = r;
     else if (rcs) rcs[i] = 0;
   }
-  if (!rc) rc = sq_tp_add_seqs(s, now);
+  if (!rc) rc = sq_tp_flush(s, now);
   return sq_end(s, rc);
 }
 
@@ -1715,7 +1763,8 @@ static void sq_close(store_t *base) {
   if (!s) return;
   for (int i = 0; i < SQ_COUNT; i++) sqlite3_finalize(s->stmt[i]);
   sqlite3_close(s->db);
-  pawl__buf_free(&s->tp_seqs);
+  for (size_t i = 0; i < s->ntp; i++) free(s->tp[i].queue);
+  free(s->tp);
   free(s->path);
   free(s);
 }
@@ -1967,6 +2016,15 @@ static int sq_configure(sq_store_t *s, const store_config_t *cfg,
     snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
              msg ? msg : "?");
     sqlite3_free(msg);
+    return PAWL_ESTORE;
+  }
+  /* Not deterministic: called once per row written, for its effect. */
+  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 2,
+                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
+                                 sq_tp_note_fn, NULL, NULL,
+                                 NULL) != SQLITE_OK) {
+    snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
+             sqlite3_errmsg(s->db));
     return PAWL_ESTORE;
   }
   return 0;
