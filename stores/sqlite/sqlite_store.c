@@ -252,8 +252,9 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_ADM_STATS_DONE] = SQLITE_ADM_STATS_DONE,
     [SQ_ADM_STATS_TP] = SQLITE_ADM_STATS_TP,
     /* Throughput buckets (store.h, "Throughput"): ?1 the minute, ?2 the
-     * state, ?3 the queue, ?4 how many; by the job's id ?2 (its state and
-     * queue as the row has them now); by a batch's seqs. */
+     * state, ?3 the queue, ?4 how many; or by the job's id ?2 (its state
+     * and queue as the row has them now: a failure); the trim of buckets
+     * before minute ?1. */
     [SQ_TP_ADD] = "INSERT INTO pawl_throughput (minute, state, queue, count) "
                   "VALUES (?1, ?2, ?3, ?4)" SQLITE_SQL_TP_UPSERT,
     [SQ_TP_ADD_ID] = "INSERT INTO pawl_throughput (minute, state, queue, "
