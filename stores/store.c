@@ -135,6 +135,7 @@ void pawl__store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now
              from == PAWL_BLOCKED || from == PAWL_PAUSED) {
       out->to = PAWL_CANCELED;
       out->finished_at = now;
+      out->finishes = 1;
     }
     break;
   case STORE_OP_PAUSE:
@@ -169,6 +170,7 @@ void pawl__store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now
     else if (from == PAWL_BLOCKED) {
       out->to = PAWL_FAILED;
       out->finished_at = now;
+      out->finishes = 1;
       out->last_error = "wait timed out";
     }
     break;
@@ -521,6 +523,7 @@ static int store_transition_write(store_t *st,
   /* A manual retry starts the poison count again. */
   if (!rc && plan->recoveries == 0 && j->recoveries > 0)
     rc = x->forget_starts(st, id);
+  if (!rc && plan->finishes) rc = x->finished(st, j, plan->to, now);
   if (!rc && plan->to == PAWL_PENDING && x->pending) rc = x->pending(st);
   return rc;
 }

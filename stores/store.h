@@ -122,6 +122,24 @@ typedef struct store_pick {
   int64_t key;             /* the backend's walk key (SQLite: seq) */
 } store_pick_t;
 
+/* Throughput: jobs finished (succeeded, failed, canceled) per minute of
+ * the store's clock, state and queue, in the table pawl_throughput (schema
+ * SQLite V004, PostgreSQL V003). The finish path adds its batch's counts
+ * (one UPSERT per distinct state and queue), as do recovery into failed and
+ * the operator transitions that finish a job (cancel, expire), in the
+ * transaction that moves the jobs. Buckets older than STORE_TP_KEEP
+ * minutes are deleted by the next writer that sees the minute change.
+ * A window of N minutes counts the buckets from minute (now / 1 min) - N:
+ * the last N minutes and up to one more (the oldest bucket, whole). */
+#define STORE_TP_MINUTE_MS INT64_C(60000)
+#define STORE_TP_KEEP 30
+
+/* The minute bucket of a time (floor: times before 1970 too). */
+static inline int64_t store_tp_minute(int64_t ms) {
+  return ms >= 0 ? ms / STORE_TP_MINUTE_MS
+                 : -((-(ms + 1)) / STORE_TP_MINUTE_MS) - 1;
+}
+
 /* One (state, queue) of the statistics. */
 typedef struct store_stat_row {
   const char *queue;
@@ -285,9 +303,13 @@ struct store_ops {
     int (*apply)(store_t *st, store_op_t op, const char *actor,
                  const char *reason, const store_pick_t *picks, size_t n,
                  pawl_bulk_result_t *r);
-    /* One call of cb per (state, queue) holding jobs; throughput and the
-     * oldest due run_at as store_stat_row_t says. Must not read the table
-     * row by row for finished jobs (see schema V004/V003 pawl_jobs_done). */
+    /* Calls of cb per (state, queue): the counts of the jobs in each
+     * state, the throughput from the buckets of pawl_throughput (see
+     * "Throughput" above) and the oldest due run_at, as store_stat_row_t
+     * says; several rows of one (state, queue) add up. Live counts read the
+     * partial indexes of pending and running rows; the finished counts
+     * read the table once (exact; no index on finished rows, so that a
+     * finish costs no index entry). */
     int (*stats)(store_t *st, int64_t now, store_stat_cb cb, void *data);
     int (*locks)(store_t *st, store_lock_cb cb, void *data);
     /* Running jobs per lease owner (node id). */
@@ -366,6 +388,8 @@ typedef struct store_plan {
   int64_t finished_at;    /* 0: none */
   int32_t attempt, recoveries;
   const char *last_error, *result;
+  int finishes;           /* the job finishes now (cancel, expire): counted
+                             in the throughput buckets */
 } store_plan_t;
 
 void pawl__store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now,
@@ -543,6 +567,9 @@ typedef struct store_transition_steps {
   /* Forgets the recorded starts (a manual retry starts the poison count
    * again). */
   int (*forget_starts)(store_t *st, const pawl_id_t *id);
+  /* The job (as read) finished now in state `to` (plan->finishes): add it
+   * to the throughput bucket of `now`'s minute. */
+  int (*finished)(store_t *st, const pawl_job_t *j, int to, int64_t now);
   /* The job went back to pending: tell other nodes (NULL: nothing to do). */
   int (*pending)(store_t *st);
 } store_transition_steps_t;

@@ -2,12 +2,24 @@
 -- read.
 -- Shipped migrations are never edited: add V004__*.sql instead.
 --
--- Every row that has left the live queue (succeeded, failed, canceled,
--- paused, blocked), by state, queue and finish time. Claims never touch it
--- (pending and running rows are not in it); a finish adds one entry. It
--- serves throughput (jobs finished in the last 1/5/15 minutes: one range
--- per state and queue on finished_at, whose cost grows with the jobs
--- finished in the window, never with the history kept), and the counts by
--- state and queue of these rows (an index-only scan).
-CREATE INDEX pawl_jobs_done ON pawl_jobs (state, queue, finished_at)
-  WHERE state >= 2;
+-- Throughput: how many jobs finished (succeeded, failed, canceled) in each
+-- minute (pawl_ms(pawl_now()) / 60000), by state and queue. The finish
+-- path adds its batch's counts (one UPSERT per distinct state and queue,
+-- inside the statement that finishes the batch), as do recovery into
+-- failed and the operator's cancel and expire, in their transactions.
+-- Buckets older than 30 minutes are deleted by the next writer that sees
+-- the minute change.
+-- `writer` is the connection's backend pid: each connection adds to rows
+-- of its own, so that nodes finishing jobs of one queue at the same time
+-- never wait for each other's row lock until commit (the statistics add
+-- the writers up). It replaces an index of finished rows (state, queue,
+-- finished_at), which cost every finished job an index entry.
+-- fillfactor 50: the counts are updated in place (HOT) between vacuums.
+CREATE TABLE pawl_throughput (
+  minute bigint NOT NULL,
+  state  smallint NOT NULL,
+  queue  text NOT NULL,
+  writer integer NOT NULL DEFAULT pg_backend_pid(),
+  count  bigint NOT NULL,
+  PRIMARY KEY (minute, state, queue, writer)
+) WITH (fillfactor = 50);

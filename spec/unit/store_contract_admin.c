@@ -557,6 +557,141 @@ void contract_admin_stats(const char *url) {
   pawl_close(p);
 }
 
+/* Throughput per queue at the clock's reading: finished (and of those,
+ * failed) in the last 1, 5 and 15 minutes. A queue missing from the
+ * statistics has none. */
+static void want_tp(pawl_t *p, const char *queue, int64_t f1, int64_t f5,
+                    int64_t f15, int64_t x1, int64_t x5, int64_t x15,
+                    int line) {
+  pawl_stats_t *s = NULL;
+  CHECK_OK(pawl_stats(p, &s));
+  const pawl_queue_stats_t *q = NULL;
+  for (size_t i = 0; i < s->nqueues; i++)
+    if (strcmp(s->queues[i].queue, queue) == 0) q = &s->queues[i];
+  pawl_queue_stats_t none = {0};
+  if (!q) q = &none;
+  if (q->finished_1m != f1 || q->finished_5m != f5 ||
+      q->finished_15m != f15 || q->failed_1m != x1 || q->failed_5m != x5 ||
+      q->failed_15m != x15)
+    unit_fail(__FILE__, line,
+              "throughput of %s at T0%+.2f min: finished %lld/%lld/%lld, "
+              "failed %lld/%lld/%lld; wanted %lld/%lld/%lld, %lld/%lld/%lld",
+              queue, (double)(s->at - T0) / (double)MIN,
+              (long long)q->finished_1m, (long long)q->finished_5m,
+              (long long)q->finished_15m, (long long)q->failed_1m,
+              (long long)q->failed_5m, (long long)q->failed_15m,
+              (long long)f1, (long long)f5, (long long)f15, (long long)x1,
+              (long long)x5, (long long)x15);
+  pawl_stats_free(s);
+}
+#define WANT_TP(p, q, f1, f5, f15, x1, x5, x15) \
+  want_tp(p, q, f1, f5, f15, x1, x5, x15, __LINE__)
+
+/* Throughput counts finishes in minute buckets of the handle's clock: a
+ * batch's successes and failures by queue, recovery into failed, a single
+ * and a bulk cancel; a window of N minutes holds the buckets from minute
+ * now - N on (the last N minutes and up to one more); a finish stays
+ * counted when the job is retried later (it happened). */
+void contract_admin_throughput(const char *url) {
+  pawl_t *p = open_db(url);
+  /* Minute 0 (T0 + 10 s): one batch, 2 successes and a failure in a, a
+   * success in b. */
+  set_now(T0 + 10000);
+  for (int i = 0; i < 3; i++) enq(p, "t", "a");
+  enq(p, "t", "b");
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, NULL, 10, &jobs, &n));
+  CHECK_INT(n, ==, 4);
+  pawl_outcome_t outs[4];
+  int rcs[4], in_a = 0;
+  pawl_id_t failed_a;
+  for (size_t i = 0; i < n; i++) {
+    int fail = strcmp(jobs[i]->queue, "a") == 0 && in_a++ == 2;
+    if (fail) failed_a = jobs[i]->id;
+    outs[i] = (pawl_outcome_t){.id = jobs[i]->id,
+                               .attempt = jobs[i]->attempt,
+                               .kind = fail ? PAWL_OUT_FAILED
+                                            : PAWL_OUT_SUCCEEDED,
+                               .error = "boom",
+                               .store_key = jobs[i]->store_key};
+  }
+  CHECK_OK(pawl_finish(p, outs, n, rcs));
+  for (size_t i = 0; i < n; i++) CHECK_INT(rcs[i], ==, 0);
+  pawl_jobs_free(jobs, n);
+  WANT_TP(p, "a", 3, 3, 3, 1, 1, 1);
+  WANT_TP(p, "b", 1, 1, 1, 0, 0, 0);
+  /* Minute 1 (T0 + 70 s): a success in a. The 1 minute window reaches
+   * back to the start of minute 0. */
+  set_now(T0 + 70000);
+  enq(p, "t", "a");
+  CHECK_INT(finish_all(p, PAWL_OUT_SUCCEEDED), ==, 1);
+  WANT_TP(p, "a", 4, 4, 4, 1, 1, 1);
+  set_now(T0 + 2 * MIN);
+  WANT_TP(p, "a", 1, 4, 4, 0, 1, 1);
+  /* Minute 4: a job of b canceled. */
+  set_now(T0 + 4 * MIN + 30000);
+  pawl_id_t c = enq(p, "t", "b");
+  pawl_job_t *j = NULL;
+  CHECK_OK(pawl_cancel(p, &c, NULL, &j));
+  pawl_job_free(j);
+  set_now(T0 + 6 * MIN);
+  WANT_TP(p, "a", 0, 1, 4, 0, 0, 1);
+  WANT_TP(p, "b", 0, 1, 2, 0, 0, 0);
+  /* Minute 9: a job of a on its last attempt, lost (its lease expires)
+   * and failed by recovery. */
+  set_now(T0 + 9 * MIN);
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.queue = "a";
+  o.max_attempts = 1;
+  CHECK_OK(pawl_enqueue(p, "t", "{}", &o, NULL, NULL));
+  CHECK_OK(pawl_claim(p, NULL, 10, &jobs, &n));
+  CHECK_INT(n, ==, 1);
+  pawl_jobs_free(jobs, n);
+  set_now(T0 + 9 * MIN + 20000);
+  size_t rec = 0;
+  CHECK_OK(pawl_recover(p, &rec));
+  CHECK_INT(rec, ==, 1);
+  /* Minute 12: two jobs of b canceled in bulk. */
+  set_now(T0 + 12 * MIN);
+  enq(p, "t", "b");
+  enq(p, "t", "b");
+  pawl_filter_t f = filter(PAWL_PENDING);
+  f.queue = "b";
+  pawl_bulk_result_t r = {0, 0, 0};
+  CHECK_OK(pawl_bulk(p, PAWL_ACTION_CANCEL, &f, NULL, &r));
+  CHECK_INT(r.changed, ==, 2);
+  set_now(T0 + 13 * MIN);
+  WANT_TP(p, "a", 0, 1, 5, 0, 1, 2);
+  WANT_TP(p, "b", 2, 2, 4, 0, 0, 0);
+  /* The failure of minute 0 retried: it still happened at minute 0. */
+  CHECK_OK(pawl_retry(p, &failed_a, NULL, &j));
+  pawl_job_free(j);
+  WANT_TP(p, "a", 0, 1, 5, 0, 1, 2);
+  pawl_stats_t *s = NULL;
+  CHECK_OK(pawl_stats(p, &s));
+  CHECK_INT(queue_of(s, "a")->count[PAWL_FAILED], ==, 1);
+  CHECK_INT(queue_of(s, "a")->count[PAWL_PENDING], ==, 1);
+  CHECK_INT(queue_of(s, "a")->count[PAWL_SUCCEEDED], ==, 3);
+  CHECK_INT(queue_of(s, "b")->count[PAWL_CANCELED], ==, 3);
+  CHECK_INT(s->all.finished_15m, ==, 9);
+  CHECK_INT(s->all.failed_15m, ==, 2);
+  pawl_stats_free(s);
+  /* Minute 16: minute 0 has left the 15 minute window. */
+  set_now(T0 + 16 * MIN);
+  WANT_TP(p, "a", 0, 0, 2, 0, 0, 1);
+  WANT_TP(p, "b", 0, 2, 3, 0, 0, 0);
+  /* Half an hour later nothing is recent; a finish then (which trims the
+   * old buckets) counts alone. */
+  set_now(T0 + 60 * MIN);
+  WANT_TP(p, "a", 0, 0, 0, 0, 0, 0);
+  CHECK_INT(finish_all(p, PAWL_OUT_SUCCEEDED), ==, 1);
+  WANT_TP(p, "a", 1, 1, 1, 0, 0, 0);
+  WANT_TP(p, "b", 0, 0, 0, 0, 0, 0);
+  pawl_close(p);
+}
+
 void contract_admin_nodes(const char *url) {
   pawl_t *p = open_db(url);
   pawl_node_info_t *nodes = NULL;

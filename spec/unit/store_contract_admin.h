@@ -15,6 +15,7 @@
   X(admin_bulk_cancel_running)  \
   X(admin_list_filters)         \
   X(admin_stats)                \
+  X(admin_throughput)           \
   X(admin_nodes)                \
   X(admin_locks)
 

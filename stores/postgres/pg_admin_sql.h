@@ -39,9 +39,10 @@
   "j.created_at) < pawl_ts($5::bigint)) ORDER BY j.id DESC LIMIT $6::int"
 
 /* Statistics: pending per queue with the earliest due run_at ($1 now, ms),
- * running per queue, the rest per state and queue from pawl_jobs_done
- * (V003), and the throughput of one (state $1, queue $2) of finished jobs
- * since $3 (15 minutes ago), $4 (5) and $5 (1): one range of that index. */
+ * running per queue, the rest per state and queue in one pass over the
+ * table (exact; no index of finished rows, so that a finish costs no index
+ * entry), and the throughput from the minute buckets (V003) from minute
+ * $1 (15 minutes ago), $2 (5) and $3 (1), every writer's rows added up. */
 #define PG_ADM_STATS_PENDING                                                 \
   "SELECT queue, count(*), pawl_ms(min(run_at) FILTER (WHERE run_at <= "     \
   "pawl_ts($1::bigint))) FROM pawl_jobs WHERE state = 0 GROUP BY queue"
@@ -50,11 +51,11 @@
 #define PG_ADM_STATS_DONE                                                    \
   "SELECT state, queue, count(*) FROM pawl_jobs WHERE state >= 2 "           \
   "GROUP BY state, queue"
-#define PG_ADM_STATS_WINDOW                                                  \
-  "SELECT count(*), count(*) FILTER (WHERE finished_at >= "                  \
-  "pawl_ts($4::bigint)), count(*) FILTER (WHERE finished_at >= "             \
-  "pawl_ts($5::bigint)) FROM pawl_jobs WHERE state >= 2 AND state = "        \
-  "$1::smallint AND queue = $2::text AND finished_at >= pawl_ts($3::bigint)"
+#define PG_ADM_STATS_TP                                                      \
+  "SELECT state, queue, sum(count), coalesce(sum(count) FILTER (WHERE "      \
+  "minute >= $2::bigint), 0), coalesce(sum(count) FILTER (WHERE minute >= "  \
+  "$3::bigint), 0) FROM pawl_throughput WHERE minute >= $1::bigint GROUP "   \
+  "BY state, queue"
 
 #define PG_ADM_RUNNING                                                       \
   "SELECT lease_owner, count(*) FROM pawl_jobs WHERE state = 1 "             \

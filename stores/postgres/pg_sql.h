@@ -78,18 +78,32 @@
  * scanned whole for each id) over the primary key. */
 #define PG_RUNNING_BY_ID "(j.state + 0) = 1"
 
+/* Throughput (stores/store.h, "Throughput"): the minute bucket of "now"
+ * ($1 the injected clock or NULL), and the UPSERT into a bucket of this
+ * connection's own (writer: its default, pg_backend_pid()). */
+#define PG_SQL_TP_MINUTE "(pawl_ms(pawl_now($1::bigint)) / 60000)"
+#define PG_SQL_TP_UPSERT                                                     \
+  " ON CONFLICT (minute, state, queue, writer) DO UPDATE SET count = "       \
+  "pawl_throughput.count + excluded.count"
+
 /* Success of a whole batch in one statement, its history on the row:
  * $1 now, $2 ids, $3 attempts, $4 results (NULL for none), $5 lease token.
- * RETURNING names the rows written; an outcome whose row is missing is
- * stale (canceled, or recovered by another node). */
+ * The rows written are counted into their throughput buckets (one row per
+ * queue of the batch) by the same statement. The result names the rows
+ * written; an outcome whose row is missing is stale (canceled, or
+ * recovered by another node). */
 #define PG_SQL_SUCCEED_MANY                                                  \
-  "UPDATE pawl_jobs AS j SET state = 2, result = b.result, "                 \
+  "WITH done AS (UPDATE pawl_jobs AS j SET state = 2, result = b.result, "   \
   "finished_at = pawl_now($1::bigint), updated_at = pawl_now($1::bigint), "  \
   "lease_expires = NULL, version = j.version + 1 FROM unnest($2::uuid[], "   \
   "$3::int[], $4::jsonb[]) AS b(id, attempt, result) WHERE j.id = b.id AND " \
   PG_RUNNING_BY_ID " AND j.lease_token = $5::uuid AND "                      \
   "j.attempt = b.attempt "                                                   \
-  "RETURNING j.id"
+  "RETURNING j.id, j.queue), "                                               \
+  "tp AS (INSERT INTO pawl_throughput (minute, state, queue, count) "        \
+  "SELECT " PG_SQL_TP_MINUTE ", 2, queue, count(*) FROM done GROUP BY "      \
+  "queue" PG_SQL_TP_UPSERT ") "                                              \
+  "SELECT id FROM done"
 
 /* The earliest run_at among pending jobs, for a poller with nothing due:
  * all queues, one ($1), or an array of them ($1). Read from the pending

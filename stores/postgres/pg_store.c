@@ -99,7 +99,9 @@ enum {
   PG_ADM_STATS_PENDING_ST,
   PG_ADM_STATS_RUNNING_ST,
   PG_ADM_STATS_DONE_ST,
-  PG_ADM_STATS_WINDOW_ST,
+  PG_ADM_STATS_TP_ST,
+  PG_TP_ADD,
+  PG_TP_TRIM,
   PG_ADM_RUNNING_ST,
   PG_ADM_LOCKS_ST,
   PG_COUNT
@@ -145,10 +147,11 @@ static const char *const pg_sql[PG_COUNT] = {
      * $1 now, $2 id, $3 attempt outcome, $4 attempt error, $5 token,
      * $6 attempt, $7 new state, $8 event reason, $9 run_at (NULL: now),
      * $10 attempts given back (0 or 1), $11 age boost, $12 last error (NULL:
-     * keep), $13 recoveries added (0 or 1). */
+     * keep), $13 recoveries added (0 or 1). A job that fails for good ($7
+     * = 3) is added to its throughput bucket. */
     [PG_END_ATTEMPT] =
-        "WITH cur AS (SELECT id, attempt, lease_owner, run_at, started_at "
-        "FROM pawl_jobs AS j WHERE j.id = $2::uuid AND " PG_RUNNING_BY_ID
+        "WITH cur AS (SELECT id, queue, attempt, lease_owner, run_at, "
+        "started_at FROM pawl_jobs AS j WHERE j.id = $2::uuid AND " PG_RUNNING_BY_ID
         " AND ($5::uuid IS NULL OR (j.lease_token = $5::uuid AND j.attempt = "
         "$6::int)) FOR UPDATE), "
         "att AS (INSERT INTO pawl_attempts (job_id, attempt, node, "
@@ -157,7 +160,11 @@ static const char *const pg_sql[PG_COUNT] = {
         "$3::text, $4::text FROM cur), "
         "ev AS (INSERT INTO pawl_events (job_id, at, from_state, to_state, "
         "actor, reason, attempt) SELECT id, pawl_now($1::bigint), 1, "
-        "$7::smallint, lease_owner, $8::text, attempt FROM cur) "
+        "$7::smallint, lease_owner, $8::text, attempt FROM cur), "
+        /* A job failing for good counts in its throughput bucket. */
+        "tp AS (INSERT INTO pawl_throughput (minute, state, queue, count) "
+        "SELECT " PG_SQL_TP_MINUTE ", 3, queue, 1 FROM cur WHERE "
+        "$7::smallint = 3" PG_SQL_TP_UPSERT ") "
         "UPDATE pawl_jobs AS j SET state = $7::smallint, run_at = CASE WHEN "
         "$7::smallint = 0 THEN coalesce(pawl_ts($9::bigint), "
         "pawl_now($1::bigint)) ELSE j.run_at END, rank = CASE WHEN "
@@ -288,7 +295,14 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_ADM_STATS_PENDING_ST] = PG_ADM_STATS_PENDING,
     [PG_ADM_STATS_RUNNING_ST] = PG_ADM_STATS_RUNNING,
     [PG_ADM_STATS_DONE_ST] = PG_ADM_STATS_DONE,
-    [PG_ADM_STATS_WINDOW_ST] = PG_ADM_STATS_WINDOW,
+    [PG_ADM_STATS_TP_ST] = PG_ADM_STATS_TP,
+    /* Throughput buckets (store.h, "Throughput"): $1 now, $2 the state,
+     * $3 the queue; and the trim of buckets older than $2 minutes. */
+    [PG_TP_ADD] = "INSERT INTO pawl_throughput (minute, state, queue, count) "
+                  "VALUES (" PG_SQL_TP_MINUTE ", $2::smallint, $3::text, 1)"
+                  PG_SQL_TP_UPSERT,
+    [PG_TP_TRIM] = "DELETE FROM pawl_throughput WHERE minute < "
+                   PG_SQL_TP_MINUTE " - $2::bigint",
     [PG_ADM_RUNNING_ST] = PG_ADM_RUNNING,
     [PG_ADM_LOCKS_ST] = PG_ADM_LOCKS,
 };
@@ -301,6 +315,8 @@ typedef struct pg_store {
   int listening;           /* LISTEN again after a reconnect */
   int64_t boost_ms;
   int64_t poison;
+  int64_t tp_minute;       /* the minute this connection last trimmed the
+                              throughput buckets at (0: not yet) */
 } pg_store_t;
 
 /* ---- parameters ----------------------------------------------------------- */
@@ -1423,7 +1439,7 @@ typedef struct pg_batch {
   size_t n;                  /* outcomes */
   int *local;                /* rcs when the caller gave none */
   /* At most: one call for the logs, one for the successes, one per other
-   * outcome. Reasons with numbers in them need storage that outlives the
+   * outcome, one for the trim of old throughput buckets. Reasons with numbers in them need storage that outlives the
    * loop: one per outcome. */
   pg_call_t *calls;
   size_t ncalls;
@@ -1456,7 +1472,7 @@ static int pg_batch_init(pg_batch_t *b, size_t n, int need_rcs) {
   b->n = n;
   b->succ_call = SIZE_MAX;
   b->local = need_rcs ? pawl__calloc(n ? n : 1, sizeof *b->local) : NULL;
-  b->calls = pawl__calloc(n + 2, sizeof *b->calls);
+  b->calls = pawl__calloc(n + 3, sizeof *b->calls);
   b->why = pawl__calloc(n ? n : 1, sizeof *b->why);
   b->call_of = pawl__calloc(n ? n : 1, sizeof *b->call_of);
   if ((need_rcs && !b->local) || !b->calls || !b->why || !b->call_of) {
@@ -1464,6 +1480,22 @@ static int pg_batch_init(pg_batch_t *b, size_t n, int need_rcs) {
     return -1;
   }
   return 0;
+}
+
+/* The trim of the throughput buckets too old to be read (store.h,
+ * "Throughput"), as the batch's first call when this connection sees the
+ * minute change. The minute is decided by this node's corrected clock, the
+ * cutoff by the database's (the statement's pawl_now()). Rolled back with
+ * a failed batch, and then simply done at the next minute. */
+static void pg_tp_trim_call(pg_store_t *s, pg_batch_t *b) {
+  int64_t minute = store_tp_minute(pawl__store_now(&s->base));
+  if (minute == s->tp_minute) return;
+  s->tp_minute = minute;
+  pg_call_t *c = &b->calls[b->ncalls++];
+  c->stmt = PG_TP_TRIM;
+  c->n = 2;
+  pp_now(s, &c->p, 0);
+  pp_int(&c->p, 1, STORE_TP_KEEP);
 }
 
 /* Puts each outcome into the batch: its log lines and, for a success, its
@@ -1591,6 +1623,7 @@ static int pg_finish(store_t *base, const pawl_id_t *token,
   /* The clock is read once: one batch, one "now" (as in one SQLite
    * transaction). With the database clock, now() is the transaction's. */
   int64_t now = s->base.clock ? s->base.clock(s->base.clock_data) : 0;
+  pg_tp_trim_call(s, &b);
   pg_batch_plan(s, &b, token, outs, now, rcs);
   int rc = pg_batch_arrays(s, &b, token) != 0
                ? pawl__store_fail(base, PAWL_ENOMEM, "out of memory")
@@ -1757,6 +1790,18 @@ static int pg_tx_update(store_t *base, const pawl_job_t *j,
   return 0;
 }
 
+/* The job finished now (cancel, expire): into its throughput bucket. */
+static int pg_tx_finished(store_t *base, const pawl_job_t *j, int to,
+                          int64_t now) {
+  (void)now; /* the statement reads the transaction's clock (pp_now) */
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_now(s, &pp, 0);
+  pp_int(&pp, 1, to);
+  pp_str(&pp, 2, j->queue);
+  return pg_run(s, PG_TP_ADD, 3, pp.v, NULL, "count finished job");
+}
+
 static int pg_tx_forget_starts(store_t *base, const pawl_id_t *id) {
   pg_store_t *s = (pg_store_t *)base;
   pg_params_t fp;
@@ -1778,6 +1823,7 @@ static const store_transition_steps_t pg_transition_steps = {
     .add_event = pg_tx_event,
     .update = pg_tx_update,
     .forget_starts = pg_tx_forget_starts,
+    .finished = pg_tx_finished,
     .pending = pg_tx_pending,
 };
 
@@ -2345,53 +2391,48 @@ static int pg_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
 static int pg_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
                         void *data) {
   pg_store_t *s = (pg_store_t *)base;
-  static const int ids[3] = {PG_ADM_STATS_PENDING_ST, PG_ADM_STATS_RUNNING_ST,
-                             PG_ADM_STATS_DONE_ST};
-  PGresult *res[3] = {NULL, NULL, NULL};
+  static const int ids[4] = {PG_ADM_STATS_PENDING_ST, PG_ADM_STATS_RUNNING_ST,
+                             PG_ADM_STATS_DONE_ST, PG_ADM_STATS_TP_ST};
+  PGresult *res[4] = {NULL, NULL, NULL, NULL};
   /* One snapshot for every statement. */
   int rc = pg_ready(s);
   if (!rc)
     rc = pg_cmd(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                 "begin read");
   if (rc) return rc;
-  for (int q = 0; q < 3 && !rc; q++) {
+  int64_t minute = store_tp_minute(now);
+  for (int q = 0; q < 4 && !rc; q++) {
     pg_params_t pp;
-    pp_int(&pp, 0, now);
-    rc = pg_run(s, ids[q], q == 0 ? 1 : 0, pp.v, &res[q], "read statistics");
+    int np = q == 0 ? 1 : q == 3 ? 3 : 0;
+    if (q == 3) {
+      pp_int(&pp, 0, minute - 15);
+      pp_int(&pp, 1, minute - 5);
+      pp_int(&pp, 2, minute - 1);
+    } else {
+      pp_int(&pp, 0, now);
+    }
+    rc = pg_run(s, ids[q], np, pp.v, &res[q], "read statistics");
   }
-  for (int q = 0; q < 3 && !rc; q++) {
+  for (int q = 0; q < 4 && !rc; q++) {
     for (int i = 0; i < PQntuples(res[q]) && !rc; i++) {
       store_stat_row_t row = {0};
       int c = 0;
-      if (q == 2) row.state = (int)pg_int(res[q], i, c++);
+      if (q >= 2) row.state = (int)pg_int(res[q], i, c++);
       else row.state = q == 0 ? PAWL_PENDING : PAWL_RUNNING;
       row.queue = pg_val(res[q], i, c++);
-      row.count = pg_int(res[q], i, c++);
+      if (q == 3) {
+        row.in_15m = pg_int(res[q], i, c++);
+        row.in_5m = pg_int(res[q], i, c++);
+        row.in_1m = pg_int(res[q], i, c++);
+      } else {
+        row.count = pg_int(res[q], i, c++);
+      }
       if (q == 0) row.oldest_due = pg_int(res[q], i, c++);
       if (!row.queue) continue;
-      if (row.state == PAWL_SUCCEEDED || row.state == PAWL_FAILED ||
-          row.state == PAWL_CANCELED) {
-        pg_params_t wp;
-        pp_int(&wp, 0, row.state);
-        pp_str(&wp, 1, row.queue);
-        pp_int(&wp, 2, now - 15 * 60000);
-        pp_int(&wp, 3, now - 5 * 60000);
-        pp_int(&wp, 4, now - 60000);
-        PGresult *w;
-        rc = pg_run(s, PG_ADM_STATS_WINDOW_ST, 5, wp.v, &w,
-                    "read throughput");
-        if (rc) break;
-        if (PQntuples(w) == 1) {
-          row.in_15m = pg_int(w, 0, 0);
-          row.in_5m = pg_int(w, 0, 1);
-          row.in_1m = pg_int(w, 0, 2);
-        }
-        PQclear(w);
-      }
       if (cb(&row, data)) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     }
   }
-  for (int q = 0; q < 3; q++) PQclear(res[q]);
+  for (int q = 0; q < 4; q++) PQclear(res[q]);
   return pg_end(s, rc);
 }
 

@@ -57,16 +57,25 @@
  * checks the id, so a stale or foreign key cannot complete another job.
  * One UPDATE per row by rowid costs less than one UPDATE for the whole
  * batch with the outcomes in a JSON array: parsing that array was most of
- * the finish's CPU (bench/RESULTS.md). */
+ * the finish's CPU (bench/RESULTS.md). updated_at goes through
+ * pawl_tp_note(), the store's SQL function (sqlite_store.c) that notes the
+ * row's queue for the throughput count, once per row written. */
 #define SQLITE_SQL_SUCCEED_SET                                               \
   "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
-  "updated_at = ?2, lease_expires = NULL, version = version + 1 WHERE "
+  "updated_at = pawl_tp_note(queue, ?2), lease_expires = NULL, "             \
+  "version = version + 1 WHERE "
 #define SQLITE_SQL_SUCCEED                                                   \
   SQLITE_SQL_SUCCEED_SET                                                     \
   "id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
 #define SQLITE_SQL_SUCCEED_SEQ                                               \
   SQLITE_SQL_SUCCEED_SET                                                     \
   "seq = ?6 AND id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
+
+/* Throughput (stores/store.h, "Throughput"): how a finish adds to a
+ * minute's bucket, one UPSERT per distinct state and queue of the batch. */
+#define SQLITE_SQL_TP_UPSERT                                                 \
+  " ON CONFLICT (minute, state, queue) DO UPDATE SET count = "               \
+  "count + excluded.count"
 
 /* The earliest run_at among pending jobs, for a poller with nothing due:
  * all queues, one (?1), or a JSON array of them (?1). A min() over the

@@ -96,7 +96,10 @@ enum {
   SQ_ADM_STATS_PENDING,
   SQ_ADM_STATS_RUNNING,
   SQ_ADM_STATS_DONE,
-  SQ_ADM_STATS_WINDOW,
+  SQ_ADM_STATS_TP,
+  SQ_TP_ADD,
+  SQ_TP_ADD_ID,
+  SQ_TP_TRIM,
   SQ_ADM_RUNNING,
   SQ_ADM_LOCKS,
   SQ_COUNT
@@ -248,7 +251,17 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_ADM_STATS_PENDING] = SQLITE_ADM_STATS_PENDING,
     [SQ_ADM_STATS_RUNNING] = SQLITE_ADM_STATS_RUNNING,
     [SQ_ADM_STATS_DONE] = SQLITE_ADM_STATS_DONE,
-    [SQ_ADM_STATS_WINDOW] = SQLITE_ADM_STATS_WINDOW,
+    [SQ_ADM_STATS_TP] = SQLITE_ADM_STATS_TP,
+    /* Throughput buckets (store.h, "Throughput"): ?1 the minute, ?2 the
+     * state, ?3 the queue, ?4 how many; or by the job's id ?2 (its state
+     * and queue as the row has them now: a failure); the trim of buckets
+     * before minute ?1. */
+    [SQ_TP_ADD] = "INSERT INTO pawl_throughput (minute, state, queue, count) "
+                  "VALUES (?1, ?2, ?3, ?4)" SQLITE_SQL_TP_UPSERT,
+    [SQ_TP_ADD_ID] = "INSERT INTO pawl_throughput (minute, state, queue, "
+                     "count) SELECT ?1, state, queue, 1 FROM pawl_jobs WHERE "
+                     "id = ?2" SQLITE_SQL_TP_UPSERT,
+    [SQ_TP_TRIM] = "DELETE FROM pawl_throughput WHERE minute < ?1",
     [SQ_ADM_RUNNING] = SQLITE_ADM_RUNNING,
     [SQ_ADM_LOCKS] = SQLITE_ADM_LOCKS,
 };
@@ -262,6 +275,16 @@ typedef struct sq_store {
   int64_t poison;
   pthread_mutex_t *gate;   /* borrowed; see store_config_t.write_gate */
   int gated;               /* this connection holds the gate */
+  int64_t tp_minute;       /* the minute this connection last trimmed the
+                              throughput buckets at (0: not yet) */
+  /* A finish's successes by queue, for the throughput buckets: entries
+   * (and their queue names) are kept from batch to batch, counts zeroed. */
+  struct sq_tp {
+    char *queue;
+    int64_t n;
+  } *tp;
+  size_t ntp, tpcap, tp_last;
+  int tp_oom;              /* pawl_tp_note() ran out of memory */
 } sq_store_t;
 
 /* ---- errors ------------------------------------------------------------- */
@@ -1128,6 +1151,96 @@ static int sq_requeue(sq_store_t *s, const pawl_id_t *id, int64_t run_at,
   return sq_exec(s, st, "requeue job");
 }
 
+/* ---- throughput (store.h, "Throughput") -------------------------------- */
+
+/* Deletes the buckets too old to be read, once per minute change seen by
+ * this connection (inside the caller's write transaction: rolled back
+ * with it, and then simply done again at the next write). */
+static int sq_tp_trim(sq_store_t *s, int64_t minute) {
+  if (minute == s->tp_minute) return 0;
+  sqlite3_stmt *st = sq_stmt(s, SQ_TP_TRIM);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, minute - STORE_TP_KEEP);
+  int rc = sq_exec(s, st, "trim throughput");
+  if (!rc) s->tp_minute = minute;
+  return rc;
+}
+
+/* Job `id`, just finished at `now`, added to its bucket (its state and
+ * queue as the row has them now). */
+static int sq_tp_add_id(sq_store_t *s, const pawl_id_t *id, int64_t now) {
+  int64_t minute = store_tp_minute(now);
+  int rc = sq_tp_trim(s, minute);
+  if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, SQ_TP_ADD_ID);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, minute);
+  sq_bind_id(st, 2, id);
+  return sq_exec(s, st, "count finished job");
+}
+
+/* One success of queue `q` in this finish (copied). -1 when out of
+ * memory. */
+static int sq_tp_note(sq_store_t *s, const char *q) {
+  if (!q) return -1;
+  /* Batches are mostly of one queue: the last entry noted first. */
+  if (s->ntp && s->tp_last < s->ntp && strcmp(s->tp[s->tp_last].queue, q) == 0) {
+    s->tp[s->tp_last].n++;
+    return 0;
+  }
+  for (size_t i = 0; i < s->ntp; i++)
+    if (strcmp(s->tp[i].queue, q) == 0) {
+      s->tp[s->tp_last = i].n++;
+      return 0;
+    }
+  if (s->ntp == s->tpcap) {
+    size_t cap = s->tpcap ? s->tpcap * 2 : 4;
+    struct sq_tp *g = pawl__realloc(s->tp, cap * sizeof *g);
+    if (!g) return -1;
+    s->tp = g;
+    s->tpcap = cap;
+  }
+  if (!(s->tp[s->ntp].queue = pawl__strdup(q))) return -1;
+  s->tp[s->tp_last = s->ntp++].n = 1;
+  return 0;
+}
+
+/* pawl_tp_note(queue, v) [SQL]: notes one success of `queue` for this
+ * finish's throughput count and returns v. The success UPDATE
+ * (SQLITE_SQL_SUCCEED_SET) sets updated_at through it, so it runs exactly
+ * once per row written, with the row's queue at hand: counting a batch by
+ * queue costs a function call per row, where reading the rows back (or
+ * RETURNING, which stages each row in a temporary table) costs a
+ * statement (bench/RESULTS.md). A failure to note is reported after the
+ * statement (s->tp_oom): the finish then fails and rolls back. */
+static void sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
+  (void)argc;
+  sq_store_t *s = sqlite3_user_data(ctx);
+  if (sq_tp_note(s, (const char *)sqlite3_value_text(v[0])) != 0)
+    s->tp_oom = 1;
+  sqlite3_result_value(ctx, v[1]);
+}
+
+/* The finish's successes noted by sq_tp_note(), added to their buckets:
+ * one UPSERT per queue. */
+static int sq_tp_flush(sq_store_t *s, int64_t now) {
+  int64_t minute = store_tp_minute(now);
+  int rc = 0;
+  for (size_t i = 0; i < s->ntp && !rc; i++) {
+    if (!s->tp[i].n) continue;
+    if ((rc = sq_tp_trim(s, minute))) break;
+    sqlite3_stmt *st = sq_stmt(s, SQ_TP_ADD);
+    if (!st) return PAWL_ESTORE;
+    sqlite3_bind_int64(st, 1, minute);
+    sqlite3_bind_int(st, 2, PAWL_SUCCEEDED);
+    sqlite3_bind_text(st, 3, s->tp[i].queue, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, s->tp[i].n);
+    rc = sq_exec(s, st, "count finished jobs");
+    s->tp[i].n = 0;
+  }
+  return rc;
+}
+
 static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
                        int64_t now) {
   sqlite3_stmt *st = sq_stmt(s, SQ_FAIL);
@@ -1135,11 +1248,13 @@ static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
   sq_bind_text(st, 1, error);
   sqlite3_bind_int64(st, 2, now);
   sq_bind_id(st, 3, id);
-  return sq_exec(s, st, "fail job");
+  int rc = sq_exec(s, st, "fail job");
+  return rc ? rc : sq_tp_add_id(s, id, now);
 }
 
 /* One outcome inside the finish transaction. PAWL_ELEASE when the job is not
- * held by `token` under that attempt any more. */
+ * held by `token` under that attempt any more. A success is noted for the
+ * batch's throughput count (sq_tp_note()); a failure is counted here. */
 static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
                          const pawl_outcome_t *o, int64_t now) {
   int rc;
@@ -1157,7 +1272,10 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
       sq_bind_id(st, 4, token);
       sqlite3_bind_int(st, 5, o->attempt);
       if (by_key) sqlite3_bind_int64(st, 6, o->store_key);
+      /* The statement notes the row's queue (pawl_tp_note()). */
       if ((rc = sq_exec(s, st, "complete job"))) return rc;
+      if (s->tp_oom)
+        return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
       if (sqlite3_changes(s->db) == 1) return 0;
       if (!by_key) return PAWL_ELEASE;
       by_key = 0;
@@ -1197,6 +1315,8 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
                      const pawl_outcome_t *outs, size_t n, int *rcs) {
   sq_store_t *s = (sq_store_t *)base;
   int64_t now = pawl__store_now(base);
+  for (size_t i = 0; i < s->ntp; i++) s->tp[i].n = 0; /* a failed finish's */
+  s->tp_oom = 0;
   int rc = sq_begin(s);
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_add_logs(s, &outs[i], now))) break;
@@ -1208,6 +1328,7 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
     if (r) rc = r;
     else if (rcs) rcs[i] = 0;
   }
+  if (!rc) rc = sq_tp_flush(s, now);
   return sq_end(s, rc);
 }
 
@@ -1382,6 +1503,21 @@ static int sq_tx_update(store_t *base, const pawl_job_t *j,
   return 0;
 }
 
+static int sq_tx_finished(store_t *base, const pawl_job_t *j, int to,
+                          int64_t now) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t minute = store_tp_minute(now);
+  int rc = sq_tp_trim(s, minute);
+  if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, SQ_TP_ADD);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, minute);
+  sqlite3_bind_int(st, 2, to);
+  sqlite3_bind_text(st, 3, j->queue, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 4, 1);
+  return sq_exec(s, st, "count finished job");
+}
+
 static int sq_tx_forget_starts(store_t *base, const pawl_id_t *id) {
   sq_store_t *s = (sq_store_t *)base;
   sqlite3_stmt *fs = sq_stmt(s, SQ_FORGET_START);
@@ -1399,6 +1535,7 @@ static const store_transition_steps_t sq_transition_steps = {
     .add_event = sq_tx_event,
     .update = sq_tx_update,
     .forget_starts = sq_tx_forget_starts,
+    .finished = sq_tx_finished,
     .pending = NULL,
 };
 
@@ -1628,6 +1765,8 @@ static void sq_close(store_t *base) {
   if (!s) return;
   for (int i = 0; i < SQ_COUNT; i++) sqlite3_finalize(s->stmt[i]);
   sqlite3_close(s->db);
+  for (size_t i = 0; i < s->ntp; i++) pawl__free(s->tp[i].queue);
+  pawl__free(s->tp);
   pawl__free(s->path);
   pawl__free(s);
 }
@@ -1881,6 +2020,15 @@ static int sq_configure(sq_store_t *s, const store_config_t *cfg,
     sqlite3_free(msg);
     return PAWL_ESTORE;
   }
+  /* Not deterministic: called once per row written, for its effect. */
+  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 2,
+                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
+                                 sq_tp_note_fn, NULL, NULL,
+                                 NULL) != SQLITE_OK) {
+    snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
+             sqlite3_errmsg(s->db));
+    return PAWL_ESTORE;
+  }
   return 0;
 }
 
@@ -2070,35 +2218,106 @@ static int sq_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   return sq_list_rows(s, st, cb, data);
 }
 
-/* Throughput of one (state, queue) of finished jobs. */
-static int sq_adm_window(sq_store_t *s, int64_t now, store_stat_row_t *row) {
-  sqlite3_stmt *st = sq_stmt(s, SQ_ADM_STATS_WINDOW);
+/* The finished counts: one pass over the table, each row's (state, queue)
+ * tallied here. Queues are few, so a short list searched from the last hit
+ * (rows of one queue tend to come together) beats a sort. */
+typedef struct sq_tally {
+  char *queue;
+  int64_t n[PAWL_STATE_COUNT];
+} sq_tally_t;
+
+static int sq_adm_tally(sq_store_t *s, store_stat_cb cb, void *data) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_ADM_STATS_DONE);
   if (!st) return PAWL_ESTORE;
-  sqlite3_bind_int(st, 1, row->state);
-  sqlite3_bind_text(st, 2, row->queue, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, now - 15 * 60000);
-  sqlite3_bind_int64(st, 4, now - 5 * 60000);
-  sqlite3_bind_int64(st, 5, now - 60000);
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    row->in_15m = sqlite3_column_int64(st, 0);
-    row->in_5m = sqlite3_column_int64(st, 1);
-    row->in_1m = sqlite3_column_int64(st, 2);
+  sq_tally_t *t = NULL;
+  size_t nt = 0, cap = 0, hint = 0;
+  int rc = 0, step;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    int state = sqlite3_column_int(st, 0);
+    const char *q = (const char *)sqlite3_column_text(st, 1);
+    if (!q) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    if (state < 0 || state >= PAWL_STATE_COUNT) continue;
+    if (hint >= nt || strcmp(t[hint].queue, q) != 0) {
+      for (hint = 0; hint < nt && strcmp(t[hint].queue, q) != 0; hint++) {}
+      if (hint == nt) {
+        if (nt == cap) {
+          size_t nc = cap ? cap * 2 : 8;
+          sq_tally_t *g = pawl__realloc(t, nc * sizeof *g);
+          if (!g) {
+            rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+            break;
+          }
+          t = g;
+          cap = nc;
+        }
+        memset(&t[nt], 0, sizeof t[nt]);
+        if (!(t[nt].queue = pawl__strdup(q))) {
+          rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+          break;
+        }
+        nt++;
+      }
+    }
+    t[hint].n[state]++;
   }
+  if (!rc && step != SQLITE_DONE) rc = sq_fail(s, step, "read statistics");
   sqlite3_reset(st);
-  return rc == SQLITE_ROW ? 0 : sq_fail(s, rc, "read throughput");
+  for (size_t i = 0; i < nt; i++) {
+    for (int k = PAWL_SUCCEEDED; k < PAWL_STATE_COUNT && !rc; k++) {
+      if (!t[i].n[k]) continue;
+      store_stat_row_t row = {.queue = t[i].queue, .state = k,
+                              .count = t[i].n[k]};
+      if (cb(&row, data))
+        rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+    }
+    pawl__free(t[i].queue);
+  }
+  pawl__free(t);
+  return rc;
+}
+
+/* Throughput: the buckets of the last 15 minutes (and one more, see
+ * store.h), summed per state and queue into rows of count 0. */
+static int sq_adm_throughput(sq_store_t *s, int64_t now, store_stat_cb cb,
+                             void *data) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_ADM_STATS_TP);
+  if (!st) return PAWL_ESTORE;
+  int64_t minute = store_tp_minute(now);
+  sqlite3_bind_int64(st, 1, minute - 15);
+  sqlite3_bind_int64(st, 2, minute - 5);
+  sqlite3_bind_int64(st, 3, minute - 1);
+  int rc = 0, step;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *q = (const char *)sqlite3_column_text(st, 1);
+    if (!q) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    store_stat_row_t row = {.state = sqlite3_column_int(st, 0),
+                            .queue = q,
+                            .in_15m = sqlite3_column_int64(st, 2),
+                            .in_5m = sqlite3_column_int64(st, 3),
+                            .in_1m = sqlite3_column_int64(st, 4)};
+    if (cb(&row, data)) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+  }
+  if (!rc && step != SQLITE_DONE) rc = sq_fail(s, step, "read throughput");
+  sqlite3_reset(st);
+  return rc;
 }
 
 static int sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
                         void *data) {
   sq_store_t *s = (sq_store_t *)base;
-  static const int ids[3] = {SQ_ADM_STATS_PENDING, SQ_ADM_STATS_RUNNING,
-                             SQ_ADM_STATS_DONE};
-  /* One read transaction: the three statements see one snapshot. The
-   * queue names are copied out of the row before the throughput query
-   * runs, since that statement reuses nothing of this one's row. */
+  static const int ids[2] = {SQ_ADM_STATS_PENDING, SQ_ADM_STATS_RUNNING};
+  /* One read transaction: the statements see one snapshot. */
   int rc = sq_adm_exec(s, SQ_ADM_BEGIN_READ, "begin read"), step = SQLITE_DONE;
-  for (int q = 0; q < 3 && !rc; q++) {
+  for (int q = 0; q < 2 && !rc; q++) {
     sqlite3_stmt *st = sq_stmt(s, ids[q]);
     if (!st) {
       rc = PAWL_ESTORE;
@@ -2107,27 +2326,24 @@ static int sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
     if (q == 0) sqlite3_bind_int64(st, 1, now);
     while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
       store_stat_row_t row = {0};
-      int c = 0;
-      if (q == 2) row.state = sqlite3_column_int(st, c++);
-      else row.state = q == 0 ? PAWL_PENDING : PAWL_RUNNING;
+      row.state = q == 0 ? PAWL_PENDING : PAWL_RUNNING;
       /* Valid until the next step: the callback copies what it keeps. */
-      const char *queue = (const char *)sqlite3_column_text(st, c++);
+      const char *queue = (const char *)sqlite3_column_text(st, 0);
       if (!queue) {
         rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
         break;
       }
       row.queue = queue;
-      row.count = sqlite3_column_int64(st, c++);
-      if (q == 0) row.oldest_due = sqlite3_column_int64(st, c++);
-      if (row.state == PAWL_SUCCEEDED || row.state == PAWL_FAILED ||
-          row.state == PAWL_CANCELED)
-        rc = sq_adm_window(s, now, &row);
-      if (!rc && cb(&row, data))
+      row.count = sqlite3_column_int64(st, 1);
+      if (q == 0) row.oldest_due = sqlite3_column_int64(st, 2);
+      if (cb(&row, data))
         rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     }
     if (!rc && step != SQLITE_DONE) rc = sq_fail(s, step, "read statistics");
     sqlite3_reset(st);
   }
+  if (!rc) rc = sq_adm_tally(s, cb, data);
+  if (!rc) rc = sq_adm_throughput(s, now, cb, data);
   if (!sqlite3_get_autocommit(s->db)) {
     int end = sq_adm_exec(s, SQ_COMMIT, "end read");
     if (!rc) rc = end;
