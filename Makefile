@@ -10,6 +10,7 @@
 #   make test-asan  the whole suite under AddressSanitizer + UBSan
 #   make test-tsan  the threaded tests under ThreadSanitizer
 #   make bench      store, worker host and cron benchmarks (Release build)
+#   make install PREFIX=DIR   header, libraries, Lua module, pawl.pc
 
 BUILD_TYPE ?= RelWithDebInfo
 MAKEFLAGS += --no-print-directory
@@ -35,7 +36,7 @@ NODE_PACKAGES = $(if $(shell command -v node 2>/dev/null),,nodejs) \
   $(if $(shell command -v npm 2>/dev/null),,npm)
 CRONREF = spec/support/cronref
 
-.PHONY: all build deps run test test-asan test-tsan bench clean
+.PHONY: all build deps run test test-asan test-tsan bench clean install
 
 all: build
 
@@ -95,3 +96,10 @@ bench: deps
 
 clean:
 	rm -rf build build-asan build-tsan build-release
+
+# Installs the header, libpawl.a/.so, the Lua module and pawl.pc under
+# PREFIX (default /usr/local): `pkg-config --cflags --libs pawl` then
+# finds them (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig).
+PREFIX ?= /usr/local
+install: build
+	cmake --install build --prefix $(PREFIX)

@@ -1130,6 +1130,26 @@ PAWL_EXTERN int pawl_step(pawl_t *p, int64_t budget_ms);
  * code. */
 PAWL_EXTERN int64_t pawl_next_deadline(pawl_t *p);
 
+/* Step mode whose Lua runs in the program's own Lua state: what the Lua
+ * module's db:step uses (host/lua/lua_module.c), so that a game's jobs
+ * can touch the game's tables. Like pawl_step_start(), and:
+ * `*lua_state` is the lua_State * (void: this header includes no Lua
+ * header) of the thread or coroutine that calls pawl now, read at every
+ * pawl_step() and pawl_close(): the caller keeps it current. It must be a
+ * state of the LuaJIT this library runs on: the Lua module (build/lua/
+ * pawl.so, which takes the Lua API from the program that loads it).
+ * libpawl.a and libpawl.so carry a LuaJIT of their own: a program linked
+ * with them must not pass its state here. `types_ref` is a registry
+ * reference (in that state) to a table of job types (name -> script
+ * table or run function), read when a job runs. Nothing is added to the
+ * state's globals, package.loaded or package.preload; Lua job scripts
+ * (a scripts directory, pawl_define()) are refused there (the sandbox
+ * would change the program's string metatable): only those types and C
+ * types (pawl_define_c()). Returns what pawl_step_start() returns, or
+ * PAWL_EINVAL for a NULL state. */
+PAWL_EXTERN int pawl_step_start_lua(pawl_t *p, const pawl_host_opts_t *o,
+                                    void *const *lua_state, int types_ref);
+
 /* ---- attached to a libuv loop (host/runner/uv_attach.c) ---------------- */
 
 /* The third way to drive pawl: on a program's libuv loop (a server). The

@@ -265,6 +265,13 @@ describe("bad input in the attached console", function()
     r = attach(sock, "-e", "for i = 1, 200000 do print(('x'):rep(99)) end")
     assert.truthy(r.err:find("output cut: a chunk may write at most 8 MiB", 1, true), r.err)
     assert.truthy(#r.out <= 8 * 1024 * 1024 + 100, #r.out)
+    -- Step mode on the host's own handle: refused (the host runs the jobs).
+    r = attach(sock, "-e", "db:step(1)")
+    assert.are.equal(1, r.code)
+    assert.truthy(r.err:find("db:step: this handle is the running host's", 1, true), r.err)
+    r = attach(sock, "-e", "db:define('x', function() end)")
+    assert.are.equal(1, r.code)
+    assert.truthy(r.err:find("db:define: this handle is the running host's", 1, true), r.err)
     -- And the host is fine.
     assert.truthy(attach_ok(sock, "stats()"):find("QUEUE", 1, true))
     assert.truthy(p:alive())

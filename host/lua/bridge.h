@@ -97,6 +97,19 @@ typedef struct pawl__lua_config {
    * done then), but not back into the bridge. */
   void (*tick)(void *data);
   void *data;
+  /* NULL, or the program's own Lua state to run jobs in (the Lua
+   * module's db:step; pawl_step_start_lua()): *host_L is the lua_State
+   * that calls pawl now (the thread or coroutine of the program's state
+   * running db:step), read at each entry to the bridge. The bridge then
+   * creates no state: it opens no library, reseeds nothing, leaves
+   * package.loaded and package.preload as it found them, keeps what it
+   * needs in the registry, and never closes the state. Job types come
+   * from the table that registry reference host_types_ref names (type
+   * name -> table or run function), read when a job runs; scripts of
+   * pawl's sandbox do not load there (they would change the program's
+   * string metatable): only C job types do. */
+  void *const *host_L;
+  int host_types_ref;
 } pawl__lua_config_t;
 
 /* What running a job came to, in plain C (no Lua object survives the

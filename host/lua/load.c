@@ -31,7 +31,7 @@ static void load_failed(pawl__lua_t *w, int wi, const char *name) {
  * the same version, else the file at `path` (see bridge.h). */
 int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
                    int report, char **errors) {
-  lua_State *L = w->L;
+  lua_State *L = pawl__lua_enter(w);
   const pawl_host_opts_t *opts = w->cfg.opts;
   host_logger_t *log = w->cfg.log;
   double limit = opts ? (double)opts->load_timeout_ms / 1000.0 : LOAD_TIMEOUT_S;
@@ -82,7 +82,14 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
         break;
       int rc;
       why = 0;
-      if (list[i].fn) {
+      if (w->hosted && !list[i].fn) {
+        /* The sandbox a script runs in would change the program's state
+         * (its string metatable, its file metatable): refused there. */
+        lua_pushfstring(L, "%s: Lua scripts do not load in the program's "
+                        "own Lua state (db:step): define the type with "
+                        "db:define", name);
+        rc = 0;
+      } else if (list[i].fn) {
         /* load_c(name, run, settings) -> nil | error */
         lua_getfield(L, wi, "load_c");
         lua_pushstring(L, name);
@@ -137,7 +144,7 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
 
 int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
                           pawl_script_info_t *out) {
-  lua_State *L = w->L;
+  lua_State *L = pawl__lua_enter(w);
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
   lua_getfield(L, -1, "defaults_of");
   lua_remove(L, -2);

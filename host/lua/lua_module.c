@@ -58,6 +58,13 @@
 typedef struct lpawl_handle {
   pawl_t *p;    /* NULL once closed */
   int frozen;   /* 1: the clock returns `now` */
+  /* db:define / db:step: the job types (a registry reference to a table
+   * name -> table or function; LUA_NOREF until the first define), step
+   * mode started, and the lua_State calling now, which the library reads
+   * at each step (pawl_step_start_lua). */
+  int types_ref;
+  int stepping;
+  lua_State *cur;
   int64_t now;
   int borrowed; /* 1: a handle of the host's (the attached console's):
                    never closed from Lua, its clock the host's */
@@ -467,6 +474,7 @@ static int lpawl_open(lua_State *L) {
   lua_setmetatable(L, -2);
   h->frozen = frozen;
   h->now = (int64_t)now;
+  h->types_ref = LUA_NOREF;
   /* Always our clock: the handle can be frozen later with set_now(). */
   o.clock = lpawl_clock;
   o.clock_data = h;
@@ -478,13 +486,135 @@ static int lpawl_open(lua_State *L) {
 
 /* ---- handle methods ------------------------------------------------------ */
 
-/* db:close() [-0, +0, -] Idempotent. */
+/* db:close() [-0, +0, -] Idempotent. In step mode (db:step) the hooks
+ * of the last outcomes run here, in this state. */
 static int lpawl_close(lua_State *L) {
   lpawl_handle_t *h = luaL_checkudata(L, 1, LPAWL_HANDLE);
   if (h->borrowed) return 0; /* the host's: it closes it */
+  h->cur = L;
   pawl_close(h->p);
   h->p = NULL;
+  luaL_unref(L, LUA_REGISTRYINDEX, h->types_ref);
+  h->types_ref = LUA_NOREF;
   return 0;
+}
+
+/* [-0, +0, v] Raises for a borrowed handle (the attached console's): the
+ * running host already runs the jobs, and step mode would bind its handle
+ * to the console's thread. */
+static void lpawl_check_not_host(lua_State *L, lpawl_handle_t *h,
+                                 const char *what) {
+  if (h->borrowed)
+    luaL_error(L, "%s: this handle is the running host's, which runs the "
+                  "jobs itself", what);
+}
+
+/* db:define(type, tbl_or_fn) [-0, +1, e] Registers a job type whose code
+ * lives in this Lua state: a table as a script returns (run, and
+ * optionally retry, sanitize, timeout, max_attempts, hooks, queue,
+ * priority, redact), copied at the call, or a run function. Its jobs run
+ * in db:step(), in this state, on the calling thread. The table's fields
+ * are checked like a script's when the first job of the type runs (a job
+ * of a type that fails the check fails for good, saying why). Returns
+ * true. */
+static int lpawl_define(lua_State *L) {
+  lpawl_handle_t *h = lpawl_check(L, 1);
+  lpawl_check_not_host(L, h, "db:define");
+  size_t len;
+  const char *type = luaL_checklstring(L, 2, &len);
+  if (len == 0 || len > 200)
+    return luaL_error(L, "db:define: the type must be 1..200 bytes (got %d)",
+                      (int)len);
+  int t = lua_type(L, 3);
+  if (t == LUA_TTABLE) {
+    lua_getfield(L, 3, "run");
+    int has_run = lua_isfunction(L, -1);
+    lua_pop(L, 1);
+    if (!has_run)
+      return luaL_error(L, "db:define: the table of type %s has no run "
+                        "function", type);
+    lua_newtable(L); /* the copy: a later change of the table does not
+                        reach a type already checked */
+    lua_pushnil(L);
+    while (lua_next(L, 3)) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, -4);
+    }
+  } else if (t == LUA_TFUNCTION) {
+    lua_pushvalue(L, 3);
+  } else {
+    return luaL_error(L, "db:define: a job type is a table or a run function "
+                      "(got %s)", lua_typename(L, t));
+  }
+  if (h->types_ref == LUA_NOREF) {
+    lua_newtable(L);
+    h->types_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, h->types_ref);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, -3);
+  lua_rawset(L, -3);
+  lua_pop(L, 2);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* db:step(budget_ms [, opts]) [-0, +1|3, e] Runs the jobs that are due,
+ * in this Lua state, on the calling thread, for about budget_ms (plus at
+ * most one job's run); returns how many ran (nil, message, code on an
+ * error). The first call starts step mode (include/pawl.h,
+ * pawl_step_start_lua) with `opts`: default_timeout_s (a job's timeout
+ * when neither it nor its type sets one), log_level (0 debug .. 3 error, 4: nothing).
+ * Types come from db:define; C types of the handle also run. Only this
+ * thread may step the handle. */
+static int lpawl_step(lua_State *L) {
+  static const char *const names[] = {"default_timeout_s", "log_level",
+                                      NULL};
+  lpawl_handle_t *h = lpawl_check(L, 1);
+  lpawl_check_not_host(L, h, "db:step");
+  double budget = luaL_checknumber(L, 2);
+  {
+    char err[256];
+    if (pawl__bounds_check("db:step: budget_ms", budget, 0,
+                           (double)PAWL_DELAY_MAX_MS, 1, NULL, err,
+                           sizeof err))
+      return luaL_argerror(L, 2, err);
+  }
+  h->cur = L;
+#ifdef PAWL_LUA_MODULE
+  if (!h->stepping) {
+    pawl_host_opts_t ho;
+    pawl_host_opts_init(&ho);
+    ho.scripts_dir = ""; /* no scripts directory: the types are defined */
+    if (!lua_isnoneornil(L, 3)) {
+      luaL_checktype(L, 3, LUA_TTABLE);
+      lpawl_check_keys(L, 3, names, 3, "", "step");
+      ho.default_timeout_s = (int64_t)lpawl_opt_int(
+          L, 3, "default_timeout_s", 0, 0, PAWL_TIMEOUT_MAX_S, 3, "");
+      ho.log_level = (int)lpawl_opt_int(L, 3, "log_level", PAWL_LOG_INFO, 0,
+                                        PAWL_LOG_ERROR + 1, 3, "");
+    }
+    if (h->types_ref == LUA_NOREF) {
+      lua_newtable(L);
+      h->types_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    int rc = pawl_step_start_lua(h->p, &ho, (void *const *)&h->cur,
+                                 h->types_ref);
+    if (rc) return lpawl_fail(L, h->p, rc);
+    h->stepping = 1;
+  }
+  int n = pawl_step(h->p, (int64_t)budget);
+  if (n < 0) return lpawl_fail(L, h->p, n);
+  lua_pushinteger(L, n);
+  return 1;
+#else
+  (void)names;
+  (void)budget;
+  return lpawl_fail_msg(L, PAWL_EINVAL,
+                        "db:step: only the Lua module (pawl.so) runs jobs in "
+                        "the program's Lua state");
+#endif
 }
 
 /* __tostring [-0, +1, m] */
@@ -1091,6 +1221,8 @@ static const luaL_Reg lpawl_methods[] = {
     {"node_id", lpawl_node_id},
     {"schema_version", lpawl_schema_version},
     {"close", lpawl_close},
+    {"define", lpawl_define},
+    {"step", lpawl_step},
     {NULL, NULL}};
 
 static const luaL_Reg lpawl_meta[] = {
@@ -1118,6 +1250,7 @@ void pawl__lua_module_borrow(lua_State *L, pawl_t *p) {
   lua_setmetatable(L, -2);
   h->p = p;
   h->borrowed = 1;
+  h->types_ref = LUA_NOREF;
 }
 #else
 #define LPAWL_OPEN luaopen_pawl

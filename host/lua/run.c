@@ -318,7 +318,7 @@ static void run_raised(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index,
 
 void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
                    pawl__lua_outcome_t *o) {
-  lua_State *L = w->L;
+  lua_State *L = pawl__lua_enter(w);
   memset(o, 0, sizeof *o);
   o->hook_ref = LUA_NOREF;
   run_job_begin(w, job);
@@ -414,6 +414,7 @@ static void run_hook(pawl__lua_t *w, const pawl_job_t *job, int hook_ref,
 
 void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
                      int hook_ref, int stored) {
+  pawl__lua_enter(w);
   if (stored) {
     if (hooks & 1) run_hook(w, job, hook_ref, "on_success");
     if (hooks & 2) run_hook(w, job, hook_ref, "on_failure");

@@ -103,12 +103,26 @@ int pawl__lua_call(pawl__lua_t *w, int nargs, int nres, double timeout_s,
   int base = lua_gettop(L) - nargs;
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_msgh); /* made once per state */
   lua_insert(L, base);
+  /* The program's state: the hook is the program's between our calls (a
+   * profiler, a debugger), and the state may serve several handles, so
+   * the interrupt hook is told whose call this is. */
+  lua_Hook prog_hook = NULL;
+  int prog_mask = 0, prog_count = 0;
+  if (w->hosted) {
+    prog_hook = lua_gethook(L);
+    prog_mask = lua_gethookmask(L);
+    prog_count = lua_gethookcount(L);
+    lua_pushlightuserdata(L, (void *)&state_owner_key);
+    lua_pushlightuserdata(L, w);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+  }
   w->timeout_s = timeout_s;
   uint64_t call = w->cfg.call_begin(w->cfg.data, timeout_s);
   int rc = lua_pcall(L, nargs, nres, base);
   int hit = w->cfg.call_end(w->cfg.data, call);
   /* The handler may have armed the hook after the call returned. */
   if (hit) lua_sethook(L, NULL, 0, 0);
+  if (w->hosted) lua_sethook(L, prog_hook, prog_mask, prog_count);
   lua_remove(L, base);
   if (why) *why = hit;
   return rc;
@@ -192,6 +206,112 @@ static int state_setup(lua_State *L) {
   return 0;
 }
 
+/* The names pawl's Lua side is loaded under (package.preload and
+ * package.loaded): the embedded modules, pawl.json and pawl.host.
+ * Pushes them as a list. [-0, +1, m] */
+static void state_push_names(lua_State *L) {
+  lua_createtable(L, (int)pawl__lua_module_count + 2, 0);
+  size_t i = 0;
+  for (; i < pawl__lua_module_count; i++) {
+    lua_pushstring(L, pawl__lua_modules[i].name);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_pushliteral(L, "pawl.json");
+  lua_rawseti(L, -2, (int)i + 1);
+  lua_pushliteral(L, "pawl.host");
+  lua_rawseti(L, -2, (int)i + 2);
+}
+
+/* The part of the hosted setup that may raise: the modules, pawl.host,
+ * pawl.worker, and the program's job types given to it. [-1, +0, e] */
+static int state_setup_hosted_inner(lua_State *L) {
+  pawl__lua_t *w = lua_touserdata(L, 1);
+  state_preload(L);
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "loaded");
+  pawl__lua_push_host(L, w);
+  state_push_limits(L);
+  lua_setfield(L, -2, "limits");
+  lua_setfield(L, -2, "pawl.host");
+  lua_pop(L, 2);
+  lua_pushlightuserdata(L, w);
+  lua_pushcclosure(L, state_msgh, 1);
+  w->ref_msgh = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "pawl.worker");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "set_hosted");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->cfg.host_types_ref);
+  lua_call(L, 1, 0);
+  lua_getfield(L, -1, "json");
+  lua_getfield(L, -1, "decode");
+  w->ref_decode = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pop(L, 1);
+  w->ref_worker = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
+/* Sets up pawl's Lua side in the program's own state (bridge.h,
+ * host_L): the entries it needs in package.preload and package.loaded
+ * are there during the setup only (pawl.worker keeps the modules it
+ * required in its upvalues), then the program's own are put back.
+ * [-1, +0, e] */
+static int state_setup_hosted(lua_State *L) {
+  lua_getglobal(L, "package");           /* 2 */
+  lua_getfield(L, 2, "loaded");          /* 3 */
+  lua_getfield(L, 2, "preload");         /* 4 */
+  state_push_names(L);                   /* 5 */
+  lua_newtable(L);                       /* 6: saved loaded */
+  lua_newtable(L);                       /* 7: saved preload */
+  int n = (int)lua_objlen(L, 5);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, 5, i);
+    const char *name = lua_tostring(L, -1);
+    lua_getfield(L, 3, name);
+    lua_setfield(L, 6, name);
+    lua_getfield(L, 4, name);
+    lua_setfield(L, 7, name);
+    lua_pushnil(L);
+    lua_setfield(L, 3, name);
+    lua_pop(L, 1);
+  }
+  lua_pushcfunction(L, state_setup_hosted_inner);
+  lua_pushvalue(L, 1);
+  int rc = lua_pcall(L, 1, 0, 0);        /* 8 on failure: the error */
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, 5, i);
+    const char *name = lua_tostring(L, -1);
+    lua_getfield(L, 6, name);
+    lua_setfield(L, 3, name);
+    lua_getfield(L, 7, name);
+    lua_setfield(L, 4, name);
+    lua_pop(L, 1);
+  }
+  if (rc != 0) lua_error(L);
+  return 0;
+}
+
+/* pawl__lua_open() in the program's own state. */
+static int state_open_hosted(pawl__lua_t *w, char *err, size_t errlen) {
+  lua_State *L = pawl__lua_enter(w);
+  int top = lua_gettop(L);
+  w->ref_msgh = w->ref_worker = w->ref_decode = LUA_NOREF;
+  lua_pushcfunction(L, state_setup_hosted);
+  lua_pushlightuserdata(L, w);
+  int rc = lua_pcall(L, 1, 0, 0);
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot set up pawl in the program's Lua state: %s",
+             lua_tostring(L, -1));
+    luaL_unref(L, LUA_REGISTRYINDEX, w->ref_msgh);
+    luaL_unref(L, LUA_REGISTRYINDEX, w->ref_worker);
+    luaL_unref(L, LUA_REGISTRYINDEX, w->ref_decode);
+    lua_settop(L, top);
+    return PAWL_ESTORE;
+  }
+  lua_settop(L, top);
+  return 0;
+}
+
 /* lua_Alloc over the program's allocator (pawl_set_allocator). */
 static void *state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   (void)ud;
@@ -223,6 +343,16 @@ int pawl__lua_open(const pawl__lua_config_t *cfg, pawl__lua_t **out,
     return PAWL_ENOMEM;
   }
   w->cfg = *cfg;
+  if (cfg->host_L) {
+    w->hosted = 1;
+    int rc = state_open_hosted(w, err, errlen);
+    if (rc) {
+      pawl__free(w);
+      return rc;
+    }
+    *out = w;
+    return 0;
+  }
   pthread_mutex_lock(&state_open_mu);
   lua_State *L = state_new();
   if (!L) {
@@ -252,7 +382,25 @@ int pawl__lua_open(const pawl__lua_config_t *cfg, pawl__lua_t **out,
 
 void pawl__lua_close(pawl__lua_t *w) {
   if (!w) return;
-  if (w->L) lua_close(w->L);
+  if (w->hosted) {
+    /* The program's state lives on: only what we put in its registry
+     * goes. */
+    lua_State *L = pawl__lua_enter(w);
+    luaL_unref(L, LUA_REGISTRYINDEX, w->ref_msgh);
+    luaL_unref(L, LUA_REGISTRYINDEX, w->ref_worker);
+    luaL_unref(L, LUA_REGISTRYINDEX, w->ref_decode);
+    lua_pushlightuserdata(L, (void *)&state_owner_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    int ours = lua_touserdata(L, -1) == w;
+    lua_pop(L, 1);
+    if (ours) {
+      lua_pushlightuserdata(L, (void *)&state_owner_key);
+      lua_pushnil(L);
+      lua_rawset(L, LUA_REGISTRYINDEX);
+    }
+  } else if (w->L) {
+    lua_close(w->L);
+  }
   pawl__lua_forget_locks(w);
   pawl__free(w->logs);
   pawl__free(w);

@@ -50,7 +50,15 @@ struct pawl__lua {
   size_t nlocks, locks_cap;
   int loading;               /* running a script's top level: the functions
                                 that act on the database refuse */
+  int hosted;                /* the program's state (cfg.host_L): not ours */
 };
+
+/* The state to use now: the program's calling thread for a hosted state
+ * (bridge.h, host_L), read at each entry point of the bridge. */
+static inline lua_State *pawl__lua_enter(pawl__lua_t *w) {
+  if (w->hosted) w->L = *(lua_State *const *)w->cfg.host_L;
+  return w->L;
+}
 
 /* Calls the function below `nargs` arguments on the stack, protected, under
  * a deadline of timeout_s (the owner's call_begin/call_end around it).

@@ -171,7 +171,9 @@ static void step_free(step_t *s) {
 
 /* Makes the step host of `p` (options `in`, NULL: defaults) on the
  * calling thread, and loads the scripts. */
-static int step_make(pawl_t *p, const pawl_host_opts_t *in, step_t **out) {
+static int step_make(pawl_t *p, const pawl_host_opts_t *in,
+                     void *const *host_L, int host_types_ref,
+                     step_t **out) {
   pawl_host_opts_t defaults;
   if (!in) {
     pawl_host_opts_init(&defaults);
@@ -207,6 +209,8 @@ static int step_make(pawl_t *p, const pawl_host_opts_t *in, step_t **out) {
   s->w.step = s;
   s->w.arm = step_arm;
   s->w.tick = step_tick;
+  s->w.host_L = host_L;
+  s->w.host_types_ref = host_types_ref;
   s->injected = pawl__clock_injected(p);
   if (h->interrupt_signal) {
     if (pawl__worker_signal_acquire(h->interrupt_signal) != 0) {
@@ -263,7 +267,7 @@ static int step_get(pawl_t *p, const char *fn, step_t **out) {
                       "%s: pawl_start() runs on this handle: threads and "
                       "step mode do not mix; open another handle",
                       fn);
-  if (!h) return step_make(p, NULL, out);
+  if (!h) return step_make(p, NULL, NULL, 0, out);
   step_t *s = h->step;
   if (!pthread_equal(s->owner, pthread_self()))
     return pawl__fail(p, PAWL_EINVAL,
@@ -281,7 +285,22 @@ int pawl_step_start(pawl_t *p, const pawl_host_opts_t *o) {
                       h->step ? "the handle is in step mode already"
                               : "pawl_start() runs on this handle");
   step_t *s;
-  return step_make(p, o, &s);
+  return step_make(p, o, NULL, 0, &s);
+}
+
+int pawl_step_start_lua(pawl_t *p, const pawl_host_opts_t *o,
+                        void *const *lua_state, int types_ref) {
+  if (!lua_state || !*lua_state)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "pawl_step_start_lua: lua_state must point to a "
+                      "lua_State (got NULL)");
+  host_t *h = pawl__host_get(p);
+  if (h)
+    return pawl__fail(p, PAWL_EBUSY, "pawl_step_start_lua: %s",
+                      h->step ? "the handle is in step mode already"
+                              : "pawl_start() runs on this handle");
+  step_t *s;
+  return step_make(p, o, lua_state, types_ref, &s);
 }
 
 /* ---- one step ----------------------------------------------------------- */

@@ -257,6 +257,8 @@ int pawl__worker_open(worker_t *w, char *err, size_t errlen) {
       .stopping = h ? worker_stopping : NULL,
       .tick = w->tick ? worker_tick : NULL,
       .data = w,
+      .host_L = w->host_L,
+      .host_types_ref = w->host_types_ref,
   };
   w->scripts_gen = 0;
   return pawl__lua_open(&cfg, &w->lua, err, errlen);

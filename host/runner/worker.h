@@ -67,6 +67,11 @@ struct worker {
                                 this thread are this worker's deadline */
   _Atomic int64_t alarm_deadline; /* the running call's deadline, 0: none */
   _Atomic int64_t tick_at;   /* when tick is due (mono ms), 0: never */
+  /* pawl_step_start_lua(): the program's own Lua state and its job types
+   * (passed to the bridge as they are: bridge.h, host_L); NULL: a state of
+   * pawl's. */
+  void *const *host_L;
+  int host_types_ref;
 };
 
 /* Creates the worker's Lua state (scripts are loaded by

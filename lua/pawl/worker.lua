@@ -59,6 +59,11 @@ local function builtin_defaults()
 end
 
 local types = {}      -- type name -> checked script table
+-- Job types of the program's own Lua state (the Lua module's db:define,
+-- run by db:step; see set_hosted): type name -> table or run function,
+-- looked up when no script has the name. nil in pawl's own states.
+local hosted = nil
+local spec_of -- name -> checked script table, or nil (after check_script)
 local unsafe = false
 local max_error_length = 2000
 
@@ -104,7 +109,7 @@ function pawl.enqueue(jtype, payload, opts)
       error(("pawl.enqueue: option %s must be a %s"):format(k, want), 2)
     end
   end
-  local spec = types[jtype]
+  local spec = spec_of(jtype)
   local body = payload == nil and "{}" or (type(payload) == "string" and payload
                or pjson.encode(payload))
   local id, status = host.enqueue(jtype, body,
@@ -601,6 +606,31 @@ local function check_script(t, is_defaults)
   return t
 end
 
+-- A hosted type's table, checked like a script the first time a job of
+-- it runs (cached per value: db:define hands in a fresh copy each time).
+-- One that does not pass is a table whose `bad` says why: its jobs fail
+-- for good (W.prepare).
+local hosted_checked = setmetatable({}, { __mode = "k" })
+
+spec_of = function(name)
+  local s = types[name]
+  if s or not hosted then return s end
+  local v = hosted[name]
+  if v == nil then return nil end
+  local c = hosted_checked[v]
+  if c == nil then
+    local t = type(v) == "function" and { run = v } or v
+    local ok, err = check_script(t, false)
+    c = ok and copy(ok) or { bad = ("job type %s: %s"):format(name, err) }
+    hosted_checked[v] = c
+  end
+  return c
+end
+
+-- The program's job types (a table the Lua module keeps: name -> table
+-- or function), for a worker set up in the program's own state.
+function W.set_hosted(t) hosted = t end
+
 -- What the operator grants: pawl run's flags and _defaults.lua's `allow`.
 local function operator_caps()
   return { io = granted.io or defaults_allow.io or false,
@@ -757,7 +787,7 @@ end
 -- Settings of a type: queue, priority, max_attempts, timeout (the last two
 -- apply when a job runs; see max_attempts_of).
 function W.defaults_of(name)
-  local t = types[name]
+  local t = spec_of(name)
   if not t then return nil end
   return t.queue or defaults.queue, t.priority or defaults.priority,
          t.max_attempts or defaults.max_attempts, t.timeout
@@ -780,7 +810,7 @@ end
 -- error (with the timeout and 0) when its type has no script.
 function W.prepare(job, seq)
   if dirty then settle() end
-  local spec = types[job.type]
+  local spec = spec_of(job.type)
   current_job, current_spec = job, spec
   local ctx = setmetatable({ _seq = seq }, Ctx)
   local timeout = (job.timeout_s > 0 and job.timeout_s)
@@ -790,6 +820,9 @@ function W.prepare(job, seq)
   job.max_attempts = max_attempts_of(job, spec)
   if not spec then
     return nil, ("no script for job type %s"):format(job.type), timeout, 0
+  end
+  if spec.bad then
+    return nil, { [SENTINEL] = "fatal", message = spec.bad }, timeout, 0
   end
   if job._json_error then -- stored before pawl checked JSON: cannot run
     return nil, { [SENTINEL] = "fatal", message = job._json_error }, timeout,
@@ -846,7 +879,7 @@ end
 -- After a failed attempt: returns kind ("failed" | "retry" | "snooze"),
 -- the sanitized error text, and the delay in seconds.
 function W.failed(job, err)
-  local spec = types[job.type]
+  local spec = spec_of(job.type)
   if type(err) == "table" and err[SENTINEL] == "snooze" then
     return "snooze", nil, err.seconds
   end
@@ -873,7 +906,7 @@ end
 -- Runs hook `name` (on_success, on_failure, on_dead) if the script has
 -- one. Returns nil, or the sanitized error it raised.
 function W.hook(name, job, arg)
-  local spec = types[job.type]
+  local spec = spec_of(job.type)
   local fn = spec and spec[name]
   if not fn then return nil end
   if dirty then settle() end
@@ -886,13 +919,13 @@ end
 -- How long the hooks of a type may run: its script's timeout, else the
 -- default one.
 function W.hook_timeout(name)
-  local spec = types[name]
+  local spec = spec_of(name)
   return (spec and spec.timeout) or defaults.timeout
 end
 
 -- Which hooks the type has, as a bit set: 1 success, 2 failure, 4 dead.
 function W.hooks_of(name)
-  local spec = types[name]
+  local spec = spec_of(name)
   if not spec then return 0 end
   return (spec.on_success and 1 or 0) + (spec.on_failure and 2 or 0)
        + (spec.on_dead and 4 or 0)
@@ -900,7 +933,7 @@ end
 
 -- Payload fields named in the script's `redact`, masked for log output.
 function W.redacted_payload(job)
-  local spec = types[job.type]
+  local spec = spec_of(job.type)
   if not (spec and spec.redact) or type(job.payload) ~= "table" then
     return nil
   end

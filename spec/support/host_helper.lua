@@ -240,6 +240,17 @@ function Env:spawn(...)
   return p
 end
 
+-- Starts another program in the background: argv[1] is its path (an
+-- example program, a server), with the same files and cleanup.
+function Env:spawn_program(argv)
+  self.nstarted = self.nstarted + 1
+  local n = self.nstarted
+  local p = spawn(argv, self:path("proc" .. n .. ".out"),
+                  self:path("proc" .. n .. ".err"))
+  self.procs[#self.procs + 1] = p
+  return p
+end
+
 -- Runs a host with --until-idle and waits for it to end by itself; returns
 -- the finished process. The cap (twice M.HANG_S) is a hang guard only:
 -- runs in the specs take a second or two, ten times that under
