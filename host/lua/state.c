@@ -167,6 +167,37 @@ static void state_push_limits(lua_State *L) {
   }
 }
 
+/* What every state's setup ends with: pawl.host (C functions with the
+ * state as upvalue) in package.loaded, the traceback handler, and
+ * pawl.worker with its JSON decoder, kept in the registry. `types_ref`:
+ * the program's own job types for a hosted state (the caller's Lua
+ * state: pawl.worker.set_hosted), or LUA_NOREF. [-0, +0, e] */
+static void state_load_worker(lua_State *L, pawl__lua_t *w, int types_ref) {
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "loaded");
+  pawl__lua_push_host(L, w);
+  state_push_limits(L);
+  lua_setfield(L, -2, "limits");
+  lua_setfield(L, -2, "pawl.host");
+  lua_pop(L, 2);
+  lua_pushlightuserdata(L, w);
+  lua_pushcclosure(L, state_msgh, 1);
+  w->ref_msgh = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "pawl.worker");
+  lua_call(L, 1, 1);
+  if (types_ref != LUA_NOREF) {
+    lua_getfield(L, -1, "set_hosted");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, types_ref);
+    lua_call(L, 1, 0);
+  }
+  lua_getfield(L, -1, "json");
+  lua_getfield(L, -1, "decode");
+  w->ref_decode = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pop(L, 1);
+  w->ref_worker = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
 /* Everything that can raise while building the state, run protected.
  * [-1, +0, e] (the pawl__lua_t as light userdata) */
 static int state_setup(lua_State *L) {
@@ -184,25 +215,7 @@ static int state_setup(lua_State *L) {
   lua_pushlightuserdata(L, (void *)&state_owner_key);
   lua_pushlightuserdata(L, w);
   lua_rawset(L, LUA_REGISTRYINDEX);
-  /* pawl.host: C functions with the state as upvalue. */
-  lua_getglobal(L, "package");
-  lua_getfield(L, -1, "loaded");
-  pawl__lua_push_host(L, w);
-  state_push_limits(L);
-  lua_setfield(L, -2, "limits");
-  lua_setfield(L, -2, "pawl.host");
-  lua_pop(L, 2);
-  lua_pushlightuserdata(L, w);
-  lua_pushcclosure(L, state_msgh, 1);
-  w->ref_msgh = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "pawl.worker");
-  lua_call(L, 1, 1);
-  lua_getfield(L, -1, "json");
-  lua_getfield(L, -1, "decode");
-  w->ref_decode = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pop(L, 1);
-  w->ref_worker = luaL_ref(L, LUA_REGISTRYINDEX);
+  state_load_worker(L, w, LUA_NOREF);
   return 0;
 }
 
@@ -227,27 +240,7 @@ static void state_push_names(lua_State *L) {
 static int state_setup_hosted_inner(lua_State *L) {
   pawl__lua_t *w = lua_touserdata(L, 1);
   state_preload(L);
-  lua_getglobal(L, "package");
-  lua_getfield(L, -1, "loaded");
-  pawl__lua_push_host(L, w);
-  state_push_limits(L);
-  lua_setfield(L, -2, "limits");
-  lua_setfield(L, -2, "pawl.host");
-  lua_pop(L, 2);
-  lua_pushlightuserdata(L, w);
-  lua_pushcclosure(L, state_msgh, 1);
-  w->ref_msgh = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "pawl.worker");
-  lua_call(L, 1, 1);
-  lua_getfield(L, -1, "set_hosted");
-  lua_rawgeti(L, LUA_REGISTRYINDEX, w->cfg.host_types_ref);
-  lua_call(L, 1, 0);
-  lua_getfield(L, -1, "json");
-  lua_getfield(L, -1, "decode");
-  w->ref_decode = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pop(L, 1);
-  w->ref_worker = luaL_ref(L, LUA_REGISTRYINDEX);
+  state_load_worker(L, w, w->cfg.host_types_ref);
   return 0;
 }
 
