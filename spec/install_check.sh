@@ -8,6 +8,10 @@
 # module; nm -D of the installed libpawl.so exports pawl_* only.
 set -eu
 build=$1 src=$2 luajit=$3
+# A sanitizer build's libraries need the examples built with it too
+# (CMake sets PAWL_EXAMPLE_CFLAGS then, and preloads the runtime for
+# luajit, which is not instrumented).
+PAWL_EXAMPLE_CFLAGS=${PAWL_EXAMPLE_CFLAGS:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
@@ -32,20 +36,20 @@ done
 mkdir "$tmp/ex"
 cp "$src/examples/game_loop.c" "$src/examples/uv_server.c" "$tmp/ex/"
 cd "$tmp/ex"
-cc -std=c11 -Wall -Wextra -Werror $cflags game_loop.c -o game_loop_shared \
+cc $PAWL_EXAMPLE_CFLAGS -std=c11 -Wall -Wextra -Werror $cflags game_loop.c -o game_loop_shared \
    $libs -Wl,-rpath,"$prefix/lib"
 ldd ./game_loop_shared | grep -q "$prefix/lib/libpawl.so.0" ||
   { echo "game_loop_shared does not use the installed libpawl.so"; exit 1; }
 ./game_loop_shared "$tmp/gl.db" 30
 # Statically: libpawl.a and what pkg-config --static adds (-lpawl would
 # pick the .so beside it, so the archive is named).
-cc -std=c11 -Wall -Wextra -Werror $cflags $(pkg-config --cflags libuv) \
+cc $PAWL_EXAMPLE_CFLAGS -std=c11 -Wall -Wextra -Werror $cflags $(pkg-config --cflags libuv) \
    uv_server.c -o uv_server_static "$prefix/lib/libpawl.a" \
    $(echo "$static" | sed 's/ -lpawl / /') $(pkg-config --libs libuv)
 if ldd ./uv_server_static | grep -q libpawl; then
   echo "uv_server_static is linked against libpawl.so"; exit 1
 fi
-cc -std=c11 $cflags game_loop.c -o game_loop_static "$prefix/lib/libpawl.a" \
+cc $PAWL_EXAMPLE_CFLAGS -std=c11 $cflags game_loop.c -o game_loop_static "$prefix/lib/libpawl.a" \
    $(echo "$static" | sed 's/ -lpawl / /')
 ./game_loop_static "$tmp/gl2.db" 30
 # The Lua module from a plain LuaJIT script.
