@@ -132,22 +132,6 @@ int pawl_reload(pawl_t *p, int64_t timeout_ms, pawl_script_error_t **errors,
   return 0;
 }
 
-/* Hands back the jobs claimed ahead and waiting for a worker (pending
- * again, no attempt used). */
-static void control_release_queued(host_t *h) {
-  pthread_mutex_lock(&h->mu);
-  host_item_t *items = h->queue_head;
-  h->queue_head = h->queue_tail = NULL;
-  h->queued = 0;
-  pthread_mutex_unlock(&h->mu);
-  while (items) {
-    host_item_t *it = items;
-    items = it->next;
-    pawl__host_hand_back(h, it->job);
-    pawl__free(it);
-  }
-}
-
 /* Sets the host's draining flag; logs a change. */
 static int control_drain(pawl_t *p, int on) {
   host_t *h = control_host(p, on ? "drain" : "resume_claiming");
@@ -164,7 +148,7 @@ static int control_drain(pawl_t *p, int on) {
   /* A job claimed ahead is not started: a drained node holds nothing
    * but the jobs it runs. (One the poller is claiming right now goes
    * back when it sees the flag.) */
-  if (on) control_release_queued(h);
+  if (on) pawl__host_release_queued(h); /* pending again, no attempt used */
   if (was != on) {
     log_line_t line;
     pawl__log_begin(&line, &h->log, PAWL_LOG_INFO,

@@ -98,6 +98,48 @@ void pawl__host_hand_back(host_t *h, pawl_job_t *job) {
   pawl__host_push_outcome(h, o);
 }
 
+void pawl__host_hand_back_items(host_t *h, host_item_t *items) {
+  while (items) {
+    host_item_t *it = items;
+    items = it->next;
+    pawl__host_hand_back(h, it->job);
+    pawl__free(it);
+  }
+}
+
+void pawl__host_release_queued(host_t *h) {
+  pthread_mutex_lock(&h->mu);
+  host_item_t *items = h->queue_head;
+  h->queue_head = h->queue_tail = NULL;
+  h->queued = 0;
+  pthread_mutex_unlock(&h->mu);
+  pawl__host_hand_back_items(h, items);
+}
+
+size_t pawl__host_items_make(pawl_job_t **jobs, size_t n, int64_t claimed_mono,
+                             host_item_t **first, host_item_t **last) {
+  size_t kept = 0;
+  *first = *last = NULL;
+  for (size_t i = 0; i < n; i++) {
+    host_item_t *it = pawl__malloc(sizeof *it);
+    if (!it) {
+      pawl_job_free(jobs[i]); /* recovered when its lease expires */
+      continue;
+    }
+    it->job = jobs[i];
+    it->claimed_mono = claimed_mono;
+    it->next = NULL;
+    if (*last)
+      (*last)->next = it;
+    else
+      *first = it;
+    *last = it;
+    kept++;
+  }
+  pawl__free(jobs);
+  return kept;
+}
+
 /* A tenth of the lease as a margin: the database's lease was set a little
  * after our clock reading, but other nodes may run a little fast. */
 int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono) {

@@ -199,6 +199,20 @@ int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono);
  * no attempt used) through the completer. Takes ownership of `job`. */
 void pawl__host_hand_back(host_t *h, pawl_job_t *job);
 
+/* Hands back every job of the list `items` and frees the list. */
+void pawl__host_hand_back_items(host_t *h, host_item_t *items);
+
+/* Hands back the jobs claimed ahead and waiting for a worker (takes
+ * h->mu for the queue). */
+void pawl__host_release_queued(host_t *h);
+
+/* Makes the list of queue items for the `n` jobs a claim returned at
+ * `claimed_mono` (takes the jobs; frees the array): *first..*last, NULL
+ * when none. A job whose item cannot be allocated is freed (its lease
+ * expires and recovery takes it back). Returns how many items. */
+size_t pawl__host_items_make(pawl_job_t **jobs, size_t n, int64_t claimed_mono,
+                             host_item_t **first, host_item_t **last);
+
 /* Hands a finished attempt to the completer. Takes ownership. */
 void pawl__host_push_outcome(host_t *h, host_outcome_t *o);
 

@@ -46,20 +46,6 @@ static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
   pawl__log_end(&line);
 }
 
-static void host_release_queued(host_t *h) {
-  pthread_mutex_lock(&h->mu);
-  host_item_t *items = h->queue_head;
-  h->queue_head = h->queue_tail = NULL;
-  h->queued = 0;
-  pthread_mutex_unlock(&h->mu);
-  while (items) {
-    host_item_t *it = items;
-    items = it->next;
-    pawl__host_hand_back(h, it->job);
-    pawl__free(it);
-  }
-}
-
 /* Hands back the jobs workers are still running after the grace period,
  * and interrupts them: their own outcomes will be refused as stale. */
 static void host_release_running(host_t *h) {
@@ -205,36 +191,14 @@ static size_t poller_claim(poller_t *pl) {
   pl->claim_failed_at = 0;
   pl->claims_failing_since = 0;
   if (n == 0) return 0;
-  int64_t claimed = pawl__mono_ms();
-  host_item_t *first = NULL, *last = NULL;
-  size_t kept = 0;
-  for (size_t i = 0; i < n; i++) {
-    host_item_t *it = pawl__malloc(sizeof *it);
-    if (!it) {
-      pawl_job_free(jobs[i]); /* recovered when its lease expires */
-      continue;
-    }
-    it->job = jobs[i];
-    it->claimed_mono = claimed;
-    it->next = NULL;
-    if (last)
-      last->next = it;
-    else
-      first = it;
-    last = it;
-    kept++;
-  }
-  pawl__free(jobs);
+  host_item_t *first, *last;
+  size_t kept =
+      pawl__host_items_make(jobs, n, pawl__mono_ms(), &first, &last);
   pthread_mutex_lock(&h->mu);
   if (first && h->draining) {
     /* pawl_drain() came while claiming: these go back, unstarted. */
     pthread_mutex_unlock(&h->mu);
-    while (first) {
-      host_item_t *it = first;
-      first = it->next;
-      pawl__host_hand_back(h, it->job);
-      pawl__free(it);
-    }
+    pawl__host_hand_back_items(h, first);
     return n;
   }
   if (first) {
@@ -398,7 +362,7 @@ void *pawl__poller_main(void *arg) {
     if (stopping) {
       if (!stop_started) {
         stop_started = now;
-        host_release_queued(h);
+        pawl__host_release_queued(h);
       }
       pthread_mutex_lock(&h->mu);
       int running = h->running;

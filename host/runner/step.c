@@ -362,24 +362,17 @@ static int step_claim(step_t *s, int want) {
   size_t n = 0;
   int rc = pawl_claim(s->p, &co, (size_t)want, &jobs, &n);
   if (rc) return rc;
-  int64_t claimed = pawl__mono_ms();
-  for (size_t i = 0; i < n; i++) {
-    host_item_t *it = pawl__malloc(sizeof *it);
-    if (!it) {
-      pawl_job_free(jobs[i]); /* recovered when its lease expires */
-      continue;
-    }
-    it->job = jobs[i];
-    it->claimed_mono = claimed;
-    it->next = NULL;
+  host_item_t *first, *last;
+  size_t kept =
+      pawl__host_items_make(jobs, n, pawl__mono_ms(), &first, &last);
+  if (first) {
     if (h->queue_tail)
-      h->queue_tail->next = it;
+      h->queue_tail->next = first;
     else
-      h->queue_head = it;
-    h->queue_tail = it;
-    h->queued++;
+      h->queue_head = first;
+    h->queue_tail = last;
+    h->queued += (int)kept;
   }
-  pawl__free(jobs);
   return (int)n;
 }
 
