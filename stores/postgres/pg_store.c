@@ -335,6 +335,14 @@ static void pp_int(pg_params_t *pp, int i, int64_t x) {
   pp->v[i] = pp->num[i];
 }
 
+/* x when `has`, else SQL NULL. */
+static void pp_opt_int(pg_params_t *pp, int i, int has, int64_t x) {
+  if (has)
+    pp_int(pp, i, x);
+  else
+    pp->v[i] = NULL;
+}
+
 static void pp_dbl(pg_params_t *pp, int i, double x) {
   snprintf(pp->num[i], sizeof pp->num[i], "%.17g", x);
   pp->v[i] = pp->num[i];
@@ -937,10 +945,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   pp_str(&pp, 5, j->payload ? j->payload : "{}");
   pp_str(&pp, 6, j->params);
   pp_str(&pp, 7, j->tags ? j->tags : "[]");
-  if (j->run_at)
-    pp_int(&pp, 8, j->run_at);
-  else
-    pp_str(&pp, 8, NULL);
+  pp_opt_int(&pp, 8, j->run_at != 0, j->run_at);
   pp_int(&pp, 9, j->max_attempts);
   pp_int(&pp, 10, j->timeout_s);
   pp_str(&pp, 11, j->idempotency_key);
@@ -1209,10 +1214,7 @@ static int pg_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
   pg_store_t *s = (pg_store_t *)base;
   if (f->tag || f->older_than_ms) return pg_adm_list(base, f, cb, data);
   pg_params_t pp;
-  if (f->state >= 0)
-    pp_int(&pp, 0, f->state);
-  else
-    pp_str(&pp, 0, NULL);
+  pp_opt_int(&pp, 0, f->state >= 0, f->state);
   pp_str(&pp, 1, f->queue);
   pp_str(&pp, 2, f->type);
   pp_int(&pp, 3, f->limit > 0 ? f->limit : 100);
@@ -1764,24 +1766,15 @@ static int pg_tx_update(store_t *base, const pawl_job_t *j,
   pp_id(&pp, 1, &j->id);
   pp_int(&pp, 2, j->version);
   pp_int(&pp, 3, plan->to);
-  if (plan->paused_from >= 0)
-    pp_int(&pp, 4, plan->paused_from);
-  else
-    pp_str(&pp, 4, NULL);
+  pp_opt_int(&pp, 4, plan->paused_from >= 0, plan->paused_from);
   pp_int(&pp, 5, plan->run_at);
   pp_int(&pp, 6, s->boost_ms);
   pp_int(&pp, 7, plan->attempt);
   pp_str(&pp, 8, plan->last_error);
   pp_str(&pp, 9, plan->result);
-  if (plan->finished_at)
-    pp_int(&pp, 10, plan->finished_at);
-  else
-    pp_str(&pp, 10, NULL);
+  pp_opt_int(&pp, 10, plan->finished_at != 0, plan->finished_at);
   pp_int(&pp, 11, plan->recoveries);
-  if (plan->to == PAWL_RUNNING)
-    pp_int(&pp, 12, j->lease_expires);
-  else
-    pp_str(&pp, 12, NULL);
+  pp_opt_int(&pp, 12, plan->to == PAWL_RUNNING, j->lease_expires);
   PGresult *res;
   int rc = pg_run(s, PG_TRANSITION, 13, pp.v, &res, "update job");
   if (rc) return rc;
@@ -2371,10 +2364,7 @@ static int pg_adm_list(store_t *base, const pawl_filter_t *f, pawl_job_cb cb,
                        void *data) {
   pg_store_t *s = (pg_store_t *)base;
   pg_params_t pp;
-  if (f->state >= 0)
-    pp_int(&pp, 0, f->state);
-  else
-    pp_str(&pp, 0, NULL);
+  pp_opt_int(&pp, 0, f->state >= 0, f->state);
   pp_str(&pp, 1, f->queue);
   pp_str(&pp, 2, f->type);
   pp_str(&pp, 3, f->tag);
