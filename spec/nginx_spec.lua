@@ -110,6 +110,8 @@ local function start_nginx(env)
   -- the test's 0700 dir.
   local globals = "daemon off;" .. (H.is_root and " user root;" or "")
   for _ = 1, 5 do
+    -- A failed try's [emerg] must not fail the run that follows it.
+    os.remove(dir .. "logs/error.log")
     local port = free_port()
     local text, n = conf:gsub("listen 127%.0%.0%.1:8080;",
                               "listen 127.0.0.1:" .. port .. ";")
@@ -118,13 +120,20 @@ local function start_nginx(env)
     local p = env:spawn_program { "/usr/bin/env",
       "LUA_CPATH=" .. install() .. "/lib/lua/5.1/?.so;;",
       NGINX, "-p", dir, "-c", "nginx.conf", "-g", globals }
-    local up = env:wait_until("nginx to answer", function()
+    -- nginx has bound its port once it starts its workers (it logs
+    -- that); a connection made earlier might reach whoever holds the port.
+    local up = env:wait_until("nginx to start its workers", function()
       if not p:alive() then return "ended" end
-      local body = H.capture("env -u LD_PRELOAD curl -s --max-time " ..
-                             H.HANG_S .. " " .. url(port, "/job?id=none"))
-      return body:find("invalid job id", 1, true) and "up"
+      local log = H.read_file(dir .. "logs/error.log") or ""
+      return log:find("start worker processes", 1, true) and "up"
     end)
-    if up == "up" then return p, port end
+    if up == "up" then
+      -- A worker accepts once its init_worker has run. One whose
+      -- pawl.open failed answers "pawl: why".
+      local body = curl(url(port, "/job?id=none"))
+      assert.matches("^invalid job id", body)
+      return p, port
+    end
     -- Only a port taken meanwhile is worth another try.
     local log = (H.read_file(dir .. "logs/error.log") or "") .. p:stderr()
     assert(log:find("Address already in use", 1, true),
