@@ -459,16 +459,34 @@ static void rec_owner(pawl_t *p, char owner[256]) {
   snprintf(owner, 256, "%s", p->node_id);
 }
 
+/* The earliest next_fire_at of the definitions that can fire (one row
+ * through the partial index), 0 when none. */
+static int rec_earliest(pawl_t *p, int64_t *at) {
+  pawl_recurring_t *d = NULL;
+  size_t n = 0;
+  *at = 0;
+  int rc = rec_from_store(p, p->store->ops->recurring.due(
+                                 p->store, PAWL_TIME_MAX_MS, 1, &d, &n));
+  if (!rc && n) *at = d[0].next_fire_at;
+  pawl_recurring_free(d, n);
+  return rc;
+}
+
 int pawl__recurring_tick(pawl_t *p, size_t max_defs, size_t *enqueued,
-                         int *more) {
+                         int *more, int64_t *next_at) {
   p->errmsg[0] = 0;
   *enqueued = 0;
   *more = 0;
+  /* Nothing due (the common tick): one read, no lock, no write. */
+  int64_t first = 0;
+  int rc = rec_earliest(p, &first);
+  if (next_at) *next_at = first;
+  if (rc || !first || first > pawl__store_now(p->store)) return rc;
   char owner[256];
   rec_owner(p, owner);
   int got = 0;
-  int rc = rec_from_store(p, p->store->ops->locks.acquire(
-                                 p->store, REC_LOCK, owner, p->lease_ms, &got));
+  rc = rec_from_store(p, p->store->ops->locks.acquire(
+                             p->store, REC_LOCK, owner, p->lease_ms, &got));
   if (rc || !got) return rc;
   rec_batch_t *b = pawl__calloc(1, sizeof *b);
   if (!b) rc = pawl__fail(p, PAWL_ENOMEM, "out of memory");
@@ -524,6 +542,7 @@ int pawl__recurring_tick(pawl_t *p, size_t max_defs, size_t *enqueued,
   char keep[sizeof p->errmsg];
   memcpy(keep, p->errmsg, sizeof keep);
   p->store->ops->locks.release(p->store, REC_LOCK, owner);
+  if (!rc && next_at) rec_earliest(p, next_at);
   memcpy(p->errmsg, keep, sizeof keep);
   return rc;
 }

@@ -58,7 +58,7 @@ static pawl_t *rec_open(const char *url, const char *node) {
 static size_t rec_tick(pawl_t *p) {
   size_t n = 0;
   int more = 0;
-  int rc = pawl__recurring_tick(p, 100000, &n, &more);
+  int rc = pawl__recurring_tick(p, 100000, &n, &more, NULL);
   if (rc) unit_fail(__FILE__, __LINE__, "tick: %s", pawl_errmsg(p));
   return n;
 }
@@ -446,7 +446,7 @@ static void *rec_node_main(void *arg) {
     for (int k = 0; k < 3; k++) {
       size_t n = 0;
       int more = 0;
-      int rc = pawl__recurring_tick(p, 100000, &n, &more);
+      int rc = pawl__recurring_tick(p, 100000, &n, &more, NULL);
       /* SQLite: the other node's write transaction may outlast the busy
        * timeout on a loaded machine; a tick that fails is tried again. */
       if (rc && rc != PAWL_EBUSY)
