@@ -1216,8 +1216,8 @@ int cli_bench_main(int argc, char **argv);
 int cli_cron_next(const char *expr, const char *tz, const char *from,
                   const char *count, char *err, size_t errlen);
 /* pawl recurring (host/cli/cli_recurring.c): argv[0] is "recurring". */
-int cli_recurring_main(int argc, char **argv, const char *db, char *err,
-                       size_t errlen);
+int cli_recurring_main(int argc, char **argv, const char *db, int create,
+                       char *err, size_t errlen);
 
 int main(int argc, char **argv) {
   char err[CLI_ERRLEN] = "";
@@ -1225,14 +1225,23 @@ int main(int argc, char **argv) {
     return cli_bench_main(argc - 1, argv + 1);
   /* pawl [--db URL] recurring ... (host/cli/cli_recurring.c parses its
    * own verbs and options). */
-  int rec_at = argc >= 2 && strcmp(argv[1], "recurring") == 0 ? 1
-               : argc >= 4 && strcmp(argv[1], "--db") == 0 &&
-                       strcmp(argv[3], "recurring") == 0
-                   ? 3
-                   : 0;
+  int rec_at = 0, rec_create = 0;
+  const char *rec_db = NULL;
+  for (int i = 1; i < argc && !rec_at; i++) {
+    if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
+      rec_db = argv[++i];
+    else if (strcmp(argv[i], "--create") == 0)
+      rec_create = 1;
+    else if (strcmp(argv[i], "--sync-full") == 0)
+      continue;
+    else if (strcmp(argv[i], "recurring") == 0)
+      rec_at = i;
+    else
+      break;
+  }
   if (rec_at) {
-    int rc = cli_recurring_main(argc - rec_at, argv + rec_at,
-                                rec_at == 3 ? argv[2] : NULL, err, sizeof err);
+    int rc = cli_recurring_main(argc - rec_at, argv + rec_at, rec_db,
+                                rec_create, err, sizeof err);
     if (fflush(stdout) != 0 && !rc) {
       snprintf(err, sizeof err, "cannot write to standard output: %s",
                strerror(errno));

@@ -41,7 +41,7 @@ typedef struct rec_args {
   const char *db, *verb, *name, *expr;
   pawl_recurring_opts_t o;
   unsigned fields;
-  int json;
+  int json, create;
 } rec_args_t;
 
 static int rec_fail(char *err, size_t errlen, int code, const char *fmt,
@@ -76,6 +76,10 @@ static int rec_parse(int argc, char **argv, rec_args_t *a, char *err,
     const char *s = argv[i];
     if (strcmp(s, "--json") == 0) {
       a->json = 1;
+      continue;
+    }
+    if (strcmp(s, "--create") == 0) {
+      a->create = 1;
       continue;
     }
     if (strncmp(s, "--", 2) != 0) {
@@ -405,12 +409,13 @@ static int rec_run(pawl_t *p, const rec_args_t *a, char *err, size_t errlen) {
   return 0;
 }
 
-int cli_recurring_main(int argc, char **argv, const char *db, char *err,
-                       size_t errlen);
+int cli_recurring_main(int argc, char **argv, const char *db, int create,
+                       char *err, size_t errlen);
 
-/* argv[0] is "recurring"; `db` the --db given before it (or NULL). */
-int cli_recurring_main(int argc, char **argv, const char *db, char *err,
-                       size_t errlen) {
+/* argv[0] is "recurring"; `db` the --db given before it (or NULL),
+ * `create` whether --create was. */
+int cli_recurring_main(int argc, char **argv, const char *db, int create,
+                       char *err, size_t errlen) {
   rec_args_t a;
   memset(&a, 0, sizeof a);
   a.db = db;
@@ -424,6 +429,7 @@ int cli_recurring_main(int argc, char **argv, const char *db, char *err,
   pawl_options_t opts;
   pawl_options_init(&opts);
   opts.db = a.db;
+  opts.create = create || a.create;
   pawl_t *p = NULL;
   if ((rc = pawl_open(&p, &opts, err, errlen)))
     return rc == PAWL_EINVAL ? 2 : 1;
