@@ -21,11 +21,12 @@ CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 # the Lua pieces the tests use, the PostgreSQL server the tests start (one
 # throwaway server per run), tzdata for time zones, libedit for the
 # console's line editing, tmux, the terminal the console's specs type
-# into, and curl, the HTTP client the libuv server example is driven with.
+# into, curl, the HTTP client the libuv server example is driven with,
+# and love, the LÖVE 11 game engine examples/love runs in.
 DEB_PACKAGES = build-essential cmake pkg-config dpkg-dev patch \
   libluajit-5.1-dev luajit lua-cjson lua-busted \
   libsqlite3-dev sqlite3 libuv1-dev libpq-dev postgresql tzdata \
-  libedit-dev tmux curl \
+  libedit-dev tmux curl love \
   $(NODE_PACKAGES)
 
 # node and npm run the independent cron implementation the cron tests
