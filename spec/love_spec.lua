@@ -15,8 +15,10 @@ local cjson = require "cjson"
 local build = assert(os.getenv("PAWL_BUILD_DIR"), "PAWL_BUILD_DIR")
 local src = assert(os.getenv("PAWL_SOURCE_DIR"), "PAWL_SOURCE_DIR")
 
--- ThreadSanitizer: an instrumented pawl.so needs the TSan runtime loaded
--- before anything else in the process, and love is not built with it.
+-- ThreadSanitizer: love cannot load a TSan-built pawl.so (the runtime's
+-- static TLS), and with the runtime preloaded the game's runaway job is
+-- never stopped: TSan holds the timeout signal back until the thread
+-- enters libc, which a Lua loop never does (see PAWL_TSAN in CMakeLists).
 local skip = os.getenv("PAWL_TSAN") and
   "love_spec: skipped under ThreadSanitizer (love cannot load a TSan-built pawl.so)"
 
