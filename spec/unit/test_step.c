@@ -311,47 +311,86 @@ void test_pg_step_sees_other_connections(void) {
   st_sees_other_connections();
 }
 
-/* A job that runs longer than the lease keeps it: a recovery sweeping on
- * another connection meanwhile does not take it back. */
-static _Atomic int st_sweeping;
+/* A job that runs longer than its lease keeps it: the heartbeat extends it
+ * while the job runs, so a recovery on another connection does not take it
+ * back. Time is the injected clock's, moved by the sweeper thread (never by
+ * the machine's speed): each round moves it 600 ms on (the lease is 1000),
+ * sweeps, and waits for a heartbeat to extend the lease past the new now
+ * (a hang guard only); after four rounds the first lease is long gone. The
+ * job polls a gate file (Lua instructions and calls all along, so the
+ * timer's heartbeat reaches it), which the sweeper opens at the end. */
+typedef struct {
+  pawl_id_t id;
+  int rounds, extended;
+  size_t recovered;
+} st_sweep_t;
+
+static int64_t st_lease_of(pawl_t *q, const pawl_id_t *id, pawl_state_t *st) {
+  pawl_job_t *j = NULL;
+  if (pawl_get(q, id, &j)) return -1;
+  int64_t e = j->lease_expires;
+  *st = j->state;
+  pawl_job_free(j);
+  return e;
+}
 
 static void *st_sweeper(void *arg) {
-  (void)arg;
+  st_sweep_t *sw = arg;
   pawl_options_t oo;
   pawl_options_init(&oo);
   oo.db = st_db;
   oo.node_id = "sweeper";
+  oo.clock = st_clock;
   pawl_t *q = NULL;
-  if (pawl_open(&q, &oo, NULL, 0)) return NULL;
-  while (atomic_load(&st_sweeping)) {
-    pawl_recover(q, NULL);
-    struct timespec ts = {0, 50000000};
-    nanosleep(&ts, NULL);
+  if (pawl_open(&q, &oo, NULL, 0) == 0) {
+    pawl_state_t st = PAWL_PENDING;
+    int64_t give_up = st_mono_ms() + 60000;
+    while (st_lease_of(q, &sw->id, &st) >= 0 && st != PAWL_RUNNING &&
+           st_mono_ms() < give_up) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+    for (int r = 0; r < 4 && st == PAWL_RUNNING; r++) {
+      int64_t now = atomic_fetch_add(&st_now, 600) + 600;
+      size_t n = 0;
+      pawl_recover(q, &n);
+      sw->recovered += n;
+      sw->rounds++;
+      int64_t e;
+      give_up = st_mono_ms() + 60000;
+      while ((e = st_lease_of(q, &sw->id, &st)) >= 0 && e < now + 1000 &&
+             st == PAWL_RUNNING && st_mono_ms() < give_up) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+      }
+      if (e >= now + 1000) sw->extended++;
+    }
+    pawl_close(q);
   }
-  pawl_close(q);
+  FILE *f = fopen("gate", "w"); /* whatever happened: the job ends */
+  if (f) fclose(f);
   return NULL;
 }
 
 static void st_long_job_keeps_lease(void) {
-  pawl_t *p = st_open_opts(0, 600);
-  /* Busy for 2 s of this machine's time: Lua instructions all along, so
-   * the timer's heartbeat reaches it. */
+  pawl_t *p = st_open_opts(1, 1000);
   st_script("long", "return { timeout = 60, max_attempts = 1, run = function()\n"
-                    "  local t = pawl.time()\n"
-                    "  while pawl.time() - t < 2 do end\n"
+                    "  while not io.open('gate') do end\n"
                     "  return 'done' end }");
   pawl_host_opts_t o;
   st_quiet(&o);
-  o.heartbeat_ms = 100;
+  o.heartbeat_ms = 50;
+  o.allow_io = 1;
   CHECK_OK(pawl_step_start(p, &o));
-  pawl_id_t id = st_enqueue(p, "long", 0);
-  atomic_store(&st_sweeping, 1);
+  st_sweep_t sw = {.id = st_enqueue(p, "long", 0)};
   pthread_t t;
-  CHECK_INT(pthread_create(&t, NULL, st_sweeper, NULL), ==, 0);
+  CHECK_INT(pthread_create(&t, NULL, st_sweeper, &sw), ==, 0);
   CHECK_INT(pawl_step(p, 0), ==, 1);
-  atomic_store(&st_sweeping, 0);
   pthread_join(t, NULL);
-  pawl_job_t *j = st_get(p, id);
+  CHECK_INT(sw.rounds, ==, 4);
+  CHECK_INT(sw.extended, ==, 4);
+  CHECK_INT(sw.recovered, ==, 0);
+  pawl_job_t *j = st_get(p, sw.id);
   CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
   CHECK_INT(j->recoveries, ==, 0);
   pawl_job_free(j);
