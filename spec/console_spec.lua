@@ -236,6 +236,12 @@ describe("pawl console on a terminal", function()
     t:wait_for("spinning\n", "the loop", 1)
     t:keys("C-c")
     t:wait_for("error: interrupted (Ctrl-C)")
+    -- Typed ahead in the same write as Enter, before the chunk runs: a
+    -- byte waiting in the terminal, not a SIGINT; it stops the chunk too,
+    -- and the keys typed after it reach the next prompt.
+    t:type('while true do end\r\3print("after")\r')
+    t:wait_for("error: interrupted (Ctrl-C)", nil, 2)
+    t:wait_for("\nafter\n", "the typed-ahead line")
     t:line("40 + 2")
     t:wait_for("\n42\n")
     t:keys("C-d")

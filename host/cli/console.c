@@ -79,6 +79,10 @@ static volatile sig_atomic_t console_remote_running; /* a chunk on the host */
 static volatile sig_atomic_t console_remote_mode;    /* attached to a host */
 static volatile sig_atomic_t console_exit_on_sigint;
 static volatile sig_atomic_t console_echo_newline; /* stdout is a terminal */
+/* A Ctrl-C that came after Enter but before the chunk started (the
+ * terminal had ISIG back, nothing was running yet): the chunk is
+ * interrupted as soon as it starts. */
+static volatile sig_atomic_t console_local_pending;
 
 /* [-0, +0, e] The count hook Ctrl-C arms: stop the running chunk. */
 static void console_stop_hook(lua_State *L, lua_Debug *ar) {
@@ -113,6 +117,7 @@ static void console_sigint(int sig) {
     signal(sig, SIG_DFL);
     raise(sig);
   }
+  console_local_pending = 1;
 }
 
 /* [-0, +1, m] debug.traceback as the message handler of C's own calls. */
@@ -244,6 +249,11 @@ static int console_eval(console_t *c, const char *chunk, size_t len,
   lua_pushstring(L, chunkname);
   lua_pushboolean(L, as_script);
   console_running_L = L;
+  if (console_local_pending) { /* the handler found nothing running yet */
+    console_local_pending = 0;
+    lua_sethook(L, console_stop_hook,
+                LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+  }
   int rc = console_call(c, "eval", 3, 1);
   console_running_L = NULL;
   lua_sethook(L, NULL, 0, 0); /* a Ctrl-C that came after the end */
@@ -447,6 +457,37 @@ static int console_command(console_t *c, const char *line) {
   return 1;
 }
 
+/* A Ctrl-C typed right after Enter, while the editor still had the
+ * terminal without ISIG, is a byte waiting in the terminal's input, not a
+ * SIGINT: the editor reads one byte at a time, so nothing behind the line
+ * is read yet. Seen here, it interrupts the chunk about to run, as it
+ * would have a moment later; the other bytes typed ahead go back to the
+ * editor for the next prompt. */
+static void console_typeahead(console_t *c) {
+  int avail = 0;
+  if (ioctl(STDIN_FILENO, FIONREAD, &avail) || avail <= 0) return;
+  char buf[256];
+  char keep[sizeof buf + 1];
+  size_t nkeep = 0, want = (size_t)avail < sizeof buf ? (size_t)avail
+                                                      : sizeof buf;
+  ssize_t n = read(STDIN_FILENO, buf, want);
+  if (n <= 0) return;
+  int ctrl_c = 0;
+  for (ssize_t i = 0; i < n; i++) {
+    if (buf[i] == 3)
+      ctrl_c = 1;
+    else if (buf[i] != 0)
+      keep[nkeep++] = buf[i];
+  }
+  keep[nkeep] = 0;
+  if (nkeep) el_push(c->el, keep);
+  if (!ctrl_c) return;
+  if (c->remote)
+    console_client_interrupt = 1; /* kept by console_eval, sent at once */
+  else
+    console_local_pending = 1;
+}
+
 static void console_repl(console_t *c) {
   pawl_buf_t chunk;
   pawl__buf_init(&chunk);
@@ -454,6 +495,7 @@ static void console_repl(console_t *c) {
     c->continuing = chunk.len > 0;
     c->interrupted = 0;
     console_client_interrupt = 0; /* one from an earlier chunk */
+    console_local_pending = 0;
     int n = 0;
     const char *line = el_gets(c->el, &n);
     /* Ctrl-C: the chunk is dropped. Checked first: on an empty line
@@ -481,6 +523,7 @@ static void console_repl(console_t *c) {
     }
     if (console_incomplete(c, pawl__buf_cstr(&chunk), chunk.len)) continue;
     console_history_add(c, pawl__buf_cstr(&chunk), chunk.len);
+    console_typeahead(c);
     console_eval(c, pawl__buf_cstr(&chunk), chunk.len, "=stdin", 0);
     pawl__buf_reset(&chunk);
     if (c->remote && console_client_lost(c->remote)) break;
