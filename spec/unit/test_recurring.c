@@ -30,6 +30,7 @@
   X(trigger)         \
   X(crash_between)   \
   X(advance_cas)     \
+  X(advance_batch)   \
   X(two_nodes)       \
   X(script_sync)
 
@@ -429,6 +430,98 @@ static void rec_advance_cas(const char *url) {
   pawl_close(p);
 }
 
+/* One advance() of a batch with every outcome at once (PostgreSQL does a
+ * batch in a fixed number of statements; each definition's result must
+ * still be its own), given out of name order: moved with one job; read
+ * stale; paused meanwhile; a catch-up whose middle key was seen before; one
+ * whose last key was seen before (its last job is then that key's job);
+ * one that fires nothing (skip). The same batch again moves nothing. */
+static void rec_advance_batch(const char *url) {
+  atomic_store(&rec_now, T0 + 1000);
+  pawl_t *p = rec_open(url, "n1");
+  enum { NDEF = 6 };
+  static const char *const names[NDEF] = {"f-none",   "e-lastdup",
+                                          "d-middup", "c-paused",
+                                          "b-stale",  "a-one"};
+  static const size_t njobs[NDEF] = {0, 2, 3, 1, 1, 1};
+  for (int i = 0; i < NDEF; i++) rec_add(p, names[i], "* * * * *", 0, 0);
+  atomic_store(&rec_now, T0 + MIN + 500);
+  store_new_job_t jobs[NDEF][3];
+  char keys[NDEF][3][64];
+  store_rec_advance_t a[NDEF];
+  for (int i = 0; i < NDEF; i++) {
+    for (size_t j = 0; j < njobs[i]; j++) {
+      store_new_job_t *jb = &jobs[i][j];
+      memset(jb, 0, sizeof *jb);
+      pawl_id_new(&jb->id);
+      jb->type = names[i];
+      jb->queue = "default";
+      jb->payload = "{\"n\":1}";
+      jb->tags = "[]";
+      jb->run_at = T0 + MIN - (int64_t)(njobs[i] - 1 - j) * 1000;
+      jb->enqueued_by = "cron:batch";
+      snprintf(keys[i][j], sizeof keys[i][j], "cron:%s:%zu", names[i], j);
+      jb->idempotency_key = keys[i][j];
+    }
+    memset(&a[i], 0, sizeof a[i]);
+    a[i].name = names[i];
+    a[i].expect_next = i == 4 ? T0 : T0 + MIN; /* b-stale: read stale */
+    a[i].next = T0 + 2 * MIN;
+    a[i].last_fire = njobs[i] ? T0 + MIN : 0;
+    a[i].jobs = njobs[i] ? jobs[i] : NULL;
+    a[i].njobs = njobs[i];
+  }
+  /* Keys seen before, as a node that died after enqueueing left them. */
+  pawl_enqueue_opts_t eo;
+  pawl_enqueue_opts_init(&eo);
+  pawl_id_t mid_prev, last_prev;
+  eo.idempotency_key = keys[2][1];
+  CHECK_OK(pawl_enqueue(p, "d-middup", "{}", &eo, &mid_prev, NULL));
+  eo.idempotency_key = keys[1][1];
+  CHECK_OK(pawl_enqueue(p, "e-lastdup", "{}", &eo, &last_prev, NULL));
+  CHECK_OK(pawl_recurring_pause(p, "c-paused"));
+
+  CHECK_OK(p->store->ops->recurring.advance(p->store, a, NDEF));
+  static const int advanced[NDEF] = {1, 1, 1, 0, 0, 1};
+  static const size_t made[NDEF] = {0, 1, 2, 0, 0, 1};
+  static const size_t total[NDEF] = {0, 2, 3, 0, 0, 1};
+  for (int i = 0; i < NDEF; i++) {
+    CHECK_INT(a[i].advanced, ==, advanced[i]);
+    CHECK_INT(a[i].made, ==, made[i]);
+    CHECK_INT(rec_jobs(p, names[i]).n, ==, total[i]);
+    pawl_recurring_t *d = rec_get(p, names[i]);
+    CHECK_INT(d->next_fire_at, ==, advanced[i] ? T0 + 2 * MIN : T0 + MIN);
+    CHECK_INT(d->last_fire_at, ==, advanced[i] && njobs[i] ? T0 + MIN : 0);
+    CHECK_INT(d->has_last_job, ==, advanced[i] && njobs[i]);
+    if (d->has_last_job) {
+      const pawl_id_t *want = i == 1 ? &last_prev : &jobs[i][njobs[i] - 1].id;
+      CHECK(memcmp(&d->last_job_id, want, sizeof *want) == 0);
+    }
+    pawl_recurring_free(d, 1);
+  }
+  /* A job made by the batch carries its fields and its key. */
+  pawl_job_t *j = NULL;
+  CHECK_OK(pawl_get(p, &jobs[2][0].id, &j));
+  CHECK_STR(j->type, "d-middup");
+  CHECK_STR(j->idempotency_key, "cron:d-middup:0");
+  CHECK_STR(j->enqueued_by, "cron:batch");
+  CHECK_INT(j->run_at, ==, T0 + MIN - 2000);
+  CHECK_INT(j->created_at, ==, T0 + MIN + 500);
+  CHECK_INT(j->state, ==, PAWL_PENDING);
+  pawl_job_free(j);
+  /* The key seen before made no job under the batch's id. */
+  CHECK_INT(pawl_get(p, &jobs[2][1].id, &j), ==, PAWL_ENOTFOUND);
+
+  /* The same batch again (another node's read): nothing moves. */
+  CHECK_OK(p->store->ops->recurring.advance(p->store, a, NDEF));
+  for (int i = 0; i < NDEF; i++) {
+    CHECK_INT(a[i].advanced, ==, 0);
+    CHECK_INT(a[i].made, ==, 0);
+  }
+  CHECK_INT(rec_jobs(p, "d-middup").n, ==, 3);
+  pawl_close(p);
+}
+
 /* Two nodes tick the same definitions at the same time, over a clock that
  * moves a minute per round: every occurrence makes exactly one job. */
 typedef struct rec_node {
@@ -608,5 +701,60 @@ void test_store_sqlite_rec_due_index(void) {
       used = 1;
   sqlite3_finalize(st);
   CHECK(used);
+  pawl_close(p);
+}
+
+/* PostgreSQL: a tick's batch is a fixed number of statements whatever its
+ * size (issue 14, "Scale"), counted by statement triggers: one UPDATE of
+ * the definitions (a second only for those whose key was seen before), one
+ * INSERT of the keys, one COPY of the jobs; not one of each per
+ * definition. */
+void test_store_pg_rec_statements(void) {
+  const char *url = pgtest_url("rec_statements");
+  atomic_store(&rec_now, T0 + 1000);
+  pawl_t *p = rec_open(url, "n1");
+  enum { DEFS = 300 };
+  for (int i = 0; i < DEFS; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "d%03d", i);
+    rec_add(p, name, "* * * * *", 0, 0);
+  }
+  atomic_store(&rec_now, T0 + MIN + 500);
+  /* d007's occurrence was enqueued by a node that died before advancing. */
+  char key[64];
+  snprintf(key, sizeof key, "cron:d007:%lld", (long long)((T0 + MIN) / 1000));
+  pawl_enqueue_opts_t eo;
+  pawl_enqueue_opts_init(&eo);
+  eo.idempotency_key = key;
+  pawl_id_t prev;
+  CHECK_OK(pawl_enqueue(p, "d007", "{}", &eo, &prev, NULL));
+  PGconn *c = pgtest_connect(url);
+  pgtest_exec(c,
+              "CREATE TABLE rec_stmts (tbl text, op text);"
+              "CREATE FUNCTION rec_count() RETURNS trigger LANGUAGE plpgsql "
+              "AS $$BEGIN INSERT INTO rec_stmts VALUES (TG_TABLE_NAME, "
+              "TG_OP); RETURN NULL; END$$;"
+              "CREATE TRIGGER rec_count AFTER INSERT OR UPDATE ON "
+              "pawl_recurring FOR EACH STATEMENT EXECUTE FUNCTION rec_count();"
+              "CREATE TRIGGER rec_count AFTER INSERT OR UPDATE ON "
+              "pawl_idempotency FOR EACH STATEMENT EXECUTE FUNCTION "
+              "rec_count();"
+              "CREATE TRIGGER rec_count AFTER INSERT ON pawl_jobs FOR EACH "
+              "STATEMENT EXECUTE FUNCTION rec_count()");
+  CHECK_INT(rec_tick(p), ==, DEFS - 1);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM rec_stmts WHERE tbl = "
+                          "'pawl_recurring' AND op = 'UPDATE'"),
+            ==, 2);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM rec_stmts WHERE tbl = "
+                          "'pawl_idempotency'"),
+            ==, 1);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM rec_stmts WHERE tbl = "
+                          "'pawl_jobs'"),
+            ==, 1);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs"), ==, DEFS);
+  pawl_recurring_t *d = rec_get(p, "d007");
+  CHECK(d->has_last_job && memcmp(&d->last_job_id, &prev, sizeof prev) == 0);
+  pawl_recurring_free(d, 1);
+  PQfinish(c);
   pawl_close(p);
 }

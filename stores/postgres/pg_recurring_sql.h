@@ -61,17 +61,51 @@
   "paused AND next_fire_at IS NOT NULL AND next_fire_at <= "                 \
   "pawl_ts($1::bigint) ORDER BY next_fire_at LIMIT $2::int"
 
-/* A tick's compare-and-set on next_fire_at ($5, as read); one paused or
- * disabled meanwhile is not advanced. $2 the new next (NULL: none), $3
- * the last fire (NULL: unchanged), $4 now. */
+/* A tick's batch advances in a fixed number of statements, whatever its
+ * size (pg_rec_advance()): the compare-and-sets, the keys, the jobs' COPY
+ * and, only when a definition's last key was seen before, its last job.
+ *
+ * The compare-and-sets: $1..$5 arrays of the names (sorted), the
+ * next_fire_at each was read with, the new next (NULL: none), the last
+ * fire (NULL: unchanged) and the last job's id (NULL: unchanged; its key
+ * is checked next, and LAST_JOB corrects it when the key was seen before);
+ * $6 now. One paused, disabled or advanced meanwhile is not advanced (a
+ * row another transaction changed is checked again once that commits:
+ * READ COMMITTED). The rows are found through the primary key (= ANY), in
+ * name order, as the sorted names come, so two nodes advancing
+ * overlapping batches (a tick lock that moved) lock them in the same
+ * order. Returns the 1-based position of each definition advanced, and
+ * now in ms (for the COPY). */
 #define PG_REC_ADVANCE_SQL                                                   \
-  "UPDATE pawl_recurring SET next_fire_at = pawl_ts($2::bigint), "           \
-  "last_fire_at = coalesce(pawl_ts($3::bigint), last_fire_at), updated_at "  \
-  "= pawl_now($4::bigint), version = version + 1 WHERE name = $1::text AND " \
-  "next_fire_at = pawl_ts($5::bigint) AND enabled AND NOT paused"
+  "UPDATE pawl_recurring AS r SET next_fire_at = pawl_ts(w.next), "          \
+  "last_fire_at = coalesce(pawl_ts(w.last), r.last_fire_at), last_job_id = " \
+  "coalesce(w.job, r.last_job_id), updated_at = pawl_now($6::bigint), "      \
+  "version = r.version + 1 FROM unnest($1::text[], $2::bigint[], "           \
+  "$3::bigint[], $4::bigint[], $5::uuid[]) WITH ORDINALITY AS w(name, "      \
+  "expect, next, last, job, i) WHERE r.name = ANY ($1::text[]) AND r.name "  \
+  "= w.name AND r.next_fire_at = pawl_ts(w.expect) AND r.enabled AND NOT "   \
+  "r.paused RETURNING w.i, pawl_ms(pawl_now($6::bigint))"
 
+/* The idempotency keys of the advanced definitions' jobs: $1 the keys, $2
+ * the jobs' ids, $3 now. Returns the 1-based position of each key
+ * recorded now (a key seen before makes no job). Inserted in key order:
+ * two transactions with common keys wait for each other, never deadlock;
+ * a key another transaction holds uncommitted is waited for, then found. */
+#define PG_REC_KEYS_SQL                                                      \
+  "WITH u AS (SELECT * FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY " \
+  "AS u(key, id, i)), ins AS (INSERT INTO pawl_idempotency (key, job_id, "   \
+  "created_at) SELECT key, id, pawl_now($3::bigint) FROM u ORDER BY key ON " \
+  "CONFLICT (key) DO NOTHING RETURNING job_id) SELECT u.i FROM u JOIN ins "  \
+  "ON ins.job_id = u.id"
+
+/* The definitions $1 whose last job's key $2 was seen before: the job the
+ * key names (a statement of its own, so that it sees keys committed while
+ * the one above waited for them). The rows are locked by the
+ * compare-and-set. */
 #define PG_REC_LAST_JOB_SQL                                                  \
-  "UPDATE pawl_recurring SET last_job_id = $2::uuid WHERE name = $1::text"
+  "UPDATE pawl_recurring AS r SET last_job_id = (SELECT p.job_id FROM "      \
+  "pawl_idempotency AS p WHERE p.key = u.key) FROM unnest($1::text[], "      \
+  "$2::text[]) AS u(name, key) WHERE r.name = u.name"
 
 /* $1 an array of the scripts there are, $2 now. */
 #define PG_REC_DISABLE_GONE_SQL                                              \

@@ -40,13 +40,15 @@
   "pawl_now($16::bigint)) AS run_at) AS t ON CONFLICT DO NOTHING "           \
   "RETURNING j.id"
 
-/* Many jobs without keys: COPY in binary format (pg_insert_many() writes
- * the rows in this column order). The statement trigger's NOTIFY fires for
- * a COPY as for an INSERT. */
+/* Many jobs at once: COPY in binary format (cp_job() writes the rows in
+ * this column order). Only jobs that cannot conflict: no business key, and
+ * an idempotency key only when the caller recorded it first (the recurring
+ * tick). The statement trigger's NOTIFY fires for a COPY as for an INSERT. */
 #define PG_SQL_COPY_JOBS                                                     \
   "COPY pawl_jobs (id, type, queue, state, priority, rank, payload, "        \
-  "params, tags, run_at, max_attempts, timeout_s, correlation_id, "          \
-  "enqueued_by, created_at, updated_at) FROM STDIN (FORMAT binary)"
+  "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
+  "correlation_id, enqueued_by, created_at, updated_at) FROM STDIN "         \
+  "(FORMAT binary)"
 
 /* Claim in one statement: $1 now, $2 owner, $3 lease token, $4 lease ms,
  * $5 limit, $6 the queue (or an array of queues). The inner SELECT walks

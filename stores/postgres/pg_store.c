@@ -114,6 +114,7 @@ enum {
   PG_REC_REMOVE,
   PG_REC_DUE,
   PG_REC_ADVANCE,
+  PG_REC_KEYS,
   PG_REC_LAST_JOB,
   PG_REC_DISABLE_GONE,
   PG_COUNT
@@ -326,6 +327,7 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_REC_REMOVE] = PG_REC_REMOVE_SQL,
     [PG_REC_DUE] = PG_REC_DUE_SQL,
     [PG_REC_ADVANCE] = PG_REC_ADVANCE_SQL,
+    [PG_REC_KEYS] = PG_REC_KEYS_SQL,
     [PG_REC_LAST_JOB] = PG_REC_LAST_JOB_SQL,
     [PG_REC_DISABLE_GONE] = PG_REC_DISABLE_GONE_SQL,
 };
@@ -1018,7 +1020,8 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
 
 /* ---- bulk enqueue: COPY in binary format -------------------------------- */
 
-/* Keyless jobs go in with COPY ... (FORMAT binary): ids, numbers and times
+/* Keyless jobs (and the recurring tick's, whose keys it records first) go
+ * in with COPY ... (FORMAT binary): ids, numbers and times
  * reach the server as their binary values, so it parses nothing but the
  * JSON, which is most of what a multi-row INSERT of arrays costs it. The
  * layout (PostgreSQL manual, COPY, "Binary Format"): a signature, flags and
@@ -1092,7 +1095,7 @@ static void cp_uuid(pawl_buf_t *b, const pawl_id_t *id) {
 static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
                    int64_t boost_ms) {
   int64_t run_at = j->run_at ? j->run_at : now;
-  unsigned char nfields[2] = {0, 16};
+  unsigned char nfields[2] = {0, 17};
   pawl__buf_append(b, nfields, 2);
   cp_uuid(b, &j->id);
   cp_text(b, j->type);
@@ -1106,6 +1109,7 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
   cp_time(b, run_at);
   cp_i32(b, j->max_attempts);
   cp_i32(b, j->timeout_s);
+  cp_text(b, j->idempotency_key);
   cp_text(b, j->correlation_id);
   cp_text(b, j->enqueued_by);
   cp_time(b, now);
@@ -2630,39 +2634,192 @@ static int pg_rec_due(store_t *base, int64_t now, size_t max,
   return rc ? rc : pg_rec_rows(s, res, out, n);
 }
 
-/* One definition's advance, inside the caller's transaction. */
-static int pg_rec_advance_one(pg_store_t *s, store_rec_advance_t *a) {
-  pg_params_t pp;
-  pp_str(&pp, 0, a->name);
-  pp_opt_int(&pp, 1, a->next != 0, a->next);
-  pp_opt_int(&pp, 2, a->last_fire != 0, a->last_fire);
-  pp_now(s, &pp, 3);
-  pp_int(&pp, 4, a->expect_next);
-  PGresult *res;
-  int rc = pg_run(s, PG_REC_ADVANCE, 5, pp.v, &res,
-                  "advance recurring definition");
-  if (rc) return rc;
-  a->advanced = pg_changed(res) == 1;
-  PQclear(res);
-  a->made = 0;
-  if (!a->advanced || a->njobs == 0) return 0;
-  pawl_id_t id;
-  for (size_t i = 0; i < a->njobs; i++) {
-    int status;
-    if ((rc = pg_insert_one(s, &a->jobs[i], &id, &status))) return rc;
-    if (status == PAWL_ENQ_NEW) a->made++;
+/* Closes array literals; -1 when one ran out of memory. */
+static int pg_arr_close(pawl_buf_t **bufs, size_t n) {
+  int oom = 0;
+  for (size_t i = 0; i < n; i++) {
+    arr_end(bufs[i]);
+    oom |= bufs[i]->oom;
   }
-  pp_str(&pp, 0, a->name);
-  pp_id(&pp, 1, &id);
-  return pg_run(s, PG_REC_LAST_JOB, 2, pp.v, NULL,
-                "record the last job of a recurring definition");
+  return oom ? -1 : 0;
 }
 
+static void pg_arr_free(pawl_buf_t **bufs, size_t n) {
+  for (size_t i = 0; i < n; i++) pawl__buf_free(bufs[i]);
+}
+
+/* A definition of a batch in name order (pg_rec_cas()). */
+typedef struct pg_rec_by_name {
+  const char *name;
+  size_t i;
+} pg_rec_by_name_t;
+
+static int pg_rec_name_cmp(const void *x, const void *y) {
+  const pg_rec_by_name_t *a = x, *b = y;
+  int c = strcmp(a->name, b->name);
+  return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+/* The batch's compare-and-sets in one statement, in name order (see
+ * PG_REC_ADVANCE_SQL): sets a[i].advanced, and *now to the transaction's
+ * now (or the injected clock's) in ms. Each definition's last job is
+ * written as its own, corrected by pg_rec_fix_last() if its key was seen
+ * before. */
+static int pg_rec_cas(pg_store_t *s, store_rec_advance_t *a, size_t n,
+                      int64_t *now) {
+  pg_rec_by_name_t *by = pawl__calloc(n, sizeof *by);
+  if (!by) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) by[i] = (pg_rec_by_name_t){a[i].name, i};
+  qsort(by, n, sizeof *by, pg_rec_name_cmp);
+  pawl_buf_t names, expect, next, last, job;
+  pawl_buf_t *bufs[] = {&names, &expect, &next, &last, &job};
+  const size_t nb = sizeof bufs / sizeof *bufs;
+  for (size_t i = 0; i < nb; i++) arr_begin(bufs[i]);
+  for (size_t k = 0; k < n; k++) {
+    const store_rec_advance_t *d = &a[by[k].i];
+    arr_str(&names, d->name);
+    arr_int(&expect, d->expect_next);
+    arr_opt_int(&next, d->next);
+    arr_opt_int(&last, d->last_fire);
+    if (d->njobs)
+      arr_id(&job, &d->jobs[d->njobs - 1].id);
+    else
+      arr_str(&job, NULL);
+  }
+  int rc = 0;
+  PGresult *res = NULL;
+  if (pg_arr_close(bufs, nb)) {
+    rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  } else {
+    pg_params_t pp;
+    for (size_t i = 0; i < nb; i++) pp_str(&pp, (int)i, bufs[i]->data);
+    pp_now(s, &pp, 5);
+    rc = pg_run(s, PG_REC_ADVANCE, 6, pp.v, &res,
+                "advance recurring definitions");
+  }
+  pg_arr_free(bufs, nb);
+  for (int r = 0; !rc && r < PQntuples(res); r++) {
+    int64_t k = pg_int(res, r, 0);
+    if (k >= 1 && (uint64_t)k <= n) a[by[k - 1].i].advanced = 1;
+    *now = pg_int(res, r, 1);
+  }
+  PQclear(res);
+  pawl__free(by);
+  return rc;
+}
+
+/* Records the idempotency keys of the advanced definitions' jobs in one
+ * statement: fresh[k] = 1 for the k-th of those jobs (in a's order) whose
+ * key was not seen before, and a[i].made counted. */
+static int pg_rec_keys(pg_store_t *s, store_rec_advance_t *a, size_t n,
+                       unsigned char *fresh, size_t total) {
+  size_t *def = pawl__calloc(total, sizeof *def);
+  if (!def) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  pawl_buf_t keys, ids;
+  pawl_buf_t *bufs[] = {&keys, &ids};
+  arr_begin(&keys);
+  arr_begin(&ids);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; a[i].advanced && j < a[i].njobs; j++) {
+      arr_str(&keys, a[i].jobs[j].idempotency_key);
+      arr_id(&ids, &a[i].jobs[j].id);
+      def[k++] = i;
+    }
+  int rc = 0;
+  PGresult *res = NULL;
+  if (pg_arr_close(bufs, 2)) {
+    rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  } else {
+    pg_params_t pp;
+    pp_str(&pp, 0, keys.data);
+    pp_str(&pp, 1, ids.data);
+    pp_now(s, &pp, 2);
+    rc = pg_run(s, PG_REC_KEYS, 3, pp.v, &res, "record idempotency keys");
+  }
+  pg_arr_free(bufs, 2);
+  for (int r = 0; !rc && r < PQntuples(res); r++) {
+    int64_t x = pg_int(res, r, 0);
+    if (x < 1 || (uint64_t)x > total || fresh[x - 1]) continue;
+    fresh[x - 1] = 1;
+    a[def[x - 1]].made++;
+  }
+  PQclear(res);
+  pawl__free(def);
+  return rc;
+}
+
+/* The definitions whose last job's key was seen before (a crash between
+ * an enqueue and the advance, another node): last_job_id = the job the
+ * key names, in one statement; none when every last key was new. */
+static int pg_rec_fix_last(pg_store_t *s, store_rec_advance_t *a, size_t n,
+                           const unsigned char *fresh) {
+  pawl_buf_t names, keys;
+  pawl_buf_t *bufs[] = {&names, &keys};
+  arr_begin(&names);
+  arr_begin(&keys);
+  size_t k = 0, count = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!a[i].advanced || a[i].njobs == 0) continue;
+    k += a[i].njobs;
+    if (fresh[k - 1]) continue;
+    arr_str(&names, a[i].name);
+    arr_str(&keys, a[i].jobs[a[i].njobs - 1].idempotency_key);
+    count++;
+  }
+  int rc = 0;
+  if (pg_arr_close(bufs, 2)) {
+    rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  } else if (count) {
+    const char *v[2] = {names.data, keys.data};
+    rc = pg_run(s, PG_REC_LAST_JOB, 2, v, NULL,
+                "record the last jobs of recurring definitions");
+  }
+  pg_arr_free(bufs, 2);
+  return rc;
+}
+
+/* The jobs whose keys were new, in one COPY (the bulk enqueue's path: they
+ * have no business key, and their fresh ids conflict with nothing). */
+static int pg_rec_copy(pg_store_t *s, store_rec_advance_t *a, size_t n,
+                       const unsigned char *fresh, size_t total, int64_t now) {
+  size_t nfresh = 0;
+  for (size_t k = 0; k < total; k++) nfresh += fresh[k];
+  if (nfresh == 0) return 0;
+  store_new_job_t *jobs = pawl__calloc(nfresh, sizeof *jobs);
+  if (!jobs) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  size_t k = 0, m = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; a[i].advanced && j < a[i].njobs; j++)
+      if (fresh[k++]) jobs[m++] = a[i].jobs[j];
+  int rc = pg_copy_rows(s, jobs, m, now);
+  pawl__free(jobs);
+  return rc;
+}
+
+/* A batch in a fixed number of statements whatever n (pg_recurring_sql.h):
+ * the compare-and-sets, the keys of the advanced ones' jobs, the jobs
+ * whose key is new in one COPY, and only when some definition's last key
+ * was seen before, its last job. */
 static int pg_rec_advance(store_t *base, store_rec_advance_t *a, size_t n) {
   pg_store_t *s = (pg_store_t *)base;
   if (n == 0) return 0;
+  for (size_t i = 0; i < n; i++) a[i].advanced = 0, a[i].made = 0;
+  int64_t now = 0;
+  unsigned char *fresh = NULL;
+  size_t total = 0;
   int rc = pg_begin(s);
-  for (size_t i = 0; i < n && !rc; i++) rc = pg_rec_advance_one(s, &a[i]);
+  if (!rc) rc = pg_rec_cas(s, a, n, &now);
+  for (size_t i = 0; !rc && i < n; i++)
+    if (a[i].advanced) total += a[i].njobs;
+  if (!rc && total) {
+    fresh = pawl__calloc(total, 1);
+    if (!fresh) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    if (!rc) rc = pg_rec_keys(s, a, n, fresh, total);
+    if (!rc) rc = pg_rec_fix_last(s, a, n, fresh);
+    if (!rc) rc = pg_rec_copy(s, a, n, fresh, total, now);
+  }
+  pawl__free(fresh);
   rc = pg_end(s, rc);
   if (rc)
     for (size_t i = 0; i < n; i++) a[i].advanced = 0, a[i].made = 0;
