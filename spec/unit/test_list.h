@@ -21,3 +21,4 @@
 #include "test_list_events.h"
 #include "test_list_alloc.h"
 #include "test_list_uv.h"
+#include "test_list_queues.h"

@@ -48,6 +48,10 @@ enum {
   SQ_CLAIM,
   SQ_CLAIM_QUEUE,
   SQ_CLAIM_QUEUES,
+  SQ_CLAIM_UNPAUSED,        /* the three above in the same order, for when */
+  SQ_CLAIM_QUEUE_UNPAUSED,  /* a queue is paused (issue 14) */
+  SQ_CLAIM_QUEUES_UNPAUSED,
+  SQ_ANY_PAUSED,
   SQ_CLAIM_TAKE,
   SQ_SUCCEED,
   SQ_SUCCEED_SEQ,
@@ -132,6 +136,10 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_CLAIM] = SQLITE_SQL_CLAIM,
     [SQ_CLAIM_QUEUE] = SQLITE_SQL_CLAIM_QUEUE,
     [SQ_CLAIM_QUEUES] = SQLITE_SQL_CLAIM_QUEUES,
+    [SQ_CLAIM_UNPAUSED] = SQLITE_SQL_CLAIM_UNPAUSED,
+    [SQ_CLAIM_QUEUE_UNPAUSED] = SQLITE_SQL_CLAIM_QUEUE_UNPAUSED,
+    [SQ_CLAIM_QUEUES_UNPAUSED] = SQLITE_SQL_CLAIM_QUEUES_UNPAUSED,
+    [SQ_ANY_PAUSED] = SQLITE_SQL_ANY_PAUSED,
     [SQ_CLAIM_TAKE] = SQLITE_SQL_CLAIM_TAKE,
     [SQ_SUCCEED] = SQLITE_SQL_SUCCEED,
     [SQ_SUCCEED_SEQ] = SQLITE_SQL_SUCCEED_SEQ,
@@ -1029,6 +1037,20 @@ static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
   return rc;
 }
 
+/* Queues (issue 14): with a queue paused, the claim `*which` becomes its
+ * variant that leaves paused queues alone. Read in the claim's transaction;
+ * with none paused (one step over an empty table) the claim costs what it
+ * did before queues could be paused. */
+static int sq_claim_paused(sq_store_t *s, int *which) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_ANY_PAUSED);
+  if (!st) return PAWL_ESTORE;
+  int step = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (step == SQLITE_ROW) *which += SQ_CLAIM_UNPAUSED - SQ_CLAIM;
+  else if (step != SQLITE_DONE) return sq_fail(s, step, "read paused queues");
+  return 0;
+}
+
 /* Picks the due jobs in claim order and leases them, in one transaction
  * (see SQLITE_SQL_CLAIM). The jobs come out as CLAIM_TAKE leaves their
  * rows. */
@@ -1057,6 +1079,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   }
   int rc = sq_begin(s);
   size_t got = 0;
+  if (!rc) rc = sq_claim_paused(s, &which);
   if (!rc) {
     sqlite3_stmt *st = sq_stmt(s, which);
     if (!st) {
@@ -1064,9 +1087,9 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     } else {
       sqlite3_bind_int64(st, 1, now);
       sqlite3_bind_int64(st, 2, (sqlite3_int64)c->max);
-      if (which == SQ_CLAIM_QUEUE)
+      if (which == SQ_CLAIM_QUEUE || which == SQ_CLAIM_QUEUE_UNPAUSED)
         sqlite3_bind_text(st, 3, c->queues[0], -1, SQLITE_STATIC);
-      else if (which == SQ_CLAIM_QUEUES)
+      else if (which == SQ_CLAIM_QUEUES || which == SQ_CLAIM_QUEUES_UNPAUSED)
         sqlite3_bind_text(st, 3, queues_json, -1, SQLITE_STATIC);
       pawl__buf_putc(&seqs, '[');
       int step;
