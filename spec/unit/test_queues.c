@@ -12,9 +12,12 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include <sqlite3.h>
+
 #include "handle.h"
 #include "pawl.h"
 #include "pgtest.h"
+#include "sqlite_sql.h"
 #include "unit.h"
 
 #define QT0 INT64_C(1800000000000)
@@ -522,6 +525,60 @@ static void queues_host_bad_opts(const char *url) {
   pawl_close(p);
 }
 
+/* ---- the migration ------------------------------------------------------------ */
+
+/* A database from before the queues migration, with the age boost off:
+ * its pending jobs' rank is their priority. Migrated, they rank as times
+ * (priority x 9e12 - run_at) in the same order. `sql` runs raw SQL on the
+ * database; `undo` takes the queues migration back out. */
+typedef void (*q_sql_fn)(void *conn, const char *sql);
+typedef long long (*q_int_fn)(void *conn, const char *sql);
+
+static void queues_migration(const char *url, void *conn, q_sql_fn sql,
+                             q_int_fn num, const char *undo) {
+  atomic_store(&q_now, QT0);
+  pawl_t *p = q_open(url, "node-a", 0);
+  q_enq(p, "default", 0);
+  atomic_fetch_add(&q_now, 60000);
+  pawl_id_t high = q_enq(p, "default", 1);
+  pawl_close(p);
+  sql(conn, "UPDATE pawl_jobs SET rank = priority");
+  sql(conn, undo);
+  p = q_open(url, "node-a", -1); /* migrates again */
+  CHECK_INT(num(conn, "SELECT count(*) FROM pawl_jobs WHERE rank = "
+                      "priority * 9000000000000 - 1800000000000"),
+            ==, 1);
+  CHECK_INT(num(conn, "SELECT count(*) FROM pawl_jobs WHERE rank = "
+                      "priority * 9000000000000 - 1800000060000"),
+            ==, 1);
+  pawl_job_t **jobs = NULL;
+  CHECK_INT(q_claim(p, NULL, 2, &jobs), ==, 2);
+  CHECK(memcmp(jobs[0]->id.bytes, high.bytes, 16) == 0);
+  pawl_jobs_free(jobs, 2);
+  pawl_close(p);
+}
+
+sqlite3 *pawl__store_sqlite_db(store_t *st);
+
+static void q_sqlite_exec(void *db, const char *sql) {
+  char *msg = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+    unit_fail(__FILE__, __LINE__, "%s: %s", sql, msg ? msg : "?");
+}
+
+static long long q_sqlite_int(void *db, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK ||
+      sqlite3_step(st) != SQLITE_ROW)
+    unit_fail(__FILE__, __LINE__, "%s: %s", sql, sqlite3_errmsg(db));
+  long long v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
+
+static void q_pg_exec(void *c, const char *sql) { pgtest_exec(c, sql); }
+static long long q_pg_int(void *c, const char *sql) { return pgtest_int(c, sql); }
+
 /* ---- both backends ----------------------------------------------------------- */
 
 static const char *q_sqlite(const char *name) {
@@ -551,3 +608,81 @@ void test_pg_queues_concurrency_pool_threads(void) {
   queues_host(pgtest_url("qhostpool"), 1);
 }
 void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
+
+void test_store_sqlite_queues_migration(void) {
+  const char *url = q_sqlite("mig");
+  pawl_t *p = q_open(url, "node-a", 0); /* creates it */
+  pawl_close(p);
+  sqlite3 *db = NULL;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/mig.db", unit_tmpdir());
+  CHECK_INT(sqlite3_open(path, &db), ==, SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  queues_migration(url, db, q_sqlite_exec, q_sqlite_int,
+                   "DROP TABLE pawl_queues; DELETE FROM pawl_schema WHERE "
+                   "name = 'V005__queues.sql'");
+  sqlite3_close(db);
+}
+
+void test_store_pg_queues_migration(void) {
+  const char *url = pgtest_url("qmig");
+  char copy[4200];
+  snprintf(copy, sizeof copy, "%s", url);
+  pawl_close(q_open(copy, "node-a", 0));
+  PGconn *c = pgtest_connect(copy);
+  queues_migration(copy, c, q_pg_exec, q_pg_int,
+                   "DROP FUNCTION pawl_queue_boost(text, bigint); DROP TABLE "
+                   "pawl_queues; DELETE FROM pawl_schema WHERE name = "
+                   "'V004__queues.sql'");
+  PQfinish(c);
+}
+
+/* With a queue paused, SQLite's claims (SQLITE_SQL_CLAIM*_UNPAUSED) still
+ * walk the pending rows' partial indexes in claim order (no sort, no table
+ * scan), and so does next_due: the paused set is a small index probed per
+ * row. */
+static void q_plan(sqlite3 *db, const char *sql, char *out, size_t n) {
+  char *q = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+    unit_fail(__FILE__, __LINE__, "prepare plan: %s", sqlite3_errmsg(db));
+  sqlite3_free(q);
+  out[0] = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    size_t len = strlen(out);
+    snprintf(out + len, n - len, "%s\n",
+             (const char *)sqlite3_column_text(st, 3));
+  }
+  sqlite3_finalize(st);
+}
+
+void test_sqlite_queues_claim_plans(void) {
+  pawl_t *p = q_open(q_sqlite("plan"), "node-a", 0);
+  CHECK_OK(pawl_queue_pause(p, "q3", NULL, NULL));
+  pawl_close(p);
+  sqlite3 *db = NULL;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/plan.db", unit_tmpdir());
+  CHECK_INT(sqlite3_open(path, &db), ==, SQLITE_OK);
+  q_sqlite_exec(db,
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM "
+                "n WHERE i < 20000) INSERT INTO pawl_jobs (id, type, queue, "
+                "state, priority, rank, payload, run_at, max_attempts, "
+                "created_at, updated_at) SELECT randomblob(16), 't', 'q' || "
+                "(i % 7), CASE WHEN i % 100 = 0 THEN 0 ELSE 2 END, 0, 0, "
+                "'{}', i, 25, i, i FROM n");
+  q_sqlite_exec(db, "ANALYZE");
+  const char *sqls[] = {SQLITE_SQL_CLAIM_UNPAUSED,
+                        SQLITE_SQL_CLAIM_QUEUE_UNPAUSED,
+                        SQLITE_SQL_CLAIM_QUEUES_UNPAUSED, SQLITE_SQL_NEXT_DUE,
+                        SQLITE_SQL_NEXT_DUE_QUEUE};
+  char plan[4096];
+  for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
+    q_plan(db, sqls[i], plan, sizeof plan);
+    if (!strstr(plan, "INDEX pawl_jobs_claim") ||
+        strstr(plan, "SCAN pawl_jobs\n") ||
+        (i == 0 && strstr(plan, "TEMP B-TREE FOR ORDER BY")))
+      unit_fail(__FILE__, __LINE__, "plan %zu:\n%s", i, plan);
+  }
+  sqlite3_close(db);
+}
