@@ -11,7 +11,11 @@
 -- running at some moment wait at gates the test opens; every wait is for a
 -- condition, with a hang guard as its cap.
 local cjson = require "cjson"
-local pawl = require "pawl"
+-- Under ThreadSanitizer (PAWL_TSAN=1) the Lua module cannot be loaded into
+-- the test's LuaJIT (TSan's runtime needs static TLS a dlopen'ed library
+-- cannot get); the nodes are what TSan checks there.
+local TSAN = os.getenv("PAWL_TSAN") == "1"
+local pawl = not TSAN and require "pawl"
 local H = require "host_helper"
 local P = require "pg_helper"
 
@@ -292,6 +296,10 @@ for _, be in ipairs(backends) do
          function() pause_across_nodes(env) end)
     test("pawl queue, and bad input refused with nothing changed",
          function() cli_and_bad_input(env) end)
-    test("the Lua module's queue methods", function() lua_module(env) end)
+    if TSAN then
+      pending("the Lua module's queue methods -- not under ThreadSanitizer")
+    else
+      test("the Lua module's queue methods", function() lua_module(env) end)
+    end
   end)
 end
