@@ -21,11 +21,16 @@ CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 # the Lua pieces the tests use, the PostgreSQL server the tests start (one
 # throwaway server per run), tzdata for time zones, libedit for the
 # console's line editing, tmux, the terminal the console's specs type
-# into, and curl, the HTTP client the libuv server example is driven with.
+# into, and curl, the HTTP client the libuv server example is driven with;
+# nginx and its lua module for examples/nginx, and love (LÖVE 11) for
+# examples/love. nginx's lua module needs OpenResty's LuaJIT (libluajit2-5.1-2),
+# which conflicts with Debian's libluajit-5.1-2: hence luajit2 and
+# libluajit2-5.1-dev (pawl builds its own LuaJIT from Debian's luajit
+# source either way; love takes either).
 DEB_PACKAGES = build-essential cmake pkg-config dpkg-dev patch \
-  libluajit-5.1-dev luajit lua-cjson lua-busted \
+  libluajit2-5.1-dev luajit2 lua-cjson lua-busted \
   libsqlite3-dev sqlite3 libuv1-dev libpq-dev postgresql tzdata \
-  libedit-dev tmux curl \
+  libedit-dev tmux curl nginx libnginx-mod-http-lua love \
   $(NODE_PACKAGES)
 
 # node and npm run the independent cron implementation the cron tests

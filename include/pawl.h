@@ -1378,6 +1378,138 @@ typedef struct pawl_admin_opts {
                               256 */
 } pawl_admin_opts_t;
 
+
+/* ---- recurring jobs: cron in the database (host/api/recurring.c) -------- */
+
+/* A recurring definition enqueues a job of its type each time its cron
+ * expression fires in its time zone (the syntax is in the README, "Cron
+ * expressions"). Definitions live in the database, so every node sees the
+ * same set; a host ticks them (one node at a time, under the distributed
+ * lock "pawl.recurring") about once a second. Each occurrence is enqueued
+ * with the idempotency key "cron:NAME:EPOCH" (EPOCH: the occurrence's
+ * seconds since the Unix epoch), so that none fires twice, whatever nodes
+ * tick or crash. They come from a job script (cron = "...", README "Job
+ * scripts") or from an operator (the functions below, `pawl recurring`). */
+
+/* What a tick does with occurrences that were missed (due longer ago than
+ * PAWL_RECURRING_MISFIRE_MS when a tick sees them: the hosts were down). */
+#define PAWL_MISFIRE_RUN_ONCE 0 /* one job for all of them (the default) */
+#define PAWL_MISFIRE_CATCH_UP 1 /* one job each, oldest first, at most
+                                   catch_up_limit; the rest are skipped */
+#define PAWL_MISFIRE_SKIP 2     /* none: the schedule moves on */
+/* An occurrence due for longer than this when a tick sees it was missed. */
+#define PAWL_RECURRING_MISFIRE_MS INT64_C(60000)
+/* catch_up_limit: 1..PAWL_CATCH_UP_LIMIT_MAX (default 10). */
+#define PAWL_CATCH_UP_LIMIT_DEFAULT 10
+#define PAWL_CATCH_UP_LIMIT_MAX 1000
+
+/* "run_once", "catch_up", "skip"; "?" for a value out of range. Static. */
+PAWL_EXTERN const char *pawl_misfire_name(int misfire);
+/* The policy named `name`, or PAWL_EINVAL. */
+PAWL_EXTERN int pawl_misfire_parse(const char *name);
+
+/* A definition as stored. Strings are NUL-terminated and owned by the
+ * array they came in (pawl_recurring_free()); queue and script are NULL
+ * when unset; times are ms since the epoch, 0 when unset. */
+typedef struct pawl_recurring {
+  char *name;              /* the key: 1..200 bytes, no control characters */
+  char *expr;              /* the cron expression */
+  char *tz;                /* IANA zone name ("UTC" by default) */
+  int misfire;             /* PAWL_MISFIRE_* */
+  int32_t catch_up_limit;
+  char *type;              /* the job type each occurrence enqueues */
+  char *payload;           /* JSON */
+  char *queue;             /* NULL: "default" */
+  int32_t priority;
+  int32_t max_attempts;    /* 0: the script's */
+  int32_t timeout_s;       /* 0: the script's */
+  int paused;              /* 1: paused by an operator */
+  int enabled;             /* 0: disabled: a script-born definition whose
+                              script is gone (it does not fire) */
+  int from_script;         /* 1: born of a script (`script` names it);
+                              0: made by an operator */
+  char *script;
+  int64_t next_fire_at;    /* 0: none (paused and disabled keep theirs) */
+  int64_t last_fire_at;    /* the last occurrence enqueued; 0: none yet */
+  int has_last_job;
+  pawl_id_t last_job_id;
+  int64_t created_at, updated_at;
+  int64_t version;         /* bumped by every change */
+} pawl_recurring_t;
+
+/* What an operator gives for pawl_recurring_add() and _set(). Pointers are
+ * borrowed for the call. */
+typedef struct pawl_recurring_opts {
+  const char *expr;        /* required by add */
+  const char *tz;          /* NULL: "UTC" */
+  int misfire;             /* PAWL_MISFIRE_*; default run_once */
+  int32_t catch_up_limit;  /* 0: PAWL_CATCH_UP_LIMIT_DEFAULT; else
+                              1..PAWL_CATCH_UP_LIMIT_MAX */
+  const char *type;        /* NULL: the definition's name */
+  const char *payload;     /* JSON; NULL: "{}" */
+  const char *queue;       /* NULL: "default" */
+  int32_t priority;        /* PAWL_PRIORITY_MIN..PAWL_PRIORITY_MAX */
+  int32_t max_attempts;    /* 0: the script's; else 1..PAWL_ATTEMPTS_MAX */
+  int32_t timeout_s;       /* 0: the script's; else 1..PAWL_TIMEOUT_MAX_S */
+} pawl_recurring_opts_t;
+
+/* Which fields pawl_recurring_set() changes (bits, or-ed). */
+#define PAWL_REC_EXPR (1u << 0)
+#define PAWL_REC_TZ (1u << 1)
+#define PAWL_REC_MISFIRE (1u << 2)
+#define PAWL_REC_CATCH_UP_LIMIT (1u << 3)
+#define PAWL_REC_TYPE (1u << 4)
+#define PAWL_REC_PAYLOAD (1u << 5)
+#define PAWL_REC_QUEUE (1u << 6)
+#define PAWL_REC_PRIORITY (1u << 7)
+#define PAWL_REC_MAX_ATTEMPTS (1u << 8)
+#define PAWL_REC_TIMEOUT (1u << 9)
+#define PAWL_REC_ALL 0x3ffu
+
+PAWL_EXTERN void pawl_recurring_opts_init(pawl_recurring_opts_t *o);
+
+/* Adds an operator's definition `name`, first firing at the expression's
+ * next fire time after now. Everything is checked before anything is
+ * written: a bad expression or zone ("bad cron expression: hour: 24 is out
+ * of range 0-23", "unknown time zone ..."), a number out of its range,
+ * JSON that is not, are PAWL_EINVAL; a name already taken is PAWL_EKEY.
+ * Returns 0 or a PAWL_E* code (pawl_errmsg()); nothing changes on failure. */
+PAWL_EXTERN int pawl_recurring_add(pawl_t *p, const char *name,
+                                   const pawl_recurring_opts_t *o);
+/* Changes the fields of `name` that `fields` (PAWL_REC_*) names to o's
+ * values, checked as by add. A new expression or zone schedules the next
+ * fire anew from now. Script-born definitions may be changed too (until
+ * their script changes: a reload writes the script's settings again).
+ * PAWL_ENOTFOUND for no such definition. */
+PAWL_EXTERN int pawl_recurring_set(pawl_t *p, const char *name,
+                                   const pawl_recurring_opts_t *o,
+                                   unsigned fields);
+/* Pauses `name`: it does not fire until resumed. Resuming schedules the
+ * next fire from now: what would have fired while it was paused does not
+ * (it is not a misfire). Pausing a paused one, or resuming a running one,
+ * is a no-op. PAWL_ENOTFOUND for no such definition. */
+PAWL_EXTERN int pawl_recurring_pause(pawl_t *p, const char *name);
+PAWL_EXTERN int pawl_recurring_resume(pawl_t *p, const char *name);
+/* Enqueues one job of `name` now, whatever its schedule (also when paused
+ * or disabled), under the idempotency key "cron:NAME:manual:ID" (ID: the
+ * new job's id); the schedule is unchanged. *out_id (may be NULL) receives
+ * the job's id. PAWL_ENOTFOUND for no such definition. */
+PAWL_EXTERN int pawl_recurring_trigger(pawl_t *p, const char *name,
+                                       pawl_id_t *out_id);
+/* Removes `name` (a script-born one comes back at the script's next
+ * change or the next start of a host). Jobs it enqueued are not touched.
+ * PAWL_ENOTFOUND for no such definition. */
+PAWL_EXTERN int pawl_recurring_remove(pawl_t *p, const char *name);
+/* The definition `name`: *out is the caller's (pawl_recurring_free(*out,
+ * 1)). PAWL_ENOTFOUND for no such definition. */
+PAWL_EXTERN int pawl_recurring_get(pawl_t *p, const char *name,
+                                   pawl_recurring_t **out);
+/* Every definition, by name. On success *out (NULL when there are none)
+ * holds *n definitions owned by the caller: pawl_recurring_free(). */
+PAWL_EXTERN int pawl_recurring_list(pawl_t *p, pawl_recurring_t **out,
+                                    size_t *n);
+PAWL_EXTERN void pawl_recurring_free(pawl_recurring_t *defs, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -446,6 +446,47 @@ int pawl__store_log_fill(pawl_log_record_t *l, const store_row_t *r) {
   return !l->level || !l->message || (fields && !l->fields) ? -1 : 0;
 }
 
+/* ---- recurring definitions ----------------------------------------------- */
+
+static int store_rec_text(char **dst, const store_row_t *r, int col) {
+  size_t n;
+  const char *t = r->text(r, col, &n);
+  *dst = t ? pawl__strndup(t, n) : NULL;
+  return t && !*dst ? -1 : 0;
+}
+
+int pawl__store_rec_fill(pawl_recurring_t *d, const store_row_t *r) {
+  int bad = 0;
+  bad |= store_rec_text(&d->name, r, 0);
+  bad |= store_rec_text(&d->expr, r, 1);
+  bad |= store_rec_text(&d->tz, r, 2);
+  size_t n;
+  const char *misfire = r->text(r, 3, &n);
+  int m = pawl_misfire_parse(misfire);
+  d->misfire = m < 0 ? PAWL_MISFIRE_RUN_ONCE : m;
+  d->catch_up_limit = (int32_t)r->int64(r, 4);
+  bad |= store_rec_text(&d->type, r, 5);
+  bad |= store_rec_text(&d->payload, r, 6);
+  bad |= store_rec_text(&d->queue, r, 7);
+  d->priority = (int32_t)r->int64(r, 8);
+  d->max_attempts = (int32_t)r->int64(r, 9);
+  d->timeout_s = (int32_t)r->int64(r, 10);
+  d->enabled = r->int64(r, 11) != 0;
+  d->paused = r->int64(r, 12) != 0;
+  const char *source = r->text(r, 13, &n);
+  d->from_script = source && strcmp(source, "script") == 0;
+  bad |= store_rec_text(&d->script, r, 14);
+  d->next_fire_at = r->int64(r, 15);
+  d->last_fire_at = r->int64(r, 16);
+  d->has_last_job = r->text(r, 17, &n) != NULL;
+  if (d->has_last_job) r->id(r, 17, &d->last_job_id);
+  d->created_at = r->int64(r, 18);
+  d->updated_at = r->int64(r, 19);
+  d->version = r->int64(r, 20);
+  if (!d->name || !d->expr || !d->tz || !d->type || !d->payload) bad = -1;
+  return bad ? -1 : 0;
+}
+
 /* ---- finishing and transitions ------------------------------------------------ */
 
 int pawl__store_plan_ending(store_t *st, const pawl_outcome_t *o, int64_t now,

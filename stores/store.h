@@ -156,9 +156,35 @@ typedef int (*store_lock_cb)(const pawl_lock_info_t *lock, void *data);
 typedef int (*store_owner_cb)(const char *owner, int64_t running,
                               void *data);
 
+
+/* ---- recurring definitions (issue 14: h14-recurring; the table
+ * pawl_recurring, schema SQLite V005, PostgreSQL V004) ---------------------- */
+
+/* How put() writes a definition. */
+#define STORE_REC_ADD 0    /* an operator's: PAWL_EKEY if the name is taken */
+#define STORE_REC_SCRIPT 1 /* a script's: inserted, or written over the
+                              script-born one of that name (enabled again);
+                              an operator's of that name is left alone */
+
+/* One definition's step in a tick (advance()): a compare-and-set on its
+ * next_fire_at, with the jobs of the occurrences it fires, in one
+ * transaction. */
+typedef struct store_rec_advance {
+  const char *name;
+  int64_t expect_next;     /* the next_fire_at the tick read */
+  int64_t next;            /* the new next_fire_at; 0: none (NULL) */
+  int64_t last_fire;       /* the last occurrence fired; 0: unchanged */
+  const store_new_job_t *jobs; /* enqueued only if the row still had
+                              expect_next (each with its idempotency key) */
+  size_t njobs;
+  /* out: */
+  int advanced;            /* 1: the row had expect_next and moved on */
+  size_t made;             /* jobs newly made (not duplicates) */
+} store_rec_advance_t;
+
 /* ---- queues (issue 14: pause, resume, per-queue age boost) ---------------- */
 
-/* A row of pawl_queues (schema SQLite V005, PostgreSQL V004): a queue an
+/* A row of pawl_queues (schema SQLite V006, PostgreSQL V005): a queue an
  * operator paused or gave an age boost of its own. Strings are borrowed
  * for the callback. */
 typedef struct store_queue_row {
@@ -331,6 +357,41 @@ struct store_ops {
     /* Running jobs per lease owner (node id). */
     int (*running)(store_t *st, store_owner_cb cb, void *data);
   } admin;
+  /* Recurring definitions (issue 14, h14-recurring; host/api/recurring.c
+   * decides, these only read and write). The definitions a tick reads are
+   * found through a partial index on next_fire_at of the enabled, unpaused
+   * ones, never one query per definition. */
+  struct {
+    /* Writes `d` (its name, settings, source, next_fire_at, paused,
+     * enabled) as `how` says (STORE_REC_*); *done = 0 when a script's
+     * definition was not written (an operator's holds the name). */
+    int (*put)(store_t *st, const pawl_recurring_t *d, int how, int *done);
+    /* PAWL_ENOTFOUND for no such name; *out: pawl_recurring_free(*out, 1). */
+    int (*get)(store_t *st, const char *name, pawl_recurring_t **out);
+    /* Every definition by name; *out NULL when none (pawl_recurring_free). */
+    int (*list)(store_t *st, pawl_recurring_t **out, size_t *n);
+    /* Writes every field of `d` but created_at as a compare-and-set on
+     * d->version: *changed = 1 if the row had it (the version then goes
+     * up), 0 if it changed meanwhile or is gone. */
+    int (*update)(store_t *st, const pawl_recurring_t *d, int *changed);
+    /* PAWL_ENOTFOUND for no such name. */
+    int (*remove)(store_t *st, const char *name);
+    /* At most `max` enabled, unpaused definitions whose next_fire_at <=
+     * now, earliest first (a bounded batch; the tick reads the next one
+     * after advancing these). *out NULL when none. */
+    int (*due)(store_t *st, int64_t now, size_t max, pawl_recurring_t **out,
+               size_t *n);
+    /* Advances n definitions in one transaction (see store_rec_advance_t):
+     * for each, a compare-and-set of next_fire_at = expect_next (and still
+     * enabled and unpaused), and only if it holds, its jobs inserted (an
+     * idempotency key seen before makes no new job) and last_fire_at,
+     * last_job_id (the last job's id) written. */
+    int (*advance)(store_t *st, store_rec_advance_t *a, size_t n);
+    /* Disables the enabled script-born definitions whose script is not
+     * one of scripts[0..n) (a script gone at a reload); *count: how many. */
+    int (*disable_gone)(store_t *st, const char *const *scripts, size_t n,
+                        size_t *count);
+  } recurring;
 
   /* Queues (issue 14, queues): pause and resume, and the age boost of one
    * queue, in the table pawl_queues. A claim (and next_due) leaves the
@@ -407,7 +468,7 @@ int pawl__store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt);
  * `boost_ms` waited. It is a virtual enqueue time, negated: run_at moved
  * back by priority x boost (a priority is worth that much waiting), which
  * is what lets queues with different boosts (pawl_queues.age_boost_ms,
- * schema V005/V004: queues) be claimed in one statement: within a queue
+ * schema V006/V005: queues) be claimed in one statement: within a queue
  * the order is priority + wait / boost; across queues a job ranks by its
  * virtual enqueue time, oldest first. A boost of 0 (or less) ranks with
  * STORE_RANK_NO_BOOST_MS. The API bounds its inputs (pawl.h: |priority|
@@ -568,6 +629,16 @@ pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
 int pawl__store_attempt_fill(pawl_attempt_t *a, const store_row_t *r);
 int pawl__store_event_fill(pawl_event_t *e, const store_row_t *r);
 int pawl__store_log_fill(pawl_log_record_t *l, const store_row_t *r);
+
+
+/* The columns of a recurring definition's row, in the order every backend
+ * selects them (SQLITE_REC_COLS, PG_REC_COLS): name, expr, tz, misfire,
+ * catch_up_limit, type, payload, queue, priority, max_attempts, timeout_s,
+ * enabled, paused, source, script, next_fire_at, last_fire_at, last_job_id,
+ * created_at, updated_at, version (booleans and times as integers). Fills
+ * one zeroed element; -1 when out of memory (what was copied is in the
+ * element, for the caller's free). */
+int pawl__store_rec_fill(pawl_recurring_t *d, const store_row_t *r);
 
 /* ---- finishing and transitions, decided once ------------------------------- */
 

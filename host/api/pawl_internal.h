@@ -118,4 +118,25 @@ size_t pawl__defs_count(pawl_t *p);
 int pawl__clock_injected(pawl_t *p);
 int pawl__data_version(pawl_t *p, uint64_t *v);
 
+/* Recurring definitions (api/recurring.c; issue 14).
+ * pawl__recurring_tick: one tick, if this node gets the tick lock
+ * ("pawl.recurring"; else it does nothing): reads the due definitions in
+ * bounded batches (at most max_defs of them), enqueues their occurrences
+ * and advances their schedules (see recurring.c for the misfire rules);
+ * *enqueued: jobs made; *more: 1 when it stopped at max_defs with more
+ * perhaps due (tick again soon); *next_at (may be NULL): the earliest
+ * next fire among the definitions that can fire (store clock ms), 0 when
+ * none. When none is due it only reads (one row of an index): no lock,
+ * no write.
+ * pawl__recurring_sync: writes the definitions the loaded scripts declare
+ * (defs[0..n), each with its script's name in `script`; borrowed), keeping
+ * the schedule of one whose expression and zone did not change, and
+ * disables the script-born ones whose script declares none any more.
+ * Definitions it could not write (an operator's holds the name) are
+ * counted in *nerr, the first one's reason in err. */
+int pawl__recurring_tick(pawl_t *p, size_t max_defs, size_t *enqueued,
+                         int *more, int64_t *next_at);
+int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
+                         char *err, size_t errlen, size_t *nerr);
+
 #endif

@@ -310,6 +310,9 @@ static const char cli_usage_text[] =
     "      --from TIME           start after TIME, ISO 8601 with a zone "
     "(default now)\n"
     "      --count N             how many, 1-1000 (default 5)\n"
+    "  recurring VERB          recurring definitions (cron in the database):\n"
+    "                          list|add|set|pause|resume|trigger|rm, all with\n"
+    "                          --json; `pawl recurring --help` for more\n"
     "  bench [--help]          measure enqueue, throughput and pickup latency\n"
     "  version                 print pawl's version\n"
     "  help                    print this text\n"
@@ -1289,11 +1292,41 @@ int cli_bench_main(int argc, char **argv);
  * message in err. */
 int cli_cron_next(const char *expr, const char *tz, const char *from,
                   const char *count, char *err, size_t errlen);
+/* pawl recurring (host/cli/cli_recurring.c): argv[0] is "recurring". */
+int cli_recurring_main(int argc, char **argv, const char *db, int create,
+                       char *err, size_t errlen);
 
 int main(int argc, char **argv) {
   char err[CLI_ERRLEN] = "";
   if (argc >= 2 && strcmp(argv[1], "bench") == 0)
     return cli_bench_main(argc - 1, argv + 1);
+  /* pawl [--db URL] recurring ... (host/cli/cli_recurring.c parses its
+   * own verbs and options). */
+  int rec_at = 0, rec_create = 0;
+  const char *rec_db = NULL;
+  for (int i = 1; i < argc && !rec_at; i++) {
+    if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
+      rec_db = argv[++i];
+    else if (strcmp(argv[i], "--create") == 0)
+      rec_create = 1;
+    else if (strcmp(argv[i], "--sync-full") == 0)
+      continue;
+    else if (strcmp(argv[i], "recurring") == 0)
+      rec_at = i;
+    else
+      break;
+  }
+  if (rec_at) {
+    int rc = cli_recurring_main(argc - rec_at, argv + rec_at, rec_db,
+                                rec_create, err, sizeof err);
+    if (fflush(stdout) != 0 && !rc) {
+      snprintf(err, sizeof err, "cannot write to standard output: %s",
+               strerror(errno));
+      rc = CLI_FAIL;
+    }
+    if (rc) cli_print_error(err);
+    return rc;
+  }
   cli_args_t a;
   memset(&a, 0, sizeof a);
   pawl_enqueue_opts_init(&a.enq);

@@ -97,3 +97,34 @@ void pawl_logs_free(pawl_log_record_t *logs, size_t n) {
   pawl__free(logs);
 }
 
+
+/* ---- recurring definitions (pawl.h, "recurring jobs") ------------------- */
+
+static const char *const pawl_misfire_names[] = {"run_once", "catch_up",
+                                                 "skip"};
+
+const char *pawl_misfire_name(int misfire) {
+  if (misfire < 0 || misfire > PAWL_MISFIRE_SKIP) return "?";
+  return pawl_misfire_names[misfire];
+}
+
+int pawl_misfire_parse(const char *name) {
+  for (int i = 0; name && i <= PAWL_MISFIRE_SKIP; i++)
+    if (strcmp(name, pawl_misfire_names[i]) == 0) return i;
+  return PAWL_EINVAL;
+}
+
+void pawl_recurring_free(pawl_recurring_t *defs, size_t n) {
+  if (!defs) return;
+  for (size_t i = 0; i < n; i++) {
+    pawl_recurring_t *d = &defs[i];
+    pawl__free(d->name);
+    pawl__free(d->expr);
+    pawl__free(d->tz);
+    pawl__free(d->type);
+    pawl__free(d->payload);
+    pawl__free(d->queue);
+    pawl__free(d->script);
+  }
+  pawl__free(defs);
+}

@@ -170,6 +170,12 @@ void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
 int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
                           pawl_script_info_t *out);
 
+/* The recurring definition `type` declares in its script (cron = ...),
+ * for the loader (issue 14): 1 with *out filled (malloc'd strings: the
+ * caller frees them as pawl_recurring_free() does an element), 0 when it
+ * declares none, -1 on failure. */
+int pawl__lua_cron_of(pawl__lua_t *w, const char *type, pawl_recurring_t *out);
+
 /* Makes the Lua code running now in the state raise its interrupt error
  * at its next instruction (a count hook, which the call's message handler
  * disarms). Async-signal-safe: called by the owning thread's signal

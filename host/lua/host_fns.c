@@ -18,6 +18,8 @@
 #include <lauxlib.h>
 
 #include "alloc.h"
+#include "cron.h"
+#include "tz.h"
 #include "bounds.h"
 #include "clock.h"
 #include "json.h"
@@ -491,6 +493,27 @@ static int host_fn_text(lua_State *L) {
   return 1;
 }
 
+/* host.cron_check(expr, tz) -> nil | message: a script's cron and tz as
+ * the cron core parses them (host/api/recurring.c words its refusals the
+ * same way: the field, the value, why). [-2, +1, m] */
+static int host_fn_cron_check(lua_State *L) {
+  const char *expr = luaL_checkstring(L, 1);
+  const char *tz = luaL_optstring(L, 2, "UTC");
+  pawl__cron_t c;
+  const pawl__tz_t *z;
+  char why[PAWL__TZ_ERRLEN];
+  if (pawl__cron_parse(expr, &c, why, sizeof why) != 0) {
+    lua_pushfstring(L, "cron: bad expression \"%s\": %s", expr, why);
+    return 1;
+  }
+  if (pawl__tz_get(tz, &z, why, sizeof why) != 0) {
+    lua_pushfstring(L, "tz: %s", why);
+    return 1;
+  }
+  lua_pushnil(L);
+  return 1;
+}
+
 static const luaL_Reg host_fns[] = {
     {"log", host_fn_log},         {"progress", host_fn_progress},
     {"canceled", host_fn_canceled}, {"heartbeat", host_fn_heartbeat},
@@ -498,7 +521,8 @@ static const luaL_Reg host_fns[] = {
     {"print", host_fn_print},     {"time", host_fn_time},
     {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},
     {"lock_release", host_fn_lock_release}, {"entropy", host_fn_entropy},
-    {"text", host_fn_text},       {NULL, NULL}};
+    {"text", host_fn_text},       {"cron_check", host_fn_cron_check},
+    {NULL, NULL}};
 
 void pawl__lua_push_host(lua_State *L, pawl__lua_t *w) {
   lua_newtable(L);

@@ -164,3 +164,50 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
   lua_pop(L, 4);
   return 0;
 }
+
+/* The recurring definition `type` declares (W.cron_of): 1 with *out
+ * filled (strings malloc'd: free them as pawl_recurring_free() does), 0
+ * when it declares none, -1 when pawl.worker could not say or out of
+ * memory. */
+int pawl__lua_cron_of(pawl__lua_t *w, const char *type, pawl_recurring_t *out) {
+  lua_State *L = pawl__lua_enter(w);
+  memset(out, 0, sizeof *out);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
+  lua_getfield(L, -1, "cron_of");
+  lua_remove(L, -2);
+  lua_pushstring(L, type);
+  if (pawl__lua_call(w, 1, 8, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
+    lua_pop(L, 1);
+    return -1;
+  }
+  int found = lua_isstring(L, -8);
+  if (found) {
+    const char *q = lua_tostring(L, -2);
+    out->name = pawl__strdup(lua_tostring(L, -8));
+    out->expr = pawl__strdup(lua_tostring(L, -7));
+    out->tz = pawl__strdup(lua_tostring(L, -6));
+    int m = pawl_misfire_parse(lua_tostring(L, -5));
+    out->misfire = m < 0 ? PAWL_MISFIRE_RUN_ONCE : m;
+    out->catch_up_limit = (int32_t)lua_tonumber(L, -4);
+    out->payload = pawl__strdup(lua_tostring(L, -3));
+    out->queue = q ? pawl__strdup(q) : NULL;
+    out->priority = (int32_t)lua_tonumber(L, -1);
+    out->type = pawl__strdup(type);
+    out->script = pawl__strdup(type);
+    out->enabled = 1;
+    out->from_script = 1;
+  }
+  lua_pop(L, 8);
+  if (found && (!out->name || !out->expr || !out->tz || !out->payload ||
+                !out->type || !out->script)) {
+    /* Out of memory: free what was copied, leave *out empty. */
+    pawl_recurring_t *copy = pawl__malloc(sizeof *copy);
+    if (copy) {
+      *copy = *out;
+      pawl_recurring_free(copy, 1);
+    }
+    memset(out, 0, sizeof *out);
+    return -1;
+  }
+  return found;
+}

@@ -1511,6 +1511,8 @@ typedef struct lpawl_adm_box {
   size_t nnodes;
   pawl_lock_info_t *locks;
   size_t nlocks;
+  pawl_recurring_t *recs;  /* recurring definitions (issue 14) */
+  size_t nrecs;
   pawl_queue_info_t *queues; /* db:queues() (issue 14) */
   size_t nqueues;
 } lpawl_adm_box_t;
@@ -1523,6 +1525,7 @@ static void lpawl_adm_box_free(lpawl_adm_box_t *b) {
   pawl_stats_free(b->stats);
   pawl_nodes_free(b->nodes, b->nnodes);
   pawl_locks_free(b->locks, b->nlocks);
+  pawl_recurring_free(b->recs, b->nrecs);
   pawl_queues_free(b->queues, b->nqueues);
   memset(b, 0, sizeof *b);
 }
@@ -1823,6 +1826,159 @@ static int lpawl_adm_scripts(lua_State *L) {
   return 1;
 }
 
+/* ---- recurring definitions (issue 14) ------------------------------------
+ *
+ * db:recurring_list() -> { {name=, cron=, tz=, misfire=, ...}, ... }
+ * db:recurring_add(name, opts), db:recurring_set(name, opts) (only the
+ * keys given change; `cron` is the expression), db:recurring_pause(name),
+ * db:recurring_resume(name), db:recurring_trigger(name) -> job id,
+ * db:recurring_rm(name). Each returns true (or the id), or nil, a message
+ * and the code's name, as the other methods do. */
+
+static const char *const lpawl_rec_keys[] = {
+    "cron", "tz", "misfire", "catch_up_limit", "type", "payload", "queue",
+    "priority", "max_attempts", "timeout", NULL};
+
+/* [-0, +0, e] opts at `t` into *o; *fields: the keys given. */
+static void lpawl_rec_opts(lua_State *L, int t, int anchor,
+                           pawl_recurring_opts_t *o, unsigned *fields,
+                           const char *prefix) {
+  pawl_recurring_opts_init(o);
+  *fields = 0;
+  if (lua_isnoneornil(L, t)) return;
+  luaL_checktype(L, t, LUA_TTABLE);
+  lpawl_check_keys(L, t, lpawl_rec_keys, 3, prefix, "recurring");
+  static const struct {
+    const char *key;
+    unsigned bit;
+  } bits[] = {{"cron", PAWL_REC_EXPR},           {"tz", PAWL_REC_TZ},
+              {"misfire", PAWL_REC_MISFIRE},
+              {"catch_up_limit", PAWL_REC_CATCH_UP_LIMIT},
+              {"type", PAWL_REC_TYPE},           {"payload", PAWL_REC_PAYLOAD},
+              {"queue", PAWL_REC_QUEUE},         {"priority", PAWL_REC_PRIORITY},
+              {"max_attempts", PAWL_REC_MAX_ATTEMPTS},
+              {"timeout", PAWL_REC_TIMEOUT}};
+  for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+    lua_getfield(L, t, bits[i].key);
+    if (!lua_isnil(L, -1)) *fields |= bits[i].bit;
+    lua_pop(L, 1);
+  }
+  o->expr = lpawl_opt_str(L, t, "cron", anchor, 3, prefix);
+  o->tz = lpawl_opt_str(L, t, "tz", anchor, 3, prefix);
+  const char *m = lpawl_opt_str(L, t, "misfire", anchor, 3, prefix);
+  if (m && (o->misfire = pawl_misfire_parse(m)) < 0)
+    luaL_argerror(L, 3, lpawl_msg(L, prefix, "misfire must be run_once, "
+                                  "catch_up or skip (got \"%s\")", m));
+  o->catch_up_limit = (int32_t)lpawl_opt_int(
+      L, t, "catch_up_limit", 0, 1, PAWL_CATCH_UP_LIMIT_MAX, 3, prefix);
+  o->type = lpawl_opt_str(L, t, "type", anchor, 3, prefix);
+  lua_getfield(L, t, "payload");
+  int pi = lua_gettop(L);
+  o->payload = lpawl_json_arg(L, pi, anchor, 3, prefix, "payload");
+  lua_pop(L, 1);
+  o->queue = lpawl_opt_str(L, t, "queue", anchor, 3, prefix);
+  o->priority = (int32_t)lpawl_opt_int(L, t, "priority", 0, PAWL_PRIORITY_MIN,
+                                       PAWL_PRIORITY_MAX, 3, prefix);
+  o->max_attempts = (int32_t)lpawl_opt_int(L, t, "max_attempts", 0, 0,
+                                           PAWL_ATTEMPTS_MAX, 3, prefix);
+  o->timeout_s = (int32_t)lpawl_opt_int(L, t, "timeout", 0, 0,
+                                        PAWL_TIMEOUT_MAX_S, 3, prefix);
+}
+
+/* [-0, +1, m] One definition as a table. */
+static void lpawl_push_rec(lua_State *L, const pawl_recurring_t *d) {
+  lua_createtable(L, 0, 20);
+  lpawl_set_str(L, "name", d->name);
+  lpawl_set_str(L, "cron", d->expr);
+  lpawl_set_str(L, "tz", d->tz);
+  lpawl_set_str(L, "misfire", pawl_misfire_name(d->misfire));
+  lpawl_set_num(L, "catch_up_limit", d->catch_up_limit);
+  lpawl_set_str(L, "type", d->type);
+  lpawl_set_json(L, "payload", d->payload);
+  lpawl_set_str(L, "queue", d->queue);
+  lpawl_set_num(L, "priority", d->priority);
+  if (d->max_attempts) lpawl_set_num(L, "max_attempts", d->max_attempts);
+  if (d->timeout_s) lpawl_set_num(L, "timeout", d->timeout_s);
+  lua_pushboolean(L, d->paused);
+  lua_setfield(L, -2, "paused");
+  lua_pushboolean(L, d->enabled);
+  lua_setfield(L, -2, "enabled");
+  lpawl_set_str(L, "source", d->from_script ? "script" : "operator");
+  lpawl_set_str(L, "script", d->script);
+  lpawl_set_time(L, "next_fire_at", d->next_fire_at);
+  lpawl_set_time(L, "last_fire_at", d->last_fire_at);
+  if (d->has_last_job) {
+    lpawl_push_id(L, &d->last_job_id);
+    lua_setfield(L, -2, "last_job");
+  }
+}
+
+/* db:recurring_list() [-0, +1|3, m] */
+static int lpawl_rec_list(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  lpawl_adm_box_t *b = lpawl_adm_box_new(L);
+  int rc = pawl_recurring_list(p, &b->recs, &b->nrecs);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_createtable(L, (int)b->nrecs, 0);
+  for (size_t i = 0; i < b->nrecs; i++) {
+    lpawl_push_rec(L, &b->recs[i]);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lpawl_adm_box_free(b);
+  return 1;
+}
+
+/* db:recurring_add(name, opts), db:recurring_set(name, opts)
+ * [-0, +1|3, e] true */
+static int lpawl_rec_write(lua_State *L, int add) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  const char *name = luaL_checkstring(L, 2);
+  lua_settop(L, 3);
+  lua_newtable(L); /* 4: anchor */
+  pawl_recurring_opts_t o;
+  unsigned fields;
+  lpawl_rec_opts(L, 3, 4, &o, &fields, add ? "recurring_add: " : "recurring_set: ");
+  int rc = add ? pawl_recurring_add(p, name, &o)
+               : pawl_recurring_set(p, name, &o, fields);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int lpawl_rec_add(lua_State *L) { return lpawl_rec_write(L, 1); }
+static int lpawl_rec_set(lua_State *L) { return lpawl_rec_write(L, 0); }
+
+/* db:recurring_pause|resume|rm(name) [-0, +1|3, m] true */
+static int lpawl_rec_simple(lua_State *L, int (*fn)(pawl_t *, const char *)) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  const char *name = luaL_checkstring(L, 2);
+  int rc = fn(p, name);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int lpawl_rec_pause(lua_State *L) {
+  return lpawl_rec_simple(L, pawl_recurring_pause);
+}
+static int lpawl_rec_resume(lua_State *L) {
+  return lpawl_rec_simple(L, pawl_recurring_resume);
+}
+static int lpawl_rec_rm(lua_State *L) {
+  return lpawl_rec_simple(L, pawl_recurring_remove);
+}
+
+/* db:recurring_trigger(name) [-0, +1|3, m] the new job's id */
+static int lpawl_rec_trigger(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  const char *name = luaL_checkstring(L, 2);
+  pawl_id_t id;
+  int rc = pawl_recurring_trigger(p, name, &id);
+  if (rc) return lpawl_fail(L, p, rc);
+  lpawl_push_id(L, &id);
+  return 1;
+}
+
 static void lpawl_admin_register(lua_State *L, int methods) {
   static const luaL_Reg funcs[] = {{"duration", lpawl_adm_duration},
                                    {"scripts", lpawl_adm_scripts},
@@ -1833,6 +1989,13 @@ static void lpawl_admin_register(lua_State *L, int methods) {
       {"resume", lpawl_adm_resume}, {"retry", lpawl_adm_retry},
       {"count", lpawl_adm_count},   {"stats", lpawl_adm_stats},
       {"nodes", lpawl_adm_nodes},   {"locks", lpawl_adm_locks},
+      {"recurring_list", lpawl_rec_list},
+      {"recurring_add", lpawl_rec_add},
+      {"recurring_set", lpawl_rec_set},
+      {"recurring_pause", lpawl_rec_pause},
+      {"recurring_resume", lpawl_rec_resume},
+      {"recurring_trigger", lpawl_rec_trigger},
+      {"recurring_rm", lpawl_rec_rm},
       {"queues", lpawl_adm_queues}, {"queue_pause", lpawl_adm_queue_pause},
       {"queue_resume", lpawl_adm_queue_resume},
       {"queue_set", lpawl_adm_queue_set},

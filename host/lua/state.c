@@ -159,6 +159,7 @@ static void state_push_limits(lua_State *L) {
       {"attempts_max", PAWL_ATTEMPTS_MAX},
       {"default_max_attempts", PAWL_DEFAULT_MAX_ATTEMPTS},
       {"timeout_max_s", PAWL_TIMEOUT_MAX_S},
+      {"catch_up_limit_max", PAWL_CATCH_UP_LIMIT_MAX},
   };
   lua_createtable(L, 0, (int)(sizeof limits / sizeof limits[0]));
   for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {

@@ -146,6 +146,12 @@ typedef struct host {
   host_script_t *scripts;
   size_t nscripts;
   uint64_t scripts_gen;
+  /* Recurring definitions the loaded scripts declare (issue 14), set by
+   * the loader with each list it installs (crons_gen bumped); the
+   * poller's ticker writes them to the database (ticker.c). */
+  pawl_recurring_t *crons;
+  size_t ncrons;
+  uint64_t crons_gen;
   struct loader *loader_state;
   worker_t *probe;           /* the loader's state, for the watchdog */
   pthread_t loader;
@@ -343,6 +349,20 @@ void *pawl__loader_main(void *arg);
  * it installed one, 0 when nothing changed, -1 when a stop cut it short.
  * Step mode calls it with its own worker as the probe. */
 int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe);
+
+/* The ticker (ticker.c; issue 14): recurring definitions, as one of the
+ * poller's chores (so that pawl_start's host, step mode and a host on a
+ * libuv loop all tick, on the poller's or the stepping thread's handle).
+ * pawl__ticker_chore: once the loader installed new definitions, writes
+ * them (pawl__recurring_sync); every PAWL__TICK_MS, or at once while a
+ * tick left more due, ticks (pawl__recurring_tick), unless the host is
+ * stopping. */
+#define PAWL__TICK_MS 1000
+typedef struct host_ticker {
+  int64_t next_tick;         /* mono ms */
+  uint64_t synced_gen;       /* the crons_gen written */
+} host_ticker_t;
+void pawl__ticker_chore(host_t *h, pawl_t *p, host_ticker_t *t, int64_t now);
 
 /* The watchdog (watchdog.c), the checkpointer (checkpointer.c) and the
  * listener (listener.c): their argument is the host. */

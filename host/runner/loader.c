@@ -270,7 +270,20 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
     pawl__free(broken);
     broken = NULL;
   }
+  /* The recurring definitions the loaded versions declare (a broken
+   * script's is its previous version's). */
+  pawl_recurring_t *crons = pawl__calloc(kept ? kept : 1, sizeof *crons);
+  size_t ncrons = 0;
+  for (size_t i = 0; crons && i < kept; i++)
+    if (pawl__lua_cron_of(probe->lua, list[i].name, &crons[ncrons]) == 1)
+      ncrons++;
   pthread_mutex_lock(&h->mu);
+  if (crons) {
+    pawl_recurring_free(h->crons, h->ncrons);
+    h->crons = crons;
+    h->ncrons = ncrons;
+    h->crons_gen++;
+  }
   host_script_t *old = h->scripts;
   size_t nold = h->nscripts;
   h->scripts = list;

@@ -38,6 +38,7 @@ typedef struct poller {
   char claim_err[300], beat_err[300];
   int64_t swept_for_idle;    /* last sweep forced by --until-idle (mono) */
   int borrowed;              /* p is step mode's handle: not closed here */
+  host_ticker_t ticker;      /* recurring definitions (ticker.c) */
 } poller_t;
 
 static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
@@ -136,6 +137,7 @@ void pawl__poller_chores(poller_t *pl, int64_t now) {
     pl->next_recover = now + pawl__lease_ms(pl->p) / 2;
     poller_sweep(pl);
   }
+  pawl__ticker_chore(pl->h, pl->p, &pl->ticker, now);
 }
 
 /* How many jobs this node holds at most: the workers plus a prefetch.
@@ -464,7 +466,7 @@ void *pawl__poller_main(void *arg) {
     } else {
       wait = 10;
     }
-    int64_t chores = pl->next_heartbeat;
+    int64_t chores = pawl__poller_next_chore(pl);
     if (chores - now < wait) wait = chores - now > 1 ? chores - now : 1;
     pthread_mutex_lock(&h->mu);
     if (!h->wake && h->stopping == stopping) {
@@ -512,8 +514,9 @@ int pawl__poller_borrow(host_t *h, pawl_t *p, struct poller **out) {
 }
 
 int64_t pawl__poller_next_chore(const struct poller *pl) {
-  return pl->next_heartbeat < pl->next_recover ? pl->next_heartbeat
-                                               : pl->next_recover;
+  int64_t next = pl->next_heartbeat < pl->next_recover ? pl->next_heartbeat
+                                                       : pl->next_recover;
+  return pl->ticker.next_tick < next ? pl->ticker.next_tick : next;
 }
 
 void pawl__poller_free(struct poller *pl) {

@@ -560,7 +560,41 @@ local FIELDS = {
   max_attempts = "number", timeout = "number", retry = "function",
   sanitize = "function", redact = "table", on_success = "function",
   on_failure = "function", on_dead = "function", allow = "table",
+  -- recurring (issue 14): the type's definition (README "Recurring jobs")
+  cron = "string", tz = "string", misfire = "string",
+  catch_up_limit = "number", payload = "table", cron_name = "string",
 }
+
+local MISFIRE = { run_once = true, catch_up = true, skip = true }
+
+-- The recurring fields: cron with its zone (checked by the cron core:
+-- host.cron_check), misfire, catch_up_limit, payload (JSON-encoded now,
+-- into t.cron_payload, so that a bad one fails the load) and cron_name.
+-- Returns nil or the reason, one line naming the field and the value.
+local function check_cron(t, is_defaults)
+  if t.cron == nil then
+    for _, k in ipairs { "tz", "misfire", "catch_up_limit", "payload", "cron_name" } do
+      if t[k] ~= nil then return ("field %s needs cron (the schedule)"):format(k) end
+    end
+    return nil
+  end
+  if is_defaults then return "_defaults.lua cannot declare cron" end
+  local err = host.cron_check(t.cron, t.tz)
+  if err then return err end
+  if t.misfire ~= nil and not MISFIRE[t.misfire] then
+    return ("misfire must be run_once, catch_up or skip (got %q)"):format(t.misfire)
+  end
+  local bad = t.catch_up_limit and out_of_range("catch_up_limit",
+    t.catch_up_limit, 1, limits.catch_up_limit_max, true)
+  if bad then return bad end
+  if t.cron_name == "" then return "cron_name must not be empty" end
+  if t.payload ~= nil then
+    local ok, text = pcall(json.encode, t.payload)
+    if not ok then return "payload: " .. tostring(text) end
+    t.cron_payload = text
+  end
+  return nil
+end
 
 local function check_script(t, is_defaults)
   if type(t) ~= "table" then
@@ -590,6 +624,8 @@ local function check_script(t, is_defaults)
                                        tostring(t.timeout))
   end
   if t.queue and t.queue == "" then return nil, "queue must not be empty" end
+  local cerr = check_cron(t, is_defaults)
+  if cerr then return nil, cerr end
   if t.redact then
     for _, key in ipairs(t.redact) do
       if type(key) ~= "string" then return nil, "redact must list field names" end
@@ -791,6 +827,17 @@ function W.defaults_of(name)
   if not t then return nil end
   return t.queue or defaults.queue, t.priority or defaults.priority,
          t.max_attempts or defaults.max_attempts, t.timeout
+end
+
+-- The recurring definition a loaded type declares (cron = ...): its name,
+-- expression, zone, misfire, catch_up_limit, payload (JSON), queue and
+-- priority; nil when it declares none.
+function W.cron_of(name)
+  local t = types[name]
+  if not t or not t.cron then return nil end
+  return t.cron_name or name, t.cron, t.tz or "UTC", t.misfire or "run_once",
+         t.catch_up_limit or 10, t.cron_payload or "{}",
+         t.queue or defaults.queue, t.priority or defaults.priority or 0
 end
 
 -- ---- running a job ----------------------------------------------------

@@ -21,4 +21,5 @@
 #include "test_list_events.h"
 #include "test_list_alloc.h"
 #include "test_list_uv.h"
+#include "test_list_recurring.h"
 #include "test_list_queues.h"

@@ -620,7 +620,7 @@ void test_store_sqlite_queues_migration(void) {
   sqlite3_busy_timeout(db, 5000);
   queues_migration(url, db, q_sqlite_exec, q_sqlite_int,
                    "DROP TABLE pawl_queues; DELETE FROM pawl_schema WHERE "
-                   "name = 'V005__queues.sql'");
+                   "name = 'V006__queues.sql'");
   sqlite3_close(db);
 }
 
@@ -633,7 +633,7 @@ void test_store_pg_queues_migration(void) {
   queues_migration(copy, c, q_pg_exec, q_pg_int,
                    "DROP FUNCTION pawl_queue_boost(text, bigint); DROP TABLE "
                    "pawl_queues; DELETE FROM pawl_schema WHERE name = "
-                   "'V004__queues.sql'");
+                   "'V005__queues.sql'");
   PQfinish(c);
 }
 

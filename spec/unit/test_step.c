@@ -1,7 +1,12 @@
 /* test_step.c: step mode (pawl_step_start, pawl_step, pawl_next_deadline):
  * jobs run on the calling thread with everything the threaded host does
  * (retry policy, sanitizer, hooks, timeouts, reload, leases), the idle
- * check, and the refusals (another thread, a handle with threads).
+ * check, and the refusals (another thread, a handle with threads). The
+ * pg_step_ variants run the tests that touch the store on PostgreSQL (a
+ * schema of their own on the `pg` fixture's server): jobs and outcomes,
+ * the retry policy with an injected clock, another connection's enqueue
+ * seen through LISTEN, and the lease of a running job, held against a
+ * second handle and extended during a long job.
  *
  * Nothing here is timed by the machine's speed: outcomes are asserted,
  * times come from an injected clock where they matter, and the waits that
@@ -16,11 +21,30 @@
 #include <time.h>
 
 #include "pawl.h"
+#include "pgtest.h"
 #include "unit.h"
 
 #define ST_T0 INT64_C(1800000000000)
 
 static _Atomic int64_t st_now = ST_T0;
+
+/* The test's database: SQLite in its working dir, or (st_use_pg) a
+ * PostgreSQL schema of its own. Every handle of the test opens it. */
+static char st_db[1024] = "sqlite:step.db";
+static int st_pg;
+
+static void st_use_pg(const char *name) {
+  const char *url = pgtest_url(name);
+  CHECK_INT(strlen(url), <, sizeof st_db);
+  snprintf(st_db, sizeof st_db, "%s", url);
+  st_pg = 1;
+}
+
+static int64_t st_mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int64_t st_clock(void *data) {
   (void)data;
@@ -40,7 +64,7 @@ static pawl_t *st_open_opts(int frozen, int64_t lease_ms) {
   mkdir("scripts", 0700);
   pawl_options_t o;
   pawl_options_init(&o);
-  o.db = "sqlite:step.db";
+  o.db = st_db;
   o.node_id = "node-step";
   o.lease_ms = lease_ms;
   if (frozen) o.clock = st_clock;
@@ -86,7 +110,19 @@ static int st_drain(pawl_t *p) {
   unit_fail(__FILE__, __LINE__, "steps never ran dry");
 }
 
-void test_step_runs_jobs(void) {
+/* JSON text without its spaces (PostgreSQL's jsonb writes `{"sum": 5}`);
+ * for results with no space inside a string. */
+static const char *st_unspaced(const char *json, char *buf, size_t size) {
+  CHECK(json != NULL);
+  size_t n = 0;
+  for (; *json && n + 1 < size; json++)
+    if (*json != ' ') buf[n++] = *json;
+  buf[n] = '\0';
+  return buf;
+}
+
+static void st_runs_jobs(void) {
+  char buf[64];
   pawl_t *p = st_open(0);
   st_script("add", "return { run = function(job) "
                    "return { sum = job.payload.a + job.payload.b } end }");
@@ -100,7 +136,7 @@ void test_step_runs_jobs(void) {
   for (int i = 0; i < 5; i++) {
     pawl_job_t *j = st_get(p, ids[i]);
     CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
-    CHECK_STR(j->result, "{\"sum\":5}");
+    CHECK_STR(st_unspaced(j->result, buf, sizeof buf), "{\"sum\":5}");
     pawl_job_free(j);
   }
   /* Nothing due: a step runs nothing, and says when to come back. */
@@ -110,13 +146,20 @@ void test_step_runs_jobs(void) {
   pawl_close(p);
 }
 
+void test_step_runs_jobs(void) { st_runs_jobs(); }
+
+void test_pg_step_runs_jobs(void) {
+  st_use_pg("step_runs_jobs");
+  st_runs_jobs();
+}
+
 static int st_count(const pawl_job_t *j, void *data) {
   (void)j;
   (*(int *)data)++;
   return 0;
 }
 
-void test_step_retry_sanitize_hooks(void) {
+static void st_retry_sanitize_hooks(void) {
   pawl_t *p = st_open(1);
   st_script("flaky",
             "return { max_attempts = 3,\n"
@@ -160,6 +203,13 @@ void test_step_retry_sanitize_hooks(void) {
   CHECK_OK(pawl_list(p, &f, st_count, &n));
   CHECK_INT(n, ==, 1);
   pawl_close(p);
+}
+
+void test_step_retry_sanitize_hooks(void) { st_retry_sanitize_hooks(); }
+
+void test_pg_step_retry_sanitize_hooks(void) {
+  st_use_pg("step_retry");
+  st_retry_sanitize_hooks();
 }
 
 /* A job past its timeout is interrupted by the stepping thread's timer:
@@ -220,9 +270,12 @@ void test_step_reload(void) {
   pawl_close(p);
 }
 
-/* Another connection's enqueue is seen by an idle step (no wake flag: the
- * data version tells). */
-void test_step_sees_other_connections(void) {
+/* Another connection's enqueue is seen by an idle step (no wake flag): on
+ * SQLite the data version tells at once; on PostgreSQL the NOTIFY of the
+ * enqueue, once it reaches the step's listening connection (asynchronous:
+ * the steps go on until then, under a hang guard only). Polls never fire
+ * here, so nothing else can find the job. */
+static void st_sees_other_connections(void) {
   pawl_t *p = st_open(0);
   st_script("ok", "return { run = function() return 1 end }");
   pawl_host_opts_t o;
@@ -233,11 +286,17 @@ void test_step_sees_other_connections(void) {
   CHECK_INT(pawl_step(p, 1), ==, 0); /* idle now */
   pawl_options_t oo;
   pawl_options_init(&oo);
-  oo.db = "sqlite:step.db";
+  oo.db = st_db;
   pawl_t *q = NULL;
   CHECK_OK(pawl_open(&q, &oo, NULL, 0));
   pawl_id_t id = st_enqueue(q, "ok", 0);
-  CHECK_INT(pawl_step(p, 1), ==, 1);
+  int ran = pawl_step(p, 1);
+  for (int64_t give_up = st_mono_ms() + 60000;
+       st_pg && ran == 0 && st_mono_ms() < give_up; ran = pawl_step(p, 1)) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK_INT(ran, ==, 1);
   pawl_job_t *j = st_get(q, id);
   CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
   pawl_job_free(j);
@@ -245,51 +304,176 @@ void test_step_sees_other_connections(void) {
   pawl_close(p);
 }
 
-/* A job that runs longer than the lease keeps it: a recovery sweeping on
- * another connection meanwhile does not take it back. */
-static _Atomic int st_sweeping;
+void test_step_sees_other_connections(void) { st_sees_other_connections(); }
+
+void test_pg_step_sees_other_connections(void) {
+  st_use_pg("step_sees_others");
+  st_sees_other_connections();
+}
+
+/* A job that runs longer than its lease keeps it: the heartbeat extends it
+ * while the job runs, so a recovery on another connection does not take it
+ * back. Time is the injected clock's, moved by the sweeper thread (never by
+ * the machine's speed): each round moves it 600 ms on (the lease is 1000),
+ * sweeps, and waits for a heartbeat to extend the lease past the new now
+ * (a hang guard only); after four rounds the first lease is long gone. The
+ * job polls a gate file (Lua instructions and calls all along, so the
+ * timer's heartbeat reaches it), which the sweeper opens at the end. */
+typedef struct {
+  pawl_id_t id;
+  int rounds, extended;
+  size_t recovered;
+} st_sweep_t;
+
+static int64_t st_lease_of(pawl_t *q, const pawl_id_t *id, pawl_state_t *st) {
+  pawl_job_t *j = NULL;
+  if (pawl_get(q, id, &j)) return -1;
+  int64_t e = j->lease_expires;
+  *st = j->state;
+  pawl_job_free(j);
+  return e;
+}
 
 static void *st_sweeper(void *arg) {
-  (void)arg;
+  st_sweep_t *sw = arg;
   pawl_options_t oo;
   pawl_options_init(&oo);
-  oo.db = "sqlite:step.db";
+  oo.db = st_db;
   oo.node_id = "sweeper";
+  oo.clock = st_clock;
   pawl_t *q = NULL;
-  if (pawl_open(&q, &oo, NULL, 0)) return NULL;
-  while (atomic_load(&st_sweeping)) {
-    pawl_recover(q, NULL);
-    struct timespec ts = {0, 50000000};
-    nanosleep(&ts, NULL);
+  if (pawl_open(&q, &oo, NULL, 0) == 0) {
+    pawl_state_t st = PAWL_PENDING;
+    int64_t give_up = st_mono_ms() + 60000;
+    while (st_lease_of(q, &sw->id, &st) >= 0 && st != PAWL_RUNNING &&
+           st_mono_ms() < give_up) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+    for (int r = 0; r < 4 && st == PAWL_RUNNING; r++) {
+      int64_t now = atomic_fetch_add(&st_now, 600) + 600;
+      size_t n = 0;
+      pawl_recover(q, &n);
+      sw->recovered += n;
+      sw->rounds++;
+      int64_t e;
+      give_up = st_mono_ms() + 60000;
+      while ((e = st_lease_of(q, &sw->id, &st)) >= 0 && e < now + 1000 &&
+             st == PAWL_RUNNING && st_mono_ms() < give_up) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+      }
+      if (e >= now + 1000) sw->extended++;
+    }
+    pawl_close(q);
   }
-  pawl_close(q);
+  FILE *f = fopen("gate", "w"); /* whatever happened: the job ends */
+  if (f) fclose(f);
   return NULL;
 }
 
-void test_step_long_job_keeps_lease(void) {
-  pawl_t *p = st_open_opts(0, 600);
-  /* Busy for 2 s of this machine's time: Lua instructions all along, so
-   * the timer's heartbeat reaches it. */
+static void st_long_job_keeps_lease(void) {
+  pawl_t *p = st_open_opts(1, 1000);
   st_script("long", "return { timeout = 60, max_attempts = 1, run = function()\n"
-                    "  local t = pawl.time()\n"
-                    "  while pawl.time() - t < 2 do end\n"
+                    "  while not io.open('gate') do end\n"
                     "  return 'done' end }");
   pawl_host_opts_t o;
   st_quiet(&o);
-  o.heartbeat_ms = 100;
+  o.heartbeat_ms = 50;
+  o.allow_io = 1;
   CHECK_OK(pawl_step_start(p, &o));
-  pawl_id_t id = st_enqueue(p, "long", 0);
-  atomic_store(&st_sweeping, 1);
+  st_sweep_t sw = {.id = st_enqueue(p, "long", 0)};
   pthread_t t;
-  CHECK_INT(pthread_create(&t, NULL, st_sweeper, NULL), ==, 0);
+  CHECK_INT(pthread_create(&t, NULL, st_sweeper, &sw), ==, 0);
   CHECK_INT(pawl_step(p, 0), ==, 1);
-  atomic_store(&st_sweeping, 0);
   pthread_join(t, NULL);
-  pawl_job_t *j = st_get(p, id);
+  CHECK_INT(sw.rounds, ==, 4);
+  CHECK_INT(sw.extended, ==, 4);
+  CHECK_INT(sw.recovered, ==, 0);
+  pawl_job_t *j = st_get(p, sw.id);
   CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
   CHECK_INT(j->recoveries, ==, 0);
   pawl_job_free(j);
   pawl_close(p);
+}
+
+void test_step_long_job_keeps_lease(void) { st_long_job_keeps_lease(); }
+
+void test_pg_step_long_job_keeps_lease(void) {
+  st_use_pg("step_long_job");
+  st_long_job_keeps_lease();
+}
+
+/* While a job runs in step mode its lease is held: a second handle (another
+ * node, its own connection) called from inside the job cannot claim it nor
+ * take it back, and sees it running under this node's lease. */
+typedef struct {
+  pawl_t *other;
+  int ran, claim_rc, recover_rc, get_rc;
+  size_t claimed, recovered;
+  pawl_state_t state;
+  char owner[64];
+  int64_t lease_expires, now;
+} st_held_t;
+
+static int st_held(const pawl_job_t *job, pawl_ctx_t *ctx, void *ud) {
+  (void)ctx;
+  st_held_t *h = ud;
+  h->ran++;
+  pawl_job_t **jobs = NULL;
+  h->claim_rc = pawl_claim(h->other, NULL, 10, &jobs, &h->claimed);
+  pawl_jobs_free(jobs, h->claimed);
+  h->recover_rc = pawl_recover(h->other, &h->recovered);
+  pawl_job_t *j = NULL;
+  h->get_rc = pawl_get(h->other, &job->id, &j);
+  if (h->get_rc == 0) {
+    h->state = j->state;
+    snprintf(h->owner, sizeof h->owner, "%s",
+             j->lease_owner ? j->lease_owner : "");
+    h->lease_expires = j->lease_expires;
+    pawl_job_free(j);
+  }
+  h->now = pawl_now(h->other);
+  return PAWL_JOB_OK;
+}
+
+static void st_lease_held(void) {
+  pawl_t *p = st_open(0); /* a lease of an hour */
+  pawl_options_t oo;
+  pawl_options_init(&oo);
+  oo.db = st_db;
+  oo.node_id = "other-node";
+  st_held_t h = {0};
+  CHECK_OK(pawl_open(&h.other, &oo, NULL, 0));
+  CHECK_OK(pawl_define_c(p, "held", st_held, &h, NULL));
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  CHECK_OK(pawl_step_start(p, &o));
+  pawl_id_t id = st_enqueue(p, "held", 1);
+  CHECK_INT(pawl_step(p, 0), ==, 1);
+  CHECK_INT(h.ran, ==, 1);
+  CHECK_OK(h.claim_rc);
+  CHECK_INT(h.claimed, ==, 0);
+  CHECK_OK(h.recover_rc);
+  CHECK_INT(h.recovered, ==, 0);
+  CHECK_OK(h.get_rc);
+  CHECK_INT(h.state, ==, PAWL_RUNNING);
+  CHECK_STR(h.owner, "node-step");
+  CHECK_INT(h.lease_expires, >, h.now);
+  pawl_job_t *j = st_get(h.other, id);
+  CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
+  CHECK_INT(j->attempt, ==, 1);
+  CHECK_INT(j->recoveries, ==, 0);
+  pawl_job_free(j);
+  pawl_close(h.other);
+  pawl_close(p);
+}
+
+void test_step_lease_held(void) { st_lease_held(); }
+
+void test_pg_step_lease_held(void) {
+  st_use_pg("step_lease_held");
+  st_lease_held();
 }
 
 /* ---- refusals ------------------------------------------------------------ */

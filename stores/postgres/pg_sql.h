@@ -33,7 +33,7 @@
 
 /* The age boost a job of the row's queue ranks with (issue 14, queues):
  * the queue's own (pawl_queues.age_boost_ms), else `dflt` (the database's,
- * bound by the caller); pawl_queue_boost() is in schema V004. */
+ * bound by the caller); pawl_queue_boost() is in schema V005. */
 #define PG_SQL_QUEUE_BOOST(dflt) "pawl_queue_boost(j.queue, " dflt ")"
 
 /* One job: $1 id, $2 type, $3 queue, $4 state, $5 priority, $6 payload,

@@ -36,6 +36,7 @@
 #include "alloc.h"
 #include "buf.h"
 #include "pg_admin_sql.h"
+#include "pg_recurring_sql.h"
 #include "pg_sql.h"
 #include "redact.h"
 #include "store.h"
@@ -104,6 +105,17 @@ enum {
   PG_TP_TRIM,
   PG_ADM_RUNNING_ST,
   PG_ADM_LOCKS_ST,
+  /* recurring definitions: see the section at the end of this file */
+  PG_REC_ADD,
+  PG_REC_PUT_SCRIPT,
+  PG_REC_GET,
+  PG_REC_LIST,
+  PG_REC_UPDATE,
+  PG_REC_REMOVE,
+  PG_REC_DUE,
+  PG_REC_ADVANCE,
+  PG_REC_LAST_JOB,
+  PG_REC_DISABLE_GONE,
   /* queues (issue 14): see the section "queues" */
   PG_QUEUE_BOOSTS,
   PG_QUEUE_PAUSE,
@@ -317,6 +329,17 @@ static const char *const pg_sql[PG_COUNT] = {
                    PG_SQL_TP_MINUTE " - $2::bigint",
     [PG_ADM_RUNNING_ST] = PG_ADM_RUNNING,
     [PG_ADM_LOCKS_ST] = PG_ADM_LOCKS,
+    /* recurring definitions (pg_recurring_sql.h) */
+    [PG_REC_ADD] = PG_REC_ADD_SQL,
+    [PG_REC_PUT_SCRIPT] = PG_REC_PUT_SCRIPT_SQL,
+    [PG_REC_GET] = PG_REC_GET_SQL,
+    [PG_REC_LIST] = PG_REC_LIST_SQL,
+    [PG_REC_UPDATE] = PG_REC_UPDATE_SQL,
+    [PG_REC_REMOVE] = PG_REC_REMOVE_SQL,
+    [PG_REC_DUE] = PG_REC_DUE_SQL,
+    [PG_REC_ADVANCE] = PG_REC_ADVANCE_SQL,
+    [PG_REC_LAST_JOB] = PG_REC_LAST_JOB_SQL,
+    [PG_REC_DISABLE_GONE] = PG_REC_DISABLE_GONE_SQL,
     /* queues (issue 14) */
     [PG_QUEUE_BOOSTS] = "SELECT name, age_boost_ms FROM pawl_queues WHERE "
                         "age_boost_ms IS NOT NULL",
@@ -2159,6 +2182,20 @@ static int pg_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
 static int pg_adm_locks(store_t *base, store_lock_cb cb, void *data);
 static int pg_adm_running(store_t *base, store_owner_cb cb, void *data);
 
+/* recurring definitions: defined at the end of this file */
+static int pg_rec_put(store_t *base, const pawl_recurring_t *d, int how,
+                      int *done);
+static int pg_rec_get(store_t *base, const char *name,
+                      pawl_recurring_t **out);
+static int pg_rec_list(store_t *base, pawl_recurring_t **out, size_t *n);
+static int pg_rec_update(store_t *base, const pawl_recurring_t *d,
+                         int *changed);
+static int pg_rec_remove(store_t *base, const char *name);
+static int pg_rec_due(store_t *base, int64_t now, size_t max,
+                      pawl_recurring_t **out, size_t *n);
+static int pg_rec_advance(store_t *base, store_rec_advance_t *a, size_t n);
+static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
+                               size_t n, size_t *count);
 /* ---- queues (issue 14: pause, resume, per-queue age boost) ---------------- */
 
 static int pg_queue_pause(store_t *base, const char *name, int paused,
@@ -2242,6 +2279,9 @@ static const struct store_ops pg_ops = {
     .close = pg_close,
     .admin = {pg_adm_count, pg_adm_pick, pg_adm_apply, pg_adm_stats,
               pg_adm_locks, pg_adm_running},
+    .recurring = {pg_rec_put, pg_rec_get, pg_rec_list, pg_rec_update,
+                  pg_rec_remove, pg_rec_due, pg_rec_advance,
+                  pg_rec_disable_gone},
     .queues = {pg_queue_pause, pg_queue_set_boost, pg_queue_list},
 };
 
@@ -2585,4 +2625,198 @@ static int pg_adm_running(store_t *base, store_owner_cb cb, void *data) {
   }
   PQclear(res);
   return rc;
+}
+
+/* ---- recurring definitions (issue 14; store.h, "recurring") --------------- */
+
+static void pg_rec_params(pg_params_t *pp, const pawl_recurring_t *d) {
+  pp_str(pp, 0, d->name);
+  pp_str(pp, 1, d->expr);
+  pp_str(pp, 2, d->tz ? d->tz : "UTC");
+  pp_str(pp, 3, pawl_misfire_name(d->misfire));
+  pp_int(pp, 4, d->catch_up_limit);
+  pp_str(pp, 5, d->type);
+  pp_str(pp, 6, d->payload ? d->payload : "{}");
+  pp_str(pp, 7, d->queue);
+  pp_int(pp, 8, d->priority);
+  pp_int(pp, 9, d->max_attempts);
+  pp_int(pp, 10, d->timeout_s);
+  pp_int(pp, 11, d->enabled ? 1 : 0);
+  pp_int(pp, 12, d->paused ? 1 : 0);
+  pp_str(pp, 13, d->from_script ? "script" : "operator");
+  pp_str(pp, 14, d->script);
+  pp_opt_int(pp, 15, d->next_fire_at != 0, d->next_fire_at);
+}
+
+static int pg_rec_put(store_t *base, const pawl_recurring_t *d, int how,
+                      int *done) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pg_rec_params(&pp, d);
+  pp_now(s, &pp, 16);
+  PGresult *res;
+  int rc = pg_run(s, how == STORE_REC_SCRIPT ? PG_REC_PUT_SCRIPT : PG_REC_ADD,
+                  17, pp.v, &res, "write recurring definition");
+  if (rc) return rc;
+  *done = pg_changed(res) == 1;
+  PQclear(res);
+  if (!*done && how == STORE_REC_ADD)
+    return pawl__store_fail(base, PAWL_EKEY,
+                            "recurring definition \"%s\" already exists",
+                            d->name);
+  return 0;
+}
+
+static int pg_rec_rows(pg_store_t *s, PGresult *res, pawl_recurring_t **out,
+                       size_t *n) {
+  int rows = PQntuples(res);
+  pawl_recurring_t *defs = rows ? pawl__calloc((size_t)rows, sizeof *defs)
+                                : NULL;
+  if (rows && !defs) {
+    PQclear(res);
+    return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  }
+  for (int i = 0; i < rows; i++) {
+    store_row_t r = pg_row(res, i);
+    if (pawl__store_rec_fill(&defs[i], &r) != 0) {
+      PQclear(res);
+      pawl_recurring_free(defs, (size_t)rows);
+      return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+    }
+  }
+  PQclear(res);
+  *out = defs;
+  *n = (size_t)rows;
+  return 0;
+}
+
+static int pg_rec_get(store_t *base, const char *name,
+                      pawl_recurring_t **out) {
+  pg_store_t *s = (pg_store_t *)base;
+  const char *v[1] = {name};
+  PGresult *res;
+  int rc = pg_run(s, PG_REC_GET, 1, v, &res, "read recurring definition");
+  if (rc) return rc;
+  pawl_recurring_t *d = NULL;
+  size_t n = 0;
+  if ((rc = pg_rec_rows(s, res, &d, &n))) return rc;
+  if (n == 0)
+    return pawl__store_fail(base, PAWL_ENOTFOUND,
+                            "no recurring definition \"%s\"", name);
+  *out = d;
+  return 0;
+}
+
+static int pg_rec_list(store_t *base, pawl_recurring_t **out, size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  PGresult *res;
+  int rc = pg_run(s, PG_REC_LIST, 0, NULL, &res, "list recurring definitions");
+  return rc ? rc : pg_rec_rows(s, res, out, n);
+}
+
+static int pg_rec_update(store_t *base, const pawl_recurring_t *d,
+                         int *changed) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pg_rec_params(&pp, d);
+  pp_opt_int(&pp, 16, d->last_fire_at != 0, d->last_fire_at);
+  pp_id(&pp, 17, d->has_last_job ? &d->last_job_id : NULL);
+  pp_now(s, &pp, 18);
+  pp_int(&pp, 19, d->version);
+  PGresult *res;
+  int rc = pg_run(s, PG_REC_UPDATE, 20, pp.v, &res,
+                  "change recurring definition");
+  if (rc) return rc;
+  *changed = pg_changed(res) == 1;
+  PQclear(res);
+  return 0;
+}
+
+static int pg_rec_remove(store_t *base, const char *name) {
+  pg_store_t *s = (pg_store_t *)base;
+  const char *v[1] = {name};
+  PGresult *res;
+  int rc = pg_run(s, PG_REC_REMOVE, 1, v, &res,
+                  "remove recurring definition");
+  if (rc) return rc;
+  long n = pg_changed(res);
+  PQclear(res);
+  if (n == 0)
+    return pawl__store_fail(base, PAWL_ENOTFOUND,
+                            "no recurring definition \"%s\"", name);
+  return 0;
+}
+
+static int pg_rec_due(store_t *base, int64_t now, size_t max,
+                      pawl_recurring_t **out, size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_int(&pp, 0, now);
+  pp_int(&pp, 1, (int64_t)max);
+  PGresult *res;
+  int rc = pg_run(s, PG_REC_DUE, 2, pp.v, &res, "read due recurring definitions");
+  return rc ? rc : pg_rec_rows(s, res, out, n);
+}
+
+/* One definition's advance, inside the caller's transaction. */
+static int pg_rec_advance_one(pg_store_t *s, store_rec_advance_t *a) {
+  pg_params_t pp;
+  pp_str(&pp, 0, a->name);
+  pp_opt_int(&pp, 1, a->next != 0, a->next);
+  pp_opt_int(&pp, 2, a->last_fire != 0, a->last_fire);
+  pp_now(s, &pp, 3);
+  pp_int(&pp, 4, a->expect_next);
+  PGresult *res;
+  int rc = pg_run(s, PG_REC_ADVANCE, 5, pp.v, &res,
+                  "advance recurring definition");
+  if (rc) return rc;
+  a->advanced = pg_changed(res) == 1;
+  PQclear(res);
+  a->made = 0;
+  if (!a->advanced || a->njobs == 0) return 0;
+  pawl_id_t id;
+  for (size_t i = 0; i < a->njobs; i++) {
+    int status;
+    if ((rc = pg_insert_one(s, &a->jobs[i], &id, &status))) return rc;
+    if (status == PAWL_ENQ_NEW) a->made++;
+  }
+  pp_str(&pp, 0, a->name);
+  pp_id(&pp, 1, &id);
+  return pg_run(s, PG_REC_LAST_JOB, 2, pp.v, NULL,
+                "record the last job of a recurring definition");
+}
+
+static int pg_rec_advance(store_t *base, store_rec_advance_t *a, size_t n) {
+  pg_store_t *s = (pg_store_t *)base;
+  if (n == 0) return 0;
+  int rc = pg_begin(s);
+  for (size_t i = 0; i < n && !rc; i++) rc = pg_rec_advance_one(s, &a[i]);
+  rc = pg_end(s, rc);
+  if (rc)
+    for (size_t i = 0; i < n; i++) a[i].advanced = 0, a[i].made = 0;
+  return rc;
+}
+
+static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
+                               size_t n, size_t *count) {
+  pg_store_t *s = (pg_store_t *)base;
+  pawl_buf_t b;
+  arr_begin(&b);
+  for (size_t i = 0; i < n; i++) arr_str(&b, scripts[i]);
+  arr_end(&b);
+  if (b.oom) {
+    pawl__buf_free(&b);
+    return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
+  pg_params_t pp;
+  pp_str(&pp, 0, pawl__buf_cstr(&b));
+  pp_now(s, &pp, 1);
+  PGresult *res;
+  int rc = pg_run(s, PG_REC_DISABLE_GONE, 2, pp.v, &res,
+                  "disable recurring definitions");
+  pawl__buf_free(&b);
+  if (rc) return rc;
+  if (count) *count = (size_t)pg_changed(res);
+  PQclear(res);
+  return 0;
 }

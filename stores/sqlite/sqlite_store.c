@@ -27,6 +27,7 @@
 #include "alloc.h"
 #include "buf.h"
 #include "sqlite_admin_sql.h"
+#include "sqlite_recurring_sql.h"
 #include "sqlite_sql.h"
 #include "store.h"
 
@@ -106,6 +107,17 @@ enum {
   SQ_TP_TRIM,
   SQ_ADM_RUNNING,
   SQ_ADM_LOCKS,
+  /* recurring definitions: see the section at the end of this file */
+  SQ_REC_ADD,
+  SQ_REC_PUT_SCRIPT,
+  SQ_REC_GET,
+  SQ_REC_LIST,
+  SQ_REC_UPDATE,
+  SQ_REC_REMOVE,
+  SQ_REC_DUE,
+  SQ_REC_ADVANCE,
+  SQ_REC_LAST_JOB,
+  SQ_REC_DISABLE_GONE,
   /* queues (issue 14): see the section "queues" */
   SQ_QUEUE_BOOST,
   SQ_QUEUE_PAUSE,
@@ -282,6 +294,17 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_TP_TRIM] = "DELETE FROM pawl_throughput WHERE minute < ?1",
     [SQ_ADM_RUNNING] = SQLITE_ADM_RUNNING,
     [SQ_ADM_LOCKS] = SQLITE_ADM_LOCKS,
+    /* recurring definitions (sqlite_recurring_sql.h) */
+    [SQ_REC_ADD] = SQLITE_REC_ADD,
+    [SQ_REC_PUT_SCRIPT] = SQLITE_REC_PUT_SCRIPT,
+    [SQ_REC_GET] = SQLITE_REC_GET,
+    [SQ_REC_LIST] = SQLITE_REC_LIST,
+    [SQ_REC_UPDATE] = SQLITE_REC_UPDATE,
+    [SQ_REC_REMOVE] = SQLITE_REC_REMOVE,
+    [SQ_REC_DUE] = SQLITE_REC_DUE,
+    [SQ_REC_ADVANCE] = SQLITE_REC_ADVANCE,
+    [SQ_REC_LAST_JOB] = SQLITE_REC_LAST_JOB,
+    [SQ_REC_DISABLE_GONE] = SQLITE_REC_DISABLE_GONE,
     /* queues (issue 14) */
     [SQ_QUEUE_BOOST] = "SELECT age_boost_ms FROM pawl_queues WHERE name = ?1",
     /* ?1 name, ?2 now, ?3 by, ?4 reason. Changes a row only when the queue
@@ -1987,6 +2010,21 @@ static int sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
 static int sq_adm_locks(store_t *base, store_lock_cb cb, void *data);
 static int sq_adm_running(store_t *base, store_owner_cb cb, void *data);
 
+/* recurring definitions: defined at the end of this file */
+static int sq_rec_put(store_t *base, const pawl_recurring_t *d, int how,
+                      int *done);
+static int sq_rec_get(store_t *base, const char *name,
+                      pawl_recurring_t **out);
+static int sq_rec_list(store_t *base, pawl_recurring_t **out, size_t *n);
+static int sq_rec_update(store_t *base, const pawl_recurring_t *d,
+                         int *changed);
+static int sq_rec_remove(store_t *base, const char *name);
+static int sq_rec_due(store_t *base, int64_t now, size_t max,
+                      pawl_recurring_t **out, size_t *n);
+static int sq_rec_advance(store_t *base, store_rec_advance_t *a, size_t n);
+static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
+                               size_t n, size_t *count);
+
 static const struct store_ops sq_ops = {
     .name = "sqlite",
     .schema = {sq_migrate, sq_version},
@@ -2005,6 +2043,9 @@ static const struct store_ops sq_ops = {
     .close = sq_close,
     .admin = {sq_adm_count, sq_adm_pick, sq_adm_apply, sq_adm_stats,
               sq_adm_locks, sq_adm_running},
+    .recurring = {sq_rec_put, sq_rec_get, sq_rec_list, sq_rec_update,
+                  sq_rec_remove, sq_rec_due, sq_rec_advance,
+                  sq_rec_disable_gone},
     .queues = {sq_queue_pause, sq_queue_set_boost, sq_queue_list},
 };
 
@@ -2581,4 +2622,200 @@ static int sq_adm_running(store_t *base, store_owner_cb cb, void *data) {
   int err = rc == SQLITE_DONE ? 0 : sq_fail(s, rc, "count running jobs");
   sqlite3_reset(st);
   return err;
+}
+
+/* ---- recurring definitions (issue 14; store.h, "recurring") --------------- */
+
+static void sq_rec_bind(sqlite3_stmt *st, const pawl_recurring_t *d) {
+  sqlite3_bind_text(st, 1, d->name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, d->expr, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, d->tz ? d->tz : "UTC", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, pawl_misfire_name(d->misfire), -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 5, d->catch_up_limit);
+  sqlite3_bind_text(st, 6, d->type, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 7, d->payload ? d->payload : "{}", -1, SQLITE_STATIC);
+  sq_bind_text(st, 8, d->queue);
+  sqlite3_bind_int(st, 9, d->priority);
+  sqlite3_bind_int(st, 10, d->max_attempts);
+  sqlite3_bind_int(st, 11, d->timeout_s);
+  sqlite3_bind_int(st, 12, d->enabled ? 1 : 0);
+  sqlite3_bind_int(st, 13, d->paused ? 1 : 0);
+  sqlite3_bind_text(st, 14, d->from_script ? "script" : "operator", -1,
+                    SQLITE_STATIC);
+  sq_bind_text(st, 15, d->script);
+  sq_bind_opt_int(st, 16, d->next_fire_at);
+}
+
+static int sq_rec_put(store_t *base, const pawl_recurring_t *d, int how,
+                      int *done) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st =
+      sq_stmt(s, how == STORE_REC_SCRIPT ? SQ_REC_PUT_SCRIPT : SQ_REC_ADD);
+  if (!st) return PAWL_ESTORE;
+  sq_rec_bind(st, d);
+  sqlite3_bind_int64(st, 17, pawl__store_now(base));
+  int rc = sq_exec_write(s, st, "write recurring definition");
+  if (rc) return rc;
+  *done = sqlite3_changes(s->db) == 1;
+  if (!*done && how == STORE_REC_ADD)
+    return pawl__store_fail(base, PAWL_EKEY,
+                            "recurring definition \"%s\" already exists",
+                            d->name);
+  return 0;
+}
+
+/* Reads the rows of a bound statement into an array. */
+static int sq_rec_rows(sq_store_t *s, sqlite3_stmt *st, pawl_recurring_t **out,
+                       size_t *n) {
+  pawl_recurring_t *defs = NULL;
+  size_t count = 0;
+  int rc, err = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    pawl_recurring_t *d = pawl__store_push((void **)&defs, &count, sizeof *d);
+    store_row_t r = sq_row(st);
+    if (!d || pawl__store_rec_fill(d, &r) != 0) {
+      err = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+  }
+  if (!err && rc != SQLITE_DONE) err = sq_fail(s, rc, "read recurring definitions");
+  sqlite3_reset(st);
+  if (err) {
+    pawl_recurring_free(defs, count);
+    return err;
+  }
+  *out = defs;
+  *n = count;
+  return 0;
+}
+
+static int sq_rec_get(store_t *base, const char *name,
+                      pawl_recurring_t **out) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_REC_GET);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  pawl_recurring_t *d = NULL;
+  size_t n = 0;
+  int rc = sq_rec_rows(s, st, &d, &n);
+  if (rc) return rc;
+  if (n == 0)
+    return pawl__store_fail(base, PAWL_ENOTFOUND,
+                            "no recurring definition \"%s\"", name);
+  *out = d;
+  return 0;
+}
+
+static int sq_rec_list(store_t *base, pawl_recurring_t **out, size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_REC_LIST);
+  if (!st) return PAWL_ESTORE;
+  return sq_rec_rows(s, st, out, n);
+}
+
+static int sq_rec_update(store_t *base, const pawl_recurring_t *d,
+                         int *changed) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_REC_UPDATE);
+  if (!st) return PAWL_ESTORE;
+  sq_rec_bind(st, d);
+  sq_bind_opt_int(st, 17, d->last_fire_at);
+  if (d->has_last_job)
+    sq_bind_id(st, 18, &d->last_job_id);
+  else
+    sqlite3_bind_null(st, 18);
+  sqlite3_bind_int64(st, 19, pawl__store_now(base));
+  sqlite3_bind_int64(st, 20, d->version);
+  int rc = sq_exec_write(s, st, "change recurring definition");
+  if (!rc) *changed = sqlite3_changes(s->db) == 1;
+  return rc;
+}
+
+static int sq_rec_remove(store_t *base, const char *name) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_REC_REMOVE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  int rc = sq_exec_write(s, st, "remove recurring definition");
+  if (!rc && sqlite3_changes(s->db) == 0)
+    rc = pawl__store_fail(base, PAWL_ENOTFOUND,
+                          "no recurring definition \"%s\"", name);
+  return rc;
+}
+
+static int sq_rec_due(store_t *base, int64_t now, size_t max,
+                      pawl_recurring_t **out, size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_REC_DUE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, now);
+  sqlite3_bind_int64(st, 2, (int64_t)max);
+  return sq_rec_rows(s, st, out, n);
+}
+
+/* One definition's advance, inside the caller's transaction. */
+static int sq_rec_advance_one(sq_store_t *s, store_rec_advance_t *a,
+                              int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_REC_ADVANCE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+  sq_bind_opt_int(st, 2, a->next);
+  sq_bind_opt_int(st, 3, a->last_fire);
+  sqlite3_bind_int64(st, 4, now);
+  sqlite3_bind_int64(st, 5, a->expect_next);
+  int rc = sq_exec(s, st, "advance recurring definition");
+  if (rc) return rc;
+  a->advanced = sqlite3_changes(s->db) == 1;
+  a->made = 0;
+  if (!a->advanced || a->njobs == 0) return 0;
+  pawl_id_t id;
+  for (size_t i = 0; i < a->njobs; i++) {
+    int status;
+    if ((rc = sq_insert_one(s, &a->jobs[i], now, &id, &status))) return rc;
+    if (status == PAWL_ENQ_NEW) a->made++;
+  }
+  st = sq_stmt(s, SQ_REC_LAST_JOB);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+  sq_bind_id(st, 2, &id);
+  return sq_exec(s, st, "record the last job of a recurring definition");
+}
+
+static int sq_rec_advance(store_t *base, store_rec_advance_t *a, size_t n) {
+  sq_store_t *s = (sq_store_t *)base;
+  if (n == 0) return 0;
+  int64_t now = pawl__store_now(base);
+  int rc = sq_begin(s);
+  for (size_t i = 0; i < n && !rc; i++) rc = sq_rec_advance_one(s, &a[i], now);
+  rc = sq_end(s, rc);
+  if (rc)
+    for (size_t i = 0; i < n; i++) a[i].advanced = 0, a[i].made = 0;
+  return rc;
+}
+
+static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
+                               size_t n, size_t *count) {
+  sq_store_t *s = (sq_store_t *)base;
+  pawl_buf_t b;
+  pawl__buf_init(&b);
+  pawl__buf_putc(&b, '[');
+  for (size_t i = 0; i < n; i++) {
+    if (i) pawl__buf_putc(&b, ',');
+    pawl__buf_json_string(&b, scripts[i], strlen(scripts[i]));
+  }
+  pawl__buf_putc(&b, ']');
+  if (b.oom) {
+    pawl__buf_free(&b);
+    return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
+  sqlite3_stmt *st = sq_stmt(s, SQ_REC_DISABLE_GONE);
+  int rc = PAWL_ESTORE;
+  if (st) {
+    sqlite3_bind_text(st, 1, pawl__buf_cstr(&b), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, pawl__store_now(base));
+    rc = sq_exec_write(s, st, "disable recurring definitions");
+    if (!rc && count) *count = (size_t)sqlite3_changes(s->db);
+  }
+  pawl__buf_free(&b);
+  return rc;
 }

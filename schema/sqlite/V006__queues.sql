@@ -1,7 +1,6 @@
--- pawl schema, SQLite, version 5 (issue 14, queues; the lead may renumber
--- it at merge: planned as V006): queues an operator paused or gave an age
--- boost of their own.
--- Shipped migrations are never edited: add V006__*.sql instead.
+-- pawl schema, SQLite, version 6 (issue 14, queues): queues an operator
+-- paused or gave an age boost of their own.
+-- Shipped migrations are never edited: add V007__*.sql instead.
 --
 -- A row exists only for a queue someone paused or configured: a queue is
 -- otherwise just the name jobs carry. Every claim reads the paused ones

@@ -1,7 +1,6 @@
--- pawl schema, PostgreSQL, version 4 (issue 14, queues; the lead may
--- renumber it at merge: planned as V005): queues an operator paused or gave
--- an age boost of their own.
--- Shipped migrations are never edited: add V005__*.sql instead.
+-- pawl schema, PostgreSQL, version 5 (issue 14, queues): queues an
+-- operator paused or gave an age boost of their own.
+-- Shipped migrations are never edited: add V006__*.sql instead.
 --
 -- A row exists only for a queue someone paused or configured: a queue is
 -- otherwise just the name jobs carry. Every claim reads the paused ones
