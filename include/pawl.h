@@ -699,6 +699,21 @@ typedef struct pawl_host_opts {
                                 1024 */
   const char *const *queues; /* nqueues names this node serves; 0: all */
   size_t nqueues;
+  /* Per-node concurrency per queue (issue 14): NULL, or nqueues numbers
+   * beside `queues`. queue_concurrency[i] > 0 (at most
+   * PAWL_QUEUE_CONCURRENCY_MAX) gives queues[i] that many workers of its
+   * own: at most that many of its jobs run at once on this node, and they
+   * never wait for a worker another queue holds. Its jobs are claimed
+   * queue by queue, as many as it has free workers (no prefetch). 0: the
+   * queue shares the `workers` pool with the other queues without a
+   * number (as every queue does when this is NULL). The host runs the
+   * sum of the numbers plus `workers` threads; `workers` (0: the number of
+   * cores) counts only when some queue shares the pool: with every queue
+   * numbered, a `workers` above 0 is refused (PAWL_EINVAL), and there is
+   * no pool. At most 1024 threads in all. Borrowed for pawl_start()
+   * (copied). Step mode (pawl_step) runs one job at a time and refuses
+   * numbers here. */
+  const int *queue_concurrency;
   int prefetch;              /* jobs claimed ahead of free workers, 0 or
                                 more; -1 (or less): adaptive, about 10 ms
                                 of work per worker (at least one job, at
@@ -929,6 +944,59 @@ typedef struct pawl_lock_info {
  * pawl_locks_free(). */
 PAWL_EXTERN int pawl_locks(pawl_t *p, pawl_lock_info_t **out, size_t *n);
 PAWL_EXTERN void pawl_locks_free(pawl_lock_info_t *locks, size_t n);
+
+/* ---- queues (issue 14) ---------------------------------------------------- */
+
+/* A queue's own concurrency on a node (pawl_host_opts_t.queue_concurrency):
+ * 1..PAWL_QUEUE_CONCURRENCY_MAX. */
+#define PAWL_QUEUE_CONCURRENCY_MAX 1024
+
+/* A queue as pawl_queues() reports it: one that holds jobs (in any
+ * state), or that an operator paused or gave an age boost of its own. */
+typedef struct pawl_queue_info {
+  char *name;
+  int paused;               /* 1: no node claims its jobs */
+  int64_t paused_at;        /* when it was paused (ms); 0: not paused */
+  char *paused_by;          /* who paused it; NULL: not paused */
+  char *reason;             /* the pause's reason; NULL: none */
+  int64_t age_boost_ms;     /* its own age boost; -1: the database's */
+  int64_t effective_age_boost_ms; /* what its jobs rank with; 0: none */
+  int64_t count[PAWL_STATE_COUNT]; /* its jobs by state */
+  int64_t oldest_due_ms;    /* how long its oldest due pending job has
+                               waited (now - run_at); 0: none due */
+} pawl_queue_info_t;
+
+/* The queues, by name: the counts of pawl_stats() (and its cost) with
+ * what pawl_queue_pause() and pawl_queue_set_age_boost() stored. On
+ * success *out (NULL when there are none) holds *n entries owned by the
+ * caller: pawl_queues_free(). */
+PAWL_EXTERN int pawl_queues(pawl_t *p, pawl_queue_info_t **out, size_t *n);
+PAWL_EXTERN void pawl_queues_free(pawl_queue_info_t *q, size_t n);
+
+/* Pauses `queue` (a queue name: 1..200 bytes, no control characters; it
+ * need not hold jobs yet): from the next claim of every node (within one
+ * poll), none of its jobs is claimed; running ones finish; enqueues go on.
+ * Recorded with the handle's principal and `reason` (may be NULL; at most
+ * 1000 bytes, no control characters), persisted in the database.
+ * *changed (may be NULL): 1 if it was not paused; pausing a paused queue
+ * changes nothing and returns 0. Strings are borrowed for the call. */
+PAWL_EXTERN int pawl_queue_pause(pawl_t *p, const char *queue,
+                                 const char *reason, int *changed);
+/* Resumes a paused queue: the nodes claim its jobs again (at once on
+ * PostgreSQL and within this process; other SQLite processes at their next
+ * poll). *changed: 1 if it was paused, 0 if it was not (nothing changes:
+ * the CLI reports that as an error, to catch a mistyped name). */
+PAWL_EXTERN int pawl_queue_resume(pawl_t *p, const char *queue, int *changed);
+/* Sets the age boost of `queue`'s jobs: `ms` 1..PAWL_AGE_BOOST_MAX_MS
+ * (+1 priority per ms waited), 0 (none: priority, then run_at), or -1
+ * (the database's setting again, pawl_options_t.age_boost_ms). Its pending
+ * jobs are re-ranked in the same transaction; later enqueues, retries and
+ * resumes rank with it. Jobs of queues with different boosts claimed
+ * together are ordered by their virtual enqueue time, run_at - priority x
+ * boost (a priority is worth that much waiting in its queue; no boost
+ * counts as about 285 years): see README "Queues". */
+PAWL_EXTERN int pawl_queue_set_age_boost(pawl_t *p, const char *queue,
+                                         int64_t ms);
 
 /* Parses a duration as operators write it: a whole number followed by
  * ms, s, m, h, d or w ("90s", "15m", "2h", "7d"), or a number alone

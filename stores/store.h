@@ -182,6 +182,22 @@ typedef struct store_rec_advance {
   size_t made;             /* jobs newly made (not duplicates) */
 } store_rec_advance_t;
 
+/* ---- queues (issue 14: pause, resume, per-queue age boost) ---------------- */
+
+/* A row of pawl_queues (schema SQLite V006, PostgreSQL V005): a queue an
+ * operator paused or gave an age boost of its own. Strings are borrowed
+ * for the callback. */
+typedef struct store_queue_row {
+  const char *name;
+  int paused;
+  int64_t paused_at;        /* 0 when not paused */
+  const char *paused_by;    /* NULL when not paused */
+  const char *reason;       /* NULL: none given */
+  int64_t age_boost_ms;     /* -1: the database's setting (age_boost_ms) */
+} store_queue_row_t;
+
+typedef int (*store_queue_cb)(const store_queue_row_t *row, void *data);
+
 struct store_ops {
   const char *name;
 
@@ -376,6 +392,27 @@ struct store_ops {
     int (*disable_gone)(store_t *st, const char *const *scripts, size_t n,
                         size_t *count);
   } recurring;
+
+  /* Queues (issue 14, queues): pause and resume, and the age boost of one
+   * queue, in the table pawl_queues. A claim (and next_due) leaves the
+   * jobs of a paused queue alone: it reads the paused set in the same
+   * statement (SQLite: in its transaction), so a pause that returned is
+   * seen by every claim that starts after it. */
+  struct {
+    /* Pauses (paused 1) or resumes (0) queue `name`, recording `by` and
+     * `reason` (may be NULL) with a pause. *changed: 1 if the queue was
+     * not already in that state. A resume wakes the nodes (PostgreSQL:
+     * NOTIFY). Any name is accepted: a queue may be paused before it has
+     * jobs. */
+    int (*pause)(store_t *st, const char *name, int paused, const char *by,
+                 const char *reason, int *changed);
+    /* Sets the age boost of queue `name` (0 none, >0 the interval; -1
+     * back to the database's setting) and re-ranks its pending jobs, in
+     * one transaction. */
+    int (*set_boost)(store_t *st, const char *name, int64_t boost_ms);
+    /* Every row of pawl_queues, by name. */
+    int (*list)(store_t *st, store_queue_cb cb, void *data);
+  } queues;
 };
 
 /* The part every backend's store begins with. */
@@ -417,17 +454,33 @@ int pawl__store_fail(store_t *st, int rc, const char *fmt, ...)
 int pawl__store_no_job(store_t *st, const pawl_id_t *id);
 int pawl__store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt);
 
+/* The interval a boost of 0 ("no age boost") ranks with: about 285
+ * years, longer than any wait between due jobs (their run_at lies between
+ * 0 and now), so priority decides first and run_at second, as a plain
+ * priority order does; yet the rank stays a time, comparable with the
+ * ranks of queues that do have a boost (see store_rank()). The largest
+ * interval whose product with a priority (|priority| <= 1e6) fits in 64
+ * bits with room for run_at. */
+#define STORE_RANK_NO_BOOST_MS INT64_C(9000000000000)
+
 /* The claim order key stored with each pending job: ordering by it
  * descending, then run_at, then id, is ordering by priority plus one per
- * `boost_ms` waited. The API bounds its inputs (pawl.h: |priority| <= 1e6,
- * boost <= 30 days, 0 <= run_at <= PAWL_TIME_MAX_MS), so it is at most
- * about 2.6e15 in size, far inside 64 bits; the SQL versions of it (the
- * requeue and rerank statements, pawl_rank() on PostgreSQL) rely on the
- * same bounds. Should a value ever get past them (an injected clock far
- * off), the product and difference saturate instead of overflowing. */
+ * `boost_ms` waited. It is a virtual enqueue time, negated: run_at moved
+ * back by priority x boost (a priority is worth that much waiting), which
+ * is what lets queues with different boosts (pawl_queues.age_boost_ms,
+ * schema V006/V005: queues) be claimed in one statement: within a queue
+ * the order is priority + wait / boost; across queues a job ranks by its
+ * virtual enqueue time, oldest first. A boost of 0 (or less) ranks with
+ * STORE_RANK_NO_BOOST_MS. The API bounds its inputs (pawl.h: |priority|
+ * <= 1e6, boost <= 30 days, 0 <= run_at <= PAWL_TIME_MAX_MS), so it is at
+ * most about 9.0003e18 in size, inside 64 bits; the SQL versions of it
+ * (pawl_rank(): a function the SQLite store registers, and a stored
+ * function on PostgreSQL) rely on the same bounds. Should a value ever get
+ * past them (an injected clock far off), the product and difference
+ * saturate instead of overflowing. */
 static inline int64_t store_rank(int32_t priority, int64_t run_at,
                                  int64_t boost_ms) {
-  if (boost_ms <= 0) return (int64_t)priority;
+  if (boost_ms <= 0) boost_ms = STORE_RANK_NO_BOOST_MS;
   int64_t scaled, rank;
   if (__builtin_mul_overflow((int64_t)priority, boost_ms, &scaled))
     scaled = priority < 0 ? INT64_MIN : INT64_MAX;

@@ -40,4 +40,8 @@ void pawl__defs_destroy(struct pawl__defs *d);
  * naming the bad field and its range. */
 int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
 
+/* Checks a name (a job type, a queue, a tag: 1..200 bytes without control
+ * characters; pawl.c): 0, or PAWL_EINVAL with p->errmsg naming `what`. */
+int pawl__check_name(pawl_t *p, const char *what, const char *s);
+
 #endif

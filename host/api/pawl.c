@@ -334,6 +334,10 @@ static int pawl_check_name(pawl_t *p, const char *what, const char *s) {
   return 0;
 }
 
+int pawl__check_name(pawl_t *p, const char *what, const char *s) {
+  return pawl_check_name(p, what, s);
+}
+
 /* A number within [min, max], or PAWL_EINVAL naming it and its range. */
 static int pawl_check_int(pawl_t *p, const char *what, int64_t v, int64_t min,
                           int64_t max, const char *unit) {

@@ -55,6 +55,7 @@ typedef enum cli_cmd {
   CLI_NODES,
   CLI_LOCKS,
   CLI_CONSOLE, /* cli/console.c */
+  CLI_QUEUE,   /* cli/cli_queue.c */
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
@@ -63,7 +64,8 @@ typedef enum cli_cmd {
 static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
     "migrate", "enqueue", "show", "jobs",    "cancel",
     "pause",   "resume",  "retry", "run",     "cron",
-    "stats",   "nodes",   "locks", "console", "version", "help"};
+    "stats",   "nodes",   "locks", "console", "queue",   "version",
+    "help"};
 
 #define CLI_BIT(c) (1u << (c))
 #define CLI_ACTIONS                                                          \
@@ -116,7 +118,8 @@ typedef enum cli_opt_id {
   CLI_O_ADMIN_LISTEN,
   CLI_O_ADMIN_TOKEN_FILE,
   CLI_O_ADMIN_TIMEOUT,
-  CLI_O_CONNECT
+  CLI_O_CONNECT,
+  CLI_O_AGE_BOOST
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -129,7 +132,8 @@ static const struct cli_opt {
 } cli_opts[] = {
     {"--json", CLI_O_JSON, 0,
      CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_STATS) |
-         CLI_BIT(CLI_NODES) | CLI_BIT(CLI_LOCKS) | CLI_BIT(CLI_CONSOLE)},
+         CLI_BIT(CLI_NODES) | CLI_BIT(CLI_LOCKS) | CLI_BIT(CLI_CONSOLE) |
+         CLI_BIT(CLI_QUEUE)},
     {"--queue", CLI_O_QUEUE, 1,
      CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--priority", CLI_O_PRIORITY, 1, CLI_BIT(CLI_ENQUEUE)},
@@ -157,7 +161,8 @@ static const struct cli_opt {
     {"--admin-token-file", CLI_O_ADMIN_TOKEN_FILE, 1,
      CLI_BIT(CLI_RUN) | CLI_BIT(CLI_CONSOLE)},
     {"--admin-timeout", CLI_O_ADMIN_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
-    {"--reason", CLI_O_REASON, 1, CLI_ACTIONS},
+    {"--reason", CLI_O_REASON, 1, CLI_ACTIONS | CLI_BIT(CLI_QUEUE)},
+    {"--age-boost", CLI_O_AGE_BOOST, 1, CLI_BIT(CLI_QUEUE)},
     {"--scripts", CLI_O_SCRIPTS, 1,
      CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_CONSOLE)},
     {"--workers", CLI_O_WORKERS, 1, CLI_BIT(CLI_RUN)},
@@ -240,6 +245,15 @@ static const char cli_usage_text[] =
     "                          filter; DUR like 90s, 15m, 2h, 7d); above 100\n"
     "                          jobs it asks on a terminal, else needs --yes\n"
     "  stats [--json]          jobs by state and queue, throughput, waits\n"
+    "  queue list [--json]     the queues: jobs by state, oldest due wait,\n"
+    "                          paused or not, age boost (README, \"Queues\")\n"
+    "  queue pause Q [--reason TEXT] [--json]\n"
+    "                          no node claims Q's jobs until it is resumed\n"
+    "                          (running ones finish)\n"
+    "  queue resume Q [--json] claim Q's jobs again\n"
+    "  queue set Q --age-boost DUR [--json]\n"
+    "                          Q's own age boost: +1 priority per DUR waited\n"
+    "                          (60s, 15m; 0: none; database: the database's)\n"
     "  nodes [--json]          the nodes serving this database\n"
     "  locks [--json]          the distributed locks\n"
     "  console [FILE.lua | -e CODE] [--json] [--scripts DIR]\n"
@@ -249,8 +263,13 @@ static const char cli_usage_text[] =
     "                            --admin-token-file F)\n"
     "  run                     run the jobs: a worker host with Lua job scripts\n"
     "      --scripts DIR         job scripts (default ./scripts)\n"
-    "      --workers N           worker threads (default: one per core)\n"
-    "      --queues Q1,Q2        serve only these queues (default all)\n"
+    "      --workers N           worker threads (default: one per core);\n"
+    "                            with --queues Q=N, those of the queues\n"
+    "                            without a number\n"
+    "      --queues Q1,Q2        serve only these queues (default all);\n"
+    "                            Q=N gives Q N workers of its own (at most N\n"
+    "                            of its jobs at once); the others share\n"
+    "                            --workers: mail=4,default=8 or mail=4,default\n"
     "      --node-id ID          this node's name (default hostname-pid)\n"
     "      --until-idle          exit once nothing is running or due\n"
     "      --idle-wait SECONDS   with --until-idle, wait for jobs due this\n"
@@ -336,6 +355,8 @@ typedef struct cli_args {
   int64_t lease_ms;
   char *queues_copy;       /* owned: --queues split in place */
   const char **queues;     /* owned: points into queues_copy */
+  int *queue_conc;         /* owned: --queues Q=N, 0 for a bare name */
+  const char *age_boost;   /* queue set --age-boost */
   char *payload_read;      /* owned: payload read from stdin or a file */
   char *params_read;       /* owned: --params read from stdin or a file */
   const char *cron_tz, *cron_from, *cron_count; /* cron next, checked there */
@@ -508,23 +529,45 @@ static int cli_parse_state(const char *s, int *out, char *err) {
 
 /* ---- command line ------------------------------------------------------- */
 
-/* --queues q1,q2: splits a copy in place. */
+/* --queues q1,q2 (or mail=4,default=8: a queue's own concurrency, issue
+ * 14): splits a copy in place. */
 static int cli_split_queues(cli_args_t *a, const char *v, char *err) {
   free(a->queues_copy);
   free(a->queues);
+  free(a->queue_conc);
   a->queues_copy = strdup(v);
   size_t n = 1;
   for (const char *c = v; *c; c++) n += *c == ',';
   a->queues = calloc(n, sizeof *a->queues);
-  if (!a->queues_copy || !a->queues) return cli_fail(err, CLI_FAIL, "out of memory");
+  a->queue_conc = calloc(n, sizeof *a->queue_conc);
+  if (!a->queues_copy || !a->queues || !a->queue_conc)
+    return cli_fail(err, CLI_FAIL, "out of memory");
   size_t k = 0;
+  int numbered = 0;
   char *save = NULL;
   for (char *q = strtok_r(a->queues_copy, ",", &save); q;
-       q = strtok_r(NULL, ",", &save))
+       q = strtok_r(NULL, ",", &save)) {
+    char *eq = strrchr(q, '=');
+    if (eq) {
+      /* The number: a whole 1..PAWL_QUEUE_CONCURRENCY_MAX, nothing else. */
+      *eq = 0;
+      char *end = NULL;
+      long c = eq[1] >= '0' && eq[1] <= '9' ? strtol(eq + 1, &end, 10) : -1;
+      if (c < 1 || c > PAWL_QUEUE_CONCURRENCY_MAX || !end || *end)
+        return cli_fail(err, CLI_USAGE,
+                        "--queues: the concurrency of queue %s must be a "
+                        "whole number between 1 and %d (got \"%s\")",
+                        q, PAWL_QUEUE_CONCURRENCY_MAX, eq + 1);
+      a->queue_conc[k] = (int)c;
+      numbered = 1;
+    }
+    if (!*q) return cli_fail(err, CLI_USAGE, "--queues: a queue name is empty");
     a->queues[k++] = q;
+  }
   if (k == 0) return cli_fail(err, CLI_USAGE, "--queues needs queue names");
   a->host.queues = a->queues;
   a->host.nqueues = k;
+  a->host.queue_concurrency = numbered ? a->queue_conc : NULL;
   return 0;
 }
 
@@ -682,6 +725,7 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   case CLI_O_TZ: a->cron_tz = v; break;
   case CLI_O_FROM: a->cron_from = v; break;
   case CLI_O_COUNT: a->cron_count = v; break;
+  case CLI_O_AGE_BOOST: a->age_boost = v; break;
   }
   return rc;
 }
@@ -700,7 +744,37 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
   case CLI_CONSOLE: max = a->code ? 0 : 1; break; /* FILE.lua */
   case CLI_HELP: max = 1; break; /* "pawl help enqueue": same text */
   case CLI_CRON: min = max = 2; break;
+  case CLI_QUEUE:
+    min = 1;
+    max = a->npos >= 1 && strcmp(a->pos[0], "list") == 0 ? 1 : 2;
+    break;
   default: break;
+  }
+  if (a->cmd == CLI_QUEUE) {
+    static const char *const verbs[] = {"list", "pause", "resume", "set"};
+    int known = 0;
+    for (size_t i = 0; a->npos && i < 4; i++) known |= !strcmp(a->pos[0], verbs[i]);
+    if (!a->npos || !known)
+      return cli_fail(err, CLI_USAGE,
+                      "queue needs list, pause Q, resume Q or set Q "
+                      "--age-boost DUR%s%s%s",
+                      a->npos ? " (got \"" : "", a->npos ? a->pos[0] : "",
+                      a->npos ? "\")" : "");
+    if (a->npos > max)
+      return cli_fail(err, CLI_USAGE, "unexpected argument \"%s\" for queue %s",
+                      a->pos[max], a->pos[0]);
+    if (max == 2 && a->npos < 2)
+      return cli_fail(err, CLI_USAGE, "queue %s needs a queue name",
+                      a->pos[0]);
+    int set = strcmp(a->pos[0], "set") == 0;
+    if (set != (a->age_boost != NULL))
+      return cli_fail(err, CLI_USAGE,
+                      set ? "queue set needs --age-boost DUR (60s, 15m; 0: "
+                            "none; database: the database's setting)"
+                          : "--age-boost goes with queue set");
+    if (a->reason && strcmp(a->pos[0], "pause") != 0)
+      return cli_fail(err, CLI_USAGE, "--reason goes with queue pause");
+    return 0;
   }
   if (a->cmd == CLI_CRON && a->npos >= 1 && strcmp(a->pos[0], "next") != 0)
     return cli_fail(err, CLI_USAGE,
@@ -1194,6 +1268,9 @@ static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
   case CLI_STATS: return cli_admin_stats(p, a->json, err, CLI_ERRLEN);
   case CLI_NODES: return cli_admin_nodes(p, a->json, err, CLI_ERRLEN);
   case CLI_LOCKS: return cli_admin_locks(p, a->json, err, CLI_ERRLEN);
+  case CLI_QUEUE:
+    return cli_queue_main(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL,
+                          a->reason, a->age_boost, a->json, err, CLI_ERRLEN);
   default: return cli_fail(err, CLI_USAGE, "internal: no command to run");
   }
 }
@@ -1311,6 +1388,7 @@ int main(int argc, char **argv) {
   free(a.tags);
   free(a.queues);
   free(a.queues_copy);
+  free(a.queue_conc);
   free(a.payload_read);
   free(a.params_read);
 

@@ -20,6 +20,13 @@ int cli_admin_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
                    const char *reason, int yes, int json, char *err,
                    size_t errlen);
 
+/* `pawl queue list|pause|resume|set` (cli_queue.c): `verb` one of those;
+ * `name` the queue (not for list); `reason` (pause; may be NULL);
+ * `age_boost` (set: a duration, 0, or "database"). */
+int cli_queue_main(pawl_t *p, const char *verb, const char *name,
+                   const char *reason, const char *age_boost, int json,
+                   char *err, size_t errlen);
+
 /* What `pawl console` was asked (strings borrow argv). */
 typedef struct cli_console_args {
   const char *db;       /* NULL: $PAWL_DB, else sqlite:./pawl.db */

@@ -1513,6 +1513,8 @@ typedef struct lpawl_adm_box {
   size_t nlocks;
   pawl_recurring_t *recs;  /* recurring definitions (issue 14) */
   size_t nrecs;
+  pawl_queue_info_t *queues; /* db:queues() (issue 14) */
+  size_t nqueues;
 } lpawl_adm_box_t;
 
 #define LPAWL_ADM_BOX "pawl.admin_box"
@@ -1524,6 +1526,7 @@ static void lpawl_adm_box_free(lpawl_adm_box_t *b) {
   pawl_nodes_free(b->nodes, b->nnodes);
   pawl_locks_free(b->locks, b->nlocks);
   pawl_recurring_free(b->recs, b->nrecs);
+  pawl_queues_free(b->queues, b->nqueues);
   memset(b, 0, sizeof *b);
 }
 
@@ -1622,6 +1625,112 @@ static int lpawl_adm_locks(lua_State *L) {
     lua_rawseti(L, -2, (int)i + 1);
   }
   lpawl_adm_box_free(b);
+  return 1;
+}
+
+/* ---- queues (issue 14; include/pawl.h "queues") ---------------------------
+ *
+ *   db:queues()                 { {queue =, paused =, paused_at =,
+ *                                 paused_by =, reason =, counts = {...},
+ *                                 oldest_due_ms =, age_boost_ms = (nil: the
+ *                                 database's), effective_age_boost_ms =}, ...}
+ *   db:queue_pause(q [, reason])  true if it was not paused, else false
+ *   db:queue_resume(q)          true if it was paused, else false
+ *   db:queue_set(q, {age_boost = ms | "60s" | 0 | "database"})  true */
+
+/* db:queues() [-0, +1|3, e] */
+static int lpawl_adm_queues(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  lpawl_adm_box_t *b = lpawl_adm_box_new(L);
+  int rc = pawl_queues(p, &b->queues, &b->nqueues);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_createtable(L, (int)b->nqueues, 0);
+  for (size_t i = 0; i < b->nqueues; i++) {
+    const pawl_queue_info_t *q = &b->queues[i];
+    lua_createtable(L, 0, 10);
+    lpawl_set_str(L, "queue", q->name);
+    lua_pushboolean(L, q->paused);
+    lua_setfield(L, -2, "paused");
+    lpawl_set_time(L, "paused_at", q->paused_at);
+    lpawl_set_str(L, "paused_by", q->paused_by);
+    lpawl_set_str(L, "reason", q->reason);
+    lua_createtable(L, 0, PAWL_STATE_COUNT);
+    for (int s = 0; s < PAWL_STATE_COUNT; s++) {
+      lua_pushnumber(L, (double)q->count[s]);
+      lua_setfield(L, -2, pawl_state_name(s));
+    }
+    lua_setfield(L, -2, "counts");
+    lpawl_set_num(L, "oldest_due_ms", (double)q->oldest_due_ms);
+    if (q->age_boost_ms >= 0)
+      lpawl_set_num(L, "age_boost_ms", (double)q->age_boost_ms);
+    lpawl_set_num(L, "effective_age_boost_ms", (double)q->effective_age_boost_ms);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lpawl_adm_box_free(b);
+  return 1;
+}
+
+/* db:queue_pause(q [, reason]) [-0, +1|3, e] */
+static int lpawl_adm_queue_pause(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  const char *q = luaL_checkstring(L, 2);
+  const char *reason = luaL_optstring(L, 3, NULL);
+  int changed = 0;
+  int rc = pawl_queue_pause(p, q, reason, &changed);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushboolean(L, changed);
+  return 1;
+}
+
+/* db:queue_resume(q) [-0, +1|3, e] */
+static int lpawl_adm_queue_resume(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  const char *q = luaL_checkstring(L, 2);
+  int changed = 0;
+  int rc = pawl_queue_resume(p, q, &changed);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushboolean(L, changed);
+  return 1;
+}
+
+/* db:queue_set(q, {age_boost = ...}) [-0, +1|3, e] age_boost: a whole
+ * number of ms (-1: the database's), a duration ("60s", "15m", "0"), or
+ * "database". Raises on a malformed option, as the other methods do; a
+ * value out of range is refused by the library (nil, message, code). */
+static int lpawl_adm_queue_set(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  const char *q = luaL_checkstring(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  static const char *const names[] = {"age_boost", NULL};
+  lpawl_check_keys(L, 3, names, 3, "", "queue_set");
+  lua_getfield(L, 3, "age_boost");
+  int64_t ms = 0;
+  if (lua_type(L, -1) == LUA_TNUMBER) {
+    char err[256];
+    double v = lua_tonumber(L, -1);
+    if (pawl__bounds_check("age_boost", v, -1, (double)PAWL_AGE_BOOST_MAX_MS,
+                           1, "ms", err, sizeof err))
+      return lpawl_fail_msg(L, PAWL_EINVAL, err);
+    ms = (int64_t)v;
+  } else if (lua_type(L, -1) == LUA_TSTRING) {
+    const char *text = lua_tostring(L, -1);
+    char err[256];
+    if (strcmp(text, "database") == 0)
+      ms = -1;
+    else if (pawl_duration_parse(text, &ms, err, sizeof err))
+      return lpawl_fail_msg(L, PAWL_EINVAL, err);
+  } else {
+    return luaL_argerror(
+        L, 3,
+        lua_pushfstring(L,
+                        "option \"age_boost\" must be a number of ms or a "
+                        "duration (got %s)",
+                        luaL_typename(L, -1)));
+  }
+  lua_pop(L, 1);
+  int rc = pawl_queue_set_age_boost(p, q, ms);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushboolean(L, 1);
   return 1;
 }
 
@@ -1887,6 +1996,9 @@ static void lpawl_admin_register(lua_State *L, int methods) {
       {"recurring_resume", lpawl_rec_resume},
       {"recurring_trigger", lpawl_rec_trigger},
       {"recurring_rm", lpawl_rec_rm},
+      {"queues", lpawl_adm_queues}, {"queue_pause", lpawl_adm_queue_pause},
+      {"queue_resume", lpawl_adm_queue_resume},
+      {"queue_set", lpawl_adm_queue_set},
       {NULL, NULL}};
   luaL_register(L, NULL, methods ? meths : funcs);
 }

@@ -52,6 +52,7 @@ void pawl_host_opts_init(pawl_host_opts_t *o) {
 void pawl__host_wake(host_t *h) {
   pthread_mutex_lock(&h->mu);
   h->wake = 1;
+  h->news++;
   pthread_cond_signal(&h->poll_cv);
   pthread_mutex_unlock(&h->mu);
 }
@@ -111,9 +112,43 @@ void pawl__host_release_queued(host_t *h) {
   pthread_mutex_lock(&h->mu);
   host_item_t *items = h->queue_head;
   h->queue_head = h->queue_tail = NULL;
+  host_item_t *own = h->own_head;
+  h->own_head = h->own_tail = NULL;
+  for (host_item_t *it = own; it; it = it->next)
+    if (it->slot >= 0) h->qslots[it->slot].held--;
   h->queued = 0;
+  h->own_queued = 0;
   pthread_mutex_unlock(&h->mu);
   pawl__host_hand_back_items(h, items);
+  pawl__host_hand_back_items(h, own);
+}
+
+host_item_t *pawl__host_take_locked(host_t *h) {
+  host_item_t *it = NULL;
+  if (h->own_head) {
+    it = h->own_head;
+    h->own_head = it->next;
+    if (!h->own_head) h->own_tail = NULL;
+    h->own_queued--;
+  } else if (h->queue_head && h->pool_running < h->pool) {
+    it = h->queue_head;
+    h->queue_head = it->next;
+    if (!h->queue_head) h->queue_tail = NULL;
+    h->pool_running++;
+  }
+  if (it) {
+    h->queued--;
+    h->running++;
+  }
+  return it;
+}
+
+void pawl__host_item_done_locked(host_t *h, const host_item_t *it) {
+  h->running--;
+  if (it->slot >= 0)
+    h->qslots[it->slot].held--;
+  else
+    h->pool_running--;
 }
 
 size_t pawl__host_items_make(pawl_job_t **jobs, size_t n, int64_t claimed_mono,
@@ -128,6 +163,7 @@ size_t pawl__host_items_make(pawl_job_t **jobs, size_t n, int64_t claimed_mono,
     }
     it->job = jobs[i];
     it->claimed_mono = claimed_mono;
+    it->slot = -1;
     it->next = NULL;
     if (*last)
       (*last)->next = it;
@@ -165,6 +201,8 @@ void pawl__host_free(host_t *h) {
   pawl_recurring_free(h->crons, h->ncrons);
   for (size_t i = 0; h->queues && i < h->opts.nqueues; i++) pawl__free(h->queues[i]);
   pawl__free(h->queues);
+  pawl__free(h->qslots);
+  pawl__free(h->pool_queues);
   pawl__completer_free(h->completer_state);
   pawl__admin_free(h->admin);
   pawl_script_errors_free(h->load_errors, h->nload_errors);
@@ -238,14 +276,60 @@ host_t *pawl__host_new(pawl_t *p, const pawl_host_opts_t *in) {
  * message in `msg`. */
 int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
   pawl_host_opts_t *o = &h->opts;
-  if (o->workers <= 0) {
+  if (o->nqueues && !o->queues) {
+    snprintf(msg, len, "%zu queues but no array", o->nqueues);
+    return PAWL_EINVAL;
+  }
+  /* Per-queue concurrency (issue 14): queues with a number have workers
+   * of their own; the others (or every queue, with no list) share the
+   * pool of `workers`, which is there only when some queue shares it. */
+  int64_t own = 0;
+  int shared = o->nqueues == 0 || !o->queue_concurrency;
+  for (size_t i = 0; o->queue_concurrency && i < o->nqueues; i++) {
+    int c = o->queue_concurrency[i];
+    if (c < 0 || c > PAWL_QUEUE_CONCURRENCY_MAX) {
+      snprintf(msg, len,
+               "concurrency of queue %.200s must be between 1 and %d (0: it "
+               "shares the workers) (got %d)",
+               o->queues[i] ? o->queues[i] : "?", PAWL_QUEUE_CONCURRENCY_MAX,
+               c);
+      return PAWL_EINVAL;
+    }
+    if (c == 0) shared = 1;
+    own += c;
+    if (c > 0 && h->step) {
+      snprintf(msg, len,
+               "step mode runs one job at a time: a concurrency per queue "
+               "(queue %.200s) needs pawl_start()'s worker threads",
+               o->queues[i] ? o->queues[i] : "?");
+      return PAWL_EINVAL;
+    }
+  }
+  if (!shared && o->workers > 0) {
+    snprintf(msg, len,
+             "workers (%d) has no queue to serve: every queue has a "
+             "concurrency of its own (give a queue without a number to "
+             "share the workers)",
+             o->workers);
+    return PAWL_EINVAL;
+  }
+  if (shared && o->workers <= 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     o->workers = n > 0 ? (int)n : 1;
   }
-  if (o->workers > 1024) {
-    snprintf(msg, len, "at most 1024 workers");
+  h->pool = shared ? o->workers : 0;
+  if (h->pool + own > 1024) {
+    if (own)
+      snprintf(msg, len,
+               "at most 1024 workers (got %d shared and %lld of the queues' "
+               "own)",
+               h->pool, (long long)own);
+    else
+      snprintf(msg, len, "at most 1024 workers");
     return PAWL_EINVAL;
   }
+  /* The threads: the pool's and every queue's own. */
+  o->workers = h->pool + (int)own;
   /* Periods are added to clock readings: bound them like delays. */
   const struct {
     const char *name;
@@ -315,6 +399,9 @@ int pawl__host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
     for (size_t i = 0; i < o->nqueues; i++) {
       if (i) pawl__buf_putc(&csv, ',');
       pawl__buf_puts(&csv, h->queues[i]);
+      /* A queue's own concurrency shows in the node table (mail=4). */
+      if (in->queue_concurrency && in->queue_concurrency[i] > 0)
+        pawl__buf_printf(&csv, "=%d", in->queue_concurrency[i]);
     }
     h->queues_csv = pawl__buf_detach(&csv);
     oom = !h->queues_csv;
@@ -325,6 +412,28 @@ int pawl__host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
   }
   o->scripts_dir = h->scripts_dir;
   o->queues = (const char *const *)h->queues;
+  /* Per-queue concurrency: a slot per numbered queue; the pool claims the
+   * rest (every queue when there is no list). */
+  const int *conc = in->queue_concurrency;
+  o->queue_concurrency = NULL; /* borrowed: read here only */
+  if (conc && o->nqueues) {
+    h->qslots = pawl__calloc(o->nqueues, sizeof *h->qslots);
+    h->pool_queues = pawl__calloc(o->nqueues, sizeof *h->pool_queues);
+    if (!h->qslots || !h->pool_queues) {
+      snprintf(msg, len, "out of memory");
+      return PAWL_ENOMEM;
+    }
+    for (size_t i = 0; i < o->nqueues; i++) {
+      if (conc[i] > 0)
+        h->qslots[h->nqslots++] =
+            (host_qslot_t){.name = h->queues[i], .limit = conc[i]};
+      else
+        h->pool_queues[h->npool_queues++] = h->queues[i];
+    }
+  } else {
+    h->pool_queues = NULL;
+    h->npool_queues = o->nqueues;
+  }
   struct stat sb;
   if (h->scripts_dir &&
       (stat(h->scripts_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {

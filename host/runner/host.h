@@ -63,8 +63,30 @@ typedef struct host_outcome {
 typedef struct host_item {
   pawl_job_t *job;
   int64_t claimed_mono;      /* when the claim returned (monotonic ms) */
+  int slot;                  /* h->qslots index of its queue's own workers;
+                                -1: the shared pool's */
   struct host_item *next;
 } host_item_t;
+
+/* A queue with workers of its own on this node (issue 14, queues:
+ * pawl_host_opts_t.queue_concurrency): its jobs are claimed by a claim of
+ * their own, at most `limit - held` at a time, so that `held` (claimed and
+ * not yet run to the end: queued or running) never exceeds `limit`. The
+ * host runs `limit` more worker threads for it, so a job of it that is
+ * queued always finds a worker no other queue may take: a busy queue never
+ * starves another, and one never runs more than `limit` jobs at once. */
+typedef struct host_qslot {
+  const char *name;          /* borrowed from h->queues */
+  int limit;
+  int held;
+  /* Its last claim found fewer due jobs than it asked for: it is not
+   * claimed again before there is news (h->news: an enqueue, a NOTIFY, a
+   * resume, the poller's timed wait ending) or poll_ms has passed, so that
+   * an idle queue costs no claim each time another queue's job ends. */
+  int dry;
+  uint64_t dry_news;
+  int64_t dry_at;            /* mono ms */
+} host_qslot_t;
 
 /* A script file: type name ("_defaults" for the defaults file), path, and
  * the text the workers load: the file as read at the scan, or, when that
@@ -88,9 +110,27 @@ typedef struct host {
   pthread_cond_t stop_cv;    /* pawl_wait() waits here */
   pthread_cond_t load_cv;    /* the loader waits here */
   int wake;                  /* poller: something changed, look again */
-  host_item_t *queue_head, *queue_tail;
-  int queued;                /* claimed, waiting for a worker */
+  host_item_t *queue_head, *queue_tail; /* the shared pool's jobs */
+  int queued;                /* claimed, waiting for a worker (both lists) */
   int running;               /* being run by a worker */
+  /* Per-queue concurrency (issue 14, queues; see host_qslot_t). The jobs
+   * of queues with workers of their own wait in a list of their own
+   * (own_head), which workers take first: each of them has a worker
+   * free. The shared pool's (queue_head) are taken while fewer than
+   * `pool` of its jobs run. With no queue numbered, pool is every worker
+   * and this is the host as it always was. */
+  host_qslot_t *qslots;
+  int nqslots;
+  host_item_t *own_head, *own_tail;
+  int own_queued;            /* in own_head's list */
+  int pool;                  /* the shared pool's workers (0: none) */
+  int pool_running;          /* its jobs being run */
+  char **pool_queues;        /* the queues it claims (borrowed from
+                                h->queues); npool_queues 0: every queue */
+  size_t npool_queues;
+  uint64_t news;             /* bumped when jobs may have come due: an
+                                enqueue or NOTIFY (pawl__host_wake), the
+                                poller's timed wait running out */
   host_outcome_t *out_head, *out_tail;
   int outcomes;              /* waiting for the completer */
   int writing;               /* outcomes the completer is writing now */
@@ -204,6 +244,16 @@ int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono);
 /* Hands a claimed job that never started back to the store (pending again,
  * no attempt used) through the completer. Takes ownership of `job`. */
 void pawl__host_hand_back(host_t *h, pawl_job_t *job);
+
+/* Takes the next job a worker may run now (h->mu held): one of a queue
+ * with workers of its own first, else the shared pool's while it has a
+ * worker free; counted as running. NULL when there is none. */
+host_item_t *pawl__host_take_locked(host_t *h);
+
+/* A job taken by pawl__host_take_locked() has ended (run, or handed back
+ * unstarted): its worker and its queue's slot are free again (h->mu
+ * held). */
+void pawl__host_item_done_locked(host_t *h, const host_item_t *it);
 
 /* Hands back every job of the list `items` and frees the list. */
 void pawl__host_hand_back_items(host_t *h, host_item_t *items);

@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +146,10 @@ void pawl__poller_chores(poller_t *pl, int64_t now) {
  * cost is per transaction) while long ones are not hoarded by one node.
  * Called with h->mu held. */
 static int host_capacity(host_t *h) {
-  int workers = h->nworkers, prefetch = h->opts.prefetch;
+  /* The shared pool's workers: a queue with workers of its own claims for
+   * itself (poller_claim_own). */
+  int workers = h->pool, prefetch = h->opts.prefetch;
+  if (workers <= 0) return 0;
   if (prefetch < 0) {
     double avg = h->avg_job_ms > 0.01 ? h->avg_job_ms : 0.01;
     double n = 10.0 / avg * workers;
@@ -154,32 +158,22 @@ static int host_capacity(host_t *h) {
   return workers + prefetch;
 }
 
-/* Claims what fits and queues it for the workers. Returns how many. */
-static size_t poller_claim(poller_t *pl) {
+/* Claims up to `want` jobs of `queues` (nqueues 0: every queue) for
+ * slot `slot` (-1: the shared pool) and queues them for the workers.
+ * Returns how many; *failed = 1 when the claim failed. */
+static size_t poller_claim_for(poller_t *pl, const char *const *queues,
+                               size_t nqueues, int want, int slot,
+                               int *failed) {
   host_t *h = pl->h;
-  pthread_mutex_lock(&h->mu);
-  /* Outcomes the completer cannot write yet count as work held: a node
-   * whose database takes no outcomes does not claim more. */
-  int outstanding = h->queued + h->running + h->backlog;
-  int capacity = host_capacity(h);
-  int want = capacity - outstanding;
-  /* Claim in batches: when a good part of the capacity is free, or a
-   * worker is idle with nothing queued. */
-  int idle = h->queued == 0 && h->running < h->nworkers;
-  pthread_mutex_unlock(&h->mu);
-  if (want <= 0 || !(idle || want >= capacity / 4 || want >= 64)) {
-    pl->claims_failing_since = 0; /* not tried: no news */
-    return 0;
-  }
-  if (want > HOST_CLAIM_MAX) want = HOST_CLAIM_MAX;
   /* Claimed ahead of the workers: a worker records the start of a job
    * recovered before (pawl_begin), so that a dead node's queued jobs are
    * not blamed for its death. */
-  pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
-                          .nqueues = h->opts.nqueues,
+  pawl_claim_opts_t co = {.queues = queues,
+                          .nqueues = nqueues,
                           .defer_start = 1};
   pawl_job_t **jobs = NULL;
   size_t n = 0;
+  *failed = 0;
   if (pawl_claim(pl->p, &co, (size_t)want, &jobs, &n) != 0) {
     int64_t now = pawl__mono_ms();
     if (!pl->claims_failing_since) pl->claims_failing_since = now;
@@ -188,14 +182,14 @@ static size_t poller_claim(poller_t *pl) {
       pl->claim_failed_at = now;
       host_log_rc(h, pl->p, "claim failed");
     }
+    *failed = 1;
     return 0;
   }
-  pl->claim_failed_at = 0;
-  pl->claims_failing_since = 0;
   if (n == 0) return 0;
   host_item_t *first, *last;
   size_t kept =
       pawl__host_items_make(jobs, n, pawl__mono_ms(), &first, &last);
+  for (host_item_t *it = first; it; it = it->next) it->slot = slot;
   pthread_mutex_lock(&h->mu);
   if (first && h->draining) {
     /* pawl_drain() came while claiming: these go back, unstarted. */
@@ -203,7 +197,17 @@ static size_t poller_claim(poller_t *pl) {
     pawl__host_hand_back_items(h, first);
     return n;
   }
-  if (first) {
+  if (first && slot >= 0) {
+    /* The slot's own list: a worker is free for each of them. */
+    if (h->own_tail)
+      h->own_tail->next = first;
+    else
+      h->own_head = first;
+    h->own_tail = last;
+    h->own_queued += (int)kept;
+    h->qslots[slot].held += (int)kept;
+    h->queued += (int)kept;
+  } else if (first) {
     if (h->queue_tail)
       h->queue_tail->next = first;
     else
@@ -214,6 +218,72 @@ static size_t poller_claim(poller_t *pl) {
   pthread_cond_broadcast(&h->work_cv);
   pthread_mutex_unlock(&h->mu);
   return n;
+}
+
+/* The queues with workers of their own (issue 14): each claims, in a claim
+ * of its own, as many jobs as it has free workers (no prefetch: a job
+ * claimed beyond them would wait while its queue is at its number). A
+ * busy queue thus never takes a worker, or a claim, from another. */
+static size_t poller_claim_own(poller_t *pl, int *tried, int *failed) {
+  host_t *h = pl->h;
+  size_t got = 0;
+  int64_t now = pawl__mono_ms();
+  for (int i = 0; i < h->nqslots; i++) {
+    host_qslot_t *sl = &h->qslots[i];
+    pthread_mutex_lock(&h->mu);
+    int want = sl->limit - sl->held;
+    int dry = sl->dry && sl->dry_news == h->news &&
+              now - sl->dry_at < h->opts.poll_ms;
+    uint64_t news = h->news;
+    pthread_mutex_unlock(&h->mu);
+    if (want <= 0 || dry) continue;
+    const char *q = sl->name;
+    int f = 0;
+    *tried = 1;
+    size_t n = poller_claim_for(pl, &q, 1, want, i, &f);
+    got += n;
+    if (f) {
+      *failed = 1;
+      break; /* the database is away: the next poll tries again */
+    }
+    /* Only the poller writes these. */
+    sl->dry = n < (size_t)want;
+    sl->dry_news = news;
+    sl->dry_at = now;
+  }
+  return got;
+}
+
+/* Claims what fits and queues it for the workers. Returns how many. */
+static size_t poller_claim(poller_t *pl) {
+  host_t *h = pl->h;
+  int tried = 0, failed = 0;
+  size_t got = poller_claim_own(pl, &tried, &failed);
+  pthread_mutex_lock(&h->mu);
+  /* Outcomes the completer cannot write yet count as work held: a node
+   * whose database takes no outcomes does not claim more. The queues with
+   * workers of their own are not the pool's. */
+  int pool_queued = h->queued - h->own_queued;
+  int outstanding = pool_queued + h->pool_running + h->backlog;
+  int capacity = host_capacity(h);
+  int want = capacity - outstanding;
+  /* Claim in batches: when a good part of the capacity is free, or a
+   * worker is idle with nothing queued. */
+  int idle = pool_queued == 0 && h->pool_running < h->pool;
+  pthread_mutex_unlock(&h->mu);
+  if (!failed && want > 0 && (idle || want >= capacity / 4 || want >= 64)) {
+    if (want > HOST_CLAIM_MAX) want = HOST_CLAIM_MAX;
+    tried = 1;
+    const char *const *queues =
+        (const char *const *)(h->pool_queues ? h->pool_queues : h->queues);
+    got += poller_claim_for(pl, queues, h->npool_queues, want, -1, &failed);
+  }
+  if (!failed) {
+    pl->claim_failed_at = 0;
+    pl->claims_failing_since = 0; /* worked, or not tried: no news */
+  }
+  (void)tried;
+  return got;
 }
 
 /* True when --until-idle should stop: nothing queued, running or being
@@ -401,7 +471,9 @@ void *pawl__poller_main(void *arg) {
     pthread_mutex_lock(&h->mu);
     if (!h->wake && h->stopping == stopping) {
       struct timespec ts = pawl__mono_deadline(wait);
-      pthread_cond_timedwait(&h->poll_cv, &h->mu, &ts);
+      /* Time has passed: jobs may have come due (h->news). */
+      if (pthread_cond_timedwait(&h->poll_cv, &h->mu, &ts) == ETIMEDOUT)
+        h->news++;
     }
     pthread_mutex_unlock(&h->mu);
   }

@@ -410,25 +410,22 @@ void *pawl__worker_main(void *arg) {
     pthread_mutex_lock(&h->mu);
     /* Once stopping, no new job starts: the poller hands the queued ones
      * back. */
-    while (!h->queue_head && !w->inbox && !h->stopping &&
-           w->scripts_gen == h->scripts_gen)
+    /* A job of a queue with workers of its own always has one free; the
+     * shared pool's wait while the pool's workers are all busy (a worker
+     * that ends a pool job takes the next itself). */
+    while (!h->own_head && !(h->queue_head && h->pool_running < h->pool) &&
+           !w->inbox && !h->stopping && w->scripts_gen == h->scripts_gen)
       pthread_cond_wait(&h->work_cv, &h->mu);
     host_outcome_t *inbox = w->inbox;
     w->inbox = NULL;
     host_item_t *item = NULL;
-    if (!inbox && h->queue_head && !h->stopping) {
-      item = h->queue_head;
-      h->queue_head = item->next;
-      if (!h->queue_head) h->queue_tail = NULL;
-      h->queued--;
-      h->running++;
-    }
+    if (!inbox && !h->stopping) item = pawl__host_take_locked(h);
     int quit = !inbox && !item && h->stopping;
     uint64_t gen = h->scripts_gen;
     /* Claimed, but the database has not heard from us for about a lease:
      * another node may have taken it back. Hand it back, do not run it. */
     int lapsed = item && pawl__host_lapsed(h, item->claimed_mono, pawl__mono_ms());
-    if (lapsed) h->running--;
+    if (lapsed) pawl__host_item_done_locked(h, item);
     pthread_mutex_unlock(&h->mu);
     if (lapsed) {
       pawl__host_hand_back(h, item->job);
@@ -446,12 +443,14 @@ void *pawl__worker_main(void *arg) {
       continue;
     }
     if (w->scripts_gen != gen) pawl__worker_reload(w, 0);
+    int slot = item->slot;
     pawl__worker_run(w, item->job);
-    pawl__free(item);
     pthread_mutex_lock(&h->mu);
-    h->running--;
-    /* A free slot may mean the poller should claim more. */
-    if (h->queued <= h->nworkers) {
+    pawl__host_item_done_locked(h, item);
+    pawl__free(item);
+    /* A free slot may mean the poller should claim more: always when it
+     * is a queue's own (its claims take no more than its free slots). */
+    if (slot >= 0 || h->queued <= h->nworkers) {
       h->wake = 1;
       pthread_cond_signal(&h->poll_cv);
     }

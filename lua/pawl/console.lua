@@ -493,6 +493,29 @@ M.functions = {
     fn = function(S) return kind(check(S.db:nodes()), "nodes") end },
   { name = "locks", help = "locks(): the distributed locks (name, owner, expiry)",
     fn = function(S) return kind(check(S.db:locks()), "locks") end },
+  { name = "queues", help = "queues(): each queue: jobs by state, oldest due wait, paused (by whom, why), age boost",
+    fn = function(S) return kind(check(S.db:queues()), "queues") end },
+  { name = "queue_pause", help = "queue_pause(q, reason): no node claims queue q's jobs until queue_resume(q); running ones finish",
+    fn = function(S, q, reason)
+      if type(q) ~= "string" then fail("queue_pause: expected a queue name (got %s)", type(q)) end
+      local changed = check(S.db:queue_pause(q, reason))
+      return changed and ("queue %s paused"):format(q) or ("queue %s was already paused"):format(q)
+    end },
+  { name = "queue_resume", help = "queue_resume(q): claim queue q's jobs again",
+    fn = function(S, q)
+      if type(q) ~= "string" then fail("queue_resume: expected a queue name (got %s)", type(q)) end
+      local changed = check(S.db:queue_resume(q))
+      if not changed then fail("queue %s is not paused (queues() shows the paused ones)", q) end
+      return ("queue %s resumed"):format(q)
+    end },
+  { name = "queue_set", help = "queue_set(q, {age_boost = \"60s\" | ms | 0 | \"database\"}): queue q's own age boost",
+    hints = { fields = { "age_boost" } },
+    fn = function(S, q, o)
+      if type(q) ~= "string" then fail("queue_set: expected a queue name (got %s)", type(q)) end
+      if type(o) ~= "table" then fail("queue_set: expected a table {age_boost = ...} (got %s)", type(o)) end
+      check(S.db:queue_set(q, o))
+      return ("queue %s: age boost %s"):format(q, tostring(o.age_boost))
+    end },
   { name = "scripts", help = "scripts(): the job types in the scripts directory, their settings and load errors",
     fn = function(S) return kind(check(pawl.scripts(S.scripts_dir)), "scripts") end },
   { name = "help", help = "help(): this list; help(fn) or help\"name\": one function",
@@ -736,6 +759,28 @@ function Session:render_locks(out, list)
   table_lines(out, rows, self.width())
 end
 
+function Session:render_queues(out, list)
+  if #list == 0 then out:line("(no queues)") return end
+  local rows = { { "QUEUE", "PAUSED", "PENDING", "RUNNING", "SUCCEEDED", "FAILED",
+                   "CANCELED", "PAUSED_JOBS", "BLOCKED", "OLDEST_DUE", "AGE_BOOST" } }
+  for _, q in ipairs(list) do
+    local c = q.counts
+    local b = q.effective_age_boost_ms > 0 and span(q.effective_age_boost_ms) or "none"
+    rows[#rows + 1] = { safe(q.queue), q.paused and "yes" or "no",
+      tostring(c.pending), tostring(c.running), tostring(c.succeeded),
+      tostring(c.failed), tostring(c.canceled), tostring(c.paused),
+      tostring(c.blocked), q.oldest_due_ms > 0 and span(q.oldest_due_ms) or "-",
+      b .. (q.age_boost_ms and "" or " (database)") }
+  end
+  table_lines(out, rows, self.width())
+  for _, q in ipairs(list) do
+    if q.paused then
+      out:line(("paused: %s since %s by %s%s"):format(safe(q.queue), iso(q.paused_at),
+               safe(q.paused_by or "?"), q.reason and (": " .. safe(q.reason)) or ""))
+    end
+  end
+end
+
 function Session:render_scripts(out, list)
   if #list == 0 then out:line(("(no job scripts in %s)"):format(safe(self.scripts_dir))) return end
   local rows = { { "TYPE", "QUEUE", "PRIORITY", "MAX_ATTEMPTS", "TIMEOUT", "ERROR" } }
@@ -787,6 +832,7 @@ function Session:render(out, v)
   if k == "nodes" then return self:render_nodes(out, v) end
   if k == "locks" then return self:render_locks(out, v) end
   if k == "scripts" then return self:render_scripts(out, v) end
+  if k == "queues" then return self:render_queues(out, v) end
   if k == "help" then return self:render_help(out, v) end
   if k == "workers" then return self:render_workers(out, v) end
   if k == "reload" then return self:render_reload(out, v) end
@@ -826,7 +872,7 @@ end
 function Session:json_lines(v)
   local k = kind_of(v)
   local items = (k == "jobs" or k == "nodes" or k == "locks" or k == "scripts"
-                 or k == "workers" or (k == nil and is_job_list(v))) and v or { v }
+                 or k == "workers" or k == "queues" or (k == nil and is_job_list(v))) and v or { v }
   if #items == 0 and items == v then return end
   for i = 1, #items do
     local ok, text = pcall(json.encode, for_json(items[i]))

@@ -219,7 +219,10 @@ void test_bounds_open_claim_lock_finish(void) {
 
 /* The rank cannot overflow even with values past the API's bounds. */
 void test_bounds_store_rank_saturates(void) {
-  CHECK_INT(store_rank(5, 1000, 0), ==, 5);
+  /* No boost: a time like the others, priority first (issue 14). */
+  CHECK_INT(store_rank(5, 1000, 0), ==, 5 * STORE_RANK_NO_BOOST_MS - 1000);
+  CHECK_INT(store_rank(PAWL_PRIORITY_MIN, PAWL_TIME_MAX_MS, 0), >, INT64_MIN);
+  CHECK_INT(store_rank(PAWL_PRIORITY_MAX, 0, 0), <, INT64_MAX);
   CHECK_INT(store_rank(2, 1000, 10), ==, 20 - 1000);
   CHECK_INT(store_rank(INT32_MAX, INT64_MIN, INT64_MAX), ==, INT64_MAX);
   CHECK_INT(store_rank(INT32_MIN, INT64_MAX, INT64_MAX), ==, INT64_MIN);

@@ -22,3 +22,4 @@
 #include "test_list_alloc.h"
 #include "test_list_uv.h"
 #include "test_list_recurring.h"
+#include "test_list_queues.h"

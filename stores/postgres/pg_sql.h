@@ -22,6 +22,20 @@
   "j.progress_done, j.progress_total, j.version, j.rank"
 #define PG_JOB_RANK_COL 29
 
+/* Queues (issue 14): the jobs of a paused queue are neither claimed nor
+ * waited for (next_due). ARRAY(subquery) does not depend on the row: it is
+ * an InitPlan, run once per statement in the statement's snapshot (empty
+ * unless a queue is paused), and the claim's index walk filters each row
+ * against it. A pause that has committed is seen by every claim that
+ * starts after it. */
+#define PG_SQL_UNPAUSED                                                      \
+  "queue <> ALL (ARRAY(SELECT name FROM pawl_queues WHERE paused)) AND "
+
+/* The age boost a job of the row's queue ranks with (issue 14, queues):
+ * the queue's own (pawl_queues.age_boost_ms), else `dflt` (the database's,
+ * bound by the caller); pawl_queue_boost() is in schema V005. */
+#define PG_SQL_QUEUE_BOOST(dflt) "pawl_queue_boost(j.queue, " dflt ")"
+
 /* One job: $1 id, $2 type, $3 queue, $4 state, $5 priority, $6 payload,
  * $7 params, $8 tags, $9 run_at (NULL: now), $10 max_attempts,
  * $11 timeout_s, $12 idempotency key, $13 business key, $14 correlation id,
@@ -33,7 +47,8 @@
   "payload, params, tags, run_at, max_attempts, timeout_s, "                 \
   "idempotency_key, business_key, correlation_id, enqueued_by, created_at, " \
   "updated_at) SELECT $1::uuid, $2::text, $3::text, $4::smallint, "          \
-  "$5::int, pawl_rank($5::int, t.run_at, $17::bigint), $6::jsonb, "          \
+  "$5::int, pawl_rank($5::int, t.run_at, pawl_queue_boost($3::text, "       \
+  "$17::bigint)), $6::jsonb, "                                                \
   "$7::jsonb, $8::jsonb, t.run_at, $10::int, $11::int, $12::text, "          \
   "$13::text, $14::text, $15::text, t.now, t.now FROM (SELECT "              \
   "pawl_now($16::bigint) AS now, coalesce(pawl_ts($9::bigint), "             \
@@ -62,7 +77,7 @@
   "lease_token = $3::uuid, lease_expires = pawl_now($1::bigint) + "          \
   "$4::float8 * interval '1 millisecond', updated_at = pawl_now($1::bigint), "\
   "progress_done = NULL, progress_total = NULL, version = j.version + 1 "    \
-  "FROM (SELECT id FROM pawl_jobs WHERE state = 0 AND "
+  "FROM (SELECT id FROM pawl_jobs WHERE state = 0 AND " PG_SQL_UNPAUSED
 #define PG_SQL_CLAIM_TAIL                                                    \
   "run_at <= pawl_now($1::bigint) ORDER BY rank DESC, run_at, id "           \
   "LIMIT $5::int FOR UPDATE SKIP LOCKED) AS c WHERE j.id = c.id "            \
@@ -111,7 +126,8 @@
  * all queues, one ($1), or an array of them ($1). Read from the pending
  * rows' partial indexes, never the finished history. */
 #define PG_SQL_NEXT_DUE                                                      \
-  "SELECT pawl_ms(min(run_at)) FROM pawl_jobs WHERE state = 0"
+  "SELECT pawl_ms(min(run_at)) FROM pawl_jobs WHERE " PG_SQL_UNPAUSED        \
+  "state = 0"
 #define PG_SQL_NEXT_DUE_QUEUE PG_SQL_NEXT_DUE " AND queue = $1::text"
 #define PG_SQL_NEXT_DUE_QUEUES PG_SQL_NEXT_DUE " AND queue = ANY($1::text[])"
 

@@ -117,6 +117,12 @@ enum {
   PG_REC_KEYS,
   PG_REC_LAST_JOB,
   PG_REC_DISABLE_GONE,
+  /* queues (issue 14): see the section "queues" */
+  PG_QUEUE_BOOSTS,
+  PG_QUEUE_PAUSE,
+  PG_QUEUE_RESUME,
+  PG_QUEUE_SET_BOOST,
+  PG_QUEUE_LIST,
   PG_COUNT
 };
 
@@ -182,7 +188,8 @@ static const char *const pg_sql[PG_COUNT] = {
         "$7::smallint = 0 THEN coalesce(pawl_ts($9::bigint), "
         "pawl_now($1::bigint)) ELSE j.run_at END, rank = CASE WHEN "
         "$7::smallint = 0 THEN pawl_rank(j.priority, coalesce(pawl_ts("
-        "$9::bigint), pawl_now($1::bigint)), $11::bigint) ELSE j.rank END, "
+        "$9::bigint), pawl_now($1::bigint)), " PG_SQL_QUEUE_BOOST("$11::bigint")
+        ") ELSE j.rank END, "
         "attempt = j.attempt - $10::int, last_error = coalesce($12::text, "
         "j.last_error), finished_at = CASE WHEN $7::smallint = 3 THEN "
         "pawl_now($1::bigint) ELSE j.finished_at END, recoveries = "
@@ -236,7 +243,8 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_TRANSITION] =
         "UPDATE pawl_jobs SET state = $4::smallint, paused_from = "
         "$5::smallint, run_at = pawl_ts($6::bigint), rank = pawl_rank("
-        "priority, pawl_ts($6::bigint), $7::bigint), attempt = $8::int, "
+        "priority, pawl_ts($6::bigint), pawl_queue_boost(queue, $7::bigint)), "
+        "attempt = $8::int, "
         "last_error = $9::text, result = $10::jsonb, finished_at = "
         "pawl_ts($11::bigint), recoveries = $12::int, lease_expires = "
         "pawl_ts($13::bigint), updated_at = pawl_now($1::bigint), version = "
@@ -279,8 +287,12 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_SETTING_SET] = "INSERT INTO pawl_settings (name, value) VALUES "
                        "($1::text, $2::text) ON CONFLICT (name) DO UPDATE SET "
                        "value = excluded.value",
+    /* The database's boost changed ($2 NULL): every pending job ranks
+     * anew, those of a queue with a boost of its own (pawl_queues) as
+     * before; or queue $2's boost did. */
     [PG_RERANK] = "UPDATE pawl_jobs SET rank = pawl_rank(priority, run_at, "
-                  "$1::bigint) WHERE state = 0",
+                  "pawl_queue_boost(queue, $1::bigint)) WHERE state = 0 AND "
+                  "($2::text IS NULL OR queue = $2::text)",
     /* Progress is not a transition: no version, no updated_at. */
     [PG_PROGRESS] = "UPDATE pawl_jobs AS j SET progress_done = $1::float8, "
                     "progress_total = $2::float8 WHERE j.id = $3::uuid AND "
@@ -330,6 +342,32 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_REC_KEYS] = PG_REC_KEYS_SQL,
     [PG_REC_LAST_JOB] = PG_REC_LAST_JOB_SQL,
     [PG_REC_DISABLE_GONE] = PG_REC_DISABLE_GONE_SQL,
+    /* queues (issue 14) */
+    [PG_QUEUE_BOOSTS] = "SELECT name, age_boost_ms FROM pawl_queues WHERE "
+                        "age_boost_ms IS NOT NULL",
+    /* $1 name, $2 now, $3 by, $4 reason. Changes a row only when the queue
+     * was not paused, so that the count says whether it was. */
+    [PG_QUEUE_PAUSE] =
+        "INSERT INTO pawl_queues AS q (name, paused, paused_at, paused_by, "
+        "reason, updated_at) VALUES ($1::text, true, pawl_now($2::bigint), "
+        "$3::text, $4::text, pawl_now($2::bigint)) ON CONFLICT (name) DO "
+        "UPDATE SET paused = true, paused_at = excluded.paused_at, "
+        "paused_by = excluded.paused_by, reason = excluded.reason, "
+        "updated_at = excluded.updated_at WHERE NOT q.paused",
+    /* A resume wakes the nodes: the queue's jobs may be due. */
+    [PG_QUEUE_RESUME] =
+        "WITH r AS (UPDATE pawl_queues SET paused = false, paused_at = NULL, "
+        "paused_by = NULL, reason = NULL, updated_at = pawl_now($2::bigint) "
+        "WHERE name = $1::text AND paused RETURNING name) "
+        "SELECT name, pg_notify(" PG_CHANNEL ", '') FROM r",
+    /* $1 name, $2 now, $3 boost (NULL: the database's). */
+    [PG_QUEUE_SET_BOOST] =
+        "INSERT INTO pawl_queues (name, age_boost_ms, updated_at) VALUES "
+        "($1::text, $3::bigint, pawl_now($2::bigint)) ON CONFLICT (name) DO "
+        "UPDATE SET age_boost_ms = excluded.age_boost_ms, updated_at = "
+        "excluded.updated_at",
+    [PG_QUEUE_LIST] = "SELECT name, paused, pawl_ms(paused_at), paused_by, "
+                      "reason, age_boost_ms FROM pawl_queues ORDER BY name",
 };
 
 typedef struct pg_store {
@@ -733,7 +771,8 @@ static int pg_set_age_boost(pg_store_t *s, int64_t ms) {
   pp_str(&pp, 0, "age_boost_ms");
   pp_int(&pp, 1, ms);
   rc = pg_run(s, PG_SETTING_SET, 2, pp.v, NULL, "store age boost");
-  if (!rc) rc = pg_run(s, PG_RERANK, 1, &pp.v[1], NULL, "re-rank pending jobs");
+  pp_str(&pp, 2, NULL);
+  if (!rc) rc = pg_run(s, PG_RERANK, 2, &pp.v[1], NULL, "re-rank pending jobs");
   rc = pg_end(s, rc);
   if (!rc) s->boost_ms = ms;
   return rc;
@@ -1092,6 +1131,17 @@ static void cp_uuid(pawl_buf_t *b, const pawl_id_t *id) {
 }
 
 /* One row in PG_SQL_COPY_JOBS's column order. */
+/* The boost jobs of `queue` rank with, from the rows of PG_QUEUE_BOOSTS
+ * (`boosts`: the queues that have one of their own; NULL: none), else
+ * `dflt`. */
+static int64_t pg_boost_of(const PGresult *boosts, const char *queue,
+                           int64_t dflt) {
+  for (int i = 0; boosts && i < PQntuples(boosts); i++)
+    if (strcmp(PQgetvalue(boosts, i, 0), queue) == 0)
+      return strtoll(PQgetvalue(boosts, i, 1), NULL, 10);
+  return dflt;
+}
+
 static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
                    int64_t boost_ms) {
   int64_t run_at = j->run_at ? j->run_at : now;
@@ -1124,10 +1174,20 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
  * says whether the server took them. */
 static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
                         int64_t now) {
+  /* The queues' own age boosts (issue 14), read in this transaction. */
+  PGresult *boosts = NULL;
+  int brc = pg_run(s, PG_QUEUE_BOOSTS, 0, NULL, &boosts,
+                   "read the queues' age boosts");
+  if (brc) return brc;
+  if (PQntuples(boosts) == 0) {
+    PQclear(boosts);
+    boosts = NULL;
+  }
   PGresult *res = PQexec(s->conn, PG_SQL_COPY_JOBS);
   if (PQresultStatus(res) != PGRES_COPY_IN) {
     int rc = pg_fail(s, res, "insert jobs");
     PQclear(res);
+    PQclear(boosts);
     return rc;
   }
   PQclear(res);
@@ -1139,7 +1199,9 @@ static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
   cp_u32(&b, 0);                     /* header extension length */
   int ok = 1;
   for (size_t i = 0; ok && i < n; i++) {
-    cp_job(&b, &jobs[i], now, s->boost_ms);
+    cp_job(&b, &jobs[i], now,
+           pg_boost_of(boosts, jobs[i].queue ? jobs[i].queue : "default",
+                       s->boost_ms));
     if (i + 1 == n) {
       unsigned char trailer[2] = {0xff, 0xff};
       pawl__buf_append(&b, trailer, 2);
@@ -1152,6 +1214,7 @@ static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
   }
   int oom = b.oom;
   pawl__buf_free(&b);
+  PQclear(boosts);
   /* A COPY ended with an error message is rolled back by the server. */
   const char *abort = oom ? "out of memory" : !ok ? "sending failed" : NULL;
   ok = PQputCopyEnd(s->conn, abort) == 1 && ok;
@@ -2137,6 +2200,70 @@ static int pg_rec_due(store_t *base, int64_t now, size_t max,
 static int pg_rec_advance(store_t *base, store_rec_advance_t *a, size_t n);
 static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
                                size_t n, size_t *count);
+/* ---- queues (issue 14: pause, resume, per-queue age boost) ---------------- */
+
+static int pg_queue_pause(store_t *base, const char *name, int paused,
+                          const char *by, const char *reason, int *changed) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_str(&pp, 0, name);
+  pp_now(s, &pp, 1);
+  pp_str(&pp, 2, by);
+  pp_str(&pp, 3, reason);
+  PGresult *res;
+  int rc = paused ? pg_run(s, PG_QUEUE_PAUSE, 4, pp.v, &res, "pause queue")
+                  : pg_run(s, PG_QUEUE_RESUME, 2, pp.v, &res, "resume queue");
+  if (rc) return rc;
+  if (changed) *changed = paused ? pg_changed(res) > 0 : PQntuples(res) > 0;
+  PQclear(res);
+  return 0;
+}
+
+/* The queue's boost and its pending jobs' ranks change together. */
+static int pg_queue_set_boost(store_t *base, const char *name,
+                              int64_t boost_ms) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_begin(s);
+  if (rc) return rc;
+  pg_params_t pp;
+  pp_str(&pp, 0, name);
+  pp_now(s, &pp, 1);
+  pp_opt_int(&pp, 2, boost_ms >= 0, boost_ms);
+  rc = pg_run(s, PG_QUEUE_SET_BOOST, 3, pp.v, NULL,
+              "set the queue's age boost");
+  if (!rc) rc = pg_setting_get(s, "age_boost_ms", &s->boost_ms);
+  if (!rc) {
+    pg_params_t rr;
+    pp_int(&rr, 0, s->boost_ms);
+    pp_str(&rr, 1, name);
+    rc = pg_run(s, PG_RERANK, 2, rr.v, NULL,
+                "re-rank the queue's pending jobs");
+  }
+  return pg_end(s, rc);
+}
+
+static int pg_queue_list(store_t *base, store_queue_cb cb, void *data) {
+  pg_store_t *s = (pg_store_t *)base;
+  PGresult *res;
+  int rc = pg_run(s, PG_QUEUE_LIST, 0, NULL, &res, "list queues");
+  if (rc) return rc;
+  for (int i = 0; i < PQntuples(res) && !rc; i++) {
+    const char *paused = pg_val(res, i, 1);
+    store_queue_row_t r = {
+        .name = pg_val(res, i, 0),
+        .paused = paused && paused[0] == 't',
+        .paused_at = pg_int(res, i, 2),
+        .paused_by = pg_val(res, i, 3),
+        .reason = pg_val(res, i, 4),
+        .age_boost_ms = pg_val(res, i, 5) ? pg_int(res, i, 5) : -1,
+    };
+    int stop = cb(&r, data);
+    if (stop < 0) rc = stop;
+    if (stop) break;
+  }
+  PQclear(res);
+  return rc;
+}
 
 static const struct store_ops pg_ops = {
     .name = "postgres",
@@ -2159,6 +2286,7 @@ static const struct store_ops pg_ops = {
     .recurring = {pg_rec_put, pg_rec_get, pg_rec_list, pg_rec_update,
                   pg_rec_remove, pg_rec_due, pg_rec_advance,
                   pg_rec_disable_gone},
+    .queues = {pg_queue_pause, pg_queue_set_boost, pg_queue_list},
 };
 
 /* The connection of a PostgreSQL store, for tests and the benchmark's

@@ -49,6 +49,10 @@ enum {
   SQ_CLAIM,
   SQ_CLAIM_QUEUE,
   SQ_CLAIM_QUEUES,
+  SQ_CLAIM_UNPAUSED,        /* the three above in the same order, for when */
+  SQ_CLAIM_QUEUE_UNPAUSED,  /* a queue is paused (issue 14) */
+  SQ_CLAIM_QUEUES_UNPAUSED,
+  SQ_ANY_PAUSED,
   SQ_CLAIM_TAKE,
   SQ_SUCCEED,
   SQ_SUCCEED_SEQ,
@@ -114,6 +118,12 @@ enum {
   SQ_REC_ADVANCE,
   SQ_REC_LAST_JOB,
   SQ_REC_DISABLE_GONE,
+  /* queues (issue 14): see the section "queues" */
+  SQ_QUEUE_BOOST,
+  SQ_QUEUE_PAUSE,
+  SQ_QUEUE_RESUME,
+  SQ_QUEUE_SET_BOOST,
+  SQ_QUEUE_LIST,
   SQ_COUNT
 };
 
@@ -138,6 +148,10 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_CLAIM] = SQLITE_SQL_CLAIM,
     [SQ_CLAIM_QUEUE] = SQLITE_SQL_CLAIM_QUEUE,
     [SQ_CLAIM_QUEUES] = SQLITE_SQL_CLAIM_QUEUES,
+    [SQ_CLAIM_UNPAUSED] = SQLITE_SQL_CLAIM_UNPAUSED,
+    [SQ_CLAIM_QUEUE_UNPAUSED] = SQLITE_SQL_CLAIM_QUEUE_UNPAUSED,
+    [SQ_CLAIM_QUEUES_UNPAUSED] = SQLITE_SQL_CLAIM_QUEUES_UNPAUSED,
+    [SQ_ANY_PAUSED] = SQLITE_SQL_ANY_PAUSED,
     [SQ_CLAIM_TAKE] = SQLITE_SQL_CLAIM_TAKE,
     [SQ_SUCCEED] = SQLITE_SQL_SUCCEED,
     [SQ_SUCCEED_SEQ] = SQLITE_SQL_SUCCEED_SEQ,
@@ -164,8 +178,8 @@ static const char *const sq_sql[SQ_COUNT] = {
     /* Back to pending: retry (?3 = 0), snooze or release (?3 = 1: the
      * attempt is given back). */
     [SQ_REQUEUE] =
-        "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = CASE WHEN ?2 > 0 "
-        "THEN priority * ?2 - ?1 ELSE priority END, attempt = attempt - ?3, "
+        "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = pawl_rank("
+        "priority, ?1, " SQLITE_SQL_QUEUE_BOOST("?2") "), attempt = attempt - ?3, "
         "last_error = coalesce(?4, last_error), updated_at = ?5, "
         "lease_expires = NULL, version = version + 1 WHERE id = ?6",
     [SQ_EXTEND] = "UPDATE pawl_jobs SET lease_expires = ?1 WHERE state = 1 "
@@ -178,8 +192,8 @@ static const char *const sq_sql[SQ_COUNT] = {
                    "ON s.job_id = j.id WHERE j.state = 1 AND "
                    "j.lease_expires < ?1 LIMIT 500",
     [SQ_RECOVER] =
-        "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = CASE WHEN ?2 > 0 "
-        "THEN priority * ?2 - ?1 ELSE priority END, last_error = ?3, "
+        "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = pawl_rank("
+        "priority, ?1, " SQLITE_SQL_QUEUE_BOOST("?2") "), last_error = ?3, "
         "recoveries = recoveries + 1, updated_at = ?1, lease_expires = NULL, "
         "version = version + 1 WHERE id = ?4",
     [SQ_CRASHED] = "UPDATE pawl_started SET crashes = crashes + 1 WHERE "
@@ -228,8 +242,12 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_SETTING_SET] = "INSERT INTO pawl_settings (name, value) VALUES "
                        "(?1, ?2) ON CONFLICT (name) DO UPDATE SET "
                        "value = excluded.value",
-    [SQ_RERANK] = "UPDATE pawl_jobs SET rank = CASE WHEN ?1 > 0 THEN "
-                  "priority * ?1 - run_at ELSE priority END WHERE state = 0",
+    /* The database's boost changed: every pending job ranks anew, those of
+     * a queue with a boost of its own (pawl_queues) as before. ?2: one
+     * queue only (its boost changed), NULL: all. */
+    [SQ_RERANK] = "UPDATE pawl_jobs SET rank = pawl_rank(priority, run_at, "
+                  SQLITE_SQL_QUEUE_BOOST("?1") ") WHERE state = 0 AND "
+                  "(?2 IS NULL OR queue = ?2)",
     /* Progress is not a transition: no version, no updated_at. */
     [SQ_PROGRESS] = "UPDATE pawl_jobs SET progress_done = ?1, "
                     "progress_total = ?2 WHERE id = ?3 AND state = 1 AND "
@@ -287,6 +305,25 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_REC_ADVANCE] = SQLITE_REC_ADVANCE,
     [SQ_REC_LAST_JOB] = SQLITE_REC_LAST_JOB,
     [SQ_REC_DISABLE_GONE] = SQLITE_REC_DISABLE_GONE,
+    /* queues (issue 14) */
+    [SQ_QUEUE_BOOST] = "SELECT age_boost_ms FROM pawl_queues WHERE name = ?1",
+    /* ?1 name, ?2 now, ?3 by, ?4 reason. Changes a row only when the queue
+     * was not paused, so that changes() says whether it was. */
+    [SQ_QUEUE_PAUSE] =
+        "INSERT INTO pawl_queues (name, paused, paused_at, paused_by, reason, "
+        "updated_at) VALUES (?1, 1, ?2, ?3, ?4, ?2) ON CONFLICT (name) DO "
+        "UPDATE SET paused = 1, paused_at = ?2, paused_by = ?3, reason = ?4, "
+        "updated_at = ?2 WHERE paused = 0",
+    [SQ_QUEUE_RESUME] =
+        "UPDATE pawl_queues SET paused = 0, paused_at = NULL, paused_by = "
+        "NULL, reason = NULL, updated_at = ?2 WHERE name = ?1 AND paused = 1",
+    /* ?1 name, ?2 now, ?3 boost (NULL: the database's). */
+    [SQ_QUEUE_SET_BOOST] =
+        "INSERT INTO pawl_queues (name, age_boost_ms, updated_at) VALUES "
+        "(?1, ?3, ?2) ON CONFLICT (name) DO UPDATE SET age_boost_ms = ?3, "
+        "updated_at = ?2",
+    [SQ_QUEUE_LIST] = "SELECT name, paused, paused_at, paused_by, reason, "
+                      "age_boost_ms FROM pawl_queues ORDER BY name",
 };
 
 typedef struct sq_store {
@@ -308,6 +345,11 @@ typedef struct sq_store {
   } *tp;
   size_t ntp, tpcap, tp_last;
   int tp_oom;              /* pawl_tp_note() ran out of memory */
+  /* sq_queue_boost()'s memory of the last queue it read, valid within the
+   * write transaction numbered qb_tx (tx_seq counts sq_begin()s). */
+  uint64_t tx_seq, qb_tx;
+  char *qb_queue;
+  int64_t qb_boost;        /* -1: none of its own */
 } sq_store_t;
 
 /* ---- errors ------------------------------------------------------------- */
@@ -410,6 +452,7 @@ static void sq_ungate(sq_store_t *s) {
 /* Every write transaction: sq_begin(), then sq_end() (or sq_commit() /
  * sq_rollback()), which also release the write gate. */
 static int sq_begin(sq_store_t *s) {
+  s->tx_seq++; /* what sq_queue_boost() remembers is for one transaction */
   sqlite3_stmt *st = sq_stmt(s, SQ_BEGIN);
   if (!st) return s->base.errmsg[0] ? PAWL_ESTORE : PAWL_ENOMEM;
   sq_gate(s);
@@ -453,6 +496,7 @@ static int sq_exec_write(sq_store_t *s, sqlite3_stmt *st, const char *what) {
 
 /* Ends a transaction: commit when rc == 0, else roll back. */
 static int sq_end(sq_store_t *s, int rc) {
+  s->tx_seq++;
   if (rc == 0) return sq_commit(s);
   sq_rollback(s);
   return rc;
@@ -566,6 +610,7 @@ static int sq_set_age_boost(sq_store_t *s, int64_t ms) {
     st = sq_stmt(s, SQ_RERANK);
     if (!st) return sq_end(s, PAWL_ESTORE);
     sqlite3_bind_int64(st, 1, ms);
+    sqlite3_bind_null(st, 2);
     rc = sq_exec(s, st, "re-rank pending jobs");
   }
   rc = sq_end(s, rc);
@@ -788,6 +833,36 @@ static int sq_find_id(sq_store_t *s, int stmt_id, const char *key,
   return sq_fail(s, rc, "look up key");
 }
 
+/* The age boost jobs of `queue` rank with (issue 14, queues): the queue's
+ * own, else the database's. Read in the caller's transaction, so a boost
+ * another process set is seen; the last queue asked about is remembered
+ * for the rest of the transaction (a batch of one queue costs one read). */
+static int sq_queue_boost(sq_store_t *s, const char *queue, int64_t *boost) {
+  if (s->qb_tx == s->tx_seq && s->qb_queue && strcmp(s->qb_queue, queue) == 0) {
+    *boost = s->qb_boost >= 0 ? s->qb_boost : s->boost_ms;
+    return 0;
+  }
+  sqlite3_stmt *st = sq_stmt(s, SQ_QUEUE_BOOST);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, queue, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  int64_t own = -1;
+  if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+    own = sqlite3_column_int64(st, 0);
+  sqlite3_reset(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    return sq_fail(s, rc, "read the queue's age boost");
+  char *copy = pawl__strdup(queue);
+  if (copy) {
+    pawl__free(s->qb_queue);
+    s->qb_queue = copy;
+    s->qb_boost = own;
+    s->qb_tx = s->tx_seq;
+  }
+  *boost = own >= 0 ? own : s->boost_ms;
+  return 0;
+}
+
 static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
                          pawl_id_t *id_out, int *status) {
   int rc;
@@ -822,7 +897,10 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   sqlite3_bind_text(st, 3, j->queue ? j->queue : "default", -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 4, j->blocked ? PAWL_BLOCKED : PAWL_PENDING);
   sqlite3_bind_int(st, 5, j->priority);
-  sqlite3_bind_int64(st, 6, store_rank(j->priority, run_at, s->boost_ms));
+  int64_t boost;
+  if ((rc = sq_queue_boost(s, j->queue ? j->queue : "default", &boost)))
+    return rc;
+  sqlite3_bind_int64(st, 6, store_rank(j->priority, run_at, boost));
   sqlite3_bind_text(st, 7, j->payload ? j->payload : "{}", -1, SQLITE_STATIC);
   sq_bind_text(st, 8, j->params);
   sqlite3_bind_text(st, 9, j->tags ? j->tags : "[]", -1, SQLITE_STATIC);
@@ -982,6 +1060,20 @@ static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
   return rc;
 }
 
+/* Queues (issue 14): with a queue paused, the claim `*which` becomes its
+ * variant that leaves paused queues alone. Read in the claim's transaction;
+ * with none paused (one step over an empty table) the claim costs what it
+ * did before queues could be paused. */
+static int sq_claim_paused(sq_store_t *s, int *which) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_ANY_PAUSED);
+  if (!st) return PAWL_ESTORE;
+  int step = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (step == SQLITE_ROW) *which += SQ_CLAIM_UNPAUSED - SQ_CLAIM;
+  else if (step != SQLITE_DONE) return sq_fail(s, step, "read paused queues");
+  return 0;
+}
+
 /* Picks the due jobs in claim order and leases them, in one transaction
  * (see SQLITE_SQL_CLAIM). The jobs come out as CLAIM_TAKE leaves their
  * rows. */
@@ -1010,6 +1102,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   }
   int rc = sq_begin(s);
   size_t got = 0;
+  if (!rc) rc = sq_claim_paused(s, &which);
   if (!rc) {
     sqlite3_stmt *st = sq_stmt(s, which);
     if (!st) {
@@ -1017,9 +1110,9 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     } else {
       sqlite3_bind_int64(st, 1, now);
       sqlite3_bind_int64(st, 2, (sqlite3_int64)c->max);
-      if (which == SQ_CLAIM_QUEUE)
+      if (which == SQ_CLAIM_QUEUE || which == SQ_CLAIM_QUEUE_UNPAUSED)
         sqlite3_bind_text(st, 3, c->queues[0], -1, SQLITE_STATIC);
-      else if (which == SQ_CLAIM_QUEUES)
+      else if (which == SQ_CLAIM_QUEUES || which == SQ_CLAIM_QUEUES_UNPAUSED)
         sqlite3_bind_text(st, 3, queues_json, -1, SQLITE_STATIC);
       pawl__buf_putc(&seqs, '[');
       int step;
@@ -1236,6 +1329,18 @@ static int sq_tp_note(sq_store_t *s, const char *q) {
  * RETURNING, which stages each row in a temporary table) costs a
  * statement (bench/RESULTS.md). A failure to note is reported after the
  * statement (s->tp_oom): the finish then fails and rolls back. */
+/* pawl_rank(priority, run_at, boost_ms): store_rank(). The arguments are
+ * the rows' own (bounded when they were stored) and a boost the store
+ * binds. */
+static void sq_rank_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
+  (void)argc;
+  int64_t prio = sqlite3_value_int64(v[0]);
+  if (prio > INT32_MAX) prio = INT32_MAX;
+  if (prio < INT32_MIN) prio = INT32_MIN;
+  sqlite3_result_int64(ctx, store_rank((int32_t)prio, sqlite3_value_int64(v[1]),
+                                       sqlite3_value_int64(v[2])));
+}
+
 static void sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
   (void)argc;
   sq_store_t *s = sqlite3_user_data(ctx);
@@ -1508,7 +1613,10 @@ static int sq_tx_update(store_t *base, const pawl_job_t *j,
   else
     sqlite3_bind_null(st, 5);
   sqlite3_bind_int64(st, 6, plan->run_at);
-  sqlite3_bind_int64(st, 7, store_rank(j->priority, plan->run_at, s->boost_ms));
+  int64_t boost;
+  int brc = sq_queue_boost(s, j->queue, &boost);
+  if (brc) return brc;
+  sqlite3_bind_int64(st, 7, store_rank(j->priority, plan->run_at, boost));
   sqlite3_bind_int(st, 8, plan->attempt);
   sq_bind_text(st, 9, plan->last_error);
   sq_bind_text(st, 10, plan->result);
@@ -1790,6 +1898,7 @@ static void sq_close(store_t *base) {
   sqlite3_close(s->db);
   for (size_t i = 0; i < s->ntp; i++) pawl__free(s->tp[i].queue);
   pawl__free(s->tp);
+  pawl__free(s->qb_queue);
   pawl__free(s->path);
   pawl__free(s);
 }
@@ -1813,6 +1922,78 @@ static int sq_data_version(store_t *base, uint64_t *v) {
   sqlite3_reset(st);
   if (rc != SQLITE_ROW) return sq_fail(s, rc, "read the data version");
   return 0;
+}
+
+/* ---- queues (issue 14: pause, resume, per-queue age boost) -------------- */
+
+static int sq_queue_pause(store_t *base, const char *name, int paused,
+                          const char *by, const char *reason, int *changed) {
+  sq_store_t *s = (sq_store_t *)base;
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, paused ? SQ_QUEUE_PAUSE : SQ_QUEUE_RESUME);
+  if (!st) return sq_end(s, PAWL_ESTORE);
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, pawl__store_now(base));
+  if (paused) {
+    sq_bind_text(st, 3, by);
+    sq_bind_text(st, 4, reason);
+  }
+  rc = sq_exec(s, st, paused ? "pause queue" : "resume queue");
+  if (!rc && changed) *changed = sqlite3_changes(s->db) > 0;
+  return sq_end(s, rc);
+}
+
+/* The queue's boost and its pending jobs' ranks change together. */
+static int sq_queue_set_boost(store_t *base, const char *name,
+                              int64_t boost_ms) {
+  sq_store_t *s = (sq_store_t *)base;
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, SQ_QUEUE_SET_BOOST);
+  if (!st) return sq_end(s, PAWL_ESTORE);
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, pawl__store_now(base));
+  if (boost_ms >= 0)
+    sqlite3_bind_int64(st, 3, boost_ms);
+  else
+    sqlite3_bind_null(st, 3);
+  rc = sq_exec(s, st, "set the queue's age boost");
+  if (!rc) rc = sq_setting_get(s, "age_boost_ms", &s->boost_ms);
+  if (!rc) {
+    st = sq_stmt(s, SQ_RERANK);
+    if (!st) return sq_end(s, PAWL_ESTORE);
+    sqlite3_bind_int64(st, 1, s->boost_ms);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    rc = sq_exec(s, st, "re-rank the queue's pending jobs");
+  }
+  return sq_end(s, rc);
+}
+
+static int sq_queue_list(store_t *base, store_queue_cb cb, void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_QUEUE_LIST);
+  if (!st) return PAWL_ESTORE;
+  int rc = SQLITE_DONE, stop = 0;
+  while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    store_queue_row_t r = {
+        .name = (const char *)sqlite3_column_text(st, 0),
+        .paused = sqlite3_column_int(st, 1) != 0,
+        .paused_at = sqlite3_column_int64(st, 2),
+        .paused_by = (const char *)sqlite3_column_text(st, 3),
+        .reason = (const char *)sqlite3_column_text(st, 4),
+        .age_boost_ms = sqlite3_column_type(st, 5) == SQLITE_NULL
+                            ? -1
+                            : sqlite3_column_int64(st, 5),
+    };
+    if (!r.name) continue;
+    stop = cb(&r, data);
+  }
+  int err = stop < 0 ? stop
+            : stop || rc == SQLITE_DONE ? 0
+                                        : sq_fail(s, rc, "list queues");
+  sqlite3_reset(st);
+  return err;
 }
 
 /* administration: defined at the end of this file */
@@ -1865,6 +2046,7 @@ static const struct store_ops sq_ops = {
     .recurring = {sq_rec_put, sq_rec_get, sq_rec_list, sq_rec_update,
                   sq_rec_remove, sq_rec_due, sq_rec_advance,
                   sq_rec_disable_gone},
+    .queues = {sq_queue_pause, sq_queue_set_boost, sq_queue_list},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and
@@ -2059,6 +2241,17 @@ static int sq_configure(sq_store_t *s, const store_config_t *cfg,
     snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
              msg ? msg : "?");
     sqlite3_free(msg);
+    return PAWL_ESTORE;
+  }
+  /* store_rank() for SQL (the requeue, recover and rerank statements),
+   * so that one formula ranks jobs everywhere. */
+  if (sqlite3_create_function_v2(s->db, "pawl_rank", 3,
+                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC |
+                                     SQLITE_DIRECTONLY,
+                                 NULL, sq_rank_fn, NULL, NULL,
+                                 NULL) != SQLITE_OK) {
+    snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
+             sqlite3_errmsg(s->db));
     return PAWL_ESTORE;
   }
   /* Not deterministic: called once per row written, for its effect. */
