@@ -1,0 +1,24 @@
+-- pawl schema, SQLite, version 5: per-key ordering (issue 14).
+-- Shipped migrations are never edited: add V006__*.sql instead.
+--
+-- ordering_key: jobs with the same key run one at a time, in enqueue order
+-- (seq), across every node; NULL (nearly every job) for none. The claim
+-- decides it (SQLITE_SQL_ORDERING_FREE in stores/sqlite/sqlite_sql.h): a
+-- pending job with a key is claimable only when no job with its key is
+-- running and no earlier job with its key still holds its place in line
+-- (pending, blocked, or paused from pending).
+-- ordering_skip: 1 while the job waits for a retry that its type's
+-- `ordering = "skip_failed"` lets later jobs pass: it does not hold its
+-- place until its retry is due. Set by every requeue (retry: the type's
+-- choice; snooze, release: 0), left alone otherwise.
+ALTER TABLE pawl_jobs ADD COLUMN ordering_key TEXT;
+ALTER TABLE pawl_jobs ADD COLUMN ordering_skip INTEGER NOT NULL DEFAULT 0;
+
+-- Live jobs with a key, in enqueue order: "is an earlier one still in
+-- line?" reads the first entries of the key. Jobs without a key are in
+-- neither index, so they cost these nothing but the test of the WHERE.
+CREATE INDEX pawl_jobs_ordering ON pawl_jobs (ordering_key, seq)
+  WHERE ordering_key IS NOT NULL AND state IN (0, 5, 6);
+-- Running jobs with a key: "is one of this key running?" in one probe.
+CREATE INDEX pawl_jobs_ordering_running ON pawl_jobs (ordering_key)
+  WHERE ordering_key IS NOT NULL AND state = 1;

@@ -1,0 +1,18 @@
+/* test_list_ordering.h: per-key ordering (issue 14): the contract suite on
+ * both backends, and what only PostgreSQL has (the per-key lock). */
+TEST_ENTRY(store_sqlite_ordering_order)
+TEST_ENTRY(store_sqlite_ordering_other_keys)
+TEST_ENTRY(store_sqlite_ordering_hold_on_retry)
+TEST_ENTRY(store_sqlite_ordering_skip_failed)
+TEST_ENTRY(store_sqlite_ordering_release_dead_cancel)
+TEST_ENTRY(store_sqlite_ordering_paused)
+TEST_ENTRY(store_sqlite_ordering_recover_holds)
+TEST_ENTRY(store_sqlite_ordering_bad_input)
+TEST_ENTRY(store_pg_ordering_order)
+TEST_ENTRY(store_pg_ordering_other_keys)
+TEST_ENTRY(store_pg_ordering_hold_on_retry)
+TEST_ENTRY(store_pg_ordering_skip_failed)
+TEST_ENTRY(store_pg_ordering_release_dead_cancel)
+TEST_ENTRY(store_pg_ordering_paused)
+TEST_ENTRY(store_pg_ordering_recover_holds)
+TEST_ENTRY(store_pg_ordering_bad_input)
