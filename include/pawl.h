@@ -615,6 +615,12 @@ typedef struct pawl_script_info {
   int32_t priority;
   int32_t max_attempts;   /* 0 when the script sets none */
   int32_t timeout_s;      /* 0 when the script sets none (rounded up) */
+  /* Per-key ordering: the script's ordering_key when it is a string ("":
+   * none); ordering_key_fn 1 when it is a function of the payload, which
+   * an enqueuer without a Lua state cannot apply (the CLI refuses such an
+   * enqueue without --ordering-key). */
+  char ordering_key[201];
+  int ordering_key_fn;
 } pawl_script_info_t;
 
 /* Loads the script for `type` from `scripts_dir` (and _defaults.lua) the

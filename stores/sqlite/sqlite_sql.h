@@ -35,15 +35,19 @@
  * Every claim runs under SQLite's one write lock (BEGIN IMMEDIATE), so no
  * other claim can start a job of the key between this test and the
  * take. Jobs without a key (nearly all) cost the test of one column; the
- * two probes read the partial indexes of keyed rows only (O(log n)).
- * ?1 is now. */
+ * two probes read the partial index of live keyed rows only (O(log n));
+ * ORDERING_LIVE repeats its WHERE, which SQLite must find in a query to
+ * use a partial index. ?1 is now. */
+#define SQLITE_SQL_ORDERING_LIVE "o.state IN (0, 1, 5, 6) AND "
 #define SQLITE_SQL_ORDERING_FREE                                             \
   "(ordering_key IS NULL OR (NOT EXISTS (SELECT 1 FROM pawl_jobs AS o "      \
-  "WHERE o.ordering_key = pawl_jobs.ordering_key AND o.state = 1) AND "     \
+  "WHERE o.ordering_key = pawl_jobs.ordering_key AND "                       \
+  SQLITE_SQL_ORDERING_LIVE "o.state = 1) AND "                               \
   "NOT EXISTS (SELECT 1 FROM pawl_jobs AS o WHERE o.ordering_key = "         \
-  "pawl_jobs.ordering_key AND o.state IN (0, 5, 6) AND o.seq < "            \
-  "pawl_jobs.seq AND NOT (o.state = 5 AND o.paused_from = 3) AND "           \
-  "(o.ordering_skip = 0 OR (o.state = 0 AND o.run_at <= ?1)))))"
+  "pawl_jobs.ordering_key AND " SQLITE_SQL_ORDERING_LIVE "o.state IN "       \
+  "(0, 5, 6) AND o.seq < pawl_jobs.seq AND NOT (o.state = 5 AND "            \
+  "o.paused_from = 3) AND (o.ordering_skip = 0 OR (o.state = 0 AND "         \
+  "o.run_at <= ?1)))))"
 
 /* Claim, in one BEGIN IMMEDIATE transaction: CLAIM picks the due rows in
  * claim order, walking the partial index of pending rows; CLAIM_TAKE then
