@@ -273,3 +273,120 @@ describe("per-key ordering", function()
     end)
   end)
 end)
+
+-- Where a job's key comes from: the script (a string, or a function of the
+-- payload), the enqueue's own option, and what is refused.
+describe("ordering keys at enqueue", function()
+  local env
+
+  after_each(function()
+    if env then env:cleanup() end
+    env = nil
+  end)
+
+  local RUN = "run = function() end"
+
+  it("a script's key string applies to CLI enqueues; --ordering-key wins", function()
+    env = H.env()
+    env:script("fixed", ("return { ordering_key = \"acct:7\", %s }"):format(RUN))
+    local id = env:enqueue("fixed", "{}")
+    assert.are.equal("acct:7", env:show(id).ordering_key)
+    id = env:enqueue("fixed", "{}", "--ordering-key", "acct:8")
+    assert.are.equal("acct:8", env:show(id).ordering_key)
+    env:script("plain", ("return { %s }"):format(RUN))
+    id = env:enqueue("plain", "{}")
+    assert.are.equal(cjson.null, env:show(id).ordering_key)
+  end)
+
+  it("the CLI refuses a type whose key is computed from the payload, unless given", function()
+    env = H.env()
+    env:script("computed", ("return { ordering_key = function(p) return p.a end, %s }")
+                           :format(RUN))
+    local r = env:pawl("enqueue", "computed", "{\"a\":\"x\"}", "--scripts", env.scripts)
+    assert.are.equal(2, r.code)
+    assert.matches("computes ordering_key from the payload", r.err, 1, true)
+    assert.matches("--ordering-key", r.err, 1, true)
+    assert.are.equal("", (env:ok("jobs"):gsub("^ID[^\n]*\n", "")))
+    local id = env:enqueue("computed", "{\"a\":\"x\"}", "--ordering-key", "x")
+    assert.are.equal("x", env:show(id).ordering_key)
+  end)
+
+  it("a bad key is refused, naming it, and nothing is stored", function()
+    env = H.env()
+    local r = env:pawl("enqueue", "t", "{}", "--ordering-key", "")
+    assert.are_not.equal(0, r.code)
+    assert.matches("ordering key must not be empty", r.err, 1, true)
+    assert.are.equal("", (env:ok("jobs"):gsub("^ID[^\n]*\n", "")))
+  end)
+
+  it("a script with a bad ordering setting does not load, saying why", function()
+    env = H.env()
+    env:script("badmode", ("return { ordering = \"fifo\", %s }"):format(RUN))
+    env:script("badkey", ("return { ordering_key = \"\", %s }"):format(RUN))
+    env:script("badtype", ("return { ordering_key = 42, %s }"):format(RUN))
+    env:script("good", ("return { ordering = \"skip_failed\", %s }"):format(RUN))
+    local function info()
+      local t = {}
+      for _, s in ipairs(assert(pawl.scripts(env.scripts))) do t[s.type] = s end
+      return t
+    end
+    local t = info()
+    assert.matches("ordering must be \"strict\" or \"skip_failed\" (got \"fifo\")",
+                   t.badmode.error, 1, true)
+    assert.matches("ordering_key must not be empty", t.badkey.error, 1, true)
+    assert.matches("field ordering_key must be a function (got number)",
+                   t.badtype.error, 1, true)
+    assert.is_nil(t.good.error)
+    -- A key for every type at once is not a default.
+    env:script("_defaults", "return { ordering_key = \"k\" }")
+    assert.matches("ordering_key belongs to a job type's script, not _defaults.lua",
+                   info().good.error, 1, true)
+  end)
+
+  it("the Lua module applies a defined type's key; its option wins", function()
+    env = H.env()
+    local db = assert(pawl.open { db = env.db })
+    db:define("acct", { run = function() end,
+                        ordering_key = function(p) return "acct:" .. p.a end })
+    db:define("none", { run = function() end,
+                        ordering_key = function() return nil end })
+    db:define("bad", { run = function() end,
+                       ordering_key = function() return 42 end })
+    local id = assert(db:enqueue("acct", { a = 1 }))
+    assert.are.equal("acct:1", db:job(id).ordering_key)
+    id = assert(db:enqueue("acct", "{\"a\":2}"))
+    assert.are.equal("acct:2", db:job(id).ordering_key)
+    id = assert(db:enqueue("acct", { a = 3 }, { ordering_key = "mine" }))
+    assert.are.equal("mine", db:job(id).ordering_key)
+    id = assert(db:enqueue("none", {}))
+    assert.is_nil(db:job(id).ordering_key)
+    local ids = assert(db:enqueue_many { { "acct", { a = 4 } }, { "none", {} } })
+    assert.are.equal("acct:4", db:job(ids[1]).ordering_key)
+    local ok, err = pcall(db.enqueue, db, "bad", {})
+    assert.is_false(ok)
+    assert.matches("ordering_key of type bad must be a string or nil (got number)",
+                   tostring(err), 1, true)
+    db:close()
+  end)
+
+  it("pawl.enqueue in job code computes the key from the target's script", function()
+    env = H.env()
+    env:script("target", ("return { ordering_key = function(p) return p.k end, %s }")
+                         :format(RUN))
+    env:script("source", [[return { run = function()
+      pawl.enqueue("target", { k = "from-payload" })
+      pawl.enqueue("target", { k = "ignored" }, { ordering_key = "from-opts" })
+      pawl.enqueue("target", {})
+    end }]])
+    env:enqueue("source", "{}")
+    env:run_idle()
+    local db = assert(pawl.open { db = env.db })
+    local keys = {}
+    for _, j in ipairs(assert(db:jobs { type = "target" })) do
+      keys[#keys + 1] = j.ordering_key or "none"
+    end
+    table.sort(keys)
+    assert.are.same({ "from-opts", "from-payload", "none" }, keys)
+    db:close()
+  end)
+end)
