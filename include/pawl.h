@@ -323,8 +323,8 @@ typedef struct pawl_enqueue_opts {
    * Enforced by the claim, in the database (README "Per-key ordering").
    * NULL: none; else 1..200 bytes without control characters. A job
    * script's `ordering_key` is applied by enqueues that have the script
-   * (pawl.enqueue in job code, the CLI, the Lua module's db:enqueue with
-   * scripts); this is what is stored. */
+   * (pawl.enqueue in job code, the CLI, the Lua module's db:enqueue of
+   * types defined with db:define); this is what is stored. */
   const char *ordering_key;
 } pawl_enqueue_opts_t;
 
