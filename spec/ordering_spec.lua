@@ -373,13 +373,21 @@ describe("ordering keys at enqueue", function()
     env = H.env()
     env:script("target", ("return { ordering_key = function(p) return p.k end, %s }")
                          :format(RUN))
+    env:script("badkey", ("return { ordering_key = function() return 42 end, %s }")
+                         :format(RUN))
     env:script("source", [[return { run = function()
       pawl.enqueue("target", { k = "from-payload" })
       pawl.enqueue("target", { k = "ignored" }, { ordering_key = "from-opts" })
       pawl.enqueue("target", {})
+      local ok, err = pcall(pawl.enqueue, "badkey", {})
+      return { ok = ok, err = tostring(err) }
     end }]])
-    env:enqueue("source", "{}")
+    local source = env:enqueue("source", "{}")
     env:run_idle()
+    local result = env:show(source).result
+    assert.is_false(result.ok)
+    assert.matches("ordering_key of badkey returned a key that must be a string (got number)",
+                   result.err, 1, true)
     local db = assert(pawl.open { db = env.db })
     local keys = {}
     for _, j in ipairs(assert(db:jobs { type = "target" })) do

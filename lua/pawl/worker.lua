@@ -951,7 +951,8 @@ end
 -- The ordering key the script of type `name` (checked table `spec`) gives
 -- a job with `payload` (a table, a JSON text or nil): its string, or what
 -- its function returns for the payload (nil: none). Returns key, or nil
--- and an error naming the type.
+-- and an error naming the type (a key that is not one, a payload that is
+-- not JSON); what the function raises is raised.
 function W.ordering_key_of(spec, name, payload)
   local k = spec.ordering_key
   if type(k) ~= "function" then return k end
@@ -963,10 +964,9 @@ function W.ordering_key_of(spec, name, payload)
     end
     payload = v
   end
-  local ok, v = pcall(k, payload == nil and {} or payload)
-  if not ok then
-    return nil, ("ordering_key of %s failed: %s"):format(name, message_of(v))
-  end
+  -- Called as job code is (no pcall here: what it raises, the deadline's
+  -- error too, goes on up as the enqueuing code's error).
+  local v = k(payload == nil and {} or payload)
   if v == nil then return nil end
   local bad = bad_ordering_key(v)
   if bad then
