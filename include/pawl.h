@@ -147,6 +147,9 @@ typedef struct pawl_job {
   int64_t store_key;        /* the store's handle on the row (SQLite: its
                                rowid); 0 when unknown. Pass it back in
                                pawl_outcome_t.store_key. */
+  char *ordering_key;       /* per-key ordering: see
+                               pawl_enqueue_opts_t.ordering_key; NULL:
+                               none */
 } pawl_job_t;
 
 /* Frees a job from pawl_get(), pawl_claim() and friends. NULL is fine. */
@@ -311,6 +314,18 @@ typedef struct pawl_enqueue_opts {
   const char *correlation_id;
   const char *enqueued_by;     /* NULL: the handle's principal */
   int blocked;                 /* 1: start in `blocked` instead of `pending` */
+  /* Per-key ordering: jobs with the same key run one at a time, in
+   * enqueue order, across every node, while jobs with other keys (or none)
+   * run in parallel. A job with a key is claimed only when no job with its
+   * key is running and no job with its key enqueued before it is still
+   * waiting in line (pending, blocked, or paused from pending; one waiting
+   * out a retry of a type with ordering = "skip_failed" lets it pass).
+   * Enforced by the claim, in the database (README "Per-key ordering").
+   * NULL: none; else 1..200 bytes without control characters. A job
+   * script's `ordering_key` is applied by enqueues that have the script
+   * (pawl.enqueue in job code, the CLI, the Lua module's db:enqueue of
+   * types defined with db:define); this is what is stored. */
+  const char *ordering_key;
 } pawl_enqueue_opts_t;
 
 PAWL_EXTERN void pawl_enqueue_opts_init(pawl_enqueue_opts_t *o);
@@ -461,6 +476,12 @@ typedef struct pawl_outcome {
    * outcome itself is refused as stale: the lines were written). */
   const pawl_log_entry_t *logs;
   size_t nlogs;
+  /* RETRY of a job with an ordering key: 1 lets the later jobs of its key
+   * run while it waits for its retry (its type's ordering =
+   * "skip_failed"); once due it goes first again. 0 (the default): it
+   * keeps its place, and the later jobs of its key wait for it. Ignored
+   * for other kinds and for jobs without a key. */
+  int ordering_skip;
 } pawl_outcome_t;
 
 /* Writes `n` outcomes in one transaction (group commit), each with its
@@ -594,6 +615,12 @@ typedef struct pawl_script_info {
   int32_t priority;
   int32_t max_attempts;   /* 0 when the script sets none */
   int32_t timeout_s;      /* 0 when the script sets none (rounded up) */
+  /* Per-key ordering: the script's ordering_key when it is a string ("":
+   * none); ordering_key_fn 1 when it is a function of the payload, which
+   * an enqueuer without a Lua state cannot apply (the CLI refuses such an
+   * enqueue without --ordering-key). */
+  char ordering_key[201];
+  int ordering_key_fn;
 } pawl_script_info_t;
 
 /* Loads the script for `type` from `scripts_dir` (and _defaults.lua) the

@@ -338,7 +338,8 @@ const unsigned char pawl__store_job_texts[STORE_JOB_NTEXT] = {
     STORE_JOB_TYPE,           STORE_JOB_QUEUE,        STORE_JOB_PAYLOAD,
     STORE_JOB_PARAMS,         STORE_JOB_TAGS,         STORE_JOB_IDEMPOTENCY_KEY,
     STORE_JOB_BUSINESS_KEY,   STORE_JOB_CORRELATION_ID, STORE_JOB_ENQUEUED_BY,
-    STORE_JOB_LEASE_OWNER,    STORE_JOB_LAST_ERROR,   STORE_JOB_RESULT};
+    STORE_JOB_LEASE_OWNER,    STORE_JOB_LAST_ERROR,   STORE_JOB_RESULT,
+    STORE_JOB_ORDERING_KEY};
 
 const unsigned char pawl__store_job_ints[STORE_JOB_NINT] = {
     STORE_JOB_STATE,        STORE_JOB_PAUSED_FROM,  STORE_JOB_PRIORITY,
@@ -372,7 +373,8 @@ pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
                          &j->tags,           &j->idempotency_key,
                          &j->business_key,   &j->correlation_id,
                          &j->enqueued_by,    &j->lease_owner,
-                         &j->last_error,     &j->result};
+                         &j->last_error,     &j->result,
+                         &j->ordering_key};
   char *at = (char *)(j + 1);
   for (int k = 0; k < NSTR; k++) {
     if (!text[k]) continue;

@@ -67,6 +67,9 @@ typedef struct store_new_job {
   const char *correlation_id;
   const char *enqueued_by;
   int blocked;
+  /* Per-key ordering (issue 14): jobs with the same key run one at a
+   * time, in enqueue order; NULL for none. */
+  const char *ordering_key;
 } store_new_job_t;
 
 /* What a claim asks for. */
@@ -588,12 +591,13 @@ enum store_job_col {
   STORE_JOB_FINISHED_AT, STORE_JOB_LEASE_OWNER, STORE_JOB_LEASE_EXPIRES,
   STORE_JOB_LAST_ERROR, STORE_JOB_RESULT, STORE_JOB_RECOVERIES,
   STORE_JOB_PROGRESS_DONE, STORE_JOB_PROGRESS_TOTAL, STORE_JOB_VERSION,
+  STORE_JOB_ORDERING_KEY, /* per-key ordering (issue 14) */
   STORE_JOB_NCOLS
 };
 
 /* The job columns by what they hold: texts (NULL for NULL), integers (0
  * for NULL) and the two reals (progress); the id is STORE_JOB_ID. */
-#define STORE_JOB_NTEXT 12
+#define STORE_JOB_NTEXT 13
 #define STORE_JOB_NINT 14
 extern const unsigned char pawl__store_job_texts[STORE_JOB_NTEXT];
 extern const unsigned char pawl__store_job_ints[STORE_JOB_NINT];

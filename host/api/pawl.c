@@ -395,6 +395,9 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
     return pawl__fail(p, PAWL_EINVAL, "idempotency key must not be empty");
   if (o->business_key && !*o->business_key)
     return pawl__fail(p, PAWL_EINVAL, "business key must not be empty");
+  if (o->ordering_key &&
+      (rc = pawl_check_name(p, "ordering key", o->ordering_key)))
+    return rc;
   pawl__buf_putc(tags, '[');
   for (size_t i = 0; i < o->ntags; i++) {
     if ((rc = pawl_check_name(p, "tag", o->tags[i]))) return rc;
@@ -421,6 +424,7 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   nj->correlation_id = o->correlation_id;
   nj->enqueued_by = o->enqueued_by ? o->enqueued_by : p->principal;
   nj->blocked = o->blocked;
+  nj->ordering_key = o->ordering_key;
   return 0;
 }
 

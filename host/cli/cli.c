@@ -87,6 +87,7 @@ typedef enum cli_opt_id {
   CLI_O_PARAMS,
   CLI_O_CORRELATION_ID,
   CLI_O_BLOCKED,
+  CLI_O_ORDERING_KEY,
   CLI_O_STATE,
   CLI_O_TYPE,
   CLI_O_LIMIT,
@@ -149,6 +150,7 @@ static const struct cli_opt {
     {"--params", CLI_O_PARAMS, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--correlation-id", CLI_O_CORRELATION_ID, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--blocked", CLI_O_BLOCKED, 0, CLI_BIT(CLI_ENQUEUE)},
+    {"--ordering-key", CLI_O_ORDERING_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--state", CLI_O_STATE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--type", CLI_O_TYPE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
@@ -218,6 +220,10 @@ static const char cli_usage_text[] =
     "      --params JSON         parameters for the job's handler\n"
     "      --correlation-id C    id tying the job to a request or a trace\n"
     "      --blocked             start blocked instead of pending\n"
+    "      --ordering-key K      run one at a time with the other jobs of key\n"
+    "                            K, in enqueue order (default: the script's\n"
+    "                            ordering_key string; one it computes from\n"
+    "                            the payload must be given here)\n"
     "      --scripts DIR         where the job's script is (default ./scripts):\n"
     "                            its queue and priority apply unless given\n"
     "                            here (max_attempts and timeout apply when\n"
@@ -636,6 +642,7 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     break;
   case CLI_O_CORRELATION_ID: a->enq.correlation_id = v; break;
   case CLI_O_BLOCKED: a->enq.blocked = 1; break;
+  case CLI_O_ORDERING_KEY: a->enq.ordering_key = v; break;
   case CLI_O_STATE:
     rc = cli_parse_state(v, &a->filter.state, err);
     a->has_filter = 1;
@@ -962,18 +969,30 @@ static int cli_migrate(pawl_t *p, const cli_args_t *a, char *err) {
 /* The job's script, if this machine has it, says where and how the job
  * runs; what the command line says wins. A broken script is reported and
  * the job enqueued anyway: the workers may have a good version. */
-static void cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
-                                pawl_script_info_t *info) {
+static int cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
+                               pawl_script_info_t *info, char *cerr) {
   char err[CLI_ERRLEN];
   const char *dir = a->host.scripts_dir ? a->host.scripts_dir : "./scripts";
   int rc = pawl_script_info(dir, a->pos[0], info, err, sizeof err);
-  if (rc == PAWL_ENOTFOUND) return;
+  if (rc == PAWL_ENOTFOUND) return 0;
   if (rc) {
     fprintf(stderr, "pawl: warning: %s; enqueuing with the given options\n", err);
-    return;
+    return 0;
   }
   if (!o->queue && info->queue[0]) o->queue = info->queue;
   if (!a->has_priority && info->has_priority) o->priority = info->priority;
+  /* Per-key ordering: the script's key string applies; a key the script
+   * computes from the payload takes a Lua state this command does not
+   * run, and enqueuing without it would let the job pass its key's line:
+   * refused, so that the operator gives the key. */
+  if (!o->ordering_key && info->ordering_key[0])
+    o->ordering_key = info->ordering_key;
+  if (!o->ordering_key && info->ordering_key_fn)
+    return cli_fail(cerr, CLI_USAGE,
+                    "the script of %s computes ordering_key from the "
+                    "payload, which the CLI does not run: give "
+                    "--ordering-key", a->pos[0]);
+  return 0;
   /* max_attempts and the timeout are not copied: the worker applies the
    * script's own to jobs that set none, when they run. */
 }
@@ -983,7 +1002,8 @@ static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
   int status = PAWL_ENQ_NEW;
   pawl_enqueue_opts_t o = a->enq;
   pawl_script_info_t info;
-  cli_script_defaults(a, &o, &info);
+  int drc = cli_script_defaults(a, &o, &info, err);
+  if (drc) return drc;
   int rc = pawl_enqueue(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL, &o,
                         &id, &status);
   if (rc) return cli_lib_fail(p, rc, err);

@@ -222,6 +222,8 @@ void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
   cli_json_str(b, j->idempotency_key);
   pawl__buf_puts(b, ",\"business_key\":");
   cli_json_str(b, j->business_key);
+  pawl__buf_puts(b, ",\"ordering_key\":");
+  cli_json_str(b, j->ordering_key);
   pawl__buf_puts(b, ",\"correlation_id\":");
   cli_json_str(b, j->correlation_id);
   pawl__buf_puts(b, ",\"enqueued_by\":");
@@ -367,6 +369,7 @@ void cli_job_fields(cli_table_t *t, const pawl_job_t *j) {
   cli_field(t, "tags:", j->tags);
   cli_field(t, "idempotency_key:", j->idempotency_key);
   cli_field(t, "business_key:", j->business_key);
+  cli_field(t, "ordering_key:", j->ordering_key);
   cli_field(t, "correlation_id:", j->correlation_id);
   cli_field(t, "enqueued_by:", j->enqueued_by);
   cli_field_time(t, "created_at:", j->created_at);

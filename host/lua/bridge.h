@@ -121,6 +121,8 @@ typedef struct pawl__lua_outcome {
   char *result;              /* JSON text, or NULL (success without one) */
   char *error;               /* sanitized, for failures and retries */
   int64_t run_at;            /* retry, snooze: when (store clock ms) */
+  int ordering_skip;         /* retry: pawl_outcome_t.ordering_skip (the
+                                type's ordering = "skip_failed") */
   pawl_log_entry_t *logs;    /* the job's ctx:log lines, with their strings */
   size_t nlogs;
   int hooks;                 /* which hooks to run once it is stored: 1

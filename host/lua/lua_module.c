@@ -391,6 +391,7 @@ static void lpawl_push_job(lua_State *L, const pawl_job_t *j) {
   lpawl_set_str(L, "idempotency_key", j->idempotency_key);
   lpawl_set_str(L, "business_key", j->business_key);
   lpawl_set_str(L, "correlation_id", j->correlation_id);
+  lpawl_set_str(L, "ordering_key", j->ordering_key);
   lpawl_set_str(L, "enqueued_by", j->enqueued_by);
   lpawl_set_time(L, "created_at", j->created_at);
   lpawl_set_time(L, "updated_at", j->updated_at);
@@ -694,7 +695,7 @@ static int lpawl_schema_version(lua_State *L) {
 static const char *const lpawl_enqueue_names[] = {
     "queue", "priority", "run_at", "delay_ms", "max_attempts", "timeout",
     "params", "tags", "key", "business_key", "return_existing",
-    "correlation_id", "enqueued_by", "blocked", NULL};
+    "correlation_id", "enqueued_by", "blocked", "ordering_key", NULL};
 
 /* [-0, +0, e] Reads enqueue options from the table at `t` (or nil). */
 static void lpawl_read_enqueue_opts(lua_State *L, int t, int anchor,
@@ -729,6 +730,49 @@ static void lpawl_read_enqueue_opts(lua_State *L, int t, int anchor,
   o->correlation_id = lpawl_opt_str(L, t, "correlation_id", anchor, argn, prefix);
   o->enqueued_by = lpawl_opt_str(L, t, "enqueued_by", anchor, argn, prefix);
   o->blocked = lpawl_opt_bool(L, t, "blocked", argn, prefix);
+  o->ordering_key = lpawl_opt_str(L, t, "ordering_key", anchor, argn, prefix);
+}
+
+/* [-0, +0, e] Per-key ordering: a job of a type this handle defined
+ * (db:define) with an `ordering_key` and none in its options takes the
+ * type's: its string, or what its function returns for the payload at
+ * `payload` (a table, a JSON text, or nil for {}); nil is no key. The key
+ * is anchored; pawl_enqueue() checks it. */
+static void lpawl_type_ordering_key(lua_State *L, lpawl_handle_t *h,
+                                    const char *type, int payload, int anchor,
+                                    pawl_enqueue_opts_t *o, int argn,
+                                    const char *prefix) {
+  if (o->ordering_key || h->types_ref == LUA_NOREF) return;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, h->types_ref);
+  lua_getfield(L, -1, type);
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "ordering_key");
+    if (lua_isfunction(L, -1)) {
+      if (lua_type(L, payload) == LUA_TSTRING) {
+        lua_getfield(L, LUA_REGISTRYINDEX, LPAWL_CJSON);
+        lua_getfield(L, -1, "decode");
+        lua_remove(L, -2);
+        lua_pushvalue(L, payload);
+        lua_call(L, 1, 1);
+      } else if (lua_istable(L, payload)) {
+        lua_pushvalue(L, payload);
+      } else {
+        lua_newtable(L);
+      }
+      lua_call(L, 1, 1);
+    }
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      lua_pushvalue(L, -1);
+      lpawl_anchor(L, anchor);
+      o->ordering_key = lua_tostring(L, -1);
+    } else if (!lua_isnil(L, -1)) {
+      luaL_argerror(L, argn, lpawl_msg(L, prefix, "ordering_key of type %s "
+                                       "must be a string or nil (got %s)",
+                                       type, luaL_typename(L, -1)));
+    }
+  }
+  lua_settop(L, top);
 }
 
 static const char *lpawl_enq_status(int status) {
@@ -741,13 +785,15 @@ static const char *lpawl_enq_status(int status) {
 
 /* db:enqueue(type, payload, opts) [-0, +2|3, e] id, status */
 static int lpawl_enqueue(lua_State *L) {
-  pawl_t *p = lpawl_check(L, 1)->p;
+  lpawl_handle_t *h = lpawl_check(L, 1);
+  pawl_t *p = h->p;
   const char *type = luaL_checkstring(L, 2);
   lua_settop(L, 4);
   lua_newtable(L); /* 5: anchor */
   const char *payload = lpawl_json_arg(L, 3, 5, 3, "", "payload");
   pawl_enqueue_opts_t o;
   lpawl_read_enqueue_opts(L, 4, 5, &o, 4, "");
+  lpawl_type_ordering_key(L, h, type, 3, 5, &o, 4, "");
   pawl_id_t id;
   int status = 0;
   int rc = pawl_enqueue(p, type, payload, &o, &id, &status);
@@ -760,7 +806,8 @@ static int lpawl_enqueue(lua_State *L) {
 /* db:enqueue_many{ {type, payload, opts}, ... } [-0, +2|3, e] ids, statuses
  * All or nothing: one transaction. */
 static int lpawl_enqueue_many(lua_State *L) {
-  pawl_t *p = lpawl_check(L, 1)->p;
+  lpawl_handle_t *h = lpawl_check(L, 1);
+  pawl_t *p = h->p;
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
   lua_newtable(L); /* 3: anchor */
@@ -794,6 +841,10 @@ static int lpawl_enqueue_many(lua_State *L) {
     lua_pop(L, 1);
     lua_rawgeti(L, item, 3);
     lpawl_read_enqueue_opts(L, lua_gettop(L), 3, &opts[i], 2, prefix);
+    lua_pop(L, 1);
+    lua_rawgeti(L, item, 2);
+    lpawl_type_ordering_key(L, h, items[i].type, lua_gettop(L), 3, &opts[i],
+                            2, prefix);
     lua_pop(L, 1);
     items[i].opts = &opts[i];
     lua_pop(L, 1);

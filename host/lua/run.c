@@ -93,6 +93,7 @@ static void run_push_job(pawl__lua_t *w, const pawl_job_t *j) {
   run_setnum(L, "created_at", (double)j->created_at / 1000.0);
   run_setnum(L, "run_at", (double)j->run_at / 1000.0);
   run_setstr(L, "correlation_id", j->correlation_id);
+  run_setstr(L, "ordering_key", j->ordering_key);
   run_setstr(L, "enqueued_by", j->enqueued_by);
   run_setjson(w, "payload", j->payload);
   run_setjson(w, "params", j->params);
@@ -114,7 +115,7 @@ static void run_fail(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index) {
   lua_remove(L, -2);
   lua_pushvalue(L, job_index);
   lua_pushvalue(L, err_index);
-  int rc = pawl__lua_call(w, 2, 3, PAWL__LUA_STEP_TIMEOUT_S, NULL);
+  int rc = pawl__lua_call(w, 2, 4, PAWL__LUA_STEP_TIMEOUT_S, NULL);
   if (rc != 0) {
     /* Only a bug in pawl.worker gets here; never store the raw error. */
     o->kind = PAWL_OUT_FAILED;
@@ -122,8 +123,11 @@ static void run_fail(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index) {
                       "retry step failed)");
     lua_pop(L, 1);
   } else {
-    const char *kind = lua_tostring(L, -3);
-    double delay = lua_tonumber(L, -1);
+    /* kind, error text, delay, and whether a retry lets later jobs of
+     * its ordering key pass (ordering = "skip_failed"). */
+    const char *kind = lua_tostring(L, -4);
+    double delay = lua_tonumber(L, -2);
+    o->ordering_skip = lua_toboolean(L, -1);
     int again = kind && (strcmp(kind, "retry") == 0 ||
                          strcmp(kind, "snooze") == 0);
     o->kind = !again                      ? PAWL_OUT_FAILED
@@ -132,7 +136,7 @@ static void run_fail(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index) {
     {
       /* Valid UTF-8 without NUL, as every backend stores it. */
       size_t len = 0;
-      const char *text = lua_tolstring(L, -2, &len);
+      const char *text = lua_tolstring(L, -3, &len);
       o->error = text ? pawl__utf8_scrub(text, len, NULL) : NULL;
     }
     /* pawl.worker bounds the delay already; converting a double that is
@@ -157,7 +161,7 @@ static void run_fail(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index) {
       o->kind = PAWL_OUT_FAILED;
     }
     o->run_at = run_at;
-    lua_pop(L, 3);
+    lua_pop(L, 4);
   }
   lua_settop(L, err_index - 1);
 }

@@ -37,6 +37,8 @@ typedef struct poller {
   int64_t claims_failing_since, beats_failing_since;
   char claim_err[300], beat_err[300];
   int64_t swept_for_idle;    /* last sweep forced by --until-idle (mono) */
+  int64_t claimed_at;        /* the store's clock just before the last
+                                claim that was tried; 0: none tried */
   int borrowed;              /* p is step mode's handle: not closed here */
   host_ticker_t ticker;      /* recurring definitions (ticker.c) */
 } poller_t;
@@ -174,6 +176,7 @@ static size_t poller_claim_for(poller_t *pl, const char *const *queues,
   pawl_job_t **jobs = NULL;
   size_t n = 0;
   *failed = 0;
+  pl->claimed_at = pawl_now(pl->p);
   if (pawl_claim(pl->p, &co, (size_t)want, &jobs, &n) != 0) {
     int64_t now = pawl__mono_ms();
     if (!pl->claims_failing_since) pl->claims_failing_since = now;
@@ -447,6 +450,7 @@ void *pawl__poller_main(void *arg) {
       pawl__poller_chores(pl, now); /* leases of running jobs stay fresh */
     } else {
       pawl__poller_chores(pl, now);
+      pl->claimed_at = 0;
       size_t got = ready && !draining ? poller_claim(pl) : 0;
       if (got > 0) continue;
       if (poller_give_up(pl, pawl__mono_ms())) continue;
@@ -461,6 +465,12 @@ void *pawl__poller_main(void *arg) {
         continue;
       if (next_due > 0 && ready) {
         int64_t until = next_due - pawl_now(pl->p);
+        /* Due already when the claim that just took nothing ran: held
+         * back by the claim (its ordering key is busy: another node runs
+         * a job of it), not newly due. Asking again at once would spin;
+         * the poll interval it is (a completion here or an enqueue
+         * anywhere wakes us sooner). */
+        if (pl->claimed_at && next_due <= pl->claimed_at) until = wait;
         if (until < wait) wait = until < 1 ? 1 : until;
       }
     } else {

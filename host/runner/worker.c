@@ -327,6 +327,7 @@ static void worker_set_current(worker_t *w, const pawl_job_t *job) {
 static void worker_take(host_outcome_t *o, pawl__lua_outcome_t *r) {
   o->out.kind = (pawl_outcome_kind_t)r->kind;
   o->out.run_at = r->run_at;
+  o->out.ordering_skip = r->ordering_skip;
   o->result = r->result;
   o->error = r->error;
   o->logs = r->logs;

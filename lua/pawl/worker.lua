@@ -54,6 +54,7 @@ local function builtin_defaults()
   defaults.retry, defaults.sanitize = retry.default, nil
   defaults.timeout, defaults.max_attempts = host_timeout, nil
   defaults.queue, defaults.priority = nil, nil
+  defaults.ordering = nil
   defaults_allow = {}
   file_defaults = false
 end
@@ -83,7 +84,7 @@ local ENQUEUE_OPTS = {
   max_attempts = "number", timeout = "number", key = "string",
   business_key = "string", return_existing = "boolean",
   correlation_id = "string", tags = "table", params = "table",
-  blocked = "boolean",
+  blocked = "boolean", ordering_key = "string",
 }
 
 local pawl = {
@@ -112,6 +113,12 @@ function pawl.enqueue(jtype, payload, opts)
   local spec = spec_of(jtype)
   local body = payload == nil and "{}" or (type(payload) == "string" and payload
                or pjson.encode(payload))
+  local okey = opts.ordering_key
+  if okey == nil and spec then
+    local err
+    okey, err = W.ordering_key_of(spec, jtype, payload)
+    if err then error("pawl.enqueue: " .. err, 2) end
+  end
   local id, status = host.enqueue(jtype, body,
     opts.queue or (spec and spec.queue),
     opts.priority or (spec and spec.priority) or 0,
@@ -121,7 +128,7 @@ function pawl.enqueue(jtype, payload, opts)
     opts.correlation_id,
     opts.tags and pjson.encode(opts.tags) or nil,
     opts.params and pjson.encode(opts.params) or nil,
-    opts.blocked)
+    opts.blocked, okey)
   if not id then error("pawl.enqueue: " .. status, 2) end
   return id, status
 end
@@ -563,6 +570,9 @@ local FIELDS = {
   -- recurring (issue 14): the type's definition (README "Recurring jobs")
   cron = "string", tz = "string", misfire = "string",
   catch_up_limit = "number", payload = "table", cron_name = "string",
+  -- Per-key ordering (issue 14): ordering_key is a string or a function
+  -- of the payload (checked below); ordering "strict" or "skip_failed".
+  ordering_key = "function", ordering = "string",
 }
 
 local MISFIRE = { run_once = true, catch_up = true, skip = true }
@@ -596,6 +606,20 @@ local function check_cron(t, is_defaults)
   return nil
 end
 
+local ORDERING = { strict = true, skip_failed = true }
+
+-- A stored ordering key: what pawl_enqueue takes (1..200 bytes, no control
+-- characters). Returns nil, or what is wrong with it.
+local function bad_ordering_key(v)
+  if type(v) ~= "string" then
+    return ("must be a string (got %s)"):format(type(v))
+  end
+  if v == "" then return "must not be empty" end
+  if #v > 200 then return "is longer than 200 bytes" end
+  if v:find("[%z\1-\31\127]") then return "contains a control character" end
+  return nil
+end
+
 local function check_script(t, is_defaults)
   if type(t) ~= "table" then
     return nil, "script must return a table (got " .. type(t) .. ")"
@@ -603,7 +627,10 @@ local function check_script(t, is_defaults)
   for k, v in pairs(t) do
     local want = FIELDS[k]
     if not want then return nil, ("unknown field %q"):format(tostring(k)) end
-    if type(v) ~= want then
+    if k == "ordering_key" and type(v) == "string" then
+      local bad = bad_ordering_key(v)
+      if bad then return nil, "ordering_key " .. bad end
+    elseif type(v) ~= want then
       return nil, ("field %s must be a %s (got %s)"):format(k, want, type(v))
     end
   end
@@ -626,6 +653,13 @@ local function check_script(t, is_defaults)
   if t.queue and t.queue == "" then return nil, "queue must not be empty" end
   local cerr = check_cron(t, is_defaults)
   if cerr then return nil, cerr end
+  if t.ordering and not ORDERING[t.ordering] then
+    return nil, ("ordering must be \"strict\" or \"skip_failed\" (got %q)")
+      :format(t.ordering)
+  end
+  if is_defaults and t.ordering_key ~= nil then
+    return nil, "ordering_key belongs to a job type's script, not _defaults.lua"
+  end
   if t.redact then
     for _, key in ipairs(t.redact) do
       if type(key) ~= "string" then return nil, "redact must list field names" end
@@ -761,6 +795,7 @@ function W.load_one(name, path, src)
     defaults.timeout = t.timeout or host_timeout
     defaults.max_attempts = t.max_attempts
     defaults.queue, defaults.priority = t.queue, t.priority
+    defaults.ordering = t.ordering
     defaults_allow = {}
     for _, cap in ipairs(t.allow or {}) do defaults_allow[cap] = true end
     file_defaults = true
@@ -821,12 +856,15 @@ function W.types()
 end
 
 -- Settings of a type: queue, priority, max_attempts, timeout (the last two
--- apply when a job runs; see max_attempts_of).
+-- apply when a job runs; see max_attempts_of), its ordering_key when it
+-- is a string, and whether it is a function of the payload instead.
 function W.defaults_of(name)
   local t = spec_of(name)
   if not t then return nil end
+  local k = t.ordering_key
   return t.queue or defaults.queue, t.priority or defaults.priority,
-         t.max_attempts or defaults.max_attempts, t.timeout
+         t.max_attempts or defaults.max_attempts, t.timeout,
+         type(k) == "string" and k or nil, type(k) == "function"
 end
 
 -- The recurring definition a loaded type declares (cron = ...): its name,
@@ -947,7 +985,41 @@ function W.failed(job, err)
       .. clean(spec, tostring(delay), job) .. ", not a delay in seconds "
       .. "(between 0 and " .. tostring(limits.delay_max_s) .. ")", 0
   end
-  return "retry", text, delay
+  return "retry", text, delay, W.ordering_of(spec) == "skip_failed"
+end
+
+-- The ordering a type's jobs keep when one fails and will be retried:
+-- "strict" (it holds its key) or "skip_failed" (later jobs of its key may
+-- pass it while it waits).
+function W.ordering_of(spec)
+  return (spec and spec.ordering) or defaults.ordering or "strict"
+end
+
+-- The ordering key the script of type `name` (checked table `spec`) gives
+-- a job with `payload` (a table, a JSON text or nil): its string, or what
+-- its function returns for the payload (nil: none). Returns key, or nil
+-- and an error naming the type (a key that is not one, a payload that is
+-- not JSON); what the function raises is raised.
+function W.ordering_key_of(spec, name, payload)
+  local k = spec.ordering_key
+  if type(k) ~= "function" then return k end
+  if type(payload) == "string" then
+    local ok, v = pcall(pjson.decode, payload)
+    if not ok then
+      return nil, ("ordering_key of %s: the payload is not JSON: %s")
+        :format(name, tostring(v))
+    end
+    payload = v
+  end
+  -- Called as job code is (no pcall here: what it raises, the deadline's
+  -- error too, goes on up as the enqueuing code's error).
+  local v = k(payload == nil and {} or payload)
+  if v == nil then return nil end
+  local bad = bad_ordering_key(v)
+  if bad then
+    return nil, ("ordering_key of %s returned a key that %s"):format(name, bad)
+  end
+  return v
 end
 
 -- Runs hook `name` (on_success, on_failure, on_dead) if the script has

@@ -609,6 +609,20 @@ void test_pg_queues_concurrency_pool_threads(void) {
 }
 void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
 
+/* The migrator applies what comes after the highest version applied, so a
+ * database from before the queues migration has none of the later ones
+ * either: these take them back out first (newest first). */
+#define Q_UNDO_LATER_SQLITE                                                  \
+  "DROP INDEX pawl_jobs_ordering; ALTER TABLE pawl_jobs DROP COLUMN "        \
+  "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
+  "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
+#define Q_UNDO_LATER_PG                                                      \
+  "DROP FUNCTION pawl_ordering_free(text, bigint, timestamptz); ALTER "      \
+  "TABLE pawl_jobs DROP COLUMN ordering_key CASCADE, DROP COLUMN "           \
+  "ordering_seq CASCADE, DROP COLUMN ordering_skip; DROP SEQUENCE "          \
+  "pawl_ordering_seq; DELETE FROM pawl_schema WHERE name = "                 \
+  "'V006__ordering.sql'; "
+
 void test_store_sqlite_queues_migration(void) {
   const char *url = q_sqlite("mig");
   pawl_t *p = q_open(url, "node-a", 0); /* creates it */
@@ -619,6 +633,7 @@ void test_store_sqlite_queues_migration(void) {
   CHECK_INT(sqlite3_open(path, &db), ==, SQLITE_OK);
   sqlite3_busy_timeout(db, 5000);
   queues_migration(url, db, q_sqlite_exec, q_sqlite_int,
+                   Q_UNDO_LATER_SQLITE
                    "DROP TABLE pawl_queues; DELETE FROM pawl_schema WHERE "
                    "name = 'V006__queues.sql'");
   sqlite3_close(db);
@@ -631,6 +646,7 @@ void test_store_pg_queues_migration(void) {
   pawl_close(q_open(copy, "node-a", 0));
   PGconn *c = pgtest_connect(copy);
   queues_migration(copy, c, q_pg_exec, q_pg_int,
+                   Q_UNDO_LATER_PG
                    "DROP FUNCTION pawl_queue_boost(text, bigint); DROP TABLE "
                    "pawl_queues; DELETE FROM pawl_schema WHERE name = "
                    "'V005__queues.sql'");

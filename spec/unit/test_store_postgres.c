@@ -16,12 +16,14 @@
 #include "pgtest.h"
 #include "store_contract.h"
 #include "store_contract_admin.h"
+#include "store_contract_ordering.h"
 #include "unit.h"
 
 #define CONTRACT_PG(name) \
   void test_store_pg_##name(void) { contract_##name(pgtest_url(#name)); }
 CONTRACT_TESTS(CONTRACT_PG)
 ADMIN_CONTRACT_TESTS(CONTRACT_PG)
+ORDERING_CONTRACT_TESTS(CONTRACT_PG)
 
 /* ---- helpers ------------------------------------------------------------ */
 

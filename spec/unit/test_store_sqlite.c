@@ -9,6 +9,7 @@
 #include "sqlite_sql.h"
 #include "store_contract.h"
 #include "store_contract_admin.h"
+#include "store_contract_ordering.h"
 
 sqlite3 *pawl__store_sqlite_db(store_t *st);
 extern const store_migration_t pawl__store_sqlite_migrations[];
@@ -25,6 +26,7 @@ static const char *sqlite_url(const char *name) {
   void test_store_sqlite_##name(void) { contract_##name(sqlite_url(#name)); }
 CONTRACT_TESTS(CONTRACT_SQLITE)
 ADMIN_CONTRACT_TESTS(CONTRACT_SQLITE)
+ORDERING_CONTRACT_TESTS(CONTRACT_SQLITE)
 
 /* ---- helpers ------------------------------------------------------------ */
 

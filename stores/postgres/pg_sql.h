@@ -19,8 +19,8 @@
   "j.enqueued_by, pawl_ms(j.created_at), pawl_ms(j.updated_at), "            \
   "pawl_ms(j.started_at), pawl_ms(j.finished_at), j.lease_owner, "           \
   "pawl_ms(j.lease_expires), j.last_error, j.result, j.recoveries, "         \
-  "j.progress_done, j.progress_total, j.version, j.rank"
-#define PG_JOB_RANK_COL 29
+  "j.progress_done, j.progress_total, j.version, j.ordering_key, j.rank"
+#define PG_JOB_RANK_COL 30
 
 /* Queues (issue 14): the jobs of a paused queue are neither claimed nor
  * waited for (next_due). ARRAY(subquery) does not depend on the row: it is
@@ -39,18 +39,22 @@
 /* One job: $1 id, $2 type, $3 queue, $4 state, $5 priority, $6 payload,
  * $7 params, $8 tags, $9 run_at (NULL: now), $10 max_attempts,
  * $11 timeout_s, $12 idempotency key, $13 business key, $14 correlation id,
- * $15 enqueued_by, $16 now, $17 age boost. A live business key held by
+ * $15 enqueued_by, $16 now, $17 age boost, $18 ordering key (then the
+ * next ordering_seq: V006__ordering.sql). A live business key held by
  * another job is the only conflict possible (ids are fresh UUIDv7s): then
  * nothing is inserted and no row returned. */
 #define PG_SQL_INSERT                                                        \
   "INSERT INTO pawl_jobs AS j (id, type, queue, state, priority, rank, "     \
   "payload, params, tags, run_at, max_attempts, timeout_s, "                 \
   "idempotency_key, business_key, correlation_id, enqueued_by, created_at, " \
-  "updated_at) SELECT $1::uuid, $2::text, $3::text, $4::smallint, "          \
+  "updated_at, ordering_key, ordering_seq) SELECT $1::uuid, $2::text, "     \
+  "$3::text, $4::smallint, "                                                 \
   "$5::int, pawl_rank($5::int, t.run_at, pawl_queue_boost($3::text, "       \
   "$17::bigint)), $6::jsonb, "                                                \
   "$7::jsonb, $8::jsonb, t.run_at, $10::int, $11::int, $12::text, "          \
-  "$13::text, $14::text, $15::text, t.now, t.now FROM (SELECT "              \
+  "$13::text, $14::text, $15::text, t.now, t.now, $18::text, CASE WHEN "     \
+  "$18::text IS NULL THEN NULL ELSE nextval('pawl_ordering_seq') END FROM "  \
+  "(SELECT "                                                                 \
   "pawl_now($16::bigint) AS now, coalesce(pawl_ts($9::bigint), "             \
   "pawl_now($16::bigint)) AS run_at) AS t ON CONFLICT DO NOTHING "           \
   "RETURNING j.id"
@@ -64,6 +68,16 @@
   "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
   "correlation_id, enqueued_by, created_at, updated_at) FROM STDIN "         \
   "(FORMAT binary)"
+
+/* Per-key ordering (issue 14): a pending job with an ordering key is
+ * claimable only when pawl_ordering_free() says so; see
+ * schema/postgres/V006__ordering.sql for the rule and for why it holds with
+ * several nodes claiming at once (an advisory lock per key, and a snapshot
+ * taken after it). CASE, not OR: jobs without a key (nearly all) never
+ * call the function, whatever order the planner puts the tests in. */
+#define PG_SQL_ORDERING_FREE                                                 \
+  "CASE WHEN ordering_key IS NULL THEN true ELSE pawl_ordering_free("        \
+  "ordering_key, ordering_seq, pawl_now($1::bigint)) END"
 
 /* Claim in one statement: $1 now, $2 owner, $3 lease token, $4 lease ms,
  * $5 limit, $6 the queue (or an array of queues). The inner SELECT walks
@@ -79,7 +93,8 @@
   "progress_done = NULL, progress_total = NULL, version = j.version + 1 "    \
   "FROM (SELECT id FROM pawl_jobs WHERE state = 0 AND " PG_SQL_UNPAUSED
 #define PG_SQL_CLAIM_TAIL                                                    \
-  "run_at <= pawl_now($1::bigint) ORDER BY rank DESC, run_at, id "           \
+  "run_at <= pawl_now($1::bigint) AND " PG_SQL_ORDERING_FREE                 \
+  " ORDER BY rank DESC, run_at, id "                                         \
   "LIMIT $5::int FOR UPDATE SKIP LOCKED) AS c WHERE j.id = c.id "            \
   "RETURNING " PG_JOB_COLS
 

@@ -166,8 +166,9 @@ static const char *const pg_sql[PG_COUNT] = {
      * $1 now, $2 id, $3 attempt outcome, $4 attempt error, $5 token,
      * $6 attempt, $7 new state, $8 event reason, $9 run_at (NULL: now),
      * $10 attempts given back (0 or 1), $11 age boost, $12 last error (NULL:
-     * keep), $13 recoveries added (0 or 1). A job that fails for good ($7
-     * = 3) is added to its throughput bucket. */
+     * keep), $13 recoveries added (0 or 1), $14 ordering_skip of a requeue
+     * (a retry under ordering = "skip_failed"; a recovery keeps it). A job
+     * that fails for good ($7 = 3) is added to its throughput bucket. */
     [PG_END_ATTEMPT] =
         "WITH cur AS (SELECT id, queue, attempt, lease_owner, run_at, "
         "started_at FROM pawl_jobs AS j WHERE j.id = $2::uuid AND " PG_RUNNING_BY_ID
@@ -194,6 +195,8 @@ static const char *const pg_sql[PG_COUNT] = {
         "j.last_error), finished_at = CASE WHEN $7::smallint = 3 THEN "
         "pawl_now($1::bigint) ELSE j.finished_at END, recoveries = "
         "j.recoveries + $13::int, updated_at = pawl_now($1::bigint), "
+        "ordering_skip = CASE WHEN $7::smallint = 0 AND $13::int = 0 THEN "
+        "$14::boolean ELSE j.ordering_skip END, "
         "lease_expires = NULL, version = j.version + 1 FROM cur WHERE "
         "j.id = cur.id RETURNING j.id",
     /* Log lines of a batch of outcomes: $1 now, then one array per column
@@ -1018,8 +1021,9 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   pp_str(&pp, 14, j->enqueued_by);
   pp_now(s, &pp, 15);
   pp_int(&pp, 16, s->boost_ms);
+  pp_str(&pp, 17, j->ordering_key);
   PGresult *res;
-  if ((rc = pg_run(s, PG_INSERT, 17, pp.v, &res, "insert job"))) return rc;
+  if ((rc = pg_run(s, PG_INSERT, 18, pp.v, &res, "insert job"))) return rc;
   int inserted = PQntuples(res) == 1;
   PQclear(res);
   if (inserted) {
@@ -1261,7 +1265,8 @@ static int pg_insert(store_t *base, const store_new_job_t *jobs, size_t n,
   if (n == 0) return 0;
   int keyed = 0;
   for (size_t i = 0; i < n && !keyed; i++)
-    keyed = jobs[i].idempotency_key || jobs[i].business_key;
+    keyed = jobs[i].idempotency_key || jobs[i].business_key ||
+            jobs[i].ordering_key; /* ordering_seq: not in the COPY */
   if (!keyed && n > 1) return pg_insert_many(s, jobs, n, ids, status);
   /* One statement needs no transaction of its own. */
   if (n == 1 && !jobs[0].idempotency_key)
@@ -1498,10 +1503,11 @@ static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
                                 const char *error, const pawl_id_t *token,
                                 int32_t attempt, int to, const char *reason,
                                 int64_t run_at, int give_back,
-                                const char *last_error, int recovered) {
+                                const char *last_error, int recovered,
+                                int ordering_skip) {
   pg_params_t *p = &c->p;
   c->stmt = PG_END_ATTEMPT;
-  c->n = 13;
+  c->n = 14;
   pp_now(s, p, 0);
   pp_id(p, 1, id);
   pp_str(p, 2, outcome);
@@ -1518,6 +1524,7 @@ static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
   pp_int(p, 10, s->boost_ms);
   pp_str(p, 11, last_error);
   pp_int(p, 12, recovered);
+  pp_str(p, 13, ordering_skip ? "true" : "false");
 }
 
 static int pg_id_cmp(const void *a, const void *b) {
@@ -1629,7 +1636,8 @@ static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
     b->call_of[i] = b->ncalls;
     pg_end_attempt_call(s, &b->calls[b->ncalls++], &o->id, e.outcome, e.error,
                         token, o->attempt, e.to, b->why[i],
-                        e.run_at < 0 ? 0 : e.run_at, e.give_back, e.error, 0);
+                        e.run_at < 0 ? 0 : e.run_at, e.give_back, e.error, 0,
+                        o->kind == PAWL_OUT_RETRY && o->ordering_skip);
   }
 }
 
@@ -1758,7 +1766,7 @@ static int pg_recover(store_t *base, size_t *n) {
     pg_call_t c;
     memset(&c, 0, sizeof c);
     pg_end_attempt_call(s, &c, &id, "lost", plan.why, NULL, 0, plan.to,
-                        plan.why, 0, 0, plan.why, 1);
+                        plan.why, 0, 0, plan.why, 1, 0);
     PGresult *res;
     rc = pg_run(s, PG_END_ATTEMPT, c.n, c.p.v, &res, "recover job");
     if (!rc) {

@@ -176,12 +176,14 @@ static const char *const sq_sql[SQ_COUNT] = {
                 "finished_at = ?2, updated_at = ?2, lease_expires = NULL, "
                 "version = version + 1 WHERE id = ?3",
     /* Back to pending: retry (?3 = 0), snooze or release (?3 = 1: the
-     * attempt is given back). */
+     * attempt is given back). ?7: the job lets later jobs of its ordering
+     * key pass while it waits (a retry under ordering = "skip_failed"). */
     [SQ_REQUEUE] =
         "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = pawl_rank("
         "priority, ?1, " SQLITE_SQL_QUEUE_BOOST("?2") "), attempt = attempt - ?3, "
         "last_error = coalesce(?4, last_error), updated_at = ?5, "
-        "lease_expires = NULL, version = version + 1 WHERE id = ?6",
+        "lease_expires = NULL, ordering_skip = ?7, version = version + 1 "
+        "WHERE id = ?6",
     [SQ_EXTEND] = "UPDATE pawl_jobs SET lease_expires = ?1 WHERE state = 1 "
                   "AND lease_token = ?2",
     /* Expired leases, with whether their attempt is known to have started
@@ -912,6 +914,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   sq_bind_text(st, 15, j->correlation_id);
   sq_bind_text(st, 16, j->enqueued_by);
   sqlite3_bind_int64(st, 17, now);
+  sq_bind_text(st, 18, j->ordering_key);
   if ((rc = sq_exec(s, st, "insert job"))) return rc;
   if (j->idempotency_key) {
     st = sq_stmt(s, SQ_IDEM_ADD);
@@ -1255,7 +1258,8 @@ static int sq_add_event(sq_store_t *s, const pawl_id_t *id, int64_t now,
 }
 
 static int sq_requeue(sq_store_t *s, const pawl_id_t *id, int64_t run_at,
-                      int give_back, const char *error, int64_t now) {
+                      int give_back, const char *error, int64_t now,
+                      int ordering_skip) {
   sqlite3_stmt *st = sq_stmt(s, SQ_REQUEUE);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_int64(st, 1, run_at);
@@ -1264,6 +1268,7 @@ static int sq_requeue(sq_store_t *s, const pawl_id_t *id, int64_t run_at,
   sq_bind_text(st, 4, error);
   sqlite3_bind_int64(st, 5, now);
   sq_bind_id(st, 6, id);
+  sqlite3_bind_int(st, 7, ordering_skip);
   return sq_exec(s, st, "requeue job");
 }
 
@@ -1416,7 +1421,8 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
   if (rc) return rc;
   if (e.to == PAWL_FAILED) return sq_fail_job(s, &o->id, e.error, now);
   return sq_requeue(s, &o->id, e.run_at < 0 ? now : e.run_at, e.give_back,
-                    e.error, now);
+                    e.error, now,
+                    o->kind == PAWL_OUT_RETRY && o->ordering_skip);
 }
 
 /* The log lines of one outcome, under its attempt. They were written by
