@@ -57,8 +57,12 @@ void pawl_filter_init(pawl_filter_t *f) {
   f->state = -1;
 }
 
+/* The user running the process. getpwuid_r, not getpwuid: handles may be
+ * opened on several threads at once, and getpwuid's result is static. */
 static char *pawl_default_principal(void) {
-  struct passwd *pw = getpwuid(geteuid());
+  struct passwd pwd, *pw = NULL;
+  char buf[4096];
+  if (getpwuid_r(geteuid(), &pwd, buf, sizeof buf, &pw) != 0) pw = NULL;
   const char *user = pw && pw->pw_name ? pw->pw_name : getenv("USER");
   return pawl__strdup(user ? user : "unknown");
 }

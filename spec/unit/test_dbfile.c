@@ -4,6 +4,7 @@
  * .create, on by default in the API, off in the CLI but for `migrate`); a
  * new SQLite file and its -wal and -shm files get file_mode (0600 by
  * default) whatever the umask; in-memory databases are refused. */
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include "pawl.h"
@@ -139,4 +140,34 @@ void test_pg_open_no_create(void) {
   CHECK_OK(pawl_enqueue(p, "t", NULL, NULL, NULL, NULL));
   pawl_close(p);
   PQfinish(c);
+}
+
+/* Handles opened on several threads at once: pawl_open is documented as
+ * callable from any thread, so what it reads of the process (the user name
+ * for the default principal) must be read the thread-safe way. Run under
+ * ThreadSanitizer ("concurrent" in the name). */
+static void *open_many(void *arg) {
+  const char *url = arg;
+  for (int i = 0; i < 10; i++) {
+    pawl_t *p;
+    char err[512];
+    if (open_with(url, 0, 0, &p, err, sizeof err))
+      unit_fail(__FILE__, __LINE__, "open %s: %s", url, err);
+    pawl_close(p);
+  }
+  return NULL;
+}
+
+void test_dbfile_open_concurrent(void) {
+  static char url[300];
+  snprintf(url, sizeof url, "sqlite:%s", "concurrent.db");
+  pawl_t *p;
+  char err[512];
+  if (open_with(url, 1, 0, &p, err, sizeof err)) /* created (migrated) once */
+    unit_fail(__FILE__, __LINE__, "open %s: %s", url, err);
+  pawl_close(p);
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++)
+    CHECK_INT(pthread_create(&t[i], NULL, open_many, url), ==, 0);
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
 }
