@@ -40,4 +40,8 @@ void pawl__defs_destroy(struct pawl__defs *d);
  * naming the bad field and its range. */
 int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
 
+/* Checks the resource an enqueue names (api/limits.c): 0, or PAWL_EINVAL
+ * with p->errmsg saying why. */
+int pawl__resource_check(pawl_t *p, const char *resource);
+
 #endif

@@ -189,8 +189,8 @@ static int host_fn_optnum(lua_State *L, int i, const char *what, double min,
 
 /* host.enqueue(type, payload_json, queue, priority, delay_s, run_at_s,
  *              max_attempts, timeout_s, key, business_key, return_existing,
- *              correlation_id, tags_json, params_json, blocked)
- *   -> id, status | nil, message [-15, +2, e] */
+ *              correlation_id, tags_json, params_json, blocked, resource)
+ *   -> id, status | nil, message [-16, +2, e] */
 static int host_fn_enqueue(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.enqueue");
@@ -231,6 +231,7 @@ static int host_fn_enqueue(lua_State *L) {
   const char *tags_json = host_fn_optstr(L, 13);
   o.params = host_fn_optstr(L, 14);
   o.blocked = lua_toboolean(L, 15);
+  o.resource = host_fn_optstr(L, 16);
   /* Tags arrive as a JSON array from the Lua side: decode them back into
    * strings, anchored on the stack. */
   const char *tags[64];

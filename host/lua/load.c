@@ -149,18 +149,20 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
   lua_getfield(L, -1, "defaults_of");
   lua_remove(L, -2);
   lua_pushstring(L, type);
-  if (pawl__lua_call(w, 1, 4, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
+  if (pawl__lua_call(w, 1, 5, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
     lua_pop(L, 1);
     return -1;
   }
-  const char *q = lua_tostring(L, -4);
+  const char *q = lua_tostring(L, -5);
   if (q) snprintf(out->queue, sizeof out->queue, "%s", q);
-  if (lua_isnumber(L, -3)) {
+  if (lua_isnumber(L, -4)) {
     out->has_priority = 1;
-    out->priority = (int32_t)lua_tonumber(L, -3);
+    out->priority = (int32_t)lua_tonumber(L, -4);
   }
-  out->max_attempts = (int32_t)lua_tonumber(L, -2);
-  out->timeout_s = (int32_t)ceil(lua_tonumber(L, -1));
-  lua_pop(L, 4);
+  out->max_attempts = (int32_t)lua_tonumber(L, -3);
+  out->timeout_s = (int32_t)ceil(lua_tonumber(L, -2));
+  const char *r = lua_tostring(L, -1);
+  if (r) snprintf(out->resource, sizeof out->resource, "%s", r);
+  lua_pop(L, 5);
   return 0;
 }

@@ -164,6 +164,9 @@ static size_t poller_claim(poller_t *pl) {
   /* Claim in batches: when a good part of the capacity is free, or a
    * worker is idle with nothing queued. */
   int idle = h->queued == 0 && h->running < h->nworkers;
+  /* Workers free for a job claimed now: the rest of `want` is a prefetch,
+   * which no job under a limit is claimed for (pawl_claim_opts_t). */
+  int free_workers = h->nworkers - h->running - h->queued;
   pthread_mutex_unlock(&h->mu);
   if (want <= 0 || !(idle || want >= capacity / 4 || want >= 64)) {
     pl->claims_failing_since = 0; /* not tried: no news */
@@ -176,6 +179,8 @@ static size_t poller_claim(poller_t *pl) {
   pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
                           .nqueues = h->opts.nqueues,
                           .defer_start = 1};
+  if (free_workers < want)
+    co.prefetch = (size_t)(want - (free_workers > 0 ? free_workers : 0));
   pawl_job_t **jobs = NULL;
   size_t n = 0;
   if (pawl_claim(pl->p, &co, (size_t)want, &jobs, &n) != 0) {

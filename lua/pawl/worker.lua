@@ -83,7 +83,7 @@ local ENQUEUE_OPTS = {
   max_attempts = "number", timeout = "number", key = "string",
   business_key = "string", return_existing = "boolean",
   correlation_id = "string", tags = "table", params = "table",
-  blocked = "boolean",
+  blocked = "boolean", resource = "string",
 }
 
 local pawl = {
@@ -93,7 +93,7 @@ local pawl = {
 }
 
 -- Enqueues a job from inside a job. The target type's script chooses its
--- queue and priority (decided now, unless opts say otherwise); its
+-- queue, priority and resource (decided now, unless opts say otherwise); its
 -- max_attempts and timeout are left to the worker that runs it, which
 -- reads them from the script then.
 function pawl.enqueue(jtype, payload, opts)
@@ -121,7 +121,8 @@ function pawl.enqueue(jtype, payload, opts)
     opts.correlation_id,
     opts.tags and pjson.encode(opts.tags) or nil,
     opts.params and pjson.encode(opts.params) or nil,
-    opts.blocked)
+    opts.blocked,
+    opts.resource or (spec and spec.resource))
   if not id then error("pawl.enqueue: " .. status, 2) end
   return id, status
 end
@@ -560,6 +561,7 @@ local FIELDS = {
   max_attempts = "number", timeout = "number", retry = "function",
   sanitize = "function", redact = "table", on_success = "function",
   on_failure = "function", on_dead = "function", allow = "table",
+  resource = "string",
 }
 
 local function check_script(t, is_defaults)
@@ -590,6 +592,18 @@ local function check_script(t, is_defaults)
                                        tostring(t.timeout))
   end
   if t.queue and t.queue == "" then return nil, "queue must not be empty" end
+  -- Limits (issue 14): the resource its jobs hold a permit of. A name as
+  -- pawl_enqueue() takes it; "queue:..." names a queue's limit.
+  if t.resource ~= nil then
+    if is_defaults then
+      return nil, "_defaults.lua cannot set a resource (it belongs to a job type)"
+    end
+    local r = t.resource
+    if r == "" or #r > 200 or r:find("[%c]") or r:sub(1, 6) == "queue:" then
+      return nil, ("resource must be 1..200 bytes without control characters, "
+                   .. "not beginning with \"queue:\" (got %q)"):format(r)
+    end
+  end
   if t.redact then
     for _, key in ipairs(t.redact) do
       if type(key) ~= "string" then return nil, "redact must list field names" end
@@ -785,12 +799,12 @@ function W.types()
 end
 
 -- Settings of a type: queue, priority, max_attempts, timeout (the last two
--- apply when a job runs; see max_attempts_of).
+-- apply when a job runs; see max_attempts_of), resource.
 function W.defaults_of(name)
   local t = spec_of(name)
   if not t then return nil end
   return t.queue or defaults.queue, t.priority or defaults.priority,
-         t.max_attempts or defaults.max_attempts, t.timeout
+         t.max_attempts or defaults.max_attempts, t.timeout, t.resource
 end
 
 -- ---- running a job ----------------------------------------------------

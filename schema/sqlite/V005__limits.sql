@@ -1,0 +1,42 @@
+-- pawl schema, SQLite: resource and rate limits (issue 14). Numbered
+-- V008 in the issue's plan (after the recurring, queues and ordering
+-- migrations); renumber at merge. Shipped migrations are never edited.
+--
+-- A job may name a resource (pawl_enqueue_opts_t.resource, a script's
+-- `resource = "smtp"`): NULL for none, which is nearly every job. The
+-- claim (stores/sqlite/sqlite_store.c, "limits") counts a resource's
+-- permits from its running rows, so a permit is freed by whatever ends the
+-- running state, lease recovery of a dead node's jobs included.
+ALTER TABLE pawl_jobs ADD COLUMN resource TEXT;
+
+-- Running and pending jobs by resource, for the claim's permit count and
+-- the next due time of a limited resource. Partial on resource IS NOT NULL:
+-- jobs without a resource (the common path) cost no entry in them.
+CREATE INDEX pawl_jobs_resource_running ON pawl_jobs (resource)
+  WHERE state = 1 AND resource IS NOT NULL;
+CREATE INDEX pawl_jobs_resource_pending ON pawl_jobs (resource, run_at)
+  WHERE state = 0 AND resource IS NOT NULL;
+
+-- One row per limit: `name` is a resource name, or "queue:" and a queue
+-- name for a limit on every job of that queue.
+--   max_running: at most this many of its jobs running at once (NULL: no
+--     bound);
+--   rate, rate_window_ms: at most `rate` starts per fixed window of
+--     rate_window_ms, windows aligned to the epoch of the store's clock
+--     (NULL: no rate limit);
+--   window_start, window_count: the window the last counted start fell
+--     in, and how many starts it has had. A claim in a later window starts
+--     counting again; a claim whose clock is behind window_start takes
+--     nothing under this limit (so no window ever counts more than `rate`
+--     starts, whatever the clocks of the claimers).
+CREATE TABLE pawl_limits (
+  name            TEXT PRIMARY KEY,
+  max_running     INTEGER CHECK (max_running > 0),
+  rate            INTEGER CHECK (rate > 0),
+  rate_window_ms  INTEGER CHECK (rate_window_ms > 0),
+  window_start    INTEGER NOT NULL DEFAULT 0,
+  window_count    INTEGER NOT NULL DEFAULT 0,
+  updated_at      INTEGER NOT NULL,
+  CHECK (max_running IS NOT NULL OR rate IS NOT NULL),
+  CHECK ((rate IS NULL) = (rate_window_ms IS NULL))
+) WITHOUT ROWID;
