@@ -9,13 +9,13 @@
 -- running state, lease recovery of a dead node's jobs included.
 ALTER TABLE pawl_jobs ADD COLUMN resource TEXT;
 
--- Running and pending jobs by resource, for the claim's permit count and
--- the next due time of a limited resource. Partial on resource IS NOT NULL:
--- jobs without a resource (the common path) cost no entry in them.
-CREATE INDEX pawl_jobs_resource_running ON pawl_jobs (resource)
-  WHERE state = 1 AND resource IS NOT NULL;
-CREATE INDEX pawl_jobs_resource_pending ON pawl_jobs (resource, run_at)
-  WHERE state = 0 AND resource IS NOT NULL;
+-- No index on resource: the claim counts a limit's permits on the
+-- running rows (pawl_jobs_running, a few per worker), and next_due() looks
+-- at the pending ones only when a rate window is used up. Two partial
+-- indexes (running, pending by resource) cost 4.6% more instructions on
+-- claim + complete of jobs without a resource (SQLite evaluates a partial
+-- index's WHERE for every row whose state changes; bench/RESULTS.md), for
+-- nothing a limit-free database needs.
 
 -- One row per limit: `name` is a resource name, or "queue:" and a queue
 -- name for a limit on every job of that queue.

@@ -284,8 +284,8 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_CLAIM_LIM_QUEUES] = SQLITE_SQL_CLAIM_LIM_QUEUES,
     [SQ_LIMITS_READ] = "SELECT name, max_running, rate, rate_window_ms, "
                        "window_start, window_count FROM pawl_limits",
-    /* Permits in use: running rows, through pawl_jobs_resource_running
-     * (or pawl_jobs_running for a queue's). */
+    /* Permits in use: running rows, through pawl_jobs_running (a few per
+     * worker; no index of their own: see V005__limits.sql). */
     [SQ_LIMIT_RUNNING_RES] = "SELECT count(*) FROM pawl_jobs WHERE "
                              "state = 1 AND resource = ?1",
     [SQ_LIMIT_RUNNING_QUEUE] = "SELECT count(*) FROM pawl_jobs WHERE "
