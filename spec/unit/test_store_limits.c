@@ -493,6 +493,114 @@ static void contract_limits_concurrent_claims(const char *url) {
   pawl_close(p);
 }
 
+/* ---- with queues and per-key ordering (issue 14, merged) -------------------- */
+
+/* Enqueues one job of `type` in `queue` with `resource` and ordering key
+ * `key` (NULL: none). */
+static void lim_enq_key(pawl_t *p, const char *type, const char *queue,
+                        const char *resource, const char *key, int priority) {
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.queue = queue;
+  o.resource = resource;
+  o.ordering_key = key;
+  o.priority = priority;
+  CHECK_OK(pawl_enqueue(p, type, "{}", &o, NULL, NULL));
+}
+
+/* Claims up to 10 for free workers: exactly one job, of type `type`. */
+static void lim_claim_one(pawl_t *p, const char *type) {
+  pawl_job_t **jobs = NULL;
+  size_t n = lim_claim(p, 10, 0, &jobs);
+  CHECK_INT(n, ==, 1);
+  if (n == 1) {
+    CHECK_STR(jobs[0]->type, type);
+    lim_succeed(p, jobs[0]);
+  }
+  pawl_jobs_free(jobs, n);
+}
+
+/* A job under a limit in a paused queue is neither claimed nor due; the
+ * same resource's job in another queue is; after the resume it is. */
+static void contract_limits_queue_paused(const char *url) {
+  atomic_store(&lim_now, LT0);
+  pawl_t *p = lim_open(url, "node-a");
+  CHECK_OK(pawl_limit_set(p, "smtp", 5, 0, 0));
+  lim_enq(p, 2, "m", "mail", "smtp", 0);
+  lim_enq(p, 1, "o", "other", "smtp", 0);
+  CHECK_OK(pawl_queue_pause(p, "mail", NULL, NULL));
+  pawl_job_t **jobs = NULL;
+  size_t n = lim_claim(p, 10, 0, &jobs);
+  CHECK_INT(n, ==, 1);
+  CHECK_INT(lim_count_type(jobs, n, "o"), ==, 1);
+  pawl_jobs_free(jobs, n);
+  CHECK_INT(lim_claim(p, 10, 0, NULL), ==, 0);
+  CHECK_INT(lim_next_due(p), ==, 0); /* the paused queue's jobs: not due */
+  CHECK_OK(pawl_queue_resume(p, "mail", NULL));
+  n = lim_claim(p, 10, 0, &jobs);
+  CHECK_INT(n, ==, 2);
+  CHECK_INT(lim_count_type(jobs, n, "m"), ==, 2);
+  pawl_jobs_free(jobs, n);
+  CHECK_INT(lim_running(p, "smtp"), ==, 3);
+  pawl_close(p);
+}
+
+/* Keyed jobs under a resource limit of 2: one job per key at a time, in
+ * enqueue order, and never more than 2 running. */
+static void contract_limits_ordering(const char *url) {
+  atomic_store(&lim_now, LT0);
+  pawl_t *p = lim_open(url, "node-a");
+  CHECK_OK(pawl_limit_set(p, "smtp", 2, 0, 0));
+  lim_enq_key(p, "a1", NULL, "smtp", "acct:1", 0);
+  lim_enq_key(p, "a2", NULL, "smtp", "acct:1", 0);
+  lim_enq_key(p, "a3", NULL, "smtp", "acct:1", 0);
+  lim_enq_key(p, "b1", NULL, "smtp", "acct:2", 0);
+  lim_enq_key(p, "c1", NULL, "smtp", "acct:3", 0);
+  pawl_job_t **first = NULL;
+  size_t n = lim_claim(p, 10, 0, &first);
+  CHECK_INT(n, ==, 2); /* a1 and b1: a2 waits for a1, c1 for a permit */
+  CHECK_INT(lim_count_type(first, n, "a1"), ==, 1);
+  CHECK_INT(lim_count_type(first, n, "b1"), ==, 1);
+  CHECK_INT(lim_claim(p, 10, 0, NULL), ==, 0);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(first[i]->type, "a1") == 0) lim_succeed(p, first[i]);
+  pawl_job_t **next = NULL;
+  size_t m = lim_claim(p, 10, 0, &next);
+  CHECK_INT(m, ==, 1); /* a2 (before c1 in line); b1 holds the other */
+  CHECK_INT(lim_count_type(next, m, "a2"), ==, 1);
+  CHECK_INT(lim_running(p, "smtp"), ==, 2);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(first[i]->type, "b1") == 0) lim_succeed(p, first[i]);
+  for (size_t i = 0; i < m; i++) lim_succeed(p, next[i]);
+  pawl_jobs_free(first, n);
+  pawl_jobs_free(next, m);
+  n = lim_claim(p, 10, 0, &first);
+  CHECK_INT(n, ==, 2);
+  CHECK_INT(lim_count_type(first, n, "a3"), ==, 1);
+  CHECK_INT(lim_count_type(first, n, "c1"), ==, 1);
+  pawl_jobs_free(first, n);
+  pawl_close(p);
+}
+
+/* A queue's limit (one at a time) on a queue with an age boost of its
+ * own (+1 priority a minute): its jobs start in the boosted rank order,
+ * A (0, waited 10 min), C (3, new), B (0, new); without the boost C
+ * would come first. */
+static void contract_limits_queue_boost(const char *url) {
+  atomic_store(&lim_now, LT0);
+  pawl_t *p = lim_open(url, "node-a"); /* database boost 0 */
+  CHECK_OK(pawl_limit_set(p, "queue:mail", 1, 0, 0));
+  CHECK_OK(pawl_queue_set_age_boost(p, "mail", 60000));
+  lim_enq_key(p, "a", "mail", NULL, NULL, 0);
+  atomic_store(&lim_now, LT0 + 600000);
+  lim_enq_key(p, "b", "mail", NULL, NULL, 0);
+  lim_enq_key(p, "c", "mail", NULL, NULL, 3);
+  lim_claim_one(p, "a");
+  lim_claim_one(p, "c");
+  lim_claim_one(p, "b");
+  pawl_close(p);
+}
+
 /* ---- registration -------------------------------------------------------------- */
 
 #define LIMITS_CONTRACT_TESTS(X) \
@@ -504,7 +612,10 @@ static void contract_limits_concurrent_claims(const char *url) {
   X(rate)                        \
   X(rate_windows)                \
   X(next_due)                    \
-  X(concurrent_claims)
+  X(concurrent_claims)           \
+  X(queue_paused)                \
+  X(ordering)                    \
+  X(queue_boost)
 
 static const char *lim_sqlite_url(const char *name) {
   static char url[4200];
