@@ -326,6 +326,11 @@ typedef struct pawl_enqueue_opts {
    * (pawl.enqueue in job code, the CLI, the Lua module's db:enqueue of
    * types defined with db:define); this is what is stored. */
   const char *ordering_key;
+  /* Resource limits (issue 14): the resource the job holds a permit of
+   * while it runs (pawl_limit_set()), or NULL for none. A name (as for
+   * queues: 1..200 bytes, no control characters) that does not begin
+   * with "queue:" (that prefix names a queue's limit). */
+  const char *resource;
 } pawl_enqueue_opts_t;
 
 PAWL_EXTERN void pawl_enqueue_opts_init(pawl_enqueue_opts_t *o);
@@ -430,6 +435,12 @@ typedef struct pawl_claim_opts {
    * 1: they may wait in the caller's queue (a prefetch): call pawl_begin()
    * on each just before running it. */
   int defer_start;
+  /* Limits (issue 14): how many of the `max` jobs are claimed ahead of a
+   * free worker (a prefetch), 0..max. A job under a limit (its resource
+   * or its queue has one: pawl_limit_set()) is never claimed ahead: its
+   * permit, or its start under a rate, is for running now. 0: every job
+   * claimed runs now. */
+  size_t prefetch;
 } pawl_claim_opts_t;
 
 /* Claims up to `max` due jobs (run_at <= now) in one transaction, in order
@@ -621,6 +632,7 @@ typedef struct pawl_script_info {
    * enqueue without --ordering-key). */
   char ordering_key[201];
   int ordering_key_fn;
+  char resource[201];     /* "" when the script sets none (issue 14) */
 } pawl_script_info_t;
 
 /* Loads the script for `type` from `scripts_dir` (and _defaults.lua) the
@@ -1024,6 +1036,67 @@ PAWL_EXTERN int pawl_queue_resume(pawl_t *p, const char *queue, int *changed);
  * counts as about 285 years): see README "Queues". */
 PAWL_EXTERN int pawl_queue_set_age_boost(pawl_t *p, const char *queue,
                                          int64_t ms);
+/* ---- resource and rate limits (issue 14) -------------------------------- */
+
+/* A limit applies, cluster-wide, to the jobs that name a resource
+ * (pawl_enqueue_opts_t.resource, a script's `resource = "smtp"`), or,
+ * named "queue:" and a queue's name, to every job of that queue. It has a
+ * concurrency bound, a rate, or both:
+ *   max_running: at most this many of its jobs are running (claimed and
+ *     not finished) at once, on all nodes together;
+ *   rate per rate_window_ms: at most `rate` of its jobs start (are
+ *     claimed) in each fixed window of rate_window_ms, windows aligned to
+ *     the epoch of the store's clock (a window of 60 s runs from one whole
+ *     minute to the next). Two windows side by side may each have `rate`
+ *     starts, so any stretch of rate_window_ms that straddles a boundary
+ *     may hold up to twice `rate`.
+ * Both are enforced by the claim, in the database, atomically with
+ * taking the jobs. A job that must wait for its limit is skipped by the
+ * claim (not charged an attempt, and the jobs behind it are claimed
+ * instead); a permit is freed when its job stops running, a job lost
+ * with its node included (by lease recovery). */
+#define PAWL_LIMIT_MAX 1000000            /* max_running, rate: 1..this */
+#define PAWL_LIMIT_WINDOW_MAX_MS INT64_C(86400000) /* window: 1 ms..1 day */
+
+typedef struct pawl_limit {
+  char *name;              /* a resource, or "queue:NAME" */
+  int64_t max_running;     /* 0: no concurrency bound */
+  int64_t rate;            /* 0: no rate limit */
+  int64_t rate_window_ms;  /* 0 when rate is 0 */
+  int64_t running;         /* its jobs running now */
+  int64_t window_start;    /* the window of the last counted start (0:
+                              none yet) */
+  int64_t window_count;    /* starts counted in that window */
+  int64_t updated_at;      /* when it was last set */
+} pawl_limit_t;
+
+/* Sets limit `name` (borrowed), replacing what it was: max_running 0 or
+ * 1..PAWL_LIMIT_MAX, rate 0 or 1..PAWL_LIMIT_MAX with rate_window_ms
+ * 1..PAWL_LIMIT_WINDOW_MAX_MS (and 0 with rate 0); one of max_running and
+ * rate must be given. The starts counted in the current window are kept
+ * when the window's length stays the same. PAWL_EINVAL, naming the value
+ * and its range, for anything else; nothing is changed then. */
+PAWL_EXTERN int pawl_limit_set(pawl_t *p, const char *name,
+                               int64_t max_running, int64_t rate,
+                               int64_t rate_window_ms);
+
+/* Removes limit `name`: its jobs run unbounded from the next claim on.
+ * PAWL_ENOTFOUND (with a message naming it) when there is no such limit. */
+PAWL_EXTERN int pawl_limit_remove(pawl_t *p, const char *name);
+
+/* The limits, by name, with their jobs running now. On success *out (NULL
+ * when there are none) holds *n limits owned by the caller:
+ * pawl_limits_free(). */
+PAWL_EXTERN int pawl_limits(pawl_t *p, pawl_limit_t **out, size_t *n);
+PAWL_EXTERN void pawl_limits_free(pawl_limit_t *limits, size_t n);
+
+/* Parses a rate as operators write it: "N/DURATION" ("100/60s",
+ * "5/1s", "1000/1h"; DURATION as pawl_duration_parse() takes it).
+ * Returns 0, or PAWL_EINVAL with a message in errbuf (may be NULL) naming
+ * the text and the ranges (N 1..PAWL_LIMIT_MAX, the window 1 ms..1 day). */
+PAWL_EXTERN int pawl_rate_parse(const char *text, int64_t *rate,
+                                int64_t *window_ms, char *errbuf,
+                                size_t errlen);
 
 /* Parses a duration as operators write it: a whole number followed by
  * ms, s, m, h, d or w ("90s", "15m", "2h", "7d"), or a number alone

@@ -70,6 +70,7 @@ typedef struct store_new_job {
   /* Per-key ordering (issue 14): jobs with the same key run one at a
    * time, in enqueue order; NULL for none. */
   const char *ordering_key;
+  const char *resource;     /* limits (issue 14): NULL for none */
 } store_new_job_t;
 
 /* What a claim asks for. */
@@ -80,6 +81,9 @@ typedef struct store_claim {
   const char *owner;        /* node id, shown in history */
   const pawl_id_t *token;   /* the owner's incarnation: leases belong to it */
   int64_t lease_ms;
+  /* Limits (issue 14): at most this many of the jobs claimed may be under
+   * a limit (the rest of max is a prefetch; see pawl_claim_opts_t). */
+  size_t limited_max;
 } store_claim_t;
 
 /* Operator and flow transitions, each a compare-and-set. */
@@ -416,6 +420,20 @@ struct store_ops {
     /* Every row of pawl_queues, by name. */
     int (*list)(store_t *st, store_queue_cb cb, void *data);
   } queues;
+
+  /* Resource and rate limits (issue 14): the rows of pawl_limits (see
+   * "limits" below for how a claim applies them). */
+  struct {
+    /* Inserts or replaces limit `name` (checked by the caller: see
+     * pawl_limit_set()); keeps its window's count when the window's length
+     * is unchanged. */
+    int (*set)(store_t *st, const char *name, int64_t max_running,
+               int64_t rate, int64_t window_ms);
+    /* PAWL_ENOTFOUND (with the message) when there is no such limit. */
+    int (*remove)(store_t *st, const char *name);
+    /* Every limit by name, with its running jobs; *out NULL when none. */
+    int (*list)(store_t *st, pawl_limit_t **out, size_t *n);
+  } limits;
 };
 
 /* The part every backend's store begins with. */
@@ -731,5 +749,83 @@ typedef struct store_migration {
 
 /* CRC-32 (IEEE) of the script, the checksum recorded when it was applied. */
 uint32_t pawl__store_crc32(const void *data, size_t len);
+
+/* ---- limits (issue 14), decided once ----------------------------------------
+ *
+ * A claim on a database with limits (any row in pawl_limits) runs, in its
+ * write transaction (SQLite) or with the limit rows locked (PostgreSQL):
+ *   1. read the limits, and the running jobs of those with a max_running
+ *      (counted from the running rows: a permit is freed by whatever ends
+ *      the running state, lease recovery included);
+ *   2. pawl__store_limits_plan(): how many more jobs each may start now,
+ *      the least of max_running - running and what its rate window has
+ *      left;
+ *   3. pick due jobs in claim order, leaving out those of the limits with
+ *      nothing left (pawl__store_limit_blocked()), at most c->max;
+ *   4. pawl__store_limits_admit() on each picked job in claim order: a job
+ *      is taken when each limit it is under (its resource's, its queue's)
+ *      has a start left, which it then uses; the others stay pending,
+ *      untouched (not charged an attempt) for a later claim;
+ *   5. lease the taken jobs, and write the rate windows of the limits that
+ *      counted starts (pawl__store_limit_window()).
+ * A claim may so take fewer than c->max jobs while more are due (a limit
+ * ran out within the batch); the next claim leaves that limit's jobs out
+ * at step 3. Jobs under no limit never wait for one. */
+typedef struct store_limit {
+  char *name;               /* a resource, or "queue:" + a queue name */
+  int64_t max_running;      /* 0: none */
+  int64_t rate, window_ms;  /* 0: none */
+  int64_t window_start, window_count; /* as read */
+  int64_t running;          /* filled by the backend (max_running only) */
+  int64_t left;             /* starts this claim may still make; INT64_MAX
+                               for no bound */
+  int64_t taken;            /* starts this claim made */
+  int64_t window;           /* the window of "now" (rate only) */
+  int rate_blocked;         /* left is 0 because of the rate alone */
+} store_limit_t;
+
+typedef struct store_limits {
+  store_limit_t *v;
+  size_t n;
+  size_t limited_left;      /* jobs under a limit this claim may still take
+                               (store_claim_t.limited_max) */
+} store_limits_t;
+
+/* Adds a limit as read (name copied); -1 when out of memory. */
+int pawl__store_limits_add(store_limits_t *l, const char *name,
+                           int64_t max_running, int64_t rate,
+                           int64_t window_ms, int64_t window_start,
+                           int64_t window_count);
+void pawl__store_limits_free(store_limits_t *l);
+
+/* The queue a limit names ("queue:NAME"), or NULL for a resource's. */
+const char *pawl__store_limit_queue(const store_limit_t *lim);
+
+/* Step 2 at `now` (running filled in). */
+void pawl__store_limits_plan(store_limits_t *l, int64_t now,
+                             size_t limited_max);
+
+/* Whether a limit has nothing left for this claim (step 3). */
+static inline int pawl__store_limit_blocked(const store_limit_t *lim) {
+  return lim->left <= 0;
+}
+
+/* Step 4 for a picked job of `queue` holding `resource` (NULL: none):
+ * 1 when taken (its limits' starts used), 0 when it must wait. */
+int pawl__store_limits_admit(store_limits_t *l, const char *queue,
+                             const char *resource);
+
+/* Step 5: 1 when the limit's rate window must be written, with the
+ * window's start and count to write. */
+int pawl__store_limit_window(const store_limit_t *lim, int64_t *start,
+                             int64_t *count);
+
+/* When a job held back by limits alone could be claimed next, for
+ * next_due(): the end of the window of a limit blocked by its rate alone
+ * (lim->rate_blocked); a limit at its max_running has no such time (a
+ * finish frees it). */
+static inline int64_t pawl__store_limit_window_end(const store_limit_t *lim) {
+  return lim->window + lim->window_ms;
+}
 
 #endif

@@ -43,5 +43,8 @@ int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
 /* Checks a name (a job type, a queue, a tag: 1..200 bytes without control
  * characters; pawl.c): 0, or PAWL_EINVAL with p->errmsg naming `what`. */
 int pawl__check_name(pawl_t *p, const char *what, const char *s);
+/* Checks the resource an enqueue names (api/limits.c): 0, or PAWL_EINVAL
+ * with p->errmsg saying why. */
+int pawl__resource_check(pawl_t *p, const char *resource);
 
 #endif

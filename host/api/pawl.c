@@ -402,6 +402,7 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   if (o->ordering_key &&
       (rc = pawl_check_name(p, "ordering key", o->ordering_key)))
     return rc;
+  if (o->resource && (rc = pawl__resource_check(p, o->resource))) return rc;
   pawl__buf_putc(tags, '[');
   for (size_t i = 0; i < o->ntags; i++) {
     if ((rc = pawl_check_name(p, "tag", o->tags[i]))) return rc;
@@ -429,6 +430,7 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   nj->enqueued_by = o->enqueued_by ? o->enqueued_by : p->principal;
   nj->blocked = o->blocked;
   nj->ordering_key = o->ordering_key;
+  nj->resource = o->resource;
   return 0;
 }
 
@@ -554,6 +556,10 @@ int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
   if (opts && pawl_check_int(p, "lease_ms", opts->lease_ms, 0,
                              PAWL_LEASE_MAX_MS, NULL))
     return PAWL_EINVAL;
+  if (opts && opts->prefetch > max)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "prefetch must be between 0 and max (%zu) (got %zu)",
+                      max, opts->prefetch);
   store_claim_t c = {
       .queues = opts ? opts->queues : NULL,
       .nqueues = opts ? opts->nqueues : 0,
@@ -561,6 +567,7 @@ int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
       .owner = p->node_id,
       .token = &p->incarnation,
       .lease_ms = opts && opts->lease_ms > 0 ? opts->lease_ms : p->lease_ms,
+      .limited_max = max - (opts ? opts->prefetch : 0),
   };
   for (size_t i = 0; i < c.nqueues; i++) {
     int rc = pawl_check_name(p, "queue name", c.queues[i]);

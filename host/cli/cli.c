@@ -56,6 +56,7 @@ typedef enum cli_cmd {
   CLI_LOCKS,
   CLI_CONSOLE, /* cli/console.c */
   CLI_QUEUE,   /* cli/cli_queue.c */
+  CLI_LIMIT,   /* cli/cli_limits.c */
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
@@ -64,8 +65,8 @@ typedef enum cli_cmd {
 static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
     "migrate", "enqueue", "show", "jobs",    "cancel",
     "pause",   "resume",  "retry", "run",     "cron",
-    "stats",   "nodes",   "locks", "console", "queue",   "version",
-    "help"};
+    "stats",   "nodes",   "locks", "console", "queue",   "limit",
+    "version", "help"};
 
 #define CLI_BIT(c) (1u << (c))
 #define CLI_ACTIONS                                                          \
@@ -120,7 +121,9 @@ typedef enum cli_opt_id {
   CLI_O_ADMIN_TOKEN_FILE,
   CLI_O_ADMIN_TIMEOUT,
   CLI_O_CONNECT,
-  CLI_O_AGE_BOOST
+  CLI_O_AGE_BOOST,
+  CLI_O_RESOURCE,
+  CLI_O_RATE
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -134,7 +137,7 @@ static const struct cli_opt {
     {"--json", CLI_O_JSON, 0,
      CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_STATS) |
          CLI_BIT(CLI_NODES) | CLI_BIT(CLI_LOCKS) | CLI_BIT(CLI_CONSOLE) |
-         CLI_BIT(CLI_QUEUE)},
+         CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_LIMIT)},
     {"--queue", CLI_O_QUEUE, 1,
      CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--priority", CLI_O_PRIORITY, 1, CLI_BIT(CLI_ENQUEUE)},
@@ -151,6 +154,8 @@ static const struct cli_opt {
     {"--correlation-id", CLI_O_CORRELATION_ID, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--blocked", CLI_O_BLOCKED, 0, CLI_BIT(CLI_ENQUEUE)},
     {"--ordering-key", CLI_O_ORDERING_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--resource", CLI_O_RESOURCE, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--rate", CLI_O_RATE, 1, CLI_BIT(CLI_LIMIT)},
     {"--state", CLI_O_STATE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--type", CLI_O_TYPE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
@@ -224,8 +229,11 @@ static const char cli_usage_text[] =
     "                            K, in enqueue order (default: the script's\n"
     "                            ordering_key string; one it computes from\n"
     "                            the payload must be given here)\n"
+    "      --resource R          hold a permit of resource R while it runs\n"
+    "                            (see limit)\n"
     "      --scripts DIR         where the job's script is (default ./scripts):\n"
-    "                            its queue and priority apply unless given\n"
+    "                            its queue, priority and resource apply\n"
+    "                            unless given\n"
     "                            here (max_attempts and timeout apply when\n"
     "                            the job runs, from the worker's script)\n"
     "  show ID [--json]        a job with its attempts, events and logs\n"
@@ -262,6 +270,13 @@ static const char cli_usage_text[] =
     "                          (60s, 15m; 0: none; database: the database's)\n"
     "  nodes [--json]          the nodes serving this database\n"
     "  locks [--json]          the distributed locks\n"
+    "  limit list [--json]     resource and rate limits, with running jobs\n"
+    "  limit set NAME [MAX] [--rate N/DUR] [--json]\n"
+    "                          at most MAX jobs of resource NAME running at\n"
+    "                          once, and/or N starts per window DUR (like\n"
+    "                          100/60s; fixed windows); NAME queue:Q limits\n"
+    "                          queue Q; replaces NAME's limit\n"
+    "  limit rm NAME [--json]  remove a limit\n"
     "  console [FILE.lua | -e CODE] [--json] [--scripts DIR]\n"
     "                          the Lua admin console (README, \"Console\")\n"
     "      --connect PATH|ADDRESS:PORT  attach to a running `pawl run` (its\n"
@@ -347,7 +362,7 @@ typedef struct cli_args {
   int create;              /* --create: any command may create the database */
   unsigned db_mode;        /* --db-mode: bits of a new SQLite file; 0: 0600 */
   int json;
-  const char *pos[2];      /* positional arguments after the command */
+  const char *pos[3];      /* positional arguments after the command */
   size_t npos;
   pawl_enqueue_opts_t enq;
   const char **tags;       /* owned by main: room for every argument */
@@ -372,6 +387,7 @@ typedef struct cli_args {
   const char *admin_socket; /* run: --admin-socket ("none": off) */
   pawl_admin_opts_t admin;  /* run: the admin console's listeners */
   const char *connect;     /* console --connect */
+  cli_limit_args_t limit;  /* limit list|set|rm */
 } cli_args_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -643,6 +659,14 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   case CLI_O_CORRELATION_ID: a->enq.correlation_id = v; break;
   case CLI_O_BLOCKED: a->enq.blocked = 1; break;
   case CLI_O_ORDERING_KEY: a->enq.ordering_key = v; break;
+  case CLI_O_RESOURCE: a->enq.resource = v; break;
+  case CLI_O_RATE: {
+    char msg[256];
+    if (pawl_rate_parse(v, &a->limit.rate, &a->limit.window_ms, msg,
+                        sizeof msg))
+      return cli_fail(err, CLI_USAGE, "--rate: %s", msg);
+    break;
+  }
   case CLI_O_STATE:
     rc = cli_parse_state(v, &a->filter.state, err);
     a->has_filter = 1;
@@ -737,6 +761,44 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   return rc;
 }
 
+/* limit list | set NAME [MAX] | rm NAME: checked and parsed before the
+ * database is opened (the name's rules are the library's). */
+static int cli_check_limit(cli_args_t *a, char *err) {
+  cli_limit_args_t *l = &a->limit;
+  l->json = a->json;
+  l->verb = a->npos ? a->pos[0] : "";
+  size_t want = 0;
+  if (strcmp(l->verb, "list") == 0) want = 1;
+  else if (strcmp(l->verb, "set") == 0) want = 3;
+  else if (strcmp(l->verb, "rm") == 0) want = 2;
+  else
+    return cli_fail(err, CLI_USAGE,
+                    "limit needs list, set or rm (got \"%s\"; see pawl help)",
+                    l->verb);
+  if (a->npos < 2 && want > 1)
+    return cli_fail(err, CLI_USAGE, "limit %s needs a NAME", l->verb);
+  if (a->npos > want)
+    return cli_fail(err, CLI_USAGE, "unexpected argument \"%s\" for limit %s",
+                    a->pos[want], l->verb);
+  if (l->rate && strcmp(l->verb, "set") != 0)
+    return cli_fail(err, CLI_USAGE, "--rate goes with limit set");
+  l->name = a->npos > 1 ? a->pos[1] : NULL;
+  if (want == 3) {
+    long long n = 0;
+    int rc;
+    if (a->npos == 3 &&
+        (rc = cli_parse_int("MAX", a->pos[2], 1, PAWL_LIMIT_MAX, &n, err)))
+      return rc;
+    l->max_running = n;
+    if (!l->max_running && !l->rate)
+      return cli_fail(err, CLI_USAGE,
+                      "limit set %s needs a MAX (1..%d running at once), a "
+                      "--rate N/DUR, or both",
+                      l->name, PAWL_LIMIT_MAX);
+  }
+  return 0;
+}
+
 /* Checks the positional arguments once the whole line has been read. */
 static int cli_check_positionals(cli_args_t *a, char *err) {
   const char *cmd = cli_cmd_names[a->cmd];
@@ -755,6 +817,7 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
     min = 1;
     max = a->npos >= 1 && strcmp(a->pos[0], "list") == 0 ? 1 : 2;
     break;
+  case CLI_LIMIT: return cli_check_limit(a, err);
   default: break;
   }
   if (a->cmd == CLI_QUEUE) {
@@ -862,7 +925,7 @@ static int cli_parse(int argc, char **argv, cli_args_t *a, char *err) {
         if (a->cmd == CLI_NONE)
           return cli_fail(err, CLI_USAGE,
                           "unknown command \"%s\" (see pawl help)", arg);
-      } else if (a->npos < 2) {
+      } else if (a->npos < 3) {
         a->pos[a->npos++] = arg;
       } else {
         return cli_fail(err, CLI_USAGE, "unexpected argument \"%s\" for %s",
@@ -980,6 +1043,7 @@ static int cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
     return 0;
   }
   if (!o->queue && info->queue[0]) o->queue = info->queue;
+  if (!o->resource && info->resource[0]) o->resource = info->resource;
   if (!a->has_priority && info->has_priority) o->priority = info->priority;
   /* Per-key ordering: the script's key string applies; a key the script
    * computes from the payload takes a Lua state this command does not
@@ -1291,6 +1355,7 @@ static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
   case CLI_QUEUE:
     return cli_queue_main(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL,
                           a->reason, a->age_boost, a->json, err, CLI_ERRLEN);
+  case CLI_LIMIT: return cli_limits_main(p, &a->limit, err);
   default: return cli_fail(err, CLI_USAGE, "internal: no command to run");
   }
 }

@@ -6,6 +6,7 @@
 #define PAWL_CLI_ADMIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pawl.h"
 
@@ -26,6 +27,17 @@ int cli_admin_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
 int cli_queue_main(pawl_t *p, const char *verb, const char *name,
                    const char *reason, const char *age_boost, int json,
                    char *err, size_t errlen);
+/* `pawl limit list|set|rm` (cli_limits.c; issue 14). cli.c has checked
+ * the verb and parsed the numbers; strings borrow argv. */
+typedef struct cli_limit_args {
+  const char *verb;        /* "list", "set" or "rm" */
+  const char *name;        /* set, rm */
+  int64_t max_running;     /* set: 0 none */
+  int64_t rate, window_ms; /* set --rate: 0 none */
+  int json;
+} cli_limit_args_t;
+
+int cli_limits_main(pawl_t *p, const cli_limit_args_t *a, char *err);
 
 /* What `pawl console` was asked (strings borrow argv). */
 typedef struct cli_console_args {

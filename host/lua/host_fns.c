@@ -192,8 +192,8 @@ static int host_fn_optnum(lua_State *L, int i, const char *what, double min,
 /* host.enqueue(type, payload_json, queue, priority, delay_s, run_at_s,
  *              max_attempts, timeout_s, key, business_key, return_existing,
  *              correlation_id, tags_json, params_json, blocked,
- *              ordering_key)
- *   -> id, status | nil, message [-16, +2, e] */
+ *              ordering_key, resource)
+ *   -> id, status | nil, message [-17, +2, e] */
 static int host_fn_enqueue(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.enqueue");
@@ -235,6 +235,7 @@ static int host_fn_enqueue(lua_State *L) {
   o.params = host_fn_optstr(L, 14);
   o.blocked = lua_toboolean(L, 15);
   o.ordering_key = host_fn_optstr(L, 16);
+  o.resource = host_fn_optstr(L, 17);
   /* Tags arrive as a JSON array from the Lua side: decode them back into
    * strings, anchored on the stack. */
   const char *tags[64];

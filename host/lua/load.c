@@ -149,23 +149,25 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
   lua_getfield(L, -1, "defaults_of");
   lua_remove(L, -2);
   lua_pushstring(L, type);
-  if (pawl__lua_call(w, 1, 6, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
+  if (pawl__lua_call(w, 1, 7, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
     lua_pop(L, 1);
     return -1;
   }
-  const char *q = lua_tostring(L, -6);
+  const char *q = lua_tostring(L, -7);
   if (q) snprintf(out->queue, sizeof out->queue, "%s", q);
-  if (lua_isnumber(L, -5)) {
+  if (lua_isnumber(L, -6)) {
     out->has_priority = 1;
-    out->priority = (int32_t)lua_tonumber(L, -5);
+    out->priority = (int32_t)lua_tonumber(L, -6);
   }
-  out->max_attempts = (int32_t)lua_tonumber(L, -4);
-  out->timeout_s = (int32_t)ceil(lua_tonumber(L, -3));
+  out->max_attempts = (int32_t)lua_tonumber(L, -5);
+  out->timeout_s = (int32_t)ceil(lua_tonumber(L, -4));
   /* pawl.worker checked it: at most 200 bytes. */
-  const char *k = lua_tostring(L, -2);
+  const char *k = lua_tostring(L, -3);
   if (k) snprintf(out->ordering_key, sizeof out->ordering_key, "%s", k);
-  out->ordering_key_fn = lua_toboolean(L, -1);
-  lua_pop(L, 6);
+  out->ordering_key_fn = lua_toboolean(L, -2);
+  const char *r = lua_tostring(L, -1);
+  if (r) snprintf(out->resource, sizeof out->resource, "%s", r);
+  lua_pop(L, 7);
   return 0;
 }
 

@@ -695,7 +695,8 @@ static int lpawl_schema_version(lua_State *L) {
 static const char *const lpawl_enqueue_names[] = {
     "queue", "priority", "run_at", "delay_ms", "max_attempts", "timeout",
     "params", "tags", "key", "business_key", "return_existing",
-    "correlation_id", "enqueued_by", "blocked", "ordering_key", NULL};
+    "correlation_id", "enqueued_by", "blocked", "ordering_key", "resource",
+    NULL};
 
 /* [-0, +0, e] Reads enqueue options from the table at `t` (or nil). */
 static void lpawl_read_enqueue_opts(lua_State *L, int t, int anchor,
@@ -731,6 +732,7 @@ static void lpawl_read_enqueue_opts(lua_State *L, int t, int anchor,
   o->enqueued_by = lpawl_opt_str(L, t, "enqueued_by", anchor, argn, prefix);
   o->blocked = lpawl_opt_bool(L, t, "blocked", argn, prefix);
   o->ordering_key = lpawl_opt_str(L, t, "ordering_key", anchor, argn, prefix);
+  o->resource = lpawl_opt_str(L, t, "resource", anchor, argn, prefix);
 }
 
 /* [-0, +0, e] Per-key ordering: a job of a type this handle defined
@@ -1566,6 +1568,8 @@ typedef struct lpawl_adm_box {
   size_t nrecs;
   pawl_queue_info_t *queues; /* db:queues() (issue 14) */
   size_t nqueues;
+  pawl_limit_t *limits;
+  size_t nlimits;
 } lpawl_adm_box_t;
 
 #define LPAWL_ADM_BOX "pawl.admin_box"
@@ -1578,6 +1582,7 @@ static void lpawl_adm_box_free(lpawl_adm_box_t *b) {
   pawl_locks_free(b->locks, b->nlocks);
   pawl_recurring_free(b->recs, b->nrecs);
   pawl_queues_free(b->queues, b->nqueues);
+  pawl_limits_free(b->limits, b->nlimits);
   memset(b, 0, sizeof *b);
 }
 
@@ -1785,6 +1790,77 @@ static int lpawl_adm_queue_set(lua_State *L) {
   return 1;
 }
 
+/* Limits (issue 14; include/pawl.h, "resource and rate limits"). */
+
+/* db:limits() [-0, +1|3, e] { {name =, max_running =, rate =,
+ * rate_window_ms =, running =, window_start =, window_count =,
+ * updated_at =}, ... } by name; max_running and rate nil when not set. */
+static int lpawl_adm_limits(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  lpawl_adm_box_t *b = lpawl_adm_box_new(L);
+  int rc = pawl_limits(p, &b->limits, &b->nlimits);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_createtable(L, (int)b->nlimits, 0);
+  for (size_t i = 0; i < b->nlimits; i++) {
+    const pawl_limit_t *l = &b->limits[i];
+    lua_createtable(L, 0, 8);
+    lpawl_set_str(L, "name", l->name);
+    if (l->max_running) lpawl_set_num(L, "max_running", (double)l->max_running);
+    if (l->rate) {
+      lpawl_set_num(L, "rate", (double)l->rate);
+      lpawl_set_num(L, "rate_window_ms", (double)l->rate_window_ms);
+      lpawl_set_time(L, "window_start", l->window_start);
+      lpawl_set_num(L, "window_count", (double)l->window_count);
+    }
+    lpawl_set_num(L, "running", (double)l->running);
+    lpawl_set_time(L, "updated_at", l->updated_at);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lpawl_adm_box_free(b);
+  return 1;
+}
+
+/* db:limit_set(name, { max_running = N, rate = "N/DUR" | N,
+ * window_ms = MS }) [-0, +1|3, e] true. A rate as a number needs
+ * window_ms; as a string it carries its window ("100/60s"). */
+static int lpawl_adm_limit_set(lua_State *L) {
+  static const char *const names[] = {"max_running", "rate", "window_ms",
+                                      NULL};
+  pawl_t *p = lpawl_check(L, 1)->p;
+  const char *name = luaL_checkstring(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lpawl_check_keys(L, 3, names, 3, "", "limit_set");
+  int64_t max = (int64_t)lpawl_opt_int(L, 3, "max_running", 0, 0,
+                                       PAWL_LIMIT_MAX, 3, "");
+  int64_t rate = 0, window = (int64_t)lpawl_opt_int(
+                        L, 3, "window_ms", 0, 0, PAWL_LIMIT_WINDOW_MAX_MS, 3, "");
+  lua_getfield(L, 3, "rate");
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    char err[256];
+    if (window)
+      return luaL_argerror(L, 3, "rate \"N/DUR\" carries its window: no "
+                                 "window_ms with it");
+    if (pawl_rate_parse(lua_tostring(L, -1), &rate, &window, err, sizeof err))
+      return luaL_argerror(L, 3, lua_pushfstring(L, "%s", err));
+  } else if (!lua_isnil(L, -1)) {
+    rate = (int64_t)lpawl_opt_int(L, 3, "rate", 0, 1, PAWL_LIMIT_MAX, 3, "");
+  }
+  lua_pop(L, 1);
+  int rc = pawl_limit_set(p, name, max, rate, window);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* db:limit_rm(name) [-0, +1|3, e] true */
+static int lpawl_adm_limit_rm(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  int rc = pawl_limit_remove(p, luaL_checkstring(L, 2));
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* pawl.duration(text) [-0, +1|2, m] ms, or nil and a message. */
 static int lpawl_adm_duration(lua_State *L) {
   const char *text = luaL_checkstring(L, 1);
@@ -1870,6 +1946,7 @@ static int lpawl_adm_scripts(lua_State *L) {
       if (info.has_priority) lpawl_set_num(L, "priority", info.priority);
       if (info.max_attempts) lpawl_set_num(L, "max_attempts", info.max_attempts);
       if (info.timeout_s) lpawl_set_num(L, "timeout", info.timeout_s);
+      if (info.resource[0]) lpawl_set_str(L, "resource", info.resource);
     }
     lua_rawseti(L, 3, (int)i + 1);
     lua_pop(L, 1);
@@ -2050,6 +2127,8 @@ static void lpawl_admin_register(lua_State *L, int methods) {
       {"queues", lpawl_adm_queues}, {"queue_pause", lpawl_adm_queue_pause},
       {"queue_resume", lpawl_adm_queue_resume},
       {"queue_set", lpawl_adm_queue_set},
+      {"limits", lpawl_adm_limits}, {"limit_set", lpawl_adm_limit_set},
+      {"limit_rm", lpawl_adm_limit_rm},
       {NULL, NULL}};
   luaL_register(L, NULL, methods ? meths : funcs);
 }

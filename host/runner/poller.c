@@ -161,18 +161,21 @@ static int host_capacity(host_t *h) {
 }
 
 /* Claims up to `want` jobs of `queues` (nqueues 0: every queue) for
- * slot `slot` (-1: the shared pool) and queues them for the workers.
- * Returns how many; *failed = 1 when the claim failed. */
+ * slot `slot` (-1: the shared pool) and queues them for the workers; the
+ * last `prefetch` of `want` have no free worker yet, and no job under a
+ * limit is claimed for them (pawl_claim_opts_t). Returns how many;
+ * *failed = 1 when the claim failed. */
 static size_t poller_claim_for(poller_t *pl, const char *const *queues,
-                               size_t nqueues, int want, int slot,
-                               int *failed) {
+                               size_t nqueues, int want, int prefetch,
+                               int slot, int *failed) {
   host_t *h = pl->h;
   /* Claimed ahead of the workers: a worker records the start of a job
    * recovered before (pawl_begin), so that a dead node's queued jobs are
    * not blamed for its death. */
   pawl_claim_opts_t co = {.queues = queues,
                           .nqueues = nqueues,
-                          .defer_start = 1};
+                          .defer_start = 1,
+                          .prefetch = prefetch > 0 ? (size_t)prefetch : 0};
   pawl_job_t **jobs = NULL;
   size_t n = 0;
   *failed = 0;
@@ -243,7 +246,8 @@ static size_t poller_claim_own(poller_t *pl, int *tried, int *failed) {
     const char *q = sl->name;
     int f = 0;
     *tried = 1;
-    size_t n = poller_claim_for(pl, &q, 1, want, i, &f);
+    /* No prefetch: each job claimed has a free worker of its queue. */
+    size_t n = poller_claim_for(pl, &q, 1, want, 0, i, &f);
     got += n;
     if (f) {
       *failed = 1;
@@ -273,13 +277,18 @@ static size_t poller_claim(poller_t *pl) {
   /* Claim in batches: when a good part of the capacity is free, or a
    * worker is idle with nothing queued. */
   int idle = pool_queued == 0 && h->pool_running < h->pool;
+  /* The pool's workers free for a job claimed now: the rest of `want` is
+   * a prefetch, which no job under a limit is claimed for. */
+  int free_workers = h->pool - h->pool_running - pool_queued;
   pthread_mutex_unlock(&h->mu);
   if (!failed && want > 0 && (idle || want >= capacity / 4 || want >= 64)) {
     if (want > HOST_CLAIM_MAX) want = HOST_CLAIM_MAX;
     tried = 1;
     const char *const *queues =
         (const char *const *)(h->pool_queues ? h->pool_queues : h->queues);
-    got += poller_claim_for(pl, queues, h->npool_queues, want, -1, &failed);
+    int prefetch = want - (free_workers > 0 ? free_workers : 0);
+    got += poller_claim_for(pl, queues, h->npool_queues, want, prefetch, -1,
+                            &failed);
   }
   if (!failed) {
     pl->claim_failed_at = 0;

@@ -355,9 +355,12 @@ static int step_idle(step_t *s, int64_t mono) {
  * negative code. */
 static int step_claim(step_t *s, int want) {
   host_t *h = s->h;
+  /* One job runs at a time: the rest is a prefetch, which no job under a
+   * limit is claimed for (pawl_claim_opts_t). */
   pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
                           .nqueues = h->opts.nqueues,
-                          .defer_start = 1};
+                          .defer_start = 1,
+                          .prefetch = want > 1 ? (size_t)want - 1 : 0};
   pawl_job_t **jobs = NULL;
   size_t n = 0;
   int rc = pawl_claim(s->p, &co, (size_t)want, &jobs, &n);

@@ -84,7 +84,7 @@ local ENQUEUE_OPTS = {
   max_attempts = "number", timeout = "number", key = "string",
   business_key = "string", return_existing = "boolean",
   correlation_id = "string", tags = "table", params = "table",
-  blocked = "boolean", ordering_key = "string",
+  blocked = "boolean", ordering_key = "string", resource = "string",
 }
 
 local pawl = {
@@ -94,7 +94,7 @@ local pawl = {
 }
 
 -- Enqueues a job from inside a job. The target type's script chooses its
--- queue and priority (decided now, unless opts say otherwise); its
+-- queue, priority and resource (decided now, unless opts say otherwise); its
 -- max_attempts and timeout are left to the worker that runs it, which
 -- reads them from the script then.
 function pawl.enqueue(jtype, payload, opts)
@@ -128,7 +128,8 @@ function pawl.enqueue(jtype, payload, opts)
     opts.correlation_id,
     opts.tags and pjson.encode(opts.tags) or nil,
     opts.params and pjson.encode(opts.params) or nil,
-    opts.blocked, okey)
+    opts.blocked, okey,
+    opts.resource or (spec and spec.resource))
   if not id then error("pawl.enqueue: " .. status, 2) end
   return id, status
 end
@@ -573,6 +574,8 @@ local FIELDS = {
   -- Per-key ordering (issue 14): ordering_key is a string or a function
   -- of the payload (checked below); ordering "strict" or "skip_failed".
   ordering_key = "function", ordering = "string",
+  -- Limits (issue 14): the resource its jobs hold a permit of.
+  resource = "string",
 }
 
 local MISFIRE = { run_once = true, catch_up = true, skip = true }
@@ -659,6 +662,18 @@ local function check_script(t, is_defaults)
   end
   if is_defaults and t.ordering_key ~= nil then
     return nil, "ordering_key belongs to a job type's script, not _defaults.lua"
+  end
+  -- Limits (issue 14): the resource its jobs hold a permit of. A name as
+  -- pawl_enqueue() takes it; "queue:..." names a queue's limit.
+  if t.resource ~= nil then
+    if is_defaults then
+      return nil, "_defaults.lua cannot set a resource (it belongs to a job type)"
+    end
+    local r = t.resource
+    if r == "" or #r > 200 or r:find("[%c]") or r:sub(1, 6) == "queue:" then
+      return nil, ("resource must be 1..200 bytes without control characters, "
+                   .. "not beginning with \"queue:\" (got %q)"):format(r)
+    end
   end
   if t.redact then
     for _, key in ipairs(t.redact) do
@@ -857,14 +872,15 @@ end
 
 -- Settings of a type: queue, priority, max_attempts, timeout (the last two
 -- apply when a job runs; see max_attempts_of), its ordering_key when it
--- is a string, and whether it is a function of the payload instead.
+-- is a string, whether it is a function of the payload instead, and its
+-- resource (limits).
 function W.defaults_of(name)
   local t = spec_of(name)
   if not t then return nil end
   local k = t.ordering_key
   return t.queue or defaults.queue, t.priority or defaults.priority,
          t.max_attempts or defaults.max_attempts, t.timeout,
-         type(k) == "string" and k or nil, type(k) == "function"
+         type(k) == "string" and k or nil, type(k) == "function", t.resource
 end
 
 -- The recurring definition a loaded type declares (cron = ...): its name,

@@ -424,6 +424,32 @@ void test_sqlite_claim_uses_live_index(void) {
   sqlite3_close(db);
 }
 
+/* Limits (issue 14): the claim on a database with limits picks as the
+ * claim without them does (the same index, no scan, no sort), and counts
+ * a limit's permits on the running rows' index, never the history. */
+void test_sqlite_limits_claim_uses_live_index(void) {
+  sqlite3 *db = plan_db("limits_plan");
+  char plan[4096];
+  const char *sqls[3] = {SQLITE_SQL_CLAIM_LIM, SQLITE_SQL_CLAIM_LIM_QUEUE,
+                         SQLITE_SQL_CLAIM_LIM_QUEUES};
+  for (int i = 0; i < 3; i++) {
+    plan_of(db, sqls[i], plan, sizeof plan);
+    if (!strstr(plan, "USING INDEX pawl_jobs_claim") ||
+        strstr(plan, "SCAN pawl_jobs\n") ||
+        (i < 2 && strstr(plan, "TEMP B-TREE")))
+      unit_fail(__FILE__, __LINE__, "limited claim plan %d:\n%s", i, plan);
+  }
+  const char *counts[2] = {
+      "SELECT count(*) FROM pawl_jobs WHERE state = 1 AND resource = ?1",
+      "SELECT count(*) FROM pawl_jobs WHERE state = 1 AND queue = ?1"};
+  for (int i = 0; i < 2; i++) {
+    plan_of(db, counts[i], plan, sizeof plan);
+    if (!strstr(plan, "INDEX pawl_jobs_running"))
+      unit_fail(__FILE__, __LINE__, "permit count plan %d:\n%s", i, plan);
+  }
+  sqlite3_close(db);
+}
+
 /* A poller asks for the next due time whenever it finds nothing to claim:
  * that must read the pending rows' partial indexes, never the history. */
 void test_sqlite_next_due_uses_live_index(void) {

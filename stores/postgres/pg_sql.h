@@ -40,21 +40,22 @@
  * $7 params, $8 tags, $9 run_at (NULL: now), $10 max_attempts,
  * $11 timeout_s, $12 idempotency key, $13 business key, $14 correlation id,
  * $15 enqueued_by, $16 now, $17 age boost, $18 ordering key (then the
- * next ordering_seq: V006__ordering.sql). A live business key held by
+ * next ordering_seq: V006__ordering.sql), $19 resource (limits, issue 14;
+ * NULL for none). A live business key held by
  * another job is the only conflict possible (ids are fresh UUIDv7s): then
  * nothing is inserted and no row returned. */
 #define PG_SQL_INSERT                                                        \
   "INSERT INTO pawl_jobs AS j (id, type, queue, state, priority, rank, "     \
   "payload, params, tags, run_at, max_attempts, timeout_s, "                 \
   "idempotency_key, business_key, correlation_id, enqueued_by, created_at, " \
-  "updated_at, ordering_key, ordering_seq) SELECT $1::uuid, $2::text, "     \
-  "$3::text, $4::smallint, "                                                 \
+  "updated_at, ordering_key, ordering_seq, resource) SELECT $1::uuid, "    \
+  "$2::text, $3::text, $4::smallint, "                                       \
   "$5::int, pawl_rank($5::int, t.run_at, pawl_queue_boost($3::text, "       \
   "$17::bigint)), $6::jsonb, "                                                \
   "$7::jsonb, $8::jsonb, t.run_at, $10::int, $11::int, $12::text, "          \
   "$13::text, $14::text, $15::text, t.now, t.now, $18::text, CASE WHEN "     \
-  "$18::text IS NULL THEN NULL ELSE nextval('pawl_ordering_seq') END FROM "  \
-  "(SELECT "                                                                 \
+  "$18::text IS NULL THEN NULL ELSE nextval('pawl_ordering_seq') END, "      \
+  "$19::text FROM (SELECT "                                                  \
   "pawl_now($16::bigint) AS now, coalesce(pawl_ts($9::bigint), "             \
   "pawl_now($16::bigint)) AS run_at) AS t ON CONFLICT DO NOTHING "           \
   "RETURNING j.id"
@@ -66,8 +67,8 @@
 #define PG_SQL_COPY_JOBS                                                     \
   "COPY pawl_jobs (id, type, queue, state, priority, rank, payload, "        \
   "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
-  "correlation_id, enqueued_by, created_at, updated_at) FROM STDIN "         \
-  "(FORMAT binary)"
+  "correlation_id, enqueued_by, created_at, updated_at, resource) FROM "     \
+  "STDIN (FORMAT binary)"
 
 /* Per-key ordering (issue 14): a pending job with an ordering key is
  * claimable only when pawl_ordering_free() says so; see
@@ -85,12 +86,14 @@
  * node is claiming right now (SKIP LOCKED), so nodes never wait for each
  * other and never take the same job. Progress belongs to an attempt, so a
  * new attempt starts without any. */
-#define PG_SQL_CLAIM_HEAD                                                    \
+#define PG_SQL_CLAIM_SET                                                     \
   "UPDATE pawl_jobs AS j SET state = 1, attempt = j.attempt + 1, "           \
   "started_at = pawl_now($1::bigint), lease_owner = $2::text, "              \
   "lease_token = $3::uuid, lease_expires = pawl_now($1::bigint) + "          \
   "$4::float8 * interval '1 millisecond', updated_at = pawl_now($1::bigint), "\
-  "progress_done = NULL, progress_total = NULL, version = j.version + 1 "    \
+  "progress_done = NULL, progress_total = NULL, version = j.version + 1 "
+#define PG_SQL_CLAIM_HEAD                                                    \
+  PG_SQL_CLAIM_SET                                                           \
   "FROM (SELECT id FROM pawl_jobs WHERE state = 0 AND " PG_SQL_UNPAUSED
 #define PG_SQL_CLAIM_TAIL                                                    \
   "run_at <= pawl_now($1::bigint) AND " PG_SQL_ORDERING_FREE                 \
@@ -98,11 +101,46 @@
   "LIMIT $5::int FOR UPDATE SKIP LOCKED) AS c WHERE j.id = c.id "            \
   "RETURNING " PG_JOB_COLS
 
-#define PG_SQL_CLAIM PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_TAIL
+/* Limits (issue 14; stores/store.h, "limits"): the one-statement claim
+ * takes nothing on a database with limits (an InitPlan, evaluated once per
+ * claim); pg_claim() then claims with the limits' statements below. */
+#define PG_SQL_CLAIM_NO_LIMITS "NOT EXISTS (SELECT 1 FROM pawl_limits) AND "
+
+#define PG_SQL_CLAIM PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS PG_SQL_CLAIM_TAIL
 #define PG_SQL_CLAIM_QUEUE                                                   \
-  PG_SQL_CLAIM_HEAD "queue = $6::text AND " PG_SQL_CLAIM_TAIL
+  PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS "queue = $6::text AND "           \
+  PG_SQL_CLAIM_TAIL
 #define PG_SQL_CLAIM_QUEUES                                                  \
-  PG_SQL_CLAIM_HEAD "queue = ANY($6::text[]) AND " PG_SQL_CLAIM_TAIL
+  PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS "queue = ANY($6::text[]) AND "    \
+  PG_SQL_CLAIM_TAIL
+
+/* The claim on a database with limits picks the due jobs outside the
+ * limits with nothing left ($2 resources, $3 queues), locking them, in
+ * claim order: $1 now, $4 limit, $5 the queue (or an array of queues);
+ * then takes the ones admitted ($6 their ids, $5 how many) with the
+ * claim's own update. The pick leaves paused queues alone and keeps
+ * per-key ordering as the one-statement claim does (issue 14: queues,
+ * ordering; the key's advisory lock is held to the commit); the take does
+ * not test them again: the picked rows are locked and the transaction
+ * holds the keys' locks, and a row the take missed would be an error. */
+#define PG_SQL_CLAIM_LIM_PICK_HEAD                                           \
+  "SELECT id, queue, resource FROM pawl_jobs WHERE state = 0 AND "           \
+  PG_SQL_UNPAUSED "(resource IS NULL OR resource <> ALL($2::text[])) AND "   \
+  "queue <> ALL($3::text[]) AND "
+#define PG_SQL_CLAIM_LIM_PICK_TAIL                                           \
+  "run_at <= pawl_now($1::bigint) AND " PG_SQL_ORDERING_FREE                 \
+  " ORDER BY rank DESC, run_at, id LIMIT $4::int FOR UPDATE SKIP LOCKED"
+#define PG_SQL_CLAIM_LIM_PICK                                                \
+  PG_SQL_CLAIM_LIM_PICK_HEAD PG_SQL_CLAIM_LIM_PICK_TAIL
+#define PG_SQL_CLAIM_LIM_PICK_QUEUE                                          \
+  PG_SQL_CLAIM_LIM_PICK_HEAD "queue = $5::text AND " PG_SQL_CLAIM_LIM_PICK_TAIL
+#define PG_SQL_CLAIM_LIM_PICK_QUEUES                                         \
+  PG_SQL_CLAIM_LIM_PICK_HEAD "queue = ANY($5::text[]) AND "                  \
+  PG_SQL_CLAIM_LIM_PICK_TAIL
+#define PG_SQL_CLAIM_LIM_TAKE                                                \
+  PG_SQL_CLAIM_SET "FROM (SELECT id FROM pawl_jobs WHERE state = 0 AND "     \
+  "id = ANY($6::uuid[]) LIMIT $5::int) AS c WHERE j.id = c.id "              \
+  "RETURNING " PG_JOB_COLS
 
 /* Statements that find a running job by id test its state as
  * PG_RUNNING_BY_ID: "state + 0" is not the partial indexes' "state = 1",

@@ -20,8 +20,8 @@
   "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
   "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
   "business_key, correlation_id, enqueued_by, created_at, updated_at, "     \
-  "ordering_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "     \
-  "?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18)"
+  "ordering_key, resource) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "     \
+  "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18, ?19)"
 
 /* Per-key ordering (issue 14; schema/sqlite/V007__ordering.sql): a pending
  * job with an ordering key is claimable only if no job with its key is
@@ -97,6 +97,34 @@
   SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_QUEUES_UNPAUSED                                     \
   SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_UNPAUSED                                  \
+  "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
+
+/* Limits (issue 14; stores/store.h, "limits"): on a database with
+ * limits, the claim picks with these instead, which leave out the jobs of
+ * the limits with nothing left: ?4 a JSON array of such resources, ?5 of
+ * such queues (the other parameters as above). The resource comes after
+ * the job's columns, for the admission of each picked job. */
+#define SQLITE_SQL_CLAIM_LIM_HEAD                                            \
+  "SELECT " SQLITE_JOB_COLS ", resource FROM pawl_jobs WHERE state = 0 AND " \
+  "(resource IS NULL OR resource NOT IN (SELECT value FROM json_each(?4))) " \
+  "AND queue NOT IN (SELECT value FROM json_each(?5)) AND "
+#define SQLITE_JOB_RESOURCE_COL (SQLITE_JOB_SEQ_COL + 1)
+#define SQLITE_SQL_CLAIM_LIM SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_CLAIM_TAIL
+#define SQLITE_SQL_CLAIM_LIM_QUEUE                                           \
+  SQLITE_SQL_CLAIM_LIM_HEAD "queue = ?3 AND " SQLITE_SQL_CLAIM_TAIL
+#define SQLITE_SQL_CLAIM_LIM_QUEUES                                          \
+  SQLITE_SQL_CLAIM_LIM_HEAD                                                  \
+  "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
+/* The same three with a queue paused (issue 14, queues): the limited claim
+ * filters paused queues and keeps per-key ordering (CLAIM_TAIL) as the
+ * plain one does. */
+#define SQLITE_SQL_CLAIM_LIM_UNPAUSED                                        \
+  SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_UNPAUSED SQLITE_SQL_CLAIM_TAIL
+#define SQLITE_SQL_CLAIM_LIM_QUEUE_UNPAUSED                                  \
+  SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_UNPAUSED "queue = ?3 AND "            \
+  SQLITE_SQL_CLAIM_TAIL
+#define SQLITE_SQL_CLAIM_LIM_QUEUES_UNPAUSED                                 \
+  SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_UNPAUSED                              \
   "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
 
 /* CLAIM_TAKE: ?1 now, ?2 owner, ?3 lease token, ?4 lease expiry, ?5 a JSON
