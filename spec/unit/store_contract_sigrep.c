@@ -242,7 +242,7 @@ void contract_sig_timeout(const char *url) {
   CHECK_STR(j->last_error, "wait timed out");
   pawl_job_free(j);
   check_last_event(p, &id, PAWL_BLOCKED, PAWL_FAILED, "timeout",
-                   "signal late: no decision within 60.000 s");
+                   "signal late: no decision by 2027-01-15T08:01:00.000Z");
   pawl_signal_info_t *sig = NULL;
   CHECK_OK(pawl_signal_get(p, &id, &sig));
   CHECK_INT(sig->state, ==, PAWL_SIGNAL_EXPIRED);

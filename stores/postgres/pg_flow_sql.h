@@ -42,7 +42,7 @@
  * at the same instant waits, then finds the wait expired; SKIP LOCKED:
  * rows a delivery holds are left to it). */
 #define PG_SQL_SIG_DUE                                                       \
-  "SELECT job_id, key, pawl_ms(timeout_at) - pawl_ms(created_at) FROM "      \
+  "SELECT job_id, key, pawl_ms(timeout_at) FROM "      \
   "pawl_signals WHERE state = 0 AND timeout_at IS NOT NULL AND timeout_at "  \
   "<= pawl_now($1::bigint) ORDER BY timeout_at LIMIT $2 FOR UPDATE SKIP "    \
   "LOCKED"

@@ -34,6 +34,7 @@
 #include <libpq-fe.h>
 
 #include "alloc.h"
+#include "iso8601.h"
 #include "buf.h"
 #include "pg_admin_sql.h"
 #include "pg_recurring_sql.h"
@@ -2096,9 +2097,10 @@ static int pg_sig_expire(store_t *base, size_t max, size_t *n) {
     PQclear(res);
     if (!changed) continue;
     done++;
-    char why[300];
-    snprintf(why, sizeof why, "signal %s: no decision within %.3f s",
-             pg_val(due, i, 1), (double)pg_int(due, i, 2) / 1000.0);
+    char why[300], by[ISO8601_STRLEN];
+    pawl__iso8601_format(pg_int(due, i, 2), by);
+    snprintf(why, sizeof why, "signal %s: no decision by %s",
+             pg_val(due, i, 1), by);
     rc = pawl__store_transition_in(base, &pg_transition_steps, now, &id,
                                    STORE_OP_EXPIRE, "timeout", why, -1);
     /* A job that stopped waiting otherwise (canceled) keeps its state;

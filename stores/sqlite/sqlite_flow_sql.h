@@ -33,7 +33,7 @@
 /* Waits that ran out by ?1, at most ?2, oldest first (the partial index
  * pawl_signals_due). */
 #define SQLITE_SIG_DUE                                                       \
-  "SELECT job_id, key, timeout_at - created_at FROM pawl_signals WHERE "     \
+  "SELECT job_id, key, timeout_at FROM pawl_signals WHERE "     \
   "state = 0 AND timeout_at IS NOT NULL AND timeout_at <= ?1 ORDER BY "      \
   "timeout_at LIMIT ?2"
 

@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "alloc.h"
+#include "iso8601.h"
 #include "buf.h"
 #include "sqlite_admin_sql.h"
 #include "sqlite_recurring_sql.h"
@@ -1832,7 +1833,7 @@ static int sq_sig_get(store_t *base, const pawl_id_t *id,
 typedef struct sq_sig_due {
   pawl_id_t id;
   char key[201];
-  int64_t waited_ms;
+  int64_t timeout_at;
 } sq_sig_due_t;
 
 static int sq_sig_expire(store_t *base, size_t max, size_t *n) {
@@ -1856,7 +1857,7 @@ static int sq_sig_expire(store_t *base, size_t max, size_t *n) {
       sq_col_id(st, 0, &due[ndue].id);
       snprintf(due[ndue].key, sizeof due[ndue].key, "%s",
                (const char *)sqlite3_column_text(st, 1));
-      due[ndue].waited_ms = sqlite3_column_int64(st, 2);
+      due[ndue].timeout_at = sqlite3_column_int64(st, 2);
       ndue++;
     }
     sqlite3_reset(st);
@@ -1872,9 +1873,9 @@ static int sq_sig_expire(store_t *base, size_t max, size_t *n) {
     if ((rc = sq_exec(s, st, "expire signal wait"))) break;
     if (sqlite3_changes(s->db) != 1) continue;
     done++;
-    char why[300];
-    snprintf(why, sizeof why, "signal %s: no decision within %.3f s",
-             due[i].key, (double)due[i].waited_ms / 1000.0);
+    char why[300], by[ISO8601_STRLEN];
+    pawl__iso8601_format(due[i].timeout_at, by);
+    snprintf(why, sizeof why, "signal %s: no decision by %s", due[i].key, by);
     rc = pawl__store_transition_in(base, &sq_transition_steps, now,
                                    &due[i].id, STORE_OP_EXPIRE, "timeout",
                                    why, -1);
