@@ -331,6 +331,16 @@ typedef struct pawl_enqueue_opts {
    * queues: 1..200 bytes, no control characters) that does not begin
    * with "queue:" (that prefix names a queue's limit). */
   const char *resource;
+  /* Signals (issue 15; README "Signals and replace"): the job starts
+   * `blocked` and waits until pawl_signal() delivers a decision for this
+   * key (then it runs, and reads the decision as job.signal), or until
+   * signal_timeout_ms passes (then it fails: "wait timed out"). A key is
+   * unique among live jobs: an enqueue with a key a live job holds is
+   * refused (PAWL_EKEY). NULL: none; else 1..200 bytes without control
+   * characters. */
+  const char *signal;
+  int64_t signal_timeout_ms;   /* with signal: 0 waits for ever; else
+                                  1..PAWL_DELAY_MAX_MS */
 } pawl_enqueue_opts_t;
 
 PAWL_EXTERN void pawl_enqueue_opts_init(pawl_enqueue_opts_t *o);
@@ -422,6 +432,112 @@ PAWL_EXTERN int pawl_resume(pawl_t *p, const pawl_id_t *id, const char *reason,
                 pawl_job_t **out);
 PAWL_EXTERN int pawl_retry(pawl_t *p, const pawl_id_t *id, const char *reason,
                pawl_job_t **out);
+
+/* ---- signals and replace (issue 15) ------------------------------------ */
+
+/* Where a job's signal stands. */
+#define PAWL_SIGNAL_WAITING 0   /* no decision yet: the job is blocked */
+#define PAWL_SIGNAL_DELIVERED 1 /* a decision came: the job ran or runs */
+#define PAWL_SIGNAL_EXPIRED 2   /* none came in time: the job failed */
+
+/* A job's signal as stored. Strings live in the struct's own allocation
+ * (pawl_signal_free()); decision, payload and delivered_by are NULL and
+ * delivered_at 0 until a decision is delivered; timeout_at 0: none. */
+typedef struct pawl_signal_info {
+  pawl_id_t job;
+  char *key;
+  int state;                /* PAWL_SIGNAL_* */
+  int64_t created_at;
+  int64_t timeout_at;
+  char *decision;           /* "approve" or "reject" */
+  char *payload;            /* JSON */
+  int64_t delivered_at;
+  char *delivered_by;       /* the deliverer's principal */
+} pawl_signal_info_t;
+
+/* What pawl_signal() did. */
+#define PAWL_SIG_DELIVERED 0 /* the decision was recorded; the job is
+                                pending now */
+#define PAWL_SIG_ALREADY 1   /* a decision was delivered before: nothing
+                                changed (pawl_signal_get() shows it) */
+
+/* Delivers `decision` ("approve" or "reject") with a JSON `payload`
+ * (NULL: "{}") to the live job that waits for signal `key`: in one
+ * transaction the decision is recorded (with the handle's principal and
+ * the time) and the job goes blocked -> pending, with a history event
+ * "signal KEY: DECISION". Both decisions run the job: its code reads
+ * job.signal.decision and decides what a rejection means. Strings are
+ * borrowed. *out_job (may be NULL) receives the job's id, *out_status
+ * (may be NULL) one of PAWL_SIG_*. A key no live job holds (never given,
+ * or its job finished and the key was taken over) is PAWL_ENOTFOUND; a
+ * job that stopped waiting without a decision (canceled, timed out) is
+ * PAWL_ESTATE; a bad decision, key or payload is PAWL_EINVAL. */
+PAWL_EXTERN int pawl_signal(pawl_t *p, const char *key, const char *decision,
+                            const char *payload, pawl_id_t *out_job,
+                            int *out_status);
+
+/* The signal of job `id`: on success *out is the caller's
+ * (pawl_signal_free()). PAWL_ENOTFOUND when the job has none. */
+PAWL_EXTERN int pawl_signal_get(pawl_t *p, const pawl_id_t *id,
+                                pawl_signal_info_t **out);
+PAWL_EXTERN void pawl_signal_free(pawl_signal_info_t *s);
+
+/* Fails the jobs whose wait for a signal has run out (timeout_at <= now by
+ * the handle's clock): blocked -> failed, the signal expired, in batches
+ * of at most 100 per transaction until none is left. *out_n (may be NULL)
+ * receives how many. A running host does it in its lease-recovery sweep
+ * (every half lease, on one node at a time); programs that drive the
+ * store themselves call it. */
+PAWL_EXTERN int pawl_signal_expire(pawl_t *p, size_t *out_n);
+
+/* What pawl_replace() changes in the replacement; everything else is the
+ * old job's (type, queue, priority, payload, params, tags, max_attempts,
+ * timeout, business key, correlation id, ordering key; not its
+ * idempotency key, which is the old job's for ever). Pointers borrowed. */
+typedef struct pawl_replace_opts {
+  const char *payload;    /* NULL: the old job's */
+  const char *params;     /* NULL: the old job's */
+  const char *queue;      /* NULL: the old job's */
+  int set_priority;       /* 1: priority below, else the old job's */
+  int32_t priority;       /* PAWL_PRIORITY_MIN..PAWL_PRIORITY_MAX */
+  int64_t run_at;         /* 0: now (plus delay_ms); else
+                             0..PAWL_TIME_MAX_MS */
+  int64_t delay_ms;       /* 0..PAWL_DELAY_MAX_MS */
+  int32_t max_attempts;   /* 0: the old job's; else 1..PAWL_ATTEMPTS_MAX */
+  int32_t timeout_s;      /* 0: the old job's; else 1..PAWL_TIMEOUT_MAX_S */
+  const char *reason;     /* recorded on the old job's cancel; may be NULL */
+} pawl_replace_opts_t;
+
+PAWL_EXTERN void pawl_replace_opts_init(pawl_replace_opts_t *o);
+
+/* Replaces job `id` with a new job (its fields with o's changes, `o` may
+ * be NULL), in one transaction: the replacement is enqueued, a live old
+ * job (pending, blocked, paused, running) is canceled ("replaced by NEW"),
+ * and the two are linked both ways (pawl_replace_links()). The
+ * replacement takes over the old job's business key, and, when the old
+ * job waited for a signal, its wait (the key and the same timeout). A
+ * running old job is canceled as pawl_cancel() cancels one: its attempt
+ * ends, its code sees ctx:canceled() become true and should return; its
+ * outcome is not stored. A failed or canceled job may be replaced too
+ * ("retry with changes": it stays as it is, linked). A succeeded job is
+ * refused (PAWL_ESTATE), as is one replaced before (the message names its
+ * replacement); no such job is PAWL_ENOTFOUND; bad options PAWL_EINVAL;
+ * the job changed meanwhile PAWL_ECONFLICT (try again). *out_new (may be
+ * NULL) receives the replacement's id. */
+PAWL_EXTERN int pawl_replace(pawl_t *p, const pawl_id_t *id,
+                             const pawl_replace_opts_t *o, pawl_id_t *out_new);
+
+/* The replacement links of job `id`. */
+typedef struct pawl_replace_links {
+  int has_superseded_by;
+  pawl_id_t superseded_by;  /* the job that replaced it */
+  int has_supersedes;
+  pawl_id_t supersedes;     /* the job it replaced */
+} pawl_replace_links_t;
+
+/* Fills *out (zeroed when there are none). PAWL_ENOTFOUND: no such job. */
+PAWL_EXTERN int pawl_replace_links(pawl_t *p, const pawl_id_t *id,
+                                   pawl_replace_links_t *out);
 
 /* ---- running jobs yourself ---------------------------------------------- */
 

@@ -760,3 +760,34 @@ int pawl__store_limit_window(const store_limit_t *lim, int64_t *start,
            lim->taken;
   return 1;
 }
+
+/* ---- signals (issue 15) ---------------------------------------------------- */
+
+pawl_signal_info_t *pawl__store_signal_new(
+    const pawl_id_t *job, const char *key, int state, int64_t created_at,
+    int64_t timeout_at, const char *decision, const char *payload,
+    int64_t delivered_at, const char *delivered_by) {
+  const char *src[4] = {key, decision, payload, delivered_by};
+  size_t len[4], total = sizeof(pawl_signal_info_t);
+  for (int i = 0; i < 4; i++) {
+    len[i] = src[i] ? strlen(src[i]) + 1 : 0;
+    total += len[i];
+  }
+  pawl_signal_info_t *s = pawl__malloc(total);
+  if (!s) return NULL;
+  memset(s, 0, sizeof *s);
+  char *at = (char *)(s + 1);
+  char **dst[4] = {&s->key, &s->decision, &s->payload, &s->delivered_by};
+  for (int i = 0; i < 4; i++) {
+    if (!src[i]) continue;
+    memcpy(at, src[i], len[i]);
+    *dst[i] = at;
+    at += len[i];
+  }
+  s->job = *job;
+  s->state = state;
+  s->created_at = created_at;
+  s->timeout_at = timeout_at;
+  s->delivered_at = delivered_at;
+  return s;
+}

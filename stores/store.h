@@ -71,6 +71,11 @@ typedef struct store_new_job {
    * time, in enqueue order; NULL for none. */
   const char *ordering_key;
   const char *resource;     /* limits (issue 14): NULL for none */
+  /* Signals (issue 15): the job waits (blocked) for a decision for this
+   * key; NULL for none. The row of pawl_signals is written with the job's,
+   * for new jobs only. signal_timeout_at: 0 for none. */
+  const char *signal_key;
+  int64_t signal_timeout_at;
 } store_new_job_t;
 
 /* What a claim asks for. */
@@ -204,6 +209,20 @@ typedef struct store_queue_row {
 } store_queue_row_t;
 
 typedef int (*store_queue_cb)(const store_queue_row_t *row, void *data);
+
+/* ---- signals and replace (issue 15; pawl_signals, pawl_replacements:
+ * schema SQLite V008, PostgreSQL V007) ------------------------------------ */
+
+/* A replacement (store_ops.flow.replace): `job` is inserted and, in the
+ * same transaction, the old job (read with the version the caller built
+ * `job` from) is canceled when it is live, and the two are linked. */
+typedef struct store_replace {
+  const pawl_id_t *old_id;
+  int64_t expect_version;    /* the old job's version as the caller read it */
+  const store_new_job_t *job;
+  const char *actor;
+  const char *reason;        /* the old job's cancel event */
+} store_replace_t;
 
 struct store_ops {
   const char *name;
@@ -434,6 +453,33 @@ struct store_ops {
     /* Every limit by name, with its running jobs; *out NULL when none. */
     int (*list)(store_t *st, pawl_limit_t **out, size_t *n);
   } limits;
+  /* Signals and replace (issue 15). */
+  struct {
+    /* Delivers a decision to the row that holds `key`, in one
+     * transaction: a waiting row records it and its job goes blocked ->
+     * pending (pawl__store_transition_in, actor and reason in its event);
+     * a row delivered before changes nothing (*already = 1). *job: the
+     * row's job. PAWL_ENOTFOUND: no row holds the key; PAWL_ESTATE: the
+     * wait ended without a decision (expired, or the job is no longer
+     * blocked). On PostgreSQL the row is locked (FOR UPDATE) first, so of
+     * two deliveries at once one records and the other finds it done. */
+    int (*deliver)(store_t *st, const char *key, const char *decision,
+                   const char *payload, const char *actor, pawl_id_t *job,
+                   int *already);
+    /* The signal of job `id`; PAWL_ENOTFOUND when it has none.
+     * *out: pawl_signal_free(). */
+    int (*get)(store_t *st, const pawl_id_t *id, pawl_signal_info_t **out);
+    /* Expires at most `max` waiting rows whose timeout_at <= now, each
+     * with its job's blocked -> failed (STORE_OP_EXPIRE), in one
+     * transaction; *n: how many rows it expired. */
+    int (*expire)(store_t *st, size_t max, size_t *n);
+    /* See store_replace_t. PAWL_ECONFLICT when the old job's version is
+     * not expect_version; PAWL_ESTATE (message naming it) when it was
+     * replaced before. */
+    int (*replace)(store_t *st, const store_replace_t *r);
+    /* The links of job `id` (zeroed when none); PAWL_ENOTFOUND: no job. */
+    int (*links)(store_t *st, const pawl_id_t *id, pawl_replace_links_t *out);
+  } flow;
 };
 
 /* The part every backend's store begins with. */
@@ -738,6 +784,14 @@ int pawl__store_transition_in(store_t *st, const store_transition_steps_t *x,
                               int64_t now, const pawl_id_t *id, store_op_t op,
                               const char *actor, const char *reason,
                               int64_t expect);
+
+/* A pawl_signal_info_t in one allocation (pawl_signal_free() is one
+ * pawl__free()), its strings copied (NULL stays NULL). NULL when out of
+ * memory. (Issue 15: signals.) */
+pawl_signal_info_t *pawl__store_signal_new(
+    const pawl_id_t *job, const char *key, int state, int64_t created_at,
+    int64_t timeout_at, const char *decision, const char *payload,
+    int64_t delivered_at, const char *delivered_by);
 
 /* A backend's migrations, embedded at build time from schema/<backend>/. */
 typedef struct store_migration {

@@ -9,6 +9,7 @@
 
 #include "pawl.h"
 #include "pawl_internal.h"
+#include "buf.h"
 #include "store.h"
 
 struct pawl {
@@ -46,5 +47,16 @@ int pawl__check_name(pawl_t *p, const char *what, const char *s);
 /* Checks the resource an enqueue names (api/limits.c): 0, or PAWL_EINVAL
  * with p->errmsg saying why. */
 int pawl__resource_check(pawl_t *p, const char *resource);
+
+/* Checks one job's input and fills *nj as pawl_enqueue() does (pawl.c);
+ * `tags` receives the tags' JSON text (the caller's: pawl__buf_free()).
+ * 0, or PAWL_EINVAL with p->errmsg naming the bad input. */
+int pawl__prepare_job(pawl_t *p, const char *type, const char *payload,
+                      const pawl_enqueue_opts_t *o, store_new_job_t *nj,
+                      pawl_buf_t *tags);
+
+/* Copies the store's message into p->errmsg after a failed store call;
+ * returns rc. */
+int pawl__from_store(pawl_t *p, int rc);
 
 #endif

@@ -403,6 +403,23 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
       (rc = pawl_check_name(p, "ordering key", o->ordering_key)))
     return rc;
   if (o->resource && (rc = pawl__resource_check(p, o->resource))) return rc;
+  /* Signals (issue 15): the key, and when the wait runs out. */
+  int64_t signal_timeout_at = 0;
+  if (o->signal && (rc = pawl_check_name(p, "signal key", o->signal)))
+    return rc;
+  if (o->signal_timeout_ms && !o->signal)
+    return pawl__fail(p, PAWL_EINVAL, "a signal timeout needs a signal key");
+  if ((rc = pawl_check_int(p, "signal timeout", o->signal_timeout_ms, 0,
+                           PAWL_DELAY_MAX_MS, "ms")))
+    return rc;
+  if (o->signal_timeout_ms &&
+      pawl__bounds_add_time(pawl__store_now(p->store), o->signal_timeout_ms,
+                            &signal_timeout_at))
+    return pawl__fail(p, PAWL_EINVAL,
+                      "now plus the signal timeout (%lld ms) is past the "
+                      "latest time, %lld ms since the epoch",
+                      (long long)o->signal_timeout_ms,
+                      (long long)PAWL_TIME_MAX_MS);
   pawl__buf_putc(tags, '[');
   for (size_t i = 0; i < o->ntags; i++) {
     if ((rc = pawl_check_name(p, "tag", o->tags[i]))) return rc;
@@ -431,8 +448,19 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   nj->blocked = o->blocked;
   nj->ordering_key = o->ordering_key;
   nj->resource = o->resource;
+  nj->signal_key = o->signal;
+  nj->signal_timeout_at = signal_timeout_at;
+  if (o->signal) nj->blocked = 1; /* it waits for the signal */
   return 0;
 }
+
+int pawl__prepare_job(pawl_t *p, const char *type, const char *payload,
+                      const pawl_enqueue_opts_t *o, store_new_job_t *nj,
+                      pawl_buf_t *tags) {
+  return pawl_prepare_job(p, type, payload, o, nj, tags);
+}
+
+int pawl__from_store(pawl_t *p, int rc) { return pawl_from_store(p, rc); }
 
 int pawl_enqueue(pawl_t *p, const char *type, const char *payload,
                  const pawl_enqueue_opts_t *opts, pawl_id_t *out_id,

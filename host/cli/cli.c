@@ -57,6 +57,8 @@ typedef enum cli_cmd {
   CLI_CONSOLE, /* cli/console.c */
   CLI_QUEUE,   /* cli/cli_queue.c */
   CLI_LIMIT,   /* cli/cli_limits.c */
+  CLI_SIGNAL,  /* cli/cli_flow.c (issue 15) */
+  CLI_REPLACE,
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
@@ -66,7 +68,7 @@ static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
     "migrate", "enqueue", "show", "jobs",    "cancel",
     "pause",   "resume",  "retry", "run",     "cron",
     "stats",   "nodes",   "locks", "console", "queue",   "limit",
-    "version", "help"};
+    "signal",  "replace", "version", "help"};
 
 #define CLI_BIT(c) (1u << (c))
 #define CLI_ACTIONS                                                          \
@@ -123,7 +125,10 @@ typedef enum cli_opt_id {
   CLI_O_CONNECT,
   CLI_O_AGE_BOOST,
   CLI_O_RESOURCE,
-  CLI_O_RATE
+  CLI_O_RATE,
+  CLI_O_SIGNAL,         /* issue 15 */
+  CLI_O_SIGNAL_TIMEOUT,
+  CLI_O_PAYLOAD
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -137,20 +142,28 @@ static const struct cli_opt {
     {"--json", CLI_O_JSON, 0,
      CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_STATS) |
          CLI_BIT(CLI_NODES) | CLI_BIT(CLI_LOCKS) | CLI_BIT(CLI_CONSOLE) |
-         CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_LIMIT)},
+         CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_LIMIT) | CLI_BIT(CLI_SIGNAL) |
+         CLI_BIT(CLI_REPLACE)},
     {"--queue", CLI_O_QUEUE, 1,
-     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
-    {"--priority", CLI_O_PRIORITY, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--delay", CLI_O_DELAY, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--run-at", CLI_O_RUN_AT, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--max-attempts", CLI_O_MAX_ATTEMPTS, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--timeout", CLI_O_TIMEOUT, 1, CLI_BIT(CLI_ENQUEUE)},
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS |
+         CLI_BIT(CLI_REPLACE)},
+    {"--priority", CLI_O_PRIORITY, 1,
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
+    {"--delay", CLI_O_DELAY, 1, CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
+    {"--run-at", CLI_O_RUN_AT, 1, CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
+    {"--max-attempts", CLI_O_MAX_ATTEMPTS, 1,
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
+    {"--timeout", CLI_O_TIMEOUT, 1,
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
     {"--key", CLI_O_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--business-key", CLI_O_BUSINESS_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--existing", CLI_O_EXISTING, 0, CLI_BIT(CLI_ENQUEUE)},
     {"--tag", CLI_O_TAG, 1,
      CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
-    {"--params", CLI_O_PARAMS, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--params", CLI_O_PARAMS, 1, CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
+    {"--payload", CLI_O_PAYLOAD, 1, CLI_BIT(CLI_REPLACE)},
+    {"--signal", CLI_O_SIGNAL, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--signal-timeout", CLI_O_SIGNAL_TIMEOUT, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--correlation-id", CLI_O_CORRELATION_ID, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--blocked", CLI_O_BLOCKED, 0, CLI_BIT(CLI_ENQUEUE)},
     {"--ordering-key", CLI_O_ORDERING_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
@@ -168,7 +181,8 @@ static const struct cli_opt {
     {"--admin-token-file", CLI_O_ADMIN_TOKEN_FILE, 1,
      CLI_BIT(CLI_RUN) | CLI_BIT(CLI_CONSOLE)},
     {"--admin-timeout", CLI_O_ADMIN_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
-    {"--reason", CLI_O_REASON, 1, CLI_ACTIONS | CLI_BIT(CLI_QUEUE)},
+    {"--reason", CLI_O_REASON, 1,
+     CLI_ACTIONS | CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_REPLACE)},
     {"--age-boost", CLI_O_AGE_BOOST, 1, CLI_BIT(CLI_QUEUE)},
     {"--scripts", CLI_O_SCRIPTS, 1,
      CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_CONSOLE)},
@@ -231,6 +245,9 @@ static const char cli_usage_text[] =
     "                            the payload must be given here)\n"
     "      --resource R          hold a permit of resource R while it runs\n"
     "                            (see limit)\n"
+    "      --signal KEY          wait (blocked) for `pawl signal KEY ...`;\n"
+    "                            KEY is unique among live jobs\n"
+    "      --signal-timeout SECONDS  fail if no decision comes in time\n"
     "      --scripts DIR         where the job's script is (default ./scripts):\n"
     "                            its queue, priority and resource apply\n"
     "                            unless given\n"
@@ -258,6 +275,17 @@ static const char cli_usage_text[] =
     "                          the same for every matching job (at least one\n"
     "                          filter; DUR like 90s, 15m, 2h, 7d); above 100\n"
     "                          jobs it asks on a terminal, else needs --yes\n"
+    "  signal KEY approve|reject [JSON] [--json]\n"
+    "                          deliver a decision (and a payload) to the job\n"
+    "                          waiting for KEY: it runs and reads it as\n"
+    "                          job.signal; exit 3 if one was delivered before\n"
+    "                          (nothing changed)\n"
+    "  replace ID [--payload JSON] [--params JSON] [--queue Q] [--priority N]\n"
+    "          [--delay S | --run-at T] [--max-attempts N] [--timeout S]\n"
+    "          [--reason TEXT] [--json]\n"
+    "                          enqueue a copy of the job with these changes\n"
+    "                          and cancel the job (a running one is asked to\n"
+    "                          stop), in one transaction; prints the new id\n"
     "  stats [--json]          jobs by state and queue, throughput, waits\n"
     "  queue list [--json]     the queues: jobs by state, oldest due wait,\n"
     "                          paused or not, age boost (README, \"Queues\")\n"
@@ -388,6 +416,9 @@ typedef struct cli_args {
   pawl_admin_opts_t admin;  /* run: the admin console's listeners */
   const char *connect;     /* console --connect */
   cli_limit_args_t limit;  /* limit list|set|rm */
+  const char *replace_payload; /* replace --payload (read and checked with
+                                  the positionals) */
+  char *replace_payload_read;  /* owned: --payload from stdin or a file */
 } cli_args_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -601,7 +632,7 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   switch (o->id) {
   case CLI_O_JSON: a->json = 1; break;
   case CLI_O_QUEUE:
-    if (a->cmd == CLI_ENQUEUE) a->enq.queue = v;
+    if (a->cmd == CLI_ENQUEUE || a->cmd == CLI_REPLACE) a->enq.queue = v;
     else a->filter.queue = v, a->has_filter = 1;
     break;
   case CLI_O_PRIORITY:
@@ -757,6 +788,14 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   case CLI_O_FROM: a->cron_from = v; break;
   case CLI_O_COUNT: a->cron_count = v; break;
   case CLI_O_AGE_BOOST: a->age_boost = v; break;
+  case CLI_O_SIGNAL: a->enq.signal = v; break;
+  case CLI_O_SIGNAL_TIMEOUT:
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS,
+                           &a->enq.signal_timeout_ms, err);
+    if (!rc && a->enq.signal_timeout_ms == 0)
+      return cli_fail(err, CLI_USAGE, "--signal-timeout must be more than 0");
+    break;
+  case CLI_O_PAYLOAD: a->replace_payload = v; break;
   }
   return rc;
 }
@@ -806,6 +845,8 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
   switch (a->cmd) {
   case CLI_ENQUEUE: min = 1, max = 2; break;
   case CLI_SHOW: min = max = 1; break;
+  case CLI_SIGNAL: min = 2, max = 3; break;
+  case CLI_REPLACE: min = max = 1; break;
   case CLI_CANCEL:
   case CLI_PAUSE:
   case CLI_RESUME:
@@ -860,6 +901,10 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
                     "(--state, --queue, --type, --tag, --older-than; see "
                     "pawl help)",
                     cmd);
+  if (a->npos < min && a->cmd == CLI_SIGNAL)
+    return cli_fail(err, CLI_USAGE,
+                    "signal needs a KEY and a decision: pawl signal KEY "
+                    "approve|reject [JSON]");
   if (a->npos < min)
     return cli_fail(err, CLI_USAGE, "%s needs a %s (see pawl help)", cmd,
                     a->cmd == CLI_ENQUEUE ? "job TYPE" : "job ID");
@@ -889,6 +934,40 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
          (rc = cli_check_json("--params", a->enq.params, err))))
       return rc;
     return 0;
+  }
+  if (a->cmd == CLI_SIGNAL) {
+    int rc;
+    if (strcmp(a->pos[1], "approve") != 0 && strcmp(a->pos[1], "reject") != 0)
+      return cli_fail(err, CLI_USAGE,
+                      "signal: the decision must be approve or reject "
+                      "(got \"%s\")",
+                      a->pos[1]);
+    if (a->npos == 3 &&
+        ((rc = cli_json_input("payload", a->pos[2], &a->pos[2],
+                              &a->payload_read, err)) ||
+         (rc = cli_check_json("payload", a->pos[2], err))))
+      return rc;
+    return 0;
+  }
+  if (a->cmd == CLI_REPLACE) {
+    int rc;
+    if (a->replace_payload && a->enq.params &&
+        strcmp(a->replace_payload, "-") == 0 &&
+        strcmp(a->enq.params, "-") == 0)
+      return cli_fail(err, CLI_USAGE,
+                      "only one of --payload and --params can be read "
+                      "from standard input");
+    if (a->replace_payload &&
+        ((rc = cli_json_input("--payload", a->replace_payload,
+                              &a->replace_payload, &a->replace_payload_read,
+                              err)) ||
+         (rc = cli_check_json("--payload", a->replace_payload, err))))
+      return rc;
+    if (a->enq.params &&
+        ((rc = cli_json_input("--params", a->enq.params, &a->enq.params,
+                              &a->params_read, err)) ||
+         (rc = cli_check_json("--params", a->enq.params, err))))
+      return rc;
   }
   if (a->cmd == CLI_CRON || a->cmd == CLI_CONSOLE) return 0;
   if (a->npos == 1 && a->cmd != CLI_ENQUEUE && a->cmd != CLI_HELP &&
@@ -1108,6 +1187,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     pawl_buf_t b;
     pawl__buf_init(&b);
     cli_json_job_fields(&b, job);
+    cli_flow_json(p, &a->id, &b); /* signal, replacement links */
     cli_json_history(&b, h);
     cli_json_logs(&b, logs, nlogs);
     pawl__buf_putc(&b, '}');
@@ -1117,6 +1197,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_table_t fields = {.ncols = 2}, attempts = {.ncols = 9},
                 events = {.ncols = 4}, lines = {.ncols = 5};
     cli_job_fields(&fields, job);
+    cli_flow_fields(p, &a->id, &fields); /* signal, replacement links */
     cli_attempt_rows(&attempts, h);
     cli_event_rows(&events, h);
     cli_log_rows(&lines, logs, nlogs);
@@ -1356,6 +1437,25 @@ static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
     return cli_queue_main(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL,
                           a->reason, a->age_boost, a->json, err, CLI_ERRLEN);
   case CLI_LIMIT: return cli_limits_main(p, &a->limit, err);
+  case CLI_SIGNAL:
+    return cli_flow_signal(p, a->pos[0], a->pos[1],
+                           a->npos > 2 ? a->pos[2] : NULL, a->json, err,
+                           CLI_ERRLEN);
+  case CLI_REPLACE: {
+    pawl_replace_opts_t o;
+    pawl_replace_opts_init(&o);
+    o.payload = a->replace_payload;
+    o.params = a->enq.params;
+    o.queue = a->enq.queue;
+    o.set_priority = a->has_priority;
+    o.priority = a->enq.priority;
+    o.run_at = a->enq.run_at;
+    o.delay_ms = a->enq.delay_ms;
+    o.max_attempts = a->enq.max_attempts;
+    o.timeout_s = a->enq.timeout_s;
+    o.reason = a->reason;
+    return cli_flow_replace(p, &a->id, &o, a->json, err, CLI_ERRLEN);
+  }
   default: return cli_fail(err, CLI_USAGE, "internal: no command to run");
   }
 }
@@ -1476,12 +1576,16 @@ int main(int argc, char **argv) {
   free(a.queue_conc);
   free(a.payload_read);
   free(a.params_read);
+  free(a.replace_payload_read);
 
   if (fflush(stdout) != 0 && !rc) {
     snprintf(err, sizeof err, "cannot write to standard output: %s",
              strerror(errno));
     rc = CLI_FAIL;
   }
-  if (rc && !quiet && !(a.cmd == CLI_HELP && a.no_args)) cli_print_error(err);
+  /* CLI_NOOP (pawl signal: delivered before) said so itself. */
+  if (rc && !quiet && !(a.cmd == CLI_HELP && a.no_args) &&
+      !(rc == CLI_NOOP && !err[0]))
+    cli_print_error(err);
   return rc;
 }

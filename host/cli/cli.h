@@ -58,6 +58,10 @@ void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j);
 void cli_json_history(pawl_buf_t *b, const pawl_history_t *h);
 void cli_json_logs(pawl_buf_t *b, const pawl_log_record_t *logs, size_t n);
 
+/* Embeds stored JSON text as a value on one line (text that is not JSON
+ * as a string); NULL as null. */
+void cli_json_raw(pawl_buf_t *b, const char *s);
+
 /* Writes a finished JSON document as one line to stdout; CLI_FAIL when the
  * buffer ran out of memory. cli_print_job_json: one job, as a document. */
 int cli_emit(pawl_buf_t *b, char *err);
@@ -69,5 +73,27 @@ void cli_job_fields(cli_table_t *t, const pawl_job_t *j);
 void cli_attempt_rows(cli_table_t *t, const pawl_history_t *h);
 void cli_event_rows(cli_table_t *t, const pawl_history_t *h);
 void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs, size_t n);
+
+/* ---- cli_flow.c: signals and replace (issue 15) ----------------------------- */
+
+/* Exit status of `pawl signal` when a decision was delivered before:
+ * nothing changed. */
+#define CLI_NOOP 3
+
+/* pawl signal KEY approve|reject [JSON]: prints the job's id (or, with
+ * json, {"job", "status"}); CLI_NOOP with a note on stderr when the
+ * signal was delivered before. */
+int cli_flow_signal(pawl_t *p, const char *key, const char *decision,
+                    const char *payload, int json, char *err, size_t errlen);
+/* pawl replace ID [...]: prints the replacement's id (json: {"job",
+ * "replaces"}). */
+int cli_flow_replace(pawl_t *p, const pawl_id_t *id,
+                     const pawl_replace_opts_t *o, int json, char *err,
+                     size_t errlen);
+/* pawl show: the job's signal and replacement links, as "field: value"
+ * rows, or as members of its JSON object ("signal", "superseded_by",
+ * "supersedes"; each only when there is one). */
+void cli_flow_fields(pawl_t *p, const pawl_id_t *id, cli_table_t *t);
+void cli_flow_json(pawl_t *p, const pawl_id_t *id, pawl_buf_t *b);
 
 #endif

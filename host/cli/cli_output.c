@@ -135,7 +135,7 @@ static void cli_json_str(pawl_buf_t *b, const char *s) {
  * removed so that one object stays on one line (JSON Lines). Text that is
  * not valid JSON (a database edited by hand) is embedded as a string rather
  * than breaking the document. */
-static void cli_json_raw(pawl_buf_t *b, const char *s) {
+void cli_json_raw(pawl_buf_t *b, const char *s) {
   if (!s) {
     pawl__buf_puts(b, "null");
     return;

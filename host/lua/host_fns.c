@@ -192,8 +192,8 @@ static int host_fn_optnum(lua_State *L, int i, const char *what, double min,
 /* host.enqueue(type, payload_json, queue, priority, delay_s, run_at_s,
  *              max_attempts, timeout_s, key, business_key, return_existing,
  *              correlation_id, tags_json, params_json, blocked,
- *              ordering_key, resource)
- *   -> id, status | nil, message [-17, +2, e] */
+ *              ordering_key, resource, signal, signal_timeout_s)
+ *   -> id, status | nil, message [-19, +2, e] */
 static int host_fn_enqueue(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.enqueue");
@@ -236,6 +236,15 @@ static int host_fn_enqueue(lua_State *L) {
   o.blocked = lua_toboolean(L, 15);
   o.ordering_key = host_fn_optstr(L, 16);
   o.resource = host_fn_optstr(L, 17);
+  o.signal = host_fn_optstr(L, 18); /* issue 15: signals */
+  double sig_timeout;
+  if (host_fn_optnum(L, 19, "signal_timeout", 0, PAWL_DELAY_MAX_MS / 1000.0,
+                     0, "seconds", &sig_timeout, err, sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  o.signal_timeout_ms = (int64_t)ceil(sig_timeout * 1000.0);
   /* Tags arrive as a JSON array from the Lua side: decode them back into
    * strings, anchored on the stack. */
   const char *tags[64];
@@ -279,6 +288,137 @@ static int host_fn_enqueue(lua_State *L) {
                     : status == PAWL_ENQ_DUPLICATE ? "duplicate"
                                                    : "existing");
   return 2;
+}
+
+/* ---- signals and replace (issue 15) ------------------------------------ */
+
+static const char *host_fn_signal_state(int state) {
+  return state == PAWL_SIGNAL_DELIVERED ? "delivered"
+         : state == PAWL_SIGNAL_EXPIRED ? "expired"
+                                        : "waiting";
+}
+
+/* host.signal_of(job_id) -> {key, state, decision, payload, at, by,
+ * timeout_at} | nil: the job's signal (job.signal), times in seconds, the
+ * payload decoded. [-1, +1, e] */
+static int host_fn_signal_of(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  host_fn_no_load(L, w, "job.signal");
+  pawl_id_t id;
+  if (pawl_id_parse(&id, luaL_checkstring(L, 1)) != 0)
+    return luaL_error(L, "job.signal: bad job id");
+  pawl_signal_info_t *sig = NULL;
+  int rc = pawl_signal_get(w->cfg.p, &id, &sig);
+  if (rc == PAWL_ENOTFOUND) {
+    lua_pushnil(L);
+    return 1;
+  }
+  if (rc) return luaL_error(L, "job.signal: %s", pawl_errmsg(w->cfg.p));
+  /* Nothing below raises but out of memory; the copy is freed first. */
+  lua_createtable(L, 0, 8);
+  lua_pushstring(L, sig->key);
+  lua_setfield(L, -2, "key");
+  lua_pushstring(L, host_fn_signal_state(sig->state));
+  lua_setfield(L, -2, "state");
+  if (sig->timeout_at) {
+    lua_pushnumber(L, (double)sig->timeout_at / 1000.0);
+    lua_setfield(L, -2, "timeout_at");
+  }
+  if (sig->decision) {
+    lua_pushstring(L, sig->decision);
+    lua_setfield(L, -2, "decision");
+    lua_pushnumber(L, (double)sig->delivered_at / 1000.0);
+    lua_setfield(L, -2, "at");
+  }
+  if (sig->delivered_by) {
+    lua_pushstring(L, sig->delivered_by);
+    lua_setfield(L, -2, "by");
+  }
+  int has_payload = sig->payload != NULL;
+  if (has_payload) lua_pushstring(L, sig->payload);
+  pawl_signal_free(sig);
+  if (has_payload) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_decode);
+    lua_insert(L, -2);
+    lua_call(L, 1, 1);
+    lua_setfield(L, -2, "payload");
+  }
+  return 1;
+}
+
+/* host.signal(key, decision, payload_json) -> job_id, "delivered" |
+ * "already" | nil, message [-3, +2, e] */
+static int host_fn_signal(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  host_fn_no_load(L, w, "pawl.signal");
+  const char *key = luaL_checkstring(L, 1);
+  const char *decision = luaL_checkstring(L, 2);
+  const char *payload = host_fn_optstr(L, 3);
+  pawl_id_t id;
+  int status = 0;
+  if (pawl_signal(w->cfg.p, key, decision, payload, &id, &status) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    return 2;
+  }
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(&id, text);
+  lua_pushstring(L, text);
+  lua_pushstring(L, status == PAWL_SIG_ALREADY ? "already" : "delivered");
+  return 2;
+}
+
+/* host.replace(id, payload_json, params_json, queue, priority, delay_s,
+ *              run_at_s, max_attempts, timeout_s, reason)
+ *   -> new_id | nil, message [-10, +1|2, e] */
+static int host_fn_replace(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  host_fn_no_load(L, w, "pawl.replace");
+  pawl_id_t id;
+  const char *text_id = luaL_checkstring(L, 1);
+  char err[256];
+  if (pawl_id_parse(&id, text_id) != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "not a job id: %s", text_id);
+    return 2;
+  }
+  pawl_replace_opts_t o;
+  pawl_replace_opts_init(&o);
+  o.payload = host_fn_optstr(L, 2);
+  o.params = host_fn_optstr(L, 3);
+  o.queue = host_fn_optstr(L, 4);
+  double prio, delay, run_at, attempts, timeout;
+  if (host_fn_optnum(L, 5, "priority", PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX, 1,
+                     NULL, &prio, err, sizeof err) ||
+      host_fn_optnum(L, 6, "delay", 0, PAWL_DELAY_MAX_MS / 1000.0, 0,
+                     "seconds", &delay, err, sizeof err) ||
+      host_fn_optnum(L, 7, "run_at", 0, PAWL_TIME_MAX_MS / 1000.0, 0,
+                     "seconds since the epoch", &run_at, err, sizeof err) ||
+      host_fn_optnum(L, 8, "max_attempts", 1, PAWL_ATTEMPTS_MAX, 1, NULL,
+                     &attempts, err, sizeof err) ||
+      host_fn_optnum(L, 9, "timeout", 0, PAWL_TIMEOUT_MAX_S, 1, "seconds",
+                     &timeout, err, sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  o.set_priority = !lua_isnoneornil(L, 5);
+  o.priority = (int32_t)prio;
+  o.delay_ms = (int64_t)ceil(delay * 1000.0);
+  o.run_at = (int64_t)ceil(run_at * 1000.0);
+  o.max_attempts = (int32_t)attempts;
+  o.timeout_s = (int32_t)timeout;
+  o.reason = host_fn_optstr(L, 10);
+  pawl_id_t nid;
+  if (pawl_replace(w->cfg.p, &id, &o, &nid) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    return 2;
+  }
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(&nid, text);
+  lua_pushstring(L, text);
+  return 1;
 }
 
 /* host.now() -> seconds since the epoch: the store's clock, or this
@@ -520,6 +660,8 @@ static int host_fn_cron_check(lua_State *L) {
 static const luaL_Reg host_fns[] = {
     {"log", host_fn_log},         {"progress", host_fn_progress},
     {"canceled", host_fn_canceled}, {"heartbeat", host_fn_heartbeat},
+    {"signal_of", host_fn_signal_of}, {"signal", host_fn_signal},
+    {"replace", host_fn_replace},
     {"enqueue", host_fn_enqueue}, {"now", host_fn_now},
     {"print", host_fn_print},     {"time", host_fn_time},
     {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},

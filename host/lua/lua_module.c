@@ -696,7 +696,7 @@ static const char *const lpawl_enqueue_names[] = {
     "queue", "priority", "run_at", "delay_ms", "max_attempts", "timeout",
     "params", "tags", "key", "business_key", "return_existing",
     "correlation_id", "enqueued_by", "blocked", "ordering_key", "resource",
-    NULL};
+    "signal", "signal_timeout_ms", NULL};
 
 /* [-0, +0, e] Reads enqueue options from the table at `t` (or nil). */
 static void lpawl_read_enqueue_opts(lua_State *L, int t, int anchor,
@@ -733,6 +733,10 @@ static void lpawl_read_enqueue_opts(lua_State *L, int t, int anchor,
   o->blocked = lpawl_opt_bool(L, t, "blocked", argn, prefix);
   o->ordering_key = lpawl_opt_str(L, t, "ordering_key", anchor, argn, prefix);
   o->resource = lpawl_opt_str(L, t, "resource", anchor, argn, prefix);
+  o->signal = lpawl_opt_str(L, t, "signal", anchor, argn, prefix);
+  o->signal_timeout_ms = (int64_t)lpawl_opt_int(
+      L, t, "signal_timeout_ms", 0, -LPAWL_MAX_EXACT, LPAWL_MAX_EXACT, argn,
+      prefix);
 }
 
 /* [-0, +0, e] Per-key ordering: a job of a type this handle defined
@@ -1239,6 +1243,121 @@ static int lpawl_history(lua_State *L) {
   return 1;
 }
 
+/* ---- signals and replace (issue 15) -------------------------------------- */
+
+/* db:signal(key, decision, payload) [-0, +2|3, e] job_id, "delivered" |
+ * "already" */
+static int lpawl_signal(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  const char *key = luaL_checkstring(L, 2);
+  const char *decision = luaL_checkstring(L, 3);
+  lua_settop(L, 4);
+  lua_newtable(L); /* 5: anchor */
+  const char *payload = lpawl_json_arg(L, 4, 5, 4, "", "payload");
+  pawl_id_t id;
+  int status = 0;
+  int rc = pawl_signal(p, key, decision, payload, &id, &status);
+  if (rc) return lpawl_fail(L, p, rc);
+  lpawl_push_id(L, &id);
+  lua_pushstring(L, status == PAWL_SIG_ALREADY ? "already" : "delivered");
+  return 2;
+}
+
+/* db:signal_of(id) [-0, +1|3, e] {key, state, decision, payload, at, by,
+ * timeout_at} (times in ms), or nil when the job has none */
+static int lpawl_signal_of(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  pawl_id_t id;
+  if (lpawl_parse_id(L, 2, &id)) return lpawl_bad_id(L, 2);
+  pawl_signal_info_t *sig = NULL;
+  int rc = pawl_signal_get(p, &id, &sig);
+  if (rc == PAWL_ENOTFOUND) {
+    lua_pushnil(L);
+    return 1;
+  }
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_createtable(L, 0, 9);
+  lpawl_set_str(L, "key", sig->key);
+  lpawl_set_str(L, "state", sig->state == PAWL_SIGNAL_DELIVERED ? "delivered"
+                            : sig->state == PAWL_SIGNAL_EXPIRED ? "expired"
+                                                                : "waiting");
+  lpawl_set_time(L, "created_at", sig->created_at);
+  lpawl_set_time(L, "timeout_at", sig->timeout_at);
+  lpawl_set_str(L, "decision", sig->decision);
+  lpawl_set_json(L, "payload", sig->payload);
+  lpawl_set_time(L, "at", sig->delivered_at);
+  lpawl_set_str(L, "by", sig->delivered_by);
+  pawl_signal_free(sig);
+  return 1;
+}
+
+/* db:replace(id, { payload, params, queue, priority, run_at, delay_ms,
+ * max_attempts, timeout, reason }) [-0, +1|3, e] the replacement's id */
+static int lpawl_replace(lua_State *L) {
+  static const char *const names[] = {
+      "payload", "params", "queue", "priority", "run_at", "delay_ms",
+      "max_attempts", "timeout", "reason", NULL};
+  pawl_t *p = lpawl_check(L, 1)->p;
+  pawl_id_t id;
+  if (lpawl_parse_id(L, 2, &id)) return lpawl_bad_id(L, 2);
+  lua_settop(L, 3);
+  lua_newtable(L); /* 4: anchor */
+  pawl_replace_opts_t o;
+  pawl_replace_opts_init(&o);
+  if (!lua_isnil(L, 3)) {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    lpawl_check_keys(L, 3, names, 3, "", "replace");
+    lua_getfield(L, 3, "payload");
+    if (!lua_isnil(L, -1))
+      o.payload = lpawl_json_arg(L, lua_gettop(L), 4, 3, "", "payload");
+    lua_pop(L, 1);
+    lua_getfield(L, 3, "params");
+    if (!lua_isnil(L, -1))
+      o.params = lpawl_json_arg(L, lua_gettop(L), 4, 3, "", "params");
+    lua_pop(L, 1);
+    o.queue = lpawl_opt_str(L, 3, "queue", 4, 3, "");
+    lua_getfield(L, 3, "priority");
+    o.set_priority = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    o.priority = (int32_t)lpawl_opt_int(L, 3, "priority", 0, INT32_MIN,
+                                        INT32_MAX, 3, "");
+    o.run_at = (int64_t)lpawl_opt_int(L, 3, "run_at", 0, -LPAWL_MAX_EXACT,
+                                      LPAWL_MAX_EXACT, 3, "");
+    o.delay_ms = (int64_t)lpawl_opt_int(L, 3, "delay_ms", 0, -LPAWL_MAX_EXACT,
+                                        LPAWL_MAX_EXACT, 3, "");
+    o.max_attempts = (int32_t)lpawl_opt_int(L, 3, "max_attempts", 0,
+                                            INT32_MIN, INT32_MAX, 3, "");
+    o.timeout_s = (int32_t)lpawl_opt_int(L, 3, "timeout", 0, INT32_MIN,
+                                         INT32_MAX, 3, "");
+    o.reason = lpawl_opt_str(L, 3, "reason", 4, 3, "");
+  }
+  pawl_id_t nid;
+  int rc = pawl_replace(p, &id, &o, &nid);
+  if (rc) return lpawl_fail(L, p, rc);
+  lpawl_push_id(L, &nid);
+  return 1;
+}
+
+/* db:links(id) [-0, +1|3, e] { superseded_by = id?, supersedes = id? } */
+static int lpawl_links(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  pawl_id_t id;
+  if (lpawl_parse_id(L, 2, &id)) return lpawl_bad_id(L, 2);
+  pawl_replace_links_t l;
+  int rc = pawl_replace_links(p, &id, &l);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_createtable(L, 0, 2);
+  if (l.has_superseded_by) {
+    lpawl_push_id(L, &l.superseded_by);
+    lua_setfield(L, -2, "superseded_by");
+  }
+  if (l.has_supersedes) {
+    lpawl_push_id(L, &l.supersedes);
+    lua_setfield(L, -2, "supersedes");
+  }
+  return 1;
+}
+
 /* [-0, +0, m] Adds the admin section's methods (methods = 1) or module
  * functions to the table at the top (defined at the end of this file). */
 static void lpawl_admin_register(lua_State *L, int methods);
@@ -1276,6 +1395,10 @@ static const luaL_Reg lpawl_methods[] = {
     {"close", lpawl_close},
     {"define", lpawl_define},
     {"step", lpawl_step},
+    {"signal", lpawl_signal},
+    {"signal_of", lpawl_signal_of},
+    {"replace", lpawl_replace},
+    {"links", lpawl_links},
     {NULL, NULL}};
 
 static const luaL_Reg lpawl_meta[] = {

@@ -102,8 +102,8 @@ static void poller_heartbeat(poller_t *pl, int64_t now) {
 }
 
 /* Lease recovery: one node sweeps at a time (the lock's TTL frees it if we
- * die), taking back the jobs of nodes that died, and removing nodes silent
- * for five leases (their jobs were taken back long ago; the node table
+ * die), taking back the jobs of nodes that died, failing jobs whose wait
+ * for a signal ran out, and removing nodes silent for five leases (their jobs were taken back long ago; the node table
  * lists the living). */
 static void poller_sweep(poller_t *pl) {
   host_t *h = pl->h;
@@ -117,6 +117,17 @@ static void poller_sweep(poller_t *pl) {
     pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
               "took back jobs whose lease expired");
     pawl__log_int(&line, "jobs", (int64_t)n);
+    pawl__log_end(&line);
+  }
+  /* Waits for a signal that ran out fail (issue 15: signal_timeout). */
+  size_t expired = 0;
+  if (pawl_signal_expire(pl->p, &expired) != 0)
+    host_log_rc(h, pl->p, "expiring signal waits failed");
+  else if (expired > 0) {
+    log_line_t line;
+    pawl__log_begin(&line, &h->log, PAWL_LOG_INFO,
+                    "failed jobs whose wait for a signal timed out");
+    pawl__log_int(&line, "jobs", (int64_t)expired);
     pawl__log_end(&line);
   }
   size_t reaped = 0;

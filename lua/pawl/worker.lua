@@ -85,6 +85,7 @@ local ENQUEUE_OPTS = {
   business_key = "string", return_existing = "boolean",
   correlation_id = "string", tags = "table", params = "table",
   blocked = "boolean", ordering_key = "string", resource = "string",
+  signal = "string", signal_timeout = "number", -- issue 15: signals
 }
 
 local pawl = {
@@ -129,9 +130,55 @@ function pawl.enqueue(jtype, payload, opts)
     opts.tags and pjson.encode(opts.tags) or nil,
     opts.params and pjson.encode(opts.params) or nil,
     opts.blocked, okey,
-    opts.resource or (spec and spec.resource))
+    opts.resource or (spec and spec.resource),
+    opts.signal, opts.signal_timeout)
   if not id then error("pawl.enqueue: " .. status, 2) end
   return id, status
+end
+
+-- Delivers a decision ("approve" or "reject") and a payload to the job
+-- waiting for signal `key` (README "Signals and replace"). Returns the
+-- job's id and "delivered", or "already" when a decision came before
+-- (nothing changed).
+function pawl.signal(key, decision, payload)
+  if type(key) ~= "string" then error("pawl.signal: key must be a string", 2) end
+  if type(decision) ~= "string" then
+    error("pawl.signal: decision must be \"approve\" or \"reject\"", 2)
+  end
+  local body = payload == nil and "{}" or (type(payload) == "string" and payload
+               or pjson.encode(payload))
+  local id, status = host.signal(key, decision, body)
+  if not id then error("pawl.signal: " .. status, 2) end
+  return id, status
+end
+
+local REPLACE_OPTS = {
+  payload = "table", params = "table", queue = "string", priority = "number",
+  delay = "number", run_at = "number", max_attempts = "number",
+  timeout = "number", reason = "string",
+}
+
+-- Replaces job `id` by a new job with its fields and `changes`, canceling
+-- it if it is live, in one transaction. Returns the new job's id.
+function pawl.replace(id, changes)
+  if type(id) ~= "string" then error("pawl.replace: id must be a string", 2) end
+  changes = changes or {}
+  if type(changes) ~= "table" then error("pawl.replace: changes must be a table", 2) end
+  for k, v in pairs(changes) do
+    local want = REPLACE_OPTS[k]
+    if not want then error(("pawl.replace: unknown option %q"):format(tostring(k)), 2) end
+    if type(v) ~= want and not (k == "payload" and type(v) == "string") then
+      error(("pawl.replace: option %s must be a %s"):format(k, want), 2)
+    end
+  end
+  local c = changes
+  local payload = c.payload
+  if type(payload) == "table" then payload = pjson.encode(payload) end
+  local nid, err = host.replace(id, payload,
+    c.params and pjson.encode(c.params) or nil, c.queue, c.priority, c.delay,
+    c.run_at, c.max_attempts, c.timeout, c.reason)
+  if not nid then error("pawl.replace: " .. err, 2) end
+  return nid
 end
 
 -- Fails the job without retrying.
@@ -909,8 +956,24 @@ end
 -- Returns run, ctx, the timeout in seconds and the type's hooks (a bit
 -- set: 1 on_success, 2 on_failure, 4 on_dead) for `job`; or nil and an
 -- error (with the timeout and 0) when its type has no script.
+-- job.signal (issue 15): the job's signal as {key, state, decision,
+-- payload, at, by, timeout_at}, nil when it has none; read from the
+-- database when job code first asks (most jobs never do, and pay nothing),
+-- then kept in the job table. The metatable is one for every job, so it is
+-- locked (__metatable): job code can neither read nor change it.
+local JOB_MT = {
+  __metatable = false,
+  __index = function(job, k)
+    if k ~= "signal" then return nil end
+    local sig = host.signal_of(rawget(job, "id"))
+    if sig ~= nil then rawset(job, "signal", sig) end
+    return sig
+  end,
+}
+
 function W.prepare(job, seq)
   if dirty then settle() end
+  setmetatable(job, JOB_MT)
   local spec = spec_of(job.type)
   current_job, current_spec = job, spec
   local ctx = setmetatable({ _seq = seq }, Ctx)

@@ -613,12 +613,16 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  "DROP TABLE pawl_replacements; DROP TABLE pawl_signals; DELETE FROM "      \
+  "pawl_schema WHERE name = 'V009__signal.sql'; "                           \
   "DROP TABLE pawl_limits; ALTER TABLE pawl_jobs DROP COLUMN resource; "     \
   "DELETE FROM pawl_schema WHERE name = 'V008__limits.sql'; "                \
   "DROP INDEX pawl_jobs_ordering; ALTER TABLE pawl_jobs DROP COLUMN "        \
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  "DROP TABLE pawl_replacements; DROP TABLE pawl_signals; DELETE FROM "      \
+  "pawl_schema WHERE name = 'V008__signal.sql'; "                           \
   "DROP TABLE pawl_limits; ALTER TABLE pawl_jobs DROP COLUMN resource; "     \
   "DELETE FROM pawl_schema WHERE name = 'V007__limits.sql'; "                \
   "DROP FUNCTION pawl_ordering_free(text, bigint, timestamptz); ALTER "      \

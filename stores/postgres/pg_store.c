@@ -34,9 +34,11 @@
 #include <libpq-fe.h>
 
 #include "alloc.h"
+#include "iso8601.h"
 #include "buf.h"
 #include "pg_admin_sql.h"
 #include "pg_recurring_sql.h"
+#include "pg_flow_sql.h"
 #include "pg_sql.h"
 #include "redact.h"
 #include "store.h"
@@ -139,6 +141,17 @@ enum {
   PG_NEXT_DUE_LIM,
   PG_NEXT_DUE_LIM_RES,
   PG_NEXT_DUE_LIM_QUEUE,
+  /* signals and replace (issue 15; pg_flow_sql.h) */
+  PG_SIG_RELEASE,
+  PG_SIG_HOLDER,
+  PG_SIG_ADD,
+  PG_SIG_DELIVER,
+  PG_SIG_GET,
+  PG_SIG_DUE,
+  PG_SIG_EXPIRE,
+  PG_REP_ADD,
+  PG_REP_NEXT,
+  PG_REP_PREV,
   PG_COUNT
 };
 
@@ -453,6 +466,17 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_NEXT_DUE_LIM_QUEUE] = "SELECT pawl_ms(min(run_at)) FROM pawl_jobs "
                               "WHERE " PG_SQL_UNPAUSED "state = 0 AND "
                               "queue = $1::text",
+    /* signals and replace (pg_flow_sql.h) */
+    [PG_SIG_RELEASE] = PG_SQL_SIG_RELEASE,
+    [PG_SIG_HOLDER] = PG_SQL_SIG_HOLDER,
+    [PG_SIG_ADD] = PG_SQL_SIG_ADD,
+    [PG_SIG_DELIVER] = PG_SQL_SIG_DELIVER,
+    [PG_SIG_GET] = PG_SQL_SIG_GET,
+    [PG_SIG_DUE] = PG_SQL_SIG_DUE,
+    [PG_SIG_EXPIRE] = PG_SQL_SIG_EXPIRE,
+    [PG_REP_ADD] = PG_SQL_REP_ADD,
+    [PG_REP_NEXT] = PG_SQL_REP_NEXT,
+    [PG_REP_PREV] = PG_SQL_REP_PREV,
 };
 
 typedef struct pg_store {
@@ -1067,6 +1091,8 @@ static int pg_find_id(pg_store_t *s, int stmt, const char *key,
   return found ? 0 : PAWL_ENOTFOUND;
 }
 
+static int pg_sig_add(pg_store_t *s, const store_new_job_t *j);
+
 static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
                          pawl_id_t *id_out, int *status) {
   int rc;
@@ -1111,6 +1137,8 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   if ((rc = pg_run(s, PG_INSERT, 19, pp.v, &res, "insert job"))) return rc;
   int inserted = PQntuples(res) == 1;
   PQclear(res);
+  if (inserted && j->signal_key && (rc = pg_sig_add(s, j))) /* issue 15 */
+    return rc;
   if (inserted) {
     *id_out = j->id;
     *status = PAWL_ENQ_NEW;
@@ -1352,10 +1380,11 @@ static int pg_insert(store_t *base, const store_new_job_t *jobs, size_t n,
   int keyed = 0;
   for (size_t i = 0; i < n && !keyed; i++)
     keyed = jobs[i].idempotency_key || jobs[i].business_key ||
-            jobs[i].ordering_key; /* ordering_seq: not in the COPY */
+            jobs[i].ordering_key || /* ordering_seq: not in the COPY */
+            jobs[i].signal_key;     /* its row of pawl_signals */
   if (!keyed && n > 1) return pg_insert_many(s, jobs, n, ids, status);
   /* One statement needs no transaction of its own. */
-  if (n == 1 && !jobs[0].idempotency_key)
+  if (n == 1 && !jobs[0].idempotency_key && !jobs[0].signal_key)
     return pg_insert_one(s, &jobs[0], &ids[0], &status[0]);
   int rc = pg_begin(s);
   for (size_t i = 0; i < n && !rc; i++)
@@ -2398,6 +2427,259 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
                                 reason, out);
 }
 
+/* ---- signals and replace (issue 15) ----------------------------------------
+ * pawl_signals and pawl_replacements (schema/postgres/V008__signal.sql), in
+ * READ COMMITTED. Exactly once: a delivery and an expiry each lock the
+ * signal's row first (FOR UPDATE) and write it only from state 0 (waiting);
+ * the job's own move is a compare-and-set on its locked row
+ * (pawl__store_transition_in), so of two that race, one moves the job and
+ * the other finds it done. */
+
+/* The row of pawl_signals for a new job j (inserted just before, in the
+ * caller's transaction). */
+static int pg_sig_add(pg_store_t *s, const store_new_job_t *j) {
+  pg_params_t pp;
+  pp_str(&pp, 0, j->signal_key);
+  int rc = pg_run(s, PG_SIG_RELEASE, 1, pp.v, NULL, "release signal key");
+  if (rc) return rc;
+  pp_id(&pp, 0, &j->id);
+  pp_str(&pp, 1, j->signal_key);
+  pp_now(s, &pp, 2);
+  pp_opt_int(&pp, 3, j->signal_timeout_at != 0, j->signal_timeout_at);
+  PGresult *res;
+  if ((rc = pg_run(s, PG_SIG_ADD, 4, pp.v, &res, "record signal wait")))
+    return rc;
+  long added = pg_changed(res);
+  PQclear(res);
+  if (added) return 0;
+  pp_str(&pp, 0, j->signal_key);
+  if ((rc = pg_run(s, PG_SIG_HOLDER, 1, pp.v, &res, "look up signal key")))
+    return rc;
+  char text[PAWL_ID_STRLEN] = "?";
+  if (PQntuples(res) > 0) {
+    pawl_id_t holder;
+    pg_id(res, 0, 0, &holder);
+    pawl_id_format(&holder, text);
+  }
+  PQclear(res);
+  return pawl__store_fail(&s->base, PAWL_EKEY,
+                          "signal key \"%s\" is held by live job %s",
+                          j->signal_key, text);
+}
+
+static int pg_sig_deliver(store_t *base, const char *key,
+                          const char *decision, const char *payload,
+                          const char *actor, pawl_id_t *job, int *already) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_begin(s);
+  if (rc) return rc;
+  int64_t now = 0;
+  pg_params_t pp;
+  pp_str(&pp, 0, key);
+  PGresult *res = NULL;
+  if (!(rc = pg_tx_now(base, &now)))
+    rc = pg_run(s, PG_SIG_HOLDER, 1, pp.v, &res, "look up signal key");
+  if (rc) return pg_end(s, rc);
+  pawl_id_t id;
+  int found = PQntuples(res) > 0, sstate = 0, jstate = 0, was = 0;
+  char text[PAWL_ID_STRLEN] = "";
+  if (found) {
+    pg_id(res, 0, 0, &id);
+    sstate = (int)pg_int(res, 0, 1);
+    jstate = (int)pg_int(res, 0, 2);
+    pawl_id_format(&id, text);
+  }
+  PQclear(res);
+  if (!found)
+    rc = pawl__store_fail(base, PAWL_ENOTFOUND,
+                          "no live job waits for signal \"%s\"", key);
+  else if (sstate == PAWL_SIGNAL_DELIVERED)
+    was = 1;
+  else if (sstate == PAWL_SIGNAL_EXPIRED)
+    rc = pawl__store_fail(base, PAWL_ESTATE,
+                          "job %s waited for signal \"%s\" until its timeout "
+                          "and failed",
+                          text, key);
+  else if (jstate != PAWL_BLOCKED)
+    rc = pawl__store_fail(base, PAWL_ESTATE,
+                          "job %s no longer waits for signal \"%s\": it is %s",
+                          text, key, pawl_state_name(jstate));
+  if (!rc && !was) {
+    pp_id(&pp, 0, &id);
+    pp_str(&pp, 1, decision);
+    pp_str(&pp, 2, payload);
+    pp_now(s, &pp, 3);
+    pp_str(&pp, 4, actor);
+    rc = pg_run(s, PG_SIG_DELIVER, 5, pp.v, NULL, "record signal");
+    char why[300];
+    snprintf(why, sizeof why, "signal %s: %s", key, decision);
+    if (!rc)
+      rc = pawl__store_transition_in(base, &pg_transition_steps, now, &id,
+                                     STORE_OP_UNBLOCK, actor, why, -1);
+  }
+  rc = pg_end(s, rc);
+  if (rc) return rc;
+  *job = id;
+  *already = was;
+  return 0;
+}
+
+static int pg_sig_get(store_t *base, const pawl_id_t *id,
+                      pawl_signal_info_t **out) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  PGresult *res;
+  int rc = pg_run(s, PG_SIG_GET, 1, pp.v, &res, "read signal");
+  if (rc) return rc;
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    return pawl__store_fail(base, PAWL_ENOTFOUND, "the job has no signal");
+  }
+  pawl_signal_info_t *sig = pawl__store_signal_new(
+      id, pg_val(res, 0, 0), (int)pg_int(res, 0, 1), pg_int(res, 0, 2),
+      pg_int(res, 0, 3), pg_val(res, 0, 4), pg_val(res, 0, 5),
+      pg_int(res, 0, 6), pg_val(res, 0, 7));
+  PQclear(res);
+  if (!sig) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  *out = sig;
+  return 0;
+}
+
+static int pg_sig_expire(store_t *base, size_t max, size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_begin(s);
+  if (rc) return rc;
+  int64_t now = 0;
+  PGresult *due = NULL;
+  pg_params_t pp;
+  if (!(rc = pg_tx_now(base, &now))) {
+    pp_now(s, &pp, 0);
+    pp_int(&pp, 1, (int64_t)max);
+    rc = pg_run(s, PG_SIG_DUE, 2, pp.v, &due, "find expired signal waits");
+  }
+  size_t done = 0;
+  for (int i = 0; !rc && i < PQntuples(due); i++) {
+    pawl_id_t id;
+    pg_id(due, i, 0, &id);
+    pp_id(&pp, 0, &id);
+    PGresult *res;
+    if ((rc = pg_run(s, PG_SIG_EXPIRE, 1, pp.v, &res, "expire signal wait")))
+      break;
+    long changed = pg_changed(res);
+    PQclear(res);
+    if (!changed) continue;
+    done++;
+    char why[300], by[ISO8601_STRLEN];
+    pawl__iso8601_format(pg_int(due, i, 2), by);
+    snprintf(why, sizeof why, "signal %s: no decision by %s",
+             pg_val(due, i, 1), by);
+    rc = pawl__store_transition_in(base, &pg_transition_steps, now, &id,
+                                   STORE_OP_EXPIRE, "timeout", why, -1);
+    /* A job that stopped waiting otherwise (canceled) keeps its state;
+     * its wait is over all the same. */
+    if (rc == PAWL_ESTATE) {
+      rc = 0;
+      s->base.errmsg[0] = 0;
+    }
+  }
+  PQclear(due);
+  rc = pg_end(s, rc);
+  if (!rc) *n = done;
+  return rc;
+}
+
+/* The job linked to `id` by statement `which` (PG_REP_NEXT, PG_REP_PREV):
+ * 1 with *out, 0 when none, or a negative code. */
+static int pg_rep_link(pg_store_t *s, int which, const pawl_id_t *id,
+                       pawl_id_t *out) {
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  PGresult *res;
+  int rc = pg_run(s, which, 1, pp.v, &res, "read replacement");
+  if (rc) return rc;
+  int found = PQntuples(res) > 0;
+  if (found) pg_id(res, 0, 0, out);
+  PQclear(res);
+  return found;
+}
+
+/* The old job's row is locked first (FOR UPDATE): two replacements of one
+ * job at once run one after the other, and the second finds the first's
+ * link (each statement reads what committed before it started) or the
+ * changed version. */
+static int pg_replace(store_t *base, const store_replace_t *r) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_begin(s);
+  if (rc) return rc;
+  int64_t now = 0;
+  pawl_job_t *old = NULL;
+  char text[PAWL_ID_STRLEN], ntext[PAWL_ID_STRLEN];
+  pawl_id_format(r->old_id, text);
+  if ((rc = pg_tx_now(base, &now)) ||
+      (rc = pg_read_job(s, r->old_id, 1, &old)))
+    return pg_end(s, rc);
+  pawl_id_t next;
+  int linked = 0;
+  if (old->version != r->expect_version)
+    rc = pawl__store_fail(base, PAWL_ECONFLICT,
+                          "job %s changed meanwhile; try again", text);
+  else if ((linked = pg_rep_link(s, PG_REP_NEXT, r->old_id, &next)) < 0)
+    rc = linked;
+  else if (linked) {
+    pawl_id_format(&next, ntext);
+    rc = pawl__store_fail(base, PAWL_ESTATE,
+                          "job %s was already replaced by job %s", text,
+                          ntext);
+  }
+  int live = old->state == PAWL_PENDING || old->state == PAWL_RUNNING ||
+             old->state == PAWL_PAUSED || old->state == PAWL_BLOCKED;
+  int64_t version = old->version;
+  pawl_job_free(old);
+  /* The old job ends first: its business key and signal key are free for
+   * the replacement. */
+  if (!rc && live)
+    rc = pawl__store_transition_in(base, &pg_transition_steps, now,
+                                   r->old_id, STORE_OP_CANCEL, r->actor,
+                                   r->reason, version);
+  pawl_id_t id;
+  int status = 0;
+  if (!rc) rc = pg_insert_one(s, r->job, &id, &status);
+  if (!rc) {
+    pg_params_t pp;
+    pp_id(&pp, 0, r->old_id);
+    pp_id(&pp, 1, &r->job->id);
+    pp_now(s, &pp, 2);
+    pp_str(&pp, 3, r->actor);
+    rc = pg_run(s, PG_REP_ADD, 4, pp.v, NULL, "link replacement");
+  }
+  /* (The insert's statement trigger wakes the other nodes.) */
+  return pg_end(s, rc);
+}
+
+static int pg_replace_links(store_t *base, const pawl_id_t *id,
+                            pawl_replace_links_t *out) {
+  pg_store_t *s = (pg_store_t *)base;
+  pawl_replace_links_t l;
+  memset(&l, 0, sizeof l);
+  int rc = pg_rep_link(s, PG_REP_NEXT, id, &l.superseded_by);
+  if (rc < 0) return rc;
+  l.has_superseded_by = rc;
+  if ((rc = pg_rep_link(s, PG_REP_PREV, id, &l.supersedes)) < 0) return rc;
+  l.has_supersedes = rc;
+  if (!l.has_superseded_by && !l.has_supersedes) {
+    pg_params_t pp;
+    pp_id(&pp, 0, id);
+    PGresult *res;
+    if ((rc = pg_run(s, PG_EXISTS, 1, pp.v, &res, "read job"))) return rc;
+    int found = PQntuples(res) > 0;
+    PQclear(res);
+    if (!found) return pawl__store_no_job(base, id);
+  }
+  *out = l;
+  return 0;
+}
+
 /* ---- history -------------------------------------------------------------- */
 
 /* History: the rows written for failures and operator actions, put
@@ -2769,6 +3051,8 @@ static const struct store_ops pg_ops = {
                   pg_rec_disable_gone},
     .queues = {pg_queue_pause, pg_queue_set_boost, pg_queue_list},
     .limits = {pg_limit_set, pg_limit_remove, pg_limit_list},
+    .flow = {pg_sig_deliver, pg_sig_get, pg_sig_expire, pg_replace,
+             pg_replace_links},
 };
 
 /* The connection of a PostgreSQL store, for tests and the benchmark's

@@ -25,9 +25,11 @@
 #include <sqlite3.h>
 
 #include "alloc.h"
+#include "iso8601.h"
 #include "buf.h"
 #include "sqlite_admin_sql.h"
 #include "sqlite_recurring_sql.h"
+#include "sqlite_flow_sql.h"
 #include "sqlite_sql.h"
 #include "store.h"
 
@@ -141,6 +143,17 @@ enum {
   SQ_NEXT_DUE_LIM,
   SQ_NEXT_DUE_LIM_RES,
   SQ_NEXT_DUE_LIM_QUEUE,
+  /* signals and replace (issue 15; sqlite_flow_sql.h) */
+  SQ_SIG_RELEASE,
+  SQ_SIG_HOLDER,
+  SQ_SIG_ADD,
+  SQ_SIG_DELIVER,
+  SQ_SIG_GET,
+  SQ_SIG_DUE,
+  SQ_SIG_EXPIRE,
+  SQ_REP_ADD,
+  SQ_REP_NEXT,
+  SQ_REP_PREV,
   SQ_COUNT
 };
 
@@ -400,6 +413,17 @@ static const char *const sq_sql[SQ_COUNT] = {
         "state = 0 AND resource = ?1 AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2)))",
     [SQ_NEXT_DUE_LIM_QUEUE] = "SELECT min(run_at) FROM pawl_jobs WHERE "
                               SQLITE_SQL_UNPAUSED "state = 0 AND queue = ?1",
+    /* signals and replace (sqlite_flow_sql.h) */
+    [SQ_SIG_RELEASE] = SQLITE_SIG_RELEASE,
+    [SQ_SIG_HOLDER] = SQLITE_SIG_HOLDER,
+    [SQ_SIG_ADD] = SQLITE_SIG_ADD,
+    [SQ_SIG_DELIVER] = SQLITE_SIG_DELIVER,
+    [SQ_SIG_GET] = SQLITE_SIG_GET,
+    [SQ_SIG_DUE] = SQLITE_SIG_DUE,
+    [SQ_SIG_EXPIRE] = SQLITE_SIG_EXPIRE,
+    [SQ_REP_ADD] = SQLITE_REP_ADD,
+    [SQ_REP_NEXT] = SQLITE_REP_NEXT,
+    [SQ_REP_PREV] = SQLITE_REP_PREV,
 };
 
 typedef struct sq_store {
@@ -939,6 +963,8 @@ static int sq_queue_boost(sq_store_t *s, const char *queue, int64_t *boost) {
   return 0;
 }
 
+static int sq_sig_add(sq_store_t *s, const store_new_job_t *j, int64_t now);
+
 static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
                          pawl_id_t *id_out, int *status) {
   int rc;
@@ -991,6 +1017,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   sq_bind_text(st, 18, j->ordering_key);
   sq_bind_text(st, 19, j->resource);
   if ((rc = sq_exec(s, st, "insert job"))) return rc;
+  if (j->signal_key && (rc = sq_sig_add(s, j, now))) return rc; /* issue 15 */
   if (j->idempotency_key) {
     st = sq_stmt(s, SQ_IDEM_ADD);
     if (!st) return PAWL_ESTORE;
@@ -2000,6 +2027,273 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
                                 reason, out);
 }
 
+/* ---- signals and replace (issue 15) ----------------------------------------
+ * pawl_signals and pawl_replacements (schema/sqlite/V009__signal.sql). Every
+ * write runs under SQLite's one write lock (BEGIN IMMEDIATE): a key's holder
+ * read here is the holder when the transaction commits. */
+
+/* The row of pawl_signals for a new job j (inserted just before, in the
+ * caller's transaction): its key is released by a row whose job ended,
+ * then refused if a live job still holds it. */
+static int sq_sig_add(sq_store_t *s, const store_new_job_t *j, int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_SIG_RELEASE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, j->signal_key, -1, SQLITE_STATIC);
+  int rc = sq_exec(s, st, "release signal key");
+  if (rc) return rc;
+  if (!(st = sq_stmt(s, SQ_SIG_HOLDER))) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, j->signal_key, -1, SQLITE_STATIC);
+  int step = sqlite3_step(st);
+  pawl_id_t holder;
+  if (step == SQLITE_ROW) sq_col_id(st, 0, &holder);
+  sqlite3_reset(st);
+  if (step == SQLITE_ROW) {
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(&holder, text);
+    return pawl__store_fail(&s->base, PAWL_EKEY,
+                            "signal key \"%s\" is held by live job %s",
+                            j->signal_key, text);
+  }
+  if (step != SQLITE_DONE) return sq_fail(s, step, "look up signal key");
+  if (!(st = sq_stmt(s, SQ_SIG_ADD))) return PAWL_ESTORE;
+  sq_bind_id(st, 1, &j->id);
+  sqlite3_bind_text(st, 2, j->signal_key, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now);
+  sq_bind_opt_int(st, 4, j->signal_timeout_at);
+  return sq_exec(s, st, "record signal wait");
+}
+
+static int sq_sig_deliver(store_t *base, const char *key,
+                          const char *decision, const char *payload,
+                          const char *actor, pawl_id_t *job, int *already) {
+  sq_store_t *s = (sq_store_t *)base;
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  int64_t now = pawl__store_now(base);
+  sqlite3_stmt *st = sq_stmt(s, SQ_SIG_HOLDER);
+  if (!st) return sq_end(s, PAWL_ESTORE);
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  int step = sqlite3_step(st);
+  pawl_id_t id;
+  int sstate = 0, jstate = 0, was = 0;
+  if (step == SQLITE_ROW) {
+    sq_col_id(st, 0, &id);
+    sstate = sqlite3_column_int(st, 1);
+    jstate = sqlite3_column_int(st, 2);
+  }
+  sqlite3_reset(st);
+  char text[PAWL_ID_STRLEN] = "";
+  if (step == SQLITE_ROW) pawl_id_format(&id, text);
+  if (step == SQLITE_DONE)
+    rc = pawl__store_fail(base, PAWL_ENOTFOUND,
+                          "no live job waits for signal \"%s\"", key);
+  else if (step != SQLITE_ROW)
+    rc = sq_fail(s, step, "look up signal key");
+  else if (sstate == PAWL_SIGNAL_DELIVERED)
+    was = 1;
+  else if (sstate == PAWL_SIGNAL_EXPIRED)
+    rc = pawl__store_fail(base, PAWL_ESTATE,
+                          "job %s waited for signal \"%s\" until its timeout "
+                          "and failed",
+                          text, key);
+  else if (jstate != PAWL_BLOCKED)
+    rc = pawl__store_fail(base, PAWL_ESTATE,
+                          "job %s no longer waits for signal \"%s\": it is %s",
+                          text, key, pawl_state_name(jstate));
+  if (!rc && !was) {
+    if (!(st = sq_stmt(s, SQ_SIG_DELIVER))) return sq_end(s, PAWL_ESTORE);
+    sq_bind_id(st, 1, &id);
+    sqlite3_bind_text(st, 2, decision, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, payload, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, now);
+    sq_bind_text(st, 5, actor);
+    rc = sq_exec(s, st, "record signal");
+    char why[300];
+    snprintf(why, sizeof why, "signal %s: %s", key, decision);
+    if (!rc)
+      rc = pawl__store_transition_in(base, &sq_transition_steps, now, &id,
+                                     STORE_OP_UNBLOCK, actor, why, -1);
+  }
+  rc = sq_end(s, rc);
+  if (rc) return rc;
+  *job = id;
+  *already = was;
+  return 0;
+}
+
+static int sq_sig_get(store_t *base, const pawl_id_t *id,
+                      pawl_signal_info_t **out) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_SIG_GET);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int step = sqlite3_step(st);
+  if (step != SQLITE_ROW) {
+    sqlite3_reset(st);
+    if (step == SQLITE_DONE)
+      return pawl__store_fail(base, PAWL_ENOTFOUND, "the job has no signal");
+    return sq_fail(s, step, "read signal");
+  }
+  pawl_signal_info_t *sig = pawl__store_signal_new(
+      id, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int(st, 1),
+      sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+      (const char *)sqlite3_column_text(st, 4),
+      (const char *)sqlite3_column_text(st, 5), sqlite3_column_int64(st, 6),
+      (const char *)sqlite3_column_text(st, 7));
+  sqlite3_reset(st);
+  if (!sig) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  *out = sig;
+  return 0;
+}
+
+/* A wait that ran out, read before its row is written. */
+typedef struct sq_sig_due {
+  pawl_id_t id;
+  char key[201];
+  int64_t timeout_at;
+} sq_sig_due_t;
+
+static int sq_sig_expire(store_t *base, size_t max, size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  sq_sig_due_t *due = pawl__calloc(max ? max : 1, sizeof *due);
+  if (!due) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  int rc = sq_begin(s);
+  if (rc) {
+    pawl__free(due);
+    return rc;
+  }
+  int64_t now = pawl__store_now(base);
+  size_t ndue = 0, done = 0;
+  sqlite3_stmt *st = sq_stmt(s, SQ_SIG_DUE);
+  if (!st) rc = PAWL_ESTORE;
+  int step = SQLITE_DONE;
+  if (!rc) {
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_int64(st, 2, (int64_t)max);
+    while (ndue < max && (step = sqlite3_step(st)) == SQLITE_ROW) {
+      sq_col_id(st, 0, &due[ndue].id);
+      snprintf(due[ndue].key, sizeof due[ndue].key, "%s",
+               (const char *)sqlite3_column_text(st, 1));
+      due[ndue].timeout_at = sqlite3_column_int64(st, 2);
+      ndue++;
+    }
+    sqlite3_reset(st);
+    if (step != SQLITE_DONE && step != SQLITE_ROW)
+      rc = sq_fail(s, step, "find expired signal waits");
+  }
+  for (size_t i = 0; i < ndue && !rc; i++) {
+    if (!(st = sq_stmt(s, SQ_SIG_EXPIRE))) {
+      rc = PAWL_ESTORE;
+      break;
+    }
+    sq_bind_id(st, 1, &due[i].id);
+    if ((rc = sq_exec(s, st, "expire signal wait"))) break;
+    if (sqlite3_changes(s->db) != 1) continue;
+    done++;
+    char why[300], by[ISO8601_STRLEN];
+    pawl__iso8601_format(due[i].timeout_at, by);
+    snprintf(why, sizeof why, "signal %s: no decision by %s", due[i].key, by);
+    rc = pawl__store_transition_in(base, &sq_transition_steps, now,
+                                   &due[i].id, STORE_OP_EXPIRE, "timeout",
+                                   why, -1);
+    /* A job that stopped waiting otherwise (canceled) keeps its state;
+     * its wait is over all the same. */
+    if (rc == PAWL_ESTATE) {
+      rc = 0;
+      s->base.errmsg[0] = 0;
+    }
+  }
+  pawl__free(due);
+  rc = sq_end(s, rc);
+  if (!rc) *n = done;
+  return rc;
+}
+
+/* The job linked to `id` by statement `which` (SQ_REP_NEXT, SQ_REP_PREV):
+ * 1 with *out, 0 when none, or a negative code. */
+static int sq_rep_link(sq_store_t *s, int which, const pawl_id_t *id,
+                       pawl_id_t *out) {
+  sqlite3_stmt *st = sq_stmt(s, which);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int step = sqlite3_step(st);
+  if (step == SQLITE_ROW) sq_col_id(st, 0, out);
+  sqlite3_reset(st);
+  if (step == SQLITE_ROW) return 1;
+  if (step == SQLITE_DONE) return 0;
+  return sq_fail(s, step, "read replacement");
+}
+
+static int sq_replace(store_t *base, const store_replace_t *r) {
+  sq_store_t *s = (sq_store_t *)base;
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  int64_t now = pawl__store_now(base);
+  pawl_job_t *old = NULL;
+  pawl_id_t next;
+  char text[PAWL_ID_STRLEN], ntext[PAWL_ID_STRLEN];
+  pawl_id_format(r->old_id, text);
+  if ((rc = sq_read_job(s, r->old_id, &old))) return sq_end(s, rc);
+  int linked = 0;
+  if (old->version != r->expect_version)
+    rc = pawl__store_fail(base, PAWL_ECONFLICT,
+                          "job %s changed meanwhile; try again", text);
+  else if ((linked = sq_rep_link(s, SQ_REP_NEXT, r->old_id, &next)) < 0)
+    rc = linked;
+  else if (linked) {
+    pawl_id_format(&next, ntext);
+    rc = pawl__store_fail(base, PAWL_ESTATE,
+                          "job %s was already replaced by job %s", text,
+                          ntext);
+  }
+  int live = old->state == PAWL_PENDING || old->state == PAWL_RUNNING ||
+             old->state == PAWL_PAUSED || old->state == PAWL_BLOCKED;
+  int64_t version = old->version;
+  pawl_job_free(old);
+  /* The old job ends first: its business key and signal key are free for
+   * the replacement. */
+  if (!rc && live)
+    rc = pawl__store_transition_in(base, &sq_transition_steps, now,
+                                   r->old_id, STORE_OP_CANCEL, r->actor,
+                                   r->reason, version);
+  pawl_id_t id;
+  int status = 0;
+  if (!rc) rc = sq_insert_one(s, r->job, now, &id, &status);
+  if (!rc) {
+    sqlite3_stmt *st = sq_stmt(s, SQ_REP_ADD);
+    if (!st) return sq_end(s, PAWL_ESTORE);
+    sq_bind_id(st, 1, r->old_id);
+    sq_bind_id(st, 2, &r->job->id);
+    sqlite3_bind_int64(st, 3, now);
+    sq_bind_text(st, 4, r->actor);
+    rc = sq_exec(s, st, "link replacement");
+  }
+  return sq_end(s, rc);
+}
+
+static int sq_replace_links(store_t *base, const pawl_id_t *id,
+                            pawl_replace_links_t *out) {
+  sq_store_t *s = (sq_store_t *)base;
+  pawl_replace_links_t l;
+  memset(&l, 0, sizeof l);
+  int rc = sq_rep_link(s, SQ_REP_NEXT, id, &l.superseded_by);
+  if (rc < 0) return rc;
+  l.has_superseded_by = rc;
+  if ((rc = sq_rep_link(s, SQ_REP_PREV, id, &l.supersedes)) < 0) return rc;
+  l.has_supersedes = rc;
+  if (!l.has_superseded_by && !l.has_supersedes) {
+    sqlite3_stmt *st = sq_stmt(s, SQ_EXISTS);
+    if (!st) return PAWL_ESTORE;
+    sq_bind_id(st, 1, id);
+    int step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step == SQLITE_DONE) return pawl__store_no_job(base, id);
+    if (step != SQLITE_ROW) return sq_fail(s, step, "read job");
+  }
+  *out = l;
+  return 0;
+}
+
 /* ---- history ------------------------------------------------------------ */
 
 /* History: the rows written for failures and operator actions, put
@@ -2371,6 +2665,8 @@ static const struct store_ops sq_ops = {
                   sq_rec_disable_gone},
     .queues = {sq_queue_pause, sq_queue_set_boost, sq_queue_list},
     .limits = {sq_limit_set, sq_limit_remove, sq_limit_list},
+    .flow = {sq_sig_deliver, sq_sig_get, sq_sig_expire, sq_replace,
+             sq_replace_links},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and

@@ -1,0 +1,151 @@
+/* flow.c: signals and replace (issue 15; README "Signals and replace"),
+ * the public functions over store_ops.flow. This layer checks input and
+ * builds the replacement from the old job; the store does each change in
+ * one transaction. */
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "buf.h"
+#include "handle.h"
+#include "json.h"
+#include "pawl.h"
+#include "pawl_internal.h"
+#include "store.h"
+
+/* Jobs a sweep expires per transaction. */
+#define FLOW_EXPIRE_BATCH 100
+
+int pawl_signal(pawl_t *p, const char *key, const char *decision,
+                const char *payload, pawl_id_t *out_job, int *out_status) {
+  p->errmsg[0] = 0;
+  int rc = pawl__check_name(p, "signal key", key);
+  if (rc) return rc;
+  if (!decision || (strcmp(decision, "approve") != 0 &&
+                    strcmp(decision, "reject") != 0))
+    return pawl__fail(p, PAWL_EINVAL,
+                      "decision must be approve or reject (got %s)",
+                      decision ? decision : "none");
+  if (!payload) payload = "{}";
+  char err[256];
+  if (pawl__json_validate(payload, strlen(payload), err, sizeof err) != 0)
+    return pawl__fail(p, PAWL_EINVAL, "signal payload is not valid JSON: %s",
+                      err);
+  pawl_id_t job;
+  int already = 0;
+  rc = pawl__from_store(p, p->store->ops->flow.deliver(
+                               p->store, key, decision, payload, p->principal,
+                               &job, &already));
+  if (rc) return rc;
+  /* The job is pending now: a host on this handle claims it at once. */
+  if (!already && p->host) p->host_ops->wake(p->host);
+  if (out_job) *out_job = job;
+  if (out_status) *out_status = already ? PAWL_SIG_ALREADY : PAWL_SIG_DELIVERED;
+  return 0;
+}
+
+int pawl_signal_get(pawl_t *p, const pawl_id_t *id, pawl_signal_info_t **out) {
+  p->errmsg[0] = 0;
+  return pawl__from_store(p, p->store->ops->flow.get(p->store, id, out));
+}
+
+int pawl_signal_expire(pawl_t *p, size_t *out_n) {
+  p->errmsg[0] = 0;
+  size_t total = 0, n;
+  int rc;
+  do {
+    n = 0;
+    rc = pawl__from_store(p, p->store->ops->flow.expire(
+                                 p->store, FLOW_EXPIRE_BATCH, &n));
+    total += n;
+  } while (!rc && n == FLOW_EXPIRE_BATCH);
+  if (!rc && out_n) *out_n = total;
+  return rc;
+}
+
+void pawl_replace_opts_init(pawl_replace_opts_t *o) { memset(o, 0, sizeof *o); }
+
+int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,
+                 pawl_id_t *out_new) {
+  p->errmsg[0] = 0;
+  pawl_replace_opts_t none;
+  if (!o) {
+    pawl_replace_opts_init(&none);
+    o = &none;
+  }
+  pawl_job_t *old = NULL;
+  int rc = pawl_get(p, id, &old);
+  if (rc) return rc;
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id, text);
+  if (old->state == PAWL_SUCCEEDED) {
+    pawl_job_free(old);
+    return pawl__fail(p, PAWL_ESTATE,
+                      "job %s succeeded: there is nothing to replace "
+                      "(enqueue a new job)",
+                      text);
+  }
+  /* A wait for a signal goes over to the replacement, unless it is over. */
+  pawl_signal_info_t *sig = NULL;
+  if (old->state == PAWL_BLOCKED) {
+    rc = pawl_signal_get(p, id, &sig);
+    if (rc == PAWL_ENOTFOUND) rc = 0;
+    if (!rc && sig && sig->state != PAWL_SIGNAL_WAITING) {
+      pawl_signal_free(sig);
+      sig = NULL;
+    }
+  }
+  pawl_enqueue_opts_t eo;
+  pawl_enqueue_opts_init(&eo);
+  eo.queue = o->queue ? o->queue : old->queue;
+  eo.priority = o->set_priority ? o->priority : old->priority;
+  eo.run_at = o->run_at;
+  eo.delay_ms = o->delay_ms;
+  eo.max_attempts = o->max_attempts ? o->max_attempts : old->max_attempts;
+  eo.timeout_s = o->timeout_s ? o->timeout_s : old->timeout_s;
+  eo.params = o->params ? o->params : old->params;
+  eo.business_key = old->business_key;
+  eo.correlation_id = old->correlation_id;
+  eo.ordering_key = old->ordering_key;
+  eo.blocked = old->state == PAWL_BLOCKED;
+  /* The idempotency key stays the old job's: it is unique for ever. */
+  store_new_job_t nj;
+  memset(&nj, 0, sizeof nj);
+  pawl_buf_t tags;
+  pawl__buf_init(&tags);
+  if (!rc)
+    rc = pawl__prepare_job(p, old->type, o->payload ? o->payload : old->payload,
+                           &eo, &nj, &tags);
+  char reason[600];
+  if (!rc) {
+    if (old->tags) nj.tags = old->tags; /* as stored, checked then */
+    if (sig) {
+      nj.signal_key = sig->key;
+      nj.signal_timeout_at = sig->timeout_at;
+      nj.blocked = 1;
+    }
+    char ntext[PAWL_ID_STRLEN];
+    pawl_id_format(&nj.id, ntext);
+    snprintf(reason, sizeof reason, "replaced by %s%s%s", ntext,
+             o->reason ? ": " : "", o->reason ? o->reason : "");
+    store_replace_t r = {.old_id = id,
+                         .expect_version = old->version,
+                         .job = &nj,
+                         .actor = p->principal,
+                         .reason = reason};
+    rc = pawl__from_store(p, p->store->ops->flow.replace(p->store, &r));
+  }
+  pawl__buf_free(&tags);
+  pawl_signal_free(sig);
+  pawl_job_free(old);
+  if (rc) return rc;
+  if (p->host) p->host_ops->wake(p->host);
+  if (out_new) *out_new = nj.id;
+  return 0;
+}
+
+int pawl_replace_links(pawl_t *p, const pawl_id_t *id,
+                       pawl_replace_links_t *out) {
+  p->errmsg[0] = 0;
+  return pawl__from_store(p, p->store->ops->flow.links(p->store, id, out));
+}

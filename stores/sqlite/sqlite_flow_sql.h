@@ -1,0 +1,53 @@
+/* sqlite_flow_sql.h: the SQL of the SQLite store's signals and
+ * replacements (issue 15; tables pawl_signals and pawl_replacements,
+ * schema V009). */
+#ifndef PAWL_SQLITE_FLOW_SQL_H
+#define PAWL_SQLITE_FLOW_SQL_H
+
+/* A row whose job has ended gives its key up (see V009__signal.sql): run
+ * before an enqueue takes the key. ?1 the key. */
+#define SQLITE_SIG_RELEASE                                                   \
+  "UPDATE pawl_signals SET live = NULL WHERE key = ?1 AND live = 1 AND "     \
+  "(SELECT j.state FROM pawl_jobs AS j WHERE j.id = pawl_signals.job_id) "   \
+  "IN (2, 3, 4)"
+
+/* The row that holds key ?1, with its job's state. */
+#define SQLITE_SIG_HOLDER                                                    \
+  "SELECT s.job_id, s.state, j.state FROM pawl_signals AS s JOIN "           \
+  "pawl_jobs AS j ON j.id = s.job_id WHERE s.key = ?1 AND s.live = 1"
+
+/* ?1 job, ?2 key, ?3 now, ?4 timeout_at (NULL: none). */
+#define SQLITE_SIG_ADD                                                       \
+  "INSERT INTO pawl_signals (job_id, key, live, state, created_at, "         \
+  "timeout_at) VALUES (?1, ?2, 1, 0, ?3, ?4)"
+
+/* ?1 job, ?2 decision, ?3 payload, ?4 now, ?5 by. */
+#define SQLITE_SIG_DELIVER                                                   \
+  "UPDATE pawl_signals SET state = 1, decision = ?2, payload = ?3, "         \
+  "delivered_at = ?4, delivered_by = ?5 WHERE job_id = ?1 AND state = 0"
+
+#define SQLITE_SIG_GET                                                       \
+  "SELECT key, state, created_at, timeout_at, decision, payload, "           \
+  "delivered_at, delivered_by FROM pawl_signals WHERE job_id = ?1"
+
+/* Waits that ran out by ?1, at most ?2, oldest first (the partial index
+ * pawl_signals_due). */
+#define SQLITE_SIG_DUE                                                       \
+  "SELECT job_id, key, timeout_at FROM pawl_signals WHERE "     \
+  "state = 0 AND timeout_at IS NOT NULL AND timeout_at <= ?1 ORDER BY "      \
+  "timeout_at LIMIT ?2"
+
+#define SQLITE_SIG_EXPIRE                                                    \
+  "UPDATE pawl_signals SET state = 2, live = NULL WHERE job_id = ?1 AND "    \
+  "state = 0"
+
+/* ?1 old, ?2 new, ?3 now, ?4 actor. */
+#define SQLITE_REP_ADD                                                       \
+  "INSERT INTO pawl_replacements (old_id, new_id, at, actor) VALUES (?1, "   \
+  "?2, ?3, ?4)"
+#define SQLITE_REP_NEXT                                                      \
+  "SELECT new_id FROM pawl_replacements WHERE old_id = ?1"
+#define SQLITE_REP_PREV                                                      \
+  "SELECT old_id FROM pawl_replacements WHERE new_id = ?1"
+
+#endif
