@@ -429,3 +429,41 @@ void contract_replace_signal_wait(const char *url) {
   CHECK_INT(state_of(p, &nid), ==, PAWL_PENDING);
   pawl_close(p);
 }
+
+/* Replace with limits (issue 14, at the merge): the replacement holds a
+ * permit of the old job's resource, so a replace cannot slip a job out
+ * from under its limit. */
+static int64_t running_of(pawl_t *p, const char *name) {
+  pawl_limit_t *l = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_limits(p, &l, &n));
+  int64_t r = -1;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(l[i].name, name) == 0) r = l[i].running;
+  pawl_limits_free(l, n);
+  return r;
+}
+
+void contract_replace_keeps_resource(const char *url) {
+  pawl_t *p = open_db(url);
+  CHECK_OK(pawl_limit_set(p, "smtp", 1, 0, 0));
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.resource = "smtp";
+  pawl_id_t old, nid, other;
+  CHECK_OK(pawl_enqueue(p, "t", "{\"v\":1}", &o, &old, NULL));
+  pawl_replace_opts_t r;
+  pawl_replace_opts_init(&r);
+  r.payload = "{\"v\":2}";
+  CHECK_OK(pawl_replace(p, &old, &r, &nid));
+  advance(1000);
+  CHECK_OK(pawl_enqueue(p, "t", "{\"v\":3}", &o, &other, NULL));
+  pawl_job_t **jobs = NULL;
+  CHECK_INT(claim_n(p, &jobs), ==, 1); /* one permit: one of the two */
+  CHECK(same(&jobs[0]->id, &nid));
+  pawl_jobs_free(jobs, 1);
+  CHECK_INT(running_of(p, "smtp"), ==, 1);
+  CHECK_INT(claim_n(p, NULL), ==, 0); /* the other waits for the permit */
+  CHECK_INT(state_of(p, &other), ==, PAWL_PENDING);
+  pawl_close(p);
+}

@@ -14,7 +14,8 @@
   X(replace_pending)             \
   X(replace_running)             \
   X(replace_terminal)            \
-  X(replace_signal_wait)
+  X(replace_signal_wait)         \
+  X(replace_keeps_resource)
 
 #define SIGREP_CONTRACT_DECLARE(name) void contract_##name(const char *url);
 SIGREP_CONTRACT_TESTS(SIGREP_CONTRACT_DECLARE)

@@ -55,6 +55,13 @@
 #define PG_SQL_REP_ADD                                                       \
   "INSERT INTO pawl_replacements (old_id, new_id, at, actor) VALUES "        \
   "($1::uuid, $2::uuid, pawl_now($3::bigint), $4)"
+/* What the replacement ($2) takes over from the old job ($1) that the
+ * public job struct does not carry: its resource (limits, issue 14), so
+ * that a replace cannot take a job out from under its limit. */
+#define PG_SQL_REP_CARRY                                                     \
+  "UPDATE pawl_jobs AS n SET resource = o.resource FROM pawl_jobs AS o "     \
+  "WHERE o.id = $1::uuid AND n.id = $2::uuid AND n.resource IS NULL AND "    \
+  "o.resource IS NOT NULL"
 #define PG_SQL_REP_NEXT                                                      \
   "SELECT new_id FROM pawl_replacements WHERE old_id = $1::uuid"
 #define PG_SQL_REP_PREV                                                      \

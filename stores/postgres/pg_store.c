@@ -150,6 +150,7 @@ enum {
   PG_SIG_DUE,
   PG_SIG_EXPIRE,
   PG_REP_ADD,
+  PG_REP_CARRY,
   PG_REP_NEXT,
   PG_REP_PREV,
   PG_COUNT
@@ -475,6 +476,7 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_SIG_DUE] = PG_SQL_SIG_DUE,
     [PG_SIG_EXPIRE] = PG_SQL_SIG_EXPIRE,
     [PG_REP_ADD] = PG_SQL_REP_ADD,
+    [PG_REP_CARRY] = PG_SQL_REP_CARRY,
     [PG_REP_NEXT] = PG_SQL_REP_NEXT,
     [PG_REP_PREV] = PG_SQL_REP_PREV,
 };
@@ -2652,6 +2654,13 @@ static int pg_replace(store_t *base, const store_replace_t *r) {
     pp_now(s, &pp, 2);
     pp_str(&pp, 3, r->actor);
     rc = pg_run(s, PG_REP_ADD, 4, pp.v, NULL, "link replacement");
+  }
+  if (!rc) {
+    pg_params_t pp;
+    pp_id(&pp, 0, r->old_id);
+    pp_id(&pp, 1, &r->job->id);
+    rc = pg_run(s, PG_REP_CARRY, 2, pp.v, NULL,
+                "carry over to the replacement");
   }
   /* (The insert's statement trigger wakes the other nodes.) */
   return pg_end(s, rc);

@@ -45,6 +45,12 @@
 #define SQLITE_REP_ADD                                                       \
   "INSERT INTO pawl_replacements (old_id, new_id, at, actor) VALUES (?1, "   \
   "?2, ?3, ?4)"
+/* What the replacement (?2) takes over from the old job (?1) that the
+ * public job struct does not carry: its resource (limits, issue 14), so
+ * that a replace cannot take a job out from under its limit. */
+#define SQLITE_REP_CARRY                                                     \
+  "UPDATE pawl_jobs SET resource = (SELECT o.resource FROM pawl_jobs AS o "  \
+  "WHERE o.id = ?1) WHERE id = ?2 AND resource IS NULL"
 #define SQLITE_REP_NEXT                                                      \
   "SELECT new_id FROM pawl_replacements WHERE old_id = ?1"
 #define SQLITE_REP_PREV                                                      \

@@ -152,6 +152,7 @@ enum {
   SQ_SIG_DUE,
   SQ_SIG_EXPIRE,
   SQ_REP_ADD,
+  SQ_REP_CARRY,
   SQ_REP_NEXT,
   SQ_REP_PREV,
   SQ_COUNT
@@ -422,6 +423,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_SIG_DUE] = SQLITE_SIG_DUE,
     [SQ_SIG_EXPIRE] = SQLITE_SIG_EXPIRE,
     [SQ_REP_ADD] = SQLITE_REP_ADD,
+    [SQ_REP_CARRY] = SQLITE_REP_CARRY,
     [SQ_REP_NEXT] = SQLITE_REP_NEXT,
     [SQ_REP_PREV] = SQLITE_REP_PREV,
 };
@@ -2267,6 +2269,13 @@ static int sq_replace(store_t *base, const store_replace_t *r) {
     sqlite3_bind_int64(st, 3, now);
     sq_bind_text(st, 4, r->actor);
     rc = sq_exec(s, st, "link replacement");
+  }
+  if (!rc) {
+    sqlite3_stmt *st = sq_stmt(s, SQ_REP_CARRY);
+    if (!st) return sq_end(s, PAWL_ESTORE);
+    sq_bind_id(st, 1, r->old_id);
+    sq_bind_id(st, 2, &r->job->id);
+    rc = sq_exec(s, st, "carry over to the replacement");
   }
   return sq_end(s, rc);
 }
