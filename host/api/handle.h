@@ -44,4 +44,18 @@ int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
  * characters; pawl.c): 0, or PAWL_EINVAL with p->errmsg naming `what`. */
 int pawl__check_name(pawl_t *p, const char *what, const char *s);
 
+/* Checks one job's input and fills *nj (pawl.c): a fresh id, the input's
+ * strings (borrowed), and the tags as a JSON array in `tags` (the
+ * caller's to free). 0, or PAWL_EINVAL with p->errmsg. */
+struct pawl_buf;
+int pawl__prepare_job(pawl_t *p, const char *type, const char *payload,
+                      const pawl_enqueue_opts_t *o, store_new_job_t *nj,
+                      struct pawl_buf *tags);
+
+/* Enqueues items[0..n) as pawl_enqueue_many() does, or, with `batch`, as
+ * that batch's children (batch.c). */
+int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
+                        pawl_id_t *ids, int *statuses,
+                        const store_batch_new_t *batch);
+
 #endif
