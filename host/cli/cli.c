@@ -56,6 +56,7 @@ typedef enum cli_cmd {
   CLI_LOCKS,
   CLI_CONSOLE, /* cli/console.c */
   CLI_QUEUE,   /* cli/cli_queue.c */
+  CLI_BATCH,   /* cli/cli_batch.c (issue 15) */
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
@@ -64,8 +65,8 @@ typedef enum cli_cmd {
 static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
     "migrate", "enqueue", "show", "jobs",    "cancel",
     "pause",   "resume",  "retry", "run",     "cron",
-    "stats",   "nodes",   "locks", "console", "queue",   "version",
-    "help"};
+    "stats",   "nodes",   "locks", "console", "queue",   "batch",
+    "version", "help"};
 
 #define CLI_BIT(c) (1u << (c))
 #define CLI_ACTIONS                                                          \
@@ -134,7 +135,7 @@ static const struct cli_opt {
     {"--json", CLI_O_JSON, 0,
      CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_STATS) |
          CLI_BIT(CLI_NODES) | CLI_BIT(CLI_LOCKS) | CLI_BIT(CLI_CONSOLE) |
-         CLI_BIT(CLI_QUEUE)},
+         CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_BATCH)},
     {"--queue", CLI_O_QUEUE, 1,
      CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--priority", CLI_O_PRIORITY, 1, CLI_BIT(CLI_ENQUEUE)},
@@ -251,6 +252,10 @@ static const char cli_usage_text[] =
     "                          filter; DUR like 90s, 15m, 2h, 7d); above 100\n"
     "                          jobs it asks on a terminal, else needs --yes\n"
     "  stats [--json]          jobs by state and queue, throughput, waits\n"
+    "  batch show ID [--json]  a batch's progress: children ended by outcome,\n"
+    "                            left, metrics, callbacks (README \"Batches\")\n"
+    "  batch show ID [--json]  a batch's progress: children ended by outcome,\n"
+    "                            those left, metrics, callbacks\n"
     "  queue list [--json]     the queues: jobs by state, oldest due wait,\n"
     "                          paused or not, age boost (README, \"Queues\")\n"
     "  queue pause Q [--reason TEXT] [--json]\n"
@@ -751,6 +756,7 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
   case CLI_CONSOLE: max = a->code ? 0 : 1; break; /* FILE.lua */
   case CLI_HELP: max = 1; break; /* "pawl help enqueue": same text */
   case CLI_CRON: min = max = 2; break;
+  case CLI_BATCH: min = max = 2; break;
   case CLI_QUEUE:
     min = 1;
     max = a->npos >= 1 && strcmp(a->pos[0], "list") == 0 ? 1 : 2;
@@ -1046,6 +1052,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_json_job_fields(&b, job);
     cli_json_history(&b, h);
     cli_json_logs(&b, logs, nlogs);
+    cli_batch_of_job(p, &a->id, &b); /* issue 15 */
     pawl__buf_putc(&b, '}');
     rc = cli_emit(&b, err);
     pawl__buf_free(&b);
@@ -1060,6 +1067,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
       rc = cli_fail(err, CLI_FAIL, "out of memory");
     } else {
       cli_table_print(&fields, "");
+      cli_batch_of_job(p, &a->id, NULL); /* issue 15 */
       if (h->nattempts) {
         printf("attempts:\n");
         cli_table_print(&attempts, "  ");
@@ -1288,6 +1296,8 @@ static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
   case CLI_STATS: return cli_admin_stats(p, a->json, err, CLI_ERRLEN);
   case CLI_NODES: return cli_admin_nodes(p, a->json, err, CLI_ERRLEN);
   case CLI_LOCKS: return cli_admin_locks(p, a->json, err, CLI_ERRLEN);
+  case CLI_BATCH:
+    return cli_batch_main(p, a->pos[0], a->pos[1], a->json, err, CLI_ERRLEN);
   case CLI_QUEUE:
     return cli_queue_main(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL,
                           a->reason, a->age_boost, a->json, err, CLI_ERRLEN);
