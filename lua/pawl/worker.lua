@@ -157,10 +157,16 @@ local function batch_entry(what, e)
       error(("pawl.batch: %s: option %s must be a %s"):format(what, k, want), 3)
     end
   end
-  if opts.key or opts.business_key or opts.ordering_key or opts.blocked
-     or opts.return_existing then
-    error(("pawl.batch: %s: a batch's jobs may not have keys or be blocked")
-          :format(what), 3)
+  -- What the C API refuses too (pawl_batch_enqueue), in its words: these
+  -- options do not travel to host.batch.
+  local bad = opts.key and "an idempotency key"
+    or opts.business_key and "a business key"
+    or opts.ordering_key and "an ordering key"
+    or opts.blocked and "blocked"
+    or opts.return_existing and "return_existing"
+  if bad then
+    error(("pawl.batch: %s: %s may not have %s"):format(what,
+          what:match("^job") and "a batch's child" or "a callback", bad), 3)
   end
   local spec = spec_of(jtype)
   return { jtype,
