@@ -613,10 +613,17 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  "DROP TRIGGER pawl_batches_fire; DROP INDEX pawl_jobs_batch; ALTER TABLE " \
+  "pawl_jobs DROP COLUMN batch_id; DROP TABLE pawl_batch_callbacks; DROP "   \
+  "TABLE pawl_batches; DELETE FROM pawl_schema WHERE name = "                \
+  "'V008__batch.sql'; "                                                      \
   "DROP INDEX pawl_jobs_ordering; ALTER TABLE pawl_jobs DROP COLUMN "        \
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  "DROP TABLE pawl_batch_callbacks; DROP TABLE pawl_batches; DROP "          \
+  "FUNCTION pawl_batch_fire(); ALTER TABLE pawl_jobs DROP COLUMN batch_id; " \
+  "DELETE FROM pawl_schema WHERE name = 'V007__batch.sql'; "                 \
   "DROP FUNCTION pawl_ordering_free(text, bigint, timestamptz); ALTER "      \
   "TABLE pawl_jobs DROP COLUMN ordering_key CASCADE, DROP COLUMN "           \
   "ordering_seq CASCADE, DROP COLUMN ordering_skip; DROP SEQUENCE "          \
