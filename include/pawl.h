@@ -373,6 +373,103 @@ typedef struct pawl_enqueue_item {
 PAWL_EXTERN int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                       pawl_id_t *ids, int *statuses);
 
+/* ---- batches (README "Batches") ---------------------------------------- */
+
+/* A batch: jobs (its children) enqueued in one call, with callbacks that
+ * are enqueued once, when the last child ends. A child ends when it
+ * reaches succeeded, failed (dead) or canceled; one waiting for a retry
+ * has not. on_success fires when every child succeeded, on_failure when at
+ * least one failed, on_complete always (so a batch with canceled children
+ * and no failed ones fires on_complete only). A fired callback is a new
+ * pending job; its params are {"batch": ID, "callback": "on_success" ...,
+ * "total", "succeeded", "failed", "canceled"}. Every node counts the
+ * children it ends in the same transaction, and the database fires the
+ * callbacks in the one that completes the count: exactly once, also when
+ * children end on several nodes at the same instant. A manual retry of a
+ * failed child takes it off the counters (it has not ended), but
+ * callbacks that fired stay fired. */
+
+/* Most children one batch may have. */
+#define PAWL_BATCH_MAX 1000000
+
+/* Roles of a job in a batch (pawl_job_batch()). */
+#define PAWL_BATCH_CHILD 0
+#define PAWL_BATCH_ON_SUCCESS 1
+#define PAWL_BATCH_ON_FAILURE 2
+#define PAWL_BATCH_ON_COMPLETE 3
+
+/* "child", "on_success", "on_failure", "on_complete"; "?" otherwise.
+ * Static. */
+PAWL_EXTERN const char *pawl_batch_role_name(int role);
+
+typedef struct pawl_batch_opts {
+  /* The callbacks, each NULL for none; borrowed for the call. type and
+   * payload as for pawl_enqueue(); of the options, queue, priority,
+   * max_attempts, timeout_s, tags, correlation_id and enqueued_by are
+   * taken; params (pawl sets them), keys, run_at, delay_ms and blocked
+   * are refused (PAWL_EINVAL). */
+  const pawl_enqueue_item_t *on_success;
+  const pawl_enqueue_item_t *on_failure;
+  const pawl_enqueue_item_t *on_complete;
+  const char *enqueued_by;    /* of the batch; NULL: the handle's principal */
+} pawl_batch_opts_t;
+
+PAWL_EXTERN void pawl_batch_opts_init(pawl_batch_opts_t *o);
+
+/* Enqueues a batch of n children (1..PAWL_BATCH_MAX) with its callbacks,
+ * all or nothing, in one transaction: the children through the bulk path
+ * (PostgreSQL: one COPY). Children take the options of pawl_enqueue()
+ * but no keys (idempotency, business, ordering: PAWL_EINVAL) and not
+ * `blocked`. Input is checked before anything is written; the message of
+ * a refused child names its position ("job 3: ..."), of a refused
+ * callback its role. On success *batch_id (may be NULL) receives the
+ * batch's id and ids[i] (n ids, may be NULL) each child's. `opts` may be
+ * NULL (no callbacks). All pointers are borrowed. Memory: the call holds
+ * about 250 bytes per child besides the caller's strings. */
+PAWL_EXTERN int pawl_batch_enqueue(pawl_t *p, const pawl_enqueue_item_t *jobs,
+                                   size_t n, const pawl_batch_opts_t *opts,
+                                   pawl_id_t *batch_id, pawl_id_t *ids);
+
+/* A callback of a batch. */
+typedef struct pawl_batch_callback {
+  int set;             /* 0: the batch has none in this role */
+  pawl_id_t id;        /* the id its job has once fired */
+  int64_t fired_at;    /* 0: not fired (yet, or ever) */
+} pawl_batch_callback_t;
+
+/* A batch's progress. Metrics, in ms:
+ *   wall_ms      from the enqueue to the end of the last child (or to now
+ *                while children are left);
+ *   exec_ms      the children's attempts' run times summed (every attempt
+ *                that ran: succeeded, failed, retried, lost, canceled);
+ *   overhead_ms  of the children that ended, the sum of their lifetimes
+ *                (enqueue to end) less their attempts' run times: the time
+ *                they spent waiting for a worker, backing off between
+ *                attempts, and being handed between nodes;
+ * and exec_ms / wall_ms is the parallelism the batch had. */
+typedef struct pawl_batch {
+  pawl_id_t id;
+  int64_t total;
+  int64_t succeeded, failed, canceled; /* children that ended so */
+  int64_t states[PAWL_STATE_COUNT];   /* children per current state */
+  int64_t created_at;
+  int64_t finished_at;                /* 0 while children are left */
+  int64_t wall_ms, exec_ms, overhead_ms;
+  pawl_batch_callback_t callbacks[3]; /* by role - 1 */
+} pawl_batch_t;
+
+/* Reads batch `id` into *out (caller's; nothing to free). PAWL_ENOTFOUND
+ * for no such batch. Reads every child's row: a batch of 100,000 takes a
+ * moment. */
+PAWL_EXTERN int pawl_batch_get(pawl_t *p, const pawl_id_t *id,
+                               pawl_batch_t *out);
+
+/* The batch job `id` belongs to: *role (may be NULL) is PAWL_BATCH_CHILD
+ * or a callback's role, *batch_id (may be NULL) the batch. PAWL_ENOTFOUND
+ * when it belongs to none (or there is no such job). */
+PAWL_EXTERN int pawl_job_batch(pawl_t *p, const pawl_id_t *id,
+                               pawl_id_t *batch_id, int *role);
+
 /* ---- reading ------------------------------------------------------------ */
 
 /* On success *out owns a copy of the job (pawl_job_free()). */

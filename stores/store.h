@@ -76,7 +76,39 @@ typedef struct store_new_job {
    * for new jobs only. signal_timeout_at: 0 for none. */
   const char *signal_key;
   int64_t signal_timeout_at;
+  /* Batches (issue 15): the batch this job is a child of; NULL for none.
+   * Only batch.create() inserts children. */
+  const pawl_id_t *batch_id;
 } store_new_job_t;
+
+/* ---- batches (issue 15; pawl_batches, pawl_batch_callbacks,
+ * schema SQLite V010, PostgreSQL V009) ------------------------------------ */
+
+/* A batch to create: its id, and its callbacks by role (index
+ * PAWL_BATCH_ON_SUCCESS - 1 ...; NULL: none), each the job it becomes when
+ * it fires (id, type, queue, priority, payload, tags, max_attempts,
+ * timeout_s, correlation_id, enqueued_by are kept; nothing else). */
+typedef struct store_batch_new {
+  pawl_id_t id;
+  const char *enqueued_by;
+  const store_new_job_t *callbacks[3];
+} store_batch_new_t;
+
+/* How a child's move between states changes its batch's counters
+ * (succeeded, failed, canceled): a child counts in the class of the state
+ * it ended in; paused from failed still counts as failed; any other state
+ * has not ended. Fills d[0..2] with the change; returns 1 if any. */
+static inline int store_batch_delta(int from, int from_paused, int to,
+                                    int to_paused, int64_t d[3]) {
+  int a = from == PAWL_PAUSED ? (from_paused == PAWL_FAILED ? PAWL_FAILED : -1)
+                              : from;
+  int b = to == PAWL_PAUSED ? (to_paused == PAWL_FAILED ? PAWL_FAILED : -1)
+                            : to;
+  d[0] = (b == PAWL_SUCCEEDED) - (a == PAWL_SUCCEEDED);
+  d[1] = (b == PAWL_FAILED) - (a == PAWL_FAILED);
+  d[2] = (b == PAWL_CANCELED) - (a == PAWL_CANCELED);
+  return d[0] || d[1] || d[2];
+}
 
 /* What a claim asks for. */
 typedef struct store_claim {
@@ -211,7 +243,7 @@ typedef struct store_queue_row {
 typedef int (*store_queue_cb)(const store_queue_row_t *row, void *data);
 
 /* ---- signals and replace (issue 15; pawl_signals, pawl_replacements:
- * schema SQLite V008, PostgreSQL V007) ------------------------------------ */
+ * schema SQLite V009, PostgreSQL V008) ------------------------------------ */
 
 /* A replacement (store_ops.flow.replace): `job` is inserted and, in the
  * same transaction, the old job (read with the version the caller built
@@ -480,6 +512,29 @@ struct store_ops {
     /* The links of job `id` (zeroed when none); PAWL_ENOTFOUND: no job. */
     int (*links)(store_t *st, const pawl_id_t *id, pawl_replace_links_t *out);
   } flow;
+  /* Batches (issue 15): children counted as they end, callbacks fired by
+   * the database when the counters reach the total (the trigger
+   * pawl_batches_fire; exactly once, see schema/postgres/V009__batch.sql).
+   * Every path that ends a child (finish: success, failure; recovery into
+   * failed; operator transitions: cancel, expire, a manual retry that
+   * takes a failed child back) adds to the counters in its own
+   * transaction. */
+  struct {
+    /* The batch row, its callbacks and its n children (jobs[i].batch_id =
+     * &b->id; no keys) in one transaction, children through the bulk path
+     * (PostgreSQL: COPY). */
+    int (*create)(store_t *st, const store_batch_new_t *b,
+                  const store_new_job_t *jobs, size_t n);
+    /* The counters, the children per state, the callbacks and the
+     * metrics (README "Batches") of batch `id`, as of `now`.
+     * PAWL_ENOTFOUND for none. */
+    int (*get)(store_t *st, const pawl_id_t *id, int64_t now,
+               pawl_batch_t *out);
+    /* The batch job `id` belongs to: *role PAWL_BATCH_CHILD or a
+     * callback's role (also one that has not fired: no job yet), -1
+     * for none. */
+    int (*of)(store_t *st, const pawl_id_t *id, pawl_id_t *batch, int *role);
+  } batch;
 };
 
 /* The part every backend's store begins with. */

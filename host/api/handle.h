@@ -48,9 +48,10 @@ int pawl__check_name(pawl_t *p, const char *what, const char *s);
  * with p->errmsg saying why. */
 int pawl__resource_check(pawl_t *p, const char *resource);
 
-/* Checks one job's input and fills *nj as pawl_enqueue() does (pawl.c);
- * `tags` receives the tags' JSON text (the caller's: pawl__buf_free()).
- * 0, or PAWL_EINVAL with p->errmsg naming the bad input. */
+/* Checks one job's input and fills *nj as pawl_enqueue() does (pawl.c): a
+ * fresh id, the input's strings (borrowed); `tags` receives the tags' JSON
+ * text (the caller's: pawl__buf_free()). 0, or PAWL_EINVAL with p->errmsg
+ * naming the bad input. */
 int pawl__prepare_job(pawl_t *p, const char *type, const char *payload,
                       const pawl_enqueue_opts_t *o, store_new_job_t *nj,
                       pawl_buf_t *tags);
@@ -58,5 +59,11 @@ int pawl__prepare_job(pawl_t *p, const char *type, const char *payload,
 /* Copies the store's message into p->errmsg after a failed store call;
  * returns rc. */
 int pawl__from_store(pawl_t *p, int rc);
+
+/* Enqueues items[0..n) as pawl_enqueue_many() does, or, with `batch`, as
+ * that batch's children (batch.c). */
+int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
+                        pawl_id_t *ids, int *statuses,
+                        const store_batch_new_t *batch);
 
 #endif

@@ -478,6 +478,15 @@ int pawl_enqueue(pawl_t *p, const char *type, const char *payload,
 int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                       pawl_id_t *ids, int *statuses) {
   p->errmsg[0] = 0;
+  return pawl__enqueue_items(p, items, n, ids, statuses, NULL);
+}
+
+/* pawl_enqueue_many(), and with `batch` (issue 15, batch.c) a batch's
+ * children: each gets the batch's id and they go in through
+ * store.batch.create() with the batch row. */
+int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
+                        pawl_id_t *ids, int *statuses,
+                        const store_batch_new_t *batch) {
   if (n == 0) return 0;
   pawl_enqueue_opts_t defaults;
   pawl_enqueue_opts_init(&defaults);
@@ -503,10 +512,19 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
   void *places = !rc && p->host && p->host_ops->enqueue_begin
                      ? p->host_ops->enqueue_begin(p->host, n)
                      : NULL;
-  if (!rc)
+  if (!rc && batch) {
+    for (size_t i = 0; i < n; i++) jobs[i].batch_id = &batch->id;
+    rc = pawl_from_store(p, p->store->ops->batch.create(p->store, batch,
+                                                         jobs, n));
+    for (size_t i = 0; !rc && i < n; i++) {
+      (ids ? ids : tmp_ids)[i] = jobs[i].id;
+      (statuses ? statuses : tmp_st)[i] = PAWL_ENQ_NEW;
+    }
+  } else if (!rc) {
     rc = pawl_from_store(p, p->store->ops->jobs.insert(
                                 p->store, jobs, n, ids ? ids : tmp_ids,
                                 statuses ? statuses : tmp_st));
+  }
   if (places) {
     void *at = places;
     const pawl_id_t *got = ids ? ids : tmp_ids;

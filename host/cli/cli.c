@@ -59,6 +59,7 @@ typedef enum cli_cmd {
   CLI_LIMIT,   /* cli/cli_limits.c */
   CLI_SIGNAL,  /* cli/cli_flow.c (issue 15) */
   CLI_REPLACE,
+  CLI_BATCH,   /* cli/cli_batch.c (issue 15) */
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
@@ -68,7 +69,7 @@ static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
     "migrate", "enqueue", "show", "jobs",    "cancel",
     "pause",   "resume",  "retry", "run",     "cron",
     "stats",   "nodes",   "locks", "console", "queue",   "limit",
-    "signal",  "replace", "version", "help"};
+    "signal",  "replace", "batch",   "version", "help"};
 
 #define CLI_BIT(c) (1u << (c))
 #define CLI_ACTIONS                                                          \
@@ -143,7 +144,7 @@ static const struct cli_opt {
      CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_STATS) |
          CLI_BIT(CLI_NODES) | CLI_BIT(CLI_LOCKS) | CLI_BIT(CLI_CONSOLE) |
          CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_LIMIT) | CLI_BIT(CLI_SIGNAL) |
-         CLI_BIT(CLI_REPLACE)},
+         CLI_BIT(CLI_REPLACE) | CLI_BIT(CLI_BATCH)},
     {"--queue", CLI_O_QUEUE, 1,
      CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS |
          CLI_BIT(CLI_REPLACE)},
@@ -287,6 +288,8 @@ static const char cli_usage_text[] =
     "                          and cancel the job (a running one is asked to\n"
     "                          stop), in one transaction; prints the new id\n"
     "  stats [--json]          jobs by state and queue, throughput, waits\n"
+    "  batch show ID [--json]  a batch's progress: children ended by outcome,\n"
+    "                            left, metrics, callbacks (README \"Batches\")\n"
     "  queue list [--json]     the queues: jobs by state, oldest due wait,\n"
     "                          paused or not, age boost (README, \"Queues\")\n"
     "  queue pause Q [--reason TEXT] [--json]\n"
@@ -854,6 +857,7 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
   case CLI_CONSOLE: max = a->code ? 0 : 1; break; /* FILE.lua */
   case CLI_HELP: max = 1; break; /* "pawl help enqueue": same text */
   case CLI_CRON: min = max = 2; break;
+  case CLI_BATCH: min = max = 2; break;
   case CLI_QUEUE:
     min = 1;
     max = a->npos >= 1 && strcmp(a->pos[0], "list") == 0 ? 1 : 2;
@@ -1190,6 +1194,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_flow_json(p, &a->id, &b); /* signal, replacement links */
     cli_json_history(&b, h);
     cli_json_logs(&b, logs, nlogs);
+    cli_batch_of_job(p, &a->id, &b); /* issue 15 */
     pawl__buf_putc(&b, '}');
     rc = cli_emit(&b, err);
     pawl__buf_free(&b);
@@ -1205,6 +1210,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
       rc = cli_fail(err, CLI_FAIL, "out of memory");
     } else {
       cli_table_print(&fields, "");
+      cli_batch_of_job(p, &a->id, NULL); /* issue 15 */
       if (h->nattempts) {
         printf("attempts:\n");
         cli_table_print(&attempts, "  ");
@@ -1433,6 +1439,8 @@ static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
   case CLI_STATS: return cli_admin_stats(p, a->json, err, CLI_ERRLEN);
   case CLI_NODES: return cli_admin_nodes(p, a->json, err, CLI_ERRLEN);
   case CLI_LOCKS: return cli_admin_locks(p, a->json, err, CLI_ERRLEN);
+  case CLI_BATCH:
+    return cli_batch_main(p, a->pos[0], a->pos[1], a->json, err, CLI_ERRLEN);
   case CLI_QUEUE:
     return cli_queue_main(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL,
                           a->reason, a->age_boost, a->json, err, CLI_ERRLEN);

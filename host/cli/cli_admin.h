@@ -39,6 +39,15 @@ typedef struct cli_limit_args {
 
 int cli_limits_main(pawl_t *p, const cli_limit_args_t *a, char *err);
 
+/* `pawl batch show ID` (cli_batch.c; issue 15). */
+int cli_batch_main(pawl_t *p, const char *verb, const char *id, int json,
+                   char *err, size_t errlen);
+
+/* `pawl show`'s line naming the job's batch and its role (text), or a
+ * "batch" member (json not NULL); nothing when it belongs to none. */
+struct pawl_buf;
+void cli_batch_of_job(pawl_t *p, const pawl_id_t *id, struct pawl_buf *json);
+
 /* What `pawl console` was asked (strings borrow argv). */
 typedef struct cli_console_args {
   const char *db;       /* NULL: $PAWL_DB, else sqlite:./pawl.db */

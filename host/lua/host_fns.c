@@ -667,6 +667,7 @@ static const luaL_Reg host_fns[] = {
     {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},
     {"lock_release", host_fn_lock_release}, {"entropy", host_fn_entropy},
     {"text", host_fn_text},       {"cron_check", host_fn_cron_check},
+    {"batch", pawl__lua_host_batch}, /* host_batch.c (issue 15) */
     {NULL, NULL}};
 
 void pawl__lua_push_host(lua_State *L, pawl__lua_t *w) {

@@ -868,6 +868,149 @@ static int lpawl_enqueue_many(lua_State *L) {
   return 2;
 }
 
+/* ---- batches (issue 15; README "Batches") -------------------------------- */
+
+/* [-0, +0, e] Reads {type, payload, opts} at `item` into *it and *o (the
+ * strings anchored in `anchor`), as db:enqueue_many reads its items. */
+static void lpawl_read_item(lua_State *L, lpawl_handle_t *h, int item,
+                            int anchor, int argn, const char *prefix,
+                            pawl_enqueue_item_t *it, pawl_enqueue_opts_t *o) {
+  if (lua_type(L, item) != LUA_TTABLE)
+    luaL_argerror(L, argn, lpawl_msg(L, prefix, "expected a table {type, "
+                                     "payload, opts} (got %s)",
+                                     luaL_typename(L, item)));
+  lua_rawgeti(L, item, 1);
+  if (lua_type(L, -1) != LUA_TSTRING)
+    luaL_argerror(L, argn, lpawl_msg(L, prefix, "type must be a string "
+                                     "(got %s)", luaL_typename(L, -1)));
+  lpawl_anchor(L, anchor);
+  it->type = lua_tostring(L, -1);
+  lua_pop(L, 1);
+  lua_rawgeti(L, item, 2);
+  it->payload = lpawl_json_arg(L, lua_gettop(L), anchor, argn, prefix,
+                               "payload");
+  lua_pop(L, 1);
+  lua_rawgeti(L, item, 3);
+  lpawl_read_enqueue_opts(L, lua_gettop(L), anchor, o, argn, prefix);
+  lua_pop(L, 1);
+  lua_rawgeti(L, item, 2);
+  lpawl_type_ordering_key(L, h, it->type, lua_gettop(L), anchor, o, argn,
+                          prefix);
+  lua_pop(L, 1);
+  it->opts = o;
+}
+
+/* db:batch{ jobs = { {type, payload, opts}, ... }, on_success = {...},
+ * on_failure = {...}, on_complete = {...}, enqueued_by = "..." }
+ * [-0, +2|3, e] batch_id, ids. All or nothing: one transaction. */
+static int lpawl_batch(lua_State *L) {
+  static const char *const names[] = {"jobs", "on_success", "on_failure",
+                                      "on_complete", "enqueued_by", NULL};
+  static const char *const roles[] = {"on_success", "on_failure",
+                                      "on_complete"};
+  lpawl_handle_t *h = lpawl_check(L, 1);
+  pawl_t *p = h->p;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  lua_newtable(L); /* 3: anchor */
+  lpawl_check_keys(L, 2, names, 2, "", "batch");
+  lua_getfield(L, 2, "jobs"); /* 4 */
+  if (!lua_istable(L, 4))
+    luaL_argerror(L, 2, "jobs must be a list of {type, payload, opts}");
+  size_t n = lua_objlen(L, 4);
+  pawl_enqueue_item_t *items =
+      lua_newuserdata(L, (n ? n : 1) * sizeof *items);
+  pawl_enqueue_opts_t *opts = lua_newuserdata(L, (n ? n : 1) * sizeof *opts);
+  pawl_id_t *ids = lua_newuserdata(L, (n ? n : 1) * sizeof *ids);
+  for (size_t i = 0; i < n; i++) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "job %zu: ", i + 1);
+    lua_rawgeti(L, 4, (int)i + 1);
+    lpawl_read_item(L, h, lua_gettop(L), 3, 2, prefix, &items[i], &opts[i]);
+    lua_pop(L, 1);
+  }
+  pawl_enqueue_item_t cbs[3];
+  pawl_enqueue_opts_t cbo[3];
+  pawl_batch_opts_t bo;
+  pawl_batch_opts_init(&bo);
+  const pawl_enqueue_item_t **slot[3] = {&bo.on_success, &bo.on_failure,
+                                         &bo.on_complete};
+  for (int r = 0; r < 3; r++) {
+    lua_getfield(L, 2, roles[r]);
+    if (!lua_isnil(L, -1)) {
+      char prefix[32];
+      snprintf(prefix, sizeof prefix, "%s: ", roles[r]);
+      lpawl_read_item(L, h, lua_gettop(L), 3, 2, prefix, &cbs[r], &cbo[r]);
+      *slot[r] = &cbs[r];
+    }
+    lua_pop(L, 1);
+  }
+  bo.enqueued_by = lpawl_opt_str(L, 2, "enqueued_by", 3, 2, "");
+  pawl_id_t bid;
+  int rc = pawl_batch_enqueue(p, items, n, &bo, &bid, ids);
+  if (rc) return lpawl_fail(L, p, rc);
+  lpawl_push_id(L, &bid);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lpawl_push_id(L, &ids[i]);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  return 2;
+}
+
+/* db:batch_get(id) [-0, +1|3, e] the batch's counters, children per state
+ * (states.pending ...), callbacks ({id, fired_at} by role) and metrics. */
+static int lpawl_batch_get(lua_State *L) {
+  lpawl_handle_t *h = lpawl_check(L, 1);
+  pawl_id_t id;
+  if (lpawl_parse_id(L, 2, &id)) return lpawl_bad_id(L, 2);
+  pawl_batch_t b;
+  int rc = pawl_batch_get(h->p, &id, &b);
+  if (rc) return lpawl_fail(L, h->p, rc);
+  lua_newtable(L);
+  lpawl_push_id(L, &b.id);
+  lua_setfield(L, -2, "id");
+  lpawl_set_num(L, "total", (double)b.total);
+  lpawl_set_num(L, "succeeded", (double)b.succeeded);
+  lpawl_set_num(L, "failed", (double)b.failed);
+  lpawl_set_num(L, "canceled", (double)b.canceled);
+  lpawl_set_num(L, "ended", (double)(b.succeeded + b.failed + b.canceled));
+  lpawl_set_time(L, "created_at", b.created_at);
+  lpawl_set_time(L, "finished_at", b.finished_at);
+  lpawl_set_num(L, "wall_ms", (double)b.wall_ms);
+  lpawl_set_num(L, "exec_ms", (double)b.exec_ms);
+  lpawl_set_num(L, "overhead_ms", (double)b.overhead_ms);
+  lua_newtable(L);
+  for (int s = 0; s < PAWL_STATE_COUNT; s++)
+    lpawl_set_num(L, pawl_state_name(s), (double)b.states[s]);
+  lua_setfield(L, -2, "states");
+  lua_newtable(L);
+  for (int r = 0; r < 3; r++) {
+    if (!b.callbacks[r].set) continue;
+    lua_newtable(L);
+    lpawl_push_id(L, &b.callbacks[r].id);
+    lua_setfield(L, -2, "id");
+    lpawl_set_time(L, "fired_at", b.callbacks[r].fired_at);
+    lua_setfield(L, -2, pawl_batch_role_name(r + 1));
+  }
+  lua_setfield(L, -2, "callbacks");
+  return 1;
+}
+
+/* db:job_batch(id) [-0, +2|3, e] the batch of job `id` and its role
+ * ("child", "on_success", ...). */
+static int lpawl_job_batch(lua_State *L) {
+  lpawl_handle_t *h = lpawl_check(L, 1);
+  pawl_id_t id, bid;
+  if (lpawl_parse_id(L, 2, &id)) return lpawl_bad_id(L, 2);
+  int role;
+  int rc = pawl_job_batch(h->p, &id, &bid, &role);
+  if (rc) return lpawl_fail(L, h->p, rc);
+  lpawl_push_id(L, &bid);
+  lua_pushstring(L, pawl_batch_role_name(role));
+  return 2;
+}
+
 /* db:get(id) [-0, +1|3, e] */
 static int lpawl_get(lua_State *L) {
   pawl_t *p = lpawl_check(L, 1)->p;
@@ -1373,6 +1516,9 @@ static const luaL_Reg lpawl_funcs[] = {
 static const luaL_Reg lpawl_methods[] = {
     {"enqueue", lpawl_enqueue},
     {"enqueue_many", lpawl_enqueue_many},
+    {"batch", lpawl_batch},
+    {"batch_get", lpawl_batch_get},
+    {"job_batch", lpawl_job_batch},
     {"get", lpawl_get},
     {"cancel", lpawl_cancel},
     {"pause", lpawl_pause},

@@ -72,6 +72,9 @@ int pawl__lua_call(pawl__lua_t *w, int nargs, int nres, double timeout_s,
  * calls (host_fns.c), each with `w` as upvalue. [-0, +1, m] */
 void pawl__lua_push_host(lua_State *L, pawl__lua_t *w);
 
+/* host.batch (host_batch.c; issue 15), one of the host functions. */
+int pawl__lua_host_batch(lua_State *L);
+
 /* 53 random bits as a double, for seeding math.random (host_fns.c). */
 double pawl__lua_entropy(void);
 

@@ -181,6 +181,82 @@ function pawl.replace(id, changes)
   return nid
 end
 
+-- One job of a batch (issue 15) as host.batch takes it: the options a
+-- child or callback may have, checked as pawl.enqueue checks them, with the
+-- target type's script choosing queue and priority. `what` names it in
+-- errors ("job 3", "on_success").
+local function batch_entry(what, e)
+  if type(e) ~= "table" then
+    error(("pawl.batch: %s must be a table {type, payload, opts}"):format(what), 3)
+  end
+  local jtype, payload, opts = e[1] or e.type, e[2] or e.payload, e[3] or e.opts or {}
+  if type(jtype) ~= "string" then
+    error(("pawl.batch: %s: job type must be a string"):format(what), 3)
+  end
+  if type(opts) ~= "table" then
+    error(("pawl.batch: %s: opts must be a table"):format(what), 3)
+  end
+  for k, v in pairs(opts) do
+    local want = ENQUEUE_OPTS[k]
+    if not want then
+      error(("pawl.batch: %s: unknown option %q"):format(what, tostring(k)), 3)
+    end
+    if type(v) ~= want then
+      error(("pawl.batch: %s: option %s must be a %s"):format(what, k, want), 3)
+    end
+  end
+  -- What the C API refuses too (pawl_batch_enqueue), in its words: these
+  -- options do not travel to host.batch.
+  local bad = opts.key and "an idempotency key"
+    or opts.business_key and "a business key"
+    or opts.ordering_key and "an ordering key"
+    or opts.blocked and "blocked"
+    or opts.return_existing and "return_existing"
+  if bad then
+    error(("pawl.batch: %s: %s may not have %s"):format(what,
+          what:match("^job") and "a batch's child" or "a callback", bad), 3)
+  end
+  local spec = spec_of(jtype)
+  return { jtype,
+    payload == nil and "{}" or (type(payload) == "string" and payload
+                                or pjson.encode(payload)),
+    opts.queue or (spec and spec.queue),
+    opts.priority or (spec and spec.priority) or 0,
+    opts.delay, opts.run_at, opts.max_attempts, opts.timeout,
+    opts.correlation_id, opts.tags,
+    opts.params and pjson.encode(opts.params) or nil,
+    -- A child takes its script's resource as pawl.enqueue does; a callback
+    -- only the one given (which the C API refuses: it would be lost).
+    opts.resource or (what:match("^job") and spec and spec.resource or nil),
+    opts.signal, opts.signal_timeout }
+end
+
+-- Enqueues a batch (README "Batches"): t.jobs, a list of {type, payload,
+-- opts}, and optional callbacks t.on_success, t.on_failure, t.on_complete
+-- ({type, payload, opts} each), enqueued once when the last job ends.
+-- Returns the batch's id and the list of the jobs' ids.
+function pawl.batch(t)
+  if type(t) ~= "table" then error("pawl.batch: expected a table", 2) end
+  for k in pairs(t) do
+    if k ~= "jobs" and k ~= "on_success" and k ~= "on_failure"
+       and k ~= "on_complete" then
+      error(("pawl.batch: unknown field %q"):format(tostring(k)), 2)
+    end
+  end
+  if type(t.jobs) ~= "table" then
+    error("pawl.batch: jobs must be a list of {type, payload, opts}", 2)
+  end
+  local children = {}
+  for i, e in ipairs(t.jobs) do children[i] = batch_entry("job " .. i, e) end
+  local cbs = {}
+  for _, role in ipairs({ "on_success", "on_failure", "on_complete" }) do
+    if t[role] ~= nil then cbs[role] = batch_entry(role, t[role]) end
+  end
+  local id, ids = host.batch(children, cbs)
+  if not id then error("pawl.batch: " .. ids, 2) end
+  return id, ids
+end
+
 -- Fails the job without retrying.
 function pawl.fatal(msg)
   error({ [SENTINEL] = "fatal", message = tostring(msg) }, 2)

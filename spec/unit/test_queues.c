@@ -613,6 +613,10 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  "DROP TRIGGER pawl_batches_fire; DROP INDEX pawl_jobs_batch; ALTER TABLE " \
+  "pawl_jobs DROP COLUMN batch_id; DROP TABLE pawl_batch_callbacks; DROP "   \
+  "TABLE pawl_batches; DELETE FROM pawl_schema WHERE name = "                \
+  "'V010__batch.sql'; "                                                      \
   "DROP TABLE pawl_replacements; DROP TABLE pawl_signals; DELETE FROM "      \
   "pawl_schema WHERE name = 'V009__signal.sql'; "                           \
   "DROP TABLE pawl_limits; ALTER TABLE pawl_jobs DROP COLUMN resource; "     \
@@ -621,6 +625,9 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  "DROP TABLE pawl_batch_callbacks; DROP TABLE pawl_batches; DROP "          \
+  "FUNCTION pawl_batch_fire(); ALTER TABLE pawl_jobs DROP COLUMN batch_id; " \
+  "DELETE FROM pawl_schema WHERE name = 'V009__batch.sql'; "                 \
   "DROP TABLE pawl_replacements; DROP TABLE pawl_signals; DELETE FROM "      \
   "pawl_schema WHERE name = 'V008__signal.sql'; "                           \
   "DROP TABLE pawl_limits; ALTER TABLE pawl_jobs DROP COLUMN resource; "     \

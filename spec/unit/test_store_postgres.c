@@ -18,6 +18,7 @@
 #include "store_contract_admin.h"
 #include "store_contract_ordering.h"
 #include "store_contract_sigrep.h"
+#include "store_contract_batch.h"
 #include "unit.h"
 
 #define CONTRACT_PG(name) \
@@ -26,6 +27,7 @@ CONTRACT_TESTS(CONTRACT_PG)
 ADMIN_CONTRACT_TESTS(CONTRACT_PG)
 ORDERING_CONTRACT_TESTS(CONTRACT_PG)
 SIGREP_CONTRACT_TESTS(CONTRACT_PG)
+BATCH_CONTRACT_TESTS(CONTRACT_PG)
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -11,6 +11,7 @@
 #include "store_contract_admin.h"
 #include "store_contract_ordering.h"
 #include "store_contract_sigrep.h"
+#include "store_contract_batch.h"
 
 sqlite3 *pawl__store_sqlite_db(store_t *st);
 extern const store_migration_t pawl__store_sqlite_migrations[];
@@ -29,6 +30,7 @@ CONTRACT_TESTS(CONTRACT_SQLITE)
 ADMIN_CONTRACT_TESTS(CONTRACT_SQLITE)
 ORDERING_CONTRACT_TESTS(CONTRACT_SQLITE)
 SIGREP_CONTRACT_TESTS(CONTRACT_SQLITE)
+BATCH_CONTRACT_TESTS(CONTRACT_SQLITE)
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -57,11 +57,19 @@
   "($1::uuid, $2::uuid, pawl_now($3::bigint), $4)"
 /* What the replacement ($2) takes over from the old job ($1) that the
  * public job struct does not carry: its resource (limits, issue 14), so
- * that a replace cannot take a job out from under its limit. */
+ * that a replace cannot take a job out from under its limit; and its place
+ * in a batch ($3, the batch the old job left: REP_LEAVE). */
 #define PG_SQL_REP_CARRY                                                     \
-  "UPDATE pawl_jobs AS n SET resource = o.resource FROM pawl_jobs AS o "     \
-  "WHERE o.id = $1::uuid AND n.id = $2::uuid AND n.resource IS NULL AND "    \
-  "o.resource IS NOT NULL"
+  "UPDATE pawl_jobs AS n SET resource = coalesce(n.resource, o.resource), "  \
+  "batch_id = $3::uuid FROM pawl_jobs AS o WHERE o.id = $1::uuid AND "       \
+  "n.id = $2::uuid"
+/* Batches (issue 15): the batch of child $1 (no row: none); the child
+ * leaves it (its replacement takes its place). */
+#define PG_SQL_REP_BATCH                                                     \
+  "SELECT batch_id FROM pawl_jobs WHERE id = $1::uuid AND batch_id IS NOT "  \
+  "NULL"
+#define PG_SQL_REP_LEAVE                                                     \
+  "UPDATE pawl_jobs SET batch_id = NULL WHERE id = $1::uuid"
 #define PG_SQL_REP_NEXT                                                      \
   "SELECT new_id FROM pawl_replacements WHERE old_id = $1::uuid"
 #define PG_SQL_REP_PREV                                                      \

@@ -64,11 +64,14 @@
  * this column order). Only jobs that cannot conflict: no business key, and
  * an idempotency key only when the caller recorded it first (the recurring
  * tick). The statement trigger's NOTIFY fires for a COPY as for an INSERT. */
-#define PG_SQL_COPY_JOBS                                                     \
+#define PG_SQL_COPY_COLS                                                     \
   "COPY pawl_jobs (id, type, queue, state, priority, rank, payload, "        \
   "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
-  "correlation_id, enqueued_by, created_at, updated_at, resource) FROM "     \
-  "STDIN (FORMAT binary)"
+  "correlation_id, enqueued_by, created_at, updated_at, resource"
+#define PG_SQL_COPY_JOBS PG_SQL_COPY_COLS ") FROM STDIN (FORMAT binary)"
+/* A batch's children (issue 15): the same and their batch. */
+#define PG_SQL_COPY_BATCH_JOBS                                               \
+  PG_SQL_COPY_COLS ", batch_id) FROM STDIN (FORMAT binary)"
 
 /* Per-key ordering (issue 14): a pending job with an ordering key is
  * claimable only when pawl_ordering_free() says so; see
@@ -156,10 +159,25 @@
   " ON CONFLICT (minute, state, queue, writer) DO UPDATE SET count = "       \
   "pawl_throughput.count + excluded.count"
 
+/* Batches (issue 15; schema/postgres/V009__batch.sql): the children among
+ * the rows `done` wrote, added to their batches' counters (one UPDATE per
+ * batch; its trigger fires the callbacks when the count completes). The
+ * batch rows are locked first, in id order (bl), so that two finishes
+ * ending children of the same batches never wait for each other in a
+ * circle. For jobs without a batch (nearly all) bl and bt find nothing. */
+#define PG_SQL_BATCH_SUCCEEDED                                               \
+  "bl AS MATERIALIZED (SELECT id FROM pawl_batches WHERE id IN (SELECT "     \
+  "batch_id FROM done) ORDER BY id FOR UPDATE), "                            \
+  "bt AS (UPDATE pawl_batches AS bb SET succeeded = bb.succeeded + d.n, "    \
+  "updated_at = pawl_now($1::bigint) FROM (SELECT batch_id, count(*) AS n "  \
+  "FROM done WHERE batch_id IS NOT NULL GROUP BY batch_id) AS d WHERE "      \
+  "bb.id = d.batch_id AND bb.id IN (SELECT id FROM bl)) "
+
 /* Success of a whole batch in one statement, its history on the row:
  * $1 now, $2 ids, $3 attempts, $4 results (NULL for none), $5 lease token.
  * The rows written are counted into their throughput buckets (one row per
- * queue of the batch) by the same statement. The result names the rows
+ * queue of the batch), and children into their batches, by the same
+ * statement. The result names the rows
  * written; an outcome whose row is missing is stale (canceled, or
  * recovered by another node). */
 #define PG_SQL_SUCCEED_MANY                                                  \
@@ -169,10 +187,11 @@
   "$3::int[], $4::jsonb[]) AS b(id, attempt, result) WHERE j.id = b.id AND " \
   PG_RUNNING_BY_ID " AND j.lease_token = $5::uuid AND "                      \
   "j.attempt = b.attempt "                                                   \
-  "RETURNING j.id, j.queue), "                                               \
+  "RETURNING j.id, j.queue, j.batch_id), "                                   \
   "tp AS (INSERT INTO pawl_throughput (minute, state, queue, count) "        \
   "SELECT " PG_SQL_TP_MINUTE ", 2, queue, count(*) FROM done GROUP BY "      \
-  "queue" PG_SQL_TP_UPSERT ") "                                              \
+  "queue" PG_SQL_TP_UPSERT "), "                                             \
+  PG_SQL_BATCH_SUCCEEDED                                                     \
   "SELECT id FROM done"
 
 /* The earliest run_at among pending jobs, for a poller with nothing due:

@@ -151,8 +151,20 @@ enum {
   PG_SIG_EXPIRE,
   PG_REP_ADD,
   PG_REP_CARRY,
+  PG_REP_BATCH,
+  PG_REP_LEAVE,
   PG_REP_NEXT,
   PG_REP_PREV,
+  /* batches (issue 15): see the section "batches" */
+  PG_BATCH_ADD,
+  PG_BATCH_CB_ADD,
+  PG_BATCH_COUNT_JOB,
+  PG_BATCH_GET,
+  PG_BATCH_CBS,
+  PG_BATCH_STATES,
+  PG_BATCH_ATTEMPTS,
+  PG_BATCH_OF,
+  PG_BATCH_OF_CB,
   PG_COUNT
 };
 
@@ -198,10 +210,12 @@ static const char *const pg_sql[PG_COUNT] = {
      * $10 attempts given back (0 or 1), $11 age boost, $12 last error (NULL:
      * keep), $13 recoveries added (0 or 1), $14 ordering_skip of a requeue
      * (a retry under ordering = "skip_failed"; a recovery keeps it). A job
-     * that fails for good ($7 = 3) is added to its throughput bucket. */
+     * that fails for good ($7 = 3) is added to its throughput bucket, and
+     * to its batch's counters if it has one. */
     [PG_END_ATTEMPT] =
         "WITH cur AS (SELECT id, queue, attempt, lease_owner, run_at, "
-        "started_at FROM pawl_jobs AS j WHERE j.id = $2::uuid AND " PG_RUNNING_BY_ID
+        "started_at, batch_id FROM pawl_jobs AS j WHERE j.id = $2::uuid AND "
+        PG_RUNNING_BY_ID
         " AND ($5::uuid IS NULL OR (j.lease_token = $5::uuid AND j.attempt = "
         "$6::int)) FOR UPDATE), "
         "att AS (INSERT INTO pawl_attempts (job_id, attempt, node, "
@@ -214,7 +228,11 @@ static const char *const pg_sql[PG_COUNT] = {
         /* A job failing for good counts in its throughput bucket. */
         "tp AS (INSERT INTO pawl_throughput (minute, state, queue, count) "
         "SELECT " PG_SQL_TP_MINUTE ", 3, queue, 1 FROM cur WHERE "
-        "$7::smallint = 3" PG_SQL_TP_UPSERT ") "
+        "$7::smallint = 3" PG_SQL_TP_UPSERT "), "
+        /* A child failing for good counts in its batch (issue 15). */
+        "bt AS (UPDATE pawl_batches AS bb SET failed = bb.failed + 1, "
+        "updated_at = pawl_now($1::bigint) FROM cur WHERE $7::smallint = 3 "
+        "AND bb.id = cur.batch_id) "
         "UPDATE pawl_jobs AS j SET state = $7::smallint, run_at = CASE WHEN "
         "$7::smallint = 0 THEN coalesce(pawl_ts($9::bigint), "
         "pawl_now($1::bigint)) ELSE j.run_at END, rank = CASE WHEN "
@@ -477,8 +495,55 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_SIG_EXPIRE] = PG_SQL_SIG_EXPIRE,
     [PG_REP_ADD] = PG_SQL_REP_ADD,
     [PG_REP_CARRY] = PG_SQL_REP_CARRY,
+    [PG_REP_BATCH] = PG_SQL_REP_BATCH,
+    [PG_REP_LEAVE] = PG_SQL_REP_LEAVE,
     [PG_REP_NEXT] = PG_SQL_REP_NEXT,
     [PG_REP_PREV] = PG_SQL_REP_PREV,
+    /* batches (issue 15; schema/postgres/V009__batch.sql) */
+    /* $1 id, $2 total, $3 enqueued_by, $4 now. */
+    [PG_BATCH_ADD] = "INSERT INTO pawl_batches (id, total, enqueued_by, "
+                     "created_at, updated_at) VALUES ($1::uuid, $2::bigint, "
+                     "$3::text, pawl_now($4::bigint), pawl_now($4::bigint))",
+    /* $1 id, $2 batch, $3 role, $4 type, $5 queue, $6 priority, $7 payload,
+     * $8 tags, $9 max_attempts, $10 timeout_s, $11 correlation_id,
+     * $12 enqueued_by. */
+    [PG_BATCH_CB_ADD] =
+        "INSERT INTO pawl_batch_callbacks (id, batch_id, role, type, queue, "
+        "priority, payload, tags, max_attempts, timeout_s, correlation_id, "
+        "enqueued_by) VALUES ($1::uuid, $2::uuid, $3::smallint, $4::text, "
+        "$5::text, $6::int, $7::jsonb, $8::jsonb, $9::int, $10::int, "
+        "$11::text, $12::text)",
+    /* Adds $2 succeeded, $3 failed, $4 canceled at $5 to the batch of job
+     * $1 (none: no row); an operator's transition of a child. The trigger
+     * fires the callbacks when this completes the count. */
+    [PG_BATCH_COUNT_JOB] =
+        "UPDATE pawl_batches SET succeeded = succeeded + $2::bigint, failed "
+        "= failed + $3::bigint, canceled = canceled + $4::bigint, updated_at "
+        "= pawl_now($5::bigint) WHERE id = (SELECT batch_id FROM pawl_jobs "
+        "WHERE id = $1::uuid)",
+    [PG_BATCH_GET] = "SELECT total, succeeded, failed, canceled, "
+                     "pawl_ms(created_at), pawl_ms(finished_at) FROM "
+                     "pawl_batches WHERE id = $1::uuid",
+    [PG_BATCH_CBS] = "SELECT role, id, pawl_ms(fired_at) FROM "
+                     "pawl_batch_callbacks WHERE batch_id = $1::uuid",
+    /* The children per state, with the run time of the successful attempts
+     * (on the row) and the lifetimes of those that ended. */
+    [PG_BATCH_STATES] =
+        "SELECT state, count(*), coalesce(sum(CASE WHEN state = 2 THEN "
+        "pawl_ms(finished_at) - pawl_ms(started_at) ELSE 0 END), 0), "
+        "coalesce(sum(CASE WHEN state IN (2, 3, 4) THEN pawl_ms(finished_at) "
+        "- pawl_ms(created_at) ELSE 0 END), 0) FROM pawl_jobs WHERE "
+        "batch_id = $1::uuid GROUP BY state",
+    /* The run time of the other attempts, of children that ended (true)
+     * and of the others. */
+    [PG_BATCH_ATTEMPTS] =
+        "SELECT j.state IN (2, 3, 4), coalesce(sum(pawl_ms(a.ended_at) - "
+        "pawl_ms(a.started_at)), 0) FROM pawl_jobs AS j JOIN pawl_attempts "
+        "AS a ON a.job_id = j.id WHERE j.batch_id = $1::uuid AND "
+        "a.started_at IS NOT NULL GROUP BY 1",
+    [PG_BATCH_OF] = "SELECT batch_id FROM pawl_jobs WHERE id = $1::uuid",
+    [PG_BATCH_OF_CB] = "SELECT batch_id, role FROM pawl_batch_callbacks "
+                       "WHERE id = $1::uuid",
 };
 
 typedef struct pg_store {
@@ -1262,9 +1327,9 @@ static int64_t pg_boost_of(const PGresult *boosts, const char *queue,
 }
 
 static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
-                   int64_t boost_ms) {
+                   int64_t boost_ms, int with_batch) {
   int64_t run_at = j->run_at ? j->run_at : now;
-  unsigned char nfields[2] = {0, 18};
+  unsigned char nfields[2] = {0, with_batch ? 19 : 18};
   pawl__buf_append(b, nfields, 2);
   cp_uuid(b, &j->id);
   cp_text(b, j->type);
@@ -1284,6 +1349,12 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
   cp_time(b, now);
   cp_time(b, now);
   cp_text(b, j->resource);
+  if (with_batch) {
+    if (j->batch_id)
+      cp_uuid(b, j->batch_id);
+    else
+      cp_null(b);
+  }
 }
 
 /* The rows go out in pieces of this size while the next ones are being
@@ -1293,7 +1364,7 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
 /* Streams jobs[0..n) into a COPY under way, then ends it; the COPY's result
  * says whether the server took them. */
 static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
-                        int64_t now) {
+                        int64_t now, int with_batch) {
   /* The queues' own age boosts (issue 14), read in this transaction. */
   PGresult *boosts = NULL;
   int brc = pg_run(s, PG_QUEUE_BOOSTS, 0, NULL, &boosts,
@@ -1303,7 +1374,8 @@ static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
     PQclear(boosts);
     boosts = NULL;
   }
-  PGresult *res = PQexec(s->conn, PG_SQL_COPY_JOBS);
+  PGresult *res = PQexec(s->conn, with_batch ? PG_SQL_COPY_BATCH_JOBS
+                                             : PG_SQL_COPY_JOBS);
   if (PQresultStatus(res) != PGRES_COPY_IN) {
     int rc = pg_fail(s, res, "insert jobs");
     PQclear(res);
@@ -1321,7 +1393,8 @@ static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
   for (size_t i = 0; ok && i < n; i++) {
     cp_job(&b, &jobs[i], now,
            pg_boost_of(boosts, jobs[i].queue ? jobs[i].queue : "default",
-                       s->boost_ms));
+                       s->boost_ms),
+           with_batch);
     if (i + 1 == n) {
       unsigned char trailer[2] = {0xff, 0xff};
       pawl__buf_append(&b, trailer, 2);
@@ -1365,7 +1438,7 @@ static int pg_insert_many(pg_store_t *s, const store_new_job_t *jobs, size_t n,
     rc = pg_query_int(s, "BEGIN; SELECT pawl_ms(now())", &now,
                       "begin transaction");
   }
-  if (!rc) rc = pg_copy_rows(s, jobs, n, now);
+  if (!rc) rc = pg_copy_rows(s, jobs, n, now, 0);
   rc = pg_end(s, rc);
   if (rc) return rc;
   for (size_t i = 0; i < n; i++) {
@@ -2359,6 +2432,9 @@ static int pg_tx_event(store_t *base, const pawl_id_t *id, int64_t now,
   return pg_run(s, PG_EVENT_ADD, 7, pp.v, NULL, "record event");
 }
 
+static int pg_batch_count_job(pg_store_t *s, const pawl_id_t *id,
+                              const int64_t d[3]);
+
 static int pg_tx_update(store_t *base, const pawl_job_t *j,
                         const store_plan_t *plan, int64_t now, int *changed) {
   (void)now;
@@ -2382,6 +2458,11 @@ static int pg_tx_update(store_t *base, const pawl_job_t *j,
   if (rc) return rc;
   *changed = pg_changed(res) == 1;
   PQclear(res);
+  /* A child that ends or is taken back moves its batch's counters. */
+  int64_t d[3];
+  if (*changed && store_batch_delta(j->state, j->paused_from, plan->to,
+                                    plan->paused_from, d))
+    return pg_batch_count_job(s, &j->id, d);
   return 0;
 }
 
@@ -2637,7 +2718,23 @@ static int pg_replace(store_t *base, const store_replace_t *r) {
   int live = old->state == PAWL_PENDING || old->state == PAWL_RUNNING ||
              old->state == PAWL_PAUSED || old->state == PAWL_BLOCKED;
   int64_t version = old->version;
+  /* A batch's child hands its place to the replacement (batches, issue
+   * 15): see sq_replace(). The old row is locked (above) before its batch
+   * row (pg_batch_count_job), the order every path that counts follows. */
+  int64_t d[3];
+  int take_back = store_batch_delta(old->state, old->paused_from,
+                                    PAWL_PENDING, 0, d);
   pawl_job_free(old);
+  pawl_id_t batch;
+  int in_batch = 0;
+  if (!rc && (in_batch = pg_rep_link(s, PG_REP_BATCH, r->old_id, &batch)) < 0)
+    rc = in_batch;
+  if (!rc && in_batch && take_back) rc = pg_batch_count_job(s, r->old_id, d);
+  if (!rc && in_batch) {
+    pg_params_t pp;
+    pp_id(&pp, 0, r->old_id);
+    rc = pg_run(s, PG_REP_LEAVE, 1, pp.v, NULL, "leave the batch");
+  }
   /* The old job ends first: its business key and signal key are free for
    * the replacement. */
   if (!rc && live)
@@ -2659,7 +2756,8 @@ static int pg_replace(store_t *base, const store_replace_t *r) {
     pg_params_t pp;
     pp_id(&pp, 0, r->old_id);
     pp_id(&pp, 1, &r->job->id);
-    rc = pg_run(s, PG_REP_CARRY, 2, pp.v, NULL,
+    pp_id(&pp, 2, in_batch ? &batch : NULL);
+    rc = pg_run(s, PG_REP_CARRY, 3, pp.v, NULL,
                 "carry over to the replacement");
   }
   /* (The insert's statement trigger wakes the other nodes.) */
@@ -2959,6 +3057,12 @@ static int pg_adm_locks(store_t *base, store_lock_cb cb, void *data);
 static int pg_adm_running(store_t *base, store_owner_cb cb, void *data);
 
 /* recurring definitions: defined at the end of this file */
+static int pg_batch_create(store_t *base, const store_batch_new_t *b,
+                           const store_new_job_t *jobs, size_t n);
+static int pg_batch_get(store_t *base, const pawl_id_t *id, int64_t now,
+                        pawl_batch_t *out);
+static int pg_batch_of(store_t *base, const pawl_id_t *id, pawl_id_t *batch,
+                       int *role);
 static int pg_rec_put(store_t *base, const pawl_recurring_t *d, int how,
                       int *done);
 static int pg_rec_get(store_t *base, const char *name,
@@ -3062,6 +3166,7 @@ static const struct store_ops pg_ops = {
     .limits = {pg_limit_set, pg_limit_remove, pg_limit_list},
     .flow = {pg_sig_deliver, pg_sig_get, pg_sig_expire, pg_replace,
              pg_replace_links},
+    .batch = {pg_batch_create, pg_batch_get, pg_batch_of},
 };
 
 /* The connection of a PostgreSQL store, for tests and the benchmark's
@@ -3695,7 +3800,7 @@ static int pg_rec_copy(pg_store_t *s, store_rec_advance_t *a, size_t n,
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; a[i].advanced && j < a[i].njobs; j++)
       if (fresh[k++]) jobs[m++] = a[i].jobs[j];
-  int rc = pg_copy_rows(s, jobs, m, now);
+  int rc = pg_copy_rows(s, jobs, m, now, 0);
   pawl__free(jobs);
   return rc;
 }
@@ -3749,6 +3854,170 @@ static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
   pawl__buf_free(&b);
   if (rc) return rc;
   if (count) *count = (size_t)pg_changed(res);
+  PQclear(res);
+  return 0;
+}
+
+/* ---- batches (issue 15; schema/postgres/V009__batch.sql) ------------------ */
+
+/* Adds d (succeeded, failed, canceled) to the counters of job id's batch,
+ * if it has one; the trigger fires the callbacks when this completes the
+ * count (exactly once: see the migration). */
+static int pg_batch_count_job(pg_store_t *s, const pawl_id_t *id,
+                              const int64_t d[3]) {
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  pp_int(&pp, 1, d[0]);
+  pp_int(&pp, 2, d[1]);
+  pp_int(&pp, 3, d[2]);
+  pp_now(s, &pp, 4);
+  return pg_run(s, PG_BATCH_COUNT_JOB, 5, pp.v, NULL,
+                "count the batch's children");
+}
+
+/* The batch row, its callbacks, then its children in one COPY, in one
+ * transaction. "Now" is the transaction's (or the injected clock's), as
+ * in pg_insert_many(). */
+static int pg_batch_create(store_t *base, const store_batch_new_t *b,
+                           const store_new_job_t *jobs, size_t n) {
+  pg_store_t *s = (pg_store_t *)base;
+  int64_t now = 0;
+  int rc = pg_ready(s);
+  if (!rc && s->base.clock) {
+    now = s->base.clock(s->base.clock_data);
+    rc = pg_cmd(s, "BEGIN", "begin transaction");
+  } else if (!rc) {
+    rc = pg_query_int(s, "BEGIN; SELECT pawl_ms(now())", &now,
+                      "begin transaction");
+  }
+  pg_params_t pp;
+  if (!rc) {
+    pp_id(&pp, 0, &b->id);
+    pp_int(&pp, 1, (int64_t)n);
+    pp_str(&pp, 2, b->enqueued_by);
+    pp_int(&pp, 3, now);
+    rc = pg_run(s, PG_BATCH_ADD, 4, pp.v, NULL, "record the batch");
+  }
+  for (int r = 0; r < 3 && !rc; r++) {
+    const store_new_job_t *c = b->callbacks[r];
+    if (!c) continue;
+    pp_id(&pp, 0, &c->id);
+    pp_id(&pp, 1, &b->id);
+    pp_int(&pp, 2, r + 1);
+    pp_str(&pp, 3, c->type);
+    pp_str(&pp, 4, c->queue ? c->queue : "default");
+    pp_int(&pp, 5, c->priority);
+    pp_str(&pp, 6, c->payload ? c->payload : "{}");
+    pp_str(&pp, 7, c->tags ? c->tags : "[]");
+    pp_int(&pp, 8, c->max_attempts);
+    pp_int(&pp, 9, c->timeout_s);
+    pp_str(&pp, 10, c->correlation_id);
+    pp_str(&pp, 11, c->enqueued_by);
+    rc = pg_run(s, PG_BATCH_CB_ADD, 12, pp.v, NULL, "record a callback");
+  }
+  if (!rc) rc = pg_copy_rows(s, jobs, n, now, 1);
+  /* Children that wait for a signal (issue 15): their rows of
+   * pawl_signals, as pg_insert_one() writes them; a key held twice fails
+   * the batch (PAWL_EKEY). */
+  for (size_t i = 0; i < n && !rc; i++)
+    if (jobs[i].signal_key) rc = pg_sig_add(s, &jobs[i]);
+  return pg_end(s, rc);
+}
+
+static int pg_batch_get(store_t *base, const pawl_id_t *id, int64_t now,
+                        pawl_batch_t *out) {
+  pg_store_t *s = (pg_store_t *)base;
+  pawl_batch_t b;
+  memset(&b, 0, sizeof b);
+  b.id = *id;
+  /* One snapshot: the counters and the children agree. */
+  int rc = pg_ready(s);
+  if (!rc)
+    rc = pg_cmd(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                "begin read");
+  if (rc) return rc;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  PGresult *res;
+  if (!(rc = pg_run(s, PG_BATCH_GET, 1, pp.v, &res, "read batch"))) {
+    if (PQntuples(res) == 1) {
+      b.total = pg_int(res, 0, 0);
+      b.succeeded = pg_int(res, 0, 1);
+      b.failed = pg_int(res, 0, 2);
+      b.canceled = pg_int(res, 0, 3);
+      b.created_at = pg_int(res, 0, 4);
+      b.finished_at = pg_int(res, 0, 5);
+    } else {
+      char text[PAWL_ID_STRLEN];
+      pawl_id_format(id, text);
+      rc = pawl__store_fail(base, PAWL_ENOTFOUND, "no batch %s", text);
+    }
+    PQclear(res);
+  }
+  if (!rc && !(rc = pg_run(s, PG_BATCH_CBS, 1, pp.v, &res, "read callbacks"))) {
+    for (int i = 0; i < PQntuples(res); i++) {
+      int64_t role = pg_int(res, i, 0);
+      if (role < 1 || role > 3) continue;
+      pawl_batch_callback_t *c = &b.callbacks[role - 1];
+      c->set = 1;
+      pg_id(res, i, 1, &c->id);
+      c->fired_at = pg_int(res, i, 2);
+    }
+    PQclear(res);
+  }
+  int64_t life_ended = 0, exec_ended = 0;
+  if (!rc && !(rc = pg_run(s, PG_BATCH_STATES, 1, pp.v, &res,
+                           "read children"))) {
+    for (int i = 0; i < PQntuples(res); i++) {
+      int64_t state = pg_int(res, i, 0);
+      if (state >= 0 && state < PAWL_STATE_COUNT)
+        b.states[state] = pg_int(res, i, 1);
+      b.exec_ms += pg_int(res, i, 2);
+      exec_ended += pg_int(res, i, 2); /* successes: ended */
+      life_ended += pg_int(res, i, 3);
+    }
+    PQclear(res);
+  }
+  if (!rc && !(rc = pg_run(s, PG_BATCH_ATTEMPTS, 1, pp.v, &res,
+                           "read attempts"))) {
+    for (int i = 0; i < PQntuples(res); i++) {
+      const char *ended = pg_val(res, i, 0);
+      int64_t ran = pg_int(res, i, 1);
+      b.exec_ms += ran;
+      if (ended && ended[0] == 't') exec_ended += ran;
+    }
+    PQclear(res);
+  }
+  rc = pg_end(s, rc);
+  if (rc) return rc;
+  b.wall_ms = (b.finished_at ? b.finished_at : now) - b.created_at;
+  if (b.wall_ms < 0) b.wall_ms = 0;
+  b.overhead_ms = life_ended - exec_ended;
+  *out = b;
+  return 0;
+}
+
+static int pg_batch_of(store_t *base, const pawl_id_t *id, pawl_id_t *batch,
+                       int *role) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  PGresult *res;
+  *role = -1;
+  int rc = pg_run(s, PG_BATCH_OF, 1, pp.v, &res, "read the job's batch");
+  if (rc) return rc;
+  if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+    pg_id(res, 0, 0, batch);
+    *role = PAWL_BATCH_CHILD;
+  }
+  PQclear(res);
+  if (*role >= 0) return 0;
+  rc = pg_run(s, PG_BATCH_OF_CB, 1, pp.v, &res, "read the job's batch");
+  if (rc) return rc;
+  if (PQntuples(res) == 1) {
+    pg_id(res, 0, 0, batch);
+    *role = (int)pg_int(res, 0, 1);
+  }
   PQclear(res);
   return 0;
 }

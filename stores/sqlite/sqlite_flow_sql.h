@@ -47,10 +47,16 @@
   "?2, ?3, ?4)"
 /* What the replacement (?2) takes over from the old job (?1) that the
  * public job struct does not carry: its resource (limits, issue 14), so
- * that a replace cannot take a job out from under its limit. */
+ * that a replace cannot take a job out from under its limit; and its place
+ * in a batch (?3, the batch the old job left: REP_LEAVE). */
 #define SQLITE_REP_CARRY                                                     \
-  "UPDATE pawl_jobs SET resource = (SELECT o.resource FROM pawl_jobs AS o "  \
-  "WHERE o.id = ?1) WHERE id = ?2 AND resource IS NULL"
+  "UPDATE pawl_jobs SET resource = coalesce(resource, (SELECT o.resource "   \
+  "FROM pawl_jobs AS o WHERE o.id = ?1)), batch_id = ?3 WHERE id = ?2"
+/* Batches (issue 15): the batch of child ?1 (no row: none); the child
+ * leaves it (its replacement takes its place). */
+#define SQLITE_REP_BATCH                                                     \
+  "SELECT batch_id FROM pawl_jobs WHERE id = ?1 AND batch_id IS NOT NULL"
+#define SQLITE_REP_LEAVE "UPDATE pawl_jobs SET batch_id = NULL WHERE id = ?1"
 #define SQLITE_REP_NEXT                                                      \
   "SELECT new_id FROM pawl_replacements WHERE old_id = ?1"
 #define SQLITE_REP_PREV                                                      \

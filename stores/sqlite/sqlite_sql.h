@@ -20,8 +20,8 @@
   "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
   "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
   "business_key, correlation_id, enqueued_by, created_at, updated_at, "     \
-  "ordering_key, resource) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "     \
-  "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18, ?19)"
+  "ordering_key, resource, batch_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "   \
+  "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18, ?19, ?20)"
 
 /* Per-key ordering (issue 14; schema/sqlite/V007__ordering.sql): a pending
  * job with an ordering key is claimable only if no job with its key is
@@ -145,10 +145,11 @@
  * batch with the outcomes in a JSON array: parsing that array was most of
  * the finish's CPU (bench/RESULTS.md). updated_at goes through
  * pawl_tp_note(), the store's SQL function (sqlite_store.c) that notes the
- * row's queue for the throughput count, once per row written. */
+ * row's queue for the throughput count, and its batch (issue 15; NULL for
+ * nearly every job) for the batch's counters, once per row written. */
 #define SQLITE_SQL_SUCCEED_SET                                               \
   "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
-  "updated_at = pawl_tp_note(queue, ?2), lease_expires = NULL, "             \
+  "updated_at = pawl_tp_note(queue, ?2, batch_id), lease_expires = NULL, "             \
   "version = version + 1 WHERE "
 #define SQLITE_SQL_SUCCEED                                                   \
   SQLITE_SQL_SUCCEED_SET                                                     \

@@ -28,6 +28,7 @@
 #include "iso8601.h"
 #include "buf.h"
 #include "sqlite_admin_sql.h"
+#include "sqlite_batch_sql.h"
 #include "sqlite_recurring_sql.h"
 #include "sqlite_flow_sql.h"
 #include "sqlite_sql.h"
@@ -153,8 +154,21 @@ enum {
   SQ_SIG_EXPIRE,
   SQ_REP_ADD,
   SQ_REP_CARRY,
+  SQ_REP_BATCH,
+  SQ_REP_LEAVE,
   SQ_REP_NEXT,
   SQ_REP_PREV,
+  /* batches (issue 15): see the section "batches" */
+  SQ_BATCH_ADD,
+  SQ_BATCH_CB_ADD,
+  SQ_BATCH_COUNT,
+  SQ_BATCH_COUNT_JOB,
+  SQ_BATCH_GET,
+  SQ_BATCH_CBS,
+  SQ_BATCH_STATES,
+  SQ_BATCH_ATTEMPTS,
+  SQ_BATCH_OF,
+  SQ_BATCH_OF_CB,
   SQ_COUNT
 };
 
@@ -424,8 +438,21 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_SIG_EXPIRE] = SQLITE_SIG_EXPIRE,
     [SQ_REP_ADD] = SQLITE_REP_ADD,
     [SQ_REP_CARRY] = SQLITE_REP_CARRY,
+    [SQ_REP_BATCH] = SQLITE_REP_BATCH,
+    [SQ_REP_LEAVE] = SQLITE_REP_LEAVE,
     [SQ_REP_NEXT] = SQLITE_REP_NEXT,
     [SQ_REP_PREV] = SQLITE_REP_PREV,
+    /* batches (sqlite_batch_sql.h) */
+    [SQ_BATCH_ADD] = SQLITE_BATCH_ADD,
+    [SQ_BATCH_CB_ADD] = SQLITE_BATCH_CB_ADD,
+    [SQ_BATCH_COUNT] = SQLITE_BATCH_COUNT,
+    [SQ_BATCH_COUNT_JOB] = SQLITE_BATCH_COUNT_JOB,
+    [SQ_BATCH_GET] = SQLITE_BATCH_GET,
+    [SQ_BATCH_CBS] = SQLITE_BATCH_CBS,
+    [SQ_BATCH_STATES] = SQLITE_BATCH_STATES,
+    [SQ_BATCH_ATTEMPTS] = SQLITE_BATCH_ATTEMPTS,
+    [SQ_BATCH_OF] = SQLITE_BATCH_OF,
+    [SQ_BATCH_OF_CB] = SQLITE_BATCH_OF_CB,
 };
 
 typedef struct sq_store {
@@ -447,6 +474,13 @@ typedef struct sq_store {
   } *tp;
   size_t ntp, tpcap, tp_last;
   int tp_oom;              /* pawl_tp_note() ran out of memory */
+  /* A finish's successes by batch (issue 15), noted by pawl_tp_note() like
+   * the queues: entries kept from finish to finish, nbn reset. */
+  struct sq_bn {
+    pawl_id_t id;
+    int64_t n;
+  } *bn;
+  size_t nbn, bncap;
   /* sq_queue_boost()'s memory of the last queue it read, valid within the
    * write transaction numbered qb_tx (tx_seq counts sq_begin()s). */
   uint64_t tx_seq, qb_tx;
@@ -1018,6 +1052,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   sqlite3_bind_int64(st, 17, now);
   sq_bind_text(st, 18, j->ordering_key);
   sq_bind_text(st, 19, j->resource);
+  if (j->batch_id) sq_bind_id(st, 20, j->batch_id);
   if ((rc = sq_exec(s, st, "insert job"))) return rc;
   if (j->signal_key && (rc = sq_sig_add(s, j, now))) return rc; /* issue 15 */
   if (j->idempotency_key) {
@@ -1672,8 +1707,9 @@ static int sq_tp_note(sq_store_t *s, const char *q) {
   return 0;
 }
 
-/* pawl_tp_note(queue, v) [SQL]: notes one success of `queue` for this
- * finish's throughput count and returns v. The success UPDATE
+/* pawl_tp_note(queue, v, batch) [SQL]: notes one success of `queue` for
+ * this finish's throughput count (and of `batch`, when not NULL, for its
+ * counters: sq_batch_flush()) and returns v. The success UPDATE
  * (SQLITE_SQL_SUCCEED_SET) sets updated_at through it, so it runs exactly
  * once per row written, with the row's queue at hand: counting a batch by
  * queue costs a function call per row, where reading the rows back (or
@@ -1692,10 +1728,15 @@ static void sq_rank_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
                                        sqlite3_value_int64(v[2])));
 }
 
+static int sq_batch_note(sq_store_t *s, sqlite3_value *v);
+
 static void sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
   (void)argc;
   sq_store_t *s = sqlite3_user_data(ctx);
   if (sq_tp_note(s, (const char *)sqlite3_value_text(v[0])) != 0)
+    s->tp_oom = 1;
+  /* The row's batch (issue 15): NULL for nearly every job. */
+  if (sqlite3_value_type(v[2]) != SQLITE_NULL && sq_batch_note(s, v[2]) != 0)
     s->tp_oom = 1;
   sqlite3_result_value(ctx, v[1]);
 }
@@ -1720,6 +1761,10 @@ static int sq_tp_flush(sq_store_t *s, int64_t now) {
   return rc;
 }
 
+static int sq_batch_count_job(sq_store_t *s, const pawl_id_t *id, int64_t ds,
+                              int64_t df, int64_t dc, int64_t now);
+static int sq_batch_flush(sq_store_t *s, int64_t now);
+
 static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
                        int64_t now) {
   sqlite3_stmt *st = sq_stmt(s, SQ_FAIL);
@@ -1728,6 +1773,7 @@ static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
   sqlite3_bind_int64(st, 2, now);
   sq_bind_id(st, 3, id);
   int rc = sq_exec(s, st, "fail job");
+  if (!rc) rc = sq_batch_count_job(s, id, 0, 1, 0, now);
   return rc ? rc : sq_tp_add_id(s, id, now);
 }
 
@@ -1797,6 +1843,7 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
   int64_t now = pawl__store_now(base);
   for (size_t i = 0; i < s->ntp; i++) s->tp[i].n = 0; /* a failed finish's */
   s->tp_oom = 0;
+  s->nbn = 0;
   int rc = sq_begin(s);
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_add_logs(s, &outs[i], now))) break;
@@ -1808,6 +1855,7 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
     if (r) rc = r;
     else if (rcs) rcs[i] = 0;
   }
+  if (!rc) rc = sq_batch_flush(s, now);
   if (!rc) rc = sq_tp_flush(s, now);
   return sq_end(s, rc);
 }
@@ -1983,6 +2031,11 @@ static int sq_tx_update(store_t *base, const pawl_job_t *j,
   if (step == SQLITE_CONSTRAINT) return PAWL_EKEY;
   if (step != SQLITE_DONE) return sq_fail(s, step, "update job");
   *changed = sqlite3_changes(s->db) == 1;
+  /* A child that ends or is taken back moves its batch's counters. */
+  int64_t d[3];
+  if (*changed && store_batch_delta(j->state, j->paused_from, plan->to,
+                                    plan->paused_from, d))
+    return sq_batch_count_job(s, &j->id, d[0], d[1], d[2], now);
   return 0;
 }
 
@@ -2251,7 +2304,27 @@ static int sq_replace(store_t *base, const store_replace_t *r) {
   int live = old->state == PAWL_PENDING || old->state == PAWL_RUNNING ||
              old->state == PAWL_PAUSED || old->state == PAWL_BLOCKED;
   int64_t version = old->version;
+  /* A batch's child hands its place to the replacement (batches, issue
+   * 15): it leaves the batch before it is canceled, so its cancel is not
+   * counted, and an end it was counted for (failed, canceled) is taken
+   * back as a manual retry takes it back; the replacement counts when it
+   * ends. */
+  int64_t d[3];
+  int take_back = store_batch_delta(old->state, old->paused_from,
+                                    PAWL_PENDING, 0, d);
   pawl_job_free(old);
+  pawl_id_t batch;
+  int in_batch = 0;
+  if (!rc && (in_batch = sq_rep_link(s, SQ_REP_BATCH, r->old_id, &batch)) < 0)
+    rc = in_batch;
+  if (!rc && in_batch && take_back)
+    rc = sq_batch_count_job(s, r->old_id, d[0], d[1], d[2], now);
+  if (!rc && in_batch) {
+    sqlite3_stmt *st = sq_stmt(s, SQ_REP_LEAVE);
+    if (!st) return sq_end(s, PAWL_ESTORE);
+    sq_bind_id(st, 1, r->old_id);
+    rc = sq_exec(s, st, "leave the batch");
+  }
   /* The old job ends first: its business key and signal key are free for
    * the replacement. */
   if (!rc && live)
@@ -2275,6 +2348,7 @@ static int sq_replace(store_t *base, const store_replace_t *r) {
     if (!st) return sq_end(s, PAWL_ESTORE);
     sq_bind_id(st, 1, r->old_id);
     sq_bind_id(st, 2, &r->job->id);
+    if (in_batch) sq_bind_id(st, 3, &batch);
     rc = sq_exec(s, st, "carry over to the replacement");
   }
   return sq_end(s, rc);
@@ -2524,6 +2598,7 @@ static void sq_close(store_t *base) {
   sqlite3_close(s->db);
   for (size_t i = 0; i < s->ntp; i++) pawl__free(s->tp[i].queue);
   pawl__free(s->tp);
+  pawl__free(s->bn);
   pawl__free(s->qb_queue);
   pawl__free(s->path);
   pawl__free(s);
@@ -2637,6 +2712,12 @@ static int sq_adm_locks(store_t *base, store_lock_cb cb, void *data);
 static int sq_adm_running(store_t *base, store_owner_cb cb, void *data);
 
 /* recurring definitions: defined at the end of this file */
+static int sq_batch_create(store_t *base, const store_batch_new_t *b,
+                           const store_new_job_t *jobs, size_t n);
+static int sq_batch_get(store_t *base, const pawl_id_t *id, int64_t now,
+                        pawl_batch_t *out);
+static int sq_batch_of(store_t *base, const pawl_id_t *id, pawl_id_t *batch,
+                       int *role);
 static int sq_rec_put(store_t *base, const pawl_recurring_t *d, int how,
                       int *done);
 static int sq_rec_get(store_t *base, const char *name,
@@ -2676,6 +2757,7 @@ static const struct store_ops sq_ops = {
     .limits = {sq_limit_set, sq_limit_remove, sq_limit_list},
     .flow = {sq_sig_deliver, sq_sig_get, sq_sig_expire, sq_replace,
              sq_replace_links},
+    .batch = {sq_batch_create, sq_batch_get, sq_batch_of},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and
@@ -2884,7 +2966,7 @@ static int sq_configure(sq_store_t *s, const store_config_t *cfg,
     return PAWL_ESTORE;
   }
   /* Not deterministic: called once per row written, for its effect. */
-  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 2,
+  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 3,
                                  SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
                                  sq_tp_note_fn, NULL, NULL,
                                  NULL) != SQLITE_OK) {
@@ -3447,4 +3529,216 @@ static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
   }
   pawl__buf_free(&b);
   return rc;
+}
+
+/* ---- batches (issue 15; schema/sqlite/V010__batch.sql) -------------------- */
+
+/* One success of a child of batch `v` (a 16-byte blob) in this finish; -1
+ * when out of memory. Batches are few per finish: the last one first. */
+static int sq_batch_note(sq_store_t *s, sqlite3_value *v) {
+  if (sqlite3_value_bytes(v) != 16) return 0; /* not a pawl id: ignore */
+  const void *blob = sqlite3_value_blob(v);
+  if (!blob) return -1;
+  for (size_t i = s->nbn; i-- > 0;)
+    if (memcmp(s->bn[i].id.bytes, blob, 16) == 0) {
+      s->bn[i].n++;
+      return 0;
+    }
+  if (s->nbn == s->bncap) {
+    size_t cap = s->bncap ? s->bncap * 2 : 4;
+    struct sq_bn *g = pawl__realloc(s->bn, cap * sizeof *g);
+    if (!g) return -1;
+    s->bn = g;
+    s->bncap = cap;
+  }
+  memcpy(s->bn[s->nbn].id.bytes, blob, 16);
+  s->bn[s->nbn++].n = 1;
+  return 0;
+}
+
+/* Adds to the counters of batch `id` (or, with by_job, of job id's batch,
+ * if any); the trigger pawl_batches_fire fires the callbacks when this
+ * completes the count. SQLite's one writer makes each such update see
+ * every earlier one: only one can find finished_at still NULL. */
+static int sq_batch_count(sq_store_t *s, int stmt, const pawl_id_t *id,
+                          int64_t ds, int64_t df, int64_t dc, int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, stmt);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  sqlite3_bind_int64(st, 2, ds);
+  sqlite3_bind_int64(st, 3, df);
+  sqlite3_bind_int64(st, 4, dc);
+  sqlite3_bind_int64(st, 5, now);
+  return sq_exec(s, st, "count the batch's children");
+}
+
+static int sq_batch_count_job(sq_store_t *s, const pawl_id_t *id, int64_t ds,
+                              int64_t df, int64_t dc, int64_t now) {
+  return sq_batch_count(s, SQ_BATCH_COUNT_JOB, id, ds, df, dc, now);
+}
+
+/* The finish's successes noted by sq_batch_note(): one UPDATE per batch. */
+static int sq_batch_flush(sq_store_t *s, int64_t now) {
+  int rc = 0;
+  for (size_t i = 0; i < s->nbn && !rc; i++)
+    rc = sq_batch_count(s, SQ_BATCH_COUNT, &s->bn[i].id, s->bn[i].n, 0, 0,
+                        now);
+  s->nbn = 0;
+  return rc;
+}
+
+static int sq_batch_create(store_t *base, const store_batch_new_t *b,
+                           const store_new_job_t *jobs, size_t n) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = pawl__store_now(base);
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, SQ_BATCH_ADD);
+  if (!st) return sq_end(s, PAWL_ESTORE);
+  sq_bind_id(st, 1, &b->id);
+  sqlite3_bind_int64(st, 2, (int64_t)n);
+  sq_bind_text(st, 3, b->enqueued_by);
+  sqlite3_bind_int64(st, 4, now);
+  rc = sq_exec(s, st, "record the batch");
+  for (int r = 0; r < 3 && !rc; r++) {
+    const store_new_job_t *c = b->callbacks[r];
+    if (!c) continue;
+    if (!(st = sq_stmt(s, SQ_BATCH_CB_ADD))) {
+      rc = PAWL_ESTORE;
+      break;
+    }
+    sq_bind_id(st, 1, &c->id);
+    sq_bind_id(st, 2, &b->id);
+    sqlite3_bind_int(st, 3, r + 1);
+    sqlite3_bind_text(st, 4, c->type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, c->queue ? c->queue : "default", -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_int(st, 6, c->priority);
+    sqlite3_bind_text(st, 7, c->payload ? c->payload : "{}", -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, c->tags ? c->tags : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 9, c->max_attempts);
+    sqlite3_bind_int(st, 10, c->timeout_s);
+    sq_bind_text(st, 11, c->correlation_id);
+    sq_bind_text(st, 12, c->enqueued_by);
+    rc = sq_exec(s, st, "record a callback");
+  }
+  for (size_t i = 0; i < n && !rc; i++) {
+    pawl_id_t id;
+    int status;
+    rc = sq_insert_one(s, &jobs[i], now, &id, &status);
+  }
+  return sq_end(s, rc);
+}
+
+static int sq_batch_get(store_t *base, const pawl_id_t *id, int64_t now,
+                        pawl_batch_t *out) {
+  sq_store_t *s = (sq_store_t *)base;
+  pawl_batch_t b;
+  memset(&b, 0, sizeof b);
+  b.id = *id;
+  /* One read transaction: the counters and the children agree. */
+  int rc = sqlite3_exec(s->db, "BEGIN", 0, 0, 0);
+  if (rc != SQLITE_OK) return sq_fail(s, rc, "begin read");
+  sqlite3_stmt *st = sq_stmt(s, SQ_BATCH_GET);
+  rc = st ? 0 : PAWL_ESTORE;
+  if (!rc) {
+    sq_bind_id(st, 1, id);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+      b.total = sqlite3_column_int64(st, 0);
+      b.succeeded = sqlite3_column_int64(st, 1);
+      b.failed = sqlite3_column_int64(st, 2);
+      b.canceled = sqlite3_column_int64(st, 3);
+      b.created_at = sqlite3_column_int64(st, 4);
+      b.finished_at = sqlite3_column_int64(st, 5);
+    } else if (step == SQLITE_DONE) {
+      char text[PAWL_ID_STRLEN];
+      pawl_id_format(id, text);
+      rc = pawl__store_fail(base, PAWL_ENOTFOUND, "no batch %s", text);
+    } else {
+      rc = sq_fail(s, step, "read batch");
+    }
+    sqlite3_reset(st);
+  }
+  if (!rc && !(st = sq_stmt(s, SQ_BATCH_CBS))) rc = PAWL_ESTORE;
+  if (!rc) {
+    sq_bind_id(st, 1, id);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+      int role = sqlite3_column_int(st, 0);
+      if (role < 1 || role > 3) continue;
+      pawl_batch_callback_t *c = &b.callbacks[role - 1];
+      c->set = 1;
+      sq_col_id(st, 1, &c->id);
+      c->fired_at = sqlite3_column_int64(st, 2);
+    }
+    if (step != SQLITE_DONE) rc = sq_fail(s, step, "read callbacks");
+    sqlite3_reset(st);
+  }
+  int64_t life_ended = 0, exec_ended = 0;
+  if (!rc && !(st = sq_stmt(s, SQ_BATCH_STATES))) rc = PAWL_ESTORE;
+  if (!rc) {
+    sq_bind_id(st, 1, id);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+      int state = sqlite3_column_int(st, 0);
+      if (state >= 0 && state < PAWL_STATE_COUNT)
+        b.states[state] = sqlite3_column_int64(st, 1);
+      int64_t ran = sqlite3_column_int64(st, 2);
+      b.exec_ms += ran;
+      exec_ended += ran; /* successes: ended */
+      life_ended += sqlite3_column_int64(st, 3);
+    }
+    if (step != SQLITE_DONE) rc = sq_fail(s, step, "read children");
+    sqlite3_reset(st);
+  }
+  if (!rc && !(st = sq_stmt(s, SQ_BATCH_ATTEMPTS))) rc = PAWL_ESTORE;
+  if (!rc) {
+    sq_bind_id(st, 1, id);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+      int64_t ran = sqlite3_column_int64(st, 1);
+      b.exec_ms += ran;
+      if (sqlite3_column_int(st, 0)) exec_ended += ran;
+    }
+    if (step != SQLITE_DONE) rc = sq_fail(s, step, "read attempts");
+    sqlite3_reset(st);
+  }
+  sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
+  if (rc) return rc;
+  b.wall_ms = (b.finished_at ? b.finished_at : now) - b.created_at;
+  if (b.wall_ms < 0) b.wall_ms = 0;
+  b.overhead_ms = life_ended - exec_ended;
+  *out = b;
+  return 0;
+}
+
+static int sq_batch_of(store_t *base, const pawl_id_t *id, pawl_id_t *batch,
+                       int *role) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_BATCH_OF);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int step = sqlite3_step(st);
+  *role = -1;
+  if (step == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+    sq_col_id(st, 0, batch);
+    *role = PAWL_BATCH_CHILD;
+  }
+  sqlite3_reset(st);
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return sq_fail(s, step, "read the job's batch");
+  if (*role >= 0) return 0;
+  if (!(st = sq_stmt(s, SQ_BATCH_OF_CB))) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  step = sqlite3_step(st);
+  if (step == SQLITE_ROW) {
+    sq_col_id(st, 0, batch);
+    *role = sqlite3_column_int(st, 1);
+  }
+  sqlite3_reset(st);
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return sq_fail(s, step, "read the job's batch");
+  return 0;
 }

@@ -1,0 +1,141 @@
+/* batch.c: batches (issue 15; include/pawl.h "batches", README "Batches"):
+ * jobs enqueued in one call with callbacks enqueued once, when the last of
+ * them ends. This file checks the input and hands the batch to the store
+ * (store.h, "batches"); the counting and the firing are the store's and
+ * the database's. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "buf.h"
+#include "handle.h"
+#include "pawl.h"
+#include "pawl_internal.h"
+#include "store.h"
+
+static const char *const batch_roles[] = {"child", "on_success", "on_failure",
+                                          "on_complete"};
+
+const char *pawl_batch_role_name(int role) {
+  return role >= 0 && role <= 3 ? batch_roles[role] : "?";
+}
+
+void pawl_batch_opts_init(pawl_batch_opts_t *o) { memset(o, 0, sizeof *o); }
+
+static int batch_from_store(pawl_t *p, int rc) {
+  if (rc && p->store->errmsg[0])
+    snprintf(p->errmsg, sizeof p->errmsg, "%s", p->store->errmsg);
+  return rc;
+}
+
+/* What a child may not carry: keys (a duplicate would be no child, and the
+ * bulk path takes no keys) and `blocked` (nothing would unblock it). */
+static int batch_check_child(pawl_t *p, size_t i, const pawl_enqueue_opts_t *o) {
+  const char *bad = o->idempotency_key ? "an idempotency key"
+                    : o->business_key  ? "a business key"
+                    : o->ordering_key  ? "an ordering key"
+                    : o->blocked       ? "blocked"
+                                       : NULL;
+  if (!bad) return 0;
+  return pawl__fail(p, PAWL_EINVAL,
+                    "job %zu: a batch's child may not have %s", i + 1, bad);
+}
+
+/* A callback: what fires is a new job made from what is kept here, so
+ * options that would not survive to then are refused rather than lost. */
+static int batch_prepare_callback(pawl_t *p, int role,
+                                  const pawl_enqueue_item_t *it,
+                                  store_new_job_t *nj, pawl_buf_t *tags) {
+  const char *name = pawl_batch_role_name(role);
+  pawl_enqueue_opts_t defaults;
+  pawl_enqueue_opts_init(&defaults);
+  const pawl_enqueue_opts_t *o = it->opts ? it->opts : &defaults;
+  const char *bad = o->params            ? "params (pawl sets them)"
+                    : o->idempotency_key ? "an idempotency key"
+                    : o->business_key    ? "a business key"
+                    : o->ordering_key    ? "an ordering key"
+                    : o->return_existing ? "return_existing"
+                    : o->run_at          ? "run_at"
+                    : o->delay_ms        ? "a delay"
+                    : o->blocked         ? "blocked"
+                    : o->resource        ? "a resource"
+                    : o->signal          ? "a signal"
+                                         : NULL;
+  if (bad)
+    return pawl__fail(p, PAWL_EINVAL, "%s: a callback may not have %s", name,
+                      bad);
+  int rc = pawl__prepare_job(p, it->type, it->payload, o, nj, tags);
+  if (rc) {
+    char msg[sizeof p->errmsg];
+    snprintf(msg, sizeof msg, "%s", p->errmsg);
+    return pawl__fail(p, rc, "%s: %s", name, msg);
+  }
+  return 0;
+}
+
+int pawl_batch_enqueue(pawl_t *p, const pawl_enqueue_item_t *jobs, size_t n,
+                       const pawl_batch_opts_t *opts, pawl_id_t *batch_id,
+                       pawl_id_t *ids) {
+  p->errmsg[0] = 0;
+  if (n == 0 || n > PAWL_BATCH_MAX)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "a batch has %zu jobs; it must have 1..%d", n,
+                      PAWL_BATCH_MAX);
+  if (!jobs) return pawl__fail(p, PAWL_EINVAL, "a batch needs its jobs");
+  for (size_t i = 0; i < n; i++) {
+    int rc = jobs[i].opts ? batch_check_child(p, i, jobs[i].opts) : 0;
+    if (rc) return rc;
+  }
+  pawl_batch_opts_t none;
+  pawl_batch_opts_init(&none);
+  if (!opts) opts = &none;
+  const pawl_enqueue_item_t *cbs[3] = {opts->on_success, opts->on_failure,
+                                       opts->on_complete};
+  store_new_job_t cb_jobs[3];
+  pawl_buf_t cb_tags[3];
+  store_batch_new_t b;
+  memset(&b, 0, sizeof b);
+  pawl_id_new(&b.id);
+  b.enqueued_by = opts->enqueued_by ? opts->enqueued_by : p->principal;
+  int rc = 0;
+  for (int r = 0; r < 3; r++) pawl__buf_init(&cb_tags[r]);
+  for (int r = 0; r < 3 && !rc; r++) {
+    if (!cbs[r]) continue;
+    rc = batch_prepare_callback(p, r + 1, cbs[r], &cb_jobs[r], &cb_tags[r]);
+    if (!rc) b.callbacks[r] = &cb_jobs[r];
+  }
+  if (!rc) rc = pawl__enqueue_items(p, jobs, n, ids, NULL, &b);
+  for (int r = 0; r < 3; r++) pawl__buf_free(&cb_tags[r]);
+  if (!rc && batch_id) *batch_id = b.id;
+  return rc;
+}
+
+int pawl_batch_get(pawl_t *p, const pawl_id_t *id, pawl_batch_t *out) {
+  p->errmsg[0] = 0;
+  pawl_batch_t b;
+  int rc = batch_from_store(
+      p, p->store->ops->batch.get(p->store, id, pawl_now(p), &b));
+  if (!rc) *out = b;
+  return rc;
+}
+
+int pawl_job_batch(pawl_t *p, const pawl_id_t *id, pawl_id_t *batch_id,
+                   int *role) {
+  p->errmsg[0] = 0;
+  pawl_id_t b;
+  int r = -1;
+  int rc = batch_from_store(p, p->store->ops->batch.of(p->store, id, &b, &r));
+  if (rc) return rc;
+  if (r < 0) {
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(id, text);
+    return pawl__fail(p, PAWL_ENOTFOUND, "job %s belongs to no batch", text);
+  }
+  if (batch_id) *batch_id = b;
+  if (role) *role = r;
+  return 0;
+}
