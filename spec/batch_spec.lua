@@ -177,6 +177,47 @@ end }]])
       "--json"):gsub("\n$", ""):gsub("\n", ",") .. "]"))
   end)
 
+  it("pawl.batch children wait for signals; callbacks refuse resources", function()
+    -- Merge of signals and batches (issue 15): job code's batch entries
+    -- carry signal, signal_timeout and resource to the C API.
+    env:script("parent", [[
+return { run = function(job)
+  local id, ids = pawl.batch{ jobs = {
+      { "child", { i = 1 }, { signal = "ok-1" } },
+      { "child", { i = 2 }, { signal = "ok-2", signal_timeout = 3600 } } },
+    on_success = { "cb", { what = "ok" } } }
+  return { batch = id, ids = ids }
+end }]])
+    env:script("child", [[
+return { run = function(job) return { decision = job.signal.decision } end }]])
+    env:script("cb", [[return { run = function(job) return {} end }]])
+    env:script("bad_cb", [[
+return { max_attempts = 1, run = function(job)
+  pawl.batch{ jobs = { { "child", {} } },
+              on_complete = { "cb", {}, { resource = "smtp" } } }
+end }]])
+    local parent = env:enqueue("parent")
+    local bad = env:enqueue("bad_cb")
+    env:run_idle()
+    local res = env:show(parent).result
+    for i, id in ipairs(res.ids) do
+      local c = env:show(id)
+      assert.are.equal("blocked", c.state)
+      assert.are.equal("ok-" .. i, c.signal.key)
+    end
+    env:ok("signal", "ok-1", "approve")
+    env:ok("signal", "ok-2", "reject")
+    env:run_idle()
+    local b = cjson.decode(env:ok("batch", "show", res.batch, "--json"))
+    assert.are.same({ 2, 2 }, { b.total, b.succeeded })
+    assert.is_string(b.callbacks.on_success.fired_at)
+    assert.are.equal("reject", env:show(res.ids[2]).result.decision)
+    local bj = env:show(bad)
+    assert.are.equal("failed", bj.state)
+    assert.matches("on_complete: a callback may not have a resource",
+                   bj.last_error)
+  end)
+
   it("pawl batch show refuses a bad or unknown id", function()
     env:ok("migrate")
     assert.matches("invalid batch id", fail(env, "batch", "show", "nope"))
