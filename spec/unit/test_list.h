@@ -5,6 +5,7 @@
 #include "test_list_store.h"
 #include "test_list_store_pg.h"
 #include "test_list_ordering.h"
+#include "test_list_deps.h"
 #include "test_list_api.h"
 #include "test_list_iso8601.h"
 #include "test_list_redact.h"

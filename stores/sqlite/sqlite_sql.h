@@ -117,11 +117,12 @@
  * batch with the outcomes in a JSON array: parsing that array was most of
  * the finish's CPU (bench/RESULTS.md). updated_at goes through
  * pawl_tp_note(), the store's SQL function (sqlite_store.c) that notes the
- * row's queue for the throughput count, once per row written. */
+ * row's queue for the throughput count, once per row written, and the
+ * row's seq when it has children to release (deps_open, issue 15). */
 #define SQLITE_SQL_SUCCEED_SET                                               \
   "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
-  "updated_at = pawl_tp_note(queue, ?2), lease_expires = NULL, "             \
-  "version = version + 1 WHERE "
+  "updated_at = pawl_tp_note(queue, ?2, CASE WHEN deps_open THEN seq END), " \
+  "lease_expires = NULL, version = version + 1 WHERE "
 #define SQLITE_SQL_SUCCEED                                                   \
   SQLITE_SQL_SUCCEED_SET                                                     \
   "id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"

@@ -27,6 +27,7 @@
 #include "alloc.h"
 #include "buf.h"
 #include "sqlite_admin_sql.h"
+#include "sqlite_deps_sql.h"
 #include "sqlite_recurring_sql.h"
 #include "sqlite_sql.h"
 #include "store.h"
@@ -124,6 +125,19 @@ enum {
   SQ_QUEUE_RESUME,
   SQ_QUEUE_SET_BOOST,
   SQ_QUEUE_LIST,
+  /* dependencies (issue 15): see the section "dependencies" */
+  SQ_DEPS_RELEASE,
+  SQ_DEPS_CLOSE,
+  SQ_DEPS_OPEN_SEQ,
+  SQ_DEPS_PARENT,
+  SQ_DEPS_EDGE,
+  SQ_DEPS_MARK_OPEN,
+  SQ_DEPS_COUNTS,
+  SQ_DEPS_WHY,
+  SQ_DEPS_REOPEN,
+  SQ_DEPS_REOPEN_SELF,
+  SQ_DEPS_BRANCHES,
+  SQ_DEPS_LIST,
   SQ_COUNT
 };
 
@@ -172,8 +186,10 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_EVENT_ADD] = "INSERT INTO pawl_events (job_id, at, from_state, "
                      "to_state, actor, reason, attempt) VALUES (?1, ?2, ?3, "
                      "?4, ?5, ?6, ?7)",
+    /* pawl_dep_note(): a parent with children to release (issue 15). */
     [SQ_FAIL] = "UPDATE pawl_jobs SET state = 3, last_error = ?1, "
-                "finished_at = ?2, updated_at = ?2, lease_expires = NULL, "
+                "finished_at = ?2, updated_at = pawl_dep_note(?2, CASE WHEN "
+                "deps_open THEN seq END), lease_expires = NULL, "
                 "version = version + 1 WHERE id = ?3",
     /* Back to pending: retry (?3 = 0), snooze or release (?3 = 1: the
      * attempt is given back). ?7: the job lets later jobs of its ordering
@@ -326,6 +342,19 @@ static const char *const sq_sql[SQ_COUNT] = {
         "updated_at = ?2",
     [SQ_QUEUE_LIST] = "SELECT name, paused, paused_at, paused_by, reason, "
                       "age_boost_ms FROM pawl_queues ORDER BY name",
+    /* dependencies (issue 15; sqlite_deps_sql.h) */
+    [SQ_DEPS_RELEASE] = SQLITE_DEPS_RELEASE,
+    [SQ_DEPS_CLOSE] = SQLITE_DEPS_CLOSE,
+    [SQ_DEPS_OPEN_SEQ] = SQLITE_DEPS_OPEN_SEQ,
+    [SQ_DEPS_PARENT] = SQLITE_DEPS_PARENT,
+    [SQ_DEPS_EDGE] = SQLITE_DEPS_EDGE,
+    [SQ_DEPS_MARK_OPEN] = SQLITE_DEPS_MARK_OPEN,
+    [SQ_DEPS_COUNTS] = SQLITE_DEPS_COUNTS,
+    [SQ_DEPS_WHY] = SQLITE_DEPS_WHY,
+    [SQ_DEPS_REOPEN] = SQLITE_DEPS_REOPEN,
+    [SQ_DEPS_REOPEN_SELF] = SQLITE_DEPS_REOPEN_SELF,
+    [SQ_DEPS_BRANCHES] = SQLITE_DEPS_BRANCHES,
+    [SQ_DEPS_LIST] = SQLITE_DEPS_LIST,
 };
 
 typedef struct sq_store {
@@ -352,7 +381,15 @@ typedef struct sq_store {
   uint64_t tx_seq, qb_tx;
   char *qb_queue;
   int64_t qb_boost;        /* -1: none of its own */
+  /* Dependencies (issue 15): the seqs of the jobs that ended in this
+   * write transaction with children still to count their end (deps_open),
+   * released by sq_deps_flush() before the commit. */
+  int64_t *dep_seq;
+  size_t ndep, depcap;
+  int dep_oom;
 } sq_store_t;
+
+static int sq_deps_flush(sq_store_t *s);
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -499,6 +536,11 @@ static int sq_exec_write(sq_store_t *s, sqlite3_stmt *st, const char *what) {
 /* Ends a transaction: commit when rc == 0, else roll back. */
 static int sq_end(sq_store_t *s, int rc) {
   s->tx_seq++;
+  /* Dependencies (issue 15): the jobs this transaction ended release their
+   * children in it. Nothing noted: one test. */
+  if (rc == 0 && (s->ndep || s->dep_oom)) rc = sq_deps_flush(s);
+  s->ndep = 0;
+  s->dep_oom = 0;
   if (rc == 0) return sq_commit(s);
   sq_rollback(s);
   return rc;
@@ -865,8 +907,14 @@ static int sq_queue_boost(sq_store_t *s, const char *queue, int64_t *boost) {
   return 0;
 }
 
+static int sq_deps_link(sq_store_t *s, const store_new_job_t *j,
+                        const pawl_id_t *prev, int64_t now);
+
+/* `prev`: the id the job before it in this insert got (NULL: none), for
+ * j->after_prev. */
 static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
-                         pawl_id_t *id_out, int *status) {
+                         const pawl_id_t *prev, pawl_id_t *id_out,
+                         int *status) {
   int rc;
   if (j->idempotency_key) {
     rc = sq_find_id(s, SQ_IDEM_FIND, j->idempotency_key, id_out);
@@ -897,7 +945,8 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   sq_bind_id(st, 1, &j->id);
   sqlite3_bind_text(st, 2, j->type, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, j->queue ? j->queue : "default", -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 4, j->blocked ? PAWL_BLOCKED : PAWL_PENDING);
+  int deps = j->nafter || (j->after_prev && prev);
+  sqlite3_bind_int(st, 4, j->blocked || deps ? PAWL_BLOCKED : PAWL_PENDING);
   sqlite3_bind_int(st, 5, j->priority);
   int64_t boost;
   if ((rc = sq_queue_boost(s, j->queue ? j->queue : "default", &boost)))
@@ -924,6 +973,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
     sqlite3_bind_int64(st, 3, now);
     if ((rc = sq_exec(s, st, "record idempotency key"))) return rc;
   }
+  if (deps && (rc = sq_deps_link(s, j, prev, now))) return rc;
   *id_out = j->id;
   *status = PAWL_ENQ_NEW;
   return 0;
@@ -936,7 +986,8 @@ static int sq_insert(store_t *base, const store_new_job_t *jobs, size_t n,
   int rc = sq_begin(s);
   if (rc) return rc;
   for (size_t i = 0; i < n && !rc; i++)
-    rc = sq_insert_one(s, &jobs[i], now, &ids[i], &status[i]);
+    rc = sq_insert_one(s, &jobs[i], now, i ? &ids[i - 1] : NULL, &ids[i],
+                       &status[i]);
   return sq_end(s, rc);
 }
 
@@ -1346,12 +1397,43 @@ static void sq_rank_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
                                        sqlite3_value_int64(v[2])));
 }
 
+/* Notes job `seq` (issue 15: it ended with children to release) for
+ * sq_deps_flush(). */
+static void sq_deps_note(sq_store_t *s, int64_t seq) {
+  if (s->ndep == s->depcap) {
+    size_t cap = s->depcap ? s->depcap * 2 : 16;
+    int64_t *g = pawl__realloc(s->dep_seq, cap * sizeof *g);
+    if (!g) {
+      s->dep_oom = 1;
+      return;
+    }
+    s->dep_seq = g;
+    s->depcap = cap;
+  }
+  s->dep_seq[s->ndep++] = seq;
+}
+
+/* pawl_tp_note(queue, v, seq): also notes `seq` when not NULL (the
+ * success UPDATE passes the seq of a row with deps_open, NULL for every
+ * other: a job without children costs a CASE). */
 static void sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
   (void)argc;
   sq_store_t *s = sqlite3_user_data(ctx);
   if (sq_tp_note(s, (const char *)sqlite3_value_text(v[0])) != 0)
     s->tp_oom = 1;
+  if (sqlite3_value_type(v[2]) != SQLITE_NULL)
+    sq_deps_note(s, sqlite3_value_int64(v[2]));
   sqlite3_result_value(ctx, v[1]);
+}
+
+/* pawl_dep_note(v, seq) [SQL]: notes `seq` when not NULL (a failed job
+ * with children to release), returns v. */
+static void sq_dep_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
+  (void)argc;
+  sq_store_t *s = sqlite3_user_data(ctx);
+  if (sqlite3_value_type(v[1]) != SQLITE_NULL)
+    sq_deps_note(s, sqlite3_value_int64(v[1]));
+  sqlite3_result_value(ctx, v[0]);
 }
 
 /* The finish's successes noted by sq_tp_note(), added to their buckets:
@@ -1385,6 +1467,16 @@ static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
   return rc ? rc : sq_tp_add_id(s, id, now);
 }
 
+/* The branches that fired when a job succeeded (issue 15), written only
+ * for the outcomes that carry them. */
+static int sq_deps_branches(sq_store_t *s, const pawl_outcome_t *o) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_BRANCHES);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, &o->id);
+  sqlite3_bind_text(st, 2, o->branches, -1, SQLITE_STATIC);
+  return sq_exec(s, st, "record fired branches");
+}
+
 /* One outcome inside the finish transaction. PAWL_ELEASE when the job is not
  * held by `token` under that attempt any more. A success is noted for the
  * batch's throughput count (sq_tp_note()); a failure is counted here. */
@@ -1409,7 +1501,8 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
       if ((rc = sq_exec(s, st, "complete job"))) return rc;
       if (s->tp_oom)
         return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
-      if (sqlite3_changes(s->db) == 1) return 0;
+      if (sqlite3_changes(s->db) == 1)
+        return o->branches ? sq_deps_branches(s, o) : 0;
       if (!by_key) return PAWL_ELEASE;
       by_key = 0;
     }
@@ -1640,6 +1733,8 @@ static int sq_tx_update(store_t *base, const pawl_job_t *j,
   return 0;
 }
 
+static int sq_deps_note_id(sq_store_t *s, const pawl_id_t *id);
+
 static int sq_tx_finished(store_t *base, const pawl_job_t *j, int to,
                           int64_t now) {
   sq_store_t *s = (sq_store_t *)base;
@@ -1652,7 +1747,8 @@ static int sq_tx_finished(store_t *base, const pawl_job_t *j, int to,
   sqlite3_bind_int(st, 2, to);
   sqlite3_bind_text(st, 3, j->queue, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 4, 1);
-  return sq_exec(s, st, "count finished job");
+  if ((rc = sq_exec(s, st, "count finished job"))) return rc;
+  return sq_deps_note_id(s, &j->id);
 }
 
 static int sq_tx_forget_starts(store_t *base, const pawl_id_t *id) {
@@ -1662,6 +1758,8 @@ static int sq_tx_forget_starts(store_t *base, const pawl_id_t *id) {
   sq_bind_id(fs, 1, id);
   return sq_exec(s, fs, "forget recorded starts");
 }
+
+static int sq_deps_reopen(store_t *base, const pawl_id_t *id);
 
 static const store_transition_steps_t sq_transition_steps = {
     .begin = sq_tx_begin,
@@ -1674,6 +1772,7 @@ static const store_transition_steps_t sq_transition_steps = {
     .forget_starts = sq_tx_forget_starts,
     .finished = sq_tx_finished,
     .pending = NULL,
+    .reopen = sq_deps_reopen,
 };
 
 static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
@@ -1905,6 +2004,7 @@ static void sq_close(store_t *base) {
   for (size_t i = 0; i < s->ntp; i++) pawl__free(s->tp[i].queue);
   pawl__free(s->tp);
   pawl__free(s->qb_queue);
+  pawl__free(s->dep_seq);
   pawl__free(s->path);
   pawl__free(s);
 }
@@ -2031,6 +2131,9 @@ static int sq_rec_advance(store_t *base, store_rec_advance_t *a, size_t n);
 static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
                                size_t n, size_t *count);
 
+static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
+                        void *data);
+
 static const struct store_ops sq_ops = {
     .name = "sqlite",
     .schema = {sq_migrate, sq_version},
@@ -2053,6 +2156,7 @@ static const struct store_ops sq_ops = {
                   sq_rec_remove, sq_rec_due, sq_rec_advance,
                   sq_rec_disable_gone},
     .queues = {sq_queue_pause, sq_queue_set_boost, sq_queue_list},
+    .deps = {sq_deps_list},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and
@@ -2261,9 +2365,13 @@ static int sq_configure(sq_store_t *s, const store_config_t *cfg,
     return PAWL_ESTORE;
   }
   /* Not deterministic: called once per row written, for its effect. */
-  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 2,
+  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 3,
                                  SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
                                  sq_tp_note_fn, NULL, NULL,
+                                 NULL) != SQLITE_OK ||
+      sqlite3_create_function_v2(s->db, "pawl_dep_note", 2,
+                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
+                                 sq_dep_note_fn, NULL, NULL,
                                  NULL) != SQLITE_OK) {
     snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
              sqlite3_errmsg(s->db));
@@ -2777,7 +2885,8 @@ static int sq_rec_advance_one(sq_store_t *s, store_rec_advance_t *a,
   pawl_id_t id;
   for (size_t i = 0; i < a->njobs; i++) {
     int status;
-    if ((rc = sq_insert_one(s, &a->jobs[i], now, &id, &status))) return rc;
+    if ((rc = sq_insert_one(s, &a->jobs[i], now, NULL, &id, &status)))
+      return rc;
     if (status == PAWL_ENQ_NEW) a->made++;
   }
   st = sq_stmt(s, SQ_REC_LAST_JOB);
@@ -2824,4 +2933,264 @@ static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
   }
   pawl__buf_free(&b);
   return rc;
+}
+
+/* ---- dependencies (issue 15) ------------------------------------------- */
+
+/* Job `id`, just ended by an operator transition (cancel, expire): noted
+ * if it has children to release. */
+static int sq_deps_note_id(sq_store_t *s, const pawl_id_t *id) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_OPEN_SEQ);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int step = sqlite3_step(st);
+  if (step == SQLITE_ROW) sq_deps_note(s, sqlite3_column_int64(st, 0));
+  sqlite3_reset(st);
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return sq_fail(s, step, "find a job's children");
+  return 0;
+}
+
+/* Moves the blocked job `id`, whose parents have all ended, out of
+ * `blocked` through an operator transition (its event, and for a cancel
+ * the throughput count and the note that releases its own children):
+ * pending when `unmet` is 0, else canceled with the first parent whose
+ * condition failed as the reason. */
+static int sq_deps_settle(sq_store_t *s, const pawl_id_t *id, int64_t unmet,
+                          int64_t now) {
+  if (!unmet)
+    return pawl__store_transition_in(&s->base, &sq_transition_steps, now, id,
+                                     STORE_OP_UNBLOCK, "pawl",
+                                     "its parents ended as it asks", -1);
+  char why[200] = "dependency not met";
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_WHY);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int step = sqlite3_step(st);
+  if (step == SQLITE_ROW) {
+    pawl_id_t pid;
+    char text[PAWL_ID_STRLEN];
+    sq_col_id(st, 0, &pid);
+    pawl_id_format(&pid, text);
+    int state = sqlite3_column_int(st, 1);
+    snprintf(why, sizeof why, "dependency not met: parent %s %s (when = %s)",
+             text,
+             state == PAWL_SUCCEEDED ? "succeeded"
+             : state == PAWL_FAILED  ? "failed"
+                                     : "was canceled",
+             (const char *)sqlite3_column_text(st, 2));
+  }
+  sqlite3_reset(st);
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return sq_fail(s, step, "find why a job is canceled");
+  return pawl__store_transition_in(&s->base, &sq_transition_steps, now, id,
+                                   STORE_OP_CANCEL, "pawl", why, -1);
+}
+
+/* Releases the children of the jobs noted in this transaction, before it
+ * commits: one UPDATE for the whole batch counts their ends in every
+ * blocked child (SQLITE_DEPS_RELEASE), one closes them, then each child
+ * whose last parent it was is settled (sq_deps_settle()); a child canceled
+ * for it is noted in turn, and the loop releases its children next.
+ * SQLite's one writer makes each end counted once. */
+static int sq_deps_flush(sq_store_t *s) {
+  if (s->dep_oom) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  int64_t now = pawl__store_now(&s->base);
+  int rc = 0;
+  pawl_buf_t js;
+  pawl__buf_init(&js);
+  struct settle {
+    pawl_id_t id;
+    int64_t unmet;
+  } *ready = NULL;
+  size_t nready = 0, cap = 0;
+  while (!rc && s->ndep) {
+    pawl__buf_reset(&js);
+    pawl__buf_putc(&js, '[');
+    for (size_t i = 0; i < s->ndep; i++)
+      pawl__buf_printf(&js, i ? ",%lld" : "%lld", (long long)s->dep_seq[i]);
+    pawl__buf_putc(&js, ']');
+    s->ndep = 0;
+    if (js.oom) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_RELEASE);
+    if (!st) {
+      rc = PAWL_ESTORE;
+      break;
+    }
+    sqlite3_bind_text(st, 1, pawl__buf_cstr(&js), -1, SQLITE_STATIC);
+    nready = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+      if (sqlite3_column_int64(st, 1) > 0) continue;
+      if (nready == cap) {
+        size_t ncap = cap ? cap * 2 : 16;
+        struct settle *g = pawl__realloc(ready, ncap * sizeof *g);
+        if (!g) {
+          step = SQLITE_NOMEM;
+          break;
+        }
+        ready = g;
+        cap = ncap;
+      }
+      sq_col_id(st, 0, &ready[nready].id);
+      ready[nready++].unmet = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (step == SQLITE_NOMEM) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    if (step != SQLITE_DONE) {
+      rc = sq_fail(s, step, "release the children of ended jobs");
+      break;
+    }
+    if (!(st = sq_stmt(s, SQ_DEPS_CLOSE))) {
+      rc = PAWL_ESTORE;
+      break;
+    }
+    sqlite3_bind_text(st, 1, pawl__buf_cstr(&js), -1, SQLITE_STATIC);
+    rc = sq_exec(s, st, "close ended parents");
+    sqlite3_clear_bindings(st);
+    for (size_t i = 0; i < nready && !rc; i++)
+      rc = sq_deps_settle(s, &ready[i].id, ready[i].unmet, now);
+  }
+  pawl__free(ready);
+  pawl__buf_free(&js);
+  if (!rc && s->dep_oom)
+    rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  return rc;
+}
+
+/* One edge of the new blocked job j: parent `pid` on condition `cond`.
+ * A parent that ended already is counted now (*unmet when its condition
+ * failed); one that has not is marked open (*left). */
+static int sq_deps_edge(sq_store_t *s, const store_new_job_t *j,
+                        const pawl_id_t *pid, const char *cond, int64_t *left,
+                        int64_t *unmet) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_PARENT);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, pid);
+  sqlite3_bind_text(st, 2, cond, -1, SQLITE_STATIC);
+  int step = sqlite3_step(st);
+  int state = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+  int met = step == SQLITE_ROW && sqlite3_column_int(st, 1);
+  sqlite3_reset(st);
+  if (step == SQLITE_DONE) {
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(pid, text);
+    return pawl__store_fail(&s->base, PAWL_ENOTFOUND,
+                            "unknown parent job %s", text);
+  }
+  if (step != SQLITE_ROW) return sq_fail(s, step, "read a parent job");
+  int ended = state == PAWL_SUCCEEDED || state == PAWL_FAILED ||
+              state == PAWL_CANCELED;
+  int rc;
+  if (ended) {
+    *unmet += !met;
+  } else {
+    (*left)++;
+    if (!(st = sq_stmt(s, SQ_DEPS_MARK_OPEN))) return PAWL_ESTORE;
+    sq_bind_id(st, 1, pid);
+    if ((rc = sq_exec(s, st, "mark a parent job"))) return rc;
+  }
+  if (!(st = sq_stmt(s, SQ_DEPS_EDGE))) return PAWL_ESTORE;
+  sq_bind_id(st, 1, pid);
+  sq_bind_id(st, 2, &j->id);
+  sqlite3_bind_text(st, 3, cond, -1, SQLITE_STATIC);
+  return sq_exec(s, st, "record a dependency");
+}
+
+/* Links the new blocked job j to its parents (and `prev`, for a chain);
+ * settled at once if they have all ended. */
+static int sq_deps_link(sq_store_t *s, const store_new_job_t *j,
+                        const pawl_id_t *prev, int64_t now) {
+  int64_t left = 0, unmet = 0;
+  int rc = 0;
+  const char *when = j->when ? j->when : "success";
+  for (size_t i = 0; i < j->nafter && !rc; i++)
+    rc = sq_deps_edge(s, j, &j->after[i], when, &left, &unmet);
+  if (!rc && j->after_prev && prev) {
+    int dup = 0;
+    for (size_t i = 0; i < j->nafter && !dup; i++)
+      dup = memcmp(&j->after[i], prev, sizeof *prev) == 0;
+    if (!dup) rc = sq_deps_edge(s, j, prev, "success", &left, &unmet);
+  }
+  if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_COUNTS);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, &j->id);
+  sqlite3_bind_int64(st, 2, left);
+  sqlite3_bind_int64(st, 3, unmet);
+  if ((rc = sq_exec(s, st, "count a job's parents"))) return rc;
+  return left ? 0 : sq_deps_settle(s, &j->id, unmet, now);
+}
+
+static int sq_deps_reopen(store_t *base, const pawl_id_t *id) {
+  sq_store_t *s = (sq_store_t *)base;
+  int ids[] = {SQ_DEPS_REOPEN, SQ_DEPS_REOPEN_SELF};
+  for (size_t i = 0; i < 2; i++) {
+    sqlite3_stmt *st = sq_stmt(s, ids[i]);
+    if (!st) return PAWL_ESTORE;
+    sq_bind_id(st, 1, id);
+    int rc = sq_exec(s, st, "reopen a retried parent");
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
+                        void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_LIST);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  /* Read whole before the first call: the callback may use the store. */
+  struct row {
+    pawl_dep_t d;
+    char *type, *when;
+  } *rows = NULL;
+  size_t n = 0, cap = 0;
+  int step, oom = 0;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (n == cap) {
+      size_t ncap = cap ? cap * 2 : 8;
+      struct row *g = pawl__realloc(rows, ncap * sizeof *g);
+      if (!g) {
+        oom = 1;
+        break;
+      }
+      rows = g;
+      cap = ncap;
+    }
+    struct row *r = &rows[n++];
+    memset(r, 0, sizeof *r);
+    r->d.parent = sqlite3_column_int(st, 0);
+    sq_col_id(st, 1, &r->d.id);
+    r->d.state = sqlite3_column_int(st, 3);
+    r->type = pawl__strdup((const char *)sqlite3_column_text(st, 2));
+    r->when = pawl__strdup((const char *)sqlite3_column_text(st, 4));
+    if (!r->type || !r->when) {
+      oom = 1;
+      break;
+    }
+  }
+  sqlite3_reset(st);
+  int rc = oom ? pawl__store_fail(base, PAWL_ENOMEM, "out of memory")
+           : step != SQLITE_DONE ? sq_fail(s, step, "list dependencies")
+                                 : 0;
+  for (size_t i = 0; i < n; i++) {
+    rows[i].d.type = rows[i].type;
+    rows[i].d.when = rows[i].when;
+    if (!rc && cb(&rows[i].d, data)) rc = 1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    pawl__free(rows[i].type);
+    pawl__free(rows[i].when);
+  }
+  pawl__free(rows);
+  return rc == 1 ? 0 : rc;
 }
