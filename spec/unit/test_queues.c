@@ -613,10 +613,22 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  "DROP TABLE pawl_deps; ALTER TABLE pawl_jobs DROP COLUMN deps_left; "      \
+  "ALTER TABLE pawl_jobs DROP COLUMN deps_unmet; ALTER TABLE pawl_jobs "     \
+  "DROP COLUMN deps_open; ALTER TABLE pawl_jobs DROP COLUMN branches; "      \
+  "DELETE FROM pawl_schema WHERE name = 'V008__deps.sql'; "                  \
   "DROP INDEX pawl_jobs_ordering; ALTER TABLE pawl_jobs DROP COLUMN "        \
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  "DROP FUNCTION pawl_deps_reopen(uuid); DROP FUNCTION pawl_deps_link("     \
+  "uuid, uuid[], text[], bigint); DROP FUNCTION pawl_deps_release(uuid[], "  \
+  "bigint); DROP FUNCTION pawl_deps_settle(uuid[], timestamptz); DROP "      \
+  "FUNCTION pawl_deps_why(uuid); DROP FUNCTION pawl_deps_met(text, "         \
+  "smallint, jsonb); DROP TABLE pawl_deps; ALTER TABLE pawl_jobs DROP "      \
+  "COLUMN deps_left, DROP COLUMN deps_unmet, DROP COLUMN deps_open, DROP "   \
+  "COLUMN branches; DELETE FROM pawl_schema WHERE name = "                   \
+  "'V007__deps.sql'; "                                                       \
   "DROP FUNCTION pawl_ordering_free(text, bigint, timestamptz); ALTER "      \
   "TABLE pawl_jobs DROP COLUMN ordering_key CASCADE, DROP COLUMN "           \
   "ordering_seq CASCADE, DROP COLUMN ordering_skip; DROP SEQUENCE "          \
