@@ -341,7 +341,22 @@ typedef struct pawl_enqueue_opts {
   const char *signal;
   int64_t signal_timeout_ms;   /* with signal: 0 waits for ever; else
                                   1..PAWL_DELAY_MAX_MS */
+  /* Dependencies (README "Dependencies and chains"): the job waits in
+   * `blocked` until every job of `after` (nafter ids of jobs that exist:
+   * PAWL_ENOTFOUND names one that does not; at most PAWL_AFTER_MAX, no
+   * id twice) has ended (succeeded, failed or canceled), then becomes
+   * pending if each ended as `when` asks, else it is canceled, with the
+   * reason, and so are its own dependents that needed it to succeed.
+   * when: NULL or "success" (the parent succeeded), "failure" (it
+   * failed), "done" (any end), "branch:NAME" (it succeeded and its
+   * script's branch NAME fired; NAME 1..200 bytes without control
+   * characters). A when without after is refused. Borrowed. */
+  const pawl_id_t *after;
+  size_t nafter;
+  const char *when;
 } pawl_enqueue_opts_t;
+
+#define PAWL_AFTER_MAX 100000
 
 PAWL_EXTERN void pawl_enqueue_opts_init(pawl_enqueue_opts_t *o);
 
@@ -469,6 +484,34 @@ PAWL_EXTERN int pawl_batch_get(pawl_t *p, const pawl_id_t *id,
  * when it belongs to none (or there is no such job). */
 PAWL_EXTERN int pawl_job_batch(pawl_t *p, const pawl_id_t *id,
                                pawl_id_t *batch_id, int *role);
+/* Enqueues `n` jobs (1..PAWL_AFTER_MAX) as a chain, in one transaction,
+ * as pawl_enqueue_many() does: each after the first waits in `blocked`
+ * for the one before it to succeed (besides its own opts->after, on its
+ * own opts->when), so they run one after the other; a step that fails or
+ * is canceled cancels the steps after it. */
+PAWL_EXTERN int pawl_chain(pawl_t *p, const pawl_enqueue_item_t *items,
+                           size_t n, pawl_id_t *ids, int *statuses);
+
+/* One edge of a job's dependencies (pawl_deps_list()). */
+typedef struct pawl_dep {
+  int parent;          /* 1: `id` is a parent of the job asked about; 0:
+                          one of its children */
+  pawl_id_t id;
+  const char *type;
+  int state;           /* its pawl_state_t now */
+  const char *when;    /* the child's condition on the parent */
+} pawl_dep_t;
+
+/* Called for each edge; the strings are borrowed for the call. Return
+ * non-zero to stop. */
+typedef int (*pawl_dep_cb)(const pawl_dep_t *dep, void *data);
+
+/* The parents of job `id` (oldest first), then its children (oldest
+ * first), with their states now. A job without any: no call, 0. The
+ * edges are read before the first call (the callback may call anything
+ * on `p` but pawl_close()). */
+PAWL_EXTERN int pawl_deps_list(pawl_t *p, const pawl_id_t *id,
+                               pawl_dep_cb cb, void *data);
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -706,6 +749,10 @@ typedef struct pawl_outcome {
    * keeps its place, and the later jobs of its key wait for it. Ignored
    * for other kinds and for jobs without a key. */
   int ordering_skip;
+  /* SUCCEEDED: the branch names that fired (the script's `branches`
+   * predicates on the result), a JSON array of strings, or NULL for none:
+   * children enqueued with when = "branch:NAME" run if NAME is in it. */
+  const char *branches;
 } pawl_outcome_t;
 
 /* Writes `n` outcomes in one transaction (group commit), each with its

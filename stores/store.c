@@ -567,6 +567,9 @@ static int store_transition_write(store_t *st,
   if (!rc && plan->recoveries == 0 && j->recoveries > 0)
     rc = x->forget_starts(st, id);
   if (!rc && plan->finishes) rc = x->finished(st, j, plan->to, now);
+  /* Dependencies (issue 15): a failed parent retried by hand. */
+  if (!rc && op == STORE_OP_RETRY && from == PAWL_FAILED && x->reopen)
+    rc = x->reopen(st, id);
   if (!rc && plan->to == PAWL_PENDING && x->pending) rc = x->pending(st);
   return rc;
 }

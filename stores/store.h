@@ -79,6 +79,16 @@ typedef struct store_new_job {
   /* Batches (issue 15): the batch this job is a child of; NULL for none.
    * Only batch.create() inserts children. */
   const pawl_id_t *batch_id;
+  /* Dependencies (issue 15): the job waits in `blocked` until these
+   * parents (nafter, distinct, existing: PAWL_ENOTFOUND names one that
+   * does not) have ended, on the condition `when` ("success", "failure",
+   * "done", "branch:NAME"; NULL: "success"). after_prev: it also waits
+   * for the job before it in the same insert() call to succeed (a
+   * chain), whichever id that one got (a duplicate's too). */
+  const pawl_id_t *after;
+  size_t nafter;
+  const char *when;
+  int after_prev;
 } store_new_job_t;
 
 /* ---- batches (issue 15; pawl_batches, pawl_batch_callbacks,
@@ -535,6 +545,15 @@ struct store_ops {
      * for none. */
     int (*of)(store_t *st, const pawl_id_t *id, pawl_id_t *batch, int *role);
   } batch;
+  /* Dependencies (issue 15: the table pawl_deps, schema SQLite V011,
+   * PostgreSQL V010). */
+  struct {
+    /* The parents of job `id` (oldest first), then its children (oldest
+     * first), each with its state as it is now; the strings are borrowed
+     * for the callback. Nothing for a job without edges (or no job). */
+    int (*list)(store_t *st, const pawl_id_t *id, pawl_dep_cb cb,
+                void *data);
+  } deps;
 };
 
 /* The part every backend's store begins with. */
@@ -819,6 +838,10 @@ typedef struct store_transition_steps {
   int (*finished)(store_t *st, const pawl_job_t *j, int to, int64_t now);
   /* The job went back to pending: tell other nodes (NULL: nothing to do). */
   int (*pending)(store_t *st);
+  /* Dependencies (issue 15): a manual retry of the failed job `id`; its
+   * children still blocked stop counting its end (they count the next
+   * one). NULL: nothing to do. */
+  int (*reopen)(store_t *st, const pawl_id_t *id);
 } store_transition_steps_t;
 
 /* An operator transition (store_ops.control.transition), the same on every

@@ -64,6 +64,7 @@ static int batch_prepare_callback(pawl_t *p, int role,
                     : o->blocked         ? "blocked"
                     : o->resource        ? "a resource"
                     : o->signal          ? "a signal"
+                    : o->nafter || o->when ? "after or when (dependencies)"
                                          : NULL;
   if (bad)
     return pawl__fail(p, PAWL_EINVAL, "%s: a callback may not have %s", name,
@@ -108,7 +109,7 @@ int pawl_batch_enqueue(pawl_t *p, const pawl_enqueue_item_t *jobs, size_t n,
     rc = batch_prepare_callback(p, r + 1, cbs[r], &cb_jobs[r], &cb_tags[r]);
     if (!rc) b.callbacks[r] = &cb_jobs[r];
   }
-  if (!rc) rc = pawl__enqueue_items(p, jobs, n, ids, NULL, &b);
+  if (!rc) rc = pawl__enqueue_items(p, jobs, n, ids, NULL, 0, &b);
   for (int r = 0; r < 3; r++) pawl__buf_free(&cb_tags[r]);
   if (!rc && batch_id) *batch_id = b.id;
   return rc;

@@ -60,10 +60,10 @@ int pawl__prepare_job(pawl_t *p, const char *type, const char *payload,
  * returns rc. */
 int pawl__from_store(pawl_t *p, int rc);
 
-/* Enqueues items[0..n) as pawl_enqueue_many() does, or, with `batch`, as
- * that batch's children (batch.c). */
+/* Enqueues items[0..n) as pawl_enqueue_many() does, as pawl_chain() does
+ * with `chain`, or, with `batch`, as that batch's children (batch.c). */
 int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
-                        pawl_id_t *ids, int *statuses,
+                        pawl_id_t *ids, int *statuses, int chain,
                         const store_batch_new_t *batch);
 
 #endif

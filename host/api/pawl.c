@@ -357,6 +357,56 @@ static int pawl_check_json(pawl_t *p, const char *what, const char *s) {
   return 0;
 }
 
+/* Dependencies (issue 15): a condition is "success", "failure", "done"
+ * or "branch:NAME" with NAME a name (1..200 bytes, no control
+ * characters). */
+static int pawl_check_when(pawl_t *p, const char *when) {
+  if (strcmp(when, "success") == 0 || strcmp(when, "failure") == 0 ||
+      strcmp(when, "done") == 0)
+    return 0;
+  if (strncmp(when, "branch:", 7) == 0) return pawl_check_name(p, "branch name", when + 7);
+  return pawl__fail(p, PAWL_EINVAL,
+                    "when must be success, failure, done or branch:NAME "
+                    "(got \"%.60s\")",
+                    when);
+}
+
+static int pawl_id_cmp(const void *a, const void *b) {
+  return memcmp(a, b, sizeof(pawl_id_t));
+}
+
+/* The parents of one job: at most PAWL_AFTER_MAX, none twice, and a
+ * condition only with parents. */
+static int pawl_check_after(pawl_t *p, const pawl_enqueue_opts_t *o) {
+  int rc;
+  if (o->when && (rc = pawl_check_when(p, o->when))) return rc;
+  if (!o->nafter) {
+    if (o->when)
+      return pawl__fail(p, PAWL_EINVAL, "when \"%.60s\" needs after (the "
+                        "jobs to wait for)", o->when);
+    return 0;
+  }
+  if (!o->after)
+    return pawl__fail(p, PAWL_EINVAL, "%zu parents but no array", o->nafter);
+  if (o->nafter > PAWL_AFTER_MAX)
+    return pawl__fail(p, PAWL_EINVAL, "after names %zu jobs; at most %d",
+                      o->nafter, PAWL_AFTER_MAX);
+  if (o->nafter == 1) return 0;
+  pawl_id_t *sorted = pawl__malloc(o->nafter * sizeof *sorted);
+  if (!sorted) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
+  memcpy(sorted, o->after, o->nafter * sizeof *sorted);
+  qsort(sorted, o->nafter, sizeof *sorted, pawl_id_cmp);
+  rc = 0;
+  for (size_t i = 1; i < o->nafter && !rc; i++)
+    if (memcmp(&sorted[i - 1], &sorted[i], sizeof *sorted) == 0) {
+      char text[PAWL_ID_STRLEN];
+      pawl_id_format(&sorted[i], text);
+      rc = pawl__fail(p, PAWL_EINVAL, "after names job %s twice", text);
+    }
+  pawl__free(sorted);
+  return rc;
+}
+
 /* Checks one job's input and fills a store_new_job_t. `tags` receives the
  * JSON array text (owned by the caller). */
 static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
@@ -420,6 +470,7 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
                       "latest time, %lld ms since the epoch",
                       (long long)o->signal_timeout_ms,
                       (long long)PAWL_TIME_MAX_MS);
+  if ((rc = pawl_check_after(p, o))) return rc;
   pawl__buf_putc(tags, '[');
   for (size_t i = 0; i < o->ntags; i++) {
     if ((rc = pawl_check_name(p, "tag", o->tags[i]))) return rc;
@@ -451,6 +502,9 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   nj->signal_key = o->signal;
   nj->signal_timeout_at = signal_timeout_at;
   if (o->signal) nj->blocked = 1; /* it waits for the signal */
+  nj->after = o->nafter ? o->after : NULL;
+  nj->nafter = o->nafter;
+  nj->when = o->when;
   return 0;
 }
 
@@ -475,17 +529,20 @@ int pawl_enqueue(pawl_t *p, const char *type, const char *payload,
   return 0;
 }
 
-int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
-                      pawl_id_t *ids, int *statuses) {
+/* pawl_enqueue_many(), and pawl_chain() when `chain`: each job after the
+ * first also waits for the one before it to succeed. */
+static int pawl_enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items,
+                              size_t n, pawl_id_t *ids, int *statuses,
+                              int chain) {
   p->errmsg[0] = 0;
-  return pawl__enqueue_items(p, items, n, ids, statuses, NULL);
+  return pawl__enqueue_items(p, items, n, ids, statuses, chain, NULL);
 }
 
-/* pawl_enqueue_many(), and with `batch` (issue 15, batch.c) a batch's
- * children: each gets the batch's id and they go in through
- * store.batch.create() with the batch row. */
+/* pawl_enqueue_many(), pawl_chain() when `chain`, and with `batch` (issue
+ * 15, batch.c) a batch's children: each gets the batch's id and they go
+ * in through store.batch.create() with the batch row. */
 int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
-                        pawl_id_t *ids, int *statuses,
+                        pawl_id_t *ids, int *statuses, int chain,
                         const store_batch_new_t *batch) {
   if (n == 0) return 0;
   pawl_enqueue_opts_t defaults;
@@ -504,7 +561,23 @@ int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
     if (rc && n > 1) {
       char msg[sizeof p->errmsg];
       snprintf(msg, sizeof msg, "%s", p->errmsg);
-      pawl__fail(p, rc, "job %zu: %s", i + 1, msg);
+      pawl__fail(p, rc, "%s %zu: %s", chain ? "step" : "job", i + 1, msg);
+    }
+    jobs[i].after_prev = chain && i > 0;
+    /* Dependencies with signals (issue 15): both would take the job out
+     * of `blocked` on their own (the last parent's end, the decision), so
+     * the first would run it while the other still holds it. Refused
+     * rather than half kept. */
+    if (!rc && jobs[i].signal_key && (jobs[i].nafter || jobs[i].after_prev)) {
+      char at[32] = "";
+      if (n > 1)
+        snprintf(at, sizeof at, "%s %zu: ", chain ? "step" : "job", i + 1);
+      rc = pawl__fail(p, PAWL_EINVAL,
+                      "%sa job may not wait both for parents (%s) and for a "
+                      "signal (\"%.60s\"); give the signal to a job of its "
+                      "own and make this one depend on it",
+                      at, jobs[i].nafter ? "after" : "a chain",
+                      jobs[i].signal_key);
     }
   }
   /* The host's events (if it wants them) hold their places before the
@@ -544,6 +617,26 @@ int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
   pawl__free(tmp_ids);
   pawl__free(tmp_st);
   return rc;
+}
+
+int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
+                      pawl_id_t *ids, int *statuses) {
+  return pawl_enqueue_items(p, items, n, ids, statuses, 0);
+}
+
+int pawl_chain(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
+               pawl_id_t *ids, int *statuses) {
+  p->errmsg[0] = 0;
+  if (n == 0 || n > PAWL_AFTER_MAX)
+    return pawl__fail(p, PAWL_EINVAL, "a chain has 1..%d steps (got %zu)",
+                      PAWL_AFTER_MAX, n);
+  return pawl_enqueue_items(p, items, n, ids, statuses, 1);
+}
+
+int pawl_deps_list(pawl_t *p, const pawl_id_t *id, pawl_dep_cb cb,
+                   void *data) {
+  p->errmsg[0] = 0;
+  return pawl_from_store(p, p->store->ops->deps.list(p->store, id, cb, data));
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -666,6 +759,9 @@ static int pawl_check_outcome(pawl_t *p, const pawl_outcome_t *o) {
   int rc;
   if (o->kind == PAWL_OUT_SUCCEEDED && o->result &&
       (rc = pawl_check_json(p, "result", o->result)))
+    return rc;
+  if (o->kind == PAWL_OUT_SUCCEEDED && o->branches &&
+      (rc = pawl_check_json(p, "branches", o->branches)))
     return rc;
   if ((o->kind == PAWL_OUT_RETRY || o->kind == PAWL_OUT_SNOOZE) &&
       (rc = pawl_check_int(p, "run_at", o->run_at, 0, PAWL_TIME_MAX_MS,

@@ -92,6 +92,8 @@ typedef enum cli_opt_id {
   CLI_O_CORRELATION_ID,
   CLI_O_BLOCKED,
   CLI_O_ORDERING_KEY,
+  CLI_O_AFTER,
+  CLI_O_WHEN,
   CLI_O_STATE,
   CLI_O_TYPE,
   CLI_O_LIMIT,
@@ -170,6 +172,8 @@ static const struct cli_opt {
     {"--ordering-key", CLI_O_ORDERING_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--resource", CLI_O_RESOURCE, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--rate", CLI_O_RATE, 1, CLI_BIT(CLI_LIMIT)},
+    {"--after", CLI_O_AFTER, 1, CLI_BIT(CLI_ENQUEUE)},
+    {"--when", CLI_O_WHEN, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--state", CLI_O_STATE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--type", CLI_O_TYPE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
@@ -249,6 +253,11 @@ static const char cli_usage_text[] =
     "      --signal KEY          wait (blocked) for `pawl signal KEY ...`;\n"
     "                            KEY is unique among live jobs\n"
     "      --signal-timeout SECONDS  fail if no decision comes in time\n"
+    "      --after ID[,ID...]    wait (blocked) until these jobs have ended;\n"
+    "                            repeat for more\n"
+    "      --when W              with --after: run if the parents ended as W\n"
+    "                            says: success (default), failure, done or\n"
+    "                            branch:NAME; else the job is canceled\n"
     "      --scripts DIR         where the job's script is (default ./scripts):\n"
     "                            its queue, priority and resource apply\n"
     "                            unless given\n"
@@ -405,6 +414,8 @@ typedef struct cli_args {
   pawl_host_opts_t host;   /* run */
   const char *node_id;
   int64_t lease_ms;
+  pawl_id_t *after;        /* owned: --after's ids (issue 15) */
+  size_t nafter;
   char *queues_copy;       /* owned: --queues split in place */
   const char **queues;     /* owned: points into queues_copy */
   int *queue_conc;         /* owned: --queues Q=N, 0 for a bare name */
@@ -627,6 +638,33 @@ static int cli_split_queues(cli_args_t *a, const char *v, char *err) {
   return 0;
 }
 
+/* --after ID[,ID...] (issue 15): appended to a->after. */
+static int cli_parse_after(cli_args_t *a, const char *v, char *err) {
+  const char *p = v;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    char text[PAWL_ID_STRLEN];
+    pawl_id_t id;
+    if (len != PAWL_ID_STRLEN - 1 ||
+        (memcpy(text, p, len), text[len] = 0, pawl_id_parse(&id, text)))
+      return cli_fail(err, CLI_USAGE, "--after: \"%.*s\" is not a job id",
+                      (int)(len > 60 ? 60 : len), p);
+    if (a->nafter >= PAWL_AFTER_MAX)
+      return cli_fail(err, CLI_USAGE, "--after: at most %d jobs",
+                      PAWL_AFTER_MAX);
+    pawl_id_t *g = realloc(a->after, (a->nafter + 1) * sizeof *g);
+    if (!g) return cli_fail(err, CLI_FAIL, "out of memory");
+    a->after = g;
+    a->after[a->nafter++] = id;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  a->enq.after = a->after;
+  a->enq.nafter = a->nafter;
+  return 0;
+}
+
 /* Stores one option's value in the arguments, checking it. */
 static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
                      char *err) {
@@ -701,6 +739,8 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
       return cli_fail(err, CLI_USAGE, "--rate: %s", msg);
     break;
   }
+  case CLI_O_AFTER: return cli_parse_after(a, v, err);
+  case CLI_O_WHEN: a->enq.when = v; break;
   case CLI_O_STATE:
     rc = cli_parse_state(v, &a->filter.state, err);
     a->has_filter = 1;
@@ -1179,10 +1219,15 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
   pawl_history_t *h = NULL;
   pawl_log_record_t *logs = NULL;
   size_t nlogs = 0;
+  cli_deps_t deps;
+  cli_deps_init(&deps, a->json);
   int rc = pawl_get(p, &a->id, &job);
   if (!rc) rc = pawl_history(p, &a->id, &h);
   if (!rc) rc = pawl_logs(p, &a->id, &logs, &nlogs);
+  if (!rc) rc = pawl_deps_list(p, &a->id, cli_deps_cb, &deps);
   if (rc) {
+    cli_deps_free(&deps);
+    pawl_logs_free(logs, nlogs);
     pawl_history_free(h);
     pawl_job_free(job);
     return cli_lib_fail(p, rc, err);
@@ -1195,6 +1240,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_json_history(&b, h);
     cli_json_logs(&b, logs, nlogs);
     cli_batch_of_job(p, &a->id, &b); /* issue 15 */
+    cli_deps_json(&b, &deps);
     pawl__buf_putc(&b, '}');
     rc = cli_emit(&b, err);
     pawl__buf_free(&b);
@@ -1206,11 +1252,13 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_attempt_rows(&attempts, h);
     cli_event_rows(&events, h);
     cli_log_rows(&lines, logs, nlogs);
-    if (fields.oom || attempts.oom || events.oom || lines.oom) {
+    if (fields.oom || attempts.oom || events.oom || lines.oom ||
+        cli_deps_oom(&deps)) {
       rc = cli_fail(err, CLI_FAIL, "out of memory");
     } else {
       cli_table_print(&fields, "");
       cli_batch_of_job(p, &a->id, NULL); /* issue 15 */
+      cli_deps_print(&deps);
       if (h->nattempts) {
         printf("attempts:\n");
         cli_table_print(&attempts, "  ");
@@ -1231,6 +1279,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_table_free(&events);
     cli_table_free(&lines);
   }
+  cli_deps_free(&deps);
   pawl_logs_free(logs, nlogs);
   pawl_history_free(h);
   pawl_job_free(job);
@@ -1579,6 +1628,7 @@ int main(int argc, char **argv) {
     }
   }
   free(a.tags);
+  free(a.after);
   free(a.queues);
   free(a.queues_copy);
   free(a.queue_conc);

@@ -95,5 +95,20 @@ int cli_flow_replace(pawl_t *p, const pawl_id_t *id,
  * "supersedes"; each only when there is one). */
 void cli_flow_fields(pawl_t *p, const pawl_id_t *id, cli_table_t *t);
 void cli_flow_json(pawl_t *p, const pawl_id_t *id, pawl_buf_t *b);
+/* `pawl show`'s parents and children (issue 15), gathered by cli_deps_cb
+ * (a pawl_dep_cb) as tables or, with json, as the members "parents" and
+ * "children" (cli_deps_json; written even when empty). */
+typedef struct cli_deps {
+  int json;
+  cli_table_t parents, children;
+  pawl_buf_t jparents, jchildren;
+  size_t nparents, nchildren;
+} cli_deps_t;
+void cli_deps_init(cli_deps_t *d, int json);
+int cli_deps_cb(const pawl_dep_t *dep, void *data);
+void cli_deps_json(pawl_buf_t *b, cli_deps_t *d);
+void cli_deps_print(const cli_deps_t *d);
+int cli_deps_oom(const cli_deps_t *d);
+void cli_deps_free(cli_deps_t *d);
 
 #endif

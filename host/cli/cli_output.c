@@ -454,3 +454,73 @@ void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs,
   }
 }
 
+
+/* ---- dependencies (issue 15) --------------------------------------------- */
+
+void cli_deps_init(cli_deps_t *d, int json) {
+  memset(d, 0, sizeof *d);
+  d->json = json;
+  d->parents.ncols = d->children.ncols = 4;
+  pawl__buf_init(&d->jparents);
+  pawl__buf_init(&d->jchildren);
+}
+
+int cli_deps_cb(const pawl_dep_t *dep, void *data) {
+  cli_deps_t *d = data;
+  char id[PAWL_ID_STRLEN];
+  pawl_id_format(&dep->id, id);
+  if (d->json) {
+    pawl_buf_t *b = dep->parent ? &d->jparents : &d->jchildren;
+    size_t *n = dep->parent ? &d->nparents : &d->nchildren;
+    pawl__buf_printf(b, "%s{\"id\":\"%s\",\"type\":", *n ? "," : "", id);
+    cli_json_str(b, dep->type);
+    pawl__buf_printf(b, ",\"state\":\"%s\",\"when\":",
+                     pawl_state_name(dep->state));
+    cli_json_str(b, dep->when);
+    pawl__buf_putc(b, '}');
+    ++*n;
+    return 0;
+  }
+  cli_table_t *t = dep->parent ? &d->parents : &d->children;
+  size_t *n = dep->parent ? &d->nparents : &d->nchildren;
+  if ((*n)++ == 0) {
+    static const char *const head[4] = {"id", "type", "state", "when"};
+    cli_table_row(t, head);
+  }
+  const char *row[4] = {id, dep->type, pawl_state_name(dep->state),
+                        dep->when};
+  cli_table_row(t, row);
+  return 0;
+}
+
+void cli_deps_json(pawl_buf_t *b, cli_deps_t *d) {
+  pawl__buf_puts(b, ",\"parents\":[");
+  pawl__buf_append(b, d->jparents.data, d->jparents.len);
+  pawl__buf_puts(b, "],\"children\":[");
+  pawl__buf_append(b, d->jchildren.data, d->jchildren.len);
+  pawl__buf_putc(b, ']');
+  if (d->jparents.oom || d->jchildren.oom) b->oom = 1;
+}
+
+void cli_deps_print(const cli_deps_t *d) {
+  if (d->nparents) {
+    printf("parents:\n");
+    cli_table_print(&d->parents, "  ");
+  }
+  if (d->nchildren) {
+    printf("children:\n");
+    cli_table_print(&d->children, "  ");
+  }
+}
+
+int cli_deps_oom(const cli_deps_t *d) {
+  return d->parents.oom || d->children.oom || d->jparents.oom ||
+         d->jchildren.oom;
+}
+
+void cli_deps_free(cli_deps_t *d) {
+  cli_table_free(&d->parents);
+  cli_table_free(&d->children);
+  pawl__buf_free(&d->jparents);
+  pawl__buf_free(&d->jchildren);
+}

@@ -123,6 +123,8 @@ typedef struct pawl__lua_outcome {
   int64_t run_at;            /* retry, snooze: when (store clock ms) */
   int ordering_skip;         /* retry: pawl_outcome_t.ordering_skip (the
                                 type's ordering = "skip_failed") */
+  char *branches;            /* success: the branches that fired, a JSON
+                                array, or NULL (issue 15) */
   pawl_log_entry_t *logs;    /* the job's ctx:log lines, with their strings */
   size_t nlogs;
   int hooks;                 /* which hooks to run once it is stored: 1

@@ -49,8 +49,8 @@ static double hb_num(lua_State *L, int e, int i, const char *what, double min,
 
 /* Reads entry `e` ({type, payload_json, queue, priority, delay_s, run_at_s,
  * max_attempts, timeout_s, correlation_id, tags, params_json, resource,
- * signal, signal_timeout_s}) into *it and
- * *o. Tags go into a userdata anchored in the table at `anchor`. 0, or -1
+ * signal, signal_timeout_s, after (a list of job ids), when}) into *it and
+ * *o. The parents' ids go into a userdata anchored as the tags are. Tags go into a userdata anchored in the table at `anchor`. 0, or -1
  * with err set. [-0, +0, m] */
 static int hb_entry(lua_State *L, int e, int anchor, pawl_enqueue_item_t *it,
                     pawl_enqueue_opts_t *o, char *err, size_t errlen) {
@@ -82,6 +82,45 @@ static int hb_entry(lua_State *L, int e, int anchor, pawl_enqueue_item_t *it,
                               errlen);
   if (err[0]) return -1;
   o->signal_timeout_ms = (int64_t)ceil(sig_timeout * 1000.0);
+  /* Dependencies (issue 15): a child may wait for jobs outside the batch
+   * (a callback may not: pawl_batch_enqueue() refuses it). */
+  o->when = hb_str(L, e, 16, "when", err, errlen);
+  if (err[0]) return -1;
+  lua_rawgeti(L, e, 15);
+  if (lua_istable(L, -1)) {
+    size_t n = lua_objlen(L, -1);
+    if (n > PAWL_AFTER_MAX) {
+      lua_pop(L, 1);
+      snprintf(err, errlen, "after names %zu jobs; at most %d", n,
+               PAWL_AFTER_MAX);
+      return -1;
+    }
+    pawl_id_t *after = lua_newuserdata(L, (n ? n : 1) * sizeof *after);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, anchor);
+    for (size_t i = 0; i < n; i++) {
+      lua_rawgeti(L, -1, (int)i + 1);
+      const char *t =
+          lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+      int bad = !t || pawl_id_parse(&after[i], t) != 0;
+      if (bad)
+        snprintf(err, errlen, "after: %s%.60s%s is not a job id",
+                 t ? "\"" : "", t ? t : luaL_typename(L, -1), t ? "\"" : "");
+      lua_pop(L, 1);
+      if (bad) {
+        lua_pop(L, 1);
+        return -1;
+      }
+    }
+    o->after = after;
+    o->nafter = n;
+  } else if (!lua_isnil(L, -1)) {
+    snprintf(err, errlen, "after must be a list of job ids (got %s)",
+             luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return -1;
+  }
+  lua_pop(L, 1);
   if (!it->type) {
     snprintf(err, errlen, "type must be a string");
     return -1;

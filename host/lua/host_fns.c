@@ -189,65 +189,65 @@ static int host_fn_optnum(lua_State *L, int i, const char *what, double min,
   return 0;
 }
 
-/* host.enqueue(type, payload_json, queue, priority, delay_s, run_at_s,
- *              max_attempts, timeout_s, key, business_key, return_existing,
- *              correlation_id, tags_json, params_json, blocked,
- *              ordering_key, resource, signal, signal_timeout_s)
- *   -> id, status | nil, message [-19, +2, e] */
-static int host_fn_enqueue(lua_State *L) {
-  pawl__lua_t *w = host_fn_worker(L);
-  host_fn_no_load(L, w, "pawl.enqueue");
-  const char *type = luaL_checkstring(L, 1);
-  const char *payload = luaL_checkstring(L, 2);
-  pawl_enqueue_opts_t o;
-  pawl_enqueue_opts_init(&o);
-  o.queue = host_fn_optstr(L, 3);
+/* The arguments of one enqueue, at stack indices base .. base + 20: type,
+ * payload_json, queue, priority, delay_s, run_at_s, max_attempts,
+ * timeout_s, key, business_key, return_existing, correlation_id,
+ * tags_json, params_json, blocked, ordering_key, resource (issue 14),
+ * signal, signal_timeout_s (issue 15: signals), after (a list of job ids,
+ * issue 15: dependencies), when. Strings are borrowed from the values (the caller keeps
+ * them referenced); what the options need besides (the decoded tags, the
+ * parsed ids) is kept in the table at index `anchor`. `by`: the enqueuer's
+ * name, PAWL_ID_STRLEN + 8 bytes the caller keeps. Returns 0, or -1 with
+ * the reason in err; raises on values of the wrong type. [-0, +0, e] */
+static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
+                                int anchor, const char **type,
+                                const char **payload, pawl_enqueue_opts_t *o,
+                                char *by, char *err, size_t errlen) {
+#define ARG(k) (base + (k) - 1)
+  *type = luaL_checkstring(L, ARG(1));
+  *payload = luaL_checkstring(L, ARG(2));
+  pawl_enqueue_opts_init(o);
+  o->queue = host_fn_optstr(L, ARG(3));
   /* Numbers are bounded here, before any conversion: the API refuses what
    * is out of range too, but a double from Lua may not even fit the C
    * type it is converted to. Delays and times are seconds, ms resolution,
    * never earlier than asked. */
-  char err[256];
   double prio, delay, run_at, attempts, timeout;
-  if (host_fn_optnum(L, 4, "priority", PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX, 1,
-                     NULL, &prio, err, sizeof err) ||
-      host_fn_optnum(L, 5, "delay", 0, PAWL_DELAY_MAX_MS / 1000.0, 0,
-                     "seconds", &delay, err, sizeof err) ||
-      host_fn_optnum(L, 6, "run_at", 0, PAWL_TIME_MAX_MS / 1000.0, 0,
-                     "seconds since the epoch", &run_at, err, sizeof err) ||
-      host_fn_optnum(L, 7, "max_attempts", 1, PAWL_ATTEMPTS_MAX, 1, NULL,
-                     &attempts, err, sizeof err) ||
-      host_fn_optnum(L, 8, "timeout", 0, PAWL_TIMEOUT_MAX_S, 1, "seconds",
-                     &timeout, err, sizeof err)) {
-    lua_pushnil(L);
-    lua_pushstring(L, err);
-    return 2;
-  }
-  o.priority = (int32_t)prio;
-  o.delay_ms = (int64_t)ceil(delay * 1000.0);
-  o.run_at = (int64_t)ceil(run_at * 1000.0);
-  o.max_attempts = (int32_t)attempts;
-  o.timeout_s = (int32_t)timeout;
-  o.idempotency_key = host_fn_optstr(L, 9);
-  o.business_key = host_fn_optstr(L, 10);
-  o.return_existing = lua_toboolean(L, 11);
-  o.correlation_id = host_fn_optstr(L, 12);
-  const char *tags_json = host_fn_optstr(L, 13);
-  o.params = host_fn_optstr(L, 14);
-  o.blocked = lua_toboolean(L, 15);
-  o.ordering_key = host_fn_optstr(L, 16);
-  o.resource = host_fn_optstr(L, 17);
-  o.signal = host_fn_optstr(L, 18); /* issue 15: signals */
+  if (host_fn_optnum(L, ARG(4), "priority", PAWL_PRIORITY_MIN,
+                     PAWL_PRIORITY_MAX, 1, NULL, &prio, err, errlen) ||
+      host_fn_optnum(L, ARG(5), "delay", 0, PAWL_DELAY_MAX_MS / 1000.0, 0,
+                     "seconds", &delay, err, errlen) ||
+      host_fn_optnum(L, ARG(6), "run_at", 0, PAWL_TIME_MAX_MS / 1000.0, 0,
+                     "seconds since the epoch", &run_at, err, errlen) ||
+      host_fn_optnum(L, ARG(7), "max_attempts", 1, PAWL_ATTEMPTS_MAX, 1, NULL,
+                     &attempts, err, errlen) ||
+      host_fn_optnum(L, ARG(8), "timeout", 0, PAWL_TIMEOUT_MAX_S, 1, "seconds",
+                     &timeout, err, errlen))
+    return -1;
+  o->priority = (int32_t)prio;
+  o->delay_ms = (int64_t)ceil(delay * 1000.0);
+  o->run_at = (int64_t)ceil(run_at * 1000.0);
+  o->max_attempts = (int32_t)attempts;
+  o->timeout_s = (int32_t)timeout;
+  o->idempotency_key = host_fn_optstr(L, ARG(9));
+  o->business_key = host_fn_optstr(L, ARG(10));
+  o->return_existing = lua_toboolean(L, ARG(11));
+  o->correlation_id = host_fn_optstr(L, ARG(12));
+  const char *tags_json = host_fn_optstr(L, ARG(13));
+  o->params = host_fn_optstr(L, ARG(14));
+  o->blocked = lua_toboolean(L, ARG(15));
+  o->ordering_key = host_fn_optstr(L, ARG(16));
+  o->resource = host_fn_optstr(L, ARG(17));
+  o->signal = host_fn_optstr(L, ARG(18)); /* issue 15: signals */
   double sig_timeout;
-  if (host_fn_optnum(L, 19, "signal_timeout", 0, PAWL_DELAY_MAX_MS / 1000.0,
-                     0, "seconds", &sig_timeout, err, sizeof err)) {
-    lua_pushnil(L);
-    lua_pushstring(L, err);
-    return 2;
-  }
-  o.signal_timeout_ms = (int64_t)ceil(sig_timeout * 1000.0);
+  if (host_fn_optnum(L, ARG(19), "signal_timeout", 0,
+                     PAWL_DELAY_MAX_MS / 1000.0, 0, "seconds", &sig_timeout,
+                     err, errlen))
+    return -1;
+  o->signal_timeout_ms = (int64_t)ceil(sig_timeout * 1000.0);
+  o->when = host_fn_optstr(L, ARG(21));
   /* Tags arrive as a JSON array from the Lua side: decode them back into
-   * strings, anchored on the stack. */
-  const char *tags[64];
+   * strings, the table anchored. */
   if (tags_json) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_decode);
     lua_pushstring(L, tags_json);
@@ -255,24 +255,91 @@ static int host_fn_enqueue(lua_State *L) {
     if (!lua_istable(L, -1)) return luaL_error(L, "tags must be a list");
     size_t n = lua_objlen(L, -1);
     if (n > 64) return luaL_error(L, "at most 64 tags");
+    const char **tags = lua_newuserdata(L, (n ? n : 1) * sizeof *tags);
+    lua_rawseti(L, anchor, (int)lua_objlen(L, anchor) + 1);
     for (size_t i = 0; i < n; i++) {
       lua_rawgeti(L, -1, (int)i + 1);
       tags[i] = lua_tostring(L, -1);
       if (!tags[i]) return luaL_error(L, "tags must be strings");
-      lua_pop(L, 1); /* still referenced by the table on the stack */
+      lua_pop(L, 1); /* still referenced by the table */
     }
-    o.tags = tags;
-    o.ntags = n;
+    lua_rawseti(L, anchor, (int)lua_objlen(L, anchor) + 1);
+    o->tags = tags;
+    o->ntags = n;
+  }
+  /* Dependencies (issue 15): the parents' ids, parsed into memory the
+   * anchor holds (collected with it, also when this raises). */
+  if (!lua_isnoneornil(L, ARG(20))) {
+    luaL_checktype(L, ARG(20), LUA_TTABLE);
+    size_t n = lua_objlen(L, ARG(20));
+    if (n > PAWL_AFTER_MAX) {
+      snprintf(err, errlen, "after names %zu jobs; at most %d", n,
+               PAWL_AFTER_MAX);
+      return -1;
+    }
+    pawl_id_t *ids = lua_newuserdata(L, (n ? n : 1) * sizeof *ids);
+    lua_rawseti(L, anchor, (int)lua_objlen(L, anchor) + 1);
+    for (size_t i = 0; i < n; i++) {
+      lua_rawgeti(L, ARG(20), (int)i + 1);
+      const char *text = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1)
+                                                        : NULL;
+      int bad = !text || pawl_id_parse(&ids[i], text) != 0;
+      if (bad)
+        snprintf(err, errlen, "after: %s%.60s%s is not a job id",
+                 text ? "\"" : "", text ? text : luaL_typename(L, -1),
+                 text ? "\"" : "");
+      lua_pop(L, 1);
+      if (bad) return -1;
+    }
+    o->after = ids;
+    o->nafter = n;
   }
   /* Jobs enqueued by a job say so, and share its correlation id (its own
    * id when it has none), so a chain of jobs can be followed. */
-  char by[PAWL_ID_STRLEN + 8] = "job", parent[PAWL_ID_STRLEN];
   if (w->job) {
+    char parent[PAWL_ID_STRLEN];
     pawl_id_format(&w->job->id, parent);
-    snprintf(by, sizeof by, "job:%s", parent);
-    o.enqueued_by = by;
-    if (!o.correlation_id)
-      o.correlation_id = w->job->correlation_id ? w->job->correlation_id : parent;
+    snprintf(by, PAWL_ID_STRLEN + 8, "job:%s", parent);
+    o->enqueued_by = by;
+    if (!o->correlation_id) {
+      if (w->job->correlation_id) {
+        o->correlation_id = w->job->correlation_id;
+      } else {
+        lua_pushstring(L, parent); /* anchored: the id outlives this */
+        o->correlation_id = lua_tostring(L, -1);
+        lua_rawseti(L, anchor, (int)lua_objlen(L, anchor) + 1);
+      }
+    }
+  }
+  return 0;
+#undef ARG
+}
+
+static const char *host_fn_status(int status) {
+  return status == PAWL_ENQ_NEW         ? "new"
+         : status == PAWL_ENQ_DUPLICATE ? "duplicate"
+                                        : "existing";
+}
+
+/* host.enqueue(type, payload_json, queue, priority, delay_s, run_at_s,
+ *              max_attempts, timeout_s, key, business_key, return_existing,
+ *              correlation_id, tags_json, params_json, blocked,
+ *              ordering_key, resource, signal, signal_timeout_s,
+ *              after, when)
+ *   -> id, status | nil, message [-21, +2, e] */
+static int host_fn_enqueue(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  host_fn_no_load(L, w, "pawl.enqueue");
+  lua_settop(L, 21);
+  lua_newtable(L); /* the anchor, at 22 */
+  char err[256], by[PAWL_ID_STRLEN + 8];
+  const char *type, *payload;
+  pawl_enqueue_opts_t o;
+  if (host_fn_read_enqueue(L, w, 1, 22, &type, &payload, &o, by, err,
+                           sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
   }
   pawl_id_t id;
   int status = 0;
@@ -284,9 +351,7 @@ static int host_fn_enqueue(lua_State *L) {
   char text[PAWL_ID_STRLEN];
   pawl_id_format(&id, text);
   lua_pushstring(L, text);
-  lua_pushstring(L, status == PAWL_ENQ_NEW         ? "new"
-                    : status == PAWL_ENQ_DUPLICATE ? "duplicate"
-                                                   : "existing");
+  lua_pushstring(L, host_fn_status(status));
   return 2;
 }
 
@@ -418,6 +483,63 @@ static int host_fn_replace(lua_State *L) {
   char text[PAWL_ID_STRLEN];
   pawl_id_format(&nid, text);
   lua_pushstring(L, text);
+  return 1;
+}
+
+/* host.chain(steps) -> ids | nil, message [-1, +1|2, e]
+ * steps: a list of argument lists, each as host.enqueue takes them; the
+ * steps go in one transaction, each after the one before it succeeds
+ * (pawl_chain()). ids: their ids, in order. */
+static int host_fn_chain(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  host_fn_no_load(L, w, "pawl.chain");
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  size_t n = lua_objlen(L, 1);
+  if (n < 1 || n > 1000) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "a chain has 1..1000 steps (got %d)", (int)n);
+    return 2;
+  }
+  lua_newtable(L); /* the anchor, at 2 */
+  pawl_enqueue_item_t *items = lua_newuserdata(L, n * sizeof *items);
+  lua_rawseti(L, 2, 1);
+  pawl_enqueue_opts_t *opts = lua_newuserdata(L, n * sizeof *opts);
+  lua_rawseti(L, 2, 2);
+  pawl_id_t *ids = lua_newuserdata(L, n * sizeof *ids);
+  lua_rawseti(L, 2, 3);
+  char (*by)[PAWL_ID_STRLEN + 8] = lua_newuserdata(L, n * sizeof *by);
+  lua_rawseti(L, 2, 4);
+  luaL_checkstack(L, 24, "pawl.chain");
+  char err[256];
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 1, (int)i + 1); /* the step's list, at 3 */
+    luaL_checktype(L, 3, LUA_TTABLE);
+    for (int k = 1; k <= 21; k++) lua_rawgeti(L, 3, k);
+    /* Strings stay referenced by the step's list, which `steps` holds. */
+    int bad = host_fn_read_enqueue(L, w, 4, 2, &items[i].type,
+                                   &items[i].payload, &opts[i], by[i], err,
+                                   sizeof err);
+    lua_settop(L, 2);
+    if (bad) {
+      lua_pushnil(L);
+      lua_pushfstring(L, "step %d: %s", (int)i + 1, err);
+      return 2;
+    }
+    items[i].opts = &opts[i];
+  }
+  if (pawl_chain(w->cfg.p, items, n, ids, NULL) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    return 2;
+  }
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(&ids[i], text);
+    lua_pushstring(L, text);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
   return 1;
 }
 
@@ -662,12 +784,12 @@ static const luaL_Reg host_fns[] = {
     {"canceled", host_fn_canceled}, {"heartbeat", host_fn_heartbeat},
     {"signal_of", host_fn_signal_of}, {"signal", host_fn_signal},
     {"replace", host_fn_replace},
-    {"enqueue", host_fn_enqueue}, {"now", host_fn_now},
+    {"enqueue", host_fn_enqueue}, {"chain", host_fn_chain}, {"now", host_fn_now},
+    {"batch", pawl__lua_host_batch}, /* host_batch.c (issue 15) */
     {"print", host_fn_print},     {"time", host_fn_time},
     {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},
     {"lock_release", host_fn_lock_release}, {"entropy", host_fn_entropy},
     {"text", host_fn_text},       {"cron_check", host_fn_cron_check},
-    {"batch", pawl__lua_host_batch}, /* host_batch.c (issue 15) */
     {NULL, NULL}};
 
 void pawl__lua_push_host(lua_State *L, pawl__lua_t *w) {

@@ -696,7 +696,44 @@ static const char *const lpawl_enqueue_names[] = {
     "queue", "priority", "run_at", "delay_ms", "max_attempts", "timeout",
     "params", "tags", "key", "business_key", "return_existing",
     "correlation_id", "enqueued_by", "blocked", "ordering_key", "resource",
-    "signal", "signal_timeout_ms", NULL};
+    "signal", "signal_timeout_ms", "after", "when", NULL};
+
+/* [-0, +0, e] Dependencies (issue 15): t.after, a job id or a list of them,
+ * parsed into a userdata the anchor keeps; *n of them (NULL, 0: none). */
+static const pawl_id_t *lpawl_opt_after(lua_State *L, int t, int anchor,
+                                        size_t *n, int argn,
+                                        const char *prefix) {
+  *n = 0;
+  lua_getfield(L, t, "after");
+  int v = lua_gettop(L);
+  if (lua_isnil(L, v)) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  int one = lua_type(L, v) == LUA_TSTRING;
+  if (!one && lua_type(L, v) != LUA_TTABLE)
+    luaL_argerror(L, argn, lpawl_msg(L, prefix, "option \"after\" must be a job id or a list of them (got %s)",
+                                     luaL_typename(L, v)));
+  size_t len = one ? 1 : lua_objlen(L, v);
+  if (len > PAWL_AFTER_MAX)
+    luaL_argerror(L, argn, lpawl_msg(L, prefix, "option \"after\" names %d jobs; at most %d",
+                                     (int)len, PAWL_AFTER_MAX));
+  pawl_id_t *ids = lua_newuserdata(L, (len ? len : 1) * sizeof *ids);
+  lpawl_anchor(L, anchor);
+  lua_pop(L, 1);
+  for (size_t i = 0; i < len; i++) {
+    if (one) lua_pushvalue(L, v);
+    else lua_rawgeti(L, v, (int)i + 1);
+    const char *text = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (!text || pawl_id_parse(&ids[i], text) != 0)
+      luaL_argerror(L, argn, lpawl_msg(L, prefix, "option \"after\": %s is not a job id",
+                                       text ? text : luaL_typename(L, -1)));
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  *n = len;
+  return ids;
+}
 
 /* [-0, +0, e] Reads enqueue options from the table at `t` (or nil). */
 static void lpawl_read_enqueue_opts(lua_State *L, int t, int anchor,
@@ -737,6 +774,8 @@ static void lpawl_read_enqueue_opts(lua_State *L, int t, int anchor,
   o->signal_timeout_ms = (int64_t)lpawl_opt_int(
       L, t, "signal_timeout_ms", 0, -LPAWL_MAX_EXACT, LPAWL_MAX_EXACT, argn,
       prefix);
+  o->after = lpawl_opt_after(L, t, anchor, &o->nafter, argn, prefix);
+  o->when = lpawl_opt_str(L, t, "when", anchor, argn, prefix);
 }
 
 /* [-0, +0, e] Per-key ordering: a job of a type this handle defined
@@ -811,7 +850,7 @@ static int lpawl_enqueue(lua_State *L) {
 
 /* db:enqueue_many{ {type, payload, opts}, ... } [-0, +2|3, e] ids, statuses
  * All or nothing: one transaction. */
-static int lpawl_enqueue_many(lua_State *L) {
+static int lpawl_enqueue_items(lua_State *L, int chain) {
   lpawl_handle_t *h = lpawl_check(L, 1);
   pawl_t *p = h->p;
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -855,7 +894,8 @@ static int lpawl_enqueue_many(lua_State *L) {
     items[i].opts = &opts[i];
     lua_pop(L, 1);
   }
-  int rc = pawl_enqueue_many(p, items, n, ids, statuses);
+  int rc = chain ? pawl_chain(p, items, n, ids, statuses)
+               : pawl_enqueue_many(p, items, n, ids, statuses);
   if (rc) return lpawl_fail(L, p, rc);
   lua_createtable(L, (int)n, 0);
   lua_createtable(L, (int)n, 0);
@@ -1010,6 +1050,14 @@ static int lpawl_job_batch(lua_State *L) {
   lua_pushstring(L, pawl_batch_role_name(role));
   return 2;
 }
+static int lpawl_enqueue_many(lua_State *L) {
+  return lpawl_enqueue_items(L, 0);
+}
+
+/* db:chain{ {type, payload, opts}, ... } -> ids, statuses [-0, +2|3, e]
+ * (issue 15): as db:enqueue_many, each job after the one before it
+ * succeeds (pawl_chain()). */
+static int lpawl_chain(lua_State *L) { return lpawl_enqueue_items(L, 1); }
 
 /* db:get(id) [-0, +1|3, e] */
 static int lpawl_get(lua_State *L) {
@@ -1519,6 +1567,7 @@ static const luaL_Reg lpawl_methods[] = {
     {"batch", lpawl_batch},
     {"batch_get", lpawl_batch_get},
     {"job_batch", lpawl_job_batch},
+    {"chain", lpawl_chain},
     {"get", lpawl_get},
     {"cancel", lpawl_cancel},
     {"pause", lpawl_pause},

@@ -260,14 +260,37 @@ static int run_prepare(pawl__lua_t *w, int job_index, uint64_t run_seq,
   return rc;
 }
 
+/* The branches of the job's type that fire on its result (issue 15; the
+ * result at `result_index`), evaluated once, now, before the outcome is
+ * written: the outcome carries their names. A predicate that raises is
+ * logged on the job by pawl.worker and fires nothing; one that runs past
+ * the step's deadline fires nothing either. [-0, +0, -] */
+static void run_branches(pawl__lua_t *w, pawl__lua_outcome_t *o,
+                         int job_index, int result_index, uint64_t seq) {
+  lua_State *L = w->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
+  lua_getfield(L, -1, "branches_json");
+  lua_remove(L, -2);
+  lua_pushvalue(L, job_index);
+  lua_pushvalue(L, result_index);
+  lua_pushnumber(L, (double)seq);
+  w->run_seq = seq; /* ctx:log's lines of this run */
+  int rc = pawl__lua_call(w, 3, 1, PAWL__LUA_STEP_TIMEOUT_S, NULL);
+  w->run_seq = 0;
+  if (rc == 0 && lua_type(L, -1) == LUA_TSTRING)
+    o->branches = pawl__strdup(lua_tostring(L, -1));
+  lua_pop(L, 1);
+}
+
 /* A run() that returned a value (on top): its JSON becomes the result, or
  * the job fails if it cannot be stored. */
 static void run_succeeded(pawl__lua_t *w, pawl__lua_outcome_t *o,
-                          int job_index, int hooks) {
+                          int job_index, int hooks, uint64_t seq) {
   lua_State *L = w->L;
   if (lua_isnil(L, -1)) {
     /* No result to encode (the common no-op case). */
     o->kind = PAWL_OUT_SUCCEEDED;
+    run_branches(w, o, job_index, lua_gettop(L), seq);
     run_keep_for_hooks(w, o, job_index, lua_gettop(L), hooks & 1);
     return;
   }
@@ -284,6 +307,7 @@ static void run_succeeded(pawl__lua_t *w, pawl__lua_outcome_t *o,
     run_fail(w, o, job_index);
   } else {
     o->kind = PAWL_OUT_SUCCEEDED;
+    run_branches(w, o, job_index, result_index, seq);
     run_keep_for_hooks(w, o, job_index, result_index, hooks & 1);
   }
 }
@@ -346,7 +370,7 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
     w->run_seq = 0;
     pawl__lua_release_locks(w);
     if (rc == 0)
-      run_succeeded(w, o, job_index, hooks);
+      run_succeeded(w, o, job_index, hooks, run_seq);
     else
       run_raised(w, o, job_index, rc, why, timeout, hooks);
   }
@@ -356,6 +380,7 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
 
 void pawl__lua_outcome_free(pawl__lua_outcome_t *o) {
   pawl__free(o->result);
+  pawl__free(o->branches);
   pawl__free(o->error);
   for (size_t i = 0; i < o->nlogs; i++) {
     pawl__free((char *)o->logs[i].level);

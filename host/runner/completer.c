@@ -264,6 +264,9 @@ static int completer_rewrite(host_outcome_t *o, const char *why) {
   if (pawl__asprintf(&msg, "%s: %s", what, why) < 0) return -1;
   pawl__free(o->result);
   o->result = NULL;
+  pawl__free(o->branches);
+  o->branches = NULL;
+  o->out.branches = NULL;
   pawl__free(o->error);
   o->error = msg;
   o->out.result = NULL;

@@ -61,6 +61,7 @@ void pawl__host_outcome_free(host_outcome_t *o) {
   if (!o) return;
   pawl_job_free(o->job);
   pawl__free(o->result);
+  pawl__free(o->branches);
   pawl__free(o->error);
   for (size_t i = 0; i < o->nlogs; i++) {
     pawl__free((char *)o->logs[i].level);

@@ -329,6 +329,8 @@ static void worker_take(host_outcome_t *o, pawl__lua_outcome_t *r) {
   o->out.run_at = r->run_at;
   o->out.ordering_skip = r->ordering_skip;
   o->result = r->result;
+  o->branches = r->branches;
+  o->out.branches = o->branches;
   o->error = r->error;
   o->logs = r->logs;
   o->nlogs = r->nlogs;

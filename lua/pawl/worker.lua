@@ -86,7 +86,14 @@ local ENQUEUE_OPTS = {
   correlation_id = "string", tags = "table", params = "table",
   blocked = "boolean", ordering_key = "string", resource = "string",
   signal = "string", signal_timeout = "number", -- issue 15: signals
+  -- Dependencies (issue 15): after is a job id or a list of them.
+  after = "table", when = "string",
 }
+
+-- The job running now and its script, for the sanitizer of what it logs
+-- and prints (set by prepare and hook; a worker runs one job at a time).
+local current_job, current_spec = nil, nil
+local clean -- the sanitizer step, defined below
 
 local pawl = {
   retry = retry,
@@ -94,21 +101,50 @@ local pawl = {
   json = json,
 }
 
--- Enqueues a job from inside a job. The target type's script chooses its
--- queue, priority and resource (decided now, unless opts say otherwise); its
+-- The arguments of host.enqueue for one job (a list of 21), checked; or
+-- raises naming `fname`. The target type's script chooses its queue,
+-- priority and resource (decided now, unless opts say otherwise); its
 -- max_attempts and timeout are left to the worker that runs it, which
 -- reads them from the script then.
-function pawl.enqueue(jtype, payload, opts)
+local function enqueue_args(fname, jtype, payload, opts, level)
+  level = level + 1
   if type(jtype) ~= "string" then
-    error("pawl.enqueue: job type must be a string", 2)
+    error(fname .. ": job type must be a string", level)
   end
   opts = opts or {}
-  if type(opts) ~= "table" then error("pawl.enqueue: opts must be a table", 2) end
+  if type(opts) ~= "table" then error(fname .. ": opts must be a table", level) end
   for k, v in pairs(opts) do
     local want = ENQUEUE_OPTS[k]
-    if not want then error(("pawl.enqueue: unknown option %q"):format(tostring(k)), 2) end
-    if type(v) ~= want then
-      error(("pawl.enqueue: option %s must be a %s"):format(k, want), 2)
+    if not want then error(("%s: unknown option %q"):format(fname, tostring(k)), level) end
+    if type(v) ~= want and not (k == "after" and type(v) == "string") then
+      error(("%s: option %s must be a %s"):format(fname, k, want), level)
+    end
+  end
+  local after = opts.after
+  if type(after) == "string" then after = { after } end
+  if after then
+    for i = 1, #after do
+      if type(after[i]) ~= "string" then
+        error(("%s: after must list job ids (item %d is a %s)")
+          :format(fname, i, type(after[i])), level)
+      end
+    end
+  end
+  -- Dependencies (issue 15): a branch of the job that is running now (its
+  -- own children) is checked against its script here; a branch of another
+  -- job is not (its script is not at hand): a name it does not define
+  -- never fires, and the child is canceled when that parent ends.
+  local when = opts.when
+  if when and when:sub(1, 7) == "branch:" and after and current_job then
+    local name = when:sub(8)
+    for i = 1, #after do
+      if after[i] == current_job.id then
+        local b = current_spec and current_spec.branches
+        if not (b and b[name]) then
+          error(("%s: unknown branch %q: job type %s defines no such branch")
+            :format(fname, name, current_job.type), level)
+        end
+      end
     end
   end
   local spec = spec_of(jtype)
@@ -118,9 +154,9 @@ function pawl.enqueue(jtype, payload, opts)
   if okey == nil and spec then
     local err
     okey, err = W.ordering_key_of(spec, jtype, payload)
-    if err then error("pawl.enqueue: " .. err, 2) end
+    if err then error(fname .. ": " .. err, level) end
   end
-  local id, status = host.enqueue(jtype, body,
+  return { jtype, body,
     opts.queue or (spec and spec.queue),
     opts.priority or (spec and spec.priority) or 0,
     opts.delay, opts.run_at,
@@ -131,7 +167,13 @@ function pawl.enqueue(jtype, payload, opts)
     opts.params and pjson.encode(opts.params) or nil,
     opts.blocked, okey,
     opts.resource or (spec and spec.resource),
-    opts.signal, opts.signal_timeout)
+    opts.signal, opts.signal_timeout, after, when, n = 21 }
+end
+
+-- Enqueues a job from inside a job.
+function pawl.enqueue(jtype, payload, opts)
+  local a = enqueue_args("pawl.enqueue", jtype, payload, opts, 2)
+  local id, status = host.enqueue(unpack(a, 1, 21))
   if not id then error("pawl.enqueue: " .. status, 2) end
   return id, status
 end
@@ -201,7 +243,7 @@ local function batch_entry(what, e)
     if not want then
       error(("pawl.batch: %s: unknown option %q"):format(what, tostring(k)), 3)
     end
-    if type(v) ~= want then
+    if type(v) ~= want and not (k == "after" and type(v) == "string") then
       error(("pawl.batch: %s: option %s must be a %s"):format(what, k, want), 3)
     end
   end
@@ -228,7 +270,9 @@ local function batch_entry(what, e)
     -- A child takes its script's resource as pawl.enqueue does; a callback
     -- only the one given (which the C API refuses: it would be lost).
     opts.resource or (what:match("^job") and spec and spec.resource or nil),
-    opts.signal, opts.signal_timeout }
+    opts.signal, opts.signal_timeout,
+    -- Dependencies (issue 15): a child may wait for jobs outside the batch.
+    type(opts.after) == "string" and { opts.after } or opts.after, opts.when }
 end
 
 -- Enqueues a batch (README "Batches"): t.jobs, a list of {type, payload,
@@ -255,6 +299,24 @@ function pawl.batch(t)
   local id, ids = host.batch(children, cbs)
   if not id then error("pawl.batch: " .. ids, 2) end
   return id, ids
+end
+
+-- Enqueues a chain of jobs in one transaction (issue 15): steps is a list
+-- of { type, payload, opts }; each step waits for the one before it to
+-- succeed. Returns the list of their ids.
+function pawl.chain(steps)
+  if type(steps) ~= "table" then error("pawl.chain: steps must be a list", 2) end
+  local args = {}
+  for i = 1, #steps do
+    local st = steps[i]
+    if type(st) ~= "table" then
+      error(("pawl.chain: step %d must be a table {type, payload, opts}"):format(i), 2)
+    end
+    args[i] = enqueue_args(("pawl.chain: step %d"):format(i), st[1], st[2], st[3], 2)
+  end
+  local ids, err = host.chain(args)
+  if not ids then error("pawl.chain: " .. err, 2) end
+  return ids
 end
 
 -- Fails the job without retrying.
@@ -305,11 +367,6 @@ function pawl.now() return host.now() end
 function pawl.time() return host.time() end
 
 -- ---- ctx --------------------------------------------------------------
-
--- The job running now and its script, for the sanitizer of what it logs
--- and prints (set by prepare and hook; a worker runs one job at a time).
-local current_job, current_spec = nil, nil
-local clean -- the sanitizer step, defined below
 
 -- A copy of log fields fit to store: string values sanitized at any depth,
 -- and the value of every key that looks secret (password, token, ...)
@@ -699,6 +756,8 @@ local FIELDS = {
   ordering_key = "function", ordering = "string",
   -- Limits (issue 14): the resource its jobs hold a permit of.
   resource = "string",
+  -- Dependencies (issue 15): name -> predicate of the result.
+  branches = "table",
 }
 
 local MISFIRE = { run_once = true, catch_up = true, skip = true }
@@ -796,6 +855,18 @@ local function check_script(t, is_defaults)
     if r == "" or #r > 200 or r:find("[%c]") or r:sub(1, 6) == "queue:" then
       return nil, ("resource must be 1..200 bytes without control characters, "
                    .. "not beginning with \"queue:\" (got %q)"):format(r)
+    end
+  end
+  if t.branches then
+    if is_defaults then
+      return nil, "branches belong to a job type's script, not _defaults.lua"
+    end
+    for k, v in pairs(t.branches) do
+      local bad = bad_ordering_key(k) -- the same rule: a name
+      if bad then return nil, "branches: a branch name " .. bad end
+      if type(v) ~= "function" then
+        return nil, ("branches: %s must be a function (got %s)"):format(k, type(v))
+      end
     end
   end
   if t.redact then
@@ -1097,6 +1168,32 @@ local function message_of(err)
     if ok then return s end
   end
   return tostring(err)
+end
+
+-- The branches of `job`'s type that fire on its result (issue 15): each
+-- predicate runs once, in name order; the names that return a true value
+-- are returned as a JSON array (nil: none fired, or the type has none). A
+-- predicate that raises fires nothing and is recorded as an error line in
+-- the job's log (ctx seq `seq`).
+function W.branches_json(job, result, seq)
+  local spec = spec_of(job.type)
+  local b = spec and spec.branches
+  if not b then return nil end
+  local names = {}
+  for k in pairs(b) do names[#names + 1] = k end
+  table.sort(names)
+  local fired = {}
+  for _, name in ipairs(names) do
+    local ok, v = pcall(b[name], result, job)
+    if not ok then
+      host.log(seq, "error", clean(spec, ("branch %s raised: %s")
+        :format(name, message_of(v)), job), nil)
+    elseif v then
+      fired[#fired + 1] = name
+    end
+  end
+  if #fired == 0 then return nil end
+  return pjson.encode(fired)
 end
 
 -- The sanitized text of `msg`: the type's sanitizer, else the operator's

@@ -8,6 +8,8 @@
 #include "test_list_store_limits.h"
 #include "test_list_sigrep.h"
 #include "test_list_batch.h"
+#include "test_list_deps.h"
+#include "test_list_deps_mix.h"
 #include "test_list_api.h"
 #include "test_list_iso8601.h"
 #include "test_list_redact.h"

@@ -613,6 +613,10 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  "DROP TABLE pawl_deps; ALTER TABLE pawl_jobs DROP COLUMN deps_left; "      \
+  "ALTER TABLE pawl_jobs DROP COLUMN deps_unmet; ALTER TABLE pawl_jobs "     \
+  "DROP COLUMN deps_open; ALTER TABLE pawl_jobs DROP COLUMN branches; "      \
+  "DELETE FROM pawl_schema WHERE name = 'V011__deps.sql'; "                  \
   "DROP TRIGGER pawl_batches_fire; DROP INDEX pawl_jobs_batch; ALTER TABLE " \
   "pawl_jobs DROP COLUMN batch_id; DROP TABLE pawl_batch_callbacks; DROP "   \
   "TABLE pawl_batches; DELETE FROM pawl_schema WHERE name = "                \
@@ -625,6 +629,14 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  "DROP FUNCTION pawl_deps_reopen(uuid); DROP FUNCTION pawl_deps_link("     \
+  "uuid, uuid[], text[], bigint); DROP FUNCTION pawl_deps_release(uuid[], "  \
+  "bigint); DROP FUNCTION pawl_deps_settle(uuid[], timestamptz); DROP "      \
+  "FUNCTION pawl_deps_why(uuid); DROP FUNCTION pawl_deps_met(text, "         \
+  "smallint, jsonb); DROP TABLE pawl_deps; ALTER TABLE pawl_jobs DROP "      \
+  "COLUMN deps_left, DROP COLUMN deps_unmet, DROP COLUMN deps_open, DROP "   \
+  "COLUMN branches; DELETE FROM pawl_schema WHERE name = "                   \
+  "'V010__deps.sql'; "                                                       \
   "DROP TABLE pawl_batch_callbacks; DROP TABLE pawl_batches; DROP "          \
   "FUNCTION pawl_batch_fire(); ALTER TABLE pawl_jobs DROP COLUMN batch_id; " \
   "DELETE FROM pawl_schema WHERE name = 'V009__batch.sql'; "                 \

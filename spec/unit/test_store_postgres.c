@@ -19,6 +19,8 @@
 #include "store_contract_ordering.h"
 #include "store_contract_sigrep.h"
 #include "store_contract_batch.h"
+#include "store_contract_deps.h"
+#include "store_contract_deps_mix.h"
 #include "unit.h"
 
 #define CONTRACT_PG(name) \
@@ -28,6 +30,8 @@ ADMIN_CONTRACT_TESTS(CONTRACT_PG)
 ORDERING_CONTRACT_TESTS(CONTRACT_PG)
 SIGREP_CONTRACT_TESTS(CONTRACT_PG)
 BATCH_CONTRACT_TESTS(CONTRACT_PG)
+DEPS_CONTRACT_TESTS(CONTRACT_PG)
+DEPS_MIX_CONTRACT_TESTS(CONTRACT_PG)
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -12,6 +12,8 @@
 #include "store_contract_ordering.h"
 #include "store_contract_sigrep.h"
 #include "store_contract_batch.h"
+#include "store_contract_deps.h"
+#include "store_contract_deps_mix.h"
 
 sqlite3 *pawl__store_sqlite_db(store_t *st);
 extern const store_migration_t pawl__store_sqlite_migrations[];
@@ -31,6 +33,8 @@ ADMIN_CONTRACT_TESTS(CONTRACT_SQLITE)
 ORDERING_CONTRACT_TESTS(CONTRACT_SQLITE)
 SIGREP_CONTRACT_TESTS(CONTRACT_SQLITE)
 BATCH_CONTRACT_TESTS(CONTRACT_SQLITE)
+DEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
+DEPS_MIX_CONTRACT_TESTS(CONTRACT_SQLITE)
 
 /* ---- helpers ------------------------------------------------------------ */
 

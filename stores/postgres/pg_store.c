@@ -165,6 +165,15 @@ enum {
   PG_BATCH_ATTEMPTS,
   PG_BATCH_OF,
   PG_BATCH_OF_CB,
+  /* dependencies (issue 15): see the section "dependencies" */
+  PG_DEPS_RELEASE,
+  PG_DEPS_LINK,
+  PG_DEPS_REOPEN,
+  PG_DEPS_BRANCHES,
+  PG_DEPS_LIST,
+  PG_DEPS_HAND_LOCK,
+  PG_DEPS_HAND_OVER,
+  PG_DEPS_TAKE_OVER,
   PG_COUNT
 };
 
@@ -544,6 +553,44 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_BATCH_OF] = "SELECT batch_id FROM pawl_jobs WHERE id = $1::uuid",
     [PG_BATCH_OF_CB] = "SELECT batch_id, role FROM pawl_batch_callbacks "
                        "WHERE id = $1::uuid",
+    /* dependencies (issue 15; the functions are in
+     * schema/postgres/V010__deps.sql) */
+    [PG_DEPS_RELEASE] = "SELECT pawl_deps_release($1::uuid[], $2::bigint)",
+    [PG_DEPS_LINK] = "SELECT pawl_deps_link($1::uuid, $2::uuid[], "
+                     "$3::text[], $4::bigint)",
+    [PG_DEPS_REOPEN] = "SELECT pawl_deps_reopen($1::uuid)",
+    /* The branches that fired (issue 15), for the batch's successes that
+     * carry them: $1 ids, $2 JSON arrays, $3 the lease token. */
+    [PG_DEPS_BRANCHES] =
+        "UPDATE pawl_jobs AS j SET branches = b.br FROM unnest($1::uuid[], "
+        "$2::jsonb[]) AS b(id, br) WHERE j.id = b.id AND j.state = 2 AND "
+        "j.lease_token = $3::uuid",
+    /* Replace (issue 15): the replacement $2 of the live job $1 takes its
+     * place in the graph (see SQLITE_DEPS_HAND_PARENT). The old job's
+     * row is locked already (pg_replace); its parents are locked next, in
+     * id order, so that none of them ends meanwhile: a parent's finish
+     * holds its row from its state change to its commit, so its release
+     * of children runs either before these (the counts copied include
+     * it) or after this commits (and finds the edges moved). */
+    [PG_DEPS_HAND_LOCK] =
+        "SELECT 1 FROM pawl_jobs WHERE id IN (SELECT parent FROM pawl_deps "
+        "WHERE child = $1::uuid) ORDER BY id FOR NO KEY UPDATE",
+    [PG_DEPS_HAND_OVER] =
+        "WITH a AS (UPDATE pawl_deps SET parent = $2::uuid WHERE parent = "
+        "$1::uuid), b AS (UPDATE pawl_deps SET child = $2::uuid WHERE child "
+        "= $1::uuid) UPDATE pawl_jobs SET deps_open = false WHERE id = "
+        "$1::uuid AND deps_open",
+    [PG_DEPS_TAKE_OVER] =
+        "UPDATE pawl_jobs AS n SET deps_open = EXISTS (SELECT 1 FROM "
+        "pawl_deps WHERE parent = $2::uuid), deps_left = o.deps_left, "
+        "deps_unmet = o.deps_unmet FROM pawl_jobs AS o WHERE o.id = $1::uuid "
+        "AND n.id = $2::uuid",
+    [PG_DEPS_LIST] =
+        "SELECT 1, p.id, p.type, p.state, d.cond FROM pawl_deps AS d JOIN "
+        "pawl_jobs AS p ON p.id = d.parent WHERE d.child = $1::uuid UNION ALL "
+        "SELECT 0, c.id, c.type, c.state, d.cond FROM pawl_deps AS d JOIN "
+        "pawl_jobs AS c ON c.id = d.child WHERE d.parent = $1::uuid "
+        "ORDER BY 1 DESC, 2",
 };
 
 typedef struct pg_store {
@@ -1160,10 +1207,17 @@ static int pg_find_id(pg_store_t *s, int stmt, const char *key,
 
 static int pg_sig_add(pg_store_t *s, const store_new_job_t *j);
 
+static int pg_deps_link(pg_store_t *s, const store_new_job_t *j,
+                        const pawl_id_t *prev);
+
+/* `prev`: the id the job before it in this insert got (NULL: none), for
+ * j->after_prev. */
 static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
-                         pawl_id_t *id_out, int *status) {
+                         const pawl_id_t *prev, pawl_id_t *id_out,
+                         int *status) {
   int rc;
   pg_params_t pp;
+  int deps = j->nafter || (j->after_prev && prev);
   if (j->idempotency_key) {
     /* Claim the key first: a concurrent enqueue with the same key waits
      * here for ours to commit or roll back, then finds it. */
@@ -1184,7 +1238,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   pp_id(&pp, 0, &j->id);
   pp_str(&pp, 1, j->type);
   pp_str(&pp, 2, j->queue ? j->queue : "default");
-  pp_int(&pp, 3, j->blocked ? PAWL_BLOCKED : PAWL_PENDING);
+  pp_int(&pp, 3, j->blocked || deps ? PAWL_BLOCKED : PAWL_PENDING);
   pp_int(&pp, 4, j->priority);
   pp_str(&pp, 5, j->payload ? j->payload : "{}");
   pp_str(&pp, 6, j->params);
@@ -1207,6 +1261,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   if (inserted && j->signal_key && (rc = pg_sig_add(s, j))) /* issue 15 */
     return rc;
   if (inserted) {
+    if (deps && (rc = pg_deps_link(s, j, prev))) return rc;
     *id_out = j->id;
     *status = PAWL_ENQ_NEW;
     return 0;
@@ -1334,7 +1389,9 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
   cp_uuid(b, &j->id);
   cp_text(b, j->type);
   cp_text(b, j->queue ? j->queue : "default");
-  cp_i16(b, j->blocked ? PAWL_BLOCKED : PAWL_PENDING);
+  /* A batch's child may wait for parents (issue 15): linked after the
+   * COPY (pg_batch_create()). */
+  cp_i16(b, j->blocked || j->nafter ? PAWL_BLOCKED : PAWL_PENDING);
   cp_i32(b, j->priority);
   cp_i64(b, store_rank(j->priority, run_at, boost_ms));
   cp_jsonb(b, j->payload ? j->payload : "{}");
@@ -1456,14 +1513,17 @@ static int pg_insert(store_t *base, const store_new_job_t *jobs, size_t n,
   for (size_t i = 0; i < n && !keyed; i++)
     keyed = jobs[i].idempotency_key || jobs[i].business_key ||
             jobs[i].ordering_key || /* ordering_seq: not in the COPY */
-            jobs[i].signal_key;     /* its row of pawl_signals */
+            jobs[i].signal_key ||   /* its row of pawl_signals */
+            jobs[i].nafter || jobs[i].after_prev; /* dependencies */
   if (!keyed && n > 1) return pg_insert_many(s, jobs, n, ids, status);
   /* One statement needs no transaction of its own. */
-  if (n == 1 && !jobs[0].idempotency_key && !jobs[0].signal_key)
-    return pg_insert_one(s, &jobs[0], &ids[0], &status[0]);
+  if (n == 1 && !jobs[0].idempotency_key && !jobs[0].signal_key &&
+      !jobs[0].nafter)
+    return pg_insert_one(s, &jobs[0], NULL, &ids[0], &status[0]);
   int rc = pg_begin(s);
   for (size_t i = 0; i < n && !rc; i++)
-    rc = pg_insert_one(s, &jobs[i], &ids[i], &status[i]);
+    rc = pg_insert_one(s, &jobs[i], i ? &ids[i - 1] : NULL, &ids[i],
+                       &status[i]);
   return pg_end(s, rc);
 }
 
@@ -2125,11 +2185,16 @@ typedef struct pg_batch {
   size_t nsucc, nlogs;
   pawl_buf_t ids, attempts, results;
   pawl_buf_t lids, latt, lat, llevel, lmsg, lfields;
+  /* Dependencies (issue 15): the jobs the batch ends (succeeded, failed),
+   * whose children it releases; the successes with fired branches. */
+  size_t nended, nbranches;
+  pawl_buf_t ended, bids, branches;
 } pg_batch_t;
 
 #define PG_BATCH_BUFS(b)                                                     \
   {&(b)->ids, &(b)->attempts, &(b)->results, &(b)->lids, &(b)->latt,         \
-   &(b)->lat, &(b)->llevel, &(b)->lmsg, &(b)->lfields}
+   &(b)->lat, &(b)->llevel, &(b)->lmsg, &(b)->lfields, &(b)->ended,          \
+   &(b)->bids, &(b)->branches}
 
 static void pg_batch_free(pg_batch_t *b) {
   pawl_buf_t *bufs[] = PG_BATCH_BUFS(b);
@@ -2148,7 +2213,7 @@ static int pg_batch_init(pg_batch_t *b, size_t n, int need_rcs) {
   b->n = n;
   b->succ_call = SIZE_MAX;
   b->local = need_rcs ? pawl__calloc(n ? n : 1, sizeof *b->local) : NULL;
-  b->calls = pawl__calloc(n + 3, sizeof *b->calls);
+  b->calls = pawl__calloc(n + 5, sizeof *b->calls);
   b->why = pawl__calloc(n ? n : 1, sizeof *b->why);
   b->call_of = pawl__calloc(n ? n : 1, sizeof *b->call_of);
   if ((need_rcs && !b->local) || !b->calls || !b->why || !b->call_of) {
@@ -2198,6 +2263,13 @@ static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
       arr_int(&b->attempts, o->attempt);
       arr_str(&b->results, o->result);
       b->nsucc++;
+      arr_id(&b->ended, &o->id);
+      b->nended++;
+      if (o->branches) {
+        arr_id(&b->bids, &o->id);
+        arr_str(&b->branches, o->branches);
+        b->nbranches++;
+      }
       continue;
     }
     /* Delays in reasons are measured from the batch's clock reading; with
@@ -2210,6 +2282,10 @@ static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
       continue;
     }
     memcpy(b->why[i], e.why, sizeof b->why[i]);
+    if (e.to == PAWL_FAILED) {
+      arr_id(&b->ended, &o->id);
+      b->nended++;
+    }
     b->call_of[i] = b->ncalls;
     pg_end_attempt_call(s, &b->calls[b->ncalls++], &o->id, e.outcome, e.error,
                         token, o->attempt, e.to, b->why[i],
@@ -2250,6 +2326,25 @@ static int pg_batch_arrays(pg_store_t *s, pg_batch_t *b,
     pp_str(&c->p, 4, b->llevel.data);
     pp_str(&c->p, 5, b->lmsg.data);
     pp_str(&c->p, 6, b->lfields.data);
+  }
+  /* Dependencies (issue 15): after the rows are written, the branches
+   * that fired, then the release of the ended jobs' children (one
+   * statement per batch; a job without children costs a probe of the
+   * small index of open parents). */
+  if (b->nbranches) {
+    pg_call_t *c = &b->calls[b->ncalls++];
+    c->stmt = PG_DEPS_BRANCHES;
+    c->n = 3;
+    pp_str(&c->p, 0, b->bids.data);
+    pp_str(&c->p, 1, b->branches.data);
+    pp_id(&c->p, 2, token);
+  }
+  if (b->nended) {
+    pg_call_t *c = &b->calls[b->ncalls++];
+    c->stmt = PG_DEPS_RELEASE;
+    c->n = 2;
+    pp_str(&c->p, 0, b->ended.data);
+    pp_now(s, &c->p, 1);
   }
   return oom ? -1 : 0;
 }
@@ -2326,6 +2421,10 @@ static int pg_recover(store_t *base, size_t *n) {
   if ((rc = pg_run(s, PG_EXPIRED, 1, pp.v, &lost, "find expired leases")))
     return pg_end(s, rc);
   size_t count = 0;
+  /* Dependencies (issue 15): the jobs recovered into failed. */
+  pawl_buf_t ended;
+  arr_begin(&ended);
+  size_t nended = 0;
   for (int i = 0; i < PQntuples(lost) && !rc; i++) {
     pawl_id_t id;
     pg_id(lost, i, 0, &id);
@@ -2348,6 +2447,10 @@ static int pg_recover(store_t *base, size_t *n) {
     rc = pg_run(s, PG_END_ATTEMPT, c.n, c.p.v, &res, "recover job");
     if (!rc) {
       count += PQntuples(res) == 1;
+      if (PQntuples(res) == 1 && plan.to == PAWL_FAILED) {
+        arr_id(&ended, &id);
+        nended++;
+      }
       PQclear(res);
     }
     if (!rc && plan.crashed) {
@@ -2358,6 +2461,17 @@ static int pg_recover(store_t *base, size_t *n) {
     }
   }
   PQclear(lost);
+  arr_end(&ended);
+  if (!rc && ended.oom)
+    rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!rc && nended) {
+    pg_params_t dp;
+    pp_str(&dp, 0, ended.data);
+    pp_now(s, &dp, 1);
+    rc = pg_run(s, PG_DEPS_RELEASE, 2, dp.v, NULL,
+                "release the children of ended jobs");
+  }
+  pawl__buf_free(&ended);
   rc = pg_end(s, rc);
   if (!rc && n) *n = count;
   return rc;
@@ -2466,7 +2580,10 @@ static int pg_tx_update(store_t *base, const pawl_job_t *j,
   return 0;
 }
 
-/* The job finished now (cancel, expire): into its throughput bucket. */
+static int pg_deps_release_one(pg_store_t *s, const pawl_id_t *id);
+
+/* The job finished now (cancel, expire): into its throughput bucket, and
+ * its children released (issue 15). */
 static int pg_tx_finished(store_t *base, const pawl_job_t *j, int to,
                           int64_t now) {
   (void)now; /* the statement reads the transaction's clock (pp_now) */
@@ -2475,7 +2592,8 @@ static int pg_tx_finished(store_t *base, const pawl_job_t *j, int to,
   pp_now(s, &pp, 0);
   pp_int(&pp, 1, to);
   pp_str(&pp, 2, j->queue);
-  return pg_run(s, PG_TP_ADD, 3, pp.v, NULL, "count finished job");
+  int rc = pg_run(s, PG_TP_ADD, 3, pp.v, NULL, "count finished job");
+  return rc ? rc : pg_deps_release_one(s, &j->id);
 }
 
 static int pg_tx_forget_starts(store_t *base, const pawl_id_t *id) {
@@ -2490,6 +2608,8 @@ static int pg_tx_pending(store_t *base) {
   return pg_run((pg_store_t *)base, PG_NOTIFY, 0, NULL, NULL, "wake nodes");
 }
 
+static int pg_deps_reopen(store_t *base, const pawl_id_t *id);
+
 static const store_transition_steps_t pg_transition_steps = {
     .begin = pg_tx_begin,
     .end = pg_tx_end,
@@ -2501,6 +2621,7 @@ static const store_transition_steps_t pg_transition_steps = {
     .forget_starts = pg_tx_forget_starts,
     .finished = pg_tx_finished,
     .pending = pg_tx_pending,
+    .reopen = pg_deps_reopen,
 };
 
 static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
@@ -2735,6 +2856,16 @@ static int pg_replace(store_t *base, const store_replace_t *r) {
     pp_id(&pp, 0, r->old_id);
     rc = pg_run(s, PG_REP_LEAVE, 1, pp.v, NULL, "leave the batch");
   }
+  /* Dependencies (issue 15): a live job's edges go to the replacement
+   * before its cancel (see sq_replace()). */
+  pg_params_t dp;
+  pp_id(&dp, 0, r->old_id);
+  pp_id(&dp, 1, &r->job->id);
+  if (!rc && live)
+    rc = pg_run(s, PG_DEPS_HAND_LOCK, 1, dp.v, NULL, "lock the parents");
+  if (!rc && live)
+    rc = pg_run(s, PG_DEPS_HAND_OVER, 2, dp.v, NULL,
+                "hand dependencies to the replacement");
   /* The old job ends first: its business key and signal key are free for
    * the replacement. */
   if (!rc && live)
@@ -2743,7 +2874,10 @@ static int pg_replace(store_t *base, const store_replace_t *r) {
                                    r->reason, version);
   pawl_id_t id;
   int status = 0;
-  if (!rc) rc = pg_insert_one(s, r->job, &id, &status);
+  if (!rc) rc = pg_insert_one(s, r->job, NULL, &id, &status);
+  if (!rc && live)
+    rc = pg_run(s, PG_DEPS_TAKE_OVER, 2, dp.v, NULL,
+                "hand dependencies to the replacement");
   if (!rc) {
     pg_params_t pp;
     pp_id(&pp, 0, r->old_id);
@@ -3141,6 +3275,9 @@ static int pg_queue_list(store_t *base, store_queue_cb cb, void *data) {
   return rc;
 }
 
+static int pg_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
+                        void *data);
+
 static const struct store_ops pg_ops = {
     .name = "postgres",
     .schema = {pg_migrate, pg_version},
@@ -3167,6 +3304,7 @@ static const struct store_ops pg_ops = {
     .flow = {pg_sig_deliver, pg_sig_get, pg_sig_expire, pg_replace,
              pg_replace_links},
     .batch = {pg_batch_create, pg_batch_get, pg_batch_of},
+    .deps = {pg_deps_list},
 };
 
 /* The connection of a PostgreSQL store, for tests and the benchmark's
@@ -3921,6 +4059,12 @@ static int pg_batch_create(store_t *base, const store_batch_new_t *b,
    * the batch (PAWL_EKEY). */
   for (size_t i = 0; i < n && !rc; i++)
     if (jobs[i].signal_key) rc = pg_sig_add(s, &jobs[i]);
+  /* Children that wait for parents (dependencies, issue 15): their edges,
+   * as pg_insert_one() links them; one whose parents have all ended is
+   * settled at once (and, canceled, counted in the batch by
+   * pawl_deps_settle()). */
+  for (size_t i = 0; i < n && !rc; i++)
+    if (jobs[i].nafter) rc = pg_deps_link(s, &jobs[i], NULL);
   return pg_end(s, rc);
 }
 
@@ -4017,6 +4161,97 @@ static int pg_batch_of(store_t *base, const pawl_id_t *id, pawl_id_t *batch,
   if (PQntuples(res) == 1) {
     pg_id(res, 0, 0, batch);
     *role = (int)pg_int(res, 0, 1);
+  }
+  PQclear(res);
+  return 0;
+}
+
+/* ---- dependencies (issue 15) ---------------------------------------------- */
+
+/* The children of job `id`, just ended by an operator transition, counted
+ * and settled in its transaction (pawl_deps_release() in
+ * schema/postgres/V010__deps.sql, which argues why each end counts once). */
+static int pg_deps_release_one(pg_store_t *s, const pawl_id_t *id) {
+  char text[PAWL_ID_STRLEN], arr[PAWL_ID_STRLEN + 2];
+  pawl_id_format(id, text);
+  snprintf(arr, sizeof arr, "{%s}", text);
+  pg_params_t pp;
+  pp_str(&pp, 0, arr);
+  pp_now(s, &pp, 1);
+  return pg_run(s, PG_DEPS_RELEASE, 2, pp.v, NULL,
+                "release the children of an ended job");
+}
+
+/* Links the new blocked job j to its parents (and `prev`, for a chain),
+ * inside the insert's transaction (pawl_deps_link()). */
+static int pg_deps_link(pg_store_t *s, const store_new_job_t *j,
+                        const pawl_id_t *prev) {
+  pawl_buf_t ids, conds;
+  arr_begin(&ids);
+  arr_begin(&conds);
+  const char *when = j->when ? j->when : "success";
+  for (size_t i = 0; i < j->nafter; i++) {
+    arr_id(&ids, &j->after[i]);
+    arr_str(&conds, when);
+  }
+  if (j->after_prev && prev) {
+    int dup = 0;
+    for (size_t i = 0; i < j->nafter && !dup; i++)
+      dup = memcmp(&j->after[i], prev, sizeof *prev) == 0;
+    if (!dup) {
+      arr_id(&ids, prev);
+      arr_str(&conds, "success");
+    }
+  }
+  arr_end(&ids);
+  arr_end(&conds);
+  int rc = 0;
+  if (ids.oom || conds.oom)
+    rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  PGresult *res = NULL;
+  if (!rc) {
+    pg_params_t pp;
+    pp_id(&pp, 0, &j->id);
+    pp_str(&pp, 1, ids.data);
+    pp_str(&pp, 2, conds.data);
+    pp_now(s, &pp, 3);
+    rc = pg_run(s, PG_DEPS_LINK, 4, pp.v, &res, "link a job to its parents");
+  }
+  if (!rc && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+    rc = pawl__store_fail(&s->base, PAWL_ENOTFOUND, "unknown parent job %s",
+                          PQgetvalue(res, 0, 0));
+  PQclear(res);
+  pawl__buf_free(&ids);
+  pawl__buf_free(&conds);
+  return rc;
+}
+
+static int pg_deps_reopen(store_t *base, const pawl_id_t *id) {
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  return pg_run((pg_store_t *)base, PG_DEPS_REOPEN, 1, pp.v, NULL,
+                "reopen a retried parent");
+}
+
+static int pg_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
+                        void *data) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  PGresult *res;
+  int rc = pg_run(s, PG_DEPS_LIST, 1, pp.v, &res, "list dependencies");
+  if (rc) return rc;
+  /* The result is whole before the first call: the callback may use the
+   * store. */
+  for (int i = 0; i < PQntuples(res); i++) {
+    pawl_dep_t d;
+    memset(&d, 0, sizeof d);
+    d.parent = pg_int(res, i, 0) != 0;
+    pg_id(res, i, 1, &d.id);
+    d.type = pg_val(res, i, 2);
+    d.state = (int)pg_int(res, i, 3);
+    d.when = pg_val(res, i, 4);
+    if (cb(&d, data)) break;
   }
   PQclear(res);
   return 0;

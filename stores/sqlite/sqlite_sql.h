@@ -145,12 +145,13 @@
  * batch with the outcomes in a JSON array: parsing that array was most of
  * the finish's CPU (bench/RESULTS.md). updated_at goes through
  * pawl_tp_note(), the store's SQL function (sqlite_store.c) that notes the
- * row's queue for the throughput count, and its batch (issue 15; NULL for
- * nearly every job) for the batch's counters, once per row written. */
+ * row's queue for the throughput count, its batch (issue 15; NULL for
+ * nearly every job) for the batch's counters, and its seq when it has
+ * children to release (deps_open, issue 15), once per row written. */
 #define SQLITE_SQL_SUCCEED_SET                                               \
   "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
-  "updated_at = pawl_tp_note(queue, ?2, batch_id), lease_expires = NULL, "             \
-  "version = version + 1 WHERE "
+  "updated_at = pawl_tp_note(queue, ?2, batch_id, CASE WHEN deps_open "      \
+  "THEN seq END), lease_expires = NULL, version = version + 1 WHERE "
 #define SQLITE_SQL_SUCCEED                                                   \
   SQLITE_SQL_SUCCEED_SET                                                     \
   "id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"

@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "sqlite_admin_sql.h"
 #include "sqlite_batch_sql.h"
+#include "sqlite_deps_sql.h"
 #include "sqlite_recurring_sql.h"
 #include "sqlite_flow_sql.h"
 #include "sqlite_sql.h"
@@ -169,6 +170,23 @@ enum {
   SQ_BATCH_ATTEMPTS,
   SQ_BATCH_OF,
   SQ_BATCH_OF_CB,
+  /* dependencies (issue 15): see the section "dependencies" */
+  SQ_DEPS_RELEASE,
+  SQ_DEPS_CLOSE,
+  SQ_DEPS_OPEN_SEQ,
+  SQ_DEPS_PARENT,
+  SQ_DEPS_EDGE,
+  SQ_DEPS_MARK_OPEN,
+  SQ_DEPS_COUNTS,
+  SQ_DEPS_WHY,
+  SQ_DEPS_REOPEN,
+  SQ_DEPS_REOPEN_SELF,
+  SQ_DEPS_BRANCHES,
+  SQ_DEPS_LIST,
+  SQ_DEPS_HAND_PARENT,
+  SQ_DEPS_HAND_CHILD,
+  SQ_DEPS_HAND_CLOSE,
+  SQ_DEPS_TAKE_OVER,
   SQ_COUNT
 };
 
@@ -223,8 +241,10 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_EVENT_ADD] = "INSERT INTO pawl_events (job_id, at, from_state, "
                      "to_state, actor, reason, attempt) VALUES (?1, ?2, ?3, "
                      "?4, ?5, ?6, ?7)",
+    /* pawl_dep_note(): a parent with children to release (issue 15). */
     [SQ_FAIL] = "UPDATE pawl_jobs SET state = 3, last_error = ?1, "
-                "finished_at = ?2, updated_at = ?2, lease_expires = NULL, "
+                "finished_at = ?2, updated_at = pawl_dep_note(?2, CASE WHEN "
+                "deps_open THEN seq END), lease_expires = NULL, "
                 "version = version + 1 WHERE id = ?3",
     /* Back to pending: retry (?3 = 0), snooze or release (?3 = 1: the
      * attempt is given back). ?7: the job lets later jobs of its ordering
@@ -453,6 +473,23 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_BATCH_ATTEMPTS] = SQLITE_BATCH_ATTEMPTS,
     [SQ_BATCH_OF] = SQLITE_BATCH_OF,
     [SQ_BATCH_OF_CB] = SQLITE_BATCH_OF_CB,
+    /* dependencies (issue 15; sqlite_deps_sql.h) */
+    [SQ_DEPS_RELEASE] = SQLITE_DEPS_RELEASE,
+    [SQ_DEPS_CLOSE] = SQLITE_DEPS_CLOSE,
+    [SQ_DEPS_OPEN_SEQ] = SQLITE_DEPS_OPEN_SEQ,
+    [SQ_DEPS_PARENT] = SQLITE_DEPS_PARENT,
+    [SQ_DEPS_EDGE] = SQLITE_DEPS_EDGE,
+    [SQ_DEPS_MARK_OPEN] = SQLITE_DEPS_MARK_OPEN,
+    [SQ_DEPS_COUNTS] = SQLITE_DEPS_COUNTS,
+    [SQ_DEPS_WHY] = SQLITE_DEPS_WHY,
+    [SQ_DEPS_REOPEN] = SQLITE_DEPS_REOPEN,
+    [SQ_DEPS_REOPEN_SELF] = SQLITE_DEPS_REOPEN_SELF,
+    [SQ_DEPS_BRANCHES] = SQLITE_DEPS_BRANCHES,
+    [SQ_DEPS_LIST] = SQLITE_DEPS_LIST,
+    [SQ_DEPS_HAND_PARENT] = SQLITE_DEPS_HAND_PARENT,
+    [SQ_DEPS_HAND_CHILD] = SQLITE_DEPS_HAND_CHILD,
+    [SQ_DEPS_HAND_CLOSE] = SQLITE_DEPS_HAND_CLOSE,
+    [SQ_DEPS_TAKE_OVER] = SQLITE_DEPS_TAKE_OVER,
 };
 
 typedef struct sq_store {
@@ -486,7 +523,15 @@ typedef struct sq_store {
   uint64_t tx_seq, qb_tx;
   char *qb_queue;
   int64_t qb_boost;        /* -1: none of its own */
+  /* Dependencies (issue 15): the seqs of the jobs that ended in this
+   * write transaction with children still to count their end (deps_open),
+   * released by sq_deps_flush() before the commit. */
+  int64_t *dep_seq;
+  size_t ndep, depcap;
+  int dep_oom;
 } sq_store_t;
+
+static int sq_deps_flush(sq_store_t *s);
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -633,6 +678,11 @@ static int sq_exec_write(sq_store_t *s, sqlite3_stmt *st, const char *what) {
 /* Ends a transaction: commit when rc == 0, else roll back. */
 static int sq_end(sq_store_t *s, int rc) {
   s->tx_seq++;
+  /* Dependencies (issue 15): the jobs this transaction ended release their
+   * children in it. Nothing noted: one test. */
+  if (rc == 0 && (s->ndep || s->dep_oom)) rc = sq_deps_flush(s);
+  s->ndep = 0;
+  s->dep_oom = 0;
   if (rc == 0) return sq_commit(s);
   sq_rollback(s);
   return rc;
@@ -1001,8 +1051,14 @@ static int sq_queue_boost(sq_store_t *s, const char *queue, int64_t *boost) {
 
 static int sq_sig_add(sq_store_t *s, const store_new_job_t *j, int64_t now);
 
+static int sq_deps_link(sq_store_t *s, const store_new_job_t *j,
+                        const pawl_id_t *prev, int64_t now);
+
+/* `prev`: the id the job before it in this insert got (NULL: none), for
+ * j->after_prev. */
 static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
-                         pawl_id_t *id_out, int *status) {
+                         const pawl_id_t *prev, pawl_id_t *id_out,
+                         int *status) {
   int rc;
   if (j->idempotency_key) {
     rc = sq_find_id(s, SQ_IDEM_FIND, j->idempotency_key, id_out);
@@ -1033,7 +1089,8 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   sq_bind_id(st, 1, &j->id);
   sqlite3_bind_text(st, 2, j->type, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, j->queue ? j->queue : "default", -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 4, j->blocked ? PAWL_BLOCKED : PAWL_PENDING);
+  int deps = j->nafter || (j->after_prev && prev);
+  sqlite3_bind_int(st, 4, j->blocked || deps ? PAWL_BLOCKED : PAWL_PENDING);
   sqlite3_bind_int(st, 5, j->priority);
   int64_t boost;
   if ((rc = sq_queue_boost(s, j->queue ? j->queue : "default", &boost)))
@@ -1063,6 +1120,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
     sqlite3_bind_int64(st, 3, now);
     if ((rc = sq_exec(s, st, "record idempotency key"))) return rc;
   }
+  if (deps && (rc = sq_deps_link(s, j, prev, now))) return rc;
   *id_out = j->id;
   *status = PAWL_ENQ_NEW;
   return 0;
@@ -1075,7 +1133,8 @@ static int sq_insert(store_t *base, const store_new_job_t *jobs, size_t n,
   int rc = sq_begin(s);
   if (rc) return rc;
   for (size_t i = 0; i < n && !rc; i++)
-    rc = sq_insert_one(s, &jobs[i], now, &ids[i], &status[i]);
+    rc = sq_insert_one(s, &jobs[i], now, i ? &ids[i - 1] : NULL, &ids[i],
+                       &status[i]);
   return sq_end(s, rc);
 }
 
@@ -1707,15 +1766,6 @@ static int sq_tp_note(sq_store_t *s, const char *q) {
   return 0;
 }
 
-/* pawl_tp_note(queue, v, batch) [SQL]: notes one success of `queue` for
- * this finish's throughput count (and of `batch`, when not NULL, for its
- * counters: sq_batch_flush()) and returns v. The success UPDATE
- * (SQLITE_SQL_SUCCEED_SET) sets updated_at through it, so it runs exactly
- * once per row written, with the row's queue at hand: counting a batch by
- * queue costs a function call per row, where reading the rows back (or
- * RETURNING, which stages each row in a temporary table) costs a
- * statement (bench/RESULTS.md). A failure to note is reported after the
- * statement (s->tp_oom): the finish then fails and rolls back. */
 /* pawl_rank(priority, run_at, boost_ms): store_rank(). The arguments are
  * the rows' own (bounded when they were stored) and a boost the store
  * binds. */
@@ -1730,6 +1780,34 @@ static void sq_rank_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
 
 static int sq_batch_note(sq_store_t *s, sqlite3_value *v);
 
+/* Notes job `seq` (issue 15: it ended with children to release) for
+ * sq_deps_flush(). */
+static void sq_deps_note(sq_store_t *s, int64_t seq) {
+  if (s->ndep == s->depcap) {
+    size_t cap = s->depcap ? s->depcap * 2 : 16;
+    int64_t *g = pawl__realloc(s->dep_seq, cap * sizeof *g);
+    if (!g) {
+      s->dep_oom = 1;
+      return;
+    }
+    s->dep_seq = g;
+    s->depcap = cap;
+  }
+  s->dep_seq[s->ndep++] = seq;
+}
+
+/* pawl_tp_note(queue, v, batch, seq) [SQL]: notes one success of `queue` for
+ * this finish's throughput count (and of `batch`, when not NULL, for its
+ * counters: sq_batch_flush()) and returns v. The success UPDATE
+ * (SQLITE_SQL_SUCCEED_SET) sets updated_at through it, so it runs exactly
+ * once per row written, with the row's queue at hand: counting a batch by
+ * queue costs a function call per row, where reading the rows back (or
+ * RETURNING, which stages each row in a temporary table) costs a
+ * statement (bench/RESULTS.md). A failure to note is reported after the
+ * statement (s->tp_oom): the finish then fails and rolls back. `seq`
+ * (dependencies, issue 15): the row's seq when it has children to
+ * release (deps_open), noted for sq_deps_flush(); NULL for every other
+ * row, so a job without children costs a CASE. */
 static void sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
   (void)argc;
   sq_store_t *s = sqlite3_user_data(ctx);
@@ -1738,7 +1816,20 @@ static void sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
   /* The row's batch (issue 15): NULL for nearly every job. */
   if (sqlite3_value_type(v[2]) != SQLITE_NULL && sq_batch_note(s, v[2]) != 0)
     s->tp_oom = 1;
+  /* Dependencies (issue 15): NULL for a job without children. */
+  if (sqlite3_value_type(v[3]) != SQLITE_NULL)
+    sq_deps_note(s, sqlite3_value_int64(v[3]));
   sqlite3_result_value(ctx, v[1]);
+}
+
+/* pawl_dep_note(v, seq) [SQL]: notes `seq` when not NULL (a failed job
+ * with children to release), returns v. */
+static void sq_dep_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
+  (void)argc;
+  sq_store_t *s = sqlite3_user_data(ctx);
+  if (sqlite3_value_type(v[1]) != SQLITE_NULL)
+    sq_deps_note(s, sqlite3_value_int64(v[1]));
+  sqlite3_result_value(ctx, v[0]);
 }
 
 /* The finish's successes noted by sq_tp_note(), added to their buckets:
@@ -1777,6 +1868,16 @@ static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
   return rc ? rc : sq_tp_add_id(s, id, now);
 }
 
+/* The branches that fired when a job succeeded (issue 15), written only
+ * for the outcomes that carry them. */
+static int sq_deps_branches(sq_store_t *s, const pawl_outcome_t *o) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_BRANCHES);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, &o->id);
+  sqlite3_bind_text(st, 2, o->branches, -1, SQLITE_STATIC);
+  return sq_exec(s, st, "record fired branches");
+}
+
 /* One outcome inside the finish transaction. PAWL_ELEASE when the job is not
  * held by `token` under that attempt any more. A success is noted for the
  * batch's throughput count (sq_tp_note()); a failure is counted here. */
@@ -1801,7 +1902,8 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
       if ((rc = sq_exec(s, st, "complete job"))) return rc;
       if (s->tp_oom)
         return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
-      if (sqlite3_changes(s->db) == 1) return 0;
+      if (sqlite3_changes(s->db) == 1)
+        return o->branches ? sq_deps_branches(s, o) : 0;
       if (!by_key) return PAWL_ELEASE;
       by_key = 0;
     }
@@ -2039,6 +2141,8 @@ static int sq_tx_update(store_t *base, const pawl_job_t *j,
   return 0;
 }
 
+static int sq_deps_note_id(sq_store_t *s, const pawl_id_t *id);
+
 static int sq_tx_finished(store_t *base, const pawl_job_t *j, int to,
                           int64_t now) {
   sq_store_t *s = (sq_store_t *)base;
@@ -2051,7 +2155,8 @@ static int sq_tx_finished(store_t *base, const pawl_job_t *j, int to,
   sqlite3_bind_int(st, 2, to);
   sqlite3_bind_text(st, 3, j->queue, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 4, 1);
-  return sq_exec(s, st, "count finished job");
+  if ((rc = sq_exec(s, st, "count finished job"))) return rc;
+  return sq_deps_note_id(s, &j->id);
 }
 
 static int sq_tx_forget_starts(store_t *base, const pawl_id_t *id) {
@@ -2061,6 +2166,8 @@ static int sq_tx_forget_starts(store_t *base, const pawl_id_t *id) {
   sq_bind_id(fs, 1, id);
   return sq_exec(s, fs, "forget recorded starts");
 }
+
+static int sq_deps_reopen(store_t *base, const pawl_id_t *id);
 
 static const store_transition_steps_t sq_transition_steps = {
     .begin = sq_tx_begin,
@@ -2073,6 +2180,7 @@ static const store_transition_steps_t sq_transition_steps = {
     .forget_starts = sq_tx_forget_starts,
     .finished = sq_tx_finished,
     .pending = NULL,
+    .reopen = sq_deps_reopen,
 };
 
 static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
@@ -2279,6 +2387,21 @@ static int sq_rep_link(sq_store_t *s, int which, const pawl_id_t *id,
   return sq_fail(s, step, "read replacement");
 }
 
+/* Runs each statement of ids[0..n) with ?1 old, ?2 new (dependencies,
+ * issue 15: a replacement takes the old job's place in the graph). */
+static int sq_deps_replace(sq_store_t *s, const int *ids, size_t n,
+                           const pawl_id_t *old_id, const pawl_id_t *new_id) {
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    sqlite3_stmt *st = sq_stmt(s, ids[i]);
+    if (!st) return PAWL_ESTORE;
+    sq_bind_id(st, 1, old_id);
+    sq_bind_id(st, 2, new_id);
+    rc = sq_exec(s, st, "hand dependencies to the replacement");
+  }
+  return rc;
+}
+
 static int sq_replace(store_t *base, const store_replace_t *r) {
   sq_store_t *s = (sq_store_t *)base;
   int rc = sq_begin(s);
@@ -2325,6 +2448,14 @@ static int sq_replace(store_t *base, const store_replace_t *r) {
     sq_bind_id(st, 1, r->old_id);
     rc = sq_exec(s, st, "leave the batch");
   }
+  /* Dependencies (issue 15): a live job's edges go to the replacement
+   * before its cancel, which therefore releases none of its children
+   * (README "Dependencies and chains"). A terminal one's children have
+   * counted its end already: its edges stay. */
+  static const int hand[] = {SQ_DEPS_HAND_PARENT, SQ_DEPS_HAND_CHILD,
+                             SQ_DEPS_HAND_CLOSE};
+  if (!rc && live)
+    rc = sq_deps_replace(s, hand, 3, r->old_id, &r->job->id);
   /* The old job ends first: its business key and signal key are free for
    * the replacement. */
   if (!rc && live)
@@ -2333,7 +2464,9 @@ static int sq_replace(store_t *base, const store_replace_t *r) {
                                    r->reason, version);
   pawl_id_t id;
   int status = 0;
-  if (!rc) rc = sq_insert_one(s, r->job, now, &id, &status);
+  if (!rc) rc = sq_insert_one(s, r->job, now, NULL, &id, &status);
+  static const int take[] = {SQ_DEPS_TAKE_OVER};
+  if (!rc && live) rc = sq_deps_replace(s, take, 1, r->old_id, &r->job->id);
   if (!rc) {
     sqlite3_stmt *st = sq_stmt(s, SQ_REP_ADD);
     if (!st) return sq_end(s, PAWL_ESTORE);
@@ -2600,6 +2733,7 @@ static void sq_close(store_t *base) {
   pawl__free(s->tp);
   pawl__free(s->bn);
   pawl__free(s->qb_queue);
+  pawl__free(s->dep_seq);
   pawl__free(s->path);
   pawl__free(s);
 }
@@ -2732,6 +2866,9 @@ static int sq_rec_advance(store_t *base, store_rec_advance_t *a, size_t n);
 static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
                                size_t n, size_t *count);
 
+static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
+                        void *data);
+
 static const struct store_ops sq_ops = {
     .name = "sqlite",
     .schema = {sq_migrate, sq_version},
@@ -2758,6 +2895,7 @@ static const struct store_ops sq_ops = {
     .flow = {sq_sig_deliver, sq_sig_get, sq_sig_expire, sq_replace,
              sq_replace_links},
     .batch = {sq_batch_create, sq_batch_get, sq_batch_of},
+    .deps = {sq_deps_list},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and
@@ -2966,9 +3104,13 @@ static int sq_configure(sq_store_t *s, const store_config_t *cfg,
     return PAWL_ESTORE;
   }
   /* Not deterministic: called once per row written, for its effect. */
-  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 3,
+  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 4,
                                  SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
                                  sq_tp_note_fn, NULL, NULL,
+                                 NULL) != SQLITE_OK ||
+      sqlite3_create_function_v2(s->db, "pawl_dep_note", 2,
+                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
+                                 sq_dep_note_fn, NULL, NULL,
                                  NULL) != SQLITE_OK) {
     snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
              sqlite3_errmsg(s->db));
@@ -3482,7 +3624,8 @@ static int sq_rec_advance_one(sq_store_t *s, store_rec_advance_t *a,
   pawl_id_t id;
   for (size_t i = 0; i < a->njobs; i++) {
     int status;
-    if ((rc = sq_insert_one(s, &a->jobs[i], now, &id, &status))) return rc;
+    if ((rc = sq_insert_one(s, &a->jobs[i], now, NULL, &id, &status)))
+      return rc;
     if (status == PAWL_ENQ_NEW) a->made++;
   }
   st = sq_stmt(s, SQ_REC_LAST_JOB);
@@ -3626,7 +3769,7 @@ static int sq_batch_create(store_t *base, const store_batch_new_t *b,
   for (size_t i = 0; i < n && !rc; i++) {
     pawl_id_t id;
     int status;
-    rc = sq_insert_one(s, &jobs[i], now, &id, &status);
+    rc = sq_insert_one(s, &jobs[i], now, NULL, &id, &status);
   }
   return sq_end(s, rc);
 }
@@ -3741,4 +3884,263 @@ static int sq_batch_of(store_t *base, const pawl_id_t *id, pawl_id_t *batch,
   if (step != SQLITE_ROW && step != SQLITE_DONE)
     return sq_fail(s, step, "read the job's batch");
   return 0;
+}
+/* ---- dependencies (issue 15) ------------------------------------------- */
+
+/* Job `id`, just ended by an operator transition (cancel, expire): noted
+ * if it has children to release. */
+static int sq_deps_note_id(sq_store_t *s, const pawl_id_t *id) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_OPEN_SEQ);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int step = sqlite3_step(st);
+  if (step == SQLITE_ROW) sq_deps_note(s, sqlite3_column_int64(st, 0));
+  sqlite3_reset(st);
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return sq_fail(s, step, "find a job's children");
+  return 0;
+}
+
+/* Moves the blocked job `id`, whose parents have all ended, out of
+ * `blocked` through an operator transition (its event, and for a cancel
+ * the throughput count and the note that releases its own children):
+ * pending when `unmet` is 0, else canceled with the first parent whose
+ * condition failed as the reason. */
+static int sq_deps_settle(sq_store_t *s, const pawl_id_t *id, int64_t unmet,
+                          int64_t now) {
+  if (!unmet)
+    return pawl__store_transition_in(&s->base, &sq_transition_steps, now, id,
+                                     STORE_OP_UNBLOCK, "pawl",
+                                     "its parents ended as it asks", -1);
+  char why[200] = "dependency not met";
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_WHY);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int step = sqlite3_step(st);
+  if (step == SQLITE_ROW) {
+    pawl_id_t pid;
+    char text[PAWL_ID_STRLEN];
+    sq_col_id(st, 0, &pid);
+    pawl_id_format(&pid, text);
+    int state = sqlite3_column_int(st, 1);
+    snprintf(why, sizeof why, "dependency not met: parent %s %s (when = %s)",
+             text,
+             state == PAWL_SUCCEEDED ? "succeeded"
+             : state == PAWL_FAILED  ? "failed"
+                                     : "was canceled",
+             (const char *)sqlite3_column_text(st, 2));
+  }
+  sqlite3_reset(st);
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return sq_fail(s, step, "find why a job is canceled");
+  return pawl__store_transition_in(&s->base, &sq_transition_steps, now, id,
+                                   STORE_OP_CANCEL, "pawl", why, -1);
+}
+
+/* Releases the children of the jobs noted in this transaction, before it
+ * commits: one UPDATE for the whole batch counts their ends in every
+ * blocked child (SQLITE_DEPS_RELEASE), one closes them, then each child
+ * whose last parent it was is settled (sq_deps_settle()); a child canceled
+ * for it is noted in turn, and the loop releases its children next.
+ * SQLite's one writer makes each end counted once. */
+static int sq_deps_flush(sq_store_t *s) {
+  if (s->dep_oom) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  int64_t now = pawl__store_now(&s->base);
+  int rc = 0;
+  pawl_buf_t js;
+  pawl__buf_init(&js);
+  struct settle {
+    pawl_id_t id;
+    int64_t unmet;
+  } *ready = NULL;
+  size_t nready = 0, cap = 0;
+  while (!rc && s->ndep) {
+    pawl__buf_reset(&js);
+    pawl__buf_putc(&js, '[');
+    for (size_t i = 0; i < s->ndep; i++)
+      pawl__buf_printf(&js, i ? ",%lld" : "%lld", (long long)s->dep_seq[i]);
+    pawl__buf_putc(&js, ']');
+    s->ndep = 0;
+    if (js.oom) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_RELEASE);
+    if (!st) {
+      rc = PAWL_ESTORE;
+      break;
+    }
+    sqlite3_bind_text(st, 1, pawl__buf_cstr(&js), -1, SQLITE_STATIC);
+    nready = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+      if (sqlite3_column_int64(st, 1) > 0) continue;
+      if (nready == cap) {
+        size_t ncap = cap ? cap * 2 : 16;
+        struct settle *g = pawl__realloc(ready, ncap * sizeof *g);
+        if (!g) {
+          step = SQLITE_NOMEM;
+          break;
+        }
+        ready = g;
+        cap = ncap;
+      }
+      sq_col_id(st, 0, &ready[nready].id);
+      ready[nready++].unmet = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (step == SQLITE_NOMEM) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    if (step != SQLITE_DONE) {
+      rc = sq_fail(s, step, "release the children of ended jobs");
+      break;
+    }
+    if (!(st = sq_stmt(s, SQ_DEPS_CLOSE))) {
+      rc = PAWL_ESTORE;
+      break;
+    }
+    sqlite3_bind_text(st, 1, pawl__buf_cstr(&js), -1, SQLITE_STATIC);
+    rc = sq_exec(s, st, "close ended parents");
+    sqlite3_clear_bindings(st);
+    for (size_t i = 0; i < nready && !rc; i++)
+      rc = sq_deps_settle(s, &ready[i].id, ready[i].unmet, now);
+  }
+  pawl__free(ready);
+  pawl__buf_free(&js);
+  if (!rc && s->dep_oom)
+    rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  return rc;
+}
+
+/* One edge of the new blocked job j: parent `pid` on condition `cond`.
+ * A parent that ended already is counted now (*unmet when its condition
+ * failed); one that has not is marked open (*left). */
+static int sq_deps_edge(sq_store_t *s, const store_new_job_t *j,
+                        const pawl_id_t *pid, const char *cond, int64_t *left,
+                        int64_t *unmet) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_PARENT);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, pid);
+  sqlite3_bind_text(st, 2, cond, -1, SQLITE_STATIC);
+  int step = sqlite3_step(st);
+  int state = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+  int met = step == SQLITE_ROW && sqlite3_column_int(st, 1);
+  sqlite3_reset(st);
+  if (step == SQLITE_DONE) {
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(pid, text);
+    return pawl__store_fail(&s->base, PAWL_ENOTFOUND,
+                            "unknown parent job %s", text);
+  }
+  if (step != SQLITE_ROW) return sq_fail(s, step, "read a parent job");
+  int ended = state == PAWL_SUCCEEDED || state == PAWL_FAILED ||
+              state == PAWL_CANCELED;
+  int rc;
+  if (ended) {
+    *unmet += !met;
+  } else {
+    (*left)++;
+    if (!(st = sq_stmt(s, SQ_DEPS_MARK_OPEN))) return PAWL_ESTORE;
+    sq_bind_id(st, 1, pid);
+    if ((rc = sq_exec(s, st, "mark a parent job"))) return rc;
+  }
+  if (!(st = sq_stmt(s, SQ_DEPS_EDGE))) return PAWL_ESTORE;
+  sq_bind_id(st, 1, pid);
+  sq_bind_id(st, 2, &j->id);
+  sqlite3_bind_text(st, 3, cond, -1, SQLITE_STATIC);
+  return sq_exec(s, st, "record a dependency");
+}
+
+/* Links the new blocked job j to its parents (and `prev`, for a chain);
+ * settled at once if they have all ended. */
+static int sq_deps_link(sq_store_t *s, const store_new_job_t *j,
+                        const pawl_id_t *prev, int64_t now) {
+  int64_t left = 0, unmet = 0;
+  int rc = 0;
+  const char *when = j->when ? j->when : "success";
+  for (size_t i = 0; i < j->nafter && !rc; i++)
+    rc = sq_deps_edge(s, j, &j->after[i], when, &left, &unmet);
+  if (!rc && j->after_prev && prev) {
+    int dup = 0;
+    for (size_t i = 0; i < j->nafter && !dup; i++)
+      dup = memcmp(&j->after[i], prev, sizeof *prev) == 0;
+    if (!dup) rc = sq_deps_edge(s, j, prev, "success", &left, &unmet);
+  }
+  if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_COUNTS);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, &j->id);
+  sqlite3_bind_int64(st, 2, left);
+  sqlite3_bind_int64(st, 3, unmet);
+  if ((rc = sq_exec(s, st, "count a job's parents"))) return rc;
+  return left ? 0 : sq_deps_settle(s, &j->id, unmet, now);
+}
+
+static int sq_deps_reopen(store_t *base, const pawl_id_t *id) {
+  sq_store_t *s = (sq_store_t *)base;
+  int ids[] = {SQ_DEPS_REOPEN, SQ_DEPS_REOPEN_SELF};
+  for (size_t i = 0; i < 2; i++) {
+    sqlite3_stmt *st = sq_stmt(s, ids[i]);
+    if (!st) return PAWL_ESTORE;
+    sq_bind_id(st, 1, id);
+    int rc = sq_exec(s, st, "reopen a retried parent");
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
+                        void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_LIST);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  /* Read whole before the first call: the callback may use the store. */
+  struct row {
+    pawl_dep_t d;
+    char *type, *when;
+  } *rows = NULL;
+  size_t n = 0, cap = 0;
+  int step, oom = 0;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (n == cap) {
+      size_t ncap = cap ? cap * 2 : 8;
+      struct row *g = pawl__realloc(rows, ncap * sizeof *g);
+      if (!g) {
+        oom = 1;
+        break;
+      }
+      rows = g;
+      cap = ncap;
+    }
+    struct row *r = &rows[n++];
+    memset(r, 0, sizeof *r);
+    r->d.parent = sqlite3_column_int(st, 0);
+    sq_col_id(st, 1, &r->d.id);
+    r->d.state = sqlite3_column_int(st, 3);
+    r->type = pawl__strdup((const char *)sqlite3_column_text(st, 2));
+    r->when = pawl__strdup((const char *)sqlite3_column_text(st, 4));
+    if (!r->type || !r->when) {
+      oom = 1;
+      break;
+    }
+  }
+  sqlite3_reset(st);
+  int rc = oom ? pawl__store_fail(base, PAWL_ENOMEM, "out of memory")
+           : step != SQLITE_DONE ? sq_fail(s, step, "list dependencies")
+                                 : 0;
+  for (size_t i = 0; i < n; i++) {
+    rows[i].d.type = rows[i].type;
+    rows[i].d.when = rows[i].when;
+    if (!rc && cb(&rows[i].d, data)) rc = 1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    pawl__free(rows[i].type);
+    pawl__free(rows[i].when);
+  }
+  pawl__free(rows);
+  return rc == 1 ? 0 : rc;
 }
