@@ -44,4 +44,15 @@ int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
  * characters; pawl.c): 0, or PAWL_EINVAL with p->errmsg naming `what`. */
 int pawl__check_name(pawl_t *p, const char *what, const char *s);
 
+/* Job instances (issue 15, steps; steps.c): the enqueue of one job whose
+ * opts name identifying fields: finds its instance, refuses a completed
+ * one (PAWL_EDONE), restarts a dead one, returns a live one, else inserts
+ * the job with the instance key through pawl__enqueue_keyed (pawl.c),
+ * which records the instance in the insert's transaction. */
+int pawl__enqueue_instance(pawl_t *p, const pawl_enqueue_item_t *item,
+                           pawl_id_t *id_out, int *status_out);
+int pawl__enqueue_keyed(pawl_t *p, const pawl_enqueue_item_t *item,
+                        const char *instance_key, pawl_id_t *id_out,
+                        int *status_out);
+
 #endif

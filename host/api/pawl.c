@@ -441,9 +441,41 @@ int pawl_enqueue(pawl_t *p, const char *type, const char *payload,
   return 0;
 }
 
+static int pawl_enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items,
+                              size_t n, pawl_id_t *ids, int *statuses,
+                              const char *instance_key);
+
+int pawl__enqueue_keyed(pawl_t *p, const pawl_enqueue_item_t *item,
+                        const char *instance_key, pawl_id_t *id_out,
+                        int *status_out) {
+  return pawl_enqueue_items(p, item, 1, id_out, status_out, instance_key);
+}
+
 int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                       pawl_id_t *ids, int *statuses) {
   p->errmsg[0] = 0;
+  /* Job instances (issue 15, steps): one job per call, in steps.c. */
+  for (size_t i = 0; i < n; i++) {
+    if (!items[i].opts || !items[i].opts->nidentity) continue;
+    if (n > 1)
+      return pawl__fail(p, PAWL_EINVAL, "job %zu: a job with identity fields "
+                        "is enqueued alone (one job per call)", i + 1);
+    if (!items[i].opts->identity)
+      return pawl__fail(p, PAWL_EINVAL, "%zu identity fields but no array",
+                        items[i].opts->nidentity);
+    pawl_id_t id;
+    int st;
+    int rc = pawl__enqueue_instance(p, &items[i], &id, &st);
+    if (!rc && ids) ids[0] = id;
+    if (!rc && statuses) statuses[0] = st;
+    return rc;
+  }
+  return pawl_enqueue_items(p, items, n, ids, statuses, NULL);
+}
+
+static int pawl_enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items,
+                              size_t n, pawl_id_t *ids, int *statuses,
+                              const char *instance_key) {
   if (n == 0) return 0;
   pawl_enqueue_opts_t defaults;
   pawl_enqueue_opts_init(&defaults);
@@ -458,6 +490,7 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
     rc = pawl_prepare_job(p, items[i].type, items[i].payload,
                           items[i].opts ? items[i].opts : &defaults, &jobs[i],
                           &tags[i]);
+    if (!rc) jobs[i].instance_key = instance_key; /* n == 1 when set */
     if (rc && n > 1) {
       char msg[sizeof p->errmsg];
       snprintf(msg, sizeof msg, "%s", p->errmsg);

@@ -992,6 +992,11 @@ static int cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
                     "the script of %s computes ordering_key from the "
                     "payload, which the CLI does not run: give "
                     "--ordering-key", a->pos[0]);
+  /* Job instances (issue 15): the script's identifying fields. */
+  if (info->nidentity) {
+    o->identity = info->identity_ptrs;
+    o->nidentity = info->nidentity;
+  }
   return 0;
   /* max_attempts and the timeout are not copied: the worker applies the
    * script's own to jobs that set none, when they run. */
@@ -1021,6 +1026,12 @@ static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
     pawl__buf_puts(&note, "existing: business key ");
     cli_text(&note, a->enq.business_key);
     pawl__buf_printf(&note, " is held by live job %s; not enqueued", text);
+  } else if (status == PAWL_ENQ_EXISTING && o.nidentity) {
+    pawl__buf_printf(&note, "existing: job %s is this instance, and live; "
+                     "not enqueued", text);
+  } else if (status == PAWL_ENQ_RESTARTED) {
+    pawl__buf_printf(&note, "restarted: job %s was this instance, failed; it "
+                     "runs again (its completed steps are skipped)", text);
   }
   if (note.len && !note.oom) fprintf(stderr, "%s\n", pawl__buf_cstr(&note));
   pawl__buf_free(&note);
@@ -1032,10 +1043,13 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
   pawl_history_t *h = NULL;
   pawl_log_record_t *logs = NULL;
   size_t nlogs = 0;
+  pawl_steps_t *steps = NULL; /* restartable steps (issue 15) */
   int rc = pawl_get(p, &a->id, &job);
   if (!rc) rc = pawl_history(p, &a->id, &h);
   if (!rc) rc = pawl_logs(p, &a->id, &logs, &nlogs);
+  if (!rc) rc = pawl_steps(p, &a->id, &steps);
   if (rc) {
+    pawl_logs_free(logs, nlogs);
     pawl_history_free(h);
     pawl_job_free(job);
     return cli_lib_fail(p, rc, err);
@@ -1046,6 +1060,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_json_job_fields(&b, job);
     cli_json_history(&b, h);
     cli_json_logs(&b, logs, nlogs);
+    cli_json_steps(&b, steps);
     pawl__buf_putc(&b, '}');
     rc = cli_emit(&b, err);
     pawl__buf_free(&b);
@@ -1074,12 +1089,15 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
       } else {
         printf("logs: none\n");
       }
+      if (cli_steps_print(steps) != 0)
+        rc = cli_fail(err, CLI_FAIL, "out of memory");
     }
     cli_table_free(&fields);
     cli_table_free(&attempts);
     cli_table_free(&events);
     cli_table_free(&lines);
   }
+  pawl_steps_free(steps);
   pawl_logs_free(logs, nlogs);
   pawl_history_free(h);
   pawl_job_free(job);

@@ -24,3 +24,4 @@
 #include "test_list_uv.h"
 #include "test_list_recurring.h"
 #include "test_list_queues.h"
+#include "test_list_steps.h"

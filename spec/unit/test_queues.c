@@ -609,14 +609,21 @@ void test_pg_queues_concurrency_pool_threads(void) {
 }
 void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
 
+/* Restartable steps (issue 15), on both backends. */
+#define Q_UNDO_STEPS(file)                                                   \
+  "DROP TABLE pawl_instances; DROP TABLE pawl_job_exits; DROP TABLE "        \
+  "pawl_steps; DELETE FROM pawl_schema WHERE name = '" file "'; "
+
 /* The migrator applies what comes after the highest version applied, so a
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  Q_UNDO_STEPS("V008__steps.sql")                                            \
   "DROP INDEX pawl_jobs_ordering; ALTER TABLE pawl_jobs DROP COLUMN "        \
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  Q_UNDO_STEPS("V007__steps.sql")                                            \
   "DROP FUNCTION pawl_ordering_free(text, bigint, timestamptz); ALTER "      \
   "TABLE pawl_jobs DROP COLUMN ordering_key CASCADE, DROP COLUMN "           \
   "ordering_seq CASCADE, DROP COLUMN ordering_skip; DROP SEQUENCE "          \

@@ -17,6 +17,7 @@
 #include "store_contract.h"
 #include "store_contract_admin.h"
 #include "store_contract_ordering.h"
+#include "store_contract_steps.h"
 #include "unit.h"
 
 #define CONTRACT_PG(name) \
@@ -24,6 +25,7 @@
 CONTRACT_TESTS(CONTRACT_PG)
 ADMIN_CONTRACT_TESTS(CONTRACT_PG)
 ORDERING_CONTRACT_TESTS(CONTRACT_PG)
+STEPS_CONTRACT_TESTS(CONTRACT_PG)
 
 /* ---- helpers ------------------------------------------------------------ */
 

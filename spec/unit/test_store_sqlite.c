@@ -10,6 +10,7 @@
 #include "store_contract.h"
 #include "store_contract_admin.h"
 #include "store_contract_ordering.h"
+#include "store_contract_steps.h"
 
 sqlite3 *pawl__store_sqlite_db(store_t *st);
 extern const store_migration_t pawl__store_sqlite_migrations[];
@@ -27,6 +28,7 @@ static const char *sqlite_url(const char *name) {
 CONTRACT_TESTS(CONTRACT_SQLITE)
 ADMIN_CONTRACT_TESTS(CONTRACT_SQLITE)
 ORDERING_CONTRACT_TESTS(CONTRACT_SQLITE)
+STEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
 
 /* ---- helpers ------------------------------------------------------------ */
 
