@@ -245,23 +245,39 @@ function CtxMethods:canceled() return host.canceled(self._seq) end
 
 -- Restartable steps (issue 15; README "Restartable steps").
 
--- Saves `t` as the running step's execution context (JSON, at most
--- limits.checkpoint_max bytes), with its counters, in one write: a later
--- attempt starts this step with ctx.checkpoint = t.
-function CtxMethods:checkpoint(t)
+-- Saves `t` (a table of named values: a JSON object of at most
+-- limits.checkpoint_max bytes) as the running step's execution context,
+-- with its counters, in one write: a later attempt starts this step with
+-- ctx.checkpoint holding t. In a step, ctx.checkpoint is that context (an
+-- empty table when none was saved), callable: ctx:checkpoint(t) reaches
+-- this function either way.
+local function save_checkpoint(ctx, t)
   if type(t) ~= "table" then
-    error("ctx:checkpoint: the context must be a table (got " .. type(t) .. ")", 2)
+    error("ctx:checkpoint: the context must be a table (got " .. type(t) .. ")", 3)
   end
   local ok, text = pcall(pjson.encode, t)
-  if not ok then error("ctx:checkpoint: " .. tostring(text), 2) end
+  if not ok then error("ctx:checkpoint: " .. tostring(text), 3) end
+  if text == "[]" then text = "{}" end -- an empty table
+  if text:sub(1, 1) ~= "{" then
+    error("ctx:checkpoint: the context must be a table of named values "
+          .. "(a JSON object), not a list", 3)
+  end
   if #text > limits.checkpoint_max then
     error(("ctx:checkpoint: the context is %d bytes of JSON, more than the "
-           .. "limit of %d"):format(#text, limits.checkpoint_max), 2)
+           .. "limit of %d"):format(#text, limits.checkpoint_max), 3)
   end
-  local err = host.step_save(self._seq, text)
-  if err then error("ctx:checkpoint: " .. err, 2) end
-  self.checkpoint = t
+  local err = host.step_save(ctx._seq, text)
+  if err then error("ctx:checkpoint: " .. err, 3) end
 end
+
+function CtxMethods:checkpoint(t) save_checkpoint(self, t) end
+
+-- The metatable of ctx.checkpoint in a step (hidden, so job code cannot
+-- take the call away from the context it reads).
+local CHECKPOINT = {
+  __call = function(_, ctx, t) save_checkpoint(ctx, t) end,
+  __metatable = false,
+}
 
 local COUNTERS = { read = 0, written = 1, filtered = 2, skipped = 3,
                    commits = 4, rollbacks = 5 }
@@ -1050,7 +1066,8 @@ end
 -- attempt), and runs the others in order, each recorded (begin, end; a
 -- step that raises is ended as failed by the host, with the sanitized
 -- error). A step starts with ctx.checkpoint holding the last context
--- saved for it (ctx:checkpoint), ctx.step its name. A step whose name or
+-- saved for it (ctx:checkpoint; an empty table when none), ctx.step its
+-- name. A step whose name or
 -- place changed since an execution is a new step: it runs from the start.
 -- The job's result is what the last step run returns.
 function W.steps_runner(spec)
@@ -1073,7 +1090,11 @@ function W.steps_runner(spec)
         local cp = saved[i]
         host.step_begin(seq, i, st.name, cp)
         ctx.step = st.name
-        ctx.checkpoint = cp and pjson.decode(cp) or nil
+        local saved_cp = cp and pjson.decode(cp)
+        if type(saved_cp) ~= "table" or getmetatable(saved_cp) ~= nil then
+          saved_cp = {} -- none (or not an object: a database edited by hand)
+        end
+        ctx.checkpoint = setmetatable(saved_cp, CHECKPOINT)
         result = st.run(job, ctx)
         local eerr = host.step_end(seq)
         if eerr then error(("step %s: %s"):format(st.name, eerr), 0) end
