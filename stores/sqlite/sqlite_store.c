@@ -126,6 +126,7 @@ enum {
   SQ_QUEUE_SET_BOOST,
   SQ_QUEUE_LIST,
   /* steps and instances (issue 15): see the section "steps" */
+  SQ_STEP_READ_BEGIN,
   SQ_STEP_LIST,
   SQ_STEP_EXIT_GET,
   SQ_STEP_INSTANCE_OF,
@@ -339,6 +340,8 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_QUEUE_LIST] = "SELECT name, paused, paused_at, paused_by, reason, "
                       "age_boost_ms FROM pawl_queues ORDER BY name",
     /* steps and instances (issue 15; sqlite_steps_sql.h) */
+    /* A read transaction (deferred: no write lock, no gate). */
+    [SQ_STEP_READ_BEGIN] = "BEGIN",
     [SQ_STEP_LIST] = SQLITE_STEP_LIST,
     [SQ_STEP_EXIT_GET] = SQLITE_STEP_EXIT_GET,
     [SQ_STEP_INSTANCE_OF] = SQLITE_STEP_INSTANCE_OF,
@@ -2908,10 +2911,10 @@ static int sq_steps_get(store_t *base, const pawl_id_t *id, pawl_steps_t **out) 
   sq_store_t *s = (sq_store_t *)base;
   *out = NULL;
   /* One read transaction: the rows, the exit and the instance agree. */
-  if (sqlite3_exec(s->db, "BEGIN", 0, 0, 0) != SQLITE_OK)
-    return sq_fail(s, sqlite3_errcode(s->db), "read steps");
-  int rc = 0;
-  sqlite3_stmt *st = sq_stmt(s, SQ_EXISTS);
+  sqlite3_stmt *st = sq_stmt(s, SQ_STEP_READ_BEGIN);
+  int rc = st ? sq_exec(s, st, "read steps") : PAWL_ESTORE;
+  if (rc) return rc;
+  st = sq_stmt(s, SQ_EXISTS);
   if (!st) rc = PAWL_ESTORE;
   if (!rc) {
     sq_bind_id(st, 1, id);
@@ -2944,7 +2947,13 @@ static int sq_steps_get(store_t *base, const pawl_id_t *id, pawl_steps_t **out) 
     out_s->exit_message = exit[1];
   }
   if (!rc) rc = sq_step_text(s, SQ_STEP_INSTANCE_OF, id, 1, &out_s->instance);
-  sqlite3_exec(s->db, "COMMIT", 0, 0, 0);
+  /* A read: its end cannot lose anything; keep the first error. */
+  sqlite3_stmt *end = sq_stmt(s, SQ_COMMIT);
+  if (end) {
+    sqlite3_step(end);
+    sqlite3_reset(end);
+  }
+  if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
   if (rc) {
     pawl_steps_free(out_s);
     return rc;
