@@ -20,8 +20,10 @@
 #include "pawl.h"
 #include "store.h"
 
-/* Identifying fields: at most this many. */
+/* Identifying fields: at most this many; their key at most this long (it
+ * is a primary key: PostgreSQL's index entries stop at about 2.7 kB). */
 #define STEPS_IDENTITY_MAX 16
+#define STEPS_KEY_MAX 1000
 /* Counters: what a double holds exactly (job code counts in doubles). */
 #define STEPS_COUNT_MAX INT64_C(9007199254740991)
 
@@ -255,6 +257,9 @@ static int steps_instance_key(pawl_t *p, const char *payload,
   pawl__buf_putc(key, '}');
   pawl__buf_free(&scratch);
   if (!rc && key->oom) rc = pawl__fail(p, PAWL_ENOMEM, "out of memory");
+  if (!rc && key->len > STEPS_KEY_MAX)
+    rc = pawl__fail(p, PAWL_EINVAL, "the identifying values are %zu bytes of "
+                    "JSON, more than the limit of %d", key->len, STEPS_KEY_MAX);
   return rc;
 }
 

@@ -333,6 +333,13 @@ void contract_steps_instances(const char *url) {
   CHECK_INT(enq_instance(p, "{\"day\":\"x\"}", &b, &st), ==, PAWL_EINVAL);
   CHECK(strstr(pawl_errmsg(p), "identity field date is not in the payload"));
   CHECK_INT(enq_instance(p, "[1]", &b, &st), ==, PAWL_EINVAL);
+  {
+    char big[1100];
+    memset(big, 0, sizeof big);
+    snprintf(big, sizeof big, "{\"date\":\"%01000d\"}", 7);
+    CHECK_INT(enq_instance(p, big, &b, &st), ==, PAWL_EINVAL);
+    CHECK(strstr(pawl_errmsg(p), "more than the limit of 1000"));
+  }
   CHECK_INT(enq_instance(p, "{\"date\":", &b, &st), ==, PAWL_EINVAL);
   pawl_enqueue_opts_t o;
   pawl_enqueue_opts_init(&o);
