@@ -58,6 +58,7 @@ extern "C" {
 #define PAWL_EIO (-10)      /* file or directory missing, unreadable, read-only */
 #define PAWL_ELEASE (-11)   /* the job is no longer leased by this node */
 #define PAWL_EUNAVAIL (-12) /* database unreachable (connection lost): retry later */
+#define PAWL_EDONE (-13)    /* job instance already completed (identity) */
 
 /* A static English description of `err`. Never NULL. */
 PAWL_EXTERN const char *pawl_strerror(int err);
@@ -354,6 +355,21 @@ typedef struct pawl_enqueue_opts {
   const pawl_id_t *after;
   size_t nafter;
   const char *when;
+  /* Job instances (issue 15, steps): the names of the payload's fields
+   * that identify a run of this type (a script's `identity`, applied by
+   * the enqueuers that have the script, as ordering_key is). The job of
+   * (type, those fields' values) is one instance: while one has
+   * succeeded, an enqueue fails with PAWL_EDONE; while one is dead
+   * (failed, not paused), the enqueue restarts it (a manual retry: its
+   * steps that completed are skipped) and returns its id with
+   * PAWL_ENQ_RESTARTED; while one is live, it returns its id with
+   * PAWL_ENQ_EXISTING; a canceled or deleted one gives the instance up.
+   * Nothing else of the enqueue (payload, options) changes a job found.
+   * Each field must be in the payload (a JSON object); 1..16 names, each
+   * a name (1..200 bytes, no control characters). Only with a single job
+   * per call (pawl_enqueue, or pawl_enqueue_many with n == 1). NULL: none. */
+  const char *const *identity;
+  size_t nidentity;
 } pawl_enqueue_opts_t;
 
 #define PAWL_AFTER_MAX 100000
@@ -363,7 +379,10 @@ PAWL_EXTERN void pawl_enqueue_opts_init(pawl_enqueue_opts_t *o);
 /* Result of an enqueue. */
 #define PAWL_ENQ_NEW 0
 #define PAWL_ENQ_DUPLICATE 1 /* idempotency key seen before: its job's id */
-#define PAWL_ENQ_EXISTING 2  /* business key live: the holder's id */
+#define PAWL_ENQ_EXISTING 2  /* business key live: the holder's id; or the
+                                live job of the same instance (identity) */
+#define PAWL_ENQ_RESTARTED 3 /* identity: the dead job of the same
+                                instance was restarted: its id */
 
 /* Enqueues a job of `type` with a JSON payload (NULL: "{}"). All pointers are
  * borrowed. On success writes the id (new or existing) into *out_id and one
@@ -874,6 +893,88 @@ PAWL_EXTERN int pawl_logs(pawl_t *p, const pawl_id_t *id,
                           pawl_log_record_t **out, size_t *n);
 PAWL_EXTERN void pawl_logs_free(pawl_log_record_t *logs, size_t n);
 
+/* ---- restartable steps (issue 15, steps) -------------------------------- */
+
+/* A script may run as named steps (README "Restartable steps"). Each
+ * execution of a step is a row: the worker running an attempt writes it
+ * (pawl_step_begin, pawl_step_save at each ctx:checkpoint, pawl_step_end),
+ * each write guarded by the attempt's lease like pawl_progress
+ * (PAWL_ELEASE when this node no longer holds the attempt). A later
+ * attempt skips the steps that completed and starts the first other one
+ * with its last checkpoint. */
+#define PAWL_STEP_RUNNING 0
+#define PAWL_STEP_COMPLETED 1
+#define PAWL_STEP_FAILED 2
+#define PAWL_STEP_STOPPED 3   /* snoozed, or released when the host stopped */
+/* The counters of ctx:count, in this order. */
+#define PAWL_STEP_READ 0
+#define PAWL_STEP_WRITTEN 1
+#define PAWL_STEP_FILTERED 2
+#define PAWL_STEP_SKIPPED 3
+#define PAWL_STEP_COMMITS 4
+#define PAWL_STEP_ROLLBACKS 5
+#define PAWL_STEP_NCOUNTS 6
+/* Bounds: a checkpoint's JSON text, an exit code, an exit message (bytes),
+ * a step's name (a name: no control characters), steps per script. */
+#define PAWL_CHECKPOINT_MAX (1024 * 1024)
+#define PAWL_EXIT_CODE_MAX 200
+#define PAWL_EXIT_MESSAGE_MAX 2000
+#define PAWL_STEPS_MAX 100
+
+typedef struct pawl_step_exec {
+  int64_t seq;          /* the row: increases with each execution */
+  int32_t attempt;
+  int32_t index;        /* 1-based place in the script's steps */
+  char *name;
+  int status;           /* PAWL_STEP_* */
+  int64_t started_at;
+  int64_t ended_at;     /* 0 while running */
+  char *exit_code;      /* NULL: none set */
+  char *exit_message;   /* NULL: none */
+  int64_t counts[PAWL_STEP_NCOUNTS];
+  char *checkpoint;     /* JSON text or NULL */
+  int64_t checkpoint_at; /* 0: none */
+} pawl_step_exec_t;
+
+typedef struct pawl_steps {
+  char *exit_code;      /* the job's (ctx:exit, the last one); NULL: none */
+  char *exit_message;
+  char *instance;       /* the identity key of its instance, or NULL */
+  pawl_step_exec_t *execs; /* oldest first */
+  size_t n;
+} pawl_steps_t;
+
+/* A job's step executions, its exit code and its instance. *out is the
+ * caller's: pawl_steps_free(). PAWL_ENOTFOUND for no such job. */
+PAWL_EXTERN int pawl_steps(pawl_t *p, const pawl_id_t *id, pawl_steps_t **out);
+PAWL_EXTERN void pawl_steps_free(pawl_steps_t *s);
+
+/* Begins the execution of step `index` (1..PAWL_STEPS_MAX) named `name`
+ * of the attempt this node holds, with `checkpoint` (JSON text up to
+ * PAWL_CHECKPOINT_MAX bytes, or NULL) as its starting context; rows of
+ * the job left running by an earlier attempt are marked failed first.
+ * *exec receives the row. Strings borrowed. */
+PAWL_EXTERN int pawl_step_begin(pawl_t *p, const pawl_id_t *id,
+                                int32_t attempt, int32_t index,
+                                const char *name, const char *checkpoint,
+                                int64_t *exec);
+/* Stores `checkpoint` (as pawl_step_begin) and the counters (each
+ * 0..2^53) in row `exec` in one statement: both or neither. */
+PAWL_EXTERN int pawl_step_save(pawl_t *p, const pawl_id_t *id,
+                               int32_t attempt, int64_t exec,
+                               const char *checkpoint, const int64_t *counts);
+/* Ends row `exec` with `status` (PAWL_STEP_COMPLETED, _FAILED,
+ * _STOPPED), an exit code and message (NULL: none; at most
+ * PAWL_EXIT_CODE_MAX and PAWL_EXIT_MESSAGE_MAX bytes) and the counters. */
+PAWL_EXTERN int pawl_step_end(pawl_t *p, const pawl_id_t *id, int32_t attempt,
+                              int64_t exec, int status, const char *exit_code,
+                              const char *exit_message, const int64_t *counts);
+/* Sets the exit code (1..PAWL_EXIT_CODE_MAX bytes, no control characters)
+ * and message (NULL or up to PAWL_EXIT_MESSAGE_MAX bytes) of the job, for
+ * the attempt this node holds (ctx:exit). */
+PAWL_EXTERN int pawl_job_exit(pawl_t *p, const pawl_id_t *id, int32_t attempt,
+                              const char *exit_code, const char *exit_message);
+
 /* ---- script defaults ---------------------------------------------------- */
 
 /* What a job script says about jobs of its type. An enqueuer routes a
@@ -893,6 +994,12 @@ typedef struct pawl_script_info {
   char ordering_key[201];
   int ordering_key_fn;
   char resource[201];     /* "" when the script sets none (issue 14) */
+  /* Job instances (issue 15): the script's identifying payload fields
+   * (pawl_enqueue_opts_t.identity); identity_ptrs points into identity,
+   * ready to be given as opts.identity. */
+  char identity[16][201];
+  const char *identity_ptrs[16];
+  size_t nidentity;
 } pawl_script_info_t;
 
 /* Loads the script for `type` from `scripts_dir` (and _defaults.lua) the

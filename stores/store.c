@@ -436,6 +436,26 @@ int pawl__store_event_fill(pawl_event_t *e, const store_row_t *r) {
   return oom ? -1 : 0;
 }
 
+int pawl__store_step_fill(pawl_step_exec_t *e, const store_row_t *r) {
+  e->seq = r->int64(r, 0);
+  e->attempt = (int32_t)r->int64(r, 1);
+  e->index = (int32_t)r->int64(r, 2);
+  e->status = (int)r->int64(r, 4);
+  e->started_at = r->int64(r, 5);
+  e->ended_at = r->int64(r, 6);
+  for (int k = 0; k < PAWL_STEP_NCOUNTS; k++) e->counts[k] = r->int64(r, 9 + k);
+  e->checkpoint_at = r->int64(r, 16);
+  int oom = store_col_dup(&e->name, r, 3);
+  oom |= store_col_dup(&e->exit_code, r, 7);
+  oom |= store_col_dup(&e->exit_message, r, 8);
+  oom |= store_col_dup(&e->checkpoint, r, 15);
+  return oom ? -1 : 0;
+}
+
+pawl_step_exec_t *pawl__store_step_push(pawl_steps_t *s) {
+  return pawl__store_push((void **)&s->execs, &s->n, sizeof *s->execs);
+}
+
 int pawl__store_log_fill(pawl_log_record_t *l, const store_row_t *r) {
   size_t n;
   l->attempt = (int32_t)r->int64(r, 0);

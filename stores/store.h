@@ -89,6 +89,12 @@ typedef struct store_new_job {
   size_t nafter;
   const char *when;
   int after_prev;
+  /* Job instances (issue 15, steps): the identity key of the job's
+   * instance (host/api/steps.c), NULL for none. The insert records it in
+   * pawl_instances in its transaction, taking the instance over from a
+   * canceled (or deleted) job; one held by any other job refuses the
+   * whole call with PAWL_ECONFLICT (the caller looks it up again). */
+  const char *instance_key;
 } store_new_job_t;
 
 /* ---- batches (issue 15; pawl_batches, pawl_batch_callbacks,
@@ -554,6 +560,41 @@ struct store_ops {
     int (*list)(store_t *st, const pawl_id_t *id, pawl_dep_cb cb,
                 void *data);
   } deps;
+  /* Restartable steps and job instances (issue 15, steps; the tables
+   * pawl_steps, pawl_job_exits, pawl_instances: schema SQLite V012,
+   * PostgreSQL V011). The writes of an attempt (begin, save, end, exit)
+   * are guarded by its lease as jobs.progress is: the job running, with
+   * `token` and `attempt`; PAWL_ELEASE otherwise, nothing written. None
+   * is on the claim's or the finish's path. */
+  struct {
+    /* The job's step executions (oldest first), its exit code and its
+     * instance key; PAWL_ENOTFOUND for no such job. */
+    int (*get)(store_t *st, const pawl_id_t *id, pawl_steps_t **out);
+    /* Marks rows of the job still running as failed (an attempt that
+     * never ended them), then inserts a running row; *exec: its seq. One
+     * transaction. */
+    int (*begin)(store_t *st, const pawl_id_t *id, const pawl_id_t *token,
+                 int32_t attempt, int32_t index, const char *name,
+                 const char *checkpoint, int64_t *exec);
+    /* Writes the checkpoint (NULL: leaves it) and the counters of row
+     * `exec` (one of this job's, running) in one statement. */
+    int (*save)(store_t *st, const pawl_id_t *id, const pawl_id_t *token,
+                int32_t attempt, int64_t exec, const char *checkpoint,
+                const int64_t *counts);
+    /* Ends row `exec` (running) with status, exit code, message, counts. */
+    int (*end)(store_t *st, const pawl_id_t *id, const pawl_id_t *token,
+               int32_t attempt, int64_t exec, int status,
+               const char *exit_code, const char *exit_message,
+               const int64_t *counts);
+    /* Sets the job's exit code and message (an upsert). */
+    int (*exit)(store_t *st, const pawl_id_t *id, const pawl_id_t *token,
+                int32_t attempt, const char *exit_code,
+                const char *exit_message);
+    /* The job holding instance (type, key) and its state; PAWL_ENOTFOUND
+     * when none does (no row, or its job is gone). */
+    int (*instance)(store_t *st, const char *type, const char *key,
+                    pawl_id_t *id, int *state);
+  } steps;
 };
 
 /* The part every backend's store begins with. */
@@ -771,6 +812,17 @@ pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
 int pawl__store_attempt_fill(pawl_attempt_t *a, const store_row_t *r);
 int pawl__store_event_fill(pawl_event_t *e, const store_row_t *r);
 int pawl__store_log_fill(pawl_log_record_t *l, const store_row_t *r);
+
+/* Restartable steps (issue 15, steps): a row of pawl_steps, columns in
+ * this order (SQLITE_STEP_COLS, PG_STEP_COLS): seq, attempt, idx, name,
+ * status, started_at, ended_at, exit_code, exit_message, the six counts
+ * (read, written, filtered, skipped, commits, rollbacks), checkpoint,
+ * checkpoint_at. Fills a zeroed element; -1 when out of memory (what was
+ * copied is in it, for pawl_steps_free). */
+#define STORE_STEP_NCOLS 17
+int pawl__store_step_fill(pawl_step_exec_t *e, const store_row_t *r);
+/* Appends a zeroed element to s->execs; NULL when out of memory. */
+pawl_step_exec_t *pawl__store_step_push(pawl_steps_t *s);
 
 
 /* The columns of a recurring definition's row, in the order every backend

@@ -65,6 +65,7 @@ static int batch_prepare_callback(pawl_t *p, int role,
                     : o->resource        ? "a resource"
                     : o->signal          ? "a signal"
                     : o->nafter || o->when ? "after or when (dependencies)"
+                    : o->nidentity       ? "identity fields"
                                          : NULL;
   if (bad)
     return pawl__fail(p, PAWL_EINVAL, "%s: a callback may not have %s", name,

@@ -66,4 +66,15 @@ int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                         pawl_id_t *ids, int *statuses, int chain,
                         const store_batch_new_t *batch);
 
+/* Job instances (issue 15, steps; steps.c): the enqueue of one job whose
+ * opts name identifying fields: finds its instance, refuses a completed
+ * one (PAWL_EDONE), restarts a dead one, returns a live one, else inserts
+ * the job with the instance key through pawl__enqueue_keyed (pawl.c),
+ * which records the instance in the insert's transaction. */
+int pawl__enqueue_instance(pawl_t *p, const pawl_enqueue_item_t *item,
+                           pawl_id_t *id_out, int *status_out);
+int pawl__enqueue_keyed(pawl_t *p, const pawl_enqueue_item_t *item,
+                        const char *instance_key, pawl_id_t *id_out,
+                        int *status_out);
+
 #endif

@@ -529,21 +529,75 @@ int pawl_enqueue(pawl_t *p, const char *type, const char *payload,
   return 0;
 }
 
-/* pawl_enqueue_many(), and pawl_chain() when `chain`: each job after the
- * first also waits for the one before it to succeed. */
-static int pawl_enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items,
-                              size_t n, pawl_id_t *ids, int *statuses,
-                              int chain) {
-  p->errmsg[0] = 0;
-  return pawl__enqueue_items(p, items, n, ids, statuses, chain, NULL);
+static int pawl_enqueue_core(pawl_t *p, const pawl_enqueue_item_t *items,
+                             size_t n, pawl_id_t *ids, int *statuses,
+                             int chain, const char *instance_key,
+                             const store_batch_new_t *batch);
+
+/* Job instances (issue 15, steps): identity is for one job enqueued
+ * alone; `what` names the call that refuses it ("a chain's step", "a
+ * batch's child"), NULL for pawl_enqueue_many(), which takes it alone. */
+static int pawl_identity_check(pawl_t *p, const pawl_enqueue_item_t *items,
+                               size_t n, const char *what) {
+  for (size_t i = 0; i < n; i++) {
+    if (!items[i].opts || !items[i].opts->nidentity) continue;
+    if (what)
+      return pawl__fail(p, PAWL_EINVAL, "job %zu: %s may not have identity "
+                        "fields (a job instance is enqueued alone)", i + 1,
+                        what);
+    if (n > 1)
+      return pawl__fail(p, PAWL_EINVAL, "job %zu: a job with identity fields "
+                        "is enqueued alone (one job per call)", i + 1);
+  }
+  return 0;
 }
 
-/* pawl_enqueue_many(), pawl_chain() when `chain`, and with `batch` (issue
- * 15, batch.c) a batch's children: each gets the batch's id and they go
- * in through store.batch.create() with the batch row. */
+int pawl__enqueue_keyed(pawl_t *p, const pawl_enqueue_item_t *item,
+                        const char *instance_key, pawl_id_t *id_out,
+                        int *status_out) {
+  return pawl_enqueue_core(p, item, 1, id_out, status_out, 0, instance_key,
+                           NULL);
+}
+
+int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
+                      pawl_id_t *ids, int *statuses) {
+  p->errmsg[0] = 0;
+  int rc = pawl_identity_check(p, items, n, NULL);
+  if (rc) return rc;
+  /* Job instances (issue 15, steps): one job per call, in steps.c. */
+  if (n == 1 && items[0].opts && items[0].opts->nidentity) {
+    if (!items[0].opts->identity)
+      return pawl__fail(p, PAWL_EINVAL, "%zu identity fields but no array",
+                        items[0].opts->nidentity);
+    pawl_id_t id;
+    int st;
+    rc = pawl__enqueue_instance(p, &items[0], &id, &st);
+    if (!rc && ids) ids[0] = id;
+    if (!rc && statuses) statuses[0] = st;
+    return rc;
+  }
+  return pawl_enqueue_core(p, items, n, ids, statuses, 0, NULL, NULL);
+}
+
+/* pawl_chain() (each job after the first also waits for the one before it
+ * to succeed) and, with `batch` (issue 15, batch.c), a batch's children:
+ * each gets the batch's id and they go in through store.batch.create()
+ * with the batch row. */
 int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                         pawl_id_t *ids, int *statuses, int chain,
                         const store_batch_new_t *batch) {
+  int rc = pawl_identity_check(p, items, n,
+                                batch ? "a batch's child" : "a chain's step");
+  if (rc) return rc;
+  return pawl_enqueue_core(p, items, n, ids, statuses, chain, NULL, batch);
+}
+
+/* The enqueue of items[0..n): `chain`, `instance_key` (n == 1 when set)
+ * and `batch` as the callers above say. */
+static int pawl_enqueue_core(pawl_t *p, const pawl_enqueue_item_t *items,
+                             size_t n, pawl_id_t *ids, int *statuses,
+                             int chain, const char *instance_key,
+                             const store_batch_new_t *batch) {
   if (n == 0) return 0;
   pawl_enqueue_opts_t defaults;
   pawl_enqueue_opts_init(&defaults);
@@ -558,6 +612,7 @@ int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
     rc = pawl_prepare_job(p, items[i].type, items[i].payload,
                           items[i].opts ? items[i].opts : &defaults, &jobs[i],
                           &tags[i]);
+    if (!rc) jobs[i].instance_key = instance_key; /* n == 1 when set */
     if (rc && n > 1) {
       char msg[sizeof p->errmsg];
       snprintf(msg, sizeof msg, "%s", p->errmsg);
@@ -619,18 +674,13 @@ int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
   return rc;
 }
 
-int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
-                      pawl_id_t *ids, int *statuses) {
-  return pawl_enqueue_items(p, items, n, ids, statuses, 0);
-}
-
 int pawl_chain(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                pawl_id_t *ids, int *statuses) {
   p->errmsg[0] = 0;
   if (n == 0 || n > PAWL_AFTER_MAX)
     return pawl__fail(p, PAWL_EINVAL, "a chain has 1..%d steps (got %zu)",
                       PAWL_AFTER_MAX, n);
-  return pawl_enqueue_items(p, items, n, ids, statuses, 1);
+  return pawl__enqueue_items(p, items, n, ids, statuses, 1, NULL);
 }
 
 int pawl_deps_list(pawl_t *p, const pawl_id_t *id, pawl_dep_cb cb,

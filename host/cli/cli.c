@@ -1179,6 +1179,11 @@ static int cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
                     "the script of %s computes ordering_key from the "
                     "payload, which the CLI does not run: give "
                     "--ordering-key", a->pos[0]);
+  /* Job instances (issue 15): the script's identifying fields. */
+  if (info->nidentity) {
+    o->identity = info->identity_ptrs;
+    o->nidentity = info->nidentity;
+  }
   return 0;
   /* max_attempts and the timeout are not copied: the worker applies the
    * script's own to jobs that set none, when they run. */
@@ -1208,6 +1213,12 @@ static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
     pawl__buf_puts(&note, "existing: business key ");
     cli_text(&note, a->enq.business_key);
     pawl__buf_printf(&note, " is held by live job %s; not enqueued", text);
+  } else if (status == PAWL_ENQ_EXISTING && o.nidentity) {
+    pawl__buf_printf(&note, "existing: job %s is this instance, and live; "
+                     "not enqueued", text);
+  } else if (status == PAWL_ENQ_RESTARTED) {
+    pawl__buf_printf(&note, "restarted: job %s was this instance, failed; it "
+                     "runs again (its completed steps are skipped)", text);
   }
   if (note.len && !note.oom) fprintf(stderr, "%s\n", pawl__buf_cstr(&note));
   pawl__buf_free(&note);
@@ -1221,12 +1232,15 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
   size_t nlogs = 0;
   cli_deps_t deps;
   cli_deps_init(&deps, a->json);
+  pawl_steps_t *steps = NULL; /* restartable steps (issue 15) */
   int rc = pawl_get(p, &a->id, &job);
   if (!rc) rc = pawl_history(p, &a->id, &h);
   if (!rc) rc = pawl_logs(p, &a->id, &logs, &nlogs);
   if (!rc) rc = pawl_deps_list(p, &a->id, cli_deps_cb, &deps);
+  if (!rc) rc = pawl_steps(p, &a->id, &steps);
   if (rc) {
     cli_deps_free(&deps);
+    pawl_steps_free(steps);
     pawl_logs_free(logs, nlogs);
     pawl_history_free(h);
     pawl_job_free(job);
@@ -1241,6 +1255,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_json_logs(&b, logs, nlogs);
     cli_batch_of_job(p, &a->id, &b); /* issue 15 */
     cli_deps_json(&b, &deps);
+    cli_json_steps(&b, steps);
     pawl__buf_putc(&b, '}');
     rc = cli_emit(&b, err);
     pawl__buf_free(&b);
@@ -1273,6 +1288,8 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
       } else {
         printf("logs: none\n");
       }
+      if (cli_steps_print(steps) != 0)
+        rc = cli_fail(err, CLI_FAIL, "out of memory");
     }
     cli_table_free(&fields);
     cli_table_free(&attempts);
@@ -1280,6 +1297,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_table_free(&lines);
   }
   cli_deps_free(&deps);
+  pawl_steps_free(steps);
   pawl_logs_free(logs, nlogs);
   pawl_history_free(h);
   pawl_job_free(job);

@@ -73,6 +73,12 @@ void cli_job_fields(cli_table_t *t, const pawl_job_t *j);
 void cli_attempt_rows(cli_table_t *t, const pawl_history_t *h);
 void cli_event_rows(cli_table_t *t, const pawl_history_t *h);
 void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs, size_t n);
+/* Restartable steps (issue 15): a job's step executions, exit code and
+ * instance, as JSON members (",\"exit_code\":...,\"steps\":[...]") and as
+ * `pawl show` prints them (nothing when the job has none; -1: out of
+ * memory). */
+void cli_json_steps(pawl_buf_t *b, const pawl_steps_t *s);
+int cli_steps_print(const pawl_steps_t *s);
 
 /* ---- cli_flow.c: signals and replace (issue 15) ----------------------------- */
 

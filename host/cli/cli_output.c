@@ -524,3 +524,106 @@ void cli_deps_free(cli_deps_t *d) {
   pawl__buf_free(&d->jparents);
   pawl__buf_free(&d->jchildren);
 }
+
+/* ---- restartable steps (issue 15) ---------------------------------------- */
+
+static const char *cli_step_status(int s) {
+  switch (s) {
+  case PAWL_STEP_RUNNING: return "running";
+  case PAWL_STEP_COMPLETED: return "completed";
+  case PAWL_STEP_FAILED: return "failed";
+  case PAWL_STEP_STOPPED: return "stopped";
+  default: return "?";
+  }
+}
+
+static const char *const cli_step_counts[PAWL_STEP_NCOUNTS] = {
+    "read", "written", "filtered", "skipped", "commits", "rollbacks"};
+
+void cli_json_steps(pawl_buf_t *b, const pawl_steps_t *s) {
+  pawl__buf_puts(b, ",\"exit_code\":");
+  cli_json_str(b, s->exit_code);
+  pawl__buf_puts(b, ",\"exit_message\":");
+  cli_json_str(b, s->exit_message);
+  pawl__buf_puts(b, ",\"instance\":");
+  cli_json_raw(b, s->instance);
+  pawl__buf_puts(b, ",\"steps\":[");
+  for (size_t i = 0; i < s->n; i++) {
+    const pawl_step_exec_t *e = &s->execs[i];
+    pawl__buf_printf(b, "%s{\"attempt\":%d,\"index\":%d,\"name\":", i ? "," : "",
+                     (int)e->attempt, (int)e->index);
+    cli_json_str(b, e->name);
+    pawl__buf_printf(b, ",\"status\":\"%s\",\"started_at\":",
+                     cli_step_status(e->status));
+    cli_json_time(b, e->started_at);
+    pawl__buf_puts(b, ",\"ended_at\":");
+    cli_json_time(b, e->ended_at);
+    pawl__buf_puts(b, ",\"duration_ms\":");
+    if (e->ended_at)
+      pawl__buf_printf(b, "%lld", (long long)(e->ended_at - e->started_at));
+    else
+      pawl__buf_puts(b, "null");
+    pawl__buf_puts(b, ",\"exit_code\":");
+    cli_json_str(b, e->exit_code);
+    pawl__buf_puts(b, ",\"exit_message\":");
+    cli_json_str(b, e->exit_message);
+    for (int k = 0; k < PAWL_STEP_NCOUNTS; k++)
+      pawl__buf_printf(b, ",\"%s\":%lld", cli_step_counts[k],
+                       (long long)e->counts[k]);
+    pawl__buf_puts(b, ",\"checkpoint\":");
+    cli_json_raw(b, e->checkpoint);
+    pawl__buf_puts(b, ",\"checkpoint_at\":");
+    cli_json_time(b, e->checkpoint_at);
+    pawl__buf_putc(b, '}');
+  }
+  pawl__buf_putc(b, ']');
+}
+
+int cli_steps_print(const pawl_steps_t *s) {
+  if (!s->n && !s->exit_code && !s->instance) return 0;
+  if (s->instance) printf("instance: %s\n", s->instance);
+  if (s->exit_code)
+    printf("exit: %s%s%s\n", s->exit_code, s->exit_message ? " " : "",
+           s->exit_message ? s->exit_message : "");
+  if (!s->n) return 0;
+  enum { NCOL = 13 };
+  cli_table_t t = {.ncols = NCOL};
+  static const char *const head[NCOL] = {
+      "attempt", "step",  "status",  "started", "duration_ms",
+      "read",    "written", "filtered", "skipped", "commits",
+      "rollbacks", "checkpoint", "exit"};
+  cli_table_row(&t, head);
+  for (size_t i = 0; i < s->n; i++) {
+    const pawl_step_exec_t *e = &s->execs[i];
+    char att[16], step[240], st[ISO8601_STRLEN], dur[32] = "-", cp[48] = "-";
+    char counts[PAWL_STEP_NCOUNTS][24];
+    snprintf(att, sizeof att, "%d", (int)e->attempt);
+    snprintf(step, sizeof step, "%d %s", (int)e->index, e->name ? e->name : "");
+    cli_time(e->started_at, st);
+    if (e->ended_at)
+      snprintf(dur, sizeof dur, "%lld", (long long)(e->ended_at - e->started_at));
+    for (int k = 0; k < PAWL_STEP_NCOUNTS; k++)
+      snprintf(counts[k], sizeof counts[k], "%lld", (long long)e->counts[k]);
+    if (e->checkpoint) snprintf(cp, sizeof cp, "%zu B", strlen(e->checkpoint));
+    pawl_buf_t ex;
+    pawl__buf_init(&ex);
+    if (e->exit_code) pawl__buf_puts(&ex, e->exit_code);
+    if (e->exit_message) {
+      if (e->exit_code) pawl__buf_putc(&ex, ' ');
+      pawl__buf_puts(&ex, e->exit_message);
+    }
+    const char *row[NCOL] = {att, step, cli_step_status(e->status), st, dur,
+                             counts[0], counts[1], counts[2], counts[3],
+                             counts[4], counts[5], cp,
+                             ex.len ? pawl__buf_cstr(&ex) : "-"};
+    cli_table_row(&t, row);
+    pawl__buf_free(&ex);
+  }
+  int oom = t.oom;
+  if (!oom) {
+    printf("steps:\n");
+    cli_table_print(&t, "  ");
+  }
+  cli_table_free(&t);
+  return oom ? -1 : 0;
+}

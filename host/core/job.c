@@ -30,6 +30,7 @@ static const struct {
     {PAWL_EIO, "PAWL_EIO", "file or directory not usable"},
     {PAWL_ELEASE, "PAWL_ELEASE", "job is no longer leased by this node"},
     {PAWL_EUNAVAIL, "PAWL_EUNAVAIL", "database unreachable"},
+    {PAWL_EDONE, "PAWL_EDONE", "job instance already completed"},
 };
 
 const char *pawl_strerror(int err) {
@@ -88,6 +89,21 @@ void pawl_history_free(pawl_history_t *h) {
   pawl__free(h->attempts);
   pawl__free(h->events);
   pawl__free(h);
+}
+
+void pawl_steps_free(pawl_steps_t *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->n; i++) {
+    pawl__free(s->execs[i].name);
+    pawl__free(s->execs[i].exit_code);
+    pawl__free(s->execs[i].exit_message);
+    pawl__free(s->execs[i].checkpoint);
+  }
+  pawl__free(s->execs);
+  pawl__free(s->exit_code);
+  pawl__free(s->exit_message);
+  pawl__free(s->instance);
+  pawl__free(s);
 }
 
 void pawl_logs_free(pawl_log_record_t *logs, size_t n) {

@@ -189,13 +189,14 @@ static int host_fn_optnum(lua_State *L, int i, const char *what, double min,
   return 0;
 }
 
-/* The arguments of one enqueue, at stack indices base .. base + 20: type,
+/* The arguments of one enqueue, at stack indices base .. base + 21: type,
  * payload_json, queue, priority, delay_s, run_at_s, max_attempts,
  * timeout_s, key, business_key, return_existing, correlation_id,
  * tags_json, params_json, blocked, ordering_key, resource (issue 14),
  * signal, signal_timeout_s (issue 15: signals), after (a list of job ids,
- * issue 15: dependencies), when. Strings are borrowed from the values (the caller keeps
- * them referenced); what the options need besides (the decoded tags, the
+ * issue 15: dependencies), when, identity (the target script's
+ * identifying fields, a list of strings, issue 15: steps). Strings are
+ * borrowed from the values (the caller keeps them referenced); what the options need besides (the decoded tags, the
  * parsed ids) is kept in the table at index `anchor`. `by`: the enqueuer's
  * name, PAWL_ID_STRLEN + 8 bytes the caller keeps. Returns 0, or -1 with
  * the reason in err; raises on values of the wrong type. [-0, +0, e] */
@@ -246,6 +247,23 @@ static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
     return -1;
   o->signal_timeout_ms = (int64_t)ceil(sig_timeout * 1000.0);
   o->when = host_fn_optstr(L, ARG(21));
+  /* Identifying fields (issue 15, steps): strings of the list at ARG(22),
+   * which the caller keeps referenced; the array of pointers is a
+   * userdata the anchor holds. pawl.worker checked them. */
+  if (lua_istable(L, ARG(22))) {
+    size_t n = lua_objlen(L, ARG(22));
+    if (n > 16) return luaL_error(L, "at most 16 identity fields");
+    const char **identity = lua_newuserdata(L, (n ? n : 1) * sizeof *identity);
+    lua_rawseti(L, anchor, (int)lua_objlen(L, anchor) + 1);
+    for (size_t i = 0; i < n; i++) {
+      lua_rawgeti(L, ARG(22), (int)i + 1);
+      identity[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+      lua_pop(L, 1); /* a string: still referenced by the list */
+      if (!identity[i]) return luaL_error(L, "identity fields must be strings");
+    }
+    o->identity = identity;
+    o->nidentity = n;
+  }
   /* Tags arrive as a JSON array from the Lua side: decode them back into
    * strings, the table anchored. */
   if (tags_json) {
@@ -318,6 +336,7 @@ static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
 static const char *host_fn_status(int status) {
   return status == PAWL_ENQ_NEW         ? "new"
          : status == PAWL_ENQ_DUPLICATE ? "duplicate"
+         : status == PAWL_ENQ_RESTARTED ? "restarted" /* identity */
                                         : "existing";
 }
 
@@ -325,17 +344,17 @@ static const char *host_fn_status(int status) {
  *              max_attempts, timeout_s, key, business_key, return_existing,
  *              correlation_id, tags_json, params_json, blocked,
  *              ordering_key, resource, signal, signal_timeout_s,
- *              after, when)
- *   -> id, status | nil, message [-21, +2, e] */
+ *              after, when, identity)
+ *   -> id, status | nil, message [-22, +2, e] */
 static int host_fn_enqueue(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.enqueue");
-  lua_settop(L, 21);
-  lua_newtable(L); /* the anchor, at 22 */
+  lua_settop(L, 22);
+  lua_newtable(L); /* the anchor, at 23 */
   char err[256], by[PAWL_ID_STRLEN + 8];
   const char *type, *payload;
   pawl_enqueue_opts_t o;
-  if (host_fn_read_enqueue(L, w, 1, 22, &type, &payload, &o, by, err,
+  if (host_fn_read_enqueue(L, w, 1, 23, &type, &payload, &o, by, err,
                            sizeof err)) {
     lua_pushnil(L);
     lua_pushstring(L, err);
@@ -510,12 +529,12 @@ static int host_fn_chain(lua_State *L) {
   lua_rawseti(L, 2, 3);
   char (*by)[PAWL_ID_STRLEN + 8] = lua_newuserdata(L, n * sizeof *by);
   lua_rawseti(L, 2, 4);
-  luaL_checkstack(L, 24, "pawl.chain");
+  luaL_checkstack(L, 32, "pawl.chain");
   char err[256];
   for (size_t i = 0; i < n; i++) {
     lua_rawgeti(L, 1, (int)i + 1); /* the step's list, at 3 */
     luaL_checktype(L, 3, LUA_TTABLE);
-    for (int k = 1; k <= 21; k++) lua_rawgeti(L, 3, k);
+    for (int k = 1; k <= 22; k++) lua_rawgeti(L, 3, k);
     /* Strings stay referenced by the step's list, which `steps` holds. */
     int bad = host_fn_read_enqueue(L, w, 4, 2, &items[i].type,
                                    &items[i].payload, &opts[i], by[i], err,
@@ -779,6 +798,200 @@ static int host_fn_cron_check(lua_State *L) {
   return 1;
 }
 
+/* ---- restartable steps (issue 15) ----------------------------------------- */
+
+/* Forgets the exit ctx:exit gave the step. */
+static void host_fn_step_forget(pawl__lua_t *w) {
+  pawl__free(w->step_exit_code);
+  pawl__free(w->step_exit_message);
+  w->step_exit_code = w->step_exit_message = NULL;
+}
+
+/* host.steps(seq) -> { {index, name, status, checkpoint_json}, ... } |
+ * nil, message: the step executions of the running job, oldest first.
+ * [-1, +1|2, e] */
+static int host_fn_steps(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  const pawl_job_t *job = host_fn_job(L, w, 1);
+  pawl_steps_t *st = NULL;
+  if (pawl_steps(w->cfg.p, &job->id, &st) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    return 2;
+  }
+  /* Built protected from memory errors only by luaL's own: free first on
+   * the one path that raises (lua_createtable and friends raise on OOM,
+   * which loses `st`; acceptable for an out-of-memory state, which the
+   * worker closes anyway). */
+  lua_createtable(L, (int)st->n, 0);
+  for (size_t i = 0; i < st->n; i++) {
+    const pawl_step_exec_t *e = &st->execs[i];
+    lua_createtable(L, 4, 0);
+    lua_pushinteger(L, e->index);
+    lua_rawseti(L, -2, 1);
+    lua_pushstring(L, e->name);
+    lua_rawseti(L, -2, 2);
+    lua_pushinteger(L, e->status);
+    lua_rawseti(L, -2, 3);
+    if (e->checkpoint) {
+      lua_pushstring(L, e->checkpoint);
+      lua_rawseti(L, -2, 4);
+    }
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  pawl_steps_free(st);
+  return 1;
+}
+
+/* host.step_begin(seq, index, name, checkpoint_json|nil) [-4, +0, e] */
+static int host_fn_step_begin(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  const pawl_job_t *job = host_fn_job(L, w, 1);
+  lua_Integer index = luaL_checkinteger(L, 2);
+  const char *name = luaL_checkstring(L, 3);
+  const char *cp = lua_isnoneornil(L, 4) ? NULL : luaL_checkstring(L, 4);
+  if (w->step_exec) return luaL_error(L, "a step is running already");
+  if (index < 1 || index > PAWL_STEPS_MAX)
+    return luaL_error(L, "step index must be between 1 and %d",
+                      PAWL_STEPS_MAX);
+  int64_t exec = 0;
+  if (pawl_step_begin(w->cfg.p, &job->id, job->attempt, (int32_t)index, name,
+                      cp, &exec) != 0)
+    return luaL_error(L, "step %s: %s", name, pawl_errmsg(w->cfg.p));
+  w->step_exec = exec;
+  memset(w->step_counts, 0, sizeof w->step_counts);
+  host_fn_step_forget(w);
+  return 0;
+}
+
+/* host.step_save(seq, checkpoint_json) -> nil | message: the checkpoint
+ * and the counters in one write. [-2, +0|1, e] */
+static int host_fn_step_save(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  const pawl_job_t *job = host_fn_job(L, w, 1);
+  const char *cp = luaL_checkstring(L, 2);
+  if (!w->step_exec) {
+    lua_pushliteral(L, "only a step of a script's steps can save a checkpoint");
+    return 1;
+  }
+  if (pawl_step_save(w->cfg.p, &job->id, job->attempt, w->step_exec, cp,
+                     w->step_counts) != 0) {
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    return 1;
+  }
+  return 0;
+}
+
+/* host.step_count(seq, which, n) -> the counter's new value | nil, message
+ * (which: 0..5 as PAWL_STEP_READ..; n a whole number, the sum within
+ * 0..2^53). Counted in memory; written with the next checkpoint and at the
+ * step's end. [-3, +1|2, e] */
+static int host_fn_step_count(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  host_fn_job(L, w, 1);
+  lua_Integer which = luaL_checkinteger(L, 2);
+  double n = luaL_checknumber(L, 3);
+  if (which < 0 || which >= PAWL_STEP_NCOUNTS)
+    return luaL_error(L, "no such counter");
+  if (!w->step_exec) {
+    lua_pushnil(L);
+    lua_pushliteral(L, "counters belong to a step of a script's steps");
+    return 2;
+  }
+  double sum = (double)w->step_counts[which] + n;
+  char err[200];
+  if (pawl__bounds_check("the counter", sum, 0, 9007199254740991.0, 1, NULL,
+                         err, sizeof err) ||
+      pawl__bounds_check("n", n, -9007199254740991.0, 9007199254740991.0, 1,
+                         NULL, err, sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  w->step_counts[which] = (int64_t)sum;
+  lua_pushnumber(L, sum);
+  return 1;
+}
+
+/* host.step_exit(seq, code, message|nil) -> nil | message: the exit of the
+ * job (written now) and of the running step (written at its end).
+ * [-3, +0|1, e] */
+static int host_fn_step_exit(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  const pawl_job_t *job = host_fn_job(L, w, 1);
+  const char *code = luaL_checkstring(L, 2);
+  const char *msg = lua_isnoneornil(L, 3) ? NULL : luaL_checkstring(L, 3);
+  if (pawl_job_exit(w->cfg.p, &job->id, job->attempt, code, msg) != 0) {
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    return 1;
+  }
+  char *c = pawl__strdup(code), *m = msg ? pawl__strdup(msg) : NULL;
+  if (!c || (msg && !m)) {
+    pawl__free(c);
+    pawl__free(m);
+    return luaL_error(L, "out of memory");
+  }
+  host_fn_step_forget(w);
+  w->step_exit_code = c;
+  w->step_exit_message = m;
+  return 0;
+}
+
+/* host.step_end(seq) -> nil | message: the running step completed.
+ * [-1, +0|1, e] */
+static int host_fn_step_end(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  const pawl_job_t *job = host_fn_job(L, w, 1);
+  if (!w->step_exec) return 0;
+  int64_t exec = w->step_exec;
+  w->step_exec = 0;
+  int rc = pawl_step_end(w->cfg.p, &job->id, job->attempt, exec,
+                         PAWL_STEP_COMPLETED, w->step_exit_code,
+                         w->step_exit_message, w->step_counts);
+  host_fn_step_forget(w);
+  if (rc != 0) {
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    return 1;
+  }
+  return 0;
+}
+
+void pawl__lua_step_close(pawl__lua_t *w, const pawl__lua_outcome_t *o) {
+  if (w->step_exec && w->job) {
+    int status = o->kind == PAWL_OUT_SNOOZE || o->kind == PAWL_OUT_RELEASE
+                     ? PAWL_STEP_STOPPED
+                     : o->kind == PAWL_OUT_SUCCEEDED ? PAWL_STEP_COMPLETED
+                                                     : PAWL_STEP_FAILED;
+    /* The error, cut to what a step's message holds (on a character's
+     * boundary: the store takes valid UTF-8 only). */
+    char msg[PAWL_EXIT_MESSAGE_MAX + 1];
+    const char *m = w->step_exit_message;
+    if (status == PAWL_STEP_FAILED && o->error) {
+      size_t n = strlen(o->error), i = 0;
+      for (size_t k; i < n && i < PAWL_EXIT_MESSAGE_MAX &&
+                     (k = pawl__json_utf8_len((const unsigned char *)o->error + i,
+                                              n - i)) > 0 &&
+                     i + k <= PAWL_EXIT_MESSAGE_MAX;)
+        i += k;
+      memcpy(msg, o->error, i);
+      msg[i] = 0;
+      m = msg;
+    }
+    if (pawl_step_end(w->cfg.p, &w->job->id, w->job->attempt, w->step_exec,
+                      status, w->step_exit_code, m, w->step_counts) != 0 &&
+        w->cfg.log) {
+      log_line_t line;
+      pawl__log_begin(&line, w->cfg.log, PAWL_LOG_WARN,
+                      "the end of a step could not be recorded");
+      pawl__log_id(&line, "job", &w->job->id);
+      pawl__log_str(&line, "error", pawl_errmsg(w->cfg.p));
+      pawl__log_end(&line);
+    }
+  }
+  w->step_exec = 0;
+  host_fn_step_forget(w);
+}
+
 static const luaL_Reg host_fns[] = {
     {"log", host_fn_log},         {"progress", host_fn_progress},
     {"canceled", host_fn_canceled}, {"heartbeat", host_fn_heartbeat},
@@ -790,6 +1003,10 @@ static const luaL_Reg host_fns[] = {
     {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},
     {"lock_release", host_fn_lock_release}, {"entropy", host_fn_entropy},
     {"text", host_fn_text},       {"cron_check", host_fn_cron_check},
+    /* restartable steps (issue 15) */
+    {"steps", host_fn_steps},     {"step_begin", host_fn_step_begin},
+    {"step_save", host_fn_step_save}, {"step_count", host_fn_step_count},
+    {"step_exit", host_fn_step_exit}, {"step_end", host_fn_step_end},
     {NULL, NULL}};
 
 void pawl__lua_push_host(lua_State *L, pawl__lua_t *w) {

@@ -149,10 +149,24 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
   lua_getfield(L, -1, "defaults_of");
   lua_remove(L, -2);
   lua_pushstring(L, type);
-  if (pawl__lua_call(w, 1, 7, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
+  if (pawl__lua_call(w, 1, 8, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
     lua_pop(L, 1);
     return -1;
   }
+  /* Identifying fields (issue 15): pawl.worker checked them (1..16
+   * names of at most 200 bytes). */
+  if (lua_istable(L, -1)) {
+    size_t n = lua_objlen(L, -1);
+    for (size_t i = 0; i < n && i < 16; i++) {
+      lua_rawgeti(L, -1, (int)i + 1);
+      const char *f = lua_tostring(L, -1);
+      snprintf(out->identity[i], sizeof out->identity[i], "%s", f ? f : "");
+      out->identity_ptrs[i] = out->identity[i];
+      out->nidentity = i + 1;
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
   const char *q = lua_tostring(L, -7);
   if (q) snprintf(out->queue, sizeof out->queue, "%s", q);
   if (lua_isnumber(L, -6)) {

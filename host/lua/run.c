@@ -374,6 +374,7 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
     else
       run_raised(w, o, job_index, rc, why, timeout, hooks);
   }
+  pawl__lua_step_close(w, o); /* restartable steps (issue 15) */
   lua_settop(L, top);
   run_job_end(w, o);
 }

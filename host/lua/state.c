@@ -160,6 +160,11 @@ static void state_push_limits(lua_State *L) {
       {"default_max_attempts", PAWL_DEFAULT_MAX_ATTEMPTS},
       {"timeout_max_s", PAWL_TIMEOUT_MAX_S},
       {"catch_up_limit_max", PAWL_CATCH_UP_LIMIT_MAX},
+      /* restartable steps (issue 15) */
+      {"checkpoint_max", PAWL_CHECKPOINT_MAX},
+      {"steps_max", PAWL_STEPS_MAX},
+      {"exit_code_max", PAWL_EXIT_CODE_MAX},
+      {"exit_message_max", PAWL_EXIT_MESSAGE_MAX},
   };
   lua_createtable(L, 0, (int)(sizeof limits / sizeof limits[0]));
   for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {

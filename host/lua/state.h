@@ -42,6 +42,12 @@ struct pawl__lua {
   int64_t cancel_checked;    /* mono ms of the last ctx:canceled() query */
   int canceled;
   int64_t progress_written;
+  /* The step of a script's `steps` running now (issue 15; host_fns.c):
+   * its row (0: none), what ctx:count added, the exit ctx:exit gave it
+   * (owned strings, NULL: none). */
+  int64_t step_exec;
+  int64_t step_counts[PAWL_STEP_NCOUNTS];
+  char *step_exit_code, *step_exit_message;
 
   /* Locks taken by pawl.lock and not released yet. They are released
    * once the call that took them has returned, however it ended: a
@@ -88,6 +94,13 @@ void pawl__lua_forget_locks(pawl__lua_t *w);
  * W.load_c takes), for `def` (copied into the closure). [-0, +2, m] */
 void pawl__lua_push_cjob(lua_State *L, pawl__lua_t *w,
                          const pawl__script_t *def);
+
+/* Ends the step the last run left open (it raised, timed out or was
+ * stopped: the Lua runner ends the steps that return), as failed or
+ * stopped by the outcome `o`, with its error as the step's message; and
+ * forgets the step's state (host_fns.c). Outside Lua: no interrupt stops
+ * it. */
+void pawl__lua_step_close(pawl__lua_t *w, const pawl__lua_outcome_t *o);
 
 /* strdup that passes NULL through. */
 char *pawl__lua_strdup(const char *s);

@@ -167,13 +167,14 @@ local function enqueue_args(fname, jtype, payload, opts, level)
     opts.params and pjson.encode(opts.params) or nil,
     opts.blocked, okey,
     opts.resource or (spec and spec.resource),
-    opts.signal, opts.signal_timeout, after, when, n = 21 }
+    opts.signal, opts.signal_timeout, after, when,
+    spec and spec.identity, n = 22 }
 end
 
 -- Enqueues a job from inside a job.
 function pawl.enqueue(jtype, payload, opts)
   local a = enqueue_args("pawl.enqueue", jtype, payload, opts, 2)
-  local id, status = host.enqueue(unpack(a, 1, 21))
+  local id, status = host.enqueue(unpack(a, 1, 22))
   if not id then error("pawl.enqueue: " .. status, 2) end
   return id, status
 end
@@ -259,6 +260,12 @@ local function batch_entry(what, e)
           what:match("^job") and "a batch's child" or "a callback", bad), 3)
   end
   local spec = spec_of(jtype)
+  -- Job instances (issue 15): one is enqueued alone (pawl.enqueue), not
+  -- as a batch's child or callback (the C API refuses identity there too).
+  if spec and spec.identity then
+    error(("pawl.batch: %s: job type %s has identity fields (a job instance "
+           .. "is enqueued alone, with pawl.enqueue)"):format(what, jtype), 3)
+  end
   return { jtype,
     payload == nil and "{}" or (type(payload) == "string" and payload
                                 or pjson.encode(payload)),
@@ -423,6 +430,76 @@ function CtxMethods:progress(done, total)
 end
 
 function CtxMethods:canceled() return host.canceled(self._seq) end
+
+-- Restartable steps (issue 15; README "Restartable steps").
+
+-- Saves `t` (a table of named values: a JSON object of at most
+-- limits.checkpoint_max bytes) as the running step's execution context,
+-- with its counters, in one write: a later attempt starts this step with
+-- ctx.checkpoint holding t. In a step, ctx.checkpoint is that context (an
+-- empty table when none was saved), callable: ctx:checkpoint(t) reaches
+-- this function either way.
+local function save_checkpoint(ctx, t)
+  if type(t) ~= "table" then
+    error("ctx:checkpoint: the context must be a table (got " .. type(t) .. ")", 3)
+  end
+  local ok, text = pcall(pjson.encode, t)
+  if not ok then error("ctx:checkpoint: " .. tostring(text), 3) end
+  if text == "[]" then text = "{}" end -- an empty table
+  if text:sub(1, 1) ~= "{" then
+    error("ctx:checkpoint: the context must be a table of named values "
+          .. "(a JSON object), not a list", 3)
+  end
+  if #text > limits.checkpoint_max then
+    error(("ctx:checkpoint: the context is %d bytes of JSON, more than the "
+           .. "limit of %d"):format(#text, limits.checkpoint_max), 3)
+  end
+  local err = host.step_save(ctx._seq, text)
+  if err then error("ctx:checkpoint: " .. err, 3) end
+end
+
+function CtxMethods:checkpoint(t) save_checkpoint(self, t) end
+
+-- The metatable of ctx.checkpoint in a step (hidden, so job code cannot
+-- take the call away from the context it reads).
+local CHECKPOINT = {
+  __call = function(_, ctx, t) save_checkpoint(ctx, t) end,
+  __metatable = false,
+}
+
+local COUNTERS = { read = 0, written = 1, filtered = 2, skipped = 3,
+                   commits = 4, rollbacks = 5 }
+
+-- Adds n (default 1; a whole number) to counter `name` of the running
+-- step; returns its new value. Stored with each checkpoint and at the
+-- step's end.
+function CtxMethods:count(name, n)
+  local which = COUNTERS[name]
+  if not which then
+    error(("ctx:count: counter must be read, written, filtered, skipped, "
+           .. "commits or rollbacks (got %s)"):format(tostring(name)), 2)
+  end
+  if n == nil then n = 1 end
+  if type(n) ~= "number" then error("ctx:count: n must be a number", 2) end
+  local v, err = host.step_count(self._seq, which, n)
+  if not v then error("ctx:count: " .. err, 2) end
+  return v
+end
+
+-- Sets the exit code (a string or a whole number) and message of the job
+-- (stored now) and of the running step (stored at its end).
+function CtxMethods:exit(code, message)
+  if type(code) == "number" and code % 1 == 0 then code = ("%d"):format(code) end
+  if type(code) ~= "string" then
+    error("ctx:exit: code must be a string or a whole number", 2)
+  end
+  if message ~= nil then
+    if type(message) ~= "string" then error("ctx:exit: message must be a string", 2) end
+    message = clean(current_spec, host.text(message), current_job)
+  end
+  local err = host.step_exit(self._seq, host.text(code), message)
+  if err then error("ctx:exit: " .. err, 2) end
+end
 
 function CtxMethods:heartbeat() return host.heartbeat(self._seq) end
 
@@ -758,6 +835,8 @@ local FIELDS = {
   resource = "string",
   -- Dependencies (issue 15): name -> predicate of the result.
   branches = "table",
+  -- Restartable steps and job instances (issue 15; checked below).
+  steps = "table", identity = "table",
 }
 
 local MISFIRE = { run_once = true, catch_up = true, skip = true }
@@ -805,6 +884,65 @@ local function bad_ordering_key(v)
   return nil
 end
 
+-- steps: a list of 1..steps_max { name = NAME, run = function } with
+-- distinct names; identity: a list of 1..16 payload field names. Returns
+-- nil or the reason.
+local function check_steps(t, is_defaults)
+  if t.steps ~= nil then
+    if is_defaults then return "steps belong to a job type's script, not _defaults.lua" end
+    if t.run ~= nil then return "a script has run or steps, not both" end
+    local n, seen = 0, {}
+    for k in pairs(t.steps) do
+      if type(k) ~= "number" or k % 1 ~= 0 or k < 1 then
+        return "steps must be a list of { name = ..., run = function }"
+      end
+      n = n + 1
+    end
+    if n == 0 or n > limits.steps_max or #t.steps ~= n then
+      return ("steps must list 1 to %d steps (got %d)"):format(limits.steps_max, n)
+    end
+    for i, st in ipairs(t.steps) do
+      if type(st) ~= "table" or type(st.run) ~= "function" then
+        return ("step %d must be a table with a run function"):format(i)
+      end
+      local bad = bad_ordering_key(st.name) -- a name: 1..200 bytes, no controls
+      if bad then return ("step %d: name %s"):format(i, bad) end
+      for k in pairs(st) do
+        if k ~= "name" and k ~= "run" then
+          return ("step %s: unknown field %q"):format(st.name, tostring(k))
+        end
+      end
+      if seen[st.name] then return ("two steps are named %s"):format(st.name) end
+      seen[st.name] = true
+    end
+  end
+  if t.identity ~= nil then
+    if is_defaults then return "identity belongs to a job type's script, not _defaults.lua" end
+    local n = 0
+    for _ in pairs(t.identity) do n = n + 1 end
+    if n == 0 or n > 16 or #t.identity ~= n then
+      return ("identity must list 1 to 16 payload field names (got %d entries)"):format(n)
+    end
+    for i, f in ipairs(t.identity) do
+      local bad = bad_ordering_key(f)
+      if bad then return ("identity field %d %s"):format(i, bad) end
+    end
+  end
+  return nil
+end
+
+-- The host's own copies of a checked script's steps and identity: job
+-- code holding the script's tables cannot change what the host runs.
+local function copy_steps(t)
+  if t.steps then
+    local c = {}
+    for i, st in ipairs(t.steps) do c[i] = { name = st.name, run = st.run } end
+    t.steps = c
+  end
+  if t.identity then t.identity = copy(t.identity) end
+  return t
+end
+
 local function check_script(t, is_defaults)
   if type(t) ~= "table" then
     return nil, "script must return a table (got " .. type(t) .. ")"
@@ -819,7 +957,11 @@ local function check_script(t, is_defaults)
       return nil, ("field %s must be a %s (got %s)"):format(k, want, type(v))
     end
   end
-  if not is_defaults and t.run == nil then return nil, "no run function" end
+  local serr = check_steps(t, is_defaults)
+  if serr then return nil, serr end
+  if not is_defaults and t.run == nil and t.steps == nil then
+    return nil, "no run function (or steps)"
+  end
   if is_defaults and t.run ~= nil then
     return nil, "_defaults.lua sets defaults; it has no run function"
   end
@@ -900,7 +1042,7 @@ spec_of = function(name)
   if c == nil then
     local t = type(v) == "function" and { run = v } or v
     local ok, err = check_script(t, false)
-    c = ok and copy(ok) or { bad = ("job type %s: %s"):format(name, err) }
+    c = ok and copy_steps(copy(ok)) or { bad = ("job type %s: %s"):format(name, err) }
     hosted_checked[v] = c
   end
   return c
@@ -955,7 +1097,7 @@ local function load_script(path, is_defaults, src)
   seal(caps)
   -- The host keeps its own copy: job code holding the script's table
   -- cannot change the settings (sanitize, retry, ...) the host uses.
-  checked = copy(checked)
+  checked = copy_steps(copy(checked))
   if checked.redact then checked.redact = copy(checked.redact) end
   return checked
 end
@@ -1067,14 +1209,16 @@ end
 -- Settings of a type: queue, priority, max_attempts, timeout (the last two
 -- apply when a job runs; see max_attempts_of), its ordering_key when it
 -- is a string, whether it is a function of the payload instead, and its
--- resource (limits).
+-- resource (limits), identity (the list of identifying payload fields, or
+-- nil).
 function W.defaults_of(name)
   local t = spec_of(name)
   if not t then return nil end
   local k = t.ordering_key
   return t.queue or defaults.queue, t.priority or defaults.priority,
          t.max_attempts or defaults.max_attempts, t.timeout,
-         type(k) == "string" and k or nil, type(k) == "function", t.resource
+         type(k) == "string" and k or nil, type(k) == "function", t.resource,
+         t.identity
 end
 
 -- The recurring definition a loaded type declares (cron = ...): its name,
@@ -1148,7 +1292,51 @@ function W.prepare(job, seq)
                                                     job.max_attempts),
            timeout, 0
   end
-  return spec.run, ctx, timeout, W.hooks_of(job.type)
+  return spec.run or W.steps_runner(spec), ctx, timeout, W.hooks_of(job.type)
+end
+
+-- The run function of a script with `steps` (issue 15): reads the job's
+-- step executions, skips the steps that completed (in any earlier
+-- attempt), and runs the others in order, each recorded (begin, end; a
+-- step that raises is ended as failed by the host, with the sanitized
+-- error). A step starts with ctx.checkpoint holding the last context
+-- saved for it (ctx:checkpoint; an empty table when none), ctx.step its
+-- name. A step whose name or
+-- place changed since an execution is a new step: it runs from the start.
+-- The job's result is what the last step run returns.
+function W.steps_runner(spec)
+  return function(job, ctx)
+    local seq = ctx._seq
+    local rows, err = host.steps(seq)
+    if not rows then error("steps: " .. err, 0) end
+    local done, saved = {}, {}
+    for _, r in ipairs(rows) do
+      local i, name, status, cp = r[1], r[2], r[3], r[4]
+      local st = spec.steps[i]
+      if st and st.name == name then
+        if status == 1 then done[i] = true end
+        if cp ~= nil then saved[i] = cp end -- oldest first: the last wins
+      end
+    end
+    local result
+    for i, st in ipairs(spec.steps) do
+      if not done[i] then
+        local cp = saved[i]
+        host.step_begin(seq, i, st.name, cp)
+        ctx.step = st.name
+        local saved_cp = cp and pjson.decode(cp)
+        if type(saved_cp) ~= "table" or getmetatable(saved_cp) ~= nil then
+          saved_cp = {} -- none (or not an object: a database edited by hand)
+        end
+        ctx.checkpoint = setmetatable(saved_cp, CHECKPOINT)
+        result = st.run(job, ctx)
+        local eerr = host.step_end(seq)
+        if eerr then error(("step %s: %s"):format(st.name, eerr), 0) end
+      end
+    end
+    ctx.step, ctx.checkpoint = nil, nil
+    return result
+  end
 end
 
 -- The stored form of a successful run's return value: JSON, or nil.

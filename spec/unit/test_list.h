@@ -29,3 +29,5 @@
 #include "test_list_uv.h"
 #include "test_list_recurring.h"
 #include "test_list_queues.h"
+#include "test_list_steps.h"
+#include "test_list_steps_mix.h"

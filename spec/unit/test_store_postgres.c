@@ -21,6 +21,8 @@
 #include "store_contract_batch.h"
 #include "store_contract_deps.h"
 #include "store_contract_deps_mix.h"
+#include "store_contract_steps.h"
+#include "store_contract_steps_mix.h"
 #include "unit.h"
 
 #define CONTRACT_PG(name) \
@@ -32,6 +34,8 @@ SIGREP_CONTRACT_TESTS(CONTRACT_PG)
 BATCH_CONTRACT_TESTS(CONTRACT_PG)
 DEPS_CONTRACT_TESTS(CONTRACT_PG)
 DEPS_MIX_CONTRACT_TESTS(CONTRACT_PG)
+STEPS_CONTRACT_TESTS(CONTRACT_PG)
+STEPS_MIX_CONTRACT_TESTS(CONTRACT_PG)
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -14,6 +14,8 @@
 #include "store_contract_batch.h"
 #include "store_contract_deps.h"
 #include "store_contract_deps_mix.h"
+#include "store_contract_steps.h"
+#include "store_contract_steps_mix.h"
 
 sqlite3 *pawl__store_sqlite_db(store_t *st);
 extern const store_migration_t pawl__store_sqlite_migrations[];
@@ -35,6 +37,8 @@ SIGREP_CONTRACT_TESTS(CONTRACT_SQLITE)
 BATCH_CONTRACT_TESTS(CONTRACT_SQLITE)
 DEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
 DEPS_MIX_CONTRACT_TESTS(CONTRACT_SQLITE)
+STEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
+STEPS_MIX_CONTRACT_TESTS(CONTRACT_SQLITE)
 
 /* ---- helpers ------------------------------------------------------------ */
 

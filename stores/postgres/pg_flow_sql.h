@@ -63,6 +63,9 @@
   "UPDATE pawl_jobs AS n SET resource = coalesce(n.resource, o.resource), "  \
   "batch_id = $3::uuid FROM pawl_jobs AS o WHERE o.id = $1::uuid AND "       \
   "n.id = $2::uuid"
+/* Job instances (issue 15, steps): see SQLITE_REP_INSTANCE. */
+#define PG_SQL_REP_INSTANCE                                                  \
+  "UPDATE pawl_instances SET job_id = $2::uuid WHERE job_id = $1::uuid"
 /* Batches (issue 15): the batch of child $1 (no row: none); the child
  * leaves it (its replacement takes its place). */
 #define PG_SQL_REP_BATCH                                                     \

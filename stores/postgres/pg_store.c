@@ -40,6 +40,7 @@
 #include "pg_recurring_sql.h"
 #include "pg_flow_sql.h"
 #include "pg_sql.h"
+#include "pg_steps_sql.h"
 #include "redact.h"
 #include "store.h"
 
@@ -151,6 +152,7 @@ enum {
   PG_SIG_EXPIRE,
   PG_REP_ADD,
   PG_REP_CARRY,
+  PG_REP_INSTANCE,
   PG_REP_BATCH,
   PG_REP_LEAVE,
   PG_REP_NEXT,
@@ -174,6 +176,15 @@ enum {
   PG_DEPS_HAND_LOCK,
   PG_DEPS_HAND_OVER,
   PG_DEPS_TAKE_OVER,
+  /* steps and instances (issue 15): see the section "steps" */
+  PG_STEP_LIST_Q,
+  PG_STEP_JOB_Q,
+  PG_STEP_BEGIN_Q,
+  PG_STEP_SAVE_Q,
+  PG_STEP_END_Q,
+  PG_STEP_EXIT_Q,
+  PG_INSTANCE_FIND_Q,
+  PG_INSTANCE_TAKE_Q,
   PG_COUNT
 };
 
@@ -504,6 +515,7 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_SIG_EXPIRE] = PG_SQL_SIG_EXPIRE,
     [PG_REP_ADD] = PG_SQL_REP_ADD,
     [PG_REP_CARRY] = PG_SQL_REP_CARRY,
+    [PG_REP_INSTANCE] = PG_SQL_REP_INSTANCE,
     [PG_REP_BATCH] = PG_SQL_REP_BATCH,
     [PG_REP_LEAVE] = PG_SQL_REP_LEAVE,
     [PG_REP_NEXT] = PG_SQL_REP_NEXT,
@@ -591,6 +603,15 @@ static const char *const pg_sql[PG_COUNT] = {
         "SELECT 0, c.id, c.type, c.state, d.cond FROM pawl_deps AS d JOIN "
         "pawl_jobs AS c ON c.id = d.child WHERE d.parent = $1::uuid "
         "ORDER BY 1 DESC, 2",
+    /* steps and instances (issue 15; pg_steps_sql.h) */
+    [PG_STEP_LIST_Q] = PG_STEP_LIST,
+    [PG_STEP_JOB_Q] = PG_STEP_JOB,
+    [PG_STEP_BEGIN_Q] = PG_STEP_BEGIN,
+    [PG_STEP_SAVE_Q] = PG_STEP_SAVE,
+    [PG_STEP_END_Q] = PG_STEP_END,
+    [PG_STEP_EXIT_Q] = PG_STEP_EXIT,
+    [PG_INSTANCE_FIND_Q] = PG_INSTANCE_FIND,
+    [PG_INSTANCE_TAKE_Q] = PG_INSTANCE_TAKE,
 };
 
 typedef struct pg_store {
@@ -1212,6 +1233,8 @@ static int pg_deps_link(pg_store_t *s, const store_new_job_t *j,
 
 /* `prev`: the id the job before it in this insert got (NULL: none), for
  * j->after_prev. */
+static int pg_instance_take(pg_store_t *s, const store_new_job_t *j);
+
 static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
                          const pawl_id_t *prev, pawl_id_t *id_out,
                          int *status) {
@@ -1260,6 +1283,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   PQclear(res);
   if (inserted && j->signal_key && (rc = pg_sig_add(s, j))) /* issue 15 */
     return rc;
+  if (inserted && j->instance_key && (rc = pg_instance_take(s, j))) return rc;
   if (inserted) {
     if (deps && (rc = pg_deps_link(s, j, prev))) return rc;
     *id_out = j->id;
@@ -1514,11 +1538,12 @@ static int pg_insert(store_t *base, const store_new_job_t *jobs, size_t n,
     keyed = jobs[i].idempotency_key || jobs[i].business_key ||
             jobs[i].ordering_key || /* ordering_seq: not in the COPY */
             jobs[i].signal_key ||   /* its row of pawl_signals */
-            jobs[i].nafter || jobs[i].after_prev; /* dependencies */
+            jobs[i].nafter || jobs[i].after_prev || /* dependencies */
+            jobs[i].instance_key;   /* issue 15: pawl_instances */
   if (!keyed && n > 1) return pg_insert_many(s, jobs, n, ids, status);
   /* One statement needs no transaction of its own. */
   if (n == 1 && !jobs[0].idempotency_key && !jobs[0].signal_key &&
-      !jobs[0].nafter)
+      !jobs[0].nafter && !jobs[0].instance_key)
     return pg_insert_one(s, &jobs[0], NULL, &ids[0], &status[0]);
   int rc = pg_begin(s);
   for (size_t i = 0; i < n && !rc; i++)
@@ -2878,6 +2903,9 @@ static int pg_replace(store_t *base, const store_replace_t *r) {
   if (!rc && live)
     rc = pg_run(s, PG_DEPS_TAKE_OVER, 2, dp.v, NULL,
                 "hand dependencies to the replacement");
+  if (!rc) /* steps: the replacement is the job of the old one's instance */
+    rc = pg_run(s, PG_REP_INSTANCE, 2, dp.v, NULL,
+                "hand the job instance to the replacement");
   if (!rc) {
     pg_params_t pp;
     pp_id(&pp, 0, r->old_id);
@@ -3277,6 +3305,24 @@ static int pg_queue_list(store_t *base, store_queue_cb cb, void *data) {
 
 static int pg_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
                         void *data);
+/* steps and instances (issue 15): the section "steps" at the end */
+static int pg_steps_get(store_t *base, const pawl_id_t *id, pawl_steps_t **out);
+static int pg_step_begin(store_t *base, const pawl_id_t *id,
+                         const pawl_id_t *token, int32_t attempt,
+                         int32_t index, const char *name,
+                         const char *checkpoint, int64_t *exec);
+static int pg_step_save(store_t *base, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt, int64_t exec,
+                        const char *checkpoint, const int64_t *counts);
+static int pg_step_end(store_t *base, const pawl_id_t *id,
+                       const pawl_id_t *token, int32_t attempt, int64_t exec,
+                       int status, const char *exit_code,
+                       const char *exit_message, const int64_t *counts);
+static int pg_step_exit(store_t *base, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt,
+                        const char *exit_code, const char *exit_message);
+static int pg_instance_find(store_t *base, const char *type, const char *key,
+                            pawl_id_t *id, int *state);
 
 static const struct store_ops pg_ops = {
     .name = "postgres",
@@ -3305,6 +3351,8 @@ static const struct store_ops pg_ops = {
              pg_replace_links},
     .batch = {pg_batch_create, pg_batch_get, pg_batch_of},
     .deps = {pg_deps_list},
+    .steps = {pg_steps_get, pg_step_begin, pg_step_save, pg_step_end,
+              pg_step_exit, pg_instance_find},
 };
 
 /* The connection of a PostgreSQL store, for tests and the benchmark's
@@ -4255,4 +4303,175 @@ static int pg_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
   }
   PQclear(res);
   return 0;
+}
+
+/* ---- steps (issue 15: restartable steps, job instances) ------------------- */
+
+static int pg_steps_get(store_t *base, const pawl_id_t *id, pawl_steps_t **out) {
+  pg_store_t *s = (pg_store_t *)base;
+  *out = NULL;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  PGresult *res;
+  /* One snapshot (REPEATABLE READ): the rows, the exit and the instance
+   * agree. */
+  int rc = pg_ready(s);
+  if (!rc) rc = pg_cmd(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                       "begin transaction");
+  if (rc) return rc;
+  rc = pg_run(s, PG_STEP_JOB_Q, 1, pp.v, &res, "read steps");
+  pawl_steps_t *st = NULL;
+  if (!rc) {
+    int exists = PQntuples(res) == 1 && strcmp(pg_val(res, 0, 0), "t") == 0;
+    if (!exists) {
+      rc = pawl__store_no_job(base, id);
+    } else if (!(st = pawl__calloc(1, sizeof *st)) ||
+               pawl__store_dup(&st->exit_code, pg_val(res, 0, 1)) ||
+               pawl__store_dup(&st->exit_message, pg_val(res, 0, 2)) ||
+               pawl__store_dup(&st->instance, pg_val(res, 0, 3))) {
+      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    }
+    PQclear(res);
+  }
+  if (!rc) rc = pg_run(s, PG_STEP_LIST_Q, 1, pp.v, &res, "read steps");
+  if (!rc) {
+    for (int i = 0; !rc && i < PQntuples(res); i++) {
+      pawl_step_exec_t *e = pawl__store_step_push(st);
+      store_row_t sr = pg_row(res, i);
+      if (!e || pawl__store_step_fill(e, &sr) != 0)
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    }
+    PQclear(res);
+  }
+  /* A read: ending it cannot lose anything; keep the first error. */
+  int end = pg_end(s, 0);
+  if (!rc) rc = end;
+  if (rc) {
+    pawl_steps_free(st);
+    return rc;
+  }
+  *out = st;
+  return 0;
+}
+
+/* Binds the attempt ($1 job, $2 token, $3 attempt) of PG_STEP_HELD. */
+static void pg_step_held(pg_params_t *pp, const pawl_id_t *id,
+                         const pawl_id_t *token, int32_t attempt) {
+  pp_id(pp, 0, id);
+  pp_id(pp, 1, token);
+  pp_int(pp, 2, attempt);
+}
+
+static void pg_step_counts(pg_params_t *pp, int first, const int64_t *counts) {
+  for (int k = 0; k < PAWL_STEP_NCOUNTS; k++)
+    pp_int(pp, first + k, counts ? counts[k] : 0);
+}
+
+/* Runs a guarded write: PAWL_ELEASE when it changed no row. */
+static int pg_step_write(pg_store_t *s, int stmt, int n, pg_params_t *pp,
+                         const pawl_id_t *id, int32_t attempt,
+                         const char *what) {
+  PGresult *res;
+  int rc = pg_run(s, stmt, n, pp->v, &res, what);
+  if (rc) return rc;
+  long changed = pg_changed(res);
+  PQclear(res);
+  return changed == 1 ? 0 : pawl__store_not_held(&s->base, id, attempt);
+}
+
+static int pg_step_begin(store_t *base, const pawl_id_t *id,
+                         const pawl_id_t *token, int32_t attempt,
+                         int32_t index, const char *name,
+                         const char *checkpoint, int64_t *exec) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pg_step_held(&pp, id, token, attempt);
+  pp_int(&pp, 3, index);
+  pp_str(&pp, 4, name);
+  pp_now(s, &pp, 5);
+  pp_str(&pp, 6, checkpoint);
+  PGresult *res;
+  int rc = pg_run(s, PG_STEP_BEGIN_Q, 7, pp.v, &res, "begin step");
+  if (rc) return rc;
+  int got = PQntuples(res) == 1;
+  if (got) *exec = pg_int(res, 0, 0);
+  PQclear(res);
+  return got ? 0 : pawl__store_not_held(base, id, attempt);
+}
+
+static int pg_step_save(store_t *base, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt, int64_t exec,
+                        const char *checkpoint, const int64_t *counts) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pg_step_held(&pp, id, token, attempt);
+  pp_int(&pp, 3, exec);
+  pp_str(&pp, 4, checkpoint);
+  pp_now(s, &pp, 5);
+  pg_step_counts(&pp, 6, counts);
+  return pg_step_write(s, PG_STEP_SAVE_Q, 12, &pp, id, attempt,
+                       "save checkpoint");
+}
+
+static int pg_step_end(store_t *base, const pawl_id_t *id,
+                       const pawl_id_t *token, int32_t attempt, int64_t exec,
+                       int status, const char *exit_code,
+                       const char *exit_message, const int64_t *counts) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pg_step_held(&pp, id, token, attempt);
+  pp_int(&pp, 3, exec);
+  pp_int(&pp, 4, status);
+  pp_now(s, &pp, 5);
+  pp_str(&pp, 6, exit_code);
+  pp_str(&pp, 7, exit_message);
+  pg_step_counts(&pp, 8, counts);
+  return pg_step_write(s, PG_STEP_END_Q, 14, &pp, id, attempt, "end step");
+}
+
+static int pg_step_exit(store_t *base, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt,
+                        const char *exit_code, const char *exit_message) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pg_step_held(&pp, id, token, attempt);
+  pp_str(&pp, 3, exit_code);
+  pp_str(&pp, 4, exit_message);
+  pp_now(s, &pp, 5);
+  return pg_step_write(s, PG_STEP_EXIT_Q, 6, &pp, id, attempt,
+                       "set exit code");
+}
+
+static int pg_instance_find(store_t *base, const char *type, const char *key,
+                            pawl_id_t *id, int *state) {
+  pg_store_t *s = (pg_store_t *)base;
+  const char *v[2] = {type, key};
+  PGresult *res;
+  int rc = pg_run(s, PG_INSTANCE_FIND_Q, 2, v, &res, "look up job instance");
+  if (rc) return rc;
+  int found = PQntuples(res) > 0;
+  if (found) {
+    pg_id(res, 0, 0, id);
+    *state = (int)pg_int(res, 0, 1);
+  }
+  PQclear(res);
+  return found ? 0 : PAWL_ENOTFOUND;
+}
+
+/* In the insert's transaction, after the job's row (pg_insert_one). */
+static int pg_instance_take(pg_store_t *s, const store_new_job_t *j) {
+  pg_params_t pp;
+  pp_str(&pp, 0, j->type);
+  pp_str(&pp, 1, j->instance_key);
+  pp_id(&pp, 2, &j->id);
+  pp_now(s, &pp, 3);
+  PGresult *res;
+  int rc = pg_run(s, PG_INSTANCE_TAKE_Q, 4, pp.v, &res, "record job instance");
+  if (rc) return rc;
+  long changed = pg_changed(res);
+  PQclear(res);
+  if (changed == 1) return 0;
+  return pawl__store_fail(&s->base, PAWL_ECONFLICT,
+                          "job instance %s of %s is held by another job",
+                          j->instance_key, j->type);
 }

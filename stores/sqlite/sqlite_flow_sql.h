@@ -52,6 +52,12 @@
 #define SQLITE_REP_CARRY                                                     \
   "UPDATE pawl_jobs SET resource = coalesce(resource, (SELECT o.resource "   \
   "FROM pawl_jobs AS o WHERE o.id = ?1)), batch_id = ?3 WHERE id = ?2"
+/* Job instances (issue 15, steps): the replacement ?2 becomes the job of
+ * the old job's (?1) instance, if the old job still holds one: an enqueue
+ * of the instance then finds the replacement (a failed old job would
+ * otherwise be restarted beside it). */
+#define SQLITE_REP_INSTANCE                                                  \
+  "UPDATE pawl_instances SET job_id = ?2 WHERE job_id = ?1"
 /* Batches (issue 15): the batch of child ?1 (no row: none); the child
  * leaves it (its replacement takes its place). */
 #define SQLITE_REP_BATCH                                                     \

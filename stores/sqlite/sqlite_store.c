@@ -32,6 +32,7 @@
 #include "sqlite_deps_sql.h"
 #include "sqlite_recurring_sql.h"
 #include "sqlite_flow_sql.h"
+#include "sqlite_steps_sql.h"
 #include "sqlite_sql.h"
 #include "store.h"
 
@@ -155,6 +156,7 @@ enum {
   SQ_SIG_EXPIRE,
   SQ_REP_ADD,
   SQ_REP_CARRY,
+  SQ_REP_INSTANCE,
   SQ_REP_BATCH,
   SQ_REP_LEAVE,
   SQ_REP_NEXT,
@@ -187,6 +189,18 @@ enum {
   SQ_DEPS_HAND_CHILD,
   SQ_DEPS_HAND_CLOSE,
   SQ_DEPS_TAKE_OVER,
+  /* steps and instances (issue 15): see the section "steps" */
+  SQ_STEP_READ_BEGIN,
+  SQ_STEP_LIST,
+  SQ_STEP_EXIT_GET,
+  SQ_STEP_INSTANCE_OF,
+  SQ_STEP_BEGIN,
+  SQ_STEP_LOST,
+  SQ_STEP_SAVE,
+  SQ_STEP_END,
+  SQ_STEP_EXIT,
+  SQ_INSTANCE_FIND,
+  SQ_INSTANCE_TAKE,
   SQ_COUNT
 };
 
@@ -458,6 +472,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_SIG_EXPIRE] = SQLITE_SIG_EXPIRE,
     [SQ_REP_ADD] = SQLITE_REP_ADD,
     [SQ_REP_CARRY] = SQLITE_REP_CARRY,
+    [SQ_REP_INSTANCE] = SQLITE_REP_INSTANCE,
     [SQ_REP_BATCH] = SQLITE_REP_BATCH,
     [SQ_REP_LEAVE] = SQLITE_REP_LEAVE,
     [SQ_REP_NEXT] = SQLITE_REP_NEXT,
@@ -490,6 +505,19 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_DEPS_HAND_CHILD] = SQLITE_DEPS_HAND_CHILD,
     [SQ_DEPS_HAND_CLOSE] = SQLITE_DEPS_HAND_CLOSE,
     [SQ_DEPS_TAKE_OVER] = SQLITE_DEPS_TAKE_OVER,
+    /* steps and instances (issue 15; sqlite_steps_sql.h) */
+    /* A read transaction (deferred: no write lock, no gate). */
+    [SQ_STEP_READ_BEGIN] = "BEGIN",
+    [SQ_STEP_LIST] = SQLITE_STEP_LIST,
+    [SQ_STEP_EXIT_GET] = SQLITE_STEP_EXIT_GET,
+    [SQ_STEP_INSTANCE_OF] = SQLITE_STEP_INSTANCE_OF,
+    [SQ_STEP_BEGIN] = SQLITE_STEP_BEGIN,
+    [SQ_STEP_LOST] = SQLITE_STEP_LOST,
+    [SQ_STEP_SAVE] = SQLITE_STEP_SAVE,
+    [SQ_STEP_END] = SQLITE_STEP_END,
+    [SQ_STEP_EXIT] = SQLITE_STEP_EXIT,
+    [SQ_INSTANCE_FIND] = SQLITE_INSTANCE_FIND,
+    [SQ_INSTANCE_TAKE] = SQLITE_INSTANCE_TAKE,
 };
 
 typedef struct sq_store {
@@ -1056,6 +1084,9 @@ static int sq_deps_link(sq_store_t *s, const store_new_job_t *j,
 
 /* `prev`: the id the job before it in this insert got (NULL: none), for
  * j->after_prev. */
+static int sq_instance_take(sq_store_t *s, const store_new_job_t *j,
+                            int64_t now);
+
 static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
                          const pawl_id_t *prev, pawl_id_t *id_out,
                          int *status) {
@@ -1112,6 +1143,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   if (j->batch_id) sq_bind_id(st, 20, j->batch_id);
   if ((rc = sq_exec(s, st, "insert job"))) return rc;
   if (j->signal_key && (rc = sq_sig_add(s, j, now))) return rc; /* issue 15 */
+  if (j->instance_key && (rc = sq_instance_take(s, j, now))) return rc;
   if (j->idempotency_key) {
     st = sq_stmt(s, SQ_IDEM_ADD);
     if (!st) return PAWL_ESTORE;
@@ -2467,6 +2499,8 @@ static int sq_replace(store_t *base, const store_replace_t *r) {
   if (!rc) rc = sq_insert_one(s, r->job, now, NULL, &id, &status);
   static const int take[] = {SQ_DEPS_TAKE_OVER};
   if (!rc && live) rc = sq_deps_replace(s, take, 1, r->old_id, &r->job->id);
+  static const int instance[] = {SQ_REP_INSTANCE}; /* steps, identity */
+  if (!rc) rc = sq_deps_replace(s, instance, 1, r->old_id, &r->job->id);
   if (!rc) {
     sqlite3_stmt *st = sq_stmt(s, SQ_REP_ADD);
     if (!st) return sq_end(s, PAWL_ESTORE);
@@ -2868,6 +2902,24 @@ static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
 
 static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
                         void *data);
+/* steps and instances (issue 15): the section "steps" at the end */
+static int sq_steps_get(store_t *base, const pawl_id_t *id, pawl_steps_t **out);
+static int sq_step_begin(store_t *base, const pawl_id_t *id,
+                         const pawl_id_t *token, int32_t attempt,
+                         int32_t index, const char *name,
+                         const char *checkpoint, int64_t *exec);
+static int sq_step_save(store_t *base, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt, int64_t exec,
+                        const char *checkpoint, const int64_t *counts);
+static int sq_step_end(store_t *base, const pawl_id_t *id,
+                       const pawl_id_t *token, int32_t attempt, int64_t exec,
+                       int status, const char *exit_code,
+                       const char *exit_message, const int64_t *counts);
+static int sq_step_exit(store_t *base, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt,
+                        const char *exit_code, const char *exit_message);
+static int sq_instance_find(store_t *base, const char *type, const char *key,
+                            pawl_id_t *id, int *state);
 
 static const struct store_ops sq_ops = {
     .name = "sqlite",
@@ -2896,6 +2948,8 @@ static const struct store_ops sq_ops = {
              sq_replace_links},
     .batch = {sq_batch_create, sq_batch_get, sq_batch_of},
     .deps = {sq_deps_list},
+    .steps = {sq_steps_get, sq_step_begin, sq_step_save, sq_step_end,
+              sq_step_exit, sq_instance_find},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and
@@ -4143,4 +4197,216 @@ static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
   }
   pawl__free(rows);
   return rc == 1 ? 0 : rc;
+}
+
+/* ---- steps (issue 15: restartable steps, job instances) ----------------- */
+
+/* Binds the attempt (?1 job, ?2 token, ?3 attempt) of SQLITE_STEP_HELD. */
+static void sq_step_bind_held(sqlite3_stmt *st, const pawl_id_t *id,
+                              const pawl_id_t *token, int32_t attempt) {
+  sq_bind_id(st, 1, id);
+  sq_bind_id(st, 2, token);
+  sqlite3_bind_int(st, 3, attempt);
+}
+
+/* One text column of the first row of a statement reading by job id ?1,
+ * copied into *out (NULL for no row or NULL). */
+static int sq_step_text(sq_store_t *s, int stmt, const pawl_id_t *id, int ncol,
+                        char **out) {
+  sqlite3_stmt *st = sq_stmt(s, stmt);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int rc = sqlite3_step(st), err = 0;
+  for (int c = 0; c < ncol; c++) out[c] = NULL;
+  if (rc == SQLITE_ROW) {
+    for (int c = 0; c < ncol && !err; c++)
+      if (pawl__store_dup(&out[c], (const char *)sqlite3_column_text(st, c)))
+        err = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  } else if (rc != SQLITE_DONE) {
+    err = sq_fail(s, rc, "read steps");
+  }
+  sqlite3_reset(st);
+  return err;
+}
+
+static int sq_steps_get(store_t *base, const pawl_id_t *id, pawl_steps_t **out) {
+  sq_store_t *s = (sq_store_t *)base;
+  *out = NULL;
+  /* One read transaction: the rows, the exit and the instance agree. */
+  sqlite3_stmt *st = sq_stmt(s, SQ_STEP_READ_BEGIN);
+  int rc = st ? sq_exec(s, st, "read steps") : PAWL_ESTORE;
+  if (rc) return rc;
+  st = sq_stmt(s, SQ_EXISTS);
+  if (!st) rc = PAWL_ESTORE;
+  if (!rc) {
+    sq_bind_id(st, 1, id);
+    int r = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (r == SQLITE_DONE)
+      rc = pawl__store_no_job(base, id);
+    else if (r != SQLITE_ROW)
+      rc = sq_fail(s, r, "read steps");
+  }
+  pawl_steps_t *out_s = rc ? NULL : pawl__calloc(1, sizeof *out_s);
+  if (!rc && !out_s) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!rc && !(st = sq_stmt(s, SQ_STEP_LIST))) rc = PAWL_ESTORE;
+  if (!rc) {
+    sq_bind_id(st, 1, id);
+    int r;
+    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+      pawl_step_exec_t *e = pawl__store_step_push(out_s);
+      store_row_t row = sq_row(st);
+      if (!e || pawl__store_step_fill(e, &row) != 0)
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    }
+    if (!rc && r != SQLITE_DONE) rc = sq_fail(s, r, "read steps");
+    sqlite3_reset(st);
+  }
+  char *exit[2] = {NULL, NULL};
+  if (!rc) rc = sq_step_text(s, SQ_STEP_EXIT_GET, id, 2, exit);
+  if (out_s) {
+    out_s->exit_code = exit[0];
+    out_s->exit_message = exit[1];
+  }
+  if (!rc) rc = sq_step_text(s, SQ_STEP_INSTANCE_OF, id, 1, &out_s->instance);
+  /* A read: its end cannot lose anything; keep the first error. */
+  sqlite3_stmt *end = sq_stmt(s, SQ_COMMIT);
+  if (end) {
+    sqlite3_step(end);
+    sqlite3_reset(end);
+  }
+  if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+  if (rc) {
+    pawl_steps_free(out_s);
+    return rc;
+  }
+  *out = out_s;
+  return 0;
+}
+
+static int sq_step_begin(store_t *base, const pawl_id_t *id,
+                         const pawl_id_t *token, int32_t attempt,
+                         int32_t index, const char *name,
+                         const char *checkpoint, int64_t *exec) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = pawl__store_now(base);
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, SQ_STEP_BEGIN);
+  if (!st) rc = PAWL_ESTORE;
+  if (!rc) {
+    sq_step_bind_held(st, id, token, attempt);
+    sqlite3_bind_int(st, 4, index);
+    sqlite3_bind_text(st, 5, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, now);
+    sq_bind_text(st, 7, checkpoint);
+    rc = sq_exec(s, st, "begin step");
+  }
+  if (!rc && sqlite3_changes(s->db) != 1)
+    rc = pawl__store_not_held(base, id, attempt);
+  int64_t seq = rc ? 0 : sqlite3_last_insert_rowid(s->db);
+  if (!rc && !(st = sq_stmt(s, SQ_STEP_LOST))) rc = PAWL_ESTORE;
+  if (!rc) {
+    sq_bind_id(st, 1, id);
+    sqlite3_bind_int64(st, 2, seq);
+    sqlite3_bind_int64(st, 3, now);
+    rc = sq_exec(s, st, "end lost steps");
+  }
+  rc = sq_end(s, rc);
+  if (!rc) *exec = seq;
+  return rc;
+}
+
+static void sq_step_bind_counts(sqlite3_stmt *st, int first,
+                                const int64_t *counts) {
+  for (int k = 0; k < PAWL_STEP_NCOUNTS; k++)
+    sqlite3_bind_int64(st, first + k, counts ? counts[k] : 0);
+}
+
+/* Runs a bound guarded write: PAWL_ELEASE when it changed no row. */
+static int sq_step_write(sq_store_t *s, sqlite3_stmt *st, const pawl_id_t *id,
+                         int32_t attempt, const char *what) {
+  int rc = sq_exec_write(s, st, what);
+  if (rc) return rc;
+  return sqlite3_changes(s->db) == 1 ? 0
+                                     : pawl__store_not_held(&s->base, id, attempt);
+}
+
+static int sq_step_save(store_t *base, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt, int64_t exec,
+                        const char *checkpoint, const int64_t *counts) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_STEP_SAVE);
+  if (!st) return PAWL_ESTORE;
+  sq_step_bind_held(st, id, token, attempt);
+  sqlite3_bind_int64(st, 4, exec);
+  sq_bind_text(st, 5, checkpoint);
+  sqlite3_bind_int64(st, 6, pawl__store_now(base));
+  sq_step_bind_counts(st, 7, counts);
+  return sq_step_write(s, st, id, attempt, "save checkpoint");
+}
+
+static int sq_step_end(store_t *base, const pawl_id_t *id,
+                       const pawl_id_t *token, int32_t attempt, int64_t exec,
+                       int status, const char *exit_code,
+                       const char *exit_message, const int64_t *counts) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_STEP_END);
+  if (!st) return PAWL_ESTORE;
+  sq_step_bind_held(st, id, token, attempt);
+  sqlite3_bind_int64(st, 4, exec);
+  sqlite3_bind_int(st, 5, status);
+  sqlite3_bind_int64(st, 6, pawl__store_now(base));
+  sq_bind_text(st, 7, exit_code);
+  sq_bind_text(st, 8, exit_message);
+  sq_step_bind_counts(st, 9, counts);
+  return sq_step_write(s, st, id, attempt, "end step");
+}
+
+static int sq_step_exit(store_t *base, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt,
+                        const char *exit_code, const char *exit_message) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_STEP_EXIT);
+  if (!st) return PAWL_ESTORE;
+  sq_step_bind_held(st, id, token, attempt);
+  sqlite3_bind_text(st, 4, exit_code, -1, SQLITE_STATIC);
+  sq_bind_text(st, 5, exit_message);
+  sqlite3_bind_int64(st, 6, pawl__store_now(base));
+  return sq_step_write(s, st, id, attempt, "set exit code");
+}
+
+static int sq_instance_find(store_t *base, const char *type, const char *key,
+                            pawl_id_t *id, int *state) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_INSTANCE_FIND);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, type, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    sq_col_id(st, 0, id);
+    *state = sqlite3_column_int(st, 1);
+  }
+  sqlite3_reset(st);
+  if (rc == SQLITE_ROW) return 0;
+  if (rc == SQLITE_DONE) return PAWL_ENOTFOUND;
+  return sq_fail(s, rc, "look up job instance");
+}
+
+/* In the insert's transaction, after the job's row (sq_insert_one). */
+static int sq_instance_take(sq_store_t *s, const store_new_job_t *j,
+                            int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_INSTANCE_TAKE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, j->type, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, j->instance_key, -1, SQLITE_STATIC);
+  sq_bind_id(st, 3, &j->id);
+  sqlite3_bind_int64(st, 4, now);
+  int rc = sq_exec(s, st, "record job instance");
+  if (rc) return rc;
+  if (sqlite3_changes(s->db) == 1) return 0;
+  return pawl__store_fail(&s->base, PAWL_ECONFLICT,
+                          "job instance %s of %s is held by another job",
+                          j->instance_key, j->type);
 }
