@@ -43,6 +43,9 @@ int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
 /* Checks a name (a job type, a queue, a tag: 1..200 bytes without control
  * characters; pawl.c): 0, or PAWL_EINVAL with p->errmsg naming `what`. */
 int pawl__check_name(pawl_t *p, const char *what, const char *s);
+/* Copies the store's message (or rc's text) into p->errmsg after a failed
+ * store call; returns rc (pawl.c). */
+int pawl__from_store(pawl_t *p, int rc);
 /* Checks the resource an enqueue names (api/limits.c): 0, or PAWL_EINVAL
  * with p->errmsg saying why. */
 int pawl__resource_check(pawl_t *p, const char *resource);

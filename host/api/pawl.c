@@ -34,7 +34,7 @@ int pawl__fail(pawl_t *p, int rc, const char *fmt, ...) {
 }
 
 /* Copies the store's message after a failed store call. */
-static int pawl_from_store(pawl_t *p, int rc) {
+int pawl__from_store(pawl_t *p, int rc) {
   if (rc) {
     if (p->store->errmsg[0])
       snprintf(p->errmsg, sizeof p->errmsg, "%s", p->store->errmsg);
@@ -235,12 +235,12 @@ int64_t pawl_now(pawl_t *p) { return pawl__store_now(p->store); }
 int pawl_checkpoint(pawl_t *p) {
   p->errmsg[0] = 0;
   if (!p->store->ops->maintenance.checkpoint) return 0;
-  return pawl_from_store(p, p->store->ops->maintenance.checkpoint(p->store));
+  return pawl__from_store(p, p->store->ops->maintenance.checkpoint(p->store));
 }
 
 int pawl_schema_version(pawl_t *p, int *current, int *latest) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->schema.version(p->store, current,
+  return pawl__from_store(p, p->store->ops->schema.version(p->store, current,
                                                           latest));
 }
 
@@ -267,7 +267,7 @@ int pawl__data_version(pawl_t *p, uint64_t *v) {
   if (!p->store->ops->maintenance.data_version)
     return PAWL_EINVAL; /* not an error of the database: no errmsg */
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->maintenance.data_version(p->store,
+  return pawl__from_store(p, p->store->ops->maintenance.data_version(p->store,
                                                                     v));
 }
 
@@ -279,12 +279,12 @@ int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
                      .version = version,
                      .queues = queues,
                      .started_at = started_at};
-  return pawl_from_store(p, p->store->ops->nodes.beat(p->store, &nd));
+  return pawl__from_store(p, p->store->ops->nodes.beat(p->store, &nd));
 }
 
 int pawl__nodes_reap(pawl_t *p, int64_t silent_ms, size_t *n) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->nodes.reap(p->store, silent_ms, n));
+  return pawl__from_store(p, p->store->ops->nodes.reap(p->store, silent_ms, n));
 }
 
 /* The sweep lock's owner: the node id (cut to 255 bytes). */
@@ -296,7 +296,7 @@ int pawl__recover_lock(pawl_t *p, int *got) {
   p->errmsg[0] = 0;
   char owner[256];
   pawl_recover_owner(p, owner);
-  return pawl_from_store(p, p->store->ops->locks.acquire(
+  return pawl__from_store(p, p->store->ops->locks.acquire(
                                 p->store, "pawl.recover", owner, p->lease_ms,
                                 got));
 }
@@ -305,7 +305,7 @@ int pawl__recover_unlock(pawl_t *p) {
   p->errmsg[0] = 0;
   char owner[256];
   pawl_recover_owner(p, owner);
-  return pawl_from_store(p, p->store->ops->locks.release(
+  return pawl__from_store(p, p->store->ops->locks.release(
                                 p->store, "pawl.recover", owner));
 }
 
@@ -313,12 +313,12 @@ int pawl__can_listen(pawl_t *p) { return p->store->ops->wakeup.listen != NULL; }
 
 int pawl__listen(pawl_t *p) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->wakeup.listen(p->store));
+  return pawl__from_store(p, p->store->ops->wakeup.listen(p->store));
 }
 
 int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->wakeup.wait(p->store, timeout_ms,
+  return pawl__from_store(p, p->store->ops->wakeup.wait(p->store, timeout_ms,
                                                        woke));
 }
 
@@ -476,7 +476,7 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                      ? p->host_ops->enqueue_begin(p->host, n)
                      : NULL;
   if (!rc)
-    rc = pawl_from_store(p, p->store->ops->jobs.insert(
+    rc = pawl__from_store(p, p->store->ops->jobs.insert(
                                 p->store, jobs, n, ids ? ids : tmp_ids,
                                 statuses ? statuses : tmp_st));
   if (places) {
@@ -504,7 +504,7 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
 
 int pawl_get(pawl_t *p, const pawl_id_t *id, pawl_job_t **out) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->jobs.get(p->store, id, out));
+  return pawl__from_store(p, p->store->ops->jobs.get(p->store, id, out));
 }
 
 int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
@@ -516,7 +516,7 @@ int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
   }
   int rc = pawl__filter_check(p, f); /* api/admin.c */
   if (rc) return rc;
-  return pawl_from_store(p, p->store->ops->jobs.list(p->store, f, cb, data));
+  return pawl__from_store(p, p->store->ops->jobs.list(p->store, f, cb, data));
 }
 
 /* ---- operator actions --------------------------------------------------- */
@@ -524,7 +524,7 @@ int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
 static int pawl_transition(pawl_t *p, const pawl_id_t *id, store_op_t op,
                            const char *reason, pawl_job_t **out) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->control.transition(
+  return pawl__from_store(p, p->store->ops->control.transition(
                                 p->store, id, op, p->principal, reason, out));
 }
 
@@ -575,7 +575,7 @@ int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
   }
   pawl_job_t **jobs = NULL;
   size_t n = 0;
-  int rc = pawl_from_store(p, p->store->ops->claim.claim(p->store, &c, &jobs, &n));
+  int rc = pawl__from_store(p, p->store->ops->claim.claim(p->store, &c, &jobs, &n));
   if (rc) return rc;
   /* A claimer that runs what it claims: the starts that matter (jobs
    * recovered before, rare) are recorded now, as pawl_begin() would. If
@@ -650,14 +650,14 @@ int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int *rcs) {
       return rc;
     }
   }
-  return pawl_from_store(p, p->store->ops->terminal.finish(
+  return pawl__from_store(p, p->store->ops->terminal.finish(
                                 p->store, &p->incarnation, outs, n, rcs));
 }
 
 int pawl_heartbeat(pawl_t *p, size_t *out_n) {
   p->errmsg[0] = 0;
   size_t n = 0;
-  int rc = pawl_from_store(
+  int rc = pawl__from_store(
       p, p->store->ops->claim.extend(p->store, &p->incarnation, p->lease_ms, &n));
   if (!rc && out_n) *out_n = n;
   return rc;
@@ -666,7 +666,7 @@ int pawl_heartbeat(pawl_t *p, size_t *out_n) {
 int pawl_recover(pawl_t *p, size_t *out_n) {
   p->errmsg[0] = 0;
   size_t n = 0;
-  int rc = pawl_from_store(p, p->store->ops->claim.recover(p->store, &n));
+  int rc = pawl__from_store(p, p->store->ops->claim.recover(p->store, &n));
   if (!rc && out_n) *out_n = n;
   return rc;
 }
@@ -675,7 +675,7 @@ int pawl_begin(pawl_t *p, const pawl_job_t *job) {
   p->errmsg[0] = 0;
   /* Never recovered: the common case costs nothing (see pawl_recover()). */
   if (job->recoveries <= 0) return 0;
-  return pawl_from_store(p, p->store->ops->claim.start(
+  return pawl__from_store(p, p->store->ops->claim.start(
                                 p->store, &job->id, &p->incarnation,
                                 job->attempt));
 }
@@ -687,7 +687,7 @@ int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
     return pawl__fail(p, PAWL_EINVAL,
                       "progress must be finite and not negative (got %g of %g)",
                       done, total);
-  return pawl_from_store(p, p->store->ops->jobs.progress(
+  return pawl__from_store(p, p->store->ops->jobs.progress(
                                 p->store, id, &p->incarnation, attempt, done,
                                 total));
 }
@@ -695,7 +695,7 @@ int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
 int pawl_extend(pawl_t *p, const pawl_id_t *id, int32_t attempt, int *held) {
   p->errmsg[0] = 0;
   int h = 0;
-  int rc = pawl_from_store(p, p->store->ops->claim.extend_one(
+  int rc = pawl__from_store(p, p->store->ops->claim.extend_one(
                                   p->store, id, &p->incarnation, attempt,
                                   p->lease_ms, &h));
   if (!rc && held) *held = h;
@@ -718,7 +718,7 @@ int pawl_lock_acquire(pawl_t *p, const char *name, const char *owner,
                       int64_t ttl_ms, int *got) {
   int g = 0, rc = pawl_lock_check(p, name, owner, ttl_ms);
   if (!rc)
-    rc = pawl_from_store(
+    rc = pawl__from_store(
         p, p->store->ops->locks.acquire(p->store, name, owner, ttl_ms, &g));
   if (got) *got = rc ? 0 : g;
   return rc;
@@ -728,7 +728,7 @@ int pawl_lock_extend(pawl_t *p, const char *name, const char *owner,
                      int64_t ttl_ms, int *held) {
   int h = 0, rc = pawl_lock_check(p, name, owner, ttl_ms);
   if (!rc)
-    rc = pawl_from_store(
+    rc = pawl__from_store(
         p, p->store->ops->locks.extend(p->store, name, owner, ttl_ms, &h));
   if (held) *held = rc ? 0 : h;
   return rc;
@@ -737,7 +737,7 @@ int pawl_lock_extend(pawl_t *p, const char *name, const char *owner,
 int pawl_lock_release(pawl_t *p, const char *name, const char *owner) {
   int rc = pawl_lock_check(p, name, owner, 1);
   if (!rc)
-    rc = pawl_from_store(p, p->store->ops->locks.release(p->store, name, owner));
+    rc = pawl__from_store(p, p->store->ops->locks.release(p->store, name, owner));
   return rc;
 }
 
@@ -752,7 +752,7 @@ int pawl_next_due(pawl_t *p, const pawl_claim_opts_t *opts, int64_t *run_at) {
     if (rc) return rc;
   }
   int64_t v = 0;
-  int rc = pawl_from_store(
+  int rc = pawl__from_store(
       p, p->store->ops->claim.next_due(p->store, queues, nqueues, &v));
   if (!rc) *run_at = v;
   return rc;
@@ -760,7 +760,7 @@ int pawl_next_due(pawl_t *p, const pawl_claim_opts_t *opts, int64_t *run_at) {
 
 int pawl_history(pawl_t *p, const pawl_id_t *id, pawl_history_t **out) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->history.get(p->store, id, out));
+  return pawl__from_store(p, p->store->ops->history.get(p->store, id, out));
 }
 
 int pawl_logs(pawl_t *p, const pawl_id_t *id, pawl_log_record_t **out,
@@ -768,7 +768,7 @@ int pawl_logs(pawl_t *p, const pawl_id_t *id, pawl_log_record_t **out,
   p->errmsg[0] = 0;
   pawl_log_record_t *recs = NULL;
   size_t count = 0;
-  int rc = pawl_from_store(p, p->store->ops->jobs.logs(p->store, id, &recs,
+  int rc = pawl__from_store(p, p->store->ops->jobs.logs(p->store, id, &recs,
                                                        &count));
   if (rc) return rc;
   *out = recs;
