@@ -711,10 +711,12 @@ typedef struct pawl_claim_opts {
    * on each just before running it. */
   int defer_start;
   /* Limits (issue 14): how many of the `max` jobs are claimed ahead of a
-   * free worker (a prefetch), 0..max. A job under a limit (its resource
-   * or its queue has one: pawl_limit_set()) is never claimed ahead: its
-   * permit, or its start under a rate, is for running now. 0: every job
-   * claimed runs now. */
+   * free worker (a prefetch), 0..max. A job under a limit with a
+   * max_running (its resource's or its queue's: pawl_limit_set()) is
+   * never claimed ahead: its permit is for running now. A job under rate
+   * limits alone may be: its start is counted in the window it is
+   * claimed in, and it holds nothing while it waits. 0: every job claimed
+   * runs now. */
   size_t prefetch;
 } pawl_claim_opts_t;
 

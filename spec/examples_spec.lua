@@ -4,7 +4,6 @@
 -- its own loop; every job runs, and requests are answered while a job is
 -- held at a gate file. No sleeps: every wait ends on what the test sees.
 local H = require "host_helper"
-local cjson = require "cjson"
 
 local build = assert(os.getenv("PAWL_BUILD_DIR"), "PAWL_BUILD_DIR")
 
@@ -36,16 +35,6 @@ local function start_server(env, mode)
     return s and s:match("^(%d+)\n$")
   end)
   return p, port, gate
-end
-
-local function count_state(env, state)
-  local n = 0
-  for line in env:ok("jobs", "--json", "--state", state, "--limit",
-                     "1000"):gmatch("[^\n]+") do
-    assert.equal(state, cjson.decode(line).state)
-    n = n + 1
-  end
-  return n
 end
 
 describe("examples/uv_server.c", function()
@@ -80,8 +69,8 @@ describe("examples/uv_server.c", function()
     assert.equal(0, p:wait(H.HANG_S), p:stderr())
     assert.matches("mode threads, jobs enqueued 11, started 11, " ..
                    "succeeded 11, failed 0", p:stdout(), 1, true)
-    assert.equal(11, count_state(env, "succeeded"))
-    assert.equal(0, count_state(env, "pending"))
+    assert.equal(11, env:count_state("succeeded"))
+    assert.equal(0, env:count_state("pending"))
   end)
 
   it("runs every job on the loop thread between requests (loop)", function()
@@ -96,6 +85,6 @@ describe("examples/uv_server.c", function()
     assert.equal(0, p:wait(H.HANG_S), p:stderr())
     assert.matches("mode loop, jobs enqueued 20, started 20, " ..
                    "succeeded 20, failed 0", p:stdout(), 1, true)
-    assert.equal(20, count_state(env, "succeeded"))
+    assert.equal(20, env:count_state("succeeded"))
   end)
 end)

@@ -150,16 +150,6 @@ local function workers(master)
   return pids
 end
 
-local function count_state(env, state)
-  local n = 0
-  for line in env:ok("jobs", "--json", "--state", state, "--limit",
-                     "1000"):gmatch("[^\n]+") do
-    assert.equal(state, cjson.decode(line).state)
-    n = n + 1
-  end
-  return n
-end
-
 describe("examples/nginx", function()
   local env
   before_each(function() env = H.env() end)
@@ -249,9 +239,9 @@ describe("examples/nginx", function()
     assert.is_nil(log:match("%[alert%]") or log:match("%[crit%]") or
                   log:match("%[emerg%]"), log)
     assert.matches("exit", log)
-    assert.equal(50, count_state(env, "succeeded"))
-    assert.equal(0, count_state(env, "pending"))
-    assert.equal(0, count_state(env, "running"))
+    assert.equal(50, env:count_state("succeeded"))
+    assert.equal(0, env:count_state("pending"))
+    assert.equal(0, env:count_state("running"))
     print(("nginx: 2 workers, %d jobs succeeded, run by workers %s"):format(
       50, table.concat((function()
         local t = {}

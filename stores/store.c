@@ -735,9 +735,11 @@ void pawl__store_limits_plan(store_limits_t *l, int64_t now,
     }
     lim->left = by_max < by_rate ? by_max : by_rate;
     lim->rate_blocked = by_rate <= 0 && by_max > 0;
-    /* A claim of prefetch only takes no job under a limit: leaving them
-     * all out of the pick lets it reach the jobs under none. */
-    if (limited_max == 0) lim->left = 0;
+    /* A claim of prefetch only takes no job that needs a permit (a
+     * max_running): leaving those limits out of the pick lets it reach
+     * the jobs behind. A rate-only limit is claimed ahead as any job: a
+     * start is counted when it is claimed, and holds nothing after. */
+    if (limited_max == 0 && lim->max_running > 0) lim->left = 0;
     lim->taken = 0;
   }
 }
@@ -767,11 +769,16 @@ int pawl__store_limits_admit(store_limits_t *l, const char *queue,
                            : NULL;
   store_limit_t *r = resource ? store_limit_find(l, "", resource) : NULL;
   if (!q && !r) return 1;
-  if (l->limited_left == 0 || (q && q->left <= 0) || (r && r->left <= 0))
+  /* Only a permit (max_running) is for running now, so only a job under
+   * one needs a free worker (limited_left); a job under rates alone may
+   * be claimed ahead. */
+  int permit = (q && q->max_running > 0) || (r && r->max_running > 0);
+  if ((permit && l->limited_left == 0) || (q && q->left <= 0) ||
+      (r && r->left <= 0))
     return 0;
   if (q) q->left--, q->taken++;
   if (r) r->left--, r->taken++;
-  l->limited_left--;
+  if (permit) l->limited_left--;
   return 1;
 }
 

@@ -134,8 +134,10 @@ typedef struct store_claim {
   const char *owner;        /* node id, shown in history */
   const pawl_id_t *token;   /* the owner's incarnation: leases belong to it */
   int64_t lease_ms;
-  /* Limits (issue 14): at most this many of the jobs claimed may be under
-   * a limit (the rest of max is a prefetch; see pawl_claim_opts_t). */
+  /* Limits (issue 14): at most this many of the jobs claimed may need a
+   * permit (be under a limit with a max_running); the rest of max is a
+   * prefetch, which jobs under rate-only limits may fill (see
+   * pawl_claim_opts_t). */
   size_t limited_max;
 } store_claim_t;
 
@@ -948,7 +950,10 @@ uint32_t pawl__store_crc32(const void *data, size_t len);
  *      nothing left (pawl__store_limit_blocked()), at most c->max;
  *   4. pawl__store_limits_admit() on each picked job in claim order: a job
  *      is taken when each limit it is under (its resource's, its queue's)
- *      has a start left, which it then uses; the others stay pending,
+ *      has a start left, which it then uses, and, when one of them has a
+ *      max_running, a free worker is left (limited_left: a permit is for
+ *      running now; a job under rates alone may be claimed ahead, its
+ *      start counted when it is claimed); the others stay pending,
  *      untouched (not charged an attempt) for a later claim;
  *   5. lease the taken jobs, and write the rate windows of the limits that
  *      counted starts (pawl__store_limit_window()).
@@ -971,8 +976,8 @@ typedef struct store_limit {
 typedef struct store_limits {
   store_limit_t *v;
   size_t n;
-  size_t limited_left;      /* jobs under a limit this claim may still take
-                               (store_claim_t.limited_max) */
+  size_t limited_left;      /* jobs needing a permit this claim may still
+                               take (store_claim_t.limited_max) */
 } store_limits_t;
 
 /* Adds a limit as read (name copied); -1 when out of memory. */

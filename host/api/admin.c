@@ -50,14 +50,6 @@ const char *pawl_action_name(int action) {
   return admin_actions[action].name;
 }
 
-/* Copies the store's message after a failed store call (as pawl.c does). */
-static int admin_from_store(pawl_t *p, int rc) {
-  if (rc)
-    snprintf(p->errmsg, sizeof p->errmsg, "%s",
-             p->store->errmsg[0] ? p->store->errmsg : pawl_strerror(rc));
-  return rc;
-}
-
 int pawl__filter_check(pawl_t *p, const pawl_filter_t *f) {
   if (f->state < -1 || f->state >= PAWL_STATE_COUNT)
     return pawl__fail(p, PAWL_EINVAL, "unknown state %d", f->state);
@@ -109,7 +101,7 @@ int pawl_bulk_count(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
   int rc = admin_match(p, action, f, &m);
   if (rc) return rc;
   int64_t got = 0;
-  rc = admin_from_store(p, p->store->ops->admin.count(
+  rc = pawl__from_store(p, p->store->ops->admin.count(
                                p->store, &m, f->limit > 0 ? f->limit : INT64_MAX,
                                &got));
   if (!rc) *n = got;
@@ -129,11 +121,11 @@ int pawl_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
   int started = 0;
   while (left > 0) {
     size_t want = left < ADMIN_BATCH ? (size_t)left : ADMIN_BATCH, n = 0;
-    rc = admin_from_store(p, p->store->ops->admin.pick(
+    rc = pawl__from_store(p, p->store->ops->admin.pick(
                                  p->store, &m, started ? &last : NULL, want,
                                  picks, &n));
     if (rc || n == 0) break;
-    rc = admin_from_store(p, p->store->ops->admin.apply(
+    rc = pawl__from_store(p, p->store->ops->admin.apply(
                                  p->store, admin_actions[action].op,
                                  p->principal, reason, picks, n, &r));
     if (rc) break;
@@ -219,7 +211,7 @@ int pawl_stats(pawl_t *p, pawl_stats_t **out) {
   if (!s) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
   admin_stats_ctx_t c = {s, pawl__store_now(p->store), 0};
   s->at = c.now;
-  int rc = admin_from_store(
+  int rc = pawl__from_store(
       p, p->store->ops->admin.stats(p->store, c.now, admin_stats_cb, &c));
   if (rc) {
     pawl_stats_free(s);
@@ -282,7 +274,7 @@ int pawl_nodes(pawl_t *p, pawl_node_info_t **out, size_t *n) {
     pawl_nodes_free(c.nodes, c.n);
     if (rc == PAWL_ENOMEM && !p->store->errmsg[0])
       return pawl__fail(p, rc, "out of memory");
-    return admin_from_store(p, rc);
+    return pawl__from_store(p, rc);
   }
   *out = c.nodes;
   *n = c.n;
@@ -318,7 +310,7 @@ void pawl_locks_free(pawl_lock_info_t *locks, size_t n) {
 int pawl_locks(pawl_t *p, pawl_lock_info_t **out, size_t *n) {
   p->errmsg[0] = 0;
   admin_locks_ctx_t c = {NULL, 0};
-  int rc = admin_from_store(p, p->store->ops->admin.locks(p->store,
+  int rc = pawl__from_store(p, p->store->ops->admin.locks(p->store,
                                                           admin_lock_cb, &c));
   if (rc) {
     pawl_locks_free(c.locks, c.n);

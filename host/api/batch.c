@@ -26,12 +26,6 @@ const char *pawl_batch_role_name(int role) {
 
 void pawl_batch_opts_init(pawl_batch_opts_t *o) { memset(o, 0, sizeof *o); }
 
-static int batch_from_store(pawl_t *p, int rc) {
-  if (rc && p->store->errmsg[0])
-    snprintf(p->errmsg, sizeof p->errmsg, "%s", p->store->errmsg);
-  return rc;
-}
-
 /* What a child may not carry: keys (a duplicate would be no child, and the
  * bulk path takes no keys) and `blocked` (nothing would unblock it). */
 static int batch_check_child(pawl_t *p, size_t i, const pawl_enqueue_opts_t *o) {
@@ -119,7 +113,7 @@ int pawl_batch_enqueue(pawl_t *p, const pawl_enqueue_item_t *jobs, size_t n,
 int pawl_batch_get(pawl_t *p, const pawl_id_t *id, pawl_batch_t *out) {
   p->errmsg[0] = 0;
   pawl_batch_t b;
-  int rc = batch_from_store(
+  int rc = pawl__from_store(
       p, p->store->ops->batch.get(p->store, id, pawl_now(p), &b));
   if (!rc) *out = b;
   return rc;
@@ -130,7 +124,7 @@ int pawl_job_batch(pawl_t *p, const pawl_id_t *id, pawl_id_t *batch_id,
   p->errmsg[0] = 0;
   pawl_id_t b;
   int r = -1;
-  int rc = batch_from_store(p, p->store->ops->batch.of(p->store, id, &b, &r));
+  int rc = pawl__from_store(p, p->store->ops->batch.of(p->store, id, &b, &r));
   if (rc) return rc;
   if (r < 0) {
     char text[PAWL_ID_STRLEN];

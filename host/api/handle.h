@@ -44,6 +44,9 @@ int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
 /* Checks a name (a job type, a queue, a tag: 1..200 bytes without control
  * characters; pawl.c): 0, or PAWL_EINVAL with p->errmsg naming `what`. */
 int pawl__check_name(pawl_t *p, const char *what, const char *s);
+/* Copies the store's message (or rc's text) into p->errmsg after a failed
+ * store call; returns rc (pawl.c). */
+int pawl__from_store(pawl_t *p, int rc);
 /* Checks the resource an enqueue names (api/limits.c): 0, or PAWL_EINVAL
  * with p->errmsg saying why. */
 int pawl__resource_check(pawl_t *p, const char *resource);
@@ -55,10 +58,6 @@ int pawl__resource_check(pawl_t *p, const char *resource);
 int pawl__prepare_job(pawl_t *p, const char *type, const char *payload,
                       const pawl_enqueue_opts_t *o, store_new_job_t *nj,
                       pawl_buf_t *tags);
-
-/* Copies the store's message into p->errmsg after a failed store call;
- * returns rc. */
-int pawl__from_store(pawl_t *p, int rc);
 
 /* Enqueues items[0..n) as pawl_enqueue_many() does, as pawl_chain() does
  * with `chain`, or, with `batch`, as that batch's children (batch.c). */

@@ -20,29 +20,8 @@
 
 #define LIMIT_QUEUE_PREFIX "queue:"
 
-static int limits_from_store(pawl_t *p, int rc) {
-  if (rc)
-    snprintf(p->errmsg, sizeof p->errmsg, "%s",
-             p->store->errmsg[0] ? p->store->errmsg : pawl_strerror(rc));
-  return rc;
-}
-
-/* A name as pawl.c checks queue names: 1..200 bytes, no control
- * characters. */
-static int limits_check_text(pawl_t *p, const char *what, const char *s) {
-  if (!s || !*s) return pawl__fail(p, PAWL_EINVAL, "%s must not be empty", what);
-  size_t n = strlen(s);
-  if (n > 200)
-    return pawl__fail(p, PAWL_EINVAL, "%s is longer than 200 bytes", what);
-  for (size_t i = 0; i < n; i++)
-    if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-      return pawl__fail(p, PAWL_EINVAL, "%s contains a control character",
-                        what);
-  return 0;
-}
-
 int pawl__resource_check(pawl_t *p, const char *resource) {
-  int rc = limits_check_text(p, "resource name", resource);
+  int rc = pawl__check_name(p, "resource name", resource);
   if (rc) return rc;
   if (strncmp(resource, LIMIT_QUEUE_PREFIX, strlen(LIMIT_QUEUE_PREFIX)) == 0)
     return pawl__fail(p, PAWL_EINVAL,
@@ -54,7 +33,7 @@ int pawl__resource_check(pawl_t *p, const char *resource) {
 
 /* A limit's name: a resource's, or "queue:" and a queue's. */
 static int limits_check_name(pawl_t *p, const char *name) {
-  int rc = limits_check_text(p, "limit name", name);
+  int rc = pawl__check_name(p, "limit name", name);
   if (rc) return rc;
   if (strncmp(name, LIMIT_QUEUE_PREFIX, strlen(LIMIT_QUEUE_PREFIX)) == 0 &&
       !name[strlen(LIMIT_QUEUE_PREFIX)])
@@ -93,7 +72,7 @@ int pawl_limit_set(pawl_t *p, const char *name, int64_t max_running,
                       "limit %s: give a max_running (1..%d), a rate, or "
                       "both",
                       name, PAWL_LIMIT_MAX);
-  return limits_from_store(p, p->store->ops->limits.set(
+  return pawl__from_store(p, p->store->ops->limits.set(
                                   p->store, name, max_running, rate,
                                   rate ? rate_window_ms : 0));
 }
@@ -102,14 +81,14 @@ int pawl_limit_remove(pawl_t *p, const char *name) {
   p->errmsg[0] = 0;
   int rc = limits_check_name(p, name);
   if (rc) return rc;
-  return limits_from_store(p, p->store->ops->limits.remove(p->store, name));
+  return pawl__from_store(p, p->store->ops->limits.remove(p->store, name));
 }
 
 int pawl_limits(pawl_t *p, pawl_limit_t **out, size_t *n) {
   p->errmsg[0] = 0;
   pawl_limit_t *v = NULL;
   size_t count = 0;
-  int rc = limits_from_store(p, p->store->ops->limits.list(p->store, &v,
+  int rc = pawl__from_store(p, p->store->ops->limits.list(p->store, &v,
                                                             &count));
   if (rc) return rc;
   *out = v;

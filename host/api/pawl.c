@@ -34,7 +34,7 @@ int pawl__fail(pawl_t *p, int rc, const char *fmt, ...) {
 }
 
 /* Copies the store's message after a failed store call. */
-static int pawl_from_store(pawl_t *p, int rc) {
+int pawl__from_store(pawl_t *p, int rc) {
   if (rc) {
     if (p->store->errmsg[0])
       snprintf(p->errmsg, sizeof p->errmsg, "%s", p->store->errmsg);
@@ -235,12 +235,12 @@ int64_t pawl_now(pawl_t *p) { return pawl__store_now(p->store); }
 int pawl_checkpoint(pawl_t *p) {
   p->errmsg[0] = 0;
   if (!p->store->ops->maintenance.checkpoint) return 0;
-  return pawl_from_store(p, p->store->ops->maintenance.checkpoint(p->store));
+  return pawl__from_store(p, p->store->ops->maintenance.checkpoint(p->store));
 }
 
 int pawl_schema_version(pawl_t *p, int *current, int *latest) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->schema.version(p->store, current,
+  return pawl__from_store(p, p->store->ops->schema.version(p->store, current,
                                                           latest));
 }
 
@@ -267,7 +267,7 @@ int pawl__data_version(pawl_t *p, uint64_t *v) {
   if (!p->store->ops->maintenance.data_version)
     return PAWL_EINVAL; /* not an error of the database: no errmsg */
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->maintenance.data_version(p->store,
+  return pawl__from_store(p, p->store->ops->maintenance.data_version(p->store,
                                                                     v));
 }
 
@@ -279,12 +279,12 @@ int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
                      .version = version,
                      .queues = queues,
                      .started_at = started_at};
-  return pawl_from_store(p, p->store->ops->nodes.beat(p->store, &nd));
+  return pawl__from_store(p, p->store->ops->nodes.beat(p->store, &nd));
 }
 
 int pawl__nodes_reap(pawl_t *p, int64_t silent_ms, size_t *n) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->nodes.reap(p->store, silent_ms, n));
+  return pawl__from_store(p, p->store->ops->nodes.reap(p->store, silent_ms, n));
 }
 
 /* The sweep lock's owner: the node id (cut to 255 bytes). */
@@ -296,7 +296,7 @@ int pawl__recover_lock(pawl_t *p, int *got) {
   p->errmsg[0] = 0;
   char owner[256];
   pawl_recover_owner(p, owner);
-  return pawl_from_store(p, p->store->ops->locks.acquire(
+  return pawl__from_store(p, p->store->ops->locks.acquire(
                                 p->store, "pawl.recover", owner, p->lease_ms,
                                 got));
 }
@@ -305,7 +305,7 @@ int pawl__recover_unlock(pawl_t *p) {
   p->errmsg[0] = 0;
   char owner[256];
   pawl_recover_owner(p, owner);
-  return pawl_from_store(p, p->store->ops->locks.release(
+  return pawl__from_store(p, p->store->ops->locks.release(
                                 p->store, "pawl.recover", owner));
 }
 
@@ -313,12 +313,12 @@ int pawl__can_listen(pawl_t *p) { return p->store->ops->wakeup.listen != NULL; }
 
 int pawl__listen(pawl_t *p) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->wakeup.listen(p->store));
+  return pawl__from_store(p, p->store->ops->wakeup.listen(p->store));
 }
 
 int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->wakeup.wait(p->store, timeout_ms,
+  return pawl__from_store(p, p->store->ops->wakeup.wait(p->store, timeout_ms,
                                                        woke));
 }
 
@@ -514,8 +514,6 @@ int pawl__prepare_job(pawl_t *p, const char *type, const char *payload,
   return pawl_prepare_job(p, type, payload, o, nj, tags);
 }
 
-int pawl__from_store(pawl_t *p, int rc) { return pawl_from_store(p, rc); }
-
 int pawl_enqueue(pawl_t *p, const char *type, const char *payload,
                  const pawl_enqueue_opts_t *opts, pawl_id_t *out_id,
                  int *out_status) {
@@ -642,14 +640,14 @@ static int pawl_enqueue_core(pawl_t *p, const pawl_enqueue_item_t *items,
                      : NULL;
   if (!rc && batch) {
     for (size_t i = 0; i < n; i++) jobs[i].batch_id = &batch->id;
-    rc = pawl_from_store(p, p->store->ops->batch.create(p->store, batch,
+    rc = pawl__from_store(p, p->store->ops->batch.create(p->store, batch,
                                                          jobs, n));
     for (size_t i = 0; !rc && i < n; i++) {
       (ids ? ids : tmp_ids)[i] = jobs[i].id;
       (statuses ? statuses : tmp_st)[i] = PAWL_ENQ_NEW;
     }
   } else if (!rc) {
-    rc = pawl_from_store(p, p->store->ops->jobs.insert(
+    rc = pawl__from_store(p, p->store->ops->jobs.insert(
                                 p->store, jobs, n, ids ? ids : tmp_ids,
                                 statuses ? statuses : tmp_st));
   }
@@ -686,14 +684,14 @@ int pawl_chain(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
 int pawl_deps_list(pawl_t *p, const pawl_id_t *id, pawl_dep_cb cb,
                    void *data) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->deps.list(p->store, id, cb, data));
+  return pawl__from_store(p, p->store->ops->deps.list(p->store, id, cb, data));
 }
 
 /* ---- reading ------------------------------------------------------------ */
 
 int pawl_get(pawl_t *p, const pawl_id_t *id, pawl_job_t **out) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->jobs.get(p->store, id, out));
+  return pawl__from_store(p, p->store->ops->jobs.get(p->store, id, out));
 }
 
 int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
@@ -705,7 +703,7 @@ int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
   }
   int rc = pawl__filter_check(p, f); /* api/admin.c */
   if (rc) return rc;
-  return pawl_from_store(p, p->store->ops->jobs.list(p->store, f, cb, data));
+  return pawl__from_store(p, p->store->ops->jobs.list(p->store, f, cb, data));
 }
 
 /* ---- operator actions --------------------------------------------------- */
@@ -713,7 +711,7 @@ int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
 static int pawl_transition(pawl_t *p, const pawl_id_t *id, store_op_t op,
                            const char *reason, pawl_job_t **out) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->control.transition(
+  return pawl__from_store(p, p->store->ops->control.transition(
                                 p->store, id, op, p->principal, reason, out));
 }
 
@@ -764,7 +762,7 @@ int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
   }
   pawl_job_t **jobs = NULL;
   size_t n = 0;
-  int rc = pawl_from_store(p, p->store->ops->claim.claim(p->store, &c, &jobs, &n));
+  int rc = pawl__from_store(p, p->store->ops->claim.claim(p->store, &c, &jobs, &n));
   if (rc) return rc;
   /* A claimer that runs what it claims: the starts that matter (jobs
    * recovered before, rare) are recorded now, as pawl_begin() would. If
@@ -842,14 +840,14 @@ int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int *rcs) {
       return rc;
     }
   }
-  return pawl_from_store(p, p->store->ops->terminal.finish(
+  return pawl__from_store(p, p->store->ops->terminal.finish(
                                 p->store, &p->incarnation, outs, n, rcs));
 }
 
 int pawl_heartbeat(pawl_t *p, size_t *out_n) {
   p->errmsg[0] = 0;
   size_t n = 0;
-  int rc = pawl_from_store(
+  int rc = pawl__from_store(
       p, p->store->ops->claim.extend(p->store, &p->incarnation, p->lease_ms, &n));
   if (!rc && out_n) *out_n = n;
   return rc;
@@ -858,7 +856,7 @@ int pawl_heartbeat(pawl_t *p, size_t *out_n) {
 int pawl_recover(pawl_t *p, size_t *out_n) {
   p->errmsg[0] = 0;
   size_t n = 0;
-  int rc = pawl_from_store(p, p->store->ops->claim.recover(p->store, &n));
+  int rc = pawl__from_store(p, p->store->ops->claim.recover(p->store, &n));
   if (!rc && out_n) *out_n = n;
   return rc;
 }
@@ -867,7 +865,7 @@ int pawl_begin(pawl_t *p, const pawl_job_t *job) {
   p->errmsg[0] = 0;
   /* Never recovered: the common case costs nothing (see pawl_recover()). */
   if (job->recoveries <= 0) return 0;
-  return pawl_from_store(p, p->store->ops->claim.start(
+  return pawl__from_store(p, p->store->ops->claim.start(
                                 p->store, &job->id, &p->incarnation,
                                 job->attempt));
 }
@@ -879,7 +877,7 @@ int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
     return pawl__fail(p, PAWL_EINVAL,
                       "progress must be finite and not negative (got %g of %g)",
                       done, total);
-  return pawl_from_store(p, p->store->ops->jobs.progress(
+  return pawl__from_store(p, p->store->ops->jobs.progress(
                                 p->store, id, &p->incarnation, attempt, done,
                                 total));
 }
@@ -887,7 +885,7 @@ int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
 int pawl_extend(pawl_t *p, const pawl_id_t *id, int32_t attempt, int *held) {
   p->errmsg[0] = 0;
   int h = 0;
-  int rc = pawl_from_store(p, p->store->ops->claim.extend_one(
+  int rc = pawl__from_store(p, p->store->ops->claim.extend_one(
                                   p->store, id, &p->incarnation, attempt,
                                   p->lease_ms, &h));
   if (!rc && held) *held = h;
@@ -910,7 +908,7 @@ int pawl_lock_acquire(pawl_t *p, const char *name, const char *owner,
                       int64_t ttl_ms, int *got) {
   int g = 0, rc = pawl_lock_check(p, name, owner, ttl_ms);
   if (!rc)
-    rc = pawl_from_store(
+    rc = pawl__from_store(
         p, p->store->ops->locks.acquire(p->store, name, owner, ttl_ms, &g));
   if (got) *got = rc ? 0 : g;
   return rc;
@@ -920,7 +918,7 @@ int pawl_lock_extend(pawl_t *p, const char *name, const char *owner,
                      int64_t ttl_ms, int *held) {
   int h = 0, rc = pawl_lock_check(p, name, owner, ttl_ms);
   if (!rc)
-    rc = pawl_from_store(
+    rc = pawl__from_store(
         p, p->store->ops->locks.extend(p->store, name, owner, ttl_ms, &h));
   if (held) *held = rc ? 0 : h;
   return rc;
@@ -929,7 +927,7 @@ int pawl_lock_extend(pawl_t *p, const char *name, const char *owner,
 int pawl_lock_release(pawl_t *p, const char *name, const char *owner) {
   int rc = pawl_lock_check(p, name, owner, 1);
   if (!rc)
-    rc = pawl_from_store(p, p->store->ops->locks.release(p->store, name, owner));
+    rc = pawl__from_store(p, p->store->ops->locks.release(p->store, name, owner));
   return rc;
 }
 
@@ -944,7 +942,7 @@ int pawl_next_due(pawl_t *p, const pawl_claim_opts_t *opts, int64_t *run_at) {
     if (rc) return rc;
   }
   int64_t v = 0;
-  int rc = pawl_from_store(
+  int rc = pawl__from_store(
       p, p->store->ops->claim.next_due(p->store, queues, nqueues, &v));
   if (!rc) *run_at = v;
   return rc;
@@ -952,7 +950,7 @@ int pawl_next_due(pawl_t *p, const pawl_claim_opts_t *opts, int64_t *run_at) {
 
 int pawl_history(pawl_t *p, const pawl_id_t *id, pawl_history_t **out) {
   p->errmsg[0] = 0;
-  return pawl_from_store(p, p->store->ops->history.get(p->store, id, out));
+  return pawl__from_store(p, p->store->ops->history.get(p->store, id, out));
 }
 
 int pawl_logs(pawl_t *p, const pawl_id_t *id, pawl_log_record_t **out,
@@ -960,7 +958,7 @@ int pawl_logs(pawl_t *p, const pawl_id_t *id, pawl_log_record_t **out,
   p->errmsg[0] = 0;
   pawl_log_record_t *recs = NULL;
   size_t count = 0;
-  int rc = pawl_from_store(p, p->store->ops->jobs.logs(p->store, id, &recs,
+  int rc = pawl__from_store(p, p->store->ops->jobs.logs(p->store, id, &recs,
                                                        &count));
   if (rc) return rc;
   *out = recs;

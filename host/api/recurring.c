@@ -48,33 +48,11 @@
 /* The tick lock's name. */
 #define REC_LOCK "pawl.recurring"
 
-static int rec_from_store(pawl_t *p, int rc) {
-  if (rc) {
-    if (p->store->errmsg[0])
-      snprintf(p->errmsg, sizeof p->errmsg, "%s", p->store->errmsg);
-    else
-      snprintf(p->errmsg, sizeof p->errmsg, "%s", pawl_strerror(rc));
-  }
-  return rc;
-}
-
 void pawl_recurring_opts_init(pawl_recurring_opts_t *o) {
   memset(o, 0, sizeof *o);
 }
 
 /* ---- checks --------------------------------------------------------------- */
-
-static int rec_check_name(pawl_t *p, const char *what, const char *s) {
-  if (!s || !*s) return pawl__fail(p, PAWL_EINVAL, "%s must not be empty", what);
-  size_t n = strlen(s);
-  if (n > 200)
-    return pawl__fail(p, PAWL_EINVAL, "%s is longer than 200 bytes", what);
-  for (size_t i = 0; i < n; i++)
-    if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-      return pawl__fail(p, PAWL_EINVAL, "%s contains a control character",
-                        what);
-  return 0;
-}
 
 static int rec_check_int(pawl_t *p, const char *what, int64_t v, int64_t min,
                          int64_t max) {
@@ -120,9 +98,9 @@ static int64_t rec_next(const pawl__cron_t *c, const pawl__tz_t *z,
 static int rec_check(pawl_t *p, const pawl_recurring_t *d, pawl__cron_t *c,
                      const pawl__tz_t **z) {
   int rc;
-  if ((rc = rec_check_name(p, "recurring name", d->name))) return rc;
-  if ((rc = rec_check_name(p, "job type", d->type))) return rc;
-  if (d->queue && (rc = rec_check_name(p, "queue name", d->queue))) return rc;
+  if ((rc = pawl__check_name(p, "recurring name", d->name))) return rc;
+  if ((rc = pawl__check_name(p, "job type", d->type))) return rc;
+  if (d->queue && (rc = pawl__check_name(p, "queue name", d->queue))) return rc;
   if (d->misfire < 0 || d->misfire > PAWL_MISFIRE_SKIP)
     return pawl__fail(p, PAWL_EINVAL,
                       "misfire must be run_once (0), catch_up (1) or skip "
@@ -171,7 +149,7 @@ int pawl_recurring_add(pawl_t *p, const char *name,
                        const pawl_recurring_opts_t *o) {
   p->errmsg[0] = 0;
   if (!o) return pawl__fail(p, PAWL_EINVAL, "no options (the expression)");
-  int rc = rec_check_name(p, "recurring name", name);
+  int rc = pawl__check_name(p, "recurring name", name);
   if (rc) return rc;
   if (!o->expr)
     return pawl__fail(p, PAWL_EINVAL, "cron: an expression is required");
@@ -185,7 +163,7 @@ int pawl_recurring_add(pawl_t *p, const char *name,
   if ((rc = rec_check(p, &d, &c, &z))) return rc;
   d.next_fire_at = rec_next(&c, z, pawl__store_now(p->store));
   int done = 0;
-  return rec_from_store(p, p->store->ops->recurring.put(p->store, &d,
+  return pawl__from_store(p, p->store->ops->recurring.put(p->store, &d,
                                                         STORE_REC_ADD, &done));
 }
 
@@ -197,11 +175,11 @@ typedef int (*rec_change_fn)(pawl_t *p, pawl_recurring_t *d, void *arg);
 static int rec_modify(pawl_t *p, const char *name, rec_change_fn change,
                       void *arg) {
   p->errmsg[0] = 0;
-  int rc = rec_check_name(p, "recurring name", name);
+  int rc = pawl__check_name(p, "recurring name", name);
   if (rc) return rc;
   for (int tries = 0; tries < REC_RETRIES; tries++) {
     pawl_recurring_t *d = NULL;
-    if ((rc = rec_from_store(p, p->store->ops->recurring.get(p->store, name,
+    if ((rc = pawl__from_store(p, p->store->ops->recurring.get(p->store, name,
                                                              &d))))
       return rc;
     /* The change may point d's strings at the caller's: keep the read
@@ -210,7 +188,7 @@ static int rec_modify(pawl_t *p, const char *name, rec_change_fn change,
     rc = change(p, d, arg);
     int changed = 0;
     if (rc == 0)
-      rc = rec_from_store(p, p->store->ops->recurring.update(p->store, d,
+      rc = pawl__from_store(p, p->store->ops->recurring.update(p->store, d,
                                                              &changed));
     *d = read;
     pawl_recurring_free(d, 1);
@@ -285,23 +263,23 @@ int pawl_recurring_resume(pawl_t *p, const char *name) {
 
 int pawl_recurring_remove(pawl_t *p, const char *name) {
   p->errmsg[0] = 0;
-  int rc = rec_check_name(p, "recurring name", name);
+  int rc = pawl__check_name(p, "recurring name", name);
   if (rc) return rc;
-  return rec_from_store(p, p->store->ops->recurring.remove(p->store, name));
+  return pawl__from_store(p, p->store->ops->recurring.remove(p->store, name));
 }
 
 int pawl_recurring_get(pawl_t *p, const char *name, pawl_recurring_t **out) {
   p->errmsg[0] = 0;
-  int rc = rec_check_name(p, "recurring name", name);
+  int rc = pawl__check_name(p, "recurring name", name);
   if (rc) return rc;
-  return rec_from_store(p, p->store->ops->recurring.get(p->store, name, out));
+  return pawl__from_store(p, p->store->ops->recurring.get(p->store, name, out));
 }
 
 int pawl_recurring_list(pawl_t *p, pawl_recurring_t **out, size_t *n) {
   p->errmsg[0] = 0;
   pawl_recurring_t *defs = NULL;
   size_t count = 0;
-  int rc = rec_from_store(p, p->store->ops->recurring.list(p->store, &defs,
+  int rc = pawl__from_store(p, p->store->ops->recurring.list(p->store, &defs,
                                                            &count));
   if (rc) return rc;
   *out = defs;
@@ -340,7 +318,7 @@ int pawl_recurring_trigger(pawl_t *p, const char *name, pawl_id_t *out_id) {
   snprintf(key, sizeof key, "cron:%s:manual:%s", d->name, id);
   pawl_id_t got;
   int status;
-  rc = rec_from_store(p, p->store->ops->jobs.insert(p->store, &j, 1, &got,
+  rc = pawl__from_store(p, p->store->ops->jobs.insert(p->store, &j, 1, &got,
                                                     &status));
   pawl_recurring_free(d, 1);
   if (rc) return rc;
@@ -465,7 +443,7 @@ static int rec_earliest(pawl_t *p, int64_t *at) {
   pawl_recurring_t *d = NULL;
   size_t n = 0;
   *at = 0;
-  int rc = rec_from_store(p, p->store->ops->recurring.due(
+  int rc = pawl__from_store(p, p->store->ops->recurring.due(
                                  p->store, PAWL_TIME_MAX_MS, 1, &d, &n));
   if (!rc && n) *at = d[0].next_fire_at;
   pawl_recurring_free(d, n);
@@ -485,7 +463,7 @@ int pawl__recurring_tick(pawl_t *p, size_t max_defs, size_t *enqueued,
   char owner[256];
   rec_owner(p, owner);
   int got = 0;
-  rc = rec_from_store(p, p->store->ops->locks.acquire(
+  rc = pawl__from_store(p, p->store->ops->locks.acquire(
                              p->store, REC_LOCK, owner, p->lease_ms, &got));
   if (rc || !got) return rc;
   rec_batch_t *b = pawl__calloc(1, sizeof *b);
@@ -496,7 +474,7 @@ int pawl__recurring_tick(pawl_t *p, size_t max_defs, size_t *enqueued,
     size_t want = max_defs - seen < REC_BATCH ? max_defs - seen : REC_BATCH;
     pawl_recurring_t *due = NULL;
     size_t n = 0;
-    rc = rec_from_store(p, p->store->ops->recurring.due(p->store, now, want,
+    rc = pawl__from_store(p, p->store->ops->recurring.due(p->store, now, want,
                                                         &due, &n));
     if (rc || n == 0) {
       pawl_recurring_free(due, n);
@@ -515,7 +493,7 @@ int pawl__recurring_tick(pawl_t *p, size_t max_defs, size_t *enqueued,
       }
     }
     if (!rc)
-      rc = rec_from_store(p, p->store->ops->recurring.advance(p->store, b->adv,
+      rc = pawl__from_store(p, p->store->ops->recurring.advance(p->store, b->adv,
                                                               n));
     size_t advanced = 0;
     for (size_t i = 0; i < n && !rc; i++) {
@@ -527,7 +505,7 @@ int pawl__recurring_tick(pawl_t *p, size_t max_defs, size_t *enqueued,
     /* None moved: others advance them (we lost the lock, say); stop. */
     if (rc || advanced == 0 || n < want) break;
     int ok = 0;
-    rc = rec_from_store(p, p->store->ops->locks.extend(p->store, REC_LOCK, owner,
+    rc = pawl__from_store(p, p->store->ops->locks.extend(p->store, REC_LOCK, owner,
                                                        p->lease_ms, &ok));
     if (!rc && !ok) break;
     if (seen >= max_defs) *more = 1;
@@ -593,7 +571,7 @@ int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
     pawl_recurring_t *old = NULL;
     int grc = p->store->ops->recurring.get(p->store, d.name, &old);
     if (grc && grc != PAWL_ENOTFOUND) {
-      rc = rec_from_store(p, grc);
+      rc = pawl__from_store(p, grc);
       break;
     }
     int write = 1;
@@ -618,12 +596,12 @@ int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
     pawl_recurring_free(old, 1);
     if (!write) continue;
     int done = 0;
-    rc = rec_from_store(p, p->store->ops->recurring.put(
+    rc = pawl__from_store(p, p->store->ops->recurring.put(
                                p->store, &d, STORE_REC_SCRIPT, &done));
   }
   size_t off = 0;
   if (!rc)
-    rc = rec_from_store(p, p->store->ops->recurring.disable_gone(
+    rc = pawl__from_store(p, p->store->ops->recurring.disable_gone(
                                p->store, scripts, nscripts, &off));
   pawl__free(scripts);
   return rc;

@@ -27,13 +27,6 @@
 /* Counters: what a double holds exactly (job code counts in doubles). */
 #define STEPS_COUNT_MAX INT64_C(9007199254740991)
 
-static int steps_from_store(pawl_t *p, int rc) {
-  if (rc)
-    snprintf(p->errmsg, sizeof p->errmsg, "%s",
-             p->store->errmsg[0] ? p->store->errmsg : pawl_strerror(rc));
-  return rc;
-}
-
 /* ---- checks --------------------------------------------------------------- */
 
 /* Valid UTF-8 text (what every backend stores) of at most `max` bytes. */
@@ -104,7 +97,7 @@ int pawl_step_begin(pawl_t *p, const pawl_id_t *id, int32_t attempt,
       (rc = steps_check_checkpoint(p, checkpoint)))
     return rc;
   int64_t e = 0;
-  rc = steps_from_store(p, p->store->ops->steps.begin(
+  rc = pawl__from_store(p, p->store->ops->steps.begin(
                                p->store, id, &p->incarnation, attempt, index,
                                name, checkpoint, &e));
   if (!rc && exec) *exec = e;
@@ -119,7 +112,7 @@ int pawl_step_save(pawl_t *p, const pawl_id_t *id, int32_t attempt,
   if ((rc = steps_check_checkpoint(p, checkpoint)) ||
       (rc = steps_check_counts(p, counts)))
     return rc;
-  return steps_from_store(p, p->store->ops->steps.save(
+  return pawl__from_store(p, p->store->ops->steps.save(
                                  p->store, id, &p->incarnation, attempt, exec,
                                  checkpoint, counts));
 }
@@ -137,7 +130,7 @@ int pawl_step_end(pawl_t *p, const pawl_id_t *id, int32_t attempt,
   if ((rc = steps_check_exit(p, exit_code, exit_message)) ||
       (rc = steps_check_counts(p, counts)))
     return rc;
-  return steps_from_store(p, p->store->ops->steps.end(
+  return pawl__from_store(p, p->store->ops->steps.end(
                                  p->store, id, &p->incarnation, attempt, exec,
                                  status, exit_code, exit_message, counts));
 }
@@ -148,14 +141,14 @@ int pawl_job_exit(pawl_t *p, const pawl_id_t *id, int32_t attempt,
   if (!exit_code) return pawl__fail(p, PAWL_EINVAL, "exit code is NULL");
   int rc = steps_check_exit(p, exit_code, exit_message);
   if (rc) return rc;
-  return steps_from_store(p, p->store->ops->steps.exit(
+  return pawl__from_store(p, p->store->ops->steps.exit(
                                  p->store, id, &p->incarnation, attempt,
                                  exit_code, exit_message));
 }
 
 int pawl_steps(pawl_t *p, const pawl_id_t *id, pawl_steps_t **out) {
   p->errmsg[0] = 0;
-  return steps_from_store(p, p->store->ops->steps.get(p->store, id, out));
+  return pawl__from_store(p, p->store->ops->steps.get(p->store, id, out));
 }
 
 /* ---- job instances ---------------------------------------------------------- */
@@ -288,7 +281,7 @@ int pawl__enqueue_instance(pawl_t *p, const pawl_enqueue_item_t *item,
     int state = -1;
     rc = p->store->ops->steps.instance(p->store, item->type, k, &id, &state);
     if (rc && rc != PAWL_ENOTFOUND) {
-      steps_from_store(p, rc);
+      pawl__from_store(p, rc);
       break;
     }
     if (rc == PAWL_ENOTFOUND || state == PAWL_CANCELED) {

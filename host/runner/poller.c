@@ -173,8 +173,8 @@ static int host_capacity(host_t *h) {
 
 /* Claims up to `want` jobs of `queues` (nqueues 0: every queue) for
  * slot `slot` (-1: the shared pool) and queues them for the workers; the
- * last `prefetch` of `want` have no free worker yet, and no job under a
- * limit is claimed for them (pawl_claim_opts_t). Returns how many;
+ * last `prefetch` of `want` have no free worker yet, and no job needing a
+ * limit's permit is claimed for them (pawl_claim_opts_t). Returns how many;
  * *failed = 1 when the claim failed. */
 static size_t poller_claim_for(poller_t *pl, const char *const *queues,
                                size_t nqueues, int want, int prefetch,
@@ -289,7 +289,8 @@ static size_t poller_claim(poller_t *pl) {
    * worker is idle with nothing queued. */
   int idle = pool_queued == 0 && h->pool_running < h->pool;
   /* The pool's workers free for a job claimed now: the rest of `want` is
-   * a prefetch, which no job under a limit is claimed for. */
+   * a prefetch, which no job needing a limit's permit (max_running) is
+   * claimed for; jobs under rate limits alone are (pawl_claim_opts_t). */
   int free_workers = h->pool - h->pool_running - pool_queued;
   pthread_mutex_unlock(&h->mu);
   if (!failed && want > 0 && (idle || want >= capacity / 4 || want >= 64)) {

@@ -57,12 +57,9 @@ void pawl__ticker_chore(host_t *h, pawl_t *p, host_ticker_t *t, int64_t now) {
   int stopping = h->stopping;
   uint64_t gen = h->crons_gen;
   size_t n = h->ncrons;
-  pawl_recurring_t *defs = NULL;
-  int copy_failed = 0;
-  if (!stopping && gen != t->synced_gen) {
-    defs = ticker_copy(h->crons, n);
-    copy_failed = !defs;
-  }
+  pawl_recurring_t *defs = NULL; /* NULL after a failed copy: the next
+                                     chore tries again (gen still differs) */
+  if (!stopping && gen != t->synced_gen) defs = ticker_copy(h->crons, n);
   pthread_mutex_unlock(&h->mu);
   if (stopping) return;
   if (defs) {
@@ -84,7 +81,6 @@ void pawl__ticker_chore(host_t *h, pawl_t *p, host_ticker_t *t, int64_t now) {
     }
     pawl_recurring_free(defs, n);
   }
-  (void)copy_failed; /* tried again at the next chore */
   if (now < t->next_tick) return;
   size_t made = 0;
   int more = 0;

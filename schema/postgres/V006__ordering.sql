@@ -59,11 +59,15 @@ CREATE INDEX pawl_jobs_ordering_running ON pawl_jobs (ordering_key, id)
 -- lock: a claim that misses it (its snapshot is older) only takes the
 -- next job later. A hash collision of two keys only makes them wait for
 -- each other's claims. The lock's first key (0x7061776c, "pawl") keeps it
--- apart from the program's own advisory locks on one-key ids.
+-- apart from the program's own advisory locks on one-key ids; the second
+-- hashes the schema with the key, because advisory locks belong to the
+-- whole database: two pawl schemas in one database (two installations,
+-- or tests side by side) must not make each other's keys wait.
 CREATE FUNCTION pawl_ordering_free(k text, seq bigint, now timestamptz)
   RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-  IF NOT pg_try_advisory_xact_lock(1885435756, hashtext(k)) THEN
+  IF NOT pg_try_advisory_xact_lock(1885435756,
+                                   hashtext(current_schema() || chr(31) || k)) THEN
     RETURN false;
   END IF;
   RETURN NOT EXISTS (SELECT 1 FROM pawl_jobs AS o

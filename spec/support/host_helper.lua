@@ -208,6 +208,18 @@ function M.json(t) return cjson.encode(t) end
 
 function Env:show(id) return self:show_json(id) end
 
+-- How many jobs `pawl jobs` lists in `state` (at most 1,000), each
+-- checked to be in it.
+function Env:count_state(state)
+  local n = 0
+  for line in self:ok("jobs", "--json", "--state", state, "--limit",
+                      "1000"):gmatch("[^\n]+") do
+    assert(cjson.decode(line).state == state, "not " .. state .. ": " .. line)
+    n = n + 1
+  end
+  return n
+end
+
 -- `pawl show ID --json` as text: every stored field of the job, its
 -- attempts, events and logs.
 function Env:show_text(id) return self:ok("show", id, "--json") end

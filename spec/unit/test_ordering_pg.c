@@ -39,7 +39,8 @@ void test_store_pg_ordering_key_lock(void) {
 
   PGconn *c = pgtest_connect(url);
   pgtest_exec(c, "BEGIN");
-  pgtest_exec(c, "SELECT pg_advisory_xact_lock(1885435756, hashtext('held'))");
+  pgtest_exec(c, "SELECT pg_advisory_xact_lock(1885435756, "
+                 "hashtext(current_schema() || chr(31) || 'held'))");
   pawl_job_t **jobs = NULL;
   size_t n = claim(p, &jobs);
   CHECK_INT(n, ==, 2);
@@ -57,7 +58,42 @@ void test_store_pg_ordering_key_lock(void) {
   /* The claim's own lock went with its transaction: another connection
    * can take it now. */
   CHECK_INT(pgtest_int(c, "SELECT pg_try_advisory_xact_lock(1885435756, "
-                          "hashtext('held'))::int"), ==, 1);
+                          "hashtext(current_schema() || chr(31) || "
+                          "'held'))::int"), ==, 1);
   PQfinish(c);
   pawl_close(p);
+}
+
+/* Advisory locks belong to the whole database: a claim in another pawl
+ * schema of the same database holding its lock on key "k" must not make
+ * this schema's claim pass its own "k" by. */
+void test_store_pg_ordering_lock_per_schema(void) {
+  char url_a[1024], url_b[1024];
+  snprintf(url_a, sizeof url_a, "%s", pgtest_url("ordering_schema_a"));
+  snprintf(url_b, sizeof url_b, "%s", pgtest_url("ordering_schema_b"));
+  pawl_t *a = NULL, *b = NULL;
+  pawl_options_t o;
+  char err[512];
+  pawl_options_init(&o);
+  o.db = url_a;
+  if (pawl_open(&a, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  o.db = url_b; /* migrates schema b */
+  if (pawl_open(&b, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  pawl_id_t id = enq(a, "k");
+  /* Schema b's claim of "k", mid-transaction: its lock is held. */
+  PGconn *c = pgtest_connect(url_b);
+  pgtest_exec(c, "BEGIN");
+  CHECK_INT(pgtest_int(c, "SELECT pawl_ordering_free('k', 0, now())::int"),
+            ==, 1);
+  pawl_job_t **jobs = NULL;
+  size_t n = claim(a, &jobs);
+  CHECK_INT(n, ==, 1);
+  CHECK(n == 1 && memcmp(jobs[0]->id.bytes, id.bytes, 16) == 0);
+  pawl_jobs_free(jobs, n);
+  pgtest_exec(c, "COMMIT");
+  PQfinish(c);
+  pawl_close(b);
+  pawl_close(a);
 }

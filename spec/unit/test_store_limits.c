@@ -295,6 +295,36 @@ static void contract_limits_prefetch(const char *url) {
   pawl_close(p);
 }
 
+/* A limit with only a rate is claimed ahead like any job (a start is a
+ * claim, and a job claimed ahead holds no permit): a claim with one free
+ * worker and a prefetch of 99 takes what the window has left, not one.
+ * A job that also needs a permit (a max_running on its queue) is still
+ * claimed only for a free worker. */
+static void contract_limits_rate_prefetch(const char *url) {
+  atomic_store(&lim_now, LT0);
+  pawl_t *p = lim_open(url, "node-a");
+  CHECK_OK(pawl_limit_set(p, "api", 0, 30, 1000));
+  lim_enq(p, 40, "a", NULL, "api", 0);
+  pawl_job_t **jobs = NULL;
+  size_t got = lim_claim(p, 100, 99, &jobs);
+  CHECK_INT(got, ==, 30);
+  CHECK_INT(lim_count_type(jobs, got, "a"), ==, 30);
+  pawl_jobs_free(jobs, got);
+  /* All of it a prefetch: still nothing more in this window. */
+  CHECK_INT(lim_claim(p, 100, 100, NULL), ==, 0);
+  atomic_store(&lim_now, LT0 + 1000);
+  CHECK_INT(lim_claim(p, 100, 100, NULL), ==, 10);
+  /* A rate-only resource in a queue with a max_running: the permit
+   * decides, so only the free worker's job is taken. */
+  CHECK_OK(pawl_limit_set(p, "queue:mail", 10, 0, 0));
+  lim_enq(p, 5, "m", "mail", "api", 0);
+  CHECK_INT(lim_claim(p, 5, 4, &jobs), ==, 1);
+  CHECK_STR(jobs[0]->type, "m");
+  pawl_jobs_free(jobs, 1);
+  CHECK_INT(lim_claim(p, 5, 5, NULL), ==, 0);
+  pawl_close(p);
+}
+
 /* ---- lease recovery frees a permit ------------------------------------------ */
 
 static void contract_limits_recover_frees(const char *url) {
@@ -368,8 +398,8 @@ static void contract_limits_rate(const char *url) {
   pawl_close(p);
 }
 
-/* Starts under a rate limit with an injected clock moving in uneven steps:
- * no fixed window ever holds more than N starts, and while work is waiting
+/* Starts under a rate limit with an injected clock moving in uneven steps
+ * and claims of random sizes and prefetches: no fixed window ever holds more than N starts, and while work is waiting
  * every window gets its N. */
 static void contract_limits_rate_windows(const char *url) {
   enum { N = 7, W = 100, WINDOWS = 40 };
@@ -383,8 +413,11 @@ static void contract_limits_rate_windows(const char *url) {
   while (atomic_load(&lim_now) < LT0 + (int64_t)WINDOWS * W) {
     seed = seed * 1103515245u + 12345u;
     size_t max = 1 + (seed >> 16) % 4;
+    /* Part of the claim a prefetch, which a rate-only limit is claimed
+     * for like a free worker. */
+    size_t prefetch = (seed >> 20) % (max + 1);
     pawl_job_t **jobs = NULL;
-    size_t got = lim_claim(p, max, 0, &jobs);
+    size_t got = lim_claim(p, max, prefetch, &jobs);
     for (size_t i = 0; i < got; i++) {
       int64_t w = (jobs[i]->started_at - LT0) / W;
       CHECK(w >= 0 && w < WINDOWS + 2);
@@ -608,6 +641,7 @@ static void contract_limits_queue_boost(const char *url) {
   X(max_running)                 \
   X(both_keys)                   \
   X(prefetch)                    \
+  X(rate_prefetch)               \
   X(recover_frees)               \
   X(rate)                        \
   X(rate_windows)                \
