@@ -31,6 +31,7 @@ DEB_PACKAGES = build-essential cmake pkg-config dpkg-dev patch \
   libluajit2-5.1-dev luajit2 lua-cjson lua-busted \
   libsqlite3-dev sqlite3 libuv1-dev libpq-dev postgresql tzdata \
   libedit-dev tmux curl nginx libnginx-mod-http-lua love \
+  libcurl4-openssl-dev libmicrohttpd-dev prometheus \
   $(NODE_PACKAGES)
 
 # node and npm run the independent cron implementation the cron tests
