@@ -696,7 +696,7 @@ static const char *const lpawl_enqueue_names[] = {
     "queue", "priority", "run_at", "delay_ms", "max_attempts", "timeout",
     "params", "tags", "key", "business_key", "return_existing",
     "correlation_id", "enqueued_by", "blocked", "ordering_key", "resource",
-    "signal", "signal_timeout_ms", "after", "when", NULL};
+    "signal", "signal_timeout_ms", "after", "when", "identity", NULL};
 
 /* [-0, +0, e] Dependencies (issue 15): t.after, a job id or a list of them,
  * parsed into a userdata the anchor keeps; *n of them (NULL, 0: none). */
@@ -776,6 +776,8 @@ static void lpawl_read_enqueue_opts(lua_State *L, int t, int anchor,
       prefix);
   o->after = lpawl_opt_after(L, t, anchor, &o->nafter, argn, prefix);
   o->when = lpawl_opt_str(L, t, "when", anchor, argn, prefix);
+  o->identity = lpawl_opt_strings(L, t, "identity", anchor, &o->nidentity,
+                                  argn, prefix);
 }
 
 /* [-0, +0, e] Per-key ordering: a job of a type this handle defined
@@ -820,10 +822,28 @@ static void lpawl_type_ordering_key(lua_State *L, lpawl_handle_t *h,
   lua_settop(L, top);
 }
 
+/* [-0, +0, e] Job instances (issue 15): a job of a type this handle
+ * defined (db:define) with `identity` and none in its options takes the
+ * type's identifying fields (anchored); pawl_enqueue() checks them. */
+static void lpawl_type_identity(lua_State *L, lpawl_handle_t *h,
+                                const char *type, int anchor,
+                                pawl_enqueue_opts_t *o, int argn,
+                                const char *prefix) {
+  if (o->identity || h->types_ref == LUA_NOREF) return;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, h->types_ref);
+  lua_getfield(L, -1, type);
+  if (lua_istable(L, -1))
+    o->identity = lpawl_opt_strings(L, lua_gettop(L), "identity", anchor,
+                                    &o->nidentity, argn, prefix);
+  lua_settop(L, top);
+}
+
 static const char *lpawl_enq_status(int status) {
   switch (status) {
   case PAWL_ENQ_DUPLICATE: return "duplicate";
   case PAWL_ENQ_EXISTING: return "existing";
+  case PAWL_ENQ_RESTARTED: return "restarted";
   default: return "new";
   }
 }
@@ -839,6 +859,7 @@ static int lpawl_enqueue(lua_State *L) {
   pawl_enqueue_opts_t o;
   lpawl_read_enqueue_opts(L, 4, 5, &o, 4, "");
   lpawl_type_ordering_key(L, h, type, 3, 5, &o, 4, "");
+  lpawl_type_identity(L, h, type, 5, &o, 4, "");
   pawl_id_t id;
   int status = 0;
   int rc = pawl_enqueue(p, type, payload, &o, &id, &status);
