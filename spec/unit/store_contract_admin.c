@@ -8,33 +8,17 @@
 #include "handle.h"
 #include "store_contract_admin.h"
 #include "unit.h"
+#include "unit_pawl.h"
 
 #define T0 INT64_C(1800000000000)
 #define MIN INT64_C(60000)
 
 static _Atomic int64_t admin_now = T0;
 
-static int64_t admin_clock(void *data) {
-  (void)data;
-  return atomic_load(&admin_now);
-}
-
 static void set_now(int64_t ms) { atomic_store(&admin_now, ms); }
 
 static pawl_t *open_node(const char *url, const char *node) {
-  pawl_options_t o;
-  pawl_options_init(&o);
-  o.db = url;
-  o.node_id = node;
-  o.principal = "tester";
-  o.clock = admin_clock;
-  o.lease_ms = 10000;
-  o.age_boost_ms = 0;
-  pawl_t *p = NULL;
-  char err[512];
-  if (pawl_open(&p, &o, err, sizeof err))
-    unit_fail(__FILE__, __LINE__, "pawl_open(%s): %s", url, err);
-  return p;
+  return unit_open_clocked(url, node, &admin_now, 10000);
 }
 
 static pawl_t *open_db(const char *url) {

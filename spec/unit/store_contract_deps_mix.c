@@ -12,30 +12,15 @@
 #include "pawl.h"
 #include "store_contract_deps_mix.h"
 #include "unit.h"
+#include "unit_pawl.h"
 
 #define T0 INT64_C(1800000000000)
 
 static _Atomic int64_t mix_now = T0;
 
-static int64_t mix_clock(void *data) {
-  (void)data;
-  return atomic_load(&mix_now);
-}
-
 static pawl_t *open_db(const char *url) {
   atomic_store(&mix_now, T0);
-  pawl_options_t o;
-  pawl_options_init(&o);
-  o.db = url;
-  o.node_id = "node-a";
-  o.principal = "tester";
-  o.clock = mix_clock;
-  o.lease_ms = 10000;
-  pawl_t *p = NULL;
-  char err[512];
-  if (pawl_open(&p, &o, err, sizeof err))
-    unit_fail(__FILE__, __LINE__, "pawl_open(%s): %s", url, err);
-  return p;
+  return unit_open_clocked(url, "node-a", &mix_now, 10000);
 }
 
 static pawl_id_t enq(pawl_t *p, const char *type, const pawl_id_t *after,

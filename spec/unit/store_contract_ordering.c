@@ -7,33 +7,17 @@
 #include "pawl.h"
 #include "store_contract_ordering.h"
 #include "unit.h"
+#include "unit_pawl.h"
 
 #define T0 INT64_C(1800000000000)
 
 static _Atomic int64_t ord_now = T0;
 
-static int64_t ord_clock(void *data) {
-  (void)data;
-  return atomic_load(&ord_now);
-}
-
 static void advance(int64_t ms) { atomic_fetch_add(&ord_now, ms); }
 
 static pawl_t *open_db(const char *url) {
   atomic_store(&ord_now, T0);
-  pawl_options_t o;
-  pawl_options_init(&o);
-  o.db = url;
-  o.node_id = "node-a";
-  o.principal = "tester";
-  o.clock = ord_clock;
-  o.lease_ms = 10000;
-  o.age_boost_ms = 0;
-  pawl_t *p = NULL;
-  char err[512];
-  if (pawl_open(&p, &o, err, sizeof err))
-    unit_fail(__FILE__, __LINE__, "pawl_open(%s): %s", url, err);
-  return p;
+  return unit_open_clocked(url, "node-a", &ord_now, 10000);
 }
 
 /* A job of type "t" with ordering key `key` (NULL: none). */
