@@ -59,13 +59,11 @@ void pawl_throughput_free(pawl_tp_bucket_t *b, size_t n) {
   pawl__free(b);
 }
 
-int pawl_throughput(pawl_t *p, int minutes, pawl_tp_bucket_t **out,
-                    size_t *n) {
+int pawl_throughput(pawl_t *p, int minutes, pawl_tp_bucket_t **out, size_t *n) {
   p->errmsg[0] = 0;
   if (minutes < 1 || minutes > STORE_TP_KEEP)
-    return pawl__fail(p, PAWL_EINVAL,
-                      "minutes must be within 1..%d (got %d)", STORE_TP_KEEP,
-                      minutes);
+    return pawl__fail(p, PAWL_EINVAL, "minutes must be within 1..%d (got %d)",
+                      STORE_TP_KEEP, minutes);
   top_tp_ctx_t c = {NULL, 0, 0};
   int64_t since = store_tp_minute(pawl__store_now(p->store)) - (minutes - 1);
   int rc = p->store->ops->top.throughput(p->store, since, top_tp_cb, &c);
@@ -86,8 +84,8 @@ int pawl_running_jobs(pawl_t *p, int limit, pawl_job_cb cb, void *data) {
     return pawl__fail(p, PAWL_EINVAL, "limit must be within 1..%d (got %d)",
                       TOP_RUNNING_MAX, limit);
   if (!cb) return pawl__fail(p, PAWL_EINVAL, "no callback");
-  return pawl__from_store(p,
-                          p->store->ops->top.running(p->store, limit, cb, data));
+  return pawl__from_store(
+      p, p->store->ops->top.running(p->store, limit, cb, data));
 }
 
 /* ---- the snapshot -------------------------------------------------------- */
@@ -182,8 +180,7 @@ static void top_queues_json(pawl_buf_t *b, const pawl_queue_info_t *q,
     for (int s = 0; s < PAWL_STATE_COUNT; s++) {
       /* "paused" names the queue's pause: its paused jobs are "held". */
       pawl__buf_putc(b, ',');
-      top_int(b, s == PAWL_PAUSED ? "held" : pawl_state_name(s),
-              q[i].count[s]);
+      top_int(b, s == PAWL_PAUSED ? "held" : pawl_state_name(s), q[i].count[s]);
     }
     pawl__buf_putc(b, ',');
     top_int(b, "oldest_due_ms", q[i].oldest_due_ms);
