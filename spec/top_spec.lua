@@ -258,6 +258,23 @@ for _, backend in ipairs({ "sqlite", "postgres" }) do
       end
     end)
 
+    it("gives the same snapshot to the Lua module (db:top_snapshot) and checks its options", function()
+      if not env then pending(PG.skip_reason()) return end
+      local dead = seed(env)
+      local r = C.run({ "--db", env.db, "console", "-e",
+                        "print(db:top_snapshot{running = 0, dead = 1, minutes = 30})" })
+      assert.equal(0, r.code, r.err)
+      local snap = cjson.decode(r.out)
+      assert.equal(dead, snap.dead[1].id)
+      assert.same({}, snap.running)
+      r = C.run({ "--db", env.db, "console", "-e", "db:top_snapshot{minutes = 31}" })
+      assert.equal(1, r.code)
+      assert.truthy(r.err:find("1 to 30", 1, true) or r.err:find("31", 1, true), r.err)
+      r = C.run({ "--db", env.db, "console", "-e", "db:top_snapshot{bogus = 1}" })
+      assert.equal(1, r.code)
+      assert.truthy(r.err:find("bogus", 1, true), r.err)
+    end)
+
     it("refuses a bad interval and unknown options, naming the range", function()
       if not env then pending(PG.skip_reason()) return end
       local r = C.run({ "--db", env.db, "top", "--interval", "0.05" })
