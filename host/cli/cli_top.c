@@ -867,6 +867,33 @@ static void top_clamp(top_ui_t *ui, const tj_t *snap) {
   snprintf(ui->queue, sizeof ui->queue, "%s", n ? n : "");
 }
 
+/* The rows [*from, *to) of a list of n shown in h lines: all of them, or
+ * a window that keeps the selected row in view. */
+static void top_window(int n, int sel, int h, int *from, int *to) {
+  if (h < 1) h = 1;
+  if (n <= h) {
+    *from = 0;
+    *to = n;
+    return;
+  }
+  int f = sel - h / 2;
+  if (f > n - h) f = n - h;
+  if (f < 0) f = 0;
+  *from = f;
+  *to = f + h;
+}
+
+/* A section's head: its name, [name] when it has the keys, and how many
+ * rows of how many are shown when they do not all fit. */
+static void top_head(top_screen_t *sc, int focus, const char *name,
+                     const char *note, int from, int to, int n) {
+  char cut[64] = "";
+  if (to - from < n)
+    snprintf(cut, sizeof cut, "  (%d-%d of %d)", from + 1, to, n);
+  top_linef(sc, 0, "%s%s%s%s%s", focus ? "[" : " ", name, focus ? "]" : " ",
+            note, cut);
+}
+
 static void top_draw(top_ui_t *ui, const tj_t *snap, const top_rates_t *r,
                      const char *db, int64_t interval_ms) {
   top_screen_t sc = {.rows = ui->rows, .cols = ui->cols};
@@ -898,11 +925,40 @@ static void top_draw(top_ui_t *ui, const tj_t *snap, const top_rates_t *r,
             top_last_minute(snap, "canceled"));
   top_line(&sc, 0, "");
 
-  top_line(&sc, 0, ui->pane == PANE_QUEUES ? "[QUEUES]" : " QUEUES");
+  /* What the lists share: the screen less its fixed lines (the six
+   * above, the section heads and blanks, the bottom two), so that many
+   * queues cannot push the jobs off the screen. */
+  int nq = top_pane_len(snap, PANE_QUEUES);
+  int nn = (int)tj_len(snap, "nodes");
+  int nr = top_pane_len(snap, PANE_RUNNING);
+  int nd = top_pane_len(snap, PANE_DEAD);
+  int room = ui->rows - 16;
+  if (room < 4) room = 4;
+  /* A line each, then one more at a time to the lists that have more
+   * rows, the queues twice as often as the others. */
+  const int want[4] = {nq, nn, nr, nd};
+  int h[4] = {1, 1, 1, 1}, left = room - 4;
+  static const int order[5] = {0, 0, 2, 3, 1};
+  for (int gave = 1; left > 0 && gave;) {
+    gave = 0;
+    for (int k = 0; k < 5 && left > 0; k++) {
+      if (h[order[k]] < want[order[k]]) {
+        h[order[k]]++;
+        left--;
+        gave = 1;
+      }
+    }
+  }
+  int hq = h[0], hn = h[1], hr = h[2], hd = h[3];
+  /* The body stops two lines short: the status and keys always show. */
+  sc.rows = ui->rows - 2;
+  int from, to;
+
+  top_window(nq, ui->sel[PANE_QUEUES], hq, &from, &to);
+  top_head(&sc, ui->pane == PANE_QUEUES, "QUEUES", "", from, to, nq);
   top_linef(&sc, 0, "  %-20s %8s %8s %8s %6s %8s %9s  %s", "QUEUE", "PENDING",
             "RUNNING", "BLOCKED", "HELD", "FAILED", "OLDEST", "STATE");
-  int nq = top_pane_len(snap, PANE_QUEUES);
-  for (int i = 0; i < nq; i++) {
+  for (int i = from; i < to; i++) {
     const tj_t *q = tj_at(snap, "queues", (size_t)i);
     char old[24];
     top_span(tj_int(q, "oldest_due_ms"), old, sizeof old);
@@ -922,10 +978,10 @@ static void top_draw(top_ui_t *ui, const tj_t *snap, const top_rates_t *r,
   }
   top_line(&sc, 0, "");
 
-  top_line(&sc, 0, " NODES");
-  size_t nn = tj_len(snap, "nodes");
-  for (size_t i = 0; i < nn; i++) {
-    const tj_t *nd = tj_at(snap, "nodes", i);
+  top_window(nn, 0, hn, &from, &to);
+  top_head(&sc, 0, "NODES", "", from, to, nn);
+  for (int i = from; i < to; i++) {
+    const tj_t *nd = tj_at(snap, "nodes", (size_t)i);
     char beat[24];
     top_span(tj_int(snap, "at") - tj_int(nd, "last_beat"), beat, sizeof beat);
     const char *id = tj_str(nd, "id"), *qs = tj_str(nd, "queues");
@@ -936,11 +992,10 @@ static void top_draw(top_ui_t *ui, const tj_t *snap, const top_rates_t *r,
   if (!nn) top_line(&sc, 0, "  (none)");
   top_line(&sc, 0, "");
 
-  top_line(&sc, 0,
-           ui->pane == PANE_RUNNING ? "[RUNNING] longest first"
-                                    : " RUNNING  longest first");
-  int nr = top_pane_len(snap, PANE_RUNNING);
-  for (int i = 0; i < nr; i++) {
+  top_window(nr, ui->sel[PANE_RUNNING], hr, &from, &to);
+  top_head(&sc, ui->pane == PANE_RUNNING, "RUNNING", " longest first", from, to,
+           nr);
+  for (int i = from; i < to; i++) {
     const tj_t *j = tj_at(snap, "running", (size_t)i);
     char f[24];
     top_span(tj_int(j, "running_ms"), f, sizeof f);
@@ -959,11 +1014,9 @@ static void top_draw(top_ui_t *ui, const tj_t *snap, const top_rates_t *r,
   if (!nr) top_line(&sc, 0, "  (none)");
   top_line(&sc, 0, "");
 
-  top_line(&sc, 0,
-           ui->pane == PANE_DEAD ? "[DEAD] newest first"
-                                 : " DEAD  newest first");
-  int nd = top_pane_len(snap, PANE_DEAD);
-  for (int i = 0; i < nd; i++) {
+  top_window(nd, ui->sel[PANE_DEAD], hd, &from, &to);
+  top_head(&sc, ui->pane == PANE_DEAD, "DEAD", " newest first", from, to, nd);
+  for (int i = from; i < to; i++) {
     const tj_t *j = tj_at(snap, "dead", (size_t)i);
     const char *id = tj_str(j, "id"), *ty = tj_str(j, "type");
     char e[1024];
@@ -975,7 +1028,8 @@ static void top_draw(top_ui_t *ui, const tj_t *snap, const top_rates_t *r,
   if (!nd) top_line(&sc, 0, "  (none)");
 
   /* The bottom two lines: the status and the keys. */
-  while (sc.line < sc.rows - 2) top_line(&sc, 0, "");
+  while (sc.line < sc.rows) top_line(&sc, 0, "");
+  sc.rows = ui->rows;
   if (ui->prompting)
     top_linef(&sc, 0, "pause/resume job id: %.*s", (int)ui->ninput, ui->input);
   else
