@@ -351,3 +351,36 @@ return { run = function(job) pawl_gate(job.payload.gate) return "done" end }]])
     end)
   end)
 end
+
+describe("pawl top when the database goes away (postgres)", function()
+  local env
+
+  after_each(function() if env then env:cleanup() end env = nil end)
+
+  it("says so, keeps its terminal-less prints going, and reads again once the server is back", function()
+    if PG.skip_reason() then pending(PG.skip_reason()) return end
+    env = PG.env(false)
+    env:use_server(env:private_server("pgtop"), "top")
+    env:ok("migrate")
+    env:ok("enqueue", "x", "{}")
+    local p = env:spawn("--db", env.db, "top", "--interval", "0.1")
+    local function snapshots()
+      local n = 0
+      for _ in p:stdout():gmatch("pawl top ") do n = n + 1 end
+      return n
+    end
+    env:wait_until("a snapshot", function() return snapshots() >= 1 end)
+    PG.server.down(env:path("pgtop"))
+    env:wait_until("pawl top to say the database is away", function()
+      return p:stderr():find("(reading again)", 1, true) ~= nil
+    end)
+    assert.truthy(p:alive())
+    local before = snapshots()
+    PG.server.up(env:path("pgtop"))
+    env:wait_until("a snapshot once the server is back", function()
+      return snapshots() > before
+    end)
+    p:signal("TERM")
+    assert.equal(0, p:wait(H.HANG_S))
+  end)
+end)

@@ -315,14 +315,25 @@ typedef struct top_src {
   pawl_top_opts_t opts;
 } top_src_t;
 
-/* The snapshot's text (malloc'd) in *json; 0, or CLI_FAIL with err. */
+/* top_fetch()'s answer when the read failed in a way that passes: the
+ * database busy (locked longer than the busy timeout) or away (a lost
+ * connection, which the next call reopens). The view says so and reads
+ * again at the next interval; anything else ends it. */
+#define TOP_RETRY 3
+
+static int top_transient(int rc) {
+  return rc == PAWL_EBUSY || rc == PAWL_EUNAVAIL;
+}
+
+/* The snapshot's text (malloc'd) in *json; 0, TOP_RETRY or CLI_FAIL with
+ * err. */
 static int top_fetch(top_src_t *src, char **json, char *err, size_t errlen) {
   if (src->p) {
     char *t = NULL;
     int rc = pawl_top_snapshot(src->p, &src->opts, &t);
     if (rc) {
       snprintf(err, errlen, "%s", pawl_errmsg(src->p));
-      return CLI_FAIL;
+      return top_transient(rc) ? TOP_RETRY : CLI_FAIL;
     }
     *json = strdup(t);
     pawl_top_snapshot_free(t);
@@ -332,10 +343,14 @@ static int top_fetch(top_src_t *src, char **json, char *err, size_t errlen) {
     }
     return 0;
   }
-  char chunk[160];
+  /* The error names the code first, so that a host whose database is
+   * away is told from one that cannot make a snapshot at all. */
+  char chunk[256];
   int n = snprintf(chunk, sizeof chunk,
-                   "print(assert(db:top_snapshot{running = %d, dead = %d, "
-                   "minutes = %d}))",
+                   "local s, e, c = db:top_snapshot{running = %d, dead = %d, "
+                   "minutes = %d}\n"
+                   "if not s then error(tostring(c) .. \": \" .. "
+                   "tostring(e), 0) end\nprint(s)",
                    src->opts.running, src->opts.dead, src->opts.minutes);
   pawl_buf_t out, eo;
   pawl__buf_init(&out);
@@ -347,9 +362,13 @@ static int top_fetch(top_src_t *src, char **json, char *err, size_t errlen) {
     rc = CLI_FAIL;
   } else if (r == 0 || out.oom || !out.len) {
     const char *e = eo.len ? pawl__buf_cstr(&eo) : "no snapshot";
+    if (strncmp(e, "error: ", 7) == 0) e += 7;
     snprintf(err, errlen, "the host did not give a snapshot: %.*s",
              (int)strcspn(e, "\n"), e);
-    rc = CLI_FAIL;
+    rc = strncmp(e, "PAWL_EBUSY:", 11) == 0 ||
+                 strncmp(e, "PAWL_EUNAVAIL:", 14) == 0
+             ? TOP_RETRY
+             : CLI_FAIL;
   } else {
     *json = strdup(pawl__buf_cstr(&out));
     if (!*json) {
@@ -1289,7 +1308,25 @@ static int top_loop(top_src_t *src, const top_args_t *a, const char *label,
     if (now >= next) {
       char *json = NULL;
       rc = top_fetch(src, &json, err, errlen);
-      if (rc) break;
+      if (rc == TOP_RETRY && !a->once) {
+        /* Shown, and read again at the next interval. */
+        if (interactive) {
+          snprintf(ui.msg, sizeof ui.msg, "%s (reading again)", err);
+          redraw = 1;
+        } else {
+          fprintf(stderr, "pawl: %s (reading again)\n", err);
+        }
+        err[0] = 0;
+        rc = 0;
+        next = now + a->interval_ms;
+        continue;
+      }
+      if (rc) {
+        if (rc == TOP_RETRY) rc = CLI_FAIL;
+        break;
+      }
+      if (interactive && strstr(ui.msg, "(reading again)"))
+        snprintf(ui.msg, sizeof ui.msg, "reading again: done");
       if (a->json) {
         printf("%s\n", json);
         fflush(stdout);
