@@ -1268,12 +1268,16 @@ static int top_parse(int argc, char **argv, top_args_t *a, char *err,
   return 0;
 }
 
-/* Waits up to ms for input on stdin (the terminal) or a signal. */
+/* Waits up to ms for input on stdin (the terminal) or a signal: 1 input,
+ * 0 none, -1 the terminal is gone (hung up, closed: nothing more will
+ * come, and polling it again would return at once for ever). */
 static int top_wait_input(int64_t ms) {
   struct pollfd pf = {.fd = STDIN_FILENO, .events = POLLIN};
   if (ms < 0) ms = 0;
   int r = poll(&pf, 1, (int)ms);
-  return r > 0 && (pf.revents & (POLLIN | POLLHUP));
+  if (r <= 0) return 0;
+  if (pf.revents & POLLIN) return 1;
+  return pf.revents & (POLLHUP | POLLERR | POLLNVAL) ? -1 : 0;
 }
 
 /* Sleeps up to ms unless a signal says stop (plain output). */
@@ -1376,10 +1380,13 @@ static int top_loop(top_src_t *src, const top_args_t *a, const char *label,
       top_rates_t r = have_prev ? top_rates(&prev, &cur) : none;
       top_draw(&ui, &cur, &r, label, a->interval_ms);
     }
-    if (!top_wait_input(next - now)) continue;
+    int in = top_wait_input(next - now);
+    if (in < 0) break;
+    if (in == 0) continue;
     char buf[64];
     ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
-    if (n <= 0) continue;
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
+    if (n < 0) continue;
     int quit = 0;
     for (size_t i = 0; i < (size_t)n && !quit;) {
       char ch;
