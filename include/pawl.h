@@ -1979,6 +1979,61 @@ PAWL_EXTERN int pawl_recurring_list(pawl_t *p, pawl_recurring_t **out,
                                     size_t *n);
 PAWL_EXTERN void pawl_recurring_free(pawl_recurring_t *defs, size_t n);
 
+/* ---- pawl top: the live view's reads (host/api/top.c; issue 16) ------- */
+
+/* One throughput bucket: how many jobs reached a terminal state (`state`:
+ * PAWL_SUCCEEDED, PAWL_FAILED or PAWL_CANCELED) in `queue` during one
+ * minute of the store's clock, the one that starts at `minute_at` (ms).
+ * The database keeps the last 30 minutes (README "pawl top"). */
+typedef struct pawl_tp_bucket {
+  int64_t minute_at;
+  int state;
+  char *queue;             /* owned by the array (pawl_throughput_free) */
+  int64_t count;
+} pawl_tp_bucket_t;
+
+/* The buckets of the current minute and the `minutes` - 1 before it
+ * (minutes 1..30), oldest first, then by state and queue. Counts only
+ * grow within a minute, so two reads a second apart tell how many jobs
+ * finished in between (the per-second figures of `pawl top`). On success
+ * *out (NULL when there are none) holds *n buckets owned by the caller:
+ * pawl_throughput_free(). */
+PAWL_EXTERN int pawl_throughput(pawl_t *p, int minutes,
+                                pawl_tp_bucket_t **out, size_t *n);
+PAWL_EXTERN void pawl_throughput_free(pawl_tp_bucket_t *b, size_t n);
+
+/* Calls cb for up to `limit` (1..100000) running jobs, longest running
+ * first (started_at, then id), read through the running jobs' index
+ * before the first call: cheap whatever the number of finished jobs kept.
+ * Each job is borrowed for its call; the callback may call anything on
+ * `p` but pawl_close(), and returns non-zero to stop. */
+PAWL_EXTERN int pawl_running_jobs(pawl_t *p, int limit, pawl_job_cb cb,
+                                  void *data);
+
+/* What pawl_top_snapshot() puts in. */
+typedef struct pawl_top_opts {
+  int running;   /* the longest-running jobs listed, 0..1000 (default 10) */
+  int dead;      /* the newest dead jobs listed, 0..1000 (default 10) */
+  int minutes;   /* minutes of throughput buckets, 1..30 (default 2) */
+} pawl_top_opts_t;
+
+PAWL_EXTERN void pawl_top_opts_init(pawl_top_opts_t *o);
+
+/* Everything `pawl top` shows, as one JSON object (README "pawl top"
+ * gives its fields): the handle's time ("at"), the queues with their
+ * counts by state, oldest due wait and pause ("queues": pawl_queues()),
+ * the nodes with their running jobs ("nodes": pawl_nodes()), the
+ * throughput buckets ("throughput": pawl_throughput()), the longest
+ * running jobs ("running": pawl_running_jobs()) and the newest dead ones
+ * with their stored (sanitized) errors, each cut to 1000 bytes ("dead":
+ * pawl_list() of failed jobs, newest id first). Payloads and results are
+ * never in it. Costs what pawl_queues() costs (one pass over the jobs
+ * kept) plus a few index reads. `o` may be NULL (the defaults). On success
+ * *json is the caller's NUL-terminated text: pawl_top_snapshot_free(). */
+PAWL_EXTERN int pawl_top_snapshot(pawl_t *p, const pawl_top_opts_t *o,
+                                  char **json);
+PAWL_EXTERN void pawl_top_snapshot_free(char *json);
+
 #ifdef __cplusplus
 }
 #endif

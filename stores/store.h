@@ -217,6 +217,10 @@ typedef int (*store_stat_cb)(const store_stat_row_t *row, void *data);
 typedef int (*store_lock_cb)(const pawl_lock_info_t *lock, void *data);
 typedef int (*store_owner_cb)(const char *owner, int64_t running,
                               void *data);
+/* One throughput bucket (store.h, "Throughput"); `queue` is borrowed for
+ * the call. Non-zero stops the walk (out of memory). */
+typedef int (*store_tp_cb)(int64_t minute, int state, const char *queue,
+                           int64_t count, void *data);
 
 
 /* ---- recurring definitions (issue 14: h14-recurring; the table
@@ -597,6 +601,18 @@ struct store_ops {
     int (*instance)(store_t *st, const char *type, const char *key,
                     pawl_id_t *id, int *state);
   } steps;
+  /* `pawl top` (issue 16; host/api/top.c): what the live view reads
+   * besides the statistics. Reads only, no transaction of their own. */
+  struct {
+    /* The throughput buckets from minute `since` on (see "Throughput"),
+     * oldest first, one call per (minute, state, queue). */
+    int (*throughput)(store_t *st, int64_t since, store_tp_cb cb,
+                      void *data);
+    /* Up to `limit` (1..INT_MAX) running jobs, longest running first
+     * (started_at, then id), read through the running rows' index before
+     * the first callback (as jobs.list). */
+    int (*running)(store_t *st, int limit, pawl_job_cb cb, void *data);
+  } top;
 };
 
 /* The part every backend's store begins with. */

@@ -322,6 +322,15 @@ static const char cli_usage_text[] =
     "      --connect PATH|ADDRESS:PORT  attach to a running `pawl run` (its\n"
     "                            admin socket, or its --admin-listen with\n"
     "                            --admin-token-file F)\n"
+    "  top [--interval SECONDS] [--once] [--json]\n"
+    "                          a live view: throughput, queues, nodes, the\n"
+    "                          longest running and the newest dead jobs;\n"
+    "                          keys: tab/arrows/j/k select, p pause/resume\n"
+    "                          the queue or job, i a job by id, q quit. Not\n"
+    "                          a terminal: a plain print every interval\n"
+    "                          (default 1; 0.1..3600 s); --json: JSON lines\n"
+    "      --connect PATH|ADDRESS:PORT  read through a running `pawl run`'s\n"
+    "                            admin socket (--admin-token-file F for TCP)\n"
     "  run                     run the jobs: a worker host with Lua job scripts\n"
     "      --scripts DIR         job scripts (default ./scripts)\n"
     "      --workers N           worker threads (default: one per core);\n"
@@ -1555,6 +1564,9 @@ int cli_cron_next(const char *expr, const char *tz, const char *from,
 /* pawl recurring (host/cli/cli_recurring.c): argv[0] is "recurring". */
 int cli_recurring_main(int argc, char **argv, const char *db, int create,
                        char *err, size_t errlen);
+/* pawl top (host/cli/cli_top.c; issue 16): argv[0] is "top". */
+int cli_top_main(int argc, char **argv, const char *db, int create,
+                 char *err, size_t errlen);
 
 int main(int argc, char **argv) {
   char err[CLI_ERRLEN] = "";
@@ -1562,7 +1574,7 @@ int main(int argc, char **argv) {
     return cli_bench_main(argc - 1, argv + 1);
   /* pawl [--db URL] recurring ... (host/cli/cli_recurring.c parses its
    * own verbs and options). */
-  int rec_at = 0, rec_create = 0;
+  int rec_at = 0, rec_create = 0, top = 0;
   const char *rec_db = NULL;
   for (int i = 1; i < argc && !rec_at; i++) {
     if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
@@ -1573,12 +1585,16 @@ int main(int argc, char **argv) {
       continue;
     else if (strcmp(argv[i], "recurring") == 0)
       rec_at = i;
+    else if (strcmp(argv[i], "top") == 0) /* host/cli/cli_top.c (issue 16) */
+      rec_at = i, top = 1;
     else
       break;
   }
   if (rec_at) {
-    int rc = cli_recurring_main(argc - rec_at, argv + rec_at, rec_db,
-                                rec_create, err, sizeof err);
+    int rc = top ? cli_top_main(argc - rec_at, argv + rec_at, rec_db,
+                                rec_create, err, sizeof err)
+                 : cli_recurring_main(argc - rec_at, argv + rec_at, rec_db,
+                                      rec_create, err, sizeof err);
     if (fflush(stdout) != 0 && !rc) {
       snprintf(err, sizeof err, "cannot write to standard output: %s",
                strerror(errno));

@@ -294,10 +294,12 @@ int console_client_lost(const console_client_t *cc) { return cc->lost; }
 
 /* ---- requests ---------------------------------------------------------------- */
 
-/* Reads frames until the result (r): output to stdout/stderr, questions
- * answered. 1/0 as the result says, -1 lost. */
-static int client_until_result(console_client_t *cc, console_client_ask_fn ask,
-                               void *ask_data) {
+/* Reads frames until the result (r): output to stdout/stderr (or into
+ * `out` and `errout` when they are not NULL), questions answered. 1/0 as
+ * the result says, -1 lost. */
+static int client_until_result_to(console_client_t *cc,
+                                  console_client_ask_fn ask, void *ask_data,
+                                  pawl_buf_t *out, pawl_buf_t *errout) {
   for (;;) {
     char type, *p;
     size_t len;
@@ -307,10 +309,18 @@ static int client_until_result(console_client_t *cc, console_client_ask_fn ask,
     }
     switch (type) {
     case 'o':
+      if (out) {
+        pawl__buf_append(out, p, len);
+        break;
+      }
       fwrite(p, 1, len, stdout);
       fflush(stdout);
       break;
     case 'e':
+      if (errout) {
+        pawl__buf_append(errout, p, len);
+        break;
+      }
       fflush(stdout);
       fwrite(p, 1, len, stderr);
       break;
@@ -339,6 +349,25 @@ static int client_until_result(console_client_t *cc, console_client_ask_fn ask,
     }
     free(p);
   }
+}
+
+static int client_until_result(console_client_t *cc, console_client_ask_fn ask,
+                               void *ask_data) {
+  return client_until_result_to(cc, ask, ask_data, NULL, NULL);
+}
+
+int console_client_capture(console_client_t *cc, const char *chunk,
+                           size_t len, pawl_buf_t *out, pawl_buf_t *errout) {
+  if (cc->lost) return -1;
+  if (len > CLIENT_CHUNK_MAX) {
+    pawl__buf_puts(errout, "a chunk may hold at most 1 MiB");
+    return 0;
+  }
+  if (client_send(cc, 'C', chunk, len)) {
+    cc->lost = 1;
+    return -1;
+  }
+  return client_until_result_to(cc, NULL, NULL, out, errout);
 }
 
 int console_client_eval(console_client_t *cc, const char *chunk, size_t len,

@@ -35,6 +35,15 @@ typedef char *(*console_client_ask_fn)(void *data, const char *question);
 int console_client_eval(console_client_t *cc, const char *chunk, size_t len,
                         const char *script_name, int width,
                         console_client_ask_fn ask, void *ask_data);
+/* Runs a chunk on the host as console_client_eval() does (REPL rules),
+ * but what it writes to standard output is appended to `out` and its
+ * error lines to `errout` (both required), and nothing is printed; the
+ * host's questions get no answer. For programs that read what a chunk
+ * prints (`pawl top --connect`). 1/0/-1 as console_client_eval(). */
+struct pawl_buf;
+int console_client_capture(console_client_t *cc, const char *chunk,
+                           size_t len, struct pawl_buf *out,
+                           struct pawl_buf *errout);
 /* 1 when the chunk is incomplete, 0 when not, -1 lost. */
 int console_client_incomplete(console_client_t *cc, const char *chunk,
                               size_t len);

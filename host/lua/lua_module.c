@@ -1909,6 +1909,7 @@ typedef struct lpawl_adm_box {
   size_t nqueues;
   pawl_limit_t *limits;
   size_t nlimits;
+  char *top;                 /* db:top_snapshot() (issue 16) */
 } lpawl_adm_box_t;
 
 #define LPAWL_ADM_BOX "pawl.admin_box"
@@ -1922,6 +1923,7 @@ static void lpawl_adm_box_free(lpawl_adm_box_t *b) {
   pawl_recurring_free(b->recs, b->nrecs);
   pawl_queues_free(b->queues, b->nqueues);
   pawl_limits_free(b->limits, b->nlimits);
+  pawl_top_snapshot_free(b->top);
   memset(b, 0, sizeof *b);
 }
 
@@ -2034,6 +2036,30 @@ static int lpawl_adm_locks(lua_State *L) {
  *   db:queue_set(q, {age_boost = ms | "60s" | 0 | "database"})  true */
 
 /* db:queues() [-0, +1|3, e] */
+/* db:top_snapshot{running =, dead =, minutes =} [-0, +1|3, e]: what
+ * `pawl top` shows, as JSON text (include/pawl.h, pawl_top_snapshot()):
+ * the same text a console attached to a host sends back to `pawl top
+ * --connect`. */
+static int lpawl_adm_top(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  pawl_top_opts_t o;
+  pawl_top_opts_init(&o);
+  if (!lua_isnoneornil(L, 2)) {
+    static const char *const names[] = {"running", "dead", "minutes", NULL};
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lpawl_check_keys(L, 2, names, 2, "", "top_snapshot");
+    o.running = (int)lpawl_opt_int(L, 2, "running", o.running, 0, 1000, 2, "");
+    o.dead = (int)lpawl_opt_int(L, 2, "dead", o.dead, 0, 1000, 2, "");
+    o.minutes = (int)lpawl_opt_int(L, 2, "minutes", o.minutes, 1, 30, 2, "");
+  }
+  lpawl_adm_box_t *b = lpawl_adm_box_new(L);
+  int rc = pawl_top_snapshot(p, &o, &b->top);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_pushstring(L, b->top);
+  lpawl_adm_box_free(b);
+  return 1;
+}
+
 static int lpawl_adm_queues(lua_State *L) {
   pawl_t *p = lpawl_check(L, 1)->p;
   lpawl_adm_box_t *b = lpawl_adm_box_new(L);
@@ -2463,6 +2489,7 @@ static void lpawl_admin_register(lua_State *L, int methods) {
       {"recurring_resume", lpawl_rec_resume},
       {"recurring_trigger", lpawl_rec_trigger},
       {"recurring_rm", lpawl_rec_rm},
+      {"top_snapshot", lpawl_adm_top},
       {"queues", lpawl_adm_queues}, {"queue_pause", lpawl_adm_queue_pause},
       {"queue_resume", lpawl_adm_queue_resume},
       {"queue_set", lpawl_adm_queue_set},

@@ -185,6 +185,9 @@ enum {
   PG_STEP_EXIT_Q,
   PG_INSTANCE_FIND_Q,
   PG_INSTANCE_TAKE_Q,
+  /* pawl top (issue 16): see the section "top" */
+  PG_TOP_TP_Q,
+  PG_TOP_RUNNING_Q,
   PG_COUNT
 };
 
@@ -612,6 +615,13 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_STEP_EXIT_Q] = PG_STEP_EXIT,
     [PG_INSTANCE_FIND_Q] = PG_INSTANCE_FIND,
     [PG_INSTANCE_TAKE_Q] = PG_INSTANCE_TAKE,
+    /* pawl top (issue 16): the buckets from minute $1 on; the running
+     * jobs (their partial index), longest running first. */
+    [PG_TOP_TP_Q] = "SELECT minute, state, queue, count FROM pawl_throughput "
+                    "WHERE minute >= $1::bigint ORDER BY minute, state, queue",
+    [PG_TOP_RUNNING_Q] = "SELECT " PG_JOB_COLS " FROM pawl_jobs AS j WHERE "
+                         "j.state = 1 ORDER BY j.started_at, j.id "
+                         "LIMIT $1::int",
 };
 
 typedef struct pg_store {
@@ -3217,6 +3227,10 @@ static int pg_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
                         void *data);
 static int pg_adm_locks(store_t *base, store_lock_cb cb, void *data);
 static int pg_adm_running(store_t *base, store_owner_cb cb, void *data);
+static int pg_top_throughput(store_t *base, int64_t since, store_tp_cb cb,
+                             void *data);
+static int pg_top_running(store_t *base, int limit, pawl_job_cb cb,
+                          void *data);
 
 /* recurring definitions: defined at the end of this file */
 static int pg_batch_create(store_t *base, const store_batch_new_t *b,
@@ -3353,6 +3367,7 @@ static const struct store_ops pg_ops = {
     .deps = {pg_deps_list},
     .steps = {pg_steps_get, pg_step_begin, pg_step_save, pg_step_end,
               pg_step_exit, pg_instance_find},
+    .top = {pg_top_throughput, pg_top_running},
 };
 
 /* The connection of a PostgreSQL store, for tests and the benchmark's
@@ -3695,6 +3710,36 @@ static int pg_adm_running(store_t *base, store_owner_cb cb, void *data) {
   }
   PQclear(res);
   return rc;
+}
+
+/* ---- top (issue 16; store.h, "top") ---------------------------------------- */
+
+static int pg_top_throughput(store_t *base, int64_t since, store_tp_cb cb,
+                             void *data) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_int(&pp, 0, since);
+  PGresult *res;
+  int rc = pg_run(s, PG_TOP_TP_Q, 1, pp.v, &res, "read throughput");
+  if (rc) return rc;
+  for (int i = 0; i < PQntuples(res) && !rc; i++) {
+    const char *q = pg_val(res, i, 2);
+    if (!q || cb(pg_int(res, i, 0), (int)pg_int(res, i, 1), q,
+                 pg_int(res, i, 3), data))
+      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
+  PQclear(res);
+  return rc;
+}
+
+static int pg_top_running(store_t *base, int limit, pawl_job_cb cb,
+                          void *data) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_int(&pp, 0, limit);
+  PGresult *res;
+  int rc = pg_run(s, PG_TOP_RUNNING_Q, 1, pp.v, &res, "list running jobs");
+  return rc ? rc : pg_list_rows(s, res, cb, data);
 }
 
 /* ---- recurring definitions (issue 14; store.h, "recurring") --------------- */

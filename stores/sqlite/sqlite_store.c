@@ -201,6 +201,9 @@ enum {
   SQ_STEP_EXIT,
   SQ_INSTANCE_FIND,
   SQ_INSTANCE_TAKE,
+  /* pawl top (issue 16): see the section "top" */
+  SQ_TOP_TP,
+  SQ_TOP_RUNNING,
   SQ_COUNT
 };
 
@@ -518,6 +521,14 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_STEP_EXIT] = SQLITE_STEP_EXIT,
     [SQ_INSTANCE_FIND] = SQLITE_INSTANCE_FIND,
     [SQ_INSTANCE_TAKE] = SQLITE_INSTANCE_TAKE,
+    /* pawl top (issue 16): the buckets from minute ?1 on; the running
+     * jobs through their partial index (the literal state = 1 lets the
+     * planner use it), longest running first. */
+    [SQ_TOP_TP] = "SELECT minute, state, queue, count FROM pawl_throughput "
+                  "WHERE minute >= ?1 ORDER BY minute, state, queue",
+    [SQ_TOP_RUNNING] = "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs INDEXED BY "
+                       "pawl_jobs_running WHERE state = 1 ORDER BY "
+                       "started_at, id LIMIT ?1",
 };
 
 typedef struct sq_store {
@@ -2878,6 +2889,10 @@ static int sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
                         void *data);
 static int sq_adm_locks(store_t *base, store_lock_cb cb, void *data);
 static int sq_adm_running(store_t *base, store_owner_cb cb, void *data);
+static int sq_top_throughput(store_t *base, int64_t since, store_tp_cb cb,
+                             void *data);
+static int sq_top_running(store_t *base, int limit, pawl_job_cb cb,
+                          void *data);
 
 /* recurring definitions: defined at the end of this file */
 static int sq_batch_create(store_t *base, const store_batch_new_t *b,
@@ -2950,6 +2965,7 @@ static const struct store_ops sq_ops = {
     .deps = {sq_deps_list},
     .steps = {sq_steps_get, sq_step_begin, sq_step_save, sq_step_end,
               sq_step_exit, sq_instance_find},
+    .top = {sq_top_throughput, sq_top_running},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and
@@ -3529,6 +3545,37 @@ static int sq_adm_running(store_t *base, store_owner_cb cb, void *data) {
   int err = rc == SQLITE_DONE ? 0 : sq_fail(s, rc, "count running jobs");
   sqlite3_reset(st);
   return err;
+}
+
+/* ---- top (issue 16; store.h, "top") ---------------------------------------- */
+
+static int sq_top_throughput(store_t *base, int64_t since, store_tp_cb cb,
+                             void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_TOP_TP);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, since);
+  int rc, err = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *q = (const char *)sqlite3_column_text(st, 2);
+    if (!q || cb(sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1), q,
+                 sqlite3_column_int64(st, 3), data)) {
+      err = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+  }
+  if (!err && rc != SQLITE_DONE) err = sq_fail(s, rc, "read throughput");
+  sqlite3_reset(st);
+  return err;
+}
+
+static int sq_top_running(store_t *base, int limit, pawl_job_cb cb,
+                          void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_TOP_RUNNING);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int(st, 1, limit);
+  return sq_list_rows(s, st, cb, data);
 }
 
 /* ---- recurring definitions (issue 14; store.h, "recurring") --------------- */

@@ -1,0 +1,68 @@
+-- term_helper.lua: a program on a terminal, as a person sees it: tmux gives
+-- it a pseudo-terminal of a given size, types keys into it and shows its
+-- screen. (The tmux helper of console_spec.lua and console_attach_spec.lua,
+-- made shared for top_spec.lua; those two keep their copies for now.)
+--
+-- Nothing here waits for a time to pass: wait_for polls the screen until
+-- it shows what it should (H.wait_until, whose cap is only a hang guard).
+local H = require "host_helper"
+local C = require "cli_helper"
+
+local q = C.quote
+local M = {}
+
+local Term = {}
+Term.__index = Term
+
+-- tmux without the sanitizer runtime the ASan build preloads into specs.
+local function tmux(sock, args)
+  return C.capture("env -u LD_PRELOAD tmux -S " .. q(sock) .. " " .. args .. " 2>&1")
+end
+
+local nterms = 0
+
+-- Runs the shell command `line` on a new terminal of opts.cols x opts.rows
+-- (default 120 x 50), in a tmux server of its own (a socket in env's dir:
+-- a new one never meets one shutting down). The pane stays after the
+-- command ends (`; sleep 600` is the caller's), to show how it ended.
+function M.start(env, line, opts)
+  opts = opts or {}
+  nterms = nterms + 1
+  local self = setmetatable({ sock = env:path("term" .. nterms .. ".sock") }, Term)
+  tmux(self.sock, ("-f /dev/null new-session -d -x %d -y %d %s")
+       :format(opts.cols or 120, opts.rows or 50, q(line)))
+  return self
+end
+
+-- The shell words of argv, quoted.
+function M.command(words)
+  local out = {}
+  for i, w in ipairs(words) do out[i] = q(w) end
+  return table.concat(out, " ")
+end
+
+-- `s` as a Lua pattern that matches it as it is (ids hold "-").
+function M.plain(s) return (s:gsub("%p", "%%%0")) end
+
+function Term:screen() return tmux(self.sock, "capture-pane -p -J -t 0") end
+-- Types text as it is (no key names).
+function Term:type(text) tmux(self.sock, "send-keys -t 0 -l " .. q(text)) end
+-- Sends tmux key names (Tab, Down, C-c, Enter, ...).
+function Term:keys(...) tmux(self.sock, "send-keys -t 0 " .. table.concat({ ... }, " ")) end
+function Term:close() tmux(self.sock, "kill-server") end
+
+-- Waits until the screen satisfies `test` (a Lua pattern, or a function of
+-- the screen returning true); returns the screen. The error shows the last
+-- screen.
+function Term:wait_for(test, what)
+  local screen
+  local ok, err = pcall(H.wait_until, what or tostring(test), function()
+    screen = self:screen()
+    if type(test) == "function" then return test(screen) end
+    return screen:find(test) ~= nil
+  end)
+  if not ok then error(tostring(err) .. "\nscreen:\n" .. (screen or ""), 2) end
+  return screen
+end
+
+return M
