@@ -72,4 +72,10 @@ int pawl__redact_json(const char *json, size_t len, const char *const *names,
                       size_t nnames, struct pawl_buf *out, char *err,
                       size_t errlen);
 
+/* The names of a JSON array of strings (a type's redact list as pawl_types
+ * holds it), decoded: *names (n + 1 pointers, the last NULL, and the
+ * strings, in one allocation: pawl__free(*names)), *n of them. -1 when
+ * `json` is not an array of strings, -2 out of memory. */
+int pawl__redact_names(const char *json, char ***names, size_t *n);
+
 #endif

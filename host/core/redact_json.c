@@ -295,3 +295,66 @@ int pawl__redact_json(const char *json, size_t len, const char *const *names,
     }
   }
 }
+
+int pawl__redact_names(const char *json, char ***names, size_t *n) {
+  *names = NULL;
+  *n = 0;
+  size_t len = json ? strlen(json) : 0;
+  rj_t r = {json ? json : "", len, 0, NULL, NULL, 0};
+  /* Two passes: count the names and their bytes, then decode them into
+   * one block (a decoded name is never longer than its text). */
+  size_t count = 0;
+  while (r.i < len && rj_space(r.s[r.i])) r.i++;
+  if (r.i >= len || r.s[r.i] != '[') return -1;
+  r.i++;
+  size_t start = r.i;
+  for (int pass = 0; pass < 2; pass++) {
+    char **v = pass ? *names : NULL;
+    char *at = pass ? (char *)(v + count + 1) : NULL;
+    size_t k = 0;
+    r.i = start;
+    for (;;) {
+      while (r.i < len && rj_space(r.s[r.i])) r.i++;
+      if (r.i < len && r.s[r.i] == ']' && k == 0) {
+        r.i++;
+        break;
+      }
+      if (r.i >= len || r.s[r.i] != '"') goto bad;
+      size_t klen = 0;
+      size_t end = rj_string(&r, at, pass ? len : 0, &klen);
+      if (!end) goto bad;
+      if (pass) {
+        v[k] = at;
+        at[klen] = 0;
+        at += klen + 1;
+      }
+      k++;
+      r.i = end;
+      while (r.i < len && rj_space(r.s[r.i])) r.i++;
+      if (r.i < len && r.s[r.i] == ',') {
+        r.i++;
+        continue;
+      }
+      if (r.i < len && r.s[r.i] == ']') {
+        r.i++;
+        break;
+      }
+      goto bad;
+    }
+    if (!pass) {
+      count = k;
+      while (r.i < len && rj_space(r.s[r.i])) r.i++;
+      if (r.i != len) goto bad;
+      *names = pawl__malloc((count + 1) * sizeof(char *) + len + 1);
+      if (!*names) return -2;
+    } else {
+      v[k] = NULL;
+    }
+  }
+  *n = count;
+  return 0;
+bad:
+  pawl__free(*names);
+  *names = NULL;
+  return -1;
+}
