@@ -255,3 +255,22 @@ end
 
 scenarios("sqlite")
 scenarios("postgres")
+
+describe("pawl.redact_json", function()
+  local env
+  before_each(function() env = make_env("sqlite") end)
+  after_each(function() env:cleanup() end)
+
+  it("applies the rule to any JSON text, with names of one's own", function()
+    local out = env:ok("console", "-e", [[
+return pawl.redact_json('{"a":[{"PassWord":{"x":1}}],"ssn":2,"n":1e400}', { "ssn" })]])
+    assert.are.equal('{"a":[{"PassWord":"<redacted>"}],"ssn":"<redacted>","n":1e400}',
+                     (out:gsub("%s+$", "")))
+    -- Not JSON: one redacted value, never the text.
+    out = env:ok("console", "-e", [[return pawl.redact_json('{"password":"x"')]])
+    assert.are.equal('"<redacted>"', (out:gsub("%s+$", "")))
+    local r = env:pawl("console", "-e", [[return pawl.redact_json('{}', { 1 })]])
+    assert.are_not.equal(0, r.code)
+    assert.matches("names must be strings", r.out .. r.err, 1, true)
+  end)
+end)

@@ -2479,9 +2479,11 @@ static int lpawl_redact_json(lua_State *L) {
   const char **names = lua_newuserdata(L, (n ? n : 1) * sizeof *names);
   for (size_t i = 0; i < n; i++) {
     lua_rawgeti(L, 2, (int)i + 1);
-    names[i] = lua_tostring(L, -1);
-    if (!names[i] || lua_type(L, -1) != LUA_TSTRING)
+    /* Strings only: lua_tostring would make a number a new string, which
+     * nothing holds once popped. */
+    if (lua_type(L, -1) != LUA_TSTRING)
       return luaL_argerror(L, 2, "names must be strings");
+    names[i] = lua_tostring(L, -1);
     lua_pop(L, 1);
   }
   pawl_buf_t buf;
