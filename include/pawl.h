@@ -1475,6 +1475,26 @@ PAWL_EXTERN int pawl_rate_parse(const char *text, int64_t *rate,
 PAWL_EXTERN int pawl_duration_parse(const char *text, int64_t *ms,
                                     char *errbuf, size_t errlen);
 
+/* ---- redaction in admin views (issue 16; host/api/types.c) -------------
+ *
+ * Admin views (pawl show, pawl jobs --json, the console) show payloads,
+ * params, results, signal payloads, step checkpoints and log fields with
+ * the value of every member whose key contains password, passwd, token,
+ * secret, authorization, cookie, api_key, key or credential (any case, at
+ * any depth, in arrays too), or is one of the job type's `redact` names,
+ * replaced by "<redacted>". Stored data is never changed: job code sees the
+ * real payload. A host records each loaded script's `redact` list in the
+ * database (table pawl_types) when it loads or reloads its scripts, so a
+ * view on another machine, without the scripts, hides the same fields. */
+
+/* The `redact` names of job type `type` (borrowed) as the last host that
+ * loaded its script recorded them. On success *names holds *n strings and
+ * a NULL after them, owned by the caller: pawl_names_free(); *names is
+ * NULL and *n 0 when no host has recorded the type. */
+PAWL_EXTERN int pawl_type_redact(pawl_t *p, const char *type, char ***names,
+                                 size_t *n);
+PAWL_EXTERN void pawl_names_free(char **names);
+
 /* ---- job types from C and from Lua source (host/api/defs.c) ------------- */
 
 /* Job types a program defines on its handle, so that it needs no scripts

@@ -507,6 +507,17 @@ struct store_ops {
     /* Every limit by name, with its running jobs; *out NULL when none. */
     int (*list)(store_t *st, pawl_limit_t **out, size_t *n);
   } limits;
+  /* What admin views know of job types (issue 16): the rows of
+   * pawl_types. */
+  struct {
+    /* Records the redact list of each type in `types`, a JSON array of
+     * [type, [field, ...]] pairs (names unique), in one statement: a row
+     * is written only where its list changed. Other types' rows stay. */
+    int (*sync)(store_t *st, const char *types);
+    /* The redact list of `type` (a JSON array); *out NULL when the type
+     * has no row. *out: pawl__free(). */
+    int (*redact_of)(store_t *st, const char *type, char **out);
+  } types;
   /* Signals and replace (issue 15). */
   struct {
     /* Delivers a decision to the row that holds `key`, in one

@@ -139,4 +139,10 @@ int pawl__recurring_tick(pawl_t *p, size_t max_defs, size_t *enqueued,
 int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
                          char *err, size_t errlen, size_t *nerr);
 
+/* Job types (issue 16; types.c): records the redact lists of the loaded
+ * scripts in pawl_types, `types` being [[type, [field, ...]], ...] (JSON,
+ * borrowed; what pawl__lua_types_json() makes). Rows of other types stay.
+ * PAWL_EINVAL when `types` is not that shape. */
+int pawl__types_sync(pawl_t *p, const char *types);
+
 #endif

@@ -131,7 +131,8 @@ typedef enum cli_opt_id {
   CLI_O_RATE,
   CLI_O_SIGNAL,         /* issue 15 */
   CLI_O_SIGNAL_TIMEOUT,
-  CLI_O_PAYLOAD
+  CLI_O_PAYLOAD,
+  CLI_O_RAW             /* issue 16 */
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -210,6 +211,7 @@ static const struct cli_opt {
     {"--tz", CLI_O_TZ, 1, CLI_BIT(CLI_CRON)},
     {"--from", CLI_O_FROM, 1, CLI_BIT(CLI_CRON)},
     {"--count", CLI_O_COUNT, 1, CLI_BIT(CLI_CRON)},
+    {"--raw", CLI_O_RAW, 0, CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS)},
 };
 
 #define CLI_NOPTS (sizeof cli_opts / sizeof cli_opts[0])
@@ -265,6 +267,10 @@ static const char cli_usage_text[] =
     "                            the job runs, from the worker's script)\n"
     "  show ID [--json]        a job with its attempts, events and logs\n"
     "  jobs [--json]           jobs, newest first\n"
+    "      --raw                 (show, jobs) payloads as stored: by default\n"
+    "                            secret fields (password, token, key, ...,\n"
+    "                            and the script's redact list) show as\n"
+    "                            \"<redacted>\"\n"
     "      --state S             pending, running, succeeded, failed, "
     "canceled,\n"
     "                            paused or blocked\n"
@@ -411,6 +417,7 @@ typedef struct cli_args {
   int create;              /* --create: any command may create the database */
   unsigned db_mode;        /* --db-mode: bits of a new SQLite file; 0: 0600 */
   int json;
+  int raw;                 /* show, jobs: --raw (issue 16) */
   const char *pos[3];      /* positional arguments after the command */
   size_t npos;
   pawl_enqueue_opts_t enq;
@@ -681,6 +688,7 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   int rc = 0;
   switch (o->id) {
   case CLI_O_JSON: a->json = 1; break;
+  case CLI_O_RAW: a->raw = 1; break;
   case CLI_O_QUEUE:
     if (a->cmd == CLI_ENQUEUE || a->cmd == CLI_REPLACE) a->enq.queue = v;
     else a->filter.queue = v, a->has_filter = 1;
@@ -1242,24 +1250,38 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
   cli_deps_t deps;
   cli_deps_init(&deps, a->json);
   pawl_steps_t *steps = NULL; /* restartable steps (issue 15) */
+  cli_redact_t red;           /* issue 16 */
+  cli_job_view_t view;
+  cli_redact_init(&red, p, a->raw);
+  memset(&view, 0, sizeof view);
   int rc = pawl_get(p, &a->id, &job);
   if (!rc) rc = pawl_history(p, &a->id, &h);
   if (!rc) rc = pawl_logs(p, &a->id, &logs, &nlogs);
   if (!rc) rc = pawl_deps_list(p, &a->id, cli_deps_cb, &deps);
   if (!rc) rc = pawl_steps(p, &a->id, &steps);
+  if (rc) rc = cli_lib_fail(p, rc, err);
+  /* What is shown of the job's JSON: redacted unless --raw. */
+  if (!rc) rc = cli_redact_job(&red, job, &view, err);
+  for (size_t i = 0; !rc && i < nlogs; i++)
+    rc = cli_redact_swap(&red, &logs[i].fields, err);
+  for (size_t i = 0; !rc && i < steps->n; i++)
+    rc = cli_redact_swap(&red, &steps->execs[i].checkpoint, err);
+  if (!rc) rc = cli_redact_swap(&red, &steps->instance, err);
   if (rc) {
+    cli_job_view_free(&view);
+    cli_redact_free(&red);
     cli_deps_free(&deps);
     pawl_steps_free(steps);
     pawl_logs_free(logs, nlogs);
     pawl_history_free(h);
     pawl_job_free(job);
-    return cli_lib_fail(p, rc, err);
+    return rc;
   }
   if (a->json) {
     pawl_buf_t b;
     pawl__buf_init(&b);
-    cli_json_job_fields(&b, job);
-    cli_flow_json(p, &a->id, &b); /* signal, replacement links */
+    cli_json_job_fields(&b, &view.job);
+    cli_flow_json(p, &a->id, &red, &b); /* signal, replacement links */
     cli_json_history(&b, h);
     cli_json_logs(&b, logs, nlogs);
     cli_batch_of_job(p, &a->id, &b); /* issue 15 */
@@ -1271,8 +1293,8 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
   } else {
     cli_table_t fields = {.ncols = 2}, attempts = {.ncols = 9},
                 events = {.ncols = 4}, lines = {.ncols = 5};
-    cli_job_fields(&fields, job);
-    cli_flow_fields(p, &a->id, &fields); /* signal, replacement links */
+    cli_job_fields(&fields, &view.job);
+    cli_flow_fields(p, &a->id, &red, &fields); /* signal, replacement links */
     cli_attempt_rows(&attempts, h);
     cli_event_rows(&events, h);
     cli_log_rows(&lines, logs, nlogs);
@@ -1305,6 +1327,8 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_table_free(&events);
     cli_table_free(&lines);
   }
+  cli_job_view_free(&view);
+  cli_redact_free(&red);
   cli_deps_free(&deps);
   pawl_steps_free(steps);
   pawl_logs_free(logs, nlogs);
@@ -1319,13 +1343,23 @@ typedef struct cli_list {
   cli_table_t table;
   pawl_buf_t line;
   int oom;
+  cli_redact_t red;        /* issue 16 */
+  int failed;              /* red could not read a type's list: err says */
+  char *err;
 } cli_list_t;
 
 static int cli_list_cb(const pawl_job_t *j, void *data) {
   cli_list_t *l = data;
   if (l->json) {
+    cli_job_view_t view;
+    if (cli_redact_job(&l->red, j, &view, l->err) != 0) {
+      cli_job_view_free(&view);
+      l->failed = 1;
+      return 1;
+    }
     pawl__buf_reset(&l->line);
-    cli_json_job_fields(&l->line, j);
+    cli_json_job_fields(&l->line, &view.job);
+    cli_job_view_free(&view);
     pawl__buf_puts(&l->line, "}\n");
     if (l->line.oom) {
       l->oom = 1;
@@ -1353,15 +1387,18 @@ static int cli_list_cb(const pawl_job_t *j, void *data) {
 static int cli_jobs(pawl_t *p, const cli_args_t *a, char *err) {
   static const char *const head[7] = {"ID",       "TYPE",    "QUEUE", "STATE",
                                       "PRIORITY", "ATTEMPT", "RUN_AT"};
-  cli_list_t l = {.json = a->json, .table = {.ncols = 7}};
+  cli_list_t l = {.json = a->json, .table = {.ncols = 7}, .err = err};
   pawl__buf_init(&l.line);
+  cli_redact_init(&l.red, p, a->raw);
   if (!l.json) cli_table_row(&l.table, head);
   int rc = pawl_list(p, &a->filter, cli_list_cb, &l);
-  if (rc) rc = cli_lib_fail(p, rc, err);
+  if (l.failed) rc = CLI_FAIL;
+  else if (rc) rc = cli_lib_fail(p, rc, err);
   else if (l.oom || l.table.oom) rc = cli_fail(err, CLI_FAIL, "out of memory");
   else if (!l.json) cli_table_print(&l.table, "");
   cli_table_free(&l.table);
   pawl__buf_free(&l.line);
+  cli_redact_free(&l.red);
   return rc;
 }
 
@@ -1375,7 +1412,14 @@ static int cli_action(pawl_t *p, const cli_args_t *a, char *err) {
   int rc = fn(p, &a->id, a->reason, &job);
   if (rc) return cli_lib_fail(p, rc, err);
   if (a->json) {
-    rc = cli_print_job_json(job, err);
+    /* The job after the action, its payload redacted (issue 16). */
+    cli_redact_t red;
+    cli_job_view_t view;
+    cli_redact_init(&red, p, 0);
+    rc = cli_redact_job(&red, job, &view, err);
+    if (!rc) rc = cli_print_job_json(&view.job, err);
+    cli_job_view_free(&view);
+    cli_redact_free(&red);
   } else {
     char id[PAWL_ID_STRLEN];
     pawl_id_format(&job->id, id);

@@ -99,8 +99,11 @@ int cli_flow_replace(pawl_t *p, const pawl_id_t *id,
 /* pawl show: the job's signal and replacement links, as "field: value"
  * rows, or as members of its JSON object ("signal", "superseded_by",
  * "supersedes"; each only when there is one). */
-void cli_flow_fields(pawl_t *p, const pawl_id_t *id, cli_table_t *t);
-void cli_flow_json(pawl_t *p, const pawl_id_t *id, pawl_buf_t *b);
+typedef struct cli_redact cli_redact_t;
+void cli_flow_fields(pawl_t *p, const pawl_id_t *id, const cli_redact_t *r,
+                     cli_table_t *t);
+void cli_flow_json(pawl_t *p, const pawl_id_t *id, const cli_redact_t *r,
+                   pawl_buf_t *b);
 /* `pawl show`'s parents and children (issue 15), gathered by cli_deps_cb
  * (a pawl_dep_cb) as tables or, with json, as the members "parents" and
  * "children" (cli_deps_json; written even when empty). */
@@ -116,5 +119,40 @@ void cli_deps_json(pawl_buf_t *b, cli_deps_t *d);
 void cli_deps_print(const cli_deps_t *d);
 int cli_deps_oom(const cli_deps_t *d);
 void cli_deps_free(cli_deps_t *d);
+
+/* ---- cli_redact.c (issue 16) ------------------------------------------------
+ *
+ * Payloads, params, results, signal payloads, step checkpoints and log
+ * fields as the views show them: secret members "<redacted>" (redact.h),
+ * by the built-in words and the job type's `redact` list as the hosts
+ * recorded it in the database (pawl_type_redact()); raw: as stored. */
+struct cli_redact {
+  pawl_t *p;
+  int raw;      /* --raw */
+  char *type;   /* the type whose names are held (owned) */
+  char **names; /* its redact list: pawl_names_free() */
+  size_t n;
+};
+void cli_redact_init(cli_redact_t *r, pawl_t *p, int raw);
+void cli_redact_free(cli_redact_t *r);
+/* Makes `type`'s list the one applied (read once per type in a row); a
+ * list that cannot be read fails the command (CLI_FAIL, err filled). */
+int cli_redact_type(cli_redact_t *r, const char *type, char *err);
+/* *out: `json` as shown (NULL for NULL), pawl__free(); not JSON: a
+ * redacted value. CLI_FAIL out of memory. */
+int cli_redact_text(const cli_redact_t *r, const char *json, char **out,
+                    char *err);
+/* Replaces *field (pawl__malloc'd, may be NULL) by its shown text. */
+int cli_redact_swap(const cli_redact_t *r, char **field, char *err);
+/* A job as shown: v->job is *job with payload, params and result
+ * replaced by the shown texts v owns (cli_job_view_free()); also makes
+ * job->type's list the one applied. */
+typedef struct cli_job_view {
+  pawl_job_t job;
+  char *payload, *params, *result;
+} cli_job_view_t;
+int cli_redact_job(cli_redact_t *r, const pawl_job_t *job, cli_job_view_t *v,
+                   char *err);
+void cli_job_view_free(cli_job_view_t *v);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "cli.h"
 
 static int flow_fail(char *err, size_t errlen, int code, const char *fmt, ...)
@@ -97,8 +98,10 @@ static void flow_field(cli_table_t *t, const char *name, const char *value) {
   cli_table_row(t, row);
 }
 
-void cli_flow_fields(pawl_t *p, const pawl_id_t *id, cli_table_t *t) {
+void cli_flow_fields(pawl_t *p, const pawl_id_t *id, const cli_redact_t *r,
+                     cli_table_t *t) {
   pawl_signal_info_t *sig = NULL;
+  char err[CLI_ERRLEN];
   if (pawl_signal_get(p, id, &sig) == 0) {
     /* "approve-42: waiting until 2026-...", "approve-42: delivered:
      * approve by alice at ...". */
@@ -115,7 +118,13 @@ void cli_flow_fields(pawl_t *p, const pawl_id_t *id, cli_table_t *t) {
       pawl__buf_printf(&b, " (timeout %s)", at);
     }
     flow_field(t, "signal:", b.oom ? "?" : pawl__buf_cstr(&b));
-    if (sig->payload) flow_field(t, "signal_payload:", sig->payload);
+    if (sig->payload) {
+      /* The signal's payload, redacted as the job's (issue 16). */
+      char *shown = NULL;
+      if (cli_redact_text(r, sig->payload, &shown, err) != 0) t->oom = 1;
+      else flow_field(t, "signal_payload:", shown);
+      pawl__free(shown);
+    }
     pawl__buf_free(&b);
     pawl_signal_free(sig);
   }
@@ -133,8 +142,10 @@ void cli_flow_fields(pawl_t *p, const pawl_id_t *id, cli_table_t *t) {
   }
 }
 
-void cli_flow_json(pawl_t *p, const pawl_id_t *id, pawl_buf_t *b) {
+void cli_flow_json(pawl_t *p, const pawl_id_t *id, const cli_redact_t *r,
+                   pawl_buf_t *b) {
   pawl_signal_info_t *sig = NULL;
+  char err[CLI_ERRLEN];
   if (pawl_signal_get(p, id, &sig) == 0) {
     pawl__buf_puts(b, ",\"signal\":{\"key\":");
     pawl__buf_json_string(b, sig->key, strlen(sig->key));
@@ -145,7 +156,10 @@ void cli_flow_json(pawl_t *p, const pawl_id_t *id, pawl_buf_t *b) {
       pawl__buf_puts(b, ",\"decision\":");
       pawl__buf_json_string(b, sig->decision, strlen(sig->decision));
       pawl__buf_puts(b, ",\"payload\":");
-      cli_json_raw(b, sig->payload);
+      char *shown = NULL;
+      if (cli_redact_text(r, sig->payload, &shown, err) != 0) b->oom = 1;
+      cli_json_raw(b, shown);
+      pawl__free(shown);
       flow_json_time(b, "at", sig->delivered_at);
       pawl__buf_puts(b, ",\"by\":");
       if (sig->delivered_by)

@@ -35,4 +35,47 @@ void pawl__redact_url(const char *url, char *out, size_t len);
 void pawl__redact_message(const char *conninfo, const char *msg, int malformed,
                     char *out, size_t len);
 
+/* ---- JSON payloads in admin views (issue 16) ------------------------------
+ *
+ * Views (pawl show, pawl jobs --json, the console, log fields) never show a
+ * payload as stored: the value of every object member whose key contains
+ * one of REDACT_JSON_WORDS (ASCII case-insensitive, after the key's
+ * escapes are decoded, so "pass\u0077ord" is "password"), or is exactly one
+ * of the job type's own `redact` names, is replaced whole (a scalar, an
+ * object or an array) by "<redacted>", at any depth, inside arrays too.
+ * Everything else is copied byte for byte: numbers keep every digit,
+ * members their order, strings their escapes, the text its whitespace. */
+
+/* What a redacted JSON value becomes (a JSON string). */
+#define REDACT_JSON_MARK "\"<redacted>\""
+
+/* The words a secret key contains (lower case). */
+#define REDACT_JSON_WORDS                                                    \
+  "password", "passwd", "token", "secret", "authorization", "cookie",        \
+      "api_key", "key", "credential"
+
+struct pawl_buf;
+
+/* 1 if an object member named key[0..len) (raw: escapes decoded, any case)
+ * is secret by the built-in words or is one of names[0..nnames). */
+int pawl__redact_key(const char *key, size_t len, const char *const *names,
+                     size_t nnames);
+
+/* Appends json[0..len) to `out` with the secret members' values replaced
+ * by REDACT_JSON_MARK. The text is read as it streams (no tree), with at
+ * most JSON_MAX_DEPTH (json.h) open arrays and objects. Returns 0; -1 when
+ * the text is not JSON it can read (what stays in `out` is then partial:
+ * the caller shows a placeholder, never the text), with `err` saying where;
+ * -2 out of memory (out->oom). Stored payloads passed pawl's JSON check,
+ * so -1 means the text did not come from the store. */
+int pawl__redact_json(const char *json, size_t len, const char *const *names,
+                      size_t nnames, struct pawl_buf *out, char *err,
+                      size_t errlen);
+
+/* The names of a JSON array of strings (a type's redact list as pawl_types
+ * holds it), decoded: *names (n + 1 pointers, the last NULL, and the
+ * strings, in one allocation: pawl__free(*names)), *n of them. -1 when
+ * `json` is not an array of strings, -2 out of memory. */
+int pawl__redact_names(const char *json, char ***names, size_t *n);
+
 #endif

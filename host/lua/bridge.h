@@ -180,6 +180,13 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
  * declares none, -1 on failure. */
 int pawl__lua_cron_of(pawl__lua_t *w, const char *type, pawl_recurring_t *out);
 
+/* The redact lists (issue 16) of the types among list[0..n) the state
+ * has loaded, as the JSON pawl__types_sync() takes ([[type, [field, ...]],
+ * ...]); malloc'd, or NULL on failure (out of memory, pawl.worker could
+ * not say). */
+char *pawl__lua_types_json(pawl__lua_t *w, const pawl__script_t *list,
+                           size_t n);
+
 /* Makes the Lua code running now in the state raise its interrupt error
  * at its next instruction (a count hook, which the call's message handler
  * disarms). Async-signal-safe: called by the owning thread's signal

@@ -23,6 +23,7 @@
 #include "bounds.h"
 #include "clock.h"
 #include "json.h"
+#include "redact.h"
 #include "state.h"
 #include "utf8.h"
 
@@ -748,6 +749,16 @@ static int host_fn_entropy(lua_State *L) {
   return 1;
 }
 
+/* host.redact_key(key) -> whether admin views hide the value of a member
+ * named `key` by the built-in words (issue 16; pawl__redact_key): ctx:log
+ * fields follow the same rule. [-1, +1, -] */
+static int host_fn_redact_key(lua_State *L) {
+  size_t len;
+  const char *k = luaL_checklstring(L, 1, &len);
+  lua_pushboolean(L, pawl__redact_key(k, len, NULL, 0));
+  return 1;
+}
+
 /* host.text(s) -> s made valid UTF-8 without NUL: each byte that does not
  * start a well-formed sequence, and each NUL, becomes U+FFFD (as
  * pawl__utf8_scrub does for what reaches the store). The string itself when it
@@ -1003,6 +1014,7 @@ static const luaL_Reg host_fns[] = {
     {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},
     {"lock_release", host_fn_lock_release}, {"entropy", host_fn_entropy},
     {"text", host_fn_text},       {"cron_check", host_fn_cron_check},
+    {"redact_key", host_fn_redact_key}, /* issue 16 */
     /* restartable steps (issue 15) */
     {"steps", host_fn_steps},     {"step_begin", host_fn_step_begin},
     {"step_save", host_fn_step_save}, {"step_count", host_fn_step_count},

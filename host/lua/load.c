@@ -185,6 +185,29 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
   return 0;
 }
 
+/* The redact lists of the loaded types among list[0..n) (W.types_json,
+ * issue 16): malloc'd JSON, or NULL when pawl.worker could not say. */
+char *pawl__lua_types_json(pawl__lua_t *w, const pawl__script_t *list,
+                           size_t n) {
+  lua_State *L = pawl__lua_enter(w);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
+  lua_getfield(L, -1, "types_json");
+  lua_remove(L, -2);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, list[i].name);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  if (pawl__lua_call(w, 1, 1, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  const char *j = lua_tostring(L, -1);
+  char *out = j ? pawl__strdup(j) : NULL;
+  lua_pop(L, 1);
+  return out;
+}
+
 /* The recurring definition `type` declares (W.cron_of): 1 with *out
  * filled (strings malloc'd: free them as pawl_recurring_free() does), 0
  * when it declares none, -1 when pawl.worker could not say or out of

@@ -41,7 +41,9 @@
 #include <lua.h>
 
 #include "alloc.h"
+#include "buf.h"
 #include "ljson.h"
+#include "redact.h"
 #include "bounds.h"
 #include "pawl.h"
 
@@ -78,6 +80,7 @@ typedef struct lpawl_box {
   pawl_history_t *hist;
   pawl_log_record_t *logs;
   size_t nlogs;
+  char **names; /* db:type_redact (issue 16) */
 } lpawl_box_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -127,6 +130,7 @@ static void lpawl_box_free(lpawl_box_t *b) {
   pawl_jobs_free(b->jobs, b->njobs);
   pawl_history_free(b->hist);
   pawl_logs_free(b->logs, b->nlogs);
+  pawl_names_free(b->names);
   memset(b, 0, sizeof *b);
 }
 
@@ -2472,9 +2476,89 @@ static int lpawl_rec_trigger(lua_State *L) {
   return 1;
 }
 
+/* ---- redaction in admin views (issue 16) ---------------------------------- */
+
+/* db:type_redact(type) [-0, +1|3, e] The `redact` names the hosts recorded
+ * for job type `type` (pawl_types): an array, empty when none. */
+static int lpawl_adm_type_redact(lua_State *L) {
+  pawl_t *p = lpawl_check(L, 1)->p;
+  const char *type = luaL_checkstring(L, 2);
+  lpawl_box_t *b = lpawl_box_new(L);
+  size_t n = 0;
+  int rc = pawl_type_redact(p, type, &b->names, &n);
+  if (rc) return lpawl_fail(L, p, rc);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, b->names[i]);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lpawl_box_free(b);
+  return 1;
+}
+
+typedef struct lpawl_redacted {
+  pawl_buf_t *buf;
+} lpawl_redacted_t;
+
+/* [-1, +1, m] Protected body: pushes the buffer's text. */
+static int lpawl_push_buf(lua_State *L) {
+  lpawl_redacted_t *r = lua_touserdata(L, 1);
+  lua_pushlstring(L, pawl__buf_cstr(r->buf), r->buf->len);
+  return 1;
+}
+
+/* pawl.redact_json(json, names) [-0, +1, e] `json` as admin views show it
+ * (redact.h): the value of every member whose key contains a secret word
+ * (password, token, key, ...), or is one of `names` (an array of strings,
+ * may be nil), replaced by "<redacted>". Text that is not JSON comes back
+ * as one redacted value, never as itself. */
+static int lpawl_redact_json(lua_State *L) {
+  size_t len;
+  const char *json = luaL_checklstring(L, 1, &len);
+  size_t n = 0;
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    n = lua_objlen(L, 2);
+  }
+  if (n > 4096) return luaL_argerror(L, 2, "at most 4096 names");
+  /* The pointers in a userdata (collected with it); the strings stay in
+   * the table, which the caller holds for the call. */
+  const char **names = lua_newuserdata(L, (n ? n : 1) * sizeof *names);
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, (int)i + 1);
+    /* Strings only: lua_tostring would make a number a new string, which
+     * nothing holds once popped. */
+    if (lua_type(L, -1) != LUA_TSTRING)
+      return luaL_argerror(L, 2, "names must be strings");
+    names[i] = lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  pawl_buf_t buf;
+  pawl__buf_init(&buf);
+  int rc = pawl__redact_json(json, len, names, n, &buf, NULL, 0);
+  if (rc == -1) {
+    pawl__buf_reset(&buf);
+    pawl__buf_puts(&buf, REDACT_JSON_MARK);
+  }
+  if (rc == -2 || buf.oom) {
+    pawl__buf_free(&buf);
+    return luaL_error(L, "not enough memory");
+  }
+  /* Pushed under a protected call: the buffer is freed whatever happens
+   * (lua_cpcall would drop the result). */
+  lpawl_redacted_t r = {&buf};
+  lua_pushcfunction(L, lpawl_push_buf);
+  lua_pushlightuserdata(L, &r);
+  int perr = lua_pcall(L, 1, 1, 0);
+  pawl__buf_free(&buf);
+  if (perr) return lua_error(L);
+  return 1;
+}
+
 static void lpawl_admin_register(lua_State *L, int methods) {
   static const luaL_Reg funcs[] = {{"duration", lpawl_adm_duration},
                                    {"scripts", lpawl_adm_scripts},
+                                   {"redact_json", lpawl_redact_json},
                                    {NULL, NULL}};
   static const luaL_Reg meths[] = {
       {"jobs", lpawl_adm_jobs},     {"job", lpawl_adm_job},
@@ -2495,6 +2579,7 @@ static void lpawl_admin_register(lua_State *L, int methods) {
       {"queue_set", lpawl_adm_queue_set},
       {"limits", lpawl_adm_limits}, {"limit_set", lpawl_adm_limit_set},
       {"limit_rm", lpawl_adm_limit_rm},
+      {"type_redact", lpawl_adm_type_redact},
       {NULL, NULL}};
   luaL_register(L, NULL, methods ? meths : funcs);
 }

@@ -200,6 +200,7 @@ void pawl__host_free(host_t *h) {
   pawl__free(h->workers);
   pawl__host_scripts_free(h->scripts, h->nscripts);
   pawl_recurring_free(h->crons, h->ncrons);
+  pawl__free(h->types_json);
   for (size_t i = 0; h->queues && i < h->opts.nqueues; i++) pawl__free(h->queues[i]);
   pawl__free(h->queues);
   pawl__free(h->qslots);

@@ -153,6 +153,12 @@ typedef struct host {
   pawl_recurring_t *crons;
   size_t ncrons;
   uint64_t crons_gen;
+  /* The redact lists of the loaded scripts (issue 16), as the JSON that
+   * pawl__types_sync() takes, set by the loader with each list it
+   * installs (types_gen bumped); the poller writes them (types_sync.c).
+   * NULL: none to write. */
+  char *types_json;
+  uint64_t types_gen;
   struct loader *loader_state;
   worker_t *probe;           /* the loader's state, for the watchdog */
   pthread_t loader;
@@ -364,6 +370,13 @@ typedef struct host_ticker {
   uint64_t synced_gen;       /* the crons_gen written */
 } host_ticker_t;
 void pawl__ticker_chore(host_t *h, pawl_t *p, host_ticker_t *t, int64_t now);
+
+/* pawl__types_chore (types_sync.c, issue 16), a poller chore too: once the
+ * loader installed new scripts, writes their redact lists to pawl_types
+ * (pawl__types_sync), so that admin views without the scripts hide the
+ * same fields. *synced: the types_gen written (a failed write is tried
+ * again at the next chore). */
+void pawl__types_chore(host_t *h, pawl_t *p, uint64_t *synced);
 
 /* The watchdog (watchdog.c), the checkpointer (checkpointer.c) and the
  * listener (listener.c): their argument is the host. */

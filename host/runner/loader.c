@@ -277,7 +277,14 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
   for (size_t i = 0; crons && i < kept; i++)
     if (pawl__lua_cron_of(probe->lua, list[i].name, &crons[ncrons]) == 1)
       ncrons++;
+  /* Their redact lists (issue 16), for the views without the scripts. */
+  char *types = pawl__lua_types_json(probe->lua, list, kept);
   pthread_mutex_lock(&h->mu);
+  if (types) {
+    pawl__free(h->types_json);
+    h->types_json = types;
+    h->types_gen++;
+  }
   if (crons) {
     pawl_recurring_free(h->crons, h->ncrons);
     h->crons = crons;

@@ -41,6 +41,7 @@ typedef struct poller {
                                 claim that was tried; 0: none tried */
   int borrowed;              /* p is step mode's handle: not closed here */
   host_ticker_t ticker;      /* recurring definitions (ticker.c) */
+  uint64_t types_synced;     /* types_gen written (types_sync.c) */
 } poller_t;
 
 static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
@@ -151,6 +152,7 @@ void pawl__poller_chores(poller_t *pl, int64_t now) {
     poller_sweep(pl);
   }
   pawl__ticker_chore(pl->h, pl->p, &pl->ticker, now);
+  pawl__types_chore(pl->h, pl->p, &pl->types_synced);
 }
 
 /* How many jobs this node holds at most: the workers plus a prefetch.

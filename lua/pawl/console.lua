@@ -30,6 +30,7 @@ local RECENT_IDS = 200
 local STATES = { "pending", "running", "succeeded", "failed", "canceled",
                  "paused", "blocked" }
 local FILTER_FIELDS = { "state", "queue", "type", "tag", "older_than", "limit" }
+local JOBS_FIELDS = { "state", "queue", "type", "tag", "older_than", "limit", "raw" }
 local BULK_FIELDS = { "state", "queue", "type", "tag", "older_than", "limit",
                       "force", "reason" }
 local ENQUEUE_FIELDS = { "queue", "priority", "run_at", "delay_ms",
@@ -447,20 +448,36 @@ end
 -- the names completed inside name{...}; hints.values those completed for
 -- a field's string value; hints.id: its first argument is a job id.
 M.functions = {
-  { name = "jobs", help = "jobs{state=, queue=, type=, tag=, older_than=, limit=}: jobs, newest first (100 unless limit)",
-    hints = { fields = FILTER_FIELDS, values = { state = STATES } },
+  { name = "jobs", help = "jobs{state=, queue=, type=, tag=, older_than=, limit=, raw=}: jobs, newest first (100 unless limit); payloads redacted unless raw = true",
+    hints = { fields = JOBS_FIELDS, values = { state = STATES } },
     fn = function(S, f)
-      local filter = check_filter("jobs", f, FILTER_FIELDS)
+      local filter = check_filter("jobs", f, JOBS_FIELDS)
+      local raw = filter.raw
+      filter.raw = nil
+      if raw ~= nil and type(raw) ~= "boolean" then
+        fail("jobs: raw must be true or false (got %s)", type(raw))
+      end
       local list = check(S.db:jobs(filter))
-      for _, j in ipairs(list) do S:remember(j.id) end
+      local names = {}
+      for _, j in ipairs(list) do
+        S:remember(j.id)
+        if not raw then S:redact(j, names) end
+      end
       return kind(list, "jobs")
     end },
-  { name = "job", help = "job(id): one job with its attempts, events, logs, progress and result",
+  { name = "job", help = "job(id, {raw=}): one job with its attempts, events, logs, progress and result; payloads redacted unless raw = true",
     hints = { id = true },
-    fn = function(S, id)
+    fn = function(S, id, o)
       if type(id) ~= "string" then fail("job: expected a job id (got %s)", type(id)) end
+      if o ~= nil and (type(o) ~= "table" or (o.raw ~= nil and type(o.raw) ~= "boolean")) then
+        fail("job: options must be a table like {raw = true}")
+      end
+      for k in pairs(o or {}) do
+        if k ~= "raw" then fail("job: unknown option %s (expected raw)", tostring(k)) end
+      end
       local j = check(S.db:job(id))
       S:remember(j.id)
+      if not (o and o.raw) then S:redact(j, {}) end
       return kind(j, "job")
     end },
   { name = "enqueue", help = "enqueue(type, payload, opts): add a job (opts as in pawl enqueue: queue=, priority=, delay_ms=, tags=, ...); returns its id",
@@ -624,6 +641,34 @@ function Session:make_env()
   end
   env._G = env
   return env
+end
+
+-- ---- redaction (issue 16) ----------------------------------------------------
+
+-- Replaces, in job table `j` (db:job's or db:jobs'), the payload, params,
+-- result and log fields (decoded and as JSON text) with what admin views
+-- show: secret members "<redacted>" (pawl.redact_json: key words such as
+-- password, token, key, and the type's `redact` names as the hosts
+-- recorded them). `names`: type -> its names, filled as types are met.
+function Session:redact(j, names)
+  local list = names[j.type]
+  if list == nil then
+    list = check(self.db:type_redact(j.type))
+    names[j.type] = list
+  end
+  for _, k in ipairs{ "payload", "params", "result" } do
+    local text = j[k .. "_json"]
+    if text then
+      text = pawl.redact_json(text, list)
+      j[k .. "_json"], j[k] = text, json.decode(text)
+    end
+  end
+  for _, l in ipairs(j.logs or {}) do
+    if l.fields_json then
+      l.fields_json = pawl.redact_json(l.fields_json, list)
+      l.fields = json.decode(l.fields_json)
+    end
+  end
 end
 
 -- ---- showing results ---------------------------------------------------------

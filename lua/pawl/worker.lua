@@ -381,8 +381,12 @@ function pawl.time() return host.time() end
 -- Text a job logs is stored whatever bytes it holds: invalid UTF-8 and NUL
 -- become U+FFFD (host.text), so a log line can never make the store refuse
 -- the outcome (PostgreSQL refuses both).
+-- Secret keys: the sanitizer's (a key whose last word looks secret: pwd,
+-- auth, ...), the words admin views hide (issue 16: a key that contains
+-- password, token, key, ...; host.redact_key, the C rule of
+-- host/core/redact_json.c) and the names in the job type's `redact`.
 local MAX_FIELD_DEPTH = 512 -- the store's nesting limit (json.h)
-local function clean_fields(v, depth)
+local function clean_fields(v, depth, names)
   if type(v) == "string" then return clean(current_spec, host.text(v), current_job) end
   if type(v) ~= "table" then return v end
   if depth >= MAX_FIELD_DEPTH then
@@ -391,13 +395,23 @@ local function clean_fields(v, depth)
   local out = {}
   for k, x in pairs(v) do
     if type(k) == "string" then k = host.text(k) end
-    if type(k) == "string" and sanitize.secret_key(k) then
+    if type(k) == "string" and (sanitize.secret_key(k) or host.redact_key(k)
+                                or names[k]) then
       out[k] = sanitize.REDACTED
     else
-      out[k] = clean_fields(x, depth + 1)
+      out[k] = clean_fields(x, depth + 1, names)
     end
   end
   return out
+end
+
+-- The job type's `redact` names as a set (none: an empty one).
+local NO_NAMES = {}
+local function redact_names(spec)
+  if not (spec and spec.redact) then return NO_NAMES end
+  local set = {}
+  for _, key in ipairs(spec.redact) do set[key] = true end
+  return set
 end
 
 -- ctx's methods. Job code never gets this table: its metatable is hidden,
@@ -415,7 +429,7 @@ function CtxMethods:log(level, msg, fields)
   local f = nil
   if fields ~= nil then
     if type(fields) ~= "table" then error("ctx:log: fields must be a table", 2) end
-    f = pjson.encode(clean_fields(fields, 0))
+    f = pjson.encode(clean_fields(fields, 0, redact_names(current_spec)))
   end
   local err = host.log(self._seq, level,
                        clean(current_spec, host.text(tostring(msg)), current_job), f)
@@ -1490,18 +1504,20 @@ function W.hooks_of(name)
        + (spec.on_dead and 4 or 0)
 end
 
--- Payload fields named in the script's `redact`, masked for log output.
-function W.redacted_payload(job)
-  local spec = spec_of(job.type)
-  if not (spec and spec.redact) or type(job.payload) ~= "table" then
-    return nil
+-- The redact lists of the loaded job types `names` (issue 16), as the JSON
+-- the host records in pawl_types: [[type, [field, ...]], ...], a type
+-- without a list with []. Names without a loaded type are left out.
+function W.types_json(names)
+  local out = {}
+  for _, name in ipairs(names) do
+    local spec = types[name]
+    if spec then
+      local list = {}
+      for i, key in ipairs(spec.redact or {}) do list[i] = key end
+      out[#out + 1] = pjson.array({ name, pjson.array(list) })
+    end
   end
-  local copy_ = {}
-  for k, v in pairs(job.payload) do copy_[k] = v end
-  for _, key in ipairs(spec.redact) do
-    if copy_[key] ~= nil then copy_[key] = "<redacted>" end
-  end
-  return pjson.encode(copy_)
+  return pjson.encode(pjson.array(out))
 end
 
 W.json = json

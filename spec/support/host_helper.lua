@@ -222,7 +222,7 @@ end
 
 -- `pawl show ID --json` as text: every stored field of the job, its
 -- attempts, events and logs.
-function Env:show_text(id) return self:ok("show", id, "--json") end
+function Env:show_text(id) return self:ok("show", id, "--json", "--raw") end
 
 -- What `pawl run` needs for job code that waits at a gate (see Env:gate):
 -- the gate is a file the job opens with io.open, which job code may use

@@ -13,6 +13,8 @@
 #include "test_list_api.h"
 #include "test_list_iso8601.h"
 #include "test_list_redact.h"
+#include "test_list_redact_json.h"
+#include "test_list_types.h"
 #include "test_list_dbfile.h"
 #include "test_list_ljson.h"
 #include "test_list_completer.h"

@@ -139,6 +139,8 @@ enum {
   PG_LIMIT_SET,
   PG_LIMIT_REMOVE,
   PG_LIMIT_LIST,
+  PG_TYPES_SYNC, /* issue 16: pawl_types */
+  PG_TYPE_REDACT,
   PG_NEXT_DUE_LIM,
   PG_NEXT_DUE_LIM_RES,
   PG_NEXT_DUE_LIM_QUEUE,
@@ -488,6 +490,15 @@ static const char *const pg_sql[PG_COUNT] = {
         "rate_window_ms = excluded.rate_window_ms, "
         "updated_at = excluded.updated_at",
     [PG_LIMIT_REMOVE] = "DELETE FROM pawl_limits WHERE name = $1::text",
+    /* $1: [[type, [field, ...]], ...] */
+    [PG_TYPES_SYNC] =
+        "INSERT INTO pawl_types AS t (type, redact, updated_at) SELECT "
+        "e->>0, e->1, pawl_now($2::bigint) FROM "
+        "jsonb_array_elements($1::jsonb) AS e ON CONFLICT (type) DO UPDATE "
+        "SET redact = excluded.redact, updated_at = excluded.updated_at "
+        "WHERE t.redact IS DISTINCT FROM excluded.redact",
+    [PG_TYPE_REDACT] = "SELECT redact::text FROM pawl_types WHERE type = "
+                       "$1::text",
     [PG_LIMIT_LIST] =
         "SELECT name, coalesce(max_running, 0), coalesce(rate, 0), "
         "coalesce(rate_window_ms, 0), window_start, window_count, "
@@ -1951,6 +1962,29 @@ static int pg_limit_set(store_t *base, const char *name, int64_t max_running,
   return pg_run(s, PG_LIMIT_SET, 5, pp.v, NULL, "set limit");
 }
 
+/* ---- job types (issue 16) ------------------------------------------------ */
+
+static int pg_types_sync(store_t *base, const char *types) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_str(&pp, 0, types);
+  pp_now(s, &pp, 1);
+  return pg_run(s, PG_TYPES_SYNC, 2, pp.v, NULL, "record job types");
+}
+
+static int pg_type_redact(store_t *base, const char *type, char **out) {
+  pg_store_t *s = (pg_store_t *)base;
+  *out = NULL;
+  const char *v[1] = {type};
+  PGresult *res;
+  int rc = pg_run(s, PG_TYPE_REDACT, 1, v, &res, "read a job type");
+  if (rc) return rc;
+  if (PQntuples(res) == 1 && pawl__store_dup(out, pg_val(res, 0, 0)))
+    rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  PQclear(res);
+  return rc;
+}
+
 static int pg_limit_remove(store_t *base, const char *name) {
   pg_store_t *s = (pg_store_t *)base;
   const char *v[1] = {name};
@@ -3361,6 +3395,7 @@ static const struct store_ops pg_ops = {
                   pg_rec_disable_gone},
     .queues = {pg_queue_pause, pg_queue_set_boost, pg_queue_list},
     .limits = {pg_limit_set, pg_limit_remove, pg_limit_list},
+    .types = {pg_types_sync, pg_type_redact},
     .flow = {pg_sig_deliver, pg_sig_get, pg_sig_expire, pg_replace,
              pg_replace_links},
     .batch = {pg_batch_create, pg_batch_get, pg_batch_of},

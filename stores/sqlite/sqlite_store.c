@@ -143,6 +143,8 @@ enum {
   SQ_LIMIT_SET,
   SQ_LIMIT_REMOVE,
   SQ_LIMIT_LIST,
+  SQ_TYPES_SYNC, /* issue 16: pawl_types */
+  SQ_TYPE_REDACT,
   SQ_NEXT_DUE_LIM,
   SQ_NEXT_DUE_LIM_RES,
   SQ_NEXT_DUE_LIM_QUEUE,
@@ -442,6 +444,15 @@ static const char *const sq_sql[SQ_COUNT] = {
         "END, rate_window_ms = excluded.rate_window_ms, "
         "updated_at = excluded.updated_at",
     [SQ_LIMIT_REMOVE] = "DELETE FROM pawl_limits WHERE name = ?1",
+    /* ?1: [[type, [field, ...]], ...]; "WHERE true" keeps the upsert's ON
+     * from being read as a join's. */
+    [SQ_TYPES_SYNC] =
+        "INSERT INTO pawl_types (type, redact, updated_at) SELECT "
+        "json_extract(value, '$[0]'), json(json_extract(value, '$[1]')), ?2 "
+        "FROM json_each(?1) WHERE true ON CONFLICT (type) DO UPDATE SET "
+        "redact = excluded.redact, updated_at = excluded.updated_at WHERE "
+        "pawl_types.redact IS NOT excluded.redact",
+    [SQ_TYPE_REDACT] = "SELECT redact FROM pawl_types WHERE type = ?1",
     [SQ_LIMIT_LIST] =
         "SELECT name, max_running, rate, rate_window_ms, window_start, "
         "window_count, updated_at, CASE WHEN substr(name, 1, 6) = 'queue:' "
@@ -1484,6 +1495,34 @@ static int sq_limit_list(store_t *base, pawl_limit_t **out, size_t *n) {
   *out = v;
   *n = count;
   return 0;
+}
+
+/* ---- job types (issue 16) ------------------------------------------------ */
+
+static int sq_types_sync(store_t *base, const char *types) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_TYPES_SYNC);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, types, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, pawl__store_now(base));
+  return sq_exec_write(s, st, "record job types");
+}
+
+static int sq_type_redact(store_t *base, const char *type, char **out) {
+  sq_store_t *s = (sq_store_t *)base;
+  *out = NULL;
+  sqlite3_stmt *st = sq_stmt(s, SQ_TYPE_REDACT);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, type, -1, SQLITE_STATIC);
+  int rc = 0, step = sqlite3_step(st);
+  if (step == SQLITE_ROW) {
+    if (pawl__store_dup(out, (const char *)sqlite3_column_text(st, 0)))
+      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  } else if (step != SQLITE_DONE) {
+    rc = sq_fail(s, step, "read a job type");
+  }
+  sqlite3_reset(st);
+  return rc;
 }
 
 /* Leases the `n` picked rows whose seqs `seqs` holds as a JSON array. All
@@ -2959,6 +2998,7 @@ static const struct store_ops sq_ops = {
                   sq_rec_disable_gone},
     .queues = {sq_queue_pause, sq_queue_set_boost, sq_queue_list},
     .limits = {sq_limit_set, sq_limit_remove, sq_limit_list},
+    .types = {sq_types_sync, sq_type_redact},
     .flow = {sq_sig_deliver, sq_sig_get, sq_sig_expire, sq_replace,
              sq_replace_links},
     .batch = {sq_batch_create, sq_batch_get, sq_batch_of},

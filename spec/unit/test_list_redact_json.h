@@ -1,0 +1,5 @@
+TEST_ENTRY(redact_json_words)
+TEST_ENTRY(redact_json_escaped_keys)
+TEST_ENTRY(redact_json_depth_and_arrays)
+TEST_ENTRY(redact_json_keeps_text)
+TEST_ENTRY(redact_json_invalid)
