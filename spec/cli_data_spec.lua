@@ -134,7 +134,12 @@ describe("pawl CLI and its data", function()
       -- A host keeps the -wal and -shm files open: they have the same bits.
       env:script("ok", [[return { run = function() return 1 end }]])
       local p = env:spawn("--db", "sqlite:" .. db, "run", "--scripts", env.scripts)
-      env:wait_until("the -shm file", function() return H.exists(db .. "-shm") end, 60)
+      -- "host started" is logged after the signals are blocked (a TERM
+      -- before that would kill the process instead of stopping it).
+      env:wait_until("the host to start", function()
+        return p:stderr():find("host started", 1, true) ~= nil
+      end, 60)
+      assert.is_true(H.exists(db .. "-shm"))
       assert.are.equal("640", mode_of(db .. "-wal"))
       assert.are.equal("640", mode_of(db .. "-shm"))
       p:signal("TERM")
