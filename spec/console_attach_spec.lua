@@ -77,42 +77,14 @@ end
 
 -- ---- a person at a terminal -----------------------------------------------------
 
-local Term = {}
-Term.__index = Term
-local nterms = 0
-
-local function tmux(sock, args)
-  return C.capture("env -u LD_PRELOAD tmux -S " .. q(sock) .. " " .. args .. " 2>&1")
-end
+local T = require "term_helper"
 
 -- `pawl console --connect SOCK` on a terminal.
 local function term(env, target)
-  nterms = nterms + 1
-  local self = setmetatable({ sock = env:path("tmux" .. nterms .. ".sock") }, Term)
   local words = { "env", "HOME=" .. env.dir, "PAWL_HISTORY=" .. env:path("history"),
                   "TERM=xterm", C.bin, "console", "--connect", target }
-  for i, w in ipairs(words) do words[i] = q(w) end
-  local line = table.concat(words, " ") .. "; echo EXITED=$?; sleep 600"
-  tmux(self.sock, ("-f /dev/null new-session -d -x 140 -y 50 %s"):format(q(line)))
-  return self
-end
-
-function Term:screen() return tmux(self.sock, "capture-pane -p -J -S -1000 -t 0") end
-function Term:type(text) tmux(self.sock, "send-keys -t 0 -l " .. q(text)) end
-function Term:keys(...) tmux(self.sock, "send-keys -t 0 " .. table.concat({ ... }, " ")) end
-function Term:line(text) self:type(text) self:keys("Enter") end
-function Term:close() tmux(self.sock, "kill-server") end
-
-function Term:wait_for(text, count)
-  local screen
-  local ok, err = pcall(H.wait_until, text, function()
-    screen = self:screen()
-    local n = 0
-    for _ in screen:gmatch((text:gsub("%p", "%%%0"))) do n = n + 1 end
-    return n >= (count or 1)
-  end)
-  if not ok then error(tostring(err) .. "\nscreen:\n" .. (screen or ""), 2) end
-  return screen
+  return T.start(env, T.command(words) .. "; echo EXITED=$?; sleep 600",
+                 { cols = 140, rows = 50, scrollback = true })
 end
 
 describe("pawl console attached to a running host, on a terminal", function()
@@ -132,38 +104,38 @@ describe("pawl console attached to a running host, on a terminal", function()
     local id = env:enqueue("held", H.json { gate = g.path })
     g:wait_reached()
     t = term(env, sock)
-    t:wait_for("pawl@node-a> ")
+    t:wait_text("pawl@node-a> ")
     -- Completion comes from the host's session: its own functions too.
     t:type("work")
     t:keys("Tab")
-    t:wait_for("pawl@node-a> workers")
+    t:wait_text("pawl@node-a> workers")
     t:line("()")
-    t:wait_for("WORKER  STATE")
-    local screen = t:wait_for(id)
+    t:wait_text("WORKER  STATE")
+    local screen = t:wait_text(id)
     assert.truthy(screen:find("busy%s+" .. id:gsub("%p", "%%%0") .. "%s+held%s+1"))
     -- Tables as the direct console shows them.
     t:line("jobs{state = \"running\"}")
-    t:wait_for("ID                                    TYPE")
+    t:wait_text("ID                                    TYPE")
     -- Another console, attached meanwhile, is served too.
     assert.truthy(attach_ok(sock, "workers()"):find(id, 1, true))
     -- Multi-line input continues on the host's word.
     t:line("function twice(x)")
-    t:wait_for("..> ")
+    t:wait_text("..> ")
     t:line("return 2 * x end")
     t:line("twice(21)")
-    t:wait_for("42")
+    t:wait_text("42")
     -- A runaway loop typed in: Ctrl-C stops it on the host, also when it
     -- is typed ahead, in the same write as Enter: the editor still has the
     -- terminal without ISIG then, so it is a byte waiting, not a SIGINT.
     t:type("while true do end\r\3")
-    t:wait_for("error: interrupted (Ctrl-C)")
+    t:wait_text("error: interrupted (Ctrl-C)")
     t:line("1 + 1")
-    t:wait_for("\n2\n")
+    t:wait_text("\n2\n")
     -- :trace shows the last error's traceback.
     t:line("error(\"boom\")")
-    t:wait_for("error: stdin:1: boom")
+    t:wait_text("error: stdin:1: boom")
     t:line(":trace")
-    t:wait_for("stack traceback:")
+    t:wait_text("stack traceback:")
     g:open()
     env:wait_state(id, "succeeded")
   end)

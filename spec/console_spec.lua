@@ -15,59 +15,19 @@ local q = C.quote
 
 -- ---- a terminal ------------------------------------------------------------
 
-local Term = {}
-Term.__index = Term
-
--- tmux without the sanitizer runtime the ASan build preloads into specs.
-local function tmux(sock, args)
-  return C.capture("env -u LD_PRELOAD tmux -S " .. q(sock) .. " " .. args .. " 2>&1")
-end
+local T = require "term_helper"
 
 -- Starts `pawl --db DB console ARGS` on a terminal of `cols` columns.
-local nterms = 0
-
 local function term(env, opts)
   opts = opts or {}
-  -- A server (socket) per terminal: a new one never meets one shutting down.
-  nterms = nterms + 1
-  local self = setmetatable({ env = env, sock = env:path("tmux" .. nterms .. ".sock") }, Term)
   local words = { "env", "HOME=" .. env.dir, "PAWL_HISTORY=" .. (opts.history or env:path("history")),
                   "TERM=xterm", C.bin, "--db", opts.db or env.db, "console" }
   for _, a in ipairs(opts.args or {}) do words[#words + 1] = a end
-  local cmd = {}
-  for i, w in ipairs(words) do cmd[i] = q(w) end
-  -- The pane stays after the console ends, to show how it ended.
-  local line = table.concat(cmd, " ") .. "; echo EXITED=$?; sleep 600"
-  tmux(self.sock, ("-f /dev/null new-session -d -x %d -y %d %s")
-       :format(opts.cols or 120, opts.rows or 50, q(line)))
-  self:wait_for("pawl:", "the prompt")
+  local self = T.start(env, T.command(words) .. "; echo EXITED=$?; sleep 600",
+                       { cols = opts.cols, rows = opts.rows, scrollback = true })
+  self:wait_text("pawl:", "the prompt")
   return self
 end
-
-function Term:screen()
-  return tmux(self.sock, "capture-pane -p -J -S -1000 -t 0")
-end
-
--- Types text as it is (no key names).
-function Term:type(text) tmux(self.sock, "send-keys -t 0 -l " .. q(text)) end
-function Term:keys(...) tmux(self.sock, "send-keys -t 0 " .. table.concat({ ... }, " ")) end
-function Term:line(text) self:type(text) self:keys("Enter") end
-
--- Waits until the screen matches `pattern` (plain text unless `is_pattern`)
--- `count` times; returns the screen.
-function Term:wait_for(pattern, what, count, is_pattern)
-  local screen
-  local ok, err = pcall(H.wait_until, what or pattern, function()
-    screen = self:screen()
-    local n = 0
-    for _ in screen:gmatch(is_pattern and pattern or pattern:gsub("%p", "%%%0")) do n = n + 1 end
-    return n >= (count or 1)
-  end)
-  if not ok then error(tostring(err) .. "\nscreen:\n" .. (screen or ""), 2) end
-  return screen
-end
-
-function Term:close() tmux(self.sock, "kill-server") end
 
 -- ---- databases -------------------------------------------------------------
 
@@ -118,70 +78,70 @@ describe("pawl console on a terminal", function()
   it("shows the database in the prompt and completes names, fields, values and ids", function()
     local id = env:enqueue("mail", '{"to":"a"}')
     t = term(env)
-    t:wait_for("pawl:sqlite:" .. env.db_path .. "> ")
+    t:wait_text("pawl:sqlite:" .. env.db_path .. "> ")
     -- A field of a console function's filter.
     t:type("jobs{st")
     t:keys("Tab")
-    t:wait_for("jobs{state=")
+    t:wait_text("jobs{state=")
     -- A state for that field.
     t:type('"pe')
     t:keys("Tab")
-    t:wait_for('jobs{state="pending"')
+    t:wait_text('jobs{state="pending"')
     t:line("}")
-    t:wait_for(id)
+    t:wait_text(id)
     -- A global.
     t:type("stat")
     t:keys("Tab")
-    t:wait_for("> stats")
+    t:wait_text("> stats")
     t:line("()")
-    t:wait_for("QUEUE    PENDING")
+    t:wait_text("QUEUE    PENDING")
     -- A method of the handle: the common part, then both listed.
     t:type("db:jo")
     t:keys("Tab")
-    t:wait_for("> db:job")
+    t:wait_text("> db:job")
     t:keys("Tab")
-    t:wait_for("jobs", "the candidates listed", 1)
+    t:wait_text("jobs", "the candidates listed", 1)
     t:keys("C-u")
     -- An id shown a moment ago.
     t:type('job("' .. id:sub(1, 6))
     t:keys("Tab")
-    t:wait_for('job("' .. id .. '"')
+    t:wait_text('job("' .. id .. '"')
     t:line(")")
-    t:wait_for("events:")
-    t:wait_for("enqueued -> pending")
+    t:wait_text("events:")
+    t:wait_text("enqueued -> pending")
   end)
 
   it("continues an incomplete chunk on the next line", function()
     t = term(env)
     t:line("function f()")
-    t:wait_for("..> ")
+    t:wait_text("..> ")
     t:line("return 6 * 7")
     t:line("end")
     t:line("f()")
-    t:wait_for("\n42\n")
+    t:wait_text("\n42\n")
     -- A long string left open continues too.
     t:line("s = [[a")
     t:line("b]]")
     t:line("#s")
-    t:wait_for("\n3\n")
+    t:wait_text("\n3\n")
   end)
 
   it("keeps a bounded history across restarts, readable by its owner only", function()
     t = term(env)
     t:line("1234 + 1")
-    t:wait_for("1235")
+    t:wait_text("1235")
     t:keys("C-d")
-    t:wait_for("EXITED=0")
+    t:wait_text("EXITED=0")
     t:close()
     local hist = env:path("history")
     assert.are.equal("-rw-------", C.capture("stat -c %A " .. q(hist)):match("%S+"))
     t = term(env)
     t:keys("Up")
-    t:wait_for("> 1234 + 1")
+    t:wait_text("> 1234 + 1")
     t:keys("Enter")
-    t:wait_for("1235", "the recalled chunk's result")
+    t:wait_text("1235", "the recalled chunk's result")
     t:keys("C-d")
-    t:wait_for("EXITED=0")
+    t:wait_text("EXITED=0")
     -- At most 1000 entries, whatever the file held.
     local lines = { "_HiStOrY_V2_" }
     for i = 1, 1500 do lines[#lines + 1] = "x" .. i end
@@ -189,9 +149,9 @@ describe("pawl console on a terminal", function()
     t:close()
     t = term(env)
     t:line("1 + 1")
-    t:wait_for("\n2\n")
+    t:wait_text("\n2\n")
     t:keys("C-d")
-    t:wait_for("EXITED=0")
+    t:wait_text("EXITED=0")
     local kept = select(2, C.read_file(hist):gsub("\n", "\n")) - 1
     assert.is_true(kept <= 1000, "history holds " .. kept .. " entries")
     -- libedit's format: one entry a line, blanks as \040.
@@ -207,7 +167,7 @@ describe("pawl console on a terminal", function()
     db:close()
     t = term(env, { cols = 80 })
     t:line("jobs{}")
-    local screen = t:wait_for("ATTEMPT")
+    local screen = t:wait_text("ATTEMPT")
     assert.matches("ID%s+TYPE%s+QUEUE%s+STATE%s+ATTEMPT%s+RUN_AT", screen)
     assert.matches(id:gsub("%p", "%%%0") .. "%s+report%s+slow%s+failed%s+1/script", screen)
     for line in screen:gmatch("[^\n]+") do
@@ -215,57 +175,57 @@ describe("pawl console on a terminal", function()
                      "line wider than the terminal: " .. line)
     end
     t:line('job("' .. id .. '")')
-    screen = t:wait_for("last_error:")
+    screen = t:wait_text("last_error:")
     assert.matches("state:%s+failed", screen)
     assert.matches("attempts:", screen)
     -- Other values: readable nested Lua.
     t:line('{ a = 1, list = { "x", "y" }, nested = { deep = { 1 } } }')
-    t:wait_for('list = { "x", "y" }')
+    t:wait_text('list = { "x", "y" }')
   end)
 
   it("discards a chunk on Ctrl-C, stops a runaway loop, and leaves on Ctrl-D", function()
     t = term(env)
     t:line("function g()")
-    t:wait_for("..> ")
+    t:wait_text("..> ")
     t:keys("C-c")
-    t:wait_for("^C")
+    t:wait_text("^C")
     t:line("g == nil")
-    t:wait_for("\ntrue\n")
+    t:wait_text("\ntrue\n")
     -- The loop runs once "spinning" is shown: then Ctrl-C is a signal.
     t:line('print("spinning") while true do end')
-    t:wait_for("spinning\n", "the loop", 1)
+    t:wait_text("spinning\n", "the loop", 1)
     t:keys("C-c")
-    t:wait_for("error: interrupted (Ctrl-C)")
+    t:wait_text("error: interrupted (Ctrl-C)")
     -- Typed ahead in the same write as Enter, before the chunk runs: a
     -- byte waiting in the terminal, not a SIGINT; it stops the chunk too,
     -- and the keys typed after it reach the next prompt.
     t:type('while true do end\r\3print("after")\r')
-    t:wait_for("error: interrupted (Ctrl-C)", nil, 2)
-    t:wait_for("\nafter\n", "the typed-ahead line")
+    t:wait_text("error: interrupted (Ctrl-C)", nil, 2)
+    t:wait_text("\nafter\n", "the typed-ahead line")
     t:line("40 + 2")
-    t:wait_for("\n42\n")
+    t:wait_text("\n42\n")
     t:keys("C-d")
-    t:wait_for("EXITED=0")
+    t:wait_text("EXITED=0")
   end)
 
   it("reports errors on one line, keeps running, and shows the traceback on :trace", function()
     t = term(env)
     t:line('error("boom")')
-    t:wait_for("error: stdin:1: boom")
+    t:wait_text("error: stdin:1: boom")
     t:line(":trace")
-    t:wait_for("stack traceback:")
+    t:wait_text("stack traceback:")
     t:line("1 +* 2")
-    t:wait_for("error: stdin:1: unexpected symbol")
+    t:wait_text("error: stdin:1: unexpected symbol")
     t:line("frobnicate()")
-    t:wait_for("there is no function frobnicate")
+    t:wait_text("there is no function frobnicate")
     t:line('jobs{state = "bogus"}')
-    t:wait_for("jobs: unknown state bogus")
+    t:wait_text("jobs: unknown state bogus")
     t:line('jobs{older_than = "soon"}')
-    t:wait_for("not a duration")
+    t:wait_text("not a duration")
     t:line('job("nope")')
-    t:wait_for('invalid job id "nope"')
+    t:wait_text('invalid job id "nope"')
     t:line("1 + 1")
-    t:wait_for("\n2\n")
+    t:wait_text("\n2\n")
   end)
 
   it("asks before a bulk action moves more than 100 jobs", function()
@@ -275,20 +235,20 @@ describe("pawl console on a terminal", function()
     assert(db:enqueue_many(items))
     t = term(env)
     t:line('pause{queue = "bulk"}')
-    t:wait_for("pause 150 jobs? [y/N]")
+    t:wait_text("pause 150 jobs? [y/N]")
     t:line("n")
-    t:wait_for("not confirmed: nothing changed")
+    t:wait_text("not confirmed: nothing changed")
     assert.are.equal(0, #assert(db:jobs{ state = "paused" }))
     t:line('pause{queue = "bulk"}')
-    t:wait_for("pause 150 jobs? [y/N]", "the second question", 2)
+    t:wait_text("pause 150 jobs? [y/N]", "the second question", 2)
     t:line("y")
-    t:wait_for("\n150\n")
+    t:wait_text("\n150\n")
     assert.are.equal(150, #assert(db:jobs{ state = "paused", limit = 1000 }))
     -- force skips the question; 100 or fewer never ask.
     t:line('resume{queue = "bulk", force = true}')
-    t:wait_for("\n150\n", "the forced resume", 2)
+    t:wait_text("\n150\n", "the forced resume", 2)
     t:line('cancel{queue = "bulk", limit = 100}')
-    t:wait_for("\n100\n")
+    t:wait_text("\n100\n")
     db:close()
   end)
 end)
