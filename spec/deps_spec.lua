@@ -95,6 +95,16 @@ describe("dependencies", function()
       assert.is_true(s.result.at >= prev)
       prev = s.result.at
     end
+    -- The host recorded order's branch names: the CLI, without the
+    -- script, refuses a name it does not declare, and enqueues nothing.
+    local before = #jobs_of(env, "ship")
+    local r = env:pawl("enqueue", "ship", "{}", "--after", id, "--when", "branch:nope")
+    assert.are.equal(2, r.code, r.err)
+    assert.matches('unknown branch "nope": parent job ' .. id
+                   .. ' is a order, whose script declares the branches: big, broken, vip',
+                   r.err, 1, true)
+    assert.are.equal(before, #jobs_of(env, "ship"))
+    env:ok("enqueue", "ship", "{}", "--after", id, "--when", "branch:vip")
     -- `pawl show` lists the children with their states.
     local text = env:ok("show", id)
     assert.matches("children:", text, 1, true)

@@ -510,13 +510,16 @@ struct store_ops {
   /* What admin views know of job types (issue 16): the rows of
    * pawl_types. */
   struct {
-    /* Records the redact list of each type in `types`, a JSON array of
-     * [type, [field, ...]] pairs (names unique), in one statement: a row
-     * is written only where its list changed. Other types' rows stay. */
+    /* Records the redact list and branch names of each type in `types`,
+     * a JSON array of [type, [field, ...], [branch, ...]] (names unique),
+     * in one statement: a row is written only where a list changed.
+     * Other types' rows stay. */
     int (*sync)(store_t *st, const char *types);
-    /* The redact list of `type` (a JSON array); *out NULL when the type
-     * has no row. *out: pawl__free(). */
-    int (*redact_of)(store_t *st, const char *type, char **out);
+    /* The redact list (a JSON array) and branch names (a JSON array, or
+     * NULL when not known) of `type`; both NULL when the type has no row.
+     * `branches` may be NULL (not wanted). Both: pawl__free(). */
+    int (*get)(store_t *st, const char *type, char **redact,
+               char **branches);
   } types;
   /* Signals and replace (issue 15). */
   struct {

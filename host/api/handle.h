@@ -47,6 +47,13 @@ int pawl__check_name(pawl_t *p, const char *what, const char *s);
 /* Copies the store's message (or rc's text) into p->errmsg after a failed
  * store call; returns rc (pawl.c). */
 int pawl__from_store(pawl_t *p, int rc);
+/* Checks that the parents after[0..n) may fire branch `name` (types.c):
+ * PAWL_EINVAL, naming the parent and its type's branches, when a parent's
+ * type has its branch names recorded in pawl_types (a host loaded its
+ * script) and `name` is not among them; 0 otherwise (a parent not found
+ * is left to the store's insert, which refuses it). */
+int pawl__branch_check(pawl_t *p, const char *name, const pawl_id_t *after,
+                       size_t n);
 /* Checks the resource an enqueue names (api/limits.c): 0, or PAWL_EINVAL
  * with p->errmsg saying why. */
 int pawl__resource_check(pawl_t *p, const char *resource);

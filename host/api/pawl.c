@@ -391,6 +391,9 @@ static int pawl_check_after(pawl_t *p, const pawl_enqueue_opts_t *o) {
   if (o->nafter > PAWL_AFTER_MAX)
     return pawl__fail(p, PAWL_EINVAL, "after names %zu jobs; at most %d",
                       o->nafter, PAWL_AFTER_MAX);
+  if (o->when && strncmp(o->when, "branch:", 7) == 0 &&
+      (rc = pawl__branch_check(p, o->when + 7, o->after, o->nafter)))
+    return rc;
   if (o->nafter == 1) return 0;
   pawl_id_t *sorted = pawl__malloc(o->nafter * sizeof *sorted);
   if (!sorted) return pawl__fail(p, PAWL_ENOMEM, "out of memory");

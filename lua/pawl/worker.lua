@@ -1504,17 +1504,20 @@ function W.hooks_of(name)
        + (spec.on_dead and 4 or 0)
 end
 
--- The redact lists of the loaded job types `names` (issue 16), as the JSON
--- the host records in pawl_types: [[type, [field, ...]], ...], a type
--- without a list with []. Names without a loaded type are left out.
+-- The redact lists (issue 16) and branch names (issue 15) of the loaded
+-- job types `names`, as the JSON the host records in pawl_types:
+-- [[type, [field, ...], [branch, ...]], ...], [] for none, branch names
+-- sorted. Names without a loaded type are left out.
 function W.types_json(names)
   local out = {}
   for _, name in ipairs(names) do
     local spec = types[name]
     if spec then
-      local list = {}
+      local list, branches = {}, {}
       for i, key in ipairs(spec.redact or {}) do list[i] = key end
-      out[#out + 1] = pjson.array({ name, pjson.array(list) })
+      for b in pairs(spec.branches or {}) do branches[#branches + 1] = b end
+      table.sort(branches)
+      out[#out + 1] = pjson.array({ name, pjson.array(list), pjson.array(branches) })
     end
   end
   return pjson.encode(pjson.array(out))

@@ -8,8 +8,13 @@
 -- these fields as well as the built-in secret words. Written by the host
 -- when it loads or reloads its scripts, only where the list changed. A type
 -- whose script is gone keeps its row: its jobs stay hidden as they were.
+-- `branches`: the names of the script's `branches` (issue 15), sorted, []
+-- for none; an enqueue with `when = "branch:NAME"` after a job of this
+-- type is refused when NAME is not among them (NULL: not known, not
+-- checked).
 CREATE TABLE pawl_types (
   type        text PRIMARY KEY,
   redact      jsonb NOT NULL CHECK (jsonb_typeof(redact) = 'array'),
+  branches    jsonb CHECK (branches IS NULL OR jsonb_typeof(branches) = 'array'),
   updated_at  timestamptz NOT NULL
 );

@@ -2,3 +2,5 @@
 TEST_ENTRY(store_sqlite_types)
 TEST_ENTRY(store_pg_types)
 TEST_ENTRY(redact_names_parse)
+TEST_ENTRY(store_sqlite_branch_names)
+TEST_ENTRY(store_pg_branch_names)

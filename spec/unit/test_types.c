@@ -110,3 +110,76 @@ void test_redact_names_parse(void) {
     CHECK(names == NULL);
   }
 }
+
+/* Branch names (issue 15) recorded with the types: an enqueue after a
+ * parent whose type's names are known is refused for a name its script
+ * does not declare, with nothing enqueued; unknown types are not
+ * checked. */
+static pawl_id_t ty_enq(pawl_t *p, const char *type, const pawl_id_t *after,
+                        size_t nafter, const char *when, int want) {
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.after = after;
+  o.nafter = nafter;
+  o.when = when;
+  pawl_id_t id;
+  memset(&id, 0, sizeof id);
+  CHECK_INT(pawl_enqueue(p, type, "{}", &o, &id, NULL), ==, want);
+  return id;
+}
+
+static int ty_counted(const pawl_job_t *job, void *data) {
+  (void)job;
+  ++*(int *)data;
+  return 0;
+}
+
+static int ty_count(pawl_t *p) {
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  int n = 0;
+  CHECK_OK(pawl_list(p, &f, ty_counted, &n));
+  return n;
+}
+
+static void contract_branch_names(const char *url) {
+  char copy[4200];
+  snprintf(copy, sizeof copy, "%s", url);
+  pawl_t *p = ty_open(copy);
+  CHECK_OK(pawl__types_sync(p, "[[\"order\",[],[\"big\",\"vip\"]],"
+                               "[\"plain\",[],[]],[\"old\",[]]]"));
+  pawl_id_t order = ty_enq(p, "order", NULL, 0, NULL, 0);
+  pawl_id_t plain = ty_enq(p, "plain", NULL, 0, NULL, 0);
+  pawl_id_t other = ty_enq(p, "other", NULL, 0, NULL, 0);
+  pawl_id_t old = ty_enq(p, "old", NULL, 0, NULL, 0);
+  int before = ty_count(p);
+  ty_enq(p, "child", &order, 1, "branch:nope", PAWL_EINVAL);
+  CHECK(strstr(pawl_errmsg(p), "unknown branch \"nope\"") != NULL);
+  CHECK(strstr(pawl_errmsg(p), "declares the branches: big, vip") != NULL);
+  ty_enq(p, "child", &plain, 1, "branch:big", PAWL_EINVAL);
+  CHECK(strstr(pawl_errmsg(p), "declares the branches: none") != NULL);
+  pawl_id_t two[2] = {other, order};
+  ty_enq(p, "child", two, 2, "branch:nope", PAWL_EINVAL);
+  CHECK_INT(ty_count(p), ==, before);
+  /* Declared names, and types whose names are not known: accepted. */
+  ty_enq(p, "child", &order, 1, "branch:vip", 0);
+  ty_enq(p, "child", two, 2, "branch:big", 0);
+  ty_enq(p, "child", &other, 1, "branch:anything", 0);
+  ty_enq(p, "child", &old, 1, "branch:anything", 0);
+  /* A parent that does not exist is the insert's to refuse. */
+  pawl_id_t ghost;
+  CHECK_OK(pawl_id_parse(&ghost, "01890a5d-ac96-774b-bcce-b302099a8057"));
+  ty_enq(p, "child", &ghost, 1, "branch:big", PAWL_ENOTFOUND);
+  CHECK_INT(ty_count(p), ==, before + 4);
+  pawl_close(p);
+}
+
+void test_store_sqlite_branch_names(void) {
+  char url[4200];
+  snprintf(url, sizeof url, "sqlite:%s/branches.db", unit_tmpdir());
+  contract_branch_names(url);
+}
+
+void test_store_pg_branch_names(void) {
+  contract_branch_names(pgtest_url("branch_names"));
+}

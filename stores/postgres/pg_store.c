@@ -492,13 +492,14 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_LIMIT_REMOVE] = "DELETE FROM pawl_limits WHERE name = $1::text",
     /* $1: [[type, [field, ...]], ...] */
     [PG_TYPES_SYNC] =
-        "INSERT INTO pawl_types AS t (type, redact, updated_at) SELECT "
-        "e->>0, e->1, pawl_now($2::bigint) FROM "
+        "INSERT INTO pawl_types AS t (type, redact, branches, updated_at) "
+        "SELECT e->>0, e->1, e->2, pawl_now($2::bigint) FROM "
         "jsonb_array_elements($1::jsonb) AS e ON CONFLICT (type) DO UPDATE "
-        "SET redact = excluded.redact, updated_at = excluded.updated_at "
-        "WHERE t.redact IS DISTINCT FROM excluded.redact",
-    [PG_TYPE_REDACT] = "SELECT redact::text FROM pawl_types WHERE type = "
-                       "$1::text",
+        "SET redact = excluded.redact, branches = excluded.branches, "
+        "updated_at = excluded.updated_at WHERE (t.redact, t.branches) IS "
+        "DISTINCT FROM (excluded.redact, excluded.branches)",
+    [PG_TYPE_REDACT] = "SELECT redact::text, branches::text FROM pawl_types "
+                       "WHERE type = $1::text",
     [PG_LIMIT_LIST] =
         "SELECT name, coalesce(max_running, 0), coalesce(rate, 0), "
         "coalesce(rate_window_ms, 0), window_start, window_count, "
@@ -1972,15 +1973,23 @@ static int pg_types_sync(store_t *base, const char *types) {
   return pg_run(s, PG_TYPES_SYNC, 2, pp.v, NULL, "record job types");
 }
 
-static int pg_type_redact(store_t *base, const char *type, char **out) {
+static int pg_type_get(store_t *base, const char *type, char **out,
+                       char **branches) {
   pg_store_t *s = (pg_store_t *)base;
   *out = NULL;
+  if (branches) *branches = NULL;
   const char *v[1] = {type};
   PGresult *res;
   int rc = pg_run(s, PG_TYPE_REDACT, 1, v, &res, "read a job type");
   if (rc) return rc;
-  if (PQntuples(res) == 1 && pawl__store_dup(out, pg_val(res, 0, 0)))
+  if (PQntuples(res) == 1 &&
+      (pawl__store_dup(out, pg_val(res, 0, 0)) ||
+       (branches && !PQgetisnull(res, 0, 1) &&
+        pawl__store_dup(branches, pg_val(res, 0, 1))))) {
+    pawl__free(*out);
+    *out = NULL;
     rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
   PQclear(res);
   return rc;
 }
@@ -3395,7 +3404,7 @@ static const struct store_ops pg_ops = {
                   pg_rec_disable_gone},
     .queues = {pg_queue_pause, pg_queue_set_boost, pg_queue_list},
     .limits = {pg_limit_set, pg_limit_remove, pg_limit_list},
-    .types = {pg_types_sync, pg_type_redact},
+    .types = {pg_types_sync, pg_type_get},
     .flow = {pg_sig_deliver, pg_sig_get, pg_sig_expire, pg_replace,
              pg_replace_links},
     .batch = {pg_batch_create, pg_batch_get, pg_batch_of},

@@ -444,15 +444,19 @@ static const char *const sq_sql[SQ_COUNT] = {
         "END, rate_window_ms = excluded.rate_window_ms, "
         "updated_at = excluded.updated_at",
     [SQ_LIMIT_REMOVE] = "DELETE FROM pawl_limits WHERE name = ?1",
-    /* ?1: [[type, [field, ...]], ...]; "WHERE true" keeps the upsert's ON
-     * from being read as a join's. */
+    /* ?1: [[type, [field, ...], [branch, ...]], ...]; "WHERE true" keeps
+     * the upsert's ON from being read as a join's. */
     [SQ_TYPES_SYNC] =
-        "INSERT INTO pawl_types (type, redact, updated_at) SELECT "
-        "json_extract(value, '$[0]'), json(json_extract(value, '$[1]')), ?2 "
+        "INSERT INTO pawl_types (type, redact, branches, updated_at) SELECT "
+        "json_extract(value, '$[0]'), json(json_extract(value, '$[1]')), "
+        "json(json_extract(value, '$[2]')), ?2 "
         "FROM json_each(?1) WHERE true ON CONFLICT (type) DO UPDATE SET "
-        "redact = excluded.redact, updated_at = excluded.updated_at WHERE "
-        "pawl_types.redact IS NOT excluded.redact",
-    [SQ_TYPE_REDACT] = "SELECT redact FROM pawl_types WHERE type = ?1",
+        "redact = excluded.redact, branches = excluded.branches, "
+        "updated_at = excluded.updated_at WHERE "
+        "pawl_types.redact IS NOT excluded.redact OR "
+        "pawl_types.branches IS NOT excluded.branches",
+    [SQ_TYPE_REDACT] = "SELECT redact, branches FROM pawl_types WHERE "
+                       "type = ?1",
     [SQ_LIMIT_LIST] =
         "SELECT name, max_running, rate, rate_window_ms, window_start, "
         "window_count, updated_at, CASE WHEN substr(name, 1, 6) = 'queue:' "
@@ -1508,16 +1512,23 @@ static int sq_types_sync(store_t *base, const char *types) {
   return sq_exec_write(s, st, "record job types");
 }
 
-static int sq_type_redact(store_t *base, const char *type, char **out) {
+static int sq_type_get(store_t *base, const char *type, char **out,
+                       char **branches) {
   sq_store_t *s = (sq_store_t *)base;
   *out = NULL;
+  if (branches) *branches = NULL;
   sqlite3_stmt *st = sq_stmt(s, SQ_TYPE_REDACT);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_text(st, 1, type, -1, SQLITE_STATIC);
   int rc = 0, step = sqlite3_step(st);
   if (step == SQLITE_ROW) {
-    if (pawl__store_dup(out, (const char *)sqlite3_column_text(st, 0)))
+    const char *b = (const char *)sqlite3_column_text(st, 1);
+    if (pawl__store_dup(out, (const char *)sqlite3_column_text(st, 0)) ||
+        (branches && b && pawl__store_dup(branches, b))) {
+      pawl__free(*out);
+      *out = NULL;
       rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    }
   } else if (step != SQLITE_DONE) {
     rc = sq_fail(s, step, "read a job type");
   }
@@ -2998,7 +3009,7 @@ static const struct store_ops sq_ops = {
                   sq_rec_disable_gone},
     .queues = {sq_queue_pause, sq_queue_set_boost, sq_queue_list},
     .limits = {sq_limit_set, sq_limit_remove, sq_limit_list},
-    .types = {sq_types_sync, sq_type_redact},
+    .types = {sq_types_sync, sq_type_get},
     .flow = {sq_sig_deliver, sq_sig_get, sq_sig_expire, sq_replace,
              sq_replace_links},
     .batch = {sq_batch_create, sq_batch_get, sq_batch_of},
