@@ -189,6 +189,7 @@ int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono) {
 
 void pawl__host_free(host_t *h) {
   if (!h) return;
+  pawl__webhook_free(h); /* issue 16: before the log it writes to goes */
   if (h->signal_held) pawl__worker_signal_release(h->interrupt_signal);
   for (int i = 0; i < h->nworkers; i++) {
     if (!h->workers[i]) continue;
@@ -456,6 +457,7 @@ static int host_make_threads(host_t *h, char *err, size_t errlen) {
   int n = h->opts.workers;
   int rc = pawl__poller_new(h, &h->poller_state, err, errlen);
   if (!rc) rc = pawl__loader_new(h, err, errlen);
+  if (!rc) rc = pawl__webhook_new(h, err, errlen); /* issue 16 */
   if (rc) return rc;
   h->workers = pawl__calloc((size_t)n, sizeof *h->workers);
   if (!h->workers) goto oom;

@@ -310,6 +310,10 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
 typedef struct loader {
   host_t *h;
   worker_t probe;
+  /* Dead-letter alerts (issue 16; alerts.c): a state that runs the global
+   * on_dead hook, with a handle of its own. has_alerter: it was made. */
+  worker_t alerter;
+  int has_alerter;
   uint64_t sig;              /* signature of the directory last loaded */
 } loader_t;
 
@@ -317,6 +321,7 @@ void *pawl__loader_main(void *arg) {
   loader_t *ld = arg;
   host_t *h = ld->h;
   ld->probe.thread = pthread_self(); /* before any call the watchdog sees */
+  ld->alerter.thread = pthread_self();
   pawl__worker_bind(&ld->probe);
   int first = 1;
   pthread_mutex_lock(&h->mu);
@@ -341,6 +346,16 @@ void *pawl__loader_main(void *arg) {
       pthread_cond_broadcast(&h->stop_cv);
     }
     if (h->stopping) break;
+    if (ld->has_alerter && h->scripts_gen) {
+      /* The global on_dead hooks (issue 16), between two looks. The
+       * interrupt signal is the alerter's while its hooks run. */
+      pthread_mutex_unlock(&h->mu);
+      worker_t *prev = pawl__worker_bind(&ld->alerter);
+      pawl__alerts_chore(h, &ld->alerter);
+      pawl__worker_unbind(prev);
+      pthread_mutex_lock(&h->mu);
+      if (h->stopping) break;
+    }
     if (h->reload_asked != h->reload_done) continue;
     struct timespec ts = pawl__mono_deadline(h->opts.reload_ms);
     pthread_cond_timedwait(&h->load_cv, &h->mu, &ts);
@@ -371,11 +386,35 @@ int pawl__loader_new(host_t *h, char *err, size_t errlen) {
   }
   h->loader_state = ld;
   h->probe = &ld->probe;
+  /* The alerter (issue 16): a handle of its own (the hooks may enqueue,
+   * and their rows are taken through it), then its state. */
+  ld->alerter.h = h;
+  ld->alerter.index = -1;
+  ld->alerter.signal = h->interrupt_signal;
+  pthread_mutex_init(&ld->alerter.dl, NULL);
+  rc = pawl__open_sibling(h->p, NULL, &ld->alerter.p, err, errlen);
+  if (!rc) rc = pawl__worker_open(&ld->alerter, err, errlen);
+  if (rc) {
+    pawl_close(ld->alerter.p);
+    ld->alerter.p = NULL;
+    pthread_mutex_destroy(&ld->alerter.dl);
+    pawl__loader_free(h, ld);
+    return rc;
+  }
+  ld->has_alerter = 1;
+  h->alerter = &ld->alerter;
   return 0;
 }
 
 void pawl__loader_free(host_t *h, struct loader *ld) {
   if (!ld) return;
+  if (ld->has_alerter) {
+    pawl__worker_close(&ld->alerter);
+    pawl_close(ld->alerter.p);
+    pthread_mutex_destroy(&ld->alerter.dl);
+    ld->has_alerter = 0;
+    if (h->alerter == &ld->alerter) h->alerter = NULL;
+  }
   pawl__worker_close(&ld->probe);
   pthread_mutex_destroy(&ld->probe.dl);
   pawl__free(ld);

@@ -19,6 +19,7 @@ void *pawl__watchdog_main(void *arg) {
     int64_t now = pawl__mono_ms();
     for (int i = 0; i < h->nworkers; i++) pawl__worker_watch(h->workers[i], now);
     if (h->probe) pawl__worker_watch(h->probe, now);
+    if (h->alerter) pawl__worker_watch(h->alerter, now);
     pthread_mutex_lock(&h->mu);
     struct timespec ts = pawl__mono_deadline(HOST_WATCHDOG_MS);
     pthread_cond_timedwait(&h->stop_cv, &h->mu, &ts);

@@ -1,0 +1,58 @@
+-- pawl schema, SQLite, version 13: dead-letter alerts (issue 16).
+-- Shipped migrations are never edited: add V014__*.sql instead.
+--
+-- The alert outbox: one row for every job that lands in the dead-letter
+-- set (state 3), written by the trigger below in the same transaction as
+-- the move to failed, whichever path made it (the completer, a fatal
+-- error, "no attempts left", lease recovery of a poisoned job, a signal
+-- that timed out, an operator). A running host's alerter takes rows under
+-- a lease (taken_by, taken_until: a node that dies holding one loses it
+-- when the lease runs out), runs the global on_dead hook, and deletes the
+-- row. kind 0: a dead job; kind 1: a dedup window that ended with
+-- suppressed alerts (count, suppressed, first_at, last_at filled in).
+-- verdict: the dedup decision once made (1 run the hook, 2 suppressed),
+-- so that a row taken again after its node died is not counted twice.
+CREATE TABLE pawl_alerts (
+  seq         INTEGER PRIMARY KEY,
+  kind        INTEGER NOT NULL DEFAULT 0,
+  job_id      BLOB NOT NULL,
+  type        TEXT NOT NULL,
+  queue       TEXT NOT NULL,
+  attempt     INTEGER NOT NULL,
+  error       TEXT,
+  created_at  INTEGER NOT NULL,
+  taken_by    TEXT,
+  taken_until INTEGER,
+  verdict     INTEGER,
+  count       INTEGER NOT NULL DEFAULT 1,
+  suppressed  INTEGER NOT NULL DEFAULT 0,
+  first_at    INTEGER,
+  last_at     INTEGER
+);
+
+CREATE TRIGGER pawl_alerts_dead AFTER UPDATE OF state ON pawl_jobs
+  WHEN NEW.state = 3 AND OLD.state <> 3
+BEGIN
+  INSERT INTO pawl_alerts (job_id, type, queue, attempt, error, created_at)
+  VALUES (NEW.id, NEW.type, NEW.queue, NEW.attempt, NEW.last_error,
+          NEW.updated_at);
+END;
+
+-- Dedup windows, shared by every node of the database: one row per job
+-- type and error fingerprint (a hash of the normalized error text) while
+-- its window is open. ends_at: first_at + the window; job_id, queue,
+-- attempt, error: the last suppressed job's, for the summary alert.
+CREATE TABLE pawl_alert_windows (
+  type        TEXT NOT NULL,
+  fp          INTEGER NOT NULL,
+  first_at    INTEGER NOT NULL,
+  last_at     INTEGER NOT NULL,
+  ends_at     INTEGER NOT NULL,
+  count       INTEGER NOT NULL,
+  suppressed  INTEGER NOT NULL,
+  job_id      BLOB NOT NULL,
+  queue       TEXT NOT NULL,
+  attempt     INTEGER NOT NULL,
+  error       TEXT,
+  PRIMARY KEY (type, fp)
+) WITHOUT ROWID;
