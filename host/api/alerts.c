@@ -56,15 +56,23 @@ void pawl__alerts_free(pawl__alert_t *a, size_t n) {
   pawl__free(a);
 }
 
-int pawl__alerts_take(pawl_t *p, size_t max, pawl__alert_t **out, size_t *n) {
+int pawl__alerts_take(pawl_t *p, size_t max, int64_t lease_ms,
+                      pawl__alert_t **out, size_t *n) {
   p->errmsg[0] = 0;
   *out = NULL;
   *n = 0;
+  if (lease_ms < 1 || lease_ms > PAWL_DELAY_MAX_MS)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "alert lease must be 1..%lld ms (got %lld)",
+                      (long long)PAWL_DELAY_MAX_MS, (long long)lease_ms);
+  if (max < 1 || max > 1000)
+    return pawl__fail(p, PAWL_EINVAL, "alerts taken at once must be 1..1000 "
+                                      "(got %zu)", max);
   char owner[256];
   alert_owner(p, owner);
   store_alert_t *rows = NULL;
   size_t nrows = 0;
-  int rc = p->store->ops->alerts.take(p->store, owner, p->lease_ms, max,
+  int rc = p->store->ops->alerts.take(p->store, owner, lease_ms, max,
                                       &rows, &nrows);
   if (rc) return pawl__from_store(p, rc);
   pawl__alert_t *v = nrows ? pawl__calloc(nrows, sizeof *v) : NULL;

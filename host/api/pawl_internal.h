@@ -143,7 +143,7 @@ int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
  * every job that moved to failed (written by the database in that
  * transaction) and for every dedup window that ended with alerts
  * suppressed (kind 1). pawl__alerts_take: leases at most `max` free rows
- * to this node for a lease (pawl__lease_ms), oldest first, after ending
+ * to this node for lease_ms (1..PAWL_DELAY_MAX_MS), oldest first, after ending
  * the windows whose time is up; *out: pawl__alerts_free().
  * pawl__alert_note: the dedup decision for a kind 0 row (a->verdict 1:
  * run the hook, count 1; 2: suppressed, counted in its window of
@@ -161,7 +161,8 @@ typedef struct pawl__alert {
   int verdict;               /* 0 not decided, 1 run, 2 suppressed */
   int64_t count, suppressed, first_at, last_at;
 } pawl__alert_t;
-int pawl__alerts_take(pawl_t *p, size_t max, pawl__alert_t **out, size_t *n);
+int pawl__alerts_take(pawl_t *p, size_t max, int64_t lease_ms,
+                      pawl__alert_t **out, size_t *n);
 int pawl__alert_note(pawl_t *p, int64_t window_ms, pawl__alert_t *a);
 int pawl__alert_done(pawl_t *p, int64_t seq);
 void pawl__alerts_free(pawl__alert_t *a, size_t n);

@@ -188,11 +188,12 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
  * hook's failure is logged, never raised. With stored = 0 (the store
  * refused it), runs none. Releases hook_ref either way. */
 /* Dead-letter alerts (issue 16): the global on_dead hook of _defaults.lua.
- * pawl__lua_alert_settings: whether the loaded _defaults.lua has one, and
- * its dedup window in ms (*window_ms; 0: none). pawl__lua_alert: runs it
- * for `a` (borrowed) under the default timeout; a hook that fails or
- * times out is logged (the alert counts as delivered: hooks are not
- * retried). */
+ * pawl__lua_alert_settings: whether the loaded _defaults.lua has one, its
+ * dedup window in ms (*window_ms; 0: none) and how long it may run
+ * (*timeout_s: _defaults.lua's timeout, else the host's; 0: no bound).
+ * pawl__lua_alert: runs it for `a` (borrowed) under that timeout; a hook
+ * that fails or times out is logged (the alert counts as delivered:
+ * hooks are not retried). */
 typedef struct pawl__lua_alert {
   const char *id;            /* the job's id, text */
   const char *type, *queue, *error, *node;
@@ -200,8 +201,10 @@ typedef struct pawl__lua_alert {
   int64_t count, suppressed;
   int64_t first_at, last_at; /* store clock ms; 0: unknown */
 } pawl__lua_alert_t;
-int pawl__lua_alert_settings(pawl__lua_t *w, int64_t *window_ms);
-void pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a);
+int pawl__lua_alert_settings(pawl__lua_t *w, int64_t *window_ms,
+                             double *timeout_s);
+void pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
+                     double timeout_s);
 
 void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
                      int hook_ref, int stored);

@@ -455,18 +455,22 @@ void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
 
 /* ---- dead-letter alerts (issue 16) -------------------------------------- */
 
-int pawl__lua_alert_settings(pawl__lua_t *w, int64_t *window_ms) {
+int pawl__lua_alert_settings(pawl__lua_t *w, int64_t *window_ms,
+                             double *timeout_s) {
   lua_State *L = pawl__lua_enter(w);
   int top = lua_gettop(L);
   int has = 0;
   *window_ms = 0;
+  *timeout_s = w->cfg.opts ? (double)w->cfg.opts->default_timeout_s : 0;
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
   lua_getfield(L, -1, "alert_settings");
   lua_remove(L, -2);
-  if (pawl__lua_call(w, 0, 2, PAWL__LUA_STEP_TIMEOUT_S, NULL) == 0) {
-    has = lua_toboolean(L, -2);
-    double s = lua_tonumber(L, -1); /* checked by the load: 0..86400 */
+  if (pawl__lua_call(w, 0, 3, PAWL__LUA_STEP_TIMEOUT_S, NULL) == 0) {
+    has = lua_toboolean(L, -3);
+    double s = lua_tonumber(L, -2); /* checked by the load: 0..86400 */
     if (s > 0 && s <= 86400) *window_ms = (int64_t)(s * 1000);
+    double t = lua_tonumber(L, -1); /* checked by the load */
+    if (t > 0) *timeout_s = t;
   }
   lua_settop(L, top);
   return has;
@@ -479,10 +483,10 @@ static void run_alert_time(lua_State *L, const char *k, int64_t ms) {
   lua_setfield(L, -2, k);
 }
 
-void pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a) {
+void pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
+                     double timeout) {
   lua_State *L = pawl__lua_enter(w);
   int top = lua_gettop(L);
-  double timeout = w->cfg.opts ? (double)w->cfg.opts->default_timeout_s : 0;
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
   lua_getfield(L, -1, "alert");
   lua_remove(L, -2);

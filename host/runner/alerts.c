@@ -23,10 +23,14 @@
 #include "pawl_internal.h"
 #include "worker.h"
 
-/* Rows taken at a time, and rounds per chore (the loader's other work
- * waits no longer than that many rounds' hooks). */
-#define ALERTS_BATCH 64
-#define ALERTS_ROUNDS 8
+/* One row is taken at a time, leased for a node's lease plus the hook's
+ * timeout: the lease covers the one hook this node runs under it (a
+ * batch would need a lease covering all of its hooks, keeping a dead
+ * node's rows from the others for that long). Alerts are rare; a burst of
+ * dead jobs costs three short transactions per alert. ALERTS_ROUNDS: rows
+ * per chore (the loader then looks at the scripts again). */
+#define ALERTS_BATCH 1
+#define ALERTS_ROUNDS 256
 
 static void alerts_log_error(host_t *h, pawl_t *p, const char *what) {
   log_line_t line;
@@ -37,7 +41,7 @@ static void alerts_log_error(host_t *h, pawl_t *p, const char *what) {
 
 /* The hook for one row (a copy of what it needs: the Lua side may keep
  * nothing of it). */
-static void alerts_run(worker_t *w, pawl__alert_t *a, int64_t window_ms) {
+static void alerts_run(worker_t *w, pawl__alert_t *a, double timeout_s) {
   char id[PAWL_ID_STRLEN];
   pawl_id_format(&a->job_id, id);
   pawl__lua_alert_t la = {
@@ -48,8 +52,7 @@ static void alerts_run(worker_t *w, pawl__alert_t *a, int64_t window_ms) {
       .first_at = a->first_at ? a->first_at : a->created_at,
       .last_at = a->last_at ? a->last_at : a->created_at,
   };
-  (void)window_ms;
-  pawl__lua_alert(w->lua, &la);
+  pawl__lua_alert(w->lua, &la, timeout_s);
 }
 
 int pawl__alerts_chore(host_t *h, worker_t *w) {
@@ -57,12 +60,18 @@ int pawl__alerts_chore(host_t *h, worker_t *w) {
   if (!p) return 0;
   pawl__worker_reload(w, 0);
   int64_t window_ms = 0;
-  int hook = pawl__lua_alert_settings(w->lua, &window_ms);
+  double timeout_s = 0;
+  int hook = pawl__lua_alert_settings(w->lua, &window_ms, &timeout_s);
+  int64_t lease_ms = pawl__lease_ms(p);
+  if (hook && timeout_s > 0 && timeout_s < 86400)
+    lease_ms += (int64_t)(timeout_s * 1000);
+  else if (hook)
+    lease_ms += 86400000; /* no bound on the hook: a day */
   int ran = 0;
   for (int round = 0; round < ALERTS_ROUNDS; round++) {
     pawl__alert_t *v = NULL;
     size_t n = 0;
-    if (pawl__alerts_take(p, ALERTS_BATCH, &v, &n) != 0) {
+    if (pawl__alerts_take(p, ALERTS_BATCH, lease_ms, &v, &n) != 0) {
       alerts_log_error(h, p, "alerts: cannot take the outbox's rows");
       break;
     }
@@ -79,7 +88,7 @@ int pawl__alerts_chore(host_t *h, worker_t *w) {
         run = a->verdict == 1;
       }
       if (run) {
-        alerts_run(w, a, window_ms);
+        alerts_run(w, a, timeout_s);
         ran++;
       }
       if (pawl__alert_done(p, a->seq) != 0)

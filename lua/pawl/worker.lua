@@ -1582,10 +1582,12 @@ function W.alert(job, err, info)
   return clean(spec_of(job.type), message_of(e), job)
 end
 
--- Whether _defaults.lua has an on_dead hook, and its dedup window in
--- seconds (default 600; 0: no dedup).
+-- Whether _defaults.lua has an on_dead hook, its dedup window in seconds
+-- (default 600; 0: no dedup), and how long the hook may run (its timeout,
+-- else the host's).
 function W.alert_settings()
-  return defaults.on_dead ~= nil, defaults.alert_window or 600
+  return defaults.on_dead ~= nil, defaults.alert_window or 600,
+         defaults.timeout
 end
 
 -- How long the hooks of a type may run: its script's timeout, else the

@@ -319,7 +319,7 @@ void test_host_alerts_node_dies(void) {
               "WHERE type = 'nobody_runs_this'");
   pawl__alert_t *rows = NULL;
   size_t n = 0;
-  CHECK_OK(pawl__alerts_take(dead, 10, &rows, &n));
+  CHECK_OK(pawl__alerts_take(dead, 10, 5000, &rows, &n));
   CHECK_INT(n, ==, 1);
   pawl__alerts_free(rows, n);
   /* node-dead never comes back. node-b runs the next job's alert, not
@@ -651,4 +651,100 @@ void test_alerts_fingerprint(void) {
   /* Hex letters without a digit are a word ("dead", "beef"). */
   CHECK_INT(pawl__alert_fingerprint("t", "dead"), !=,
             pawl__alert_fingerprint("t", "beef"));
+}
+
+/* ---- the store's part, on both backends -------------------------------- */
+
+/* Moves the jobs of `type` to failed with `error`, as SQL by hand would. */
+static void al_fail_by_sql(const char *url, const char *type,
+                           const char *error) {
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "UPDATE pawl_jobs SET state = 3, last_error = '%s' WHERE type = "
+           "'%s'",
+           error, type);
+  if (strncmp(url, "sqlite:", 7) == 0) {
+    al_sql(url, sql);
+    return;
+  }
+  PGconn *c = pgtest_connect(url);
+  pgtest_exec(c, sql);
+  PQfinish(c);
+}
+
+/* A row's dedup decision is made once: asked again (by the node that
+ * holds it, or by the node that took it over after the first died), it is
+ * the same, and the window is counted once per row. */
+static void al_store(const char *url) {
+  pawl_t *a = al_open(url, "node-a", 0);
+  pawl_t *b = al_open(url, "node-b", 0);
+  al_enqueue(a, "nobody_x1", "{}", 1);
+  al_fail_by_sql(url, "nobody_x1", "x failed: 1");
+  al_enqueue(a, "nobody_x1", "{}", 1);
+  /* Only the pending one moves now: the first is failed already. */
+  al_fail_by_sql(url, "nobody_x1", "x failed: 2");
+  pawl__alert_t *v = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl__alerts_take(a, 10, 1000, &v, &n));
+  CHECK_INT(n, ==, 2);
+  CHECK(v[0].seq < v[1].seq);
+  CHECK_STR(v[0].error, "x failed: 1");
+  CHECK_STR(v[0].queue, "parked");
+  CHECK_INT(v[0].kind, ==, 0);
+  CHECK_OK(pawl__alert_note(a, 600000, &v[0]));
+  CHECK_INT(v[0].verdict, ==, 1);
+  CHECK_INT(v[0].count, ==, 1);
+  CHECK_OK(pawl__alert_note(a, 600000, &v[0])); /* asked again */
+  CHECK_INT(v[0].verdict, ==, 1);
+  CHECK_OK(pawl__alert_note(a, 600000, &v[1]));
+  CHECK_INT(v[1].verdict, ==, 2);
+  CHECK_INT(v[1].count, ==, 2);
+  /* Held by a: b takes nothing. */
+  pawl__alert_t *w = NULL;
+  size_t m = 0;
+  CHECK_OK(pawl__alerts_take(b, 10, 1000, &w, &m));
+  CHECK_INT(m, ==, 0);
+  pawl__alerts_free(w, m);
+  /* a dies; after its lease b takes both, with their decisions. */
+  atomic_fetch_add(&al_now, 2000);
+  CHECK_OK(pawl__alerts_take(b, 10, 60000, &w, &m));
+  CHECK_INT(m, ==, 2);
+  CHECK_INT(w[1].verdict, ==, 2);
+  CHECK_OK(pawl__alert_note(b, 600000, &w[1]));
+  CHECK_INT(w[1].verdict, ==, 2);
+  CHECK_INT(w[1].count, ==, 2); /* not counted again */
+  /* a is no longer the holder: its note is refused, its done does
+   * nothing. */
+  CHECK_INT(pawl__alert_note(a, 600000, &v[1]), ==, PAWL_ELEASE);
+  CHECK_OK(pawl__alert_done(a, v[0].seq));
+  CHECK_INT(al_outbox(url), ==, 2);
+  CHECK_OK(pawl__alert_done(b, w[0].seq));
+  CHECK_OK(pawl__alert_done(b, w[1].seq));
+  CHECK_INT(al_outbox(url), ==, 0);
+  pawl__alerts_free(v, n);
+  pawl__alerts_free(w, m);
+  /* The window ends: one summary row (2 alerts, 1 suppressed). */
+  atomic_fetch_add(&al_now, 600 * 1000);
+  CHECK_OK(pawl__alerts_take(b, 10, 60000, &w, &m));
+  CHECK_INT(m, ==, 1);
+  CHECK_INT(w[0].kind, ==, 1);
+  CHECK_INT(w[0].count, ==, 2);
+  CHECK_INT(w[0].suppressed, ==, 1);
+  CHECK_INT(w[0].last_at - w[0].first_at, ==, 0);
+  CHECK_STR(w[0].type, "nobody_x1");
+  CHECK_OK(pawl__alert_done(b, w[0].seq));
+  pawl__alerts_free(w, m);
+  CHECK_INT(al_outbox(url), ==, 0);
+  /* Refusals: numbers out of their bounds. */
+  CHECK_INT(pawl__alerts_take(b, 10, 0, &w, &m), ==, PAWL_EINVAL);
+  CHECK_INT(pawl__alerts_take(b, 0, 1000, &w, &m), ==, PAWL_EINVAL);
+  pawl_close(b);
+  pawl_close(a);
+}
+
+void test_alerts_store_sqlite(void) { al_store("sqlite:alerts.db"); }
+void test_pg_alerts_store(void) {
+  char url[4200];
+  snprintf(url, sizeof url, "%s", pgtest_url("alstore"));
+  al_store(url);
 }
