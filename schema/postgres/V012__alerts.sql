@@ -2,8 +2,13 @@
 -- Shipped migrations are never edited: add V013__*.sql instead.
 --
 -- The alert outbox and the dedup windows: see schema/sqlite/V013__alerts.sql
--- for what each column means. Nodes take outbox rows with FOR UPDATE SKIP
--- LOCKED under a lease, so one node runs the hooks of a row at a time.
+-- for what each column means. Here the outbox row is written by a trigger,
+-- in the transaction that moves a job to failed, whatever statement moves
+-- it (PostgreSQL evaluates the WHEN before queuing anything: rows that do
+-- not move to failed cost one comparison). A job that was failed, paused,
+-- and is resumed is not a new dead job. Nodes take outbox rows with FOR
+-- UPDATE SKIP LOCKED under a lease, so one node runs the hooks of a row at
+-- a time.
 CREATE TABLE pawl_alerts (
   seq         bigserial PRIMARY KEY,
   kind        smallint NOT NULL DEFAULT 0,
@@ -32,7 +37,7 @@ END;
 $$;
 
 CREATE TRIGGER pawl_alerts_dead AFTER UPDATE OF state ON pawl_jobs
-  FOR EACH ROW WHEN (NEW.state = 3 AND OLD.state <> 3)
+  FOR EACH ROW WHEN (NEW.state = 3 AND OLD.state <> 3 AND OLD.state <> 5)
   EXECUTE FUNCTION pawl_alerts_dead();
 
 CREATE TABLE pawl_alert_windows (

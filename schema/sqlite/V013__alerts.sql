@@ -2,10 +2,14 @@
 -- Shipped migrations are never edited: add V014__*.sql instead.
 --
 -- The alert outbox: one row for every job that lands in the dead-letter
--- set (state 3), written by the trigger below in the same transaction as
--- the move to failed, whichever path made it (the completer, a fatal
--- error, "no attempts left", lease recovery of a poisoned job, a signal
--- that timed out, an operator). A running host's alerter takes rows under
+-- set (state 3), written by the store in the same transaction as the move
+-- to failed, on each path that makes it (stores/sqlite/sqlite_store.c:
+-- sq_fail_job, the finish and lease recovery of a poisoned job; and the
+-- transitions into failed, a signal's wait that timed out). Not a trigger,
+-- as on PostgreSQL: SQLite runs a trigger's program for every row whose
+-- state an UPDATE sets (each claim, each success) before its WHEN can say
+-- no, which cost about 11% of the CPU of claim + complete (bench:
+-- pawl_store_bench, claim+complete b=10). A running host's alerter takes rows under
 -- a lease (taken_by, taken_until: a node that dies holding one loses it
 -- when the lease runs out), runs the global on_dead hook, and deletes the
 -- row. kind 0: a dead job; kind 1: a dedup window that ended with
@@ -30,13 +34,6 @@ CREATE TABLE pawl_alerts (
   last_at     INTEGER
 );
 
-CREATE TRIGGER pawl_alerts_dead AFTER UPDATE OF state ON pawl_jobs
-  WHEN NEW.state = 3 AND OLD.state <> 3
-BEGIN
-  INSERT INTO pawl_alerts (job_id, type, queue, attempt, error, created_at)
-  VALUES (NEW.id, NEW.type, NEW.queue, NEW.attempt, NEW.last_error,
-          NEW.updated_at);
-END;
 
 -- Dedup windows, shared by every node of the database: one row per job
 -- type and error fingerprint (a hash of the normalized error text) while

@@ -1,7 +1,8 @@
 /* test_alerts.c: dead-letter alerts (issue 16): the global on_dead hook
  * of _defaults.lua runs once per job that lands in the dead-letter set
- * (every path: retries used up, pawl.fatal, a signal that timed out, an
- * operator's SQL), once across two PostgreSQL nodes, and again after a
+ * (every path: retries used up, pawl.fatal, a signal that timed out, a
+ * program's own pawl_finish), never again for a dead job paused and
+ * resumed, once across two PostgreSQL nodes, and again after a
  * node died holding its row; repeated errors are deduplicated in a window
  * (injected clock); pawl.alert.webhook posts to a local server
  * (libmicrohttpd), retries after a 500, keeps the URL's credentials out of
@@ -218,15 +219,30 @@ static void al_outbox_wait_empty(const char *url) {
   CHECK_INT(al_outbox(url), ==, 0);
 }
 
-/* Runs `sql` on the SQLite file of `url` (an operator's hand). */
-static void al_sql(const char *url, const char *sql) {
-  sqlite3 *db = NULL;
-  CHECK_INT(sqlite3_open(url + 7, &db), ==, SQLITE_OK);
-  sqlite3_busy_timeout(db, 10000);
-  char *msg = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-    unit_fail(__FILE__, __LINE__, "%s: %s", sql, msg ? msg : "?");
-  sqlite3_close(db);
+/* Fails every job waiting in queue "parked" with `error`, as a program
+ * that runs jobs itself does (pawl_claim, pawl_finish). */
+static void al_fail_parked(pawl_t *p, const char *error) {
+  static const char *const parked[] = {"parked"};
+  pawl_claim_opts_t co;
+  memset(&co, 0, sizeof co);
+  co.queues = parked;
+  co.nqueues = 1;
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, &co, 10, &jobs, &n));
+  CHECK_INT(n, >=, 1);
+  for (size_t i = 0; i < n; i++) {
+    pawl_outcome_t o;
+    memset(&o, 0, sizeof o);
+    o.id = jobs[i]->id;
+    o.attempt = jobs[i]->attempt;
+    o.kind = PAWL_OUT_FAILED;
+    o.error = error;
+    int rcs[1];
+    CHECK_OK(pawl_finish(p, &o, 1, rcs));
+    CHECK_OK(rcs[0]);
+  }
+  pawl_jobs_free(jobs, n);
 }
 
 static int al_seen_has(const al_seen_t *s, const char *needle) {
@@ -253,8 +269,7 @@ static const char *AL_BOOM =
 static const char *AL_FATAL =
     "return { run = function() pawl.fatal('not a chance') end }\n";
 
-void test_host_alerts_every_path_once(void) {
-  const char *url = "sqlite:alerts.db";
+static void al_every_path(const char *url) {
   al_defaults(0, NULL);
   al_script("boom", AL_BOOM);
   al_script("fatal", AL_FATAL);
@@ -278,13 +293,15 @@ void test_host_alerts_every_path_once(void) {
   al_state_wait(p, &fine, PAWL_SUCCEEDED);
   atomic_fetch_add(&al_now, 5000); /* the signal's wait times out */
   al_state_wait(p, &waits, PAWL_FAILED);
-  /* An operator's own SQL moves a job to failed: the database still
-   * writes the alert. */
+  /* A program that runs jobs itself fails one (pawl_finish). */
   pawl_id_t by_hand = al_enqueue(p, "nobody_runs_this", "{}", 1);
-  {
-    al_sql(url, "UPDATE pawl_jobs SET state = 3, last_error = 'by hand' "
-                "WHERE type = 'nobody_runs_this'");
-  }
+  al_fail_parked(p, "by hand");
+  /* An operator pauses a dead job and resumes it (back to failed): not a
+   * new dead job. */
+  al_state_wait(p, &fatal, PAWL_FAILED);
+  CHECK_OK(pawl_pause(p, &fatal, "look", NULL));
+  CHECK_OK(pawl_resume(p, &fatal, "looked", NULL));
+  CHECK_INT(al_state(p, &fatal), ==, PAWL_FAILED);
   al_seen_t s;
   al_seen_wait(p, 4, &s);
   al_outbox_wait_empty(url);
@@ -307,6 +324,15 @@ void test_host_alerts_every_path_once(void) {
   pawl_close(p);
 }
 
+void test_host_alerts_every_path_once(void) {
+  al_every_path("sqlite:alerts.db");
+}
+void test_pg_alerts_every_path_once_threads(void) {
+  char url[4200];
+  snprintf(url, sizeof url, "%s", pgtest_url("alpaths"));
+  al_every_path(url);
+}
+
 /* A node that took an alert and died before its hooks ran: once its
  * lease has run out, another node takes the row and runs the hook (once). */
 void test_host_alerts_node_dies(void) {
@@ -315,8 +341,7 @@ void test_host_alerts_node_dies(void) {
   pawl_t *dead = al_open(url, "node-dead", 5000);
   pawl_t *p = al_open(url, "node-b", 0);
   pawl_id_t first = al_enqueue(p, "nobody_runs_this", "{}", 1);
-  al_sql(url, "UPDATE pawl_jobs SET state = 3, last_error = 'gone' "
-              "WHERE type = 'nobody_runs_this'");
+  al_fail_parked(p, "gone");
   pawl__alert_t *rows = NULL;
   size_t n = 0;
   CHECK_OK(pawl__alerts_take(dead, 10, 5000, &rows, &n));
@@ -326,8 +351,7 @@ void test_host_alerts_node_dies(void) {
    * the one node-dead holds. */
   al_start(p, 1);
   pawl_id_t second = al_enqueue(p, "nobody_runs_that", "{}", 1);
-  al_sql(url, "UPDATE pawl_jobs SET state = 3, last_error = 'gone too' "
-              "WHERE type = 'nobody_runs_that'");
+  al_fail_parked(p, "gone too");
   al_seen_t s;
   al_seen_wait(p, 1, &s);
   char needle[128];
@@ -655,23 +679,6 @@ void test_alerts_fingerprint(void) {
 
 /* ---- the store's part, on both backends -------------------------------- */
 
-/* Moves the jobs of `type` to failed with `error`, as SQL by hand would. */
-static void al_fail_by_sql(const char *url, const char *type,
-                           const char *error) {
-  char sql[512];
-  snprintf(sql, sizeof sql,
-           "UPDATE pawl_jobs SET state = 3, last_error = '%s' WHERE type = "
-           "'%s'",
-           error, type);
-  if (strncmp(url, "sqlite:", 7) == 0) {
-    al_sql(url, sql);
-    return;
-  }
-  PGconn *c = pgtest_connect(url);
-  pgtest_exec(c, sql);
-  PQfinish(c);
-}
-
 /* A row's dedup decision is made once: asked again (by the node that
  * holds it, or by the node that took it over after the first died), it is
  * the same, and the window is counted once per row. */
@@ -679,10 +686,9 @@ static void al_store(const char *url) {
   pawl_t *a = al_open(url, "node-a", 0);
   pawl_t *b = al_open(url, "node-b", 0);
   al_enqueue(a, "nobody_x1", "{}", 1);
-  al_fail_by_sql(url, "nobody_x1", "x failed: 1");
+  al_fail_parked(a, "x failed: 1");
   al_enqueue(a, "nobody_x1", "{}", 1);
-  /* Only the pending one moves now: the first is failed already. */
-  al_fail_by_sql(url, "nobody_x1", "x failed: 2");
+  al_fail_parked(a, "x failed: 2");
   pawl__alert_t *v = NULL;
   size_t n = 0;
   CHECK_OK(pawl__alerts_take(a, 10, 1000, &v, &n));

@@ -616,8 +616,8 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
 
 /* Dead-letter alerts (issue 16), on both backends. */
 #define Q_UNDO_ALERTS_SQLITE(file)                                           \
-  "DROP TRIGGER pawl_alerts_dead; DROP TABLE pawl_alert_windows; DROP "      \
-  "TABLE pawl_alerts; DELETE FROM pawl_schema WHERE name = '" file "'; "
+  "DROP TABLE pawl_alert_windows; DROP TABLE pawl_alerts; DELETE FROM "      \
+  "pawl_schema WHERE name = '" file "'; "
 #define Q_UNDO_ALERTS_PG(file)                                               \
   "DROP TRIGGER pawl_alerts_dead ON pawl_jobs; DROP FUNCTION "               \
   "pawl_alerts_dead(); DROP TABLE pawl_alert_windows; DROP TABLE "           \

@@ -1,7 +1,6 @@
 /* sqlite_alerts_sql.h: the SQL of the SQLite store's dead-letter alerts
- * (issue 16; tables pawl_alerts, pawl_alert_windows, schema V013). None of
- * it is on the claim's or the finish's path: the outbox row is written by
- * the trigger pawl_alerts_dead. */
+ * (issue 16; tables pawl_alerts, pawl_alert_windows, schema V013). Only
+ * SQLITE_ALERT_ADD is on a job's path: once, when it moves to failed. */
 #ifndef PAWL_SQLITE_ALERTS_SQL_H
 #define PAWL_SQLITE_ALERTS_SQL_H
 
@@ -9,6 +8,13 @@
 #define SQLITE_ALERT_COLS                                                    \
   "seq, kind, job_id, type, queue, attempt, error, created_at, verdict, "    \
   "count, suppressed, first_at, last_at"
+
+/* The outbox row of job ?1, moved to failed at ?2 (now) in this
+ * transaction. */
+#define SQLITE_ALERT_ADD                                                     \
+  "INSERT INTO pawl_alerts (job_id, type, queue, attempt, error, "           \
+  "created_at) SELECT id, type, queue, attempt, last_error, ?2 FROM "        \
+  "pawl_jobs WHERE id = ?1 AND state = 3"
 
 /* Windows ended by ?1 (now): those with suppressed alerts become summary
  * rows (kind 1), then every ended window goes. */

@@ -204,6 +204,7 @@ enum {
   SQ_INSTANCE_FIND,
   SQ_INSTANCE_TAKE,
   /* dead-letter alerts (issue 16; sqlite_alerts_sql.h) */
+  SQ_ALERT_ADD,
   SQ_ALERT_ROLL,
   SQ_ALERT_ROLL_DEL,
   SQ_ALERT_TAKE,
@@ -528,6 +529,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_STEP_EXIT] = SQLITE_STEP_EXIT,
     [SQ_INSTANCE_FIND] = SQLITE_INSTANCE_FIND,
     [SQ_INSTANCE_TAKE] = SQLITE_INSTANCE_TAKE,
+    [SQ_ALERT_ADD] = SQLITE_ALERT_ADD,
     [SQ_ALERT_ROLL] = SQLITE_ALERT_ROLL,
     [SQ_ALERT_ROLL_DEL] = SQLITE_ALERT_ROLL_DEL,
     [SQ_ALERT_TAKE] = SQLITE_ALERT_TAKE,
@@ -1905,6 +1907,16 @@ static int sq_batch_count_job(sq_store_t *s, const pawl_id_t *id, int64_t ds,
                               int64_t df, int64_t dc, int64_t now);
 static int sq_batch_flush(sq_store_t *s, int64_t now);
 
+/* The alert outbox row of job `id`, which moved to failed in this
+ * transaction (issue 16; schema V013 says why this is no trigger). */
+static int sq_alert_add(sq_store_t *s, const pawl_id_t *id, int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_ALERT_ADD);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  sqlite3_bind_int64(st, 2, now);
+  return sq_exec(s, st, "write the job's alert");
+}
+
 static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
                        int64_t now) {
   sqlite3_stmt *st = sq_stmt(s, SQ_FAIL);
@@ -1913,6 +1925,7 @@ static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
   sqlite3_bind_int64(st, 2, now);
   sq_bind_id(st, 3, id);
   int rc = sq_exec(s, st, "fail job");
+  if (!rc) rc = sq_alert_add(s, id, now);
   if (!rc) rc = sq_batch_count_job(s, id, 0, 1, 0, now);
   return rc ? rc : sq_tp_add_id(s, id, now);
 }
@@ -2182,6 +2195,13 @@ static int sq_tx_update(store_t *base, const pawl_job_t *j,
   if (step == SQLITE_CONSTRAINT) return PAWL_EKEY;
   if (step != SQLITE_DONE) return sq_fail(s, step, "update job");
   *changed = sqlite3_changes(s->db) == 1;
+  /* Into the dead-letter set (a signal's wait that expired): its alert. A
+   * dead job paused and resumed is not a new one. */
+  if (*changed && plan->to == PAWL_FAILED && j->state != PAWL_FAILED &&
+      j->state != PAWL_PAUSED) {
+    int rc = sq_alert_add(s, &j->id, now);
+    if (rc) return rc;
+  }
   /* A child that ends or is taken back moves its batch's counters. */
   int64_t d[3];
   if (*changed && store_batch_delta(j->state, j->paused_from, plan->to,
