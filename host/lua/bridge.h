@@ -193,7 +193,8 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
  * (*timeout_s: _defaults.lua's timeout, else the host's; 0: no bound).
  * pawl__lua_alert: runs it for `a` (borrowed) under that timeout; a hook
  * that fails or times out is logged (the alert counts as delivered:
- * hooks are not retried). */
+ * hooks are not retried). Returns 1 when a stop cut the hook short (the
+ * alert is not delivered), else 0. */
 typedef struct pawl__lua_alert {
   const char *id;            /* the job's id, text */
   const char *type, *queue, *error, *node;
@@ -203,8 +204,8 @@ typedef struct pawl__lua_alert {
 } pawl__lua_alert_t;
 int pawl__lua_alert_settings(pawl__lua_t *w, int64_t *window_ms,
                              double *timeout_s);
-void pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
-                     double timeout_s);
+int pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
+                    double timeout_s);
 
 void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
                      int hook_ref, int stored);

@@ -483,8 +483,8 @@ static void run_alert_time(lua_State *L, const char *k, int64_t ms) {
   lua_setfield(L, -2, k);
 }
 
-void pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
-                     double timeout) {
+int pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
+                    double timeout) {
   lua_State *L = pawl__lua_enter(w);
   int top = lua_gettop(L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
@@ -517,12 +517,16 @@ void pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
   int why = 0;
   int rc = pawl__lua_call(w, 3, 1, timeout, &why);
   pawl__lua_release_locks(w);
+  int stopped = rc != 0 && why == PAWL__LUA_STOP;
   if ((rc != 0 || !lua_isnil(L, -1)) && w->cfg.log) {
     char msg[64];
     snprintf(msg, sizeof msg, "hook timed out after %g s", timeout);
     log_line_t line;
     pawl__log_begin(&line, w->cfg.log, PAWL_LOG_WARN,
-                    "global on_dead hook failed (the alert is not retried)");
+                    stopped ? "global on_dead hook cut short by the stop (it "
+                              "runs again on the next host)"
+                            : "global on_dead hook failed (the alert is not "
+                              "retried)");
     pawl__log_str(&line, "job", a->id);
     pawl__log_str(&line, "type", a->type);
     pawl__log_str(&line, "error", rc == 0 ? lua_tostring(L, -1)
@@ -531,4 +535,5 @@ void pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
     pawl__log_end(&line);
   }
   lua_settop(L, top);
+  return stopped;
 }

@@ -41,7 +41,7 @@ static void alerts_log_error(host_t *h, pawl_t *p, const char *what) {
 
 /* The hook for one row (a copy of what it needs: the Lua side may keep
  * nothing of it). */
-static void alerts_run(worker_t *w, pawl__alert_t *a, double timeout_s) {
+static int alerts_run(worker_t *w, pawl__alert_t *a, double timeout_s) {
   char id[PAWL_ID_STRLEN];
   pawl_id_format(&a->job_id, id);
   pawl__lua_alert_t la = {
@@ -52,7 +52,7 @@ static void alerts_run(worker_t *w, pawl__alert_t *a, double timeout_s) {
       .first_at = a->first_at ? a->first_at : a->created_at,
       .last_at = a->last_at ? a->last_at : a->created_at,
   };
-  pawl__lua_alert(w->lua, &la, timeout_s);
+  return pawl__lua_alert(w->lua, &la, timeout_s);
 }
 
 int pawl__alerts_chore(host_t *h, worker_t *w) {
@@ -87,10 +87,12 @@ int pawl__alerts_chore(host_t *h, worker_t *w) {
         }
         run = a->verdict == 1;
       }
-      if (run) {
-        alerts_run(w, a, timeout_s);
-        ran++;
+      if (run && alerts_run(w, a, timeout_s)) {
+        /* Cut short by the stop: the row stays for the next host. */
+        pawl__alerts_free(v, n);
+        return ran;
       }
+      ran += run;
       if (pawl__alert_done(p, a->seq) != 0)
         alerts_log_error(h, p, "alerts: cannot remove a delivered alert");
     }

@@ -679,6 +679,9 @@ void pawl_stop(pawl_t *p, int how) {
   pthread_mutex_unlock(&h->mu);
   /* A script being loaded is no job: cut it short (nothing installed). */
   if (h->probe) pawl__worker_interrupt_stop(h->probe);
+  /* A global on_dead hook too (issue 16): its outbox row stays, for the
+   * next host to run once its lease has run out. */
+  if (h->alerter) pawl__worker_interrupt_stop(h->alerter);
 }
 
 int pawl_host_status(pawl_t *p) {

@@ -370,6 +370,48 @@ void test_host_alerts_node_dies(void) {
   pawl_close(dead);
 }
 
+/* A stop cuts a global hook short: its row stays, and the next host runs
+ * it (once the row's lease has run out). */
+void test_host_alerts_stop_keeps_row(void) {
+  const char *url = "sqlite:alerts.db";
+  al_script("_defaults",
+            "return { alert_window = 0, timeout = 5,\n"
+            "  on_dead = function(job)\n"
+            "    pawl.enqueue('hook_started', {}, { queue = 'log' })\n"
+            "    pawl.sleep(60)\n"
+            "  end }\n");
+  al_script("fatal", AL_FATAL);
+  pawl_t *p = al_open(url, "node-a", 0);
+  pawl_id_t id = al_enqueue(p, "fatal", "{}", 1);
+  al_start(p, 1);
+  al_state_wait(p, &id, PAWL_FAILED);
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  f.type = "hook_started";
+  al_seen_t s;
+  for (int k = 0; k < 6000; k++) {
+    memset(&s, 0, sizeof s);
+    CHECK_OK(pawl_list(p, &f, al_seen_cb, &s));
+    if (s.n) break;
+    usleep(10000);
+  }
+  CHECK_INT(s.n, ==, 1);
+  pawl_close(p); /* while the hook sleeps */
+  CHECK(al_log_has("global on_dead hook cut short by the stop"));
+  CHECK_INT(al_outbox(url), ==, 1);
+  /* The next host, past the row's lease (node lease + hook timeout). */
+  al_defaults(0, NULL);
+  atomic_fetch_add(&al_now, 60 * 1000);
+  p = al_open(url, "node-b", 0);
+  al_start(p, 1);
+  al_seen_wait(p, 1, &s);
+  al_outbox_wait_empty(url);
+  char needle[128];
+  al_id_needle(&id, needle, sizeof needle);
+  CHECK_INT(al_seen_has(&s, needle), ==, 1);
+  pawl_close(p);
+}
+
 /* ---- dedup ----------------------------------------------------------------- */
 
 static void al_dedup(const char *url) {
