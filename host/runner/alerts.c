@@ -55,7 +55,7 @@ static int alerts_run(worker_t *w, pawl__alert_t *a, double timeout_s) {
   return pawl__lua_alert(w->lua, &la, timeout_s);
 }
 
-int pawl__alerts_chore(host_t *h, worker_t *w) {
+int pawl__alerts_chore(host_t *h, worker_t *w, int *failing) {
   pawl_t *p = w->p;
   if (!p) return 0;
   pawl__worker_reload(w, 0);
@@ -72,9 +72,13 @@ int pawl__alerts_chore(host_t *h, worker_t *w) {
     pawl__alert_t *v = NULL;
     size_t n = 0;
     if (pawl__alerts_take(p, ALERTS_BATCH, lease_ms, &v, &n) != 0) {
-      alerts_log_error(h, p, "alerts: cannot take the outbox's rows");
+      /* Once per outage, not once a second. */
+      if (!*failing)
+        alerts_log_error(h, p, "alerts: cannot take the outbox's rows");
+      *failing = 1;
       break;
     }
+    *failing = 0;
     for (size_t i = 0; i < n; i++) {
       pawl__alert_t *a = &v[i];
       int run = hook;

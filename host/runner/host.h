@@ -372,11 +372,12 @@ void pawl__ticker_chore(host_t *h, pawl_t *p, host_ticker_t *t, int64_t now);
 /* Dead-letter alerts (issue 16). pawl__alerts_chore (alerts.c): on the
  * loader thread, with the alerter state `w` (its handle w->p): runs the
  * global on_dead hook for the outbox's rows this node takes; returns how
- * many hooks ran. pawl__webhook_new / _free (webhook.c): the sender thread
+ * many hooks ran. *failing (the caller's, 0 at first): the outbox could
+ * not be read last time (its error is logged once, not every round). pawl__webhook_new / _free (webhook.c): the sender thread
  * of pawl.alert.webhook, made by pawl_start() (h->webhook) and stopped by
  * pawl__host_free() (what is still queued is dropped, logged);
  * pawl__webhook_post: the bridge's post callback (data: the host). */
-int pawl__alerts_chore(host_t *h, worker_t *w);
+int pawl__alerts_chore(host_t *h, worker_t *w, int *failing);
 int pawl__webhook_new(host_t *h, char *err, size_t errlen);
 void pawl__webhook_free(host_t *h);
 int pawl__webhook_post(void *data, const pawl__lua_post_t *req, char *err,

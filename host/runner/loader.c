@@ -314,6 +314,7 @@ typedef struct loader {
    * on_dead hook, with a handle of its own. has_alerter: it was made. */
   worker_t alerter;
   int has_alerter;
+  int alerts_failing;
   uint64_t sig;              /* signature of the directory last loaded */
 } loader_t;
 
@@ -351,7 +352,7 @@ void *pawl__loader_main(void *arg) {
        * interrupt signal is the alerter's while its hooks run. */
       pthread_mutex_unlock(&h->mu);
       worker_t *prev = pawl__worker_bind(&ld->alerter);
-      pawl__alerts_chore(h, &ld->alerter);
+      pawl__alerts_chore(h, &ld->alerter, &ld->alerts_failing);
       pawl__worker_unbind(prev);
       pthread_mutex_lock(&h->mu);
       if (h->stopping) break;
