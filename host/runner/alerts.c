@@ -69,6 +69,12 @@ int pawl__alerts_chore(host_t *h, worker_t *w, int *failing) {
     lease_ms += 86400000; /* no bound on the hook: a day */
   int ran = 0;
   for (int round = 0; round < ALERTS_ROUNDS; round++) {
+    /* A stop that came before the alerter was there to interrupt (or
+     * between two rows): no new hook starts. */
+    pthread_mutex_lock(&h->mu);
+    int stopping = h->stopping;
+    pthread_mutex_unlock(&h->mu);
+    if (stopping) break;
     pawl__alert_t *v = NULL;
     size_t n = 0;
     if (pawl__alerts_take(p, ALERTS_BATCH, lease_ms, &v, &n) != 0) {
@@ -102,10 +108,6 @@ int pawl__alerts_chore(host_t *h, worker_t *w, int *failing) {
     }
     pawl__alerts_free(v, n);
     if (n < ALERTS_BATCH) break;
-    pthread_mutex_lock(&h->mu);
-    int stopping = h->stopping;
-    pthread_mutex_unlock(&h->mu);
-    if (stopping) break;
   }
   return ran;
 }

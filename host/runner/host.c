@@ -676,12 +676,13 @@ void pawl_stop(pawl_t *p, int how) {
   pthread_cond_broadcast(&h->work_cv);
   pthread_cond_broadcast(&h->done_cv);
   pthread_cond_broadcast(&h->load_cv);
+  worker_t *alerter = h->alerter; /* made by the loader thread */
   pthread_mutex_unlock(&h->mu);
   /* A script being loaded is no job: cut it short (nothing installed). */
   if (h->probe) pawl__worker_interrupt_stop(h->probe);
   /* A global on_dead hook too (issue 16): its outbox row stays, for the
    * next host to run once its lease has run out. */
-  if (h->alerter) pawl__worker_interrupt_stop(h->alerter);
+  if (alerter) pawl__worker_interrupt_stop(alerter);
 }
 
 int pawl_host_status(pawl_t *p) {

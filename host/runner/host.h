@@ -156,7 +156,9 @@ typedef struct host {
   struct loader *loader_state;
   worker_t *probe;           /* the loader's state, for the watchdog */
   worker_t *alerter;         /* the loader's alert state (issue 16,
-                                alerts.c), for the watchdog; NULL: none */
+                                alerts.c), for the watchdog and the stop;
+                                set (under mu) by the loader thread once
+                                made; NULL: not yet */
   struct webhook *webhook;   /* pawl.alert.webhook's sender (webhook.c);
                                 NULL: none (step mode) */
   pthread_t loader;
