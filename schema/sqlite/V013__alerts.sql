@@ -9,10 +9,10 @@
 -- as on PostgreSQL: SQLite runs a trigger's program for every row whose
 -- state an UPDATE sets (each claim, each success) before its WHEN can say
 -- no, which cost about 11% of the CPU of claim + complete (bench:
--- pawl_store_bench, claim+complete b=10). A running host's alerter takes rows under
--- a lease (taken_by, taken_until: a node that dies holding one loses it
--- when the lease runs out), runs the global on_dead hook, and deletes the
--- row. kind 0: a dead job; kind 1: a dedup window that ended with
+-- pawl_store_bench, claim+complete b=10). A running host's alerter takes
+-- rows under a lease (taken_by, taken_until: a node that dies holding one
+-- loses it when the lease runs out), runs the global on_dead hook, and
+-- deletes the row. kind 0: a dead job; kind 1: a dedup window that ended with
 -- suppressed alerts (count, suppressed, first_at, last_at filled in).
 -- verdict: the dedup decision once made (1 run the hook, 2 suppressed),
 -- so that a row taken again after its node died is not counted twice.
