@@ -5,7 +5,8 @@
 -- for what each column means. Here the outbox row is written by a trigger,
 -- in the transaction that moves a job to failed, whatever statement moves
 -- it (PostgreSQL evaluates the WHEN before queuing anything: rows that do
--- not move to failed cost one comparison). A job that was failed, paused,
+-- not move to failed cost one comparison; pawl_pg_bench's claim 100 +
+-- finish showed no difference beyond its noise, 21,184 vs 21,333 jobs/s). A job that was failed, paused,
 -- and is resumed is not a new dead job. Nodes take outbox rows with FOR
 -- UPDATE SKIP LOCKED under a lease, so one node runs the hooks of a row at
 -- a time.
