@@ -821,3 +821,14 @@ pawl_signal_info_t *pawl__store_signal_new(
   s->delivered_at = delivered_at;
   return s;
 }
+
+/* ---- alerts (issue 16) ---------------------------------------------------- */
+
+void pawl__store_alerts_free(store_alert_t *a, size_t n) {
+  for (size_t i = 0; a && i < n; i++) {
+    pawl__free(a[i].type);
+    pawl__free(a[i].queue);
+    pawl__free(a[i].error);
+  }
+  pawl__free(a);
+}

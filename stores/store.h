@@ -278,6 +278,21 @@ typedef struct store_replace {
   const char *reason;        /* the old job's cancel event */
 } store_replace_t;
 
+/* A row of the alert outbox (issue 16; see ops alerts). Strings owned. */
+typedef struct store_alert {
+  int64_t seq;
+  int kind;                  /* 0 a dead job, 1 a window that ended with
+                                suppressed alerts */
+  pawl_id_t job_id;          /* kind 1: the last suppressed job */
+  char *type, *queue, *error;
+  int32_t attempt;
+  int64_t created_at;        /* ms */
+  int verdict;               /* 0 not decided, 1 run the hooks, 2 suppressed */
+  int64_t count, suppressed, first_at, last_at;
+} store_alert_t;
+
+void pawl__store_alerts_free(store_alert_t *a, size_t n);
+
 struct store_ops {
   const char *name;
 
@@ -627,6 +642,30 @@ struct store_ops {
      * the first callback (as jobs.list). */
     int (*running)(store_t *st, int limit, pawl_job_cb cb, void *data);
   } top;
+  /* Dead-letter alerts (issue 16): the outbox pawl_alerts, filled by the
+   * trigger pawl_alerts_dead in the transaction that moves a job to
+   * failed (every path), and the dedup windows pawl_alert_windows (see
+   * schema/sqlite/V014__alerts.sql). A row is leased to one node while
+   * its hooks run and deleted once they ran. */
+  struct {
+    /* One transaction: ends the windows whose ends_at <= now (those with
+     * suppressed alerts become kind 1 rows), then leases up to `max` free
+     * rows (never taken, or their lease ran out) to `owner` until now +
+     * lease_ms, oldest first (PostgreSQL: SKIP LOCKED). *out:
+     * pawl__store_alerts_free(). */
+    int (*take)(store_t *st, const char *owner, int64_t lease_ms, size_t max,
+                store_alert_t **out, size_t *n);
+    /* The dedup decision for row a->seq held by `owner`, in one
+     * transaction: the row's decision if it has one (a row taken again
+     * after its node died is not counted twice); else the window
+     * (a->type, fp) is opened (a->verdict 1, count 1) or counted into
+     * (a->verdict 2). Fills a->verdict, count, first_at, last_at.
+     * PAWL_ELEASE: the row is no longer owner's. */
+    int (*note)(store_t *st, const char *owner, int64_t fp, int64_t window_ms,
+                store_alert_t *a);
+    /* Deletes row `seq` if `owner` holds it (else nothing). */
+    int (*done)(store_t *st, const char *owner, int64_t seq);
+  } alerts;
 };
 
 /* The part every backend's store begins with. */

@@ -144,5 +144,33 @@ int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
  * borrowed; what pawl__lua_types_json() makes). Rows of other types stay.
  * PAWL_EINVAL when `types` is not that shape. */
 int pawl__types_sync(pawl_t *p, const char *types);
+/* Dead-letter alerts (api/alerts.c; issue 16). The outbox holds a row for
+ * every job that moved to failed (written by the database in that
+ * transaction) and for every dedup window that ended with alerts
+ * suppressed (kind 1). pawl__alerts_take: leases at most `max` free rows
+ * to this node for lease_ms (1..PAWL_DELAY_MAX_MS), oldest first, after ending
+ * the windows whose time is up; *out: pawl__alerts_free().
+ * pawl__alert_note: the dedup decision for a kind 0 row (a->verdict 1:
+ * run the hook, count 1; 2: suppressed, counted in its window of
+ * window_ms), kept on the row so that a row taken again is not counted
+ * twice; PAWL_ELEASE when the row is no longer this node's.
+ * pawl__alert_done: deletes the row once its hooks ran.
+ * pawl__alert_fingerprint: the dedup key of (type, error). */
+typedef struct pawl__alert {
+  int64_t seq;
+  int kind;                  /* 0 a dead job, 1 a window's summary */
+  pawl_id_t job_id;          /* kind 1: the last suppressed job */
+  char *type, *queue, *error; /* owned */
+  int32_t attempt;
+  int64_t created_at;        /* store clock ms */
+  int verdict;               /* 0 not decided, 1 run, 2 suppressed */
+  int64_t count, suppressed, first_at, last_at;
+} pawl__alert_t;
+int pawl__alerts_take(pawl_t *p, size_t max, int64_t lease_ms,
+                      pawl__alert_t **out, size_t *n);
+int pawl__alert_note(pawl_t *p, int64_t window_ms, pawl__alert_t *a);
+int pawl__alert_done(pawl_t *p, int64_t seq);
+void pawl__alerts_free(pawl__alert_t *a, size_t n);
+int64_t pawl__alert_fingerprint(const char *type, const char *error);
 
 #endif

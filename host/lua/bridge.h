@@ -63,6 +63,20 @@ typedef struct pawl__script {
   pawl_define_opts_t copts;
 } pawl__script_t;
 
+/* A webhook post (issue 16; pawl.alert.webhook): url, the header lines
+ * ("Name: value") and the JSON body, how long one try may take, how many
+ * tries, and the first retry's delay (doubling). All checked by the Lua
+ * side: the url is http(s) without spaces, numbers are in their bounds. */
+typedef struct pawl__lua_post {
+  const char *url;
+  const char *const *headers;
+  size_t nheaders;
+  const char *body;
+  double timeout_s;          /* 0.1..60 */
+  int attempts;              /* 1..10 */
+  double backoff_s;          /* 0.01..600 */
+} pawl__lua_post_t;
+
 /* What a state needs from its owner. Copied by pawl__lua_open(); the
  * pointers must stay valid for the state's life. */
 typedef struct pawl__lua_config {
@@ -97,6 +111,13 @@ typedef struct pawl__lua_config {
    * done then), but not back into the bridge. */
   void (*tick)(void *data);
   void *data;
+  /* NULL, or where pawl.alert.webhook's posts go (issue 16): queues the
+   * post `req` (borrowed for the call) for the owner's sender thread and
+   * returns 0, or returns -1 with `err` saying why it was not queued (the
+   * queue is full, no sender). Never waits for the network. */
+  int (*post)(void *post_data, const struct pawl__lua_post *req, char *err,
+              size_t errlen);
+  void *post_data;
   /* NULL, or the program's own Lua state to run jobs in (the Lua
    * module's db:step; pawl_step_start_lua()): *host_L is the lua_State
    * that calls pawl now (the thread or coroutine of the program's state
@@ -166,6 +187,26 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
  * in `hooks` with what `hook_ref` holds, each under the type's timeout; a
  * hook's failure is logged, never raised. With stored = 0 (the store
  * refused it), runs none. Releases hook_ref either way. */
+/* Dead-letter alerts (issue 16): the global on_dead hook of _defaults.lua.
+ * pawl__lua_alert_settings: whether the loaded _defaults.lua has one, its
+ * dedup window in ms (*window_ms; 0: none) and how long it may run
+ * (*timeout_s: _defaults.lua's timeout, else the host's; 0: no bound).
+ * pawl__lua_alert: runs it for `a` (borrowed) under that timeout; a hook
+ * that fails or times out is logged (the alert counts as delivered:
+ * hooks are not retried). Returns 1 when a stop cut the hook short (the
+ * alert is not delivered), else 0. */
+typedef struct pawl__lua_alert {
+  const char *id;            /* the job's id, text */
+  const char *type, *queue, *error, *node;
+  int32_t attempt;
+  int64_t count, suppressed;
+  int64_t first_at, last_at; /* store clock ms; 0: unknown */
+} pawl__lua_alert_t;
+int pawl__lua_alert_settings(pawl__lua_t *w, int64_t *window_ms,
+                             double *timeout_s);
+int pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
+                    double timeout_s);
+
 void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
                      int hook_ref, int stored);
 

@@ -1003,6 +1003,63 @@ void pawl__lua_step_close(pawl__lua_t *w, const pawl__lua_outcome_t *o) {
   host_fn_step_forget(w);
 }
 
+/* ---- alerts (issue 16) -------------------------------------------------- */
+
+/* host.node() -> this node's id, or nil without a handle [-0, +1, -] */
+static int host_fn_node(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  if (w->cfg.p)
+    lua_pushstring(L, pawl_node_id(w->cfg.p));
+  else
+    lua_pushnil(L);
+  return 1;
+}
+
+/* host.alert_post(url, headers, body, timeout, attempts, backoff) -> nil,
+ * or why the post was not queued. The arguments were checked by
+ * pawl.alert.webhook; they are checked again for their types and bounds
+ * here (C must not trust its caller's numbers). Nothing is sent on this
+ * thread: the owner's sender thread posts it. [-0, +1, v] */
+static int host_fn_alert_post(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  const char *url = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  const char *body = luaL_checkstring(L, 3);
+  double timeout = luaL_checknumber(L, 4);
+  double attempts = luaL_checknumber(L, 5);
+  double backoff = luaL_checknumber(L, 6);
+  if (!(timeout >= 0.1 && timeout <= 60) ||
+      !(attempts >= 1 && attempts <= 10) ||
+      !(backoff >= 0.01 && backoff <= 600))
+    return luaL_error(L, "alert_post: timeout 0.1..60, attempts 1..10, "
+                         "backoff 0.01..600");
+  const char *headers[32];
+  size_t n = lua_objlen(L, 2);
+  if (n > 32) return luaL_error(L, "alert_post: at most 32 headers");
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, (int)i + 1);
+    headers[i] = lua_tostring(L, -1);
+    if (!headers[i]) return luaL_error(L, "alert_post: a header is not text");
+    lua_pop(L, 1); /* the table keeps the string alive */
+  }
+  if (!w->cfg.post) {
+    lua_pushliteral(L, "no sender: webhooks post from a running host (pawl "
+                       "run, pawl_start)");
+    return 1;
+  }
+  pawl__lua_post_t req = {
+      .url = url, .headers = headers, .nheaders = n, .body = body,
+      .timeout_s = timeout, .attempts = (int)attempts, .backoff_s = backoff,
+  };
+  char err[256];
+  if (w->cfg.post(w->cfg.post_data, &req, err, sizeof err) != 0) {
+    lua_pushstring(L, err);
+    return 1;
+  }
+  lua_pushnil(L);
+  return 1;
+}
+
 static const luaL_Reg host_fns[] = {
     {"log", host_fn_log},         {"progress", host_fn_progress},
     {"canceled", host_fn_canceled}, {"heartbeat", host_fn_heartbeat},
@@ -1019,6 +1076,8 @@ static const luaL_Reg host_fns[] = {
     {"steps", host_fn_steps},     {"step_begin", host_fn_step_begin},
     {"step_save", host_fn_step_save}, {"step_count", host_fn_step_count},
     {"step_exit", host_fn_step_exit}, {"step_end", host_fn_step_end},
+    /* dead-letter alerts (issue 16) */
+    {"node", host_fn_node},       {"alert_post", host_fn_alert_post},
     {NULL, NULL}};
 
 void pawl__lua_push_host(lua_State *L, pawl__lua_t *w) {

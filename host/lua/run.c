@@ -452,3 +452,88 @@ void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
   }
   luaL_unref(w->L, LUA_REGISTRYINDEX, hook_ref);
 }
+
+/* ---- dead-letter alerts (issue 16) -------------------------------------- */
+
+int pawl__lua_alert_settings(pawl__lua_t *w, int64_t *window_ms,
+                             double *timeout_s) {
+  lua_State *L = pawl__lua_enter(w);
+  int top = lua_gettop(L);
+  int has = 0;
+  *window_ms = 0;
+  *timeout_s = w->cfg.opts ? (double)w->cfg.opts->default_timeout_s : 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
+  lua_getfield(L, -1, "alert_settings");
+  lua_remove(L, -2);
+  if (pawl__lua_call(w, 0, 3, PAWL__LUA_STEP_TIMEOUT_S, NULL) == 0) {
+    has = lua_toboolean(L, -3);
+    double s = lua_tonumber(L, -2); /* checked by the load: 0..86400 */
+    if (s > 0 && s <= 86400) *window_ms = (int64_t)(s * 1000);
+    double t = lua_tonumber(L, -1); /* checked by the load */
+    if (t > 0) *timeout_s = t;
+  }
+  lua_settop(L, top);
+  return has;
+}
+
+/* Sets t[k] = ms / 1000 (seconds, as pawl.now speaks) when ms > 0. */
+static void run_alert_time(lua_State *L, const char *k, int64_t ms) {
+  if (ms <= 0) return;
+  lua_pushnumber(L, (double)ms / 1000.0);
+  lua_setfield(L, -2, k);
+}
+
+int pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
+                    double timeout) {
+  lua_State *L = pawl__lua_enter(w);
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
+  lua_getfield(L, -1, "alert");
+  lua_remove(L, -2);
+  lua_createtable(L, 0, 5); /* job */
+  lua_pushstring(L, a->id);
+  lua_setfield(L, -2, "id");
+  lua_pushstring(L, a->type);
+  lua_setfield(L, -2, "type");
+  lua_pushstring(L, a->queue);
+  lua_setfield(L, -2, "queue");
+  lua_pushinteger(L, a->attempt);
+  lua_setfield(L, -2, "attempt");
+  if (a->node) {
+    lua_pushstring(L, a->node);
+    lua_setfield(L, -2, "node");
+  }
+  if (a->error)
+    lua_pushstring(L, a->error);
+  else
+    lua_pushnil(L);
+  lua_createtable(L, 0, 4); /* info */
+  lua_pushnumber(L, (double)a->count);
+  lua_setfield(L, -2, "count");
+  lua_pushnumber(L, (double)a->suppressed);
+  lua_setfield(L, -2, "suppressed");
+  run_alert_time(L, "first_at", a->first_at);
+  run_alert_time(L, "last_at", a->last_at);
+  int why = 0;
+  int rc = pawl__lua_call(w, 3, 1, timeout, &why);
+  pawl__lua_release_locks(w);
+  int stopped = rc != 0 && why == PAWL__LUA_STOP;
+  if ((rc != 0 || !lua_isnil(L, -1)) && w->cfg.log) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "hook timed out after %g s", timeout);
+    log_line_t line;
+    pawl__log_begin(&line, w->cfg.log, PAWL_LOG_WARN,
+                    stopped ? "global on_dead hook cut short by the stop (it "
+                              "runs again on the next host)"
+                            : "global on_dead hook failed (the alert is not "
+                              "retried)");
+    pawl__log_str(&line, "job", a->id);
+    pawl__log_str(&line, "type", a->type);
+    pawl__log_str(&line, "error", rc == 0 ? lua_tostring(L, -1)
+                                  : why   ? msg
+                                          : "the hook was interrupted");
+    pawl__log_end(&line);
+  }
+  lua_settop(L, top);
+  return stopped;
+}

@@ -189,6 +189,7 @@ int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono) {
 
 void pawl__host_free(host_t *h) {
   if (!h) return;
+  pawl__webhook_free(h); /* issue 16: before the log it writes to goes */
   if (h->signal_held) pawl__worker_signal_release(h->interrupt_signal);
   for (int i = 0; i < h->nworkers; i++) {
     if (!h->workers[i]) continue;
@@ -457,6 +458,7 @@ static int host_make_threads(host_t *h, char *err, size_t errlen) {
   int n = h->opts.workers;
   int rc = pawl__poller_new(h, &h->poller_state, err, errlen);
   if (!rc) rc = pawl__loader_new(h, err, errlen);
+  if (!rc) rc = pawl__webhook_new(h, err, errlen); /* issue 16 */
   if (rc) return rc;
   h->workers = pawl__calloc((size_t)n, sizeof *h->workers);
   if (!h->workers) goto oom;
@@ -675,9 +677,13 @@ void pawl_stop(pawl_t *p, int how) {
   pthread_cond_broadcast(&h->work_cv);
   pthread_cond_broadcast(&h->done_cv);
   pthread_cond_broadcast(&h->load_cv);
+  worker_t *alerter = h->alerter; /* made by the loader thread */
   pthread_mutex_unlock(&h->mu);
   /* A script being loaded is no job: cut it short (nothing installed). */
   if (h->probe) pawl__worker_interrupt_stop(h->probe);
+  /* A global on_dead hook too (issue 16): its outbox row stays, for the
+   * next host to run once its lease has run out. */
+  if (alerter) pawl__worker_interrupt_stop(alerter);
 }
 
 int pawl_host_status(pawl_t *p) {

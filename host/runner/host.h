@@ -161,6 +161,12 @@ typedef struct host {
   uint64_t types_gen;
   struct loader *loader_state;
   worker_t *probe;           /* the loader's state, for the watchdog */
+  worker_t *alerter;         /* the loader's alert state (issue 16,
+                                alerts.c), for the watchdog and the stop;
+                                set (under mu) by the loader thread once
+                                made; NULL: not yet */
+  struct webhook *webhook;   /* pawl.alert.webhook's sender (webhook.c);
+                                NULL: none (step mode) */
   pthread_t loader;
   int loader_done;
   int64_t loader_giveup_at;  /* mono ms: a loader still stuck (a blocking C
@@ -377,6 +383,19 @@ void pawl__ticker_chore(host_t *h, pawl_t *p, host_ticker_t *t, int64_t now);
  * same fields. *synced: the types_gen written (a failed write is tried
  * again at the next chore). */
 void pawl__types_chore(host_t *h, pawl_t *p, uint64_t *synced);
+/* Dead-letter alerts (issue 16). pawl__alerts_chore (alerts.c): on the
+ * loader thread, with the alerter state `w` (its handle w->p): runs the
+ * global on_dead hook for the outbox's rows this node takes; returns how
+ * many hooks ran. *failing (the caller's, 0 at first): the outbox could
+ * not be read last time (its error is logged once, not every round). pawl__webhook_new / _free (webhook.c): the sender thread
+ * of pawl.alert.webhook, made by pawl_start() (h->webhook) and stopped by
+ * pawl__host_free() (what is still queued is dropped, logged);
+ * pawl__webhook_post: the bridge's post callback (data: the host). */
+int pawl__alerts_chore(host_t *h, worker_t *w, int *failing);
+int pawl__webhook_new(host_t *h, char *err, size_t errlen);
+void pawl__webhook_free(host_t *h);
+int pawl__webhook_post(void *data, const pawl__lua_post_t *req, char *err,
+                       size_t errlen);
 
 /* The watchdog (watchdog.c), the checkpointer (checkpointer.c) and the
  * listener (listener.c): their argument is the host. */

@@ -317,8 +317,56 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
 typedef struct loader {
   host_t *h;
   worker_t probe;
+  /* Dead-letter alerts (issue 16; alerts.c): a state that runs the global
+   * on_dead hook, with a handle of its own, made by the loader thread
+   * (loader_alerter_open). has_alerter: it was made. alerts_failing: the
+   * last try to make it or to read the outbox failed (logged once). */
+  worker_t alerter;
+  int has_alerter;
+  int alerts_failing;
   uint64_t sig;              /* signature of the directory last loaded */
 } loader_t;
+
+/* Makes the alerter (issue 16) on the loader thread, once the scripts are
+ * in: a handle of its own (the hooks may enqueue; the outbox's rows are
+ * taken through it), then its Lua state. Made here rather than by
+ * pawl_start() so that a database that cannot be reached now delays the
+ * alerts, not the start (and the start opens the connections it always
+ * did, in their order). 0, or -1 (logged once per outage; tried again at
+ * the next round). */
+static int loader_alerter_open(loader_t *ld) {
+  host_t *h = ld->h;
+  worker_t *w = &ld->alerter;
+  memset(w, 0, sizeof *w);
+  w->h = h;
+  w->index = -1;
+  w->signal = h->interrupt_signal;
+  w->thread = pthread_self();
+  pthread_mutex_init(&w->dl, NULL);
+  char err[400];
+  int rc = pawl__open_sibling(h->p, NULL, &w->p, err, sizeof err);
+  if (!rc) rc = pawl__worker_open(w, err, sizeof err);
+  if (rc) {
+    pawl__worker_close(w);
+    pawl_close(w->p);
+    w->p = NULL;
+    pthread_mutex_destroy(&w->dl);
+    if (!ld->alerts_failing) {
+      log_line_t line;
+      pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
+                      "alerts: cannot make the alerter (tried again)");
+      pawl__log_str(&line, "error", err);
+      pawl__log_end(&line);
+    }
+    ld->alerts_failing = 1;
+    return -1;
+  }
+  pthread_mutex_lock(&h->mu); /* the watchdog and pawl_stop read it */
+  h->alerter = w;
+  pthread_mutex_unlock(&h->mu);
+  ld->has_alerter = 1;
+  return 0;
+}
 
 void *pawl__loader_main(void *arg) {
   loader_t *ld = arg;
@@ -348,6 +396,18 @@ void *pawl__loader_main(void *arg) {
       pthread_cond_broadcast(&h->stop_cv);
     }
     if (h->stopping) break;
+    if (h->scripts_gen) {
+      /* The global on_dead hooks (issue 16), between two looks. The
+       * interrupt signal is the alerter's while its hooks run. */
+      pthread_mutex_unlock(&h->mu);
+      if (ld->has_alerter || loader_alerter_open(ld) == 0) {
+        worker_t *prev = pawl__worker_bind(&ld->alerter);
+        pawl__alerts_chore(h, &ld->alerter, &ld->alerts_failing);
+        pawl__worker_unbind(prev);
+      }
+      pthread_mutex_lock(&h->mu);
+      if (h->stopping) break;
+    }
     if (h->reload_asked != h->reload_done) continue;
     struct timespec ts = pawl__mono_deadline(h->opts.reload_ms);
     pthread_cond_timedwait(&h->load_cv, &h->mu, &ts);
@@ -383,6 +443,13 @@ int pawl__loader_new(host_t *h, char *err, size_t errlen) {
 
 void pawl__loader_free(host_t *h, struct loader *ld) {
   if (!ld) return;
+  if (ld->has_alerter) {
+    pawl__worker_close(&ld->alerter);
+    pawl_close(ld->alerter.p);
+    pthread_mutex_destroy(&ld->alerter.dl);
+    ld->has_alerter = 0;
+    if (h->alerter == &ld->alerter) h->alerter = NULL;
+  }
   pawl__worker_close(&ld->probe);
   pthread_mutex_destroy(&ld->probe.dl);
   pawl__free(ld);

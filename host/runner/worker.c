@@ -259,6 +259,8 @@ int pawl__worker_open(worker_t *w, char *err, size_t errlen) {
       .data = w,
       .host_L = w->host_L,
       .host_types_ref = w->host_types_ref,
+      .post = h ? pawl__webhook_post : NULL, /* issue 16 */
+      .post_data = h,
   };
   w->scripts_gen = 0;
   return pawl__lua_open(&cfg, &w->lua, err, errlen);

@@ -55,6 +55,7 @@ local function builtin_defaults()
   defaults.timeout, defaults.max_attempts = host_timeout, nil
   defaults.queue, defaults.priority = nil, nil
   defaults.ordering = nil
+  defaults.on_dead, defaults.alert_window = nil, nil
   defaults_allow = {}
   file_defaults = false
 end
@@ -366,6 +367,83 @@ end
 function pawl.sleep(seconds)
   if type(seconds) ~= "number" then error("pawl.sleep: seconds must be a number", 2) end
   host.sleep(seconds)
+end
+
+-- ---- alerts (issue 16) ------------------------------------------------
+
+-- `url` with its userinfo (user:password@) replaced, for messages.
+local function redact_url(url)
+  return (tostring(url):gsub("^(%a[%w+.-]*://)[^/@]*@", "%1<redacted>@"))
+end
+
+local WEBHOOK_OPTS = { url = "string", headers = "table", timeout = "number",
+                       attempts = "number", backoff = "number" }
+
+-- pawl.alert.webhook{ url = ..., headers = {...}, timeout = 10,
+-- attempts = 5, backoff = 1 }: a hook function (for on_dead, global or a
+-- type's) that posts the alert as JSON to `url`. The post is handed to
+-- the host's sender thread (never made on the calling thread): a failed
+-- one is logged and retried up to `attempts` times, the delay doubling
+-- from `backoff` seconds. Everything is checked here, when the script
+-- loads: a bad option fails the script, not the alert.
+pawl.alert = {}
+function pawl.alert.webhook(opts)
+  local F = "pawl.alert.webhook: "
+  if type(opts) ~= "table" then
+    error(F .. "takes a table { url = ... } (got " .. type(opts) .. ")", 2)
+  end
+  for k, v in pairs(opts) do
+    local want = WEBHOOK_OPTS[k]
+    if not want then error(F .. ("unknown option %q"):format(tostring(k)), 2) end
+    if type(v) ~= want then
+      error(F .. ("%s must be a %s (got %s)"):format(k, want, type(v)), 2)
+    end
+  end
+  local url = opts.url
+  if not url then error(F .. "url is required", 2) end
+  local scheme, rest = url:match("^(%a[%w+.-]*)://(.*)$")
+  scheme = scheme and scheme:lower()
+  if (scheme ~= "http" and scheme ~= "https") or rest == "" then
+    error(F .. "url must be an http:// or https:// URL (got "
+          .. redact_url(url) .. ")", 2)
+  end
+  if #url > 2048 or url:find("[%s%c]") then
+    error(F .. "url must be at most 2048 characters, without spaces or "
+          .. "control characters (got " .. redact_url(url) .. ")", 2)
+  end
+  local timeout, attempts, backoff = opts.timeout or 10, opts.attempts or 5,
+                                     opts.backoff or 1
+  local bad = out_of_range("timeout", timeout, 0.1, 60, false, "seconds")
+    or out_of_range("attempts", attempts, 1, 10, true)
+    or out_of_range("backoff", backoff, 0.01, 600, false, "seconds")
+  if bad then error(F .. bad, 2) end
+  local headers, n = {}, 0
+  for k, v in pairs(opts.headers or {}) do
+    n = n + 1
+    if type(k) ~= "string" or not k:match("^[%w!#$%%&'*+.^_`|~-]+$")
+       or #k > 256 then
+      error(F .. "header names must be HTTP tokens of at most 256 "
+            .. "characters (got " .. tostring(k) .. ")", 2)
+    end
+    if type(v) ~= "string" or v:find("[\r\n%z]") or #v > 4096 then
+      error(F .. ("header %s must be a string of at most 4096 characters "
+                  .. "without line breaks"):format(k), 2)
+    end
+    headers[#headers + 1] = k .. ": " .. v
+  end
+  if n > 32 then error(F .. ("at most 32 headers (got %d)"):format(n), 2) end
+  table.sort(headers)
+  return function(job, err, info)
+    info = type(info) == "table" and info or {}
+    local body = pjson.encode {
+      id = job.id, type = job.type, queue = job.queue,
+      attempt = job.attempt, error = err, node = job.node or host.node(),
+      count = info.count or 1, suppressed = info.suppressed or 0,
+      first_at = info.first_at, last_at = info.last_at,
+    }
+    local e = host.alert_post(url, headers, body, timeout, attempts, backoff)
+    if e then error(F .. e, 0) end
+  end
 end
 
 -- The database clock (what scheduling uses), in seconds.
@@ -851,6 +929,8 @@ local FIELDS = {
   branches = "table",
   -- Restartable steps and job instances (issue 15; checked below).
   steps = "table", identity = "table",
+  -- Dead-letter alerts (issue 16): _defaults.lua's dedup window, seconds.
+  alert_window = "number",
 }
 
 local MISFIRE = { run_once = true, catch_up = true, skip = true }
@@ -970,6 +1050,14 @@ local function check_script(t, is_defaults)
     elseif type(v) ~= want then
       return nil, ("field %s must be a %s (got %s)"):format(k, want, type(v))
     end
+  end
+  if t.alert_window ~= nil then
+    if not is_defaults then
+      return nil, "alert_window belongs to _defaults.lua, not a job type's script"
+    end
+    local bad = out_of_range("alert_window", t.alert_window, 0, 86400, false,
+                             "seconds")
+    if bad then return nil, bad end
   end
   local serr = check_steps(t, is_defaults)
   if serr then return nil, serr end
@@ -1161,6 +1249,8 @@ function W.load_one(name, path, src)
     defaults.max_attempts = t.max_attempts
     defaults.queue, defaults.priority = t.queue, t.priority
     defaults.ordering = t.ordering
+    -- issue 16: the global on_dead hook and its dedup window
+    defaults.on_dead, defaults.alert_window = t.on_dead, t.alert_window
     defaults_allow = {}
     for _, cap in ipairs(t.allow or {}) do defaults_allow[cap] = true end
     file_defaults = true
@@ -1487,6 +1577,31 @@ function W.hook(name, job, arg)
   local ok, err = pcall(fn, job, arg)
   if ok then return nil end
   return clean(spec, message_of(err), job)
+end
+
+-- The global on_dead hook of _defaults.lua (issue 16), run by the host's
+-- alert chore for each job that landed in the dead-letter set, and for
+-- each dedup window that ended with alerts suppressed: fn(job, err, info),
+-- job = { id, type, queue, attempt, node }, info = { count, suppressed,
+-- first_at, last_at } (seconds). Returns nil, or the sanitized error it
+-- raised.
+function W.alert(job, err, info)
+  local fn = defaults.on_dead
+  if not fn then return nil end
+  if dirty then settle() end
+  current_job, current_spec = job, spec_of(job.type)
+  local ok, e = pcall(fn, job, err, info)
+  current_job, current_spec = nil, nil
+  if ok then return nil end
+  return clean(spec_of(job.type), message_of(e), job)
+end
+
+-- Whether _defaults.lua has an on_dead hook, its dedup window in seconds
+-- (default 600; 0: no dedup), and how long the hook may run (its timeout,
+-- else the host's).
+function W.alert_settings()
+  return defaults.on_dead ~= nil, defaults.alert_window or 600,
+         defaults.timeout
 end
 
 -- How long the hooks of a type may run: its script's timeout, else the

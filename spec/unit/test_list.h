@@ -34,3 +34,4 @@
 #include "test_list_steps.h"
 #include "test_list_steps_mix.h"
 #include "test_list_top.h"
+#include "test_list_alerts.h"

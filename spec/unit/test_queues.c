@@ -614,10 +614,20 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "DROP TABLE pawl_instances; DROP TABLE pawl_job_exits; DROP TABLE "        \
   "pawl_steps; DELETE FROM pawl_schema WHERE name = '" file "'; "
 
+/* Dead-letter alerts (issue 16), on both backends. */
+#define Q_UNDO_ALERTS_SQLITE(file)                                           \
+  "DROP TABLE pawl_alert_windows; DROP TABLE pawl_alerts; DELETE FROM "      \
+  "pawl_schema WHERE name = '" file "'; "
+#define Q_UNDO_ALERTS_PG(file)                                               \
+  "DROP TRIGGER pawl_alerts_dead ON pawl_jobs; DROP FUNCTION "               \
+  "pawl_alerts_dead(); DROP TABLE pawl_alert_windows; DROP TABLE "           \
+  "pawl_alerts; DELETE FROM pawl_schema WHERE name = '" file "'; "
+
 /* The migrator applies what comes after the highest version applied, so a
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  Q_UNDO_ALERTS_SQLITE("V014__alerts.sql")                                   \
   "DROP TABLE pawl_types; DELETE FROM pawl_schema WHERE name = "             \
   "'V013__types.sql'; "                                                      \
   Q_UNDO_STEPS("V012__steps.sql")                                            \
@@ -637,6 +647,7 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  Q_UNDO_ALERTS_PG("V013__alerts.sql")                                       \
   "DROP TABLE pawl_types; DELETE FROM pawl_schema WHERE name = "             \
   "'V012__types.sql'; "                                                      \
   Q_UNDO_STEPS("V011__steps.sql")                                            \

@@ -41,6 +41,7 @@
 #include "pg_flow_sql.h"
 #include "pg_sql.h"
 #include "pg_steps_sql.h"
+#include "pg_alerts_sql.h"
 #include "redact.h"
 #include "store.h"
 
@@ -190,6 +191,13 @@ enum {
   /* pawl top (issue 16): see the section "top" */
   PG_TOP_TP_Q,
   PG_TOP_RUNNING_Q,
+  /* dead-letter alerts (issue 16; pg_alerts_sql.h) */
+  PG_ALERT_ROLL_Q,
+  PG_ALERT_TAKE_Q,
+  PG_ALERT_GET_Q,
+  PG_ALERT_WINDOW_Q,
+  PG_ALERT_VERDICT_Q,
+  PG_ALERT_DONE_Q,
   PG_COUNT
 };
 
@@ -634,6 +642,12 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_TOP_RUNNING_Q] = "SELECT " PG_JOB_COLS " FROM pawl_jobs AS j WHERE "
                          "j.state = 1 ORDER BY j.started_at, j.id "
                          "LIMIT $1::int",
+    [PG_ALERT_ROLL_Q] = PG_ALERT_ROLL,
+    [PG_ALERT_TAKE_Q] = PG_ALERT_TAKE,
+    [PG_ALERT_GET_Q] = PG_ALERT_GET,
+    [PG_ALERT_WINDOW_Q] = PG_ALERT_WINDOW,
+    [PG_ALERT_VERDICT_Q] = PG_ALERT_VERDICT,
+    [PG_ALERT_DONE_Q] = PG_ALERT_DONE,
 };
 
 typedef struct pg_store {
@@ -3381,6 +3395,130 @@ static int pg_step_exit(store_t *base, const pawl_id_t *id,
 static int pg_instance_find(store_t *base, const char *type, const char *key,
                             pawl_id_t *id, int *state);
 
+/* ---- dead-letter alerts (issue 16) ---------------------------------------- */
+
+static int pg_alert_take(store_t *base, const char *owner, int64_t lease_ms,
+                         size_t max, store_alert_t **out, size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  *out = NULL;
+  *n = 0;
+  int rc = pg_begin(s);
+  if (rc) return rc;
+  pg_params_t pp;
+  pp_now(s, &pp, 0);
+  rc = pg_run(s, PG_ALERT_ROLL_Q, 1, pp.v, NULL, "end alert windows");
+  PGresult *res = NULL;
+  if (!rc) {
+    pp_str(&pp, 0, owner);
+    pp_now(s, &pp, 1);
+    pp_int(&pp, 2, lease_ms);
+    pp_int(&pp, 3, (int64_t)max);
+    rc = pg_run(s, PG_ALERT_TAKE_Q, 4, pp.v, &res, "take alerts");
+  }
+  store_alert_t *v = NULL;
+  size_t count = 0;
+  for (int i = 0; !rc && i < PQntuples(res); i++) {
+    store_alert_t *a = pawl__store_push((void **)&v, &count, sizeof *a);
+    if (!a) {
+      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    a->seq = pg_int(res, i, 0);
+    a->kind = (int)pg_int(res, i, 1);
+    pg_id(res, i, 2, &a->job_id);
+    int oom = pawl__store_dup(&a->type, pg_val(res, i, 3));
+    oom |= pawl__store_dup(&a->queue, pg_val(res, i, 4));
+    a->attempt = (int32_t)pg_int(res, i, 5);
+    oom |= pawl__store_dup(&a->error, pg_val(res, i, 6));
+    a->created_at = pg_int(res, i, 7);
+    a->verdict = (int)pg_int(res, i, 8);
+    a->count = pg_int(res, i, 9);
+    a->suppressed = pg_int(res, i, 10);
+    a->first_at = pg_int(res, i, 11);
+    a->last_at = pg_int(res, i, 12);
+    if (oom) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
+  PQclear(res);
+  rc = pg_end(s, rc);
+  if (rc) {
+    pawl__store_alerts_free(v, count);
+    return rc;
+  }
+  *out = v;
+  *n = count;
+  return 0;
+}
+
+static int pg_alert_note(store_t *base, const char *owner, int64_t fp,
+                         int64_t window_ms, store_alert_t *a) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_begin(s);
+  if (rc) return rc;
+  pg_params_t pp;
+  pp_int(&pp, 0, a->seq);
+  PGresult *res = NULL;
+  rc = pg_run(s, PG_ALERT_GET_Q, 1, pp.v, &res, "read alert");
+  int decided = 0;
+  if (!rc) {
+    const char *by = PQntuples(res) ? pg_val(res, 0, 0) : NULL;
+    if (!by || strcmp(by, owner) != 0) {
+      rc = pawl__store_fail(base, PAWL_ELEASE,
+                            "alert %" PRId64 " is no longer held by %s",
+                            a->seq, owner);
+    } else if (!PQgetisnull(res, 0, 1)) {
+      decided = 1;
+      a->verdict = (int)pg_int(res, 0, 1);
+      a->count = pg_int(res, 0, 2);
+      a->first_at = pg_int(res, 0, 3);
+      a->last_at = pg_int(res, 0, 4);
+    }
+  }
+  PQclear(res);
+  res = NULL;
+  if (!rc && !decided) {
+    pp_now(s, &pp, 0);
+    rc = pg_run(s, PG_ALERT_ROLL_Q, 1, pp.v, NULL, "end alert windows");
+  }
+  if (!rc && !decided) {
+    pp_str(&pp, 0, a->type);
+    pp_int(&pp, 1, fp);
+    pp_now(s, &pp, 2);
+    pp_int(&pp, 3, window_ms);
+    pp_id(&pp, 4, &a->job_id);
+    pp_str(&pp, 5, a->queue);
+    pp_int(&pp, 6, a->attempt);
+    pp_str(&pp, 7, a->error);
+    rc = pg_run(s, PG_ALERT_WINDOW_Q, 8, pp.v, &res, "count alert");
+    if (!rc && PQntuples(res) == 1) {
+      a->count = pg_int(res, 0, 0);
+      a->first_at = pg_int(res, 0, 1);
+      a->last_at = pg_int(res, 0, 2);
+      a->verdict = a->count == 1 ? 1 : 2;
+    } else if (!rc) {
+      rc = pawl__store_fail(base, PAWL_ESTORE, "count alert: no row");
+    }
+    PQclear(res);
+  }
+  if (!rc && !decided) {
+    pp_int(&pp, 0, a->seq);
+    pp_int(&pp, 1, a->verdict);
+    pp_int(&pp, 2, a->count);
+    pp_int(&pp, 3, a->first_at);
+    pp_int(&pp, 4, a->last_at);
+    rc = pg_run(s, PG_ALERT_VERDICT_Q, 5, pp.v, NULL,
+                "record alert decision");
+  }
+  return pg_end(s, rc);
+}
+
+static int pg_alert_done(store_t *base, const char *owner, int64_t seq) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_int(&pp, 0, seq);
+  pp_str(&pp, 1, owner);
+  return pg_run(s, PG_ALERT_DONE_Q, 2, pp.v, NULL, "remove alert");
+}
+
 static const struct store_ops pg_ops = {
     .name = "postgres",
     .schema = {pg_migrate, pg_version},
@@ -3412,6 +3550,7 @@ static const struct store_ops pg_ops = {
     .steps = {pg_steps_get, pg_step_begin, pg_step_save, pg_step_end,
               pg_step_exit, pg_instance_find},
     .top = {pg_top_throughput, pg_top_running},
+    .alerts = {pg_alert_take, pg_alert_note, pg_alert_done},
 };
 
 /* The connection of a PostgreSQL store, for tests and the benchmark's

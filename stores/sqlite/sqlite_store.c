@@ -33,6 +33,8 @@
 #include "sqlite_recurring_sql.h"
 #include "sqlite_flow_sql.h"
 #include "sqlite_steps_sql.h"
+#include "sqlite_alerts_sql.h"
+#include <inttypes.h>
 #include "sqlite_sql.h"
 #include "store.h"
 
@@ -206,6 +208,15 @@ enum {
   /* pawl top (issue 16): see the section "top" */
   SQ_TOP_TP,
   SQ_TOP_RUNNING,
+  /* dead-letter alerts (issue 16; sqlite_alerts_sql.h) */
+  SQ_ALERT_ADD,
+  SQ_ALERT_ROLL,
+  SQ_ALERT_ROLL_DEL,
+  SQ_ALERT_TAKE,
+  SQ_ALERT_GET,
+  SQ_ALERT_WINDOW,
+  SQ_ALERT_VERDICT,
+  SQ_ALERT_DONE,
   SQ_COUNT
 };
 
@@ -544,6 +555,14 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_TOP_RUNNING] = "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs INDEXED BY "
                        "pawl_jobs_running WHERE state = 1 ORDER BY "
                        "started_at, id LIMIT ?1",
+    [SQ_ALERT_ADD] = SQLITE_ALERT_ADD,
+    [SQ_ALERT_ROLL] = SQLITE_ALERT_ROLL,
+    [SQ_ALERT_ROLL_DEL] = SQLITE_ALERT_ROLL_DEL,
+    [SQ_ALERT_TAKE] = SQLITE_ALERT_TAKE,
+    [SQ_ALERT_GET] = SQLITE_ALERT_GET,
+    [SQ_ALERT_WINDOW] = SQLITE_ALERT_WINDOW,
+    [SQ_ALERT_VERDICT] = SQLITE_ALERT_VERDICT,
+    [SQ_ALERT_DONE] = SQLITE_ALERT_DONE,
 };
 
 typedef struct sq_store {
@@ -1949,6 +1968,16 @@ static int sq_batch_count_job(sq_store_t *s, const pawl_id_t *id, int64_t ds,
                               int64_t df, int64_t dc, int64_t now);
 static int sq_batch_flush(sq_store_t *s, int64_t now);
 
+/* The alert outbox row of job `id`, which moved to failed in this
+ * transaction (issue 16; schema V013 says why this is no trigger). */
+static int sq_alert_add(sq_store_t *s, const pawl_id_t *id, int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_ALERT_ADD);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  sqlite3_bind_int64(st, 2, now);
+  return sq_exec(s, st, "write the job's alert");
+}
+
 static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
                        int64_t now) {
   sqlite3_stmt *st = sq_stmt(s, SQ_FAIL);
@@ -1957,6 +1986,7 @@ static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
   sqlite3_bind_int64(st, 2, now);
   sq_bind_id(st, 3, id);
   int rc = sq_exec(s, st, "fail job");
+  if (!rc) rc = sq_alert_add(s, id, now);
   if (!rc) rc = sq_batch_count_job(s, id, 0, 1, 0, now);
   return rc ? rc : sq_tp_add_id(s, id, now);
 }
@@ -2226,6 +2256,13 @@ static int sq_tx_update(store_t *base, const pawl_job_t *j,
   if (step == SQLITE_CONSTRAINT) return PAWL_EKEY;
   if (step != SQLITE_DONE) return sq_fail(s, step, "update job");
   *changed = sqlite3_changes(s->db) == 1;
+  /* Into the dead-letter set (a signal's wait that expired): its alert. A
+   * dead job paused and resumed is not a new one. */
+  if (*changed && plan->to == PAWL_FAILED && j->state != PAWL_FAILED &&
+      j->state != PAWL_PAUSED) {
+    int rc = sq_alert_add(s, &j->id, now);
+    if (rc) return rc;
+  }
   /* A child that ends or is taken back moves its batch's counters. */
   int64_t d[3];
   if (*changed && store_batch_delta(j->state, j->paused_from, plan->to,
@@ -2986,6 +3023,161 @@ static int sq_step_exit(store_t *base, const pawl_id_t *id,
 static int sq_instance_find(store_t *base, const char *type, const char *key,
                             pawl_id_t *id, int *state);
 
+/* ---- dead-letter alerts (issue 16) -------------------------------------- */
+
+/* Ends the windows whose time is up at `now` (in the caller's
+ * transaction). */
+static int sq_alert_roll(sq_store_t *s, int64_t now) {
+  int ids[2] = {SQ_ALERT_ROLL, SQ_ALERT_ROLL_DEL};
+  for (int i = 0; i < 2; i++) {
+    sqlite3_stmt *st = sq_stmt(s, ids[i]);
+    if (!st) return PAWL_ESTORE;
+    sqlite3_bind_int64(st, 1, now);
+    int rc = sq_exec(s, st, "end alert windows");
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int sq_alert_take(store_t *base, const char *owner, int64_t lease_ms,
+                         size_t max, store_alert_t **out, size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  *out = NULL;
+  *n = 0;
+  int64_t now = pawl__store_now(base);
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  rc = sq_alert_roll(s, now);
+  sqlite3_stmt *st = rc ? NULL : sq_stmt(s, SQ_ALERT_TAKE);
+  if (!rc && !st) rc = PAWL_ESTORE;
+  store_alert_t *v = NULL;
+  size_t count = 0;
+  if (!rc) {
+    sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, now + lease_ms);
+    sqlite3_bind_int64(st, 3, now);
+    sqlite3_bind_int64(st, 4, (int64_t)max);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+      store_alert_t *a = pawl__store_push((void **)&v, &count, sizeof *a);
+      if (!a) {
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+        break;
+      }
+      a->seq = sqlite3_column_int64(st, 0);
+      a->kind = sqlite3_column_int(st, 1);
+      sq_col_id(st, 2, &a->job_id);
+      int oom =
+          pawl__store_dup(&a->type, (const char *)sqlite3_column_text(st, 3));
+      oom |=
+          pawl__store_dup(&a->queue, (const char *)sqlite3_column_text(st, 4));
+      a->attempt = sqlite3_column_int(st, 5);
+      oom |=
+          pawl__store_dup(&a->error, (const char *)sqlite3_column_text(st, 6));
+      a->created_at = sqlite3_column_int64(st, 7);
+      a->verdict = sqlite3_column_int(st, 8);
+      a->count = sqlite3_column_int64(st, 9);
+      a->suppressed = sqlite3_column_int64(st, 10);
+      a->first_at = sqlite3_column_int64(st, 11);
+      a->last_at = sqlite3_column_int64(st, 12);
+      if (oom) {
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+        break;
+      }
+    }
+    if (!rc && step != SQLITE_DONE) rc = sq_fail(s, step, "take alerts");
+    sqlite3_reset(st);
+  }
+  rc = sq_end(s, rc);
+  if (rc) {
+    pawl__store_alerts_free(v, count);
+    return rc;
+  }
+  *out = v;
+  *n = count;
+  return 0;
+}
+
+static int sq_alert_note(store_t *base, const char *owner, int64_t fp,
+                         int64_t window_ms, store_alert_t *a) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = pawl__store_now(base);
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, SQ_ALERT_GET);
+  if (!st) rc = PAWL_ESTORE;
+  int step = SQLITE_DONE, decided = 0;
+  if (!rc) {
+    sqlite3_bind_int64(st, 1, a->seq);
+    step = sqlite3_step(st);
+    const char *by = step == SQLITE_ROW
+                         ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (step == SQLITE_ROW && by && strcmp(by, owner) == 0) {
+      if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
+        decided = 1;
+        a->verdict = sqlite3_column_int(st, 1);
+        a->count = sqlite3_column_int64(st, 2);
+        a->first_at = sqlite3_column_int64(st, 3);
+        a->last_at = sqlite3_column_int64(st, 4);
+      }
+    } else if (step == SQLITE_ROW || step == SQLITE_DONE) {
+      rc = pawl__store_fail(base, PAWL_ELEASE,
+                            "alert %" PRId64 " is no longer held by %s",
+                            a->seq, owner);
+    } else {
+      rc = sq_fail(s, step, "read alert");
+    }
+    sqlite3_reset(st);
+  }
+  if (!rc && !decided) rc = sq_alert_roll(s, now);
+  if (!rc && !decided) {
+    st = sq_stmt(s, SQ_ALERT_WINDOW);
+    if (!st) rc = PAWL_ESTORE;
+  }
+  if (!rc && !decided) {
+    sqlite3_bind_text(st, 1, a->type, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, fp);
+    sqlite3_bind_int64(st, 3, now);
+    sqlite3_bind_int64(st, 4, window_ms);
+    sq_bind_id(st, 5, &a->job_id);
+    sqlite3_bind_text(st, 6, a->queue, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 7, a->attempt);
+    sq_bind_text(st, 8, a->error);
+    step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+      a->count = sqlite3_column_int64(st, 0);
+      a->first_at = sqlite3_column_int64(st, 1);
+      a->last_at = sqlite3_column_int64(st, 2);
+      a->verdict = a->count == 1 ? 1 : 2;
+    } else {
+      rc = sq_fail(s, step, "count alert");
+    }
+    sqlite3_reset(st);
+  }
+  if (!rc && !decided) {
+    st = sq_stmt(s, SQ_ALERT_VERDICT);
+    if (!st) rc = PAWL_ESTORE;
+  }
+  if (!rc && !decided) {
+    sqlite3_bind_int64(st, 1, a->seq);
+    sqlite3_bind_int(st, 2, a->verdict);
+    sqlite3_bind_int64(st, 3, a->count);
+    sqlite3_bind_int64(st, 4, a->first_at);
+    sqlite3_bind_int64(st, 5, a->last_at);
+    rc = sq_exec(s, st, "record alert decision");
+  }
+  return sq_end(s, rc);
+}
+
+static int sq_alert_done(store_t *base, const char *owner, int64_t seq) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_ALERT_DONE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, seq);
+  sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
+  return sq_exec_write(s, st, "remove alert");
+}
+
 static const struct store_ops sq_ops = {
     .name = "sqlite",
     .schema = {sq_migrate, sq_version},
@@ -3017,6 +3209,7 @@ static const struct store_ops sq_ops = {
     .steps = {sq_steps_get, sq_step_begin, sq_step_save, sq_step_end,
               sq_step_exit, sq_instance_find},
     .top = {sq_top_throughput, sq_top_running},
+    .alerts = {sq_alert_take, sq_alert_note, sq_alert_done},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and
