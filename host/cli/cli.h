@@ -117,4 +117,22 @@ void cli_deps_print(const cli_deps_t *d);
 int cli_deps_oom(const cli_deps_t *d);
 void cli_deps_free(cli_deps_t *d);
 
+/* ---- cli_cleanup.c: retention (issue 16) ------------------------------------ */
+
+/* The policy of --retain SPEC: NULL spec, the defaults; "off", *out NULL
+ * (no sweep); else parsed. *out is the caller's (pawl_retention_free).
+ * CLI_USAGE with the message in err for a bad policy. */
+int cli_retention_policy(const char *spec, pawl_retention_t **out, char *err);
+
+typedef struct cli_cleanup_args {
+  const char *retain;      /* --retain (NULL: the defaults) */
+  int state;               /* --state, -1 for none */
+  int64_t older_than_ms;   /* --older-than, -1 for none */
+  int dry_run, json;
+} cli_cleanup_args_t;
+
+/* pawl cleanup: removes (or, dry, counts) old finished jobs and prints
+ * the counts by state, queue and type (json: one document). */
+int cli_cleanup_main(pawl_t *p, const cli_cleanup_args_t *a, char *err);
+
 #endif

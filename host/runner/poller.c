@@ -41,6 +41,7 @@ typedef struct poller {
                                 claim that was tried; 0: none tried */
   int borrowed;              /* p is step mode's handle: not closed here */
   host_ticker_t ticker;      /* recurring definitions (ticker.c) */
+  host_retention_t retention; /* old finished jobs (retention.c) */
 } poller_t;
 
 static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
@@ -151,6 +152,7 @@ void pawl__poller_chores(poller_t *pl, int64_t now) {
     poller_sweep(pl);
   }
   pawl__ticker_chore(pl->h, pl->p, &pl->ticker, now);
+  pawl__retention_chore(pl->h, pl->p, &pl->retention, now);
 }
 
 /* How many jobs this node holds at most: the workers plus a prefetch.
@@ -547,11 +549,15 @@ int pawl__poller_borrow(host_t *h, pawl_t *p, struct poller **out) {
 int64_t pawl__poller_next_chore(const struct poller *pl) {
   int64_t next = pl->next_heartbeat < pl->next_recover ? pl->next_heartbeat
                                                        : pl->next_recover;
-  return pl->ticker.next_tick < next ? pl->ticker.next_tick : next;
+  if (pl->ticker.next_tick < next) next = pl->ticker.next_tick;
+  if (pl->h->retention && pl->retention.next_at < next)
+    next = pl->retention.next_at;
+  return next;
 }
 
 void pawl__poller_free(struct poller *pl) {
   if (!pl) return;
+  pawl__retention_stop(pl->p, &pl->retention);
   if (!pl->borrowed) pawl_close(pl->p);
   pawl__free(pl);
 }

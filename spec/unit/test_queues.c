@@ -618,6 +618,9 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  "DROP TABLE pawl_jobs_archive; DROP TABLE pawl_attempts_archive; DROP "    \
+  "TABLE pawl_events_archive; DROP TABLE pawl_logs_archive; DELETE FROM "    \
+  "pawl_schema WHERE name = 'V013__retention.sql'; "                         \
   Q_UNDO_STEPS("V012__steps.sql")                                            \
   "DROP TABLE pawl_deps; ALTER TABLE pawl_jobs DROP COLUMN deps_left; "      \
   "ALTER TABLE pawl_jobs DROP COLUMN deps_unmet; ALTER TABLE pawl_jobs "     \
@@ -635,6 +638,9 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  "DROP TABLE pawl_jobs_archive; DROP TABLE pawl_attempts_archive; DROP "    \
+  "TABLE pawl_events_archive; DROP TABLE pawl_logs_archive; DELETE FROM "    \
+  "pawl_schema WHERE name = 'V012__retention.sql'; "                         \
   Q_UNDO_STEPS("V011__steps.sql")                                            \
   "DROP FUNCTION pawl_deps_reopen(uuid); DROP FUNCTION pawl_deps_link("     \
   "uuid, uuid[], text[], bigint); DROP FUNCTION pawl_deps_release(uuid[], "  \
