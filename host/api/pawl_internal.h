@@ -159,6 +159,10 @@ int pawl__retention_check(const pawl_retention_t *r, char *err,
                           size_t errlen);
 int pawl__retention_batch(pawl_t *p, const pawl_retention_t *pol,
                           pawl__retain_cursor_t *c);
+/* The pause after a batch that took took_ms (pawl__retention_pause): at
+ * least r->pause_ms, and long enough that the sweep holds the database at
+ * most a tenth of the time. */
+int64_t pawl__retention_pause(const pawl_retention_t *r, int64_t took_ms);
 int pawl__retention_lock(pawl_t *p, int64_t ttl_ms, int *got);
 int pawl__retention_unlock(pawl_t *p);
 
