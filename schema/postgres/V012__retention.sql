@@ -2,18 +2,17 @@
 -- Shipped migrations are never edited: add V013__*.sql instead.
 --
 -- Retention (host/api/retention.c) deletes finished jobs that are old
--- enough, or, with `archive`, moves them here first: the job row (every
--- column of pawl_jobs, in its order, then archived_at), its attempts,
--- events and logs (every column of theirs, in their order). The move
--- inserts `j.*` of the deleted rows, so a migration that adds a column to
--- one of those tables adds it here too, at the same place (the contract
--- test "retention_archive" fails otherwise). Its other rows (steps,
--- exits, instances, signals, replacement links, recorded starts,
--- dependency edges) are deleted with it, not archived. No index of
--- finished jobs is added to pawl_jobs: the walk follows the primary key
--- (UUIDv7 ids are time ordered).
-CREATE TABLE pawl_jobs_archive (LIKE pawl_jobs);
-ALTER TABLE pawl_jobs_archive ADD COLUMN archived_at timestamptz;
+-- enough, or, with `archive`, moves them here first: the job row
+-- (archived_at, then every column of pawl_jobs in its order), its attempts,
+-- events and logs (every column of theirs, in their order). The move copies
+-- the rows whole (`SELECT *`), so a migration that adds a column to one of
+-- those tables adds it to its archive too, at the end as ADD COLUMN does on
+-- both (the test store_pg_ret_archive, spec/unit/test_retention.c, fails
+-- otherwise). The job's other rows (steps, exits, instances, signals,
+-- replacement links, recorded starts, dependency edges) are deleted with it,
+-- not archived. No index of finished jobs is added to pawl_jobs: the walk
+-- follows the primary key (UUIDv7 ids are time ordered).
+CREATE TABLE pawl_jobs_archive (archived_at timestamptz, LIKE pawl_jobs);
 CREATE INDEX pawl_jobs_archive_id ON pawl_jobs_archive (id);
 CREATE TABLE pawl_attempts_archive (LIKE pawl_attempts);
 CREATE INDEX pawl_attempts_archive_job ON pawl_attempts_archive (job_id);

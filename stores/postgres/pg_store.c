@@ -639,7 +639,7 @@ static const char *const pg_sql[PG_COUNT] = {
         "p(id, version)), gone AS (DELETE FROM pawl_jobs AS j USING p WHERE "
         "j.id = p.id AND j.version = p.version AND j.state IN (2, 3, 4) AND "
         "NOT j.deps_open RETURNING j.*), aj AS (INSERT INTO "
-        "pawl_jobs_archive SELECT g.*, pawl_now($3::bigint) FROM gone AS g), "
+        "pawl_jobs_archive SELECT pawl_now($3::bigint), g.* FROM gone AS g), "
         "aa AS (INSERT INTO pawl_attempts_archive SELECT x.* FROM "
         "pawl_attempts AS x WHERE x.job_id IN (SELECT id FROM gone)), ae AS "
         "(INSERT INTO pawl_events_archive SELECT x.* FROM pawl_events AS x "

@@ -533,7 +533,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_RET_SCAN] = "SELECT seq, id, version, state, created_at, "
                     "finished_at, queue, type FROM pawl_jobs WHERE seq > ?1 "
                     "ORDER BY seq LIMIT ?2",
-    [SQ_RET_ARCHIVE_JOB] = "INSERT INTO pawl_jobs_archive SELECT *, ?3 FROM "
+    [SQ_RET_ARCHIVE_JOB] = "INSERT INTO pawl_jobs_archive SELECT ?3, * FROM "
                            "pawl_jobs WHERE id = ?1 AND version = ?2 AND "
                            "state IN (2, 3, 4) AND deps_open = 0",
     [SQ_RET_ARCHIVE_ATTEMPTS] = "INSERT INTO pawl_attempts_archive SELECT * "
