@@ -159,6 +159,9 @@ int pawl__retention_check(const pawl_retention_t *r, char *err,
                           size_t errlen);
 int pawl__retention_batch(pawl_t *p, const pawl_retention_t *pol,
                           pawl__retain_cursor_t *c);
+/* *due: 1 if the oldest job is old enough that a sweep may find work (one
+ * row read, nothing written: an idle sweep takes no lock). */
+int pawl__retention_due(pawl_t *p, const pawl_retention_t *pol, int *due);
 /* The pause after a batch that took took_ms (pawl__retention_pause): at
  * least r->pause_ms, and long enough that the sweep holds the database at
  * most a tenth of the time. */

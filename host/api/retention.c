@@ -522,6 +522,22 @@ int pawl__retention_check(const pawl_retention_t *r, char *err,
   return ret_check(r, err, errlen);
 }
 
+int pawl__retention_due(pawl_t *p, const pawl_retention_t *pol, int *due) {
+  p->errmsg[0] = 0;
+  *due = 0;
+  ret_what_t w = {pol, -1, -1};
+  int64_t min = ret_min_keep(&w);
+  if (min < 0) return 0;
+  store_retain_row_t *row = pawl__calloc(1, sizeof *row);
+  if (!row) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
+  size_t n = 0;
+  int rc = pawl__from_store(
+      p, p->store->ops->retention.scan(p->store, NULL, 1, row, &n));
+  if (!rc) *due = n == 1 && row->created_at <= pawl_now(p) - min;
+  pawl__free(row);
+  return rc;
+}
+
 int pawl__retention_batch(pawl_t *p, const pawl_retention_t *pol,
                           pawl__retain_cursor_t *c) {
   p->errmsg[0] = 0;

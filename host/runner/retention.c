@@ -101,6 +101,18 @@ void pawl__retention_chore(host_t *h, pawl_t *p, host_retention_t *r,
     r->next_at = now + pol->every_ms;
     return;
   }
+  if (!r->active) { /* nothing old enough: no lock, no write */
+    int due = 0;
+    if (pawl__retention_due(p, pol, &due) != 0) {
+      retention_log_rc(h, p, "retention: cannot read the oldest job");
+      r->next_at = now + pol->every_ms;
+      return;
+    }
+    if (!due) {
+      r->next_at = now + pol->every_ms;
+      return;
+    }
+  }
   /* Taken at each batch (an extension while we hold it); held for a few
    * pauses at least, and a lease. */
   int64_t ttl = pawl__lease_ms(p);
