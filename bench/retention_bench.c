@@ -252,6 +252,9 @@ int main(int argc, char **argv) {
   sweep_t s = {.p = q, .pol = &pol};
   pthread_t th;
   pthread_create(&th, NULL, sweep_main, &s);
+  enum { MAXW = 100000 };
+  static double rate[MAXW];
+  int nw = 0;
   long jobs[2] = {0, 0};
   double secs[2] = {0, 0};
   int windows[2] = {0, 0};
@@ -264,6 +267,7 @@ int main(int argc, char **argv) {
     jobs[on] += n;
     secs[on] += e;
     windows[on]++;
+    if (nw < MAXW) rate[nw++] = (double)n / e;
     printf("  window %2d sweep %s: %8.0f jobs/s\n", k, on ? "on " : "off",
            (double)n / e);
     fflush(stdout);
@@ -279,6 +283,24 @@ int main(int argc, char **argv) {
          (long long)s.removed, (long long)s.scanned, (long long)s.batches,
          (double)s.removed / secs[1]);
   printf("with sweep / without: %.1f%%\n", 100.0 * on / off);
+  /* Each on window against the mean of its two neighbours (off), the
+   * median of those ratios: robust to a window that another program on
+   * the machine slowed down. */
+  static double ratio[MAXW / 2 + 1];
+  int nr = 0;
+  for (int i = 1; i + 1 < nw; i += 2)
+    ratio[nr++] = rate[i] / ((rate[i - 1] + rate[i + 1]) / 2);
+  for (int i = 1; i < nr; i++) /* insertion sort: a few hundred */
+    for (int j = i; j > 0 && ratio[j - 1] > ratio[j]; j--) {
+      double t = ratio[j];
+      ratio[j] = ratio[j - 1];
+      ratio[j - 1] = t;
+    }
+  if (nr)
+    printf("on window / its neighbours, median of %d: %.1f%% (quartiles "
+           "%.1f%%, %.1f%%)\n",
+           nr, 100 * ratio[nr / 2], 100 * ratio[nr / 4],
+           100 * ratio[(3 * nr) / 4]);
   pawl_close(q);
   pawl_close(p);
   return 0;
