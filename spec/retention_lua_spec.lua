@@ -78,4 +78,24 @@ describe("db:cleanup", function()
     assert.matches("not a finished state", msg, 1, true)
     assert.are.equal("PAWL_EINVAL", code)
   end)
+
+  it("is the console's cleanup{...}", function()
+    -- The console's clock is the real one: a job made there, not at T0.
+    db:close()
+    local id = env:enqueue("mail")
+    env:ok("cancel", id)
+    local r = C.run{ "--db", env.db, "console", "-e",
+                     "cleanup{older_than = 0, dry_run = true}" }
+    assert.are.equal(0, r.code, r.err)
+    assert.matches("removed = 1", r.out, 1, true)
+    assert.matches("dry_run = true", r.out, 1, true)
+    r = C.run{ "--db", env.db, "console", "-e", "cleanup{state = \"running\"}" }
+    assert.are.equal(1, r.code)
+    assert.matches("not a finished state", r.err, 1, true)
+    r = C.run{ "--db", env.db, "console", "-e", "cleanup{older_than = 0}" }
+    assert.are.equal(0, r.code, r.err)
+    assert.matches("removed = 1", r.out, 1, true)
+    db = assert(pawl.open{ db = env.db, node_id = "n1", now = T0 })
+    assert.is_nil(db:get(id))
+  end)
 end)
