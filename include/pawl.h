@@ -1205,6 +1205,14 @@ typedef struct pawl_host_opts {
   /* The admin console's listeners (see "the live host" below); NULL:
    * none. Borrowed for pawl_start() (copied). */
   const struct pawl_admin_opts *admin;
+  /* Retention (issue 16; see "retention" below): the policy by which
+   * this host deletes (or archives) old finished jobs, one node at a time
+   * under the lock "pawl.retention", in batches of retention->batch jobs
+   * with retention->pause_ms between them, a sweep every
+   * retention->every_ms. NULL: this host removes nothing (`pawl run`
+   * passes the defaults unless --retain off). Borrowed for pawl_start()
+   * (copied). */
+  const struct pawl_retention *retention;
 } pawl_host_opts_t;
 
 #define PAWL_INTERRUPT_NONE (-1)
@@ -2053,6 +2061,113 @@ PAWL_EXTERN void pawl_top_opts_init(pawl_top_opts_t *o);
 PAWL_EXTERN int pawl_top_snapshot(pawl_t *p, const pawl_top_opts_t *o,
                                   char **json);
 PAWL_EXTERN void pawl_top_snapshot_free(char *json);
+/* ---- retention (issue 16: host/api/retention.c) -------------------------
+ *
+ * Finished jobs (succeeded, failed, canceled) are deleted once they
+ * finished long enough ago, or moved to the archive tables (pawl_jobs_archive
+ * and the attempts, events and logs beside it) when `archive` is set. A
+ * live job (pending, running, paused, blocked) is never touched: the
+ * statement that removes a job checks, itself, that it is still finished
+ * at the version read, so a job an operator retried meanwhile stays. A job
+ * takes its attempts, events, logs, step executions, exit, instance,
+ * signal, replacement links and dependency edges with it (archived: its
+ * attempts, events and logs are archived, the rest deleted); a parent
+ * whose children have not yet counted its end is kept. Idempotency keys
+ * stay (pawl_idempotency): a duplicate enqueue after the job is gone still
+ * returns its id as a duplicate. Business keys hold for live jobs only and
+ * go with the job. */
+
+/* How long jobs are kept in one finished state. */
+#define PAWL_RETAIN_FOREVER (-1)
+
+/* An override: jobs of `queue` and/or `type` (NULL: any; at least one
+ * given) finished in `state` are kept keep_ms (0..PAWL_DELAY_MAX_MS, or
+ * PAWL_RETAIN_FOREVER). The most specific rule wins: queue and type, then
+ * type, then queue, then the policy's keep_ms[]; among equals, the last. */
+typedef struct pawl_retain_rule {
+  const char *queue;
+  const char *type;
+  int state;            /* PAWL_SUCCEEDED, PAWL_FAILED or PAWL_CANCELED */
+  int64_t keep_ms;
+} pawl_retain_rule_t;
+
+typedef struct pawl_retention {
+  /* By state: keep_ms[PAWL_SUCCEEDED], keep_ms[PAWL_FAILED],
+   * keep_ms[PAWL_CANCELED] (other entries unused); 0..PAWL_DELAY_MAX_MS
+   * or PAWL_RETAIN_FOREVER. Defaults: 1 day, 7 days, 1 day. */
+  int64_t keep_ms[PAWL_STATE_COUNT];
+  const pawl_retain_rule_t *rules;
+  size_t nrules;
+  int archive;          /* 1: move into the archive tables, 0: delete */
+  size_t batch;         /* jobs looked at per transaction, 1..100000;
+                           default 1000 */
+  int64_t pause_ms;     /* between two batches, 0..60000; default 50 */
+  int64_t every_ms;     /* a host's sweeps start this often,
+                           1000..PAWL_DELAY_MAX_MS; default 60000 */
+} pawl_retention_t;
+
+/* Fills `r` with the defaults (no rules, no archive). */
+PAWL_EXTERN void pawl_retention_init(pawl_retention_t *r);
+
+/* Parses a policy as operators write it: comma-separated items, each
+ *   STATE=DURATION            succeeded=1d, failed=30d, canceled=2h
+ *   queue:Q.STATE=DURATION    an override for queue Q
+ *   type:T.STATE=DURATION     an override for job type T
+ *   queue:Q/type:T.STATE=DURATION  both
+ *   archive                   archive instead of deleting
+ *   batch=N, pause=DURATION, every=DURATION
+ * DURATION as pawl_duration_parse() takes it, or "forever"; what is not
+ * given keeps its default. On success *out is the caller's
+ * (pawl_retention_free()); PAWL_EINVAL with a message in errbuf (may be
+ * NULL) naming the item and the range. */
+PAWL_EXTERN int pawl_retention_parse(const char *spec, pawl_retention_t **out,
+                                     char *errbuf, size_t errlen);
+/* Frees a policy from pawl_retention_parse() (its rules and their
+ * strings). NULL is fine. */
+PAWL_EXTERN void pawl_retention_free(pawl_retention_t *r);
+
+/* What pawl_cleanup() does. */
+typedef struct pawl_cleanup_opts {
+  const pawl_retention_t *policy; /* NULL: the defaults; borrowed */
+  int state;            /* -1: every finished state; else only this one
+                           (PAWL_SUCCEEDED, PAWL_FAILED, PAWL_CANCELED) */
+  int64_t older_than_ms;/* -1: each job's age from the policy; else
+                           0..PAWL_DELAY_MAX_MS for every state, queue and
+                           type (the policy's ages and rules unused) */
+  int dry_run;          /* 1: count what would go, change nothing */
+  int64_t max;          /* stop after this many jobs (0: no bound) */
+} pawl_cleanup_opts_t;
+
+PAWL_EXTERN void pawl_cleanup_opts_init(pawl_cleanup_opts_t *o);
+
+/* One (state, queue, type) of what a cleanup removed (or would). */
+typedef struct pawl_cleanup_row {
+  int state;
+  char *queue;
+  char *type;
+  int64_t count;
+} pawl_cleanup_row_t;
+
+typedef struct pawl_cleanup_result {
+  int64_t removed;      /* jobs deleted or archived (dry run: would be) */
+  int64_t scanned;      /* jobs looked at */
+  int archived;         /* 1: moved into the archive tables */
+  int dry_run;
+  pawl_cleanup_row_t *rows; /* by state, queue, type */
+  size_t nrows;
+} pawl_cleanup_result_t;
+
+/* Removes the finished jobs the policy (or o->older_than_ms) lets go,
+ * now, in batches of policy->batch jobs (a transaction each) with
+ * policy->pause_ms between them, from the oldest. Not under the lock the
+ * hosts' sweeps take: each removal checks its job itself, so a cleanup
+ * beside a sweep removes nothing twice. On success *out is the caller's
+ * (pawl_cleanup_free()); on failure nothing is returned, and what earlier
+ * batches removed stays removed. PAWL_EINVAL (message naming the value and
+ * its range) for a bad option or policy. `o` may be NULL (the defaults). */
+PAWL_EXTERN int pawl_cleanup(pawl_t *p, const pawl_cleanup_opts_t *o,
+                             pawl_cleanup_result_t **out);
+PAWL_EXTERN void pawl_cleanup_free(pawl_cleanup_result_t *r);
 
 #ifdef __cplusplus
 }

@@ -292,6 +292,20 @@ typedef struct store_alert {
 } store_alert_t;
 
 void pawl__store_alerts_free(store_alert_t *a, size_t n);
+/* ---- retention (issue 16: finished jobs deleted or archived) ------------- */
+
+/* A job as the retention walk reads it (store_ops.retention.scan): where
+ * the walk goes on from (pick.key, pick.id), the version a removal
+ * expects, and what the policy decides by. Names are at most 200 bytes
+ * (the API refuses longer ones). */
+typedef struct store_retain_row {
+  store_pick_t pick;
+  int state;
+  int64_t created_at;
+  int64_t finished_at;     /* 0: NULL */
+  char queue[201];
+  char type[201];
+} store_retain_row_t;
 
 struct store_ops {
   const char *name;
@@ -666,6 +680,29 @@ struct store_ops {
     /* Deletes row `seq` if `owner` holds it (else nothing). */
     int (*done)(store_t *st, const char *owner, int64_t seq);
   } alerts;
+  /* Retention (issue 16; host/api/retention.c decides, these only read
+   * and remove). There is no index of finished jobs by age (it cost every
+   * finish an index entry: schema SQLite V004): the walk follows the
+   * primary key in insert order (SQLite: seq; PostgreSQL: the UUIDv7 id,
+   * time ordered), oldest first, a bounded page at a time. */
+  struct {
+    /* Up to `max` jobs of any state after `after` (NULL: from the oldest)
+     * in walk order; *n < max only at the end of the table. */
+    int (*scan)(store_t *st, const store_pick_t *after, size_t max,
+                store_retain_row_t *out, size_t *n);
+    /* Removes rows[0..n) in one transaction, each only if it is still
+     * finished (succeeded, failed, canceled), at the version the scan
+     * read, and no child still has to count its end (deps_open): the
+     * check is in the removing statement, so a job an operator retried
+     * after the scan is kept. With `archive`, the job row, its attempts,
+     * events and logs are copied into the archive tables first (schema
+     * SQLite V013, PostgreSQL V012). Its other rows (steps, exits,
+     * instances, signal, replacement links, recorded starts, dependency
+     * edges) are deleted with it; idempotency keys are kept. removed[i]:
+     * 1 if row i went. */
+    int (*remove)(store_t *st, const store_retain_row_t *rows, size_t n,
+                  int archive, int *removed);
+  } retention;
 };
 
 /* The part every backend's store begins with. */

@@ -172,5 +172,34 @@ int pawl__alert_note(pawl_t *p, int64_t window_ms, pawl__alert_t *a);
 int pawl__alert_done(pawl_t *p, int64_t seq);
 void pawl__alerts_free(pawl__alert_t *a, size_t n);
 int64_t pawl__alert_fingerprint(const char *type, const char *error);
+/* Retention (api/retention.c; issue 16): the worker host's sweep, one
+ * batch per poller chore. A cursor starts zeroed; the first batch fixes
+ * the sweep's "now" (its cutoffs); c->done once the walk has looked at
+ * every job old enough. pawl__retention_batch: removes the jobs of the
+ * next batch that `pol` (checked: pawl__retention_check, 0 or PAWL_EINVAL
+ * with err) lets go. pawl__retention_lock: the distributed lock
+ * "pawl.retention" for ttl_ms (taken again by its holder to extend it);
+ * *got 1 if this node holds it now. */
+typedef struct pawl__retain_cursor {
+  int started, done, have_id;
+  int64_t key;                /* where the walk goes on from */
+  pawl_id_t id;
+  int64_t now, horizon;       /* the sweep's now; rows created after the
+                                 horizon are too young to go */
+  int64_t removed, scanned;
+} pawl__retain_cursor_t;
+int pawl__retention_check(const pawl_retention_t *r, char *err,
+                          size_t errlen);
+int pawl__retention_batch(pawl_t *p, const pawl_retention_t *pol,
+                          pawl__retain_cursor_t *c);
+/* *due: 1 if the oldest job is old enough that a sweep may find work (one
+ * row read, nothing written: an idle sweep takes no lock). */
+int pawl__retention_due(pawl_t *p, const pawl_retention_t *pol, int *due);
+/* The pause after a batch that took took_ms (pawl__retention_pause): at
+ * least r->pause_ms, and long enough that the sweep holds the database at
+ * most a tenth of the time. */
+int64_t pawl__retention_pause(const pawl_retention_t *r, int64_t took_ms);
+int pawl__retention_lock(pawl_t *p, int64_t ttl_ms, int *got);
+int pawl__retention_unlock(pawl_t *p);
 
 #endif

@@ -60,6 +60,7 @@ typedef enum cli_cmd {
   CLI_SIGNAL,  /* cli/cli_flow.c (issue 15) */
   CLI_REPLACE,
   CLI_BATCH,   /* cli/cli_batch.c (issue 15) */
+  CLI_CLEANUP, /* cli/cli_cleanup.c (issue 16: retention) */
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
@@ -69,7 +70,7 @@ static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
     "migrate", "enqueue", "show", "jobs",    "cancel",
     "pause",   "resume",  "retry", "run",     "cron",
     "stats",   "nodes",   "locks", "console", "queue",   "limit",
-    "signal",  "replace", "batch",   "version", "help"};
+    "signal",  "replace", "batch",   "cleanup", "version", "help"};
 
 #define CLI_BIT(c) (1u << (c))
 #define CLI_ACTIONS                                                          \
@@ -132,7 +133,9 @@ typedef enum cli_opt_id {
   CLI_O_SIGNAL,         /* issue 15 */
   CLI_O_SIGNAL_TIMEOUT,
   CLI_O_PAYLOAD,
-  CLI_O_RAW             /* issue 16 */
+  CLI_O_RAW,            /* issue 16 */
+  CLI_O_DRY_RUN,        /* issue 16: retention */
+  CLI_O_RETAIN
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -147,7 +150,7 @@ static const struct cli_opt {
      CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_STATS) |
          CLI_BIT(CLI_NODES) | CLI_BIT(CLI_LOCKS) | CLI_BIT(CLI_CONSOLE) |
          CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_LIMIT) | CLI_BIT(CLI_SIGNAL) |
-         CLI_BIT(CLI_REPLACE) | CLI_BIT(CLI_BATCH)},
+         CLI_BIT(CLI_REPLACE) | CLI_BIT(CLI_BATCH) | CLI_BIT(CLI_CLEANUP)},
     {"--queue", CLI_O_QUEUE, 1,
      CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS |
          CLI_BIT(CLI_REPLACE)},
@@ -175,10 +178,15 @@ static const struct cli_opt {
     {"--rate", CLI_O_RATE, 1, CLI_BIT(CLI_LIMIT)},
     {"--after", CLI_O_AFTER, 1, CLI_BIT(CLI_ENQUEUE)},
     {"--when", CLI_O_WHEN, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--state", CLI_O_STATE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--state", CLI_O_STATE, 1,
+     CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_CLEANUP)},
     {"--type", CLI_O_TYPE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
-    {"--older-than", CLI_O_OLDER_THAN, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
+    {"--older-than", CLI_O_OLDER_THAN, 1,
+     CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_CLEANUP)},
+    /* retention (issue 16) */
+    {"--dry-run", CLI_O_DRY_RUN, 0, CLI_BIT(CLI_CLEANUP)},
+    {"--retain", CLI_O_RETAIN, 1, CLI_BIT(CLI_RUN) | CLI_BIT(CLI_CLEANUP)},
     {"--yes", CLI_O_YES, 0, CLI_ACTIONS},
     {"-e", CLI_O_CODE, 1, CLI_BIT(CLI_CONSOLE)},
     {"--connect", CLI_O_CONNECT, 1, CLI_BIT(CLI_CONSOLE)},
@@ -303,6 +311,12 @@ static const char cli_usage_text[] =
     "                          and cancel the job (a running one is asked to\n"
     "                          stop), in one transaction; prints the new id\n"
     "  stats [--json]          jobs by state and queue, throughput, waits\n"
+    "  cleanup [--dry-run] [--state S] [--older-than DUR] [--retain POLICY]\n"
+    "          [--json]        remove old finished jobs now, as the retention\n"
+    "                          policy says (default succeeded=1d,failed=7d,\n"
+    "                          canceled=1d; --older-than: one age for all);\n"
+    "                          prints the counts by state, queue and type;\n"
+    "                          --dry-run changes nothing\n"
     "  batch show ID [--json]  a batch's progress: children ended by outcome,\n"
     "                            left, metrics, callbacks (README \"Batches\")\n"
     "  queue list [--json]     the queues: jobs by state, oldest due wait,\n"
@@ -378,6 +392,12 @@ static const char cli_usage_text[] =
     "      --admin-token-file F  a token file (mode 600)\n"
     "      --admin-timeout SECONDS  how long a console's chunk may run\n"
     "                            (default 30)\n"
+    "      --retain POLICY       retention of finished jobs, swept by one node\n"
+    "                            at a time (default succeeded=1d,failed=7d,\n"
+    "                            canceled=1d); items STATE=DUR, queue:Q.STATE=\n"
+    "                            DUR, type:T.STATE=DUR, archive, batch=N,\n"
+    "                            pause=DUR, every=DUR; DUR or forever; off:\n"
+    "                            no sweep on this node\n"
     "  cron next EXPR          print the next fire times of a cron expression\n"
     "                          (README, \"Cron expressions\"); opens no "
     "database\n"
@@ -449,6 +469,9 @@ typedef struct cli_args {
   const char *replace_payload; /* replace --payload (read and checked with
                                   the positionals) */
   char *replace_payload_read;  /* owned: --payload from stdin or a file */
+  /* retention (issue 16): cleanup and run */
+  int dry_run, has_older_than;
+  const char *retain;      /* --retain POLICY ("off": run sweeps nothing) */
 } cli_args_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -768,8 +791,11 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     if (pawl_duration_parse(v, &a->filter.older_than_ms, msg, sizeof msg))
       return cli_fail(err, CLI_USAGE, "--older-than: %s", msg);
     a->has_filter = 1;
+    a->has_older_than = 1;
     break;
   }
+  case CLI_O_DRY_RUN: a->dry_run = 1; break;
+  case CLI_O_RETAIN: a->retain = v; break;
   case CLI_O_YES: a->yes = 1; break;
   case CLI_O_CODE: a->code = v; break;
   case CLI_O_CONNECT: a->connect = v; break;
@@ -1491,6 +1517,14 @@ static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
                     "socket checks who connects instead)");
   }
   if (admin.socket_path || admin.listen) host.admin = &admin;
+  /* Retention (issue 16): on by default, with the default policy. */
+  pawl_retention_t *retain = NULL;
+  if (cli_retention_policy(a->retain, &retain, err)) {
+    free(sock);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return CLI_USAGE;
+  }
+  host.retention = retain;
   int rc = pawl_start(p, &host);
   if (rc && sock && strncmp(pawl_errmsg(p), "admin socket ", 13) == 0) {
     /* The default socket only: a second host on the same SQLite file, a
@@ -1503,6 +1537,7 @@ static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
     rc = pawl_start(p, &host);
   }
   free(sock);
+  pawl_retention_free(retain); /* pawl_start copied it */
   if (rc) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return cli_lib_fail(p, rc, err);
@@ -1565,6 +1600,14 @@ static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
     return cli_queue_main(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL,
                           a->reason, a->age_boost, a->json, err, CLI_ERRLEN);
   case CLI_LIMIT: return cli_limits_main(p, &a->limit, err);
+  case CLI_CLEANUP: {
+    cli_cleanup_args_t c = {.retain = a->retain, .state = a->filter.state,
+                            .older_than_ms = a->has_older_than
+                                                 ? a->filter.older_than_ms
+                                                 : -1,
+                            .dry_run = a->dry_run, .json = a->json};
+    return cli_cleanup_main(p, &c, err);
+  }
   case CLI_SIGNAL:
     return cli_flow_signal(p, a->pos[0], a->pos[1],
                            a->npos > 2 ? a->pos[2] : NULL, a->json, err,

@@ -154,5 +154,22 @@ typedef struct cli_job_view {
 int cli_redact_job(cli_redact_t *r, const pawl_job_t *job, cli_job_view_t *v,
                    char *err);
 void cli_job_view_free(cli_job_view_t *v);
+/* ---- cli_cleanup.c: retention (issue 16) ------------------------------------ */
+
+/* The policy of --retain SPEC: NULL spec, the defaults; "off", *out NULL
+ * (no sweep); else parsed. *out is the caller's (pawl_retention_free).
+ * CLI_USAGE with the message in err for a bad policy. */
+int cli_retention_policy(const char *spec, pawl_retention_t **out, char *err);
+
+typedef struct cli_cleanup_args {
+  const char *retain;      /* --retain (NULL: the defaults) */
+  int state;               /* --state, -1 for none */
+  int64_t older_than_ms;   /* --older-than, -1 for none */
+  int dry_run, json;
+} cli_cleanup_args_t;
+
+/* pawl cleanup: removes (or, dry, counts) old finished jobs and prints
+ * the counts by state, queue and type (json: one document). */
+int cli_cleanup_main(pawl_t *p, const cli_cleanup_args_t *a, char *err);
 
 #endif

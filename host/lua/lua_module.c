@@ -1914,6 +1914,8 @@ typedef struct lpawl_adm_box {
   pawl_limit_t *limits;
   size_t nlimits;
   char *top;                 /* db:top_snapshot() (issue 16) */
+  pawl_retention_t *retention;    /* db:cleanup (issue 16) */
+  pawl_cleanup_result_t *cleanup;
 } lpawl_adm_box_t;
 
 #define LPAWL_ADM_BOX "pawl.admin_box"
@@ -1928,6 +1930,8 @@ static void lpawl_adm_box_free(lpawl_adm_box_t *b) {
   pawl_queues_free(b->queues, b->nqueues);
   pawl_limits_free(b->limits, b->nlimits);
   pawl_top_snapshot_free(b->top);
+  pawl_retention_free(b->retention);
+  pawl_cleanup_free(b->cleanup);
   memset(b, 0, sizeof *b);
 }
 
@@ -2227,6 +2231,76 @@ static int lpawl_adm_limit_rm(lua_State *L) {
   int rc = pawl_limit_remove(p, luaL_checkstring(L, 2));
   if (rc) return lpawl_fail(L, p, rc);
   lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* db:cleanup{ retain = POLICY, state = S, older_than = DUR | MS,
+ * dry_run = bool } [-0, +1|3, e] { removed =, scanned =, archived =,
+ * dry_run =, by = { {state =, queue =, type =, count =}, ... } }: retention
+ * now (issue 16; pawl_cleanup()). POLICY as `pawl run --retain` takes it
+ * (pawl_retention_parse; nil: the defaults); older_than: a duration text
+ * or milliseconds, one age for every state. Bad options raise; a failed
+ * cleanup returns nil, message, code. */
+static int lpawl_adm_cleanup(lua_State *L) {
+  static const char *const names[] = {"retain", "state", "older_than",
+                                      "dry_run", NULL};
+  pawl_t *p = lpawl_check(L, 1)->p;
+  if (lua_isnoneornil(L, 2)) {
+    lua_settop(L, 1);
+    lua_newtable(L);
+  }
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lpawl_check_keys(L, 2, names, 2, "", "cleanup");
+  pawl_cleanup_opts_t o;
+  pawl_cleanup_opts_init(&o);
+  const char *retain = lpawl_opt_str(L, 2, "retain", 2, 2, "");
+  const char *state = lpawl_opt_str(L, 2, "state", 2, 2, "");
+  o.dry_run = lpawl_opt_bool(L, 2, "dry_run", 2, "");
+  lua_getfield(L, 2, "older_than");
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    char err[256];
+    if (pawl_duration_parse(lua_tostring(L, -1), &o.older_than_ms, err,
+                            sizeof err))
+      return luaL_argerror(L, 2, lua_pushfstring(L, "older_than: %s", err));
+  } else if (!lua_isnil(L, -1)) {
+    o.older_than_ms = (int64_t)lpawl_opt_int(L, 2, "older_than", -1, 0,
+                                             (double)PAWL_DELAY_MAX_MS, 2, "");
+  }
+  lua_pop(L, 1);
+  if (state) {
+    o.state = pawl_state_parse(state);
+    if (o.state < 0)
+      return luaL_argerror(L, 2, lua_pushfstring(L, "unknown state \"%s\"",
+                                                 state));
+  }
+  lpawl_adm_box_t *b = lpawl_adm_box_new(L);
+  if (retain) {
+    char err[512];
+    if (pawl_retention_parse(retain, &b->retention, err, sizeof err))
+      return luaL_argerror(L, 2, lua_pushfstring(L, "retain: %s", err));
+  }
+  o.policy = b->retention;
+  int rc = pawl_cleanup(p, &o, &b->cleanup);
+  if (rc) return lpawl_fail(L, p, rc);
+  const pawl_cleanup_result_t *r = b->cleanup;
+  lua_createtable(L, 0, 5);
+  lpawl_set_num(L, "removed", (double)r->removed);
+  lpawl_set_num(L, "scanned", (double)r->scanned);
+  lua_pushboolean(L, r->archived);
+  lua_setfield(L, -2, "archived");
+  lua_pushboolean(L, r->dry_run);
+  lua_setfield(L, -2, "dry_run");
+  lua_createtable(L, (int)r->nrows, 0);
+  for (size_t i = 0; i < r->nrows; i++) {
+    lua_createtable(L, 0, 4);
+    lpawl_set_str(L, "state", pawl_state_name(r->rows[i].state));
+    lpawl_set_str(L, "queue", r->rows[i].queue);
+    lpawl_set_str(L, "type", r->rows[i].type);
+    lpawl_set_num(L, "count", (double)r->rows[i].count);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "by");
+  lpawl_adm_box_free(b);
   return 1;
 }
 
@@ -2580,6 +2654,7 @@ static void lpawl_admin_register(lua_State *L, int methods) {
       {"limits", lpawl_adm_limits}, {"limit_set", lpawl_adm_limit_set},
       {"limit_rm", lpawl_adm_limit_rm},
       {"type_redact", lpawl_adm_type_redact},
+      {"cleanup", lpawl_adm_cleanup}, /* issue 16: retention */
       {NULL, NULL}};
   luaL_register(L, NULL, methods ? meths : funcs);
 }

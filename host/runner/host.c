@@ -208,6 +208,7 @@ void pawl__host_free(host_t *h) {
   pawl__free(h->pool_queues);
   pawl__completer_free(h->completer_state);
   pawl__admin_free(h->admin);
+  pawl__retention_drop(h);
   pawl_script_errors_free(h->load_errors, h->nload_errors);
   pawl__free(h->scripts_dir);
   pawl__free(h->queues_csv);
@@ -415,6 +416,8 @@ int pawl__host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
   }
   o->scripts_dir = h->scripts_dir;
   o->queues = (const char *const *)h->queues;
+  int rrc = pawl__retention_copy(h, in->retention, msg, len);
+  if (rrc) return rrc;
   /* Per-queue concurrency: a slot per numbered queue; the pool claims the
    * rest (every queue when there is no list). */
   const int *conc = in->queue_concurrency;

@@ -98,6 +98,8 @@ typedef pawl__script_t host_script_t;
 typedef struct host {
   pawl_t *p;                 /* the handle that started the host */
   pawl_host_opts_t opts;     /* strings below are owned copies */
+  pawl_retention_t *retention; /* owned copy of opts.retention, or NULL
+                                  (retention.c; issue 16) */
   char *scripts_dir;
   char **queues;
   double avg_job_ms;         /* moving average of job durations (under mu),
@@ -396,6 +398,24 @@ int pawl__webhook_new(host_t *h, char *err, size_t errlen);
 void pawl__webhook_free(host_t *h);
 int pawl__webhook_post(void *data, const pawl__lua_post_t *req, char *err,
                        size_t errlen);
+/* Retention (retention.c; issue 16): old finished jobs removed as one of
+ * the poller's chores, on the node that holds the lock "pawl.retention",
+ * one batch per chore (a transaction) with the policy's pause between
+ * batches, so that claims go on between them; a sweep every
+ * policy->every_ms. pawl__retention_copy: h->retention from the options
+ * (checked; PAWL_EINVAL or PAWL_ENOMEM with msg); pawl__retention_drop
+ * frees it and the chore's state. */
+typedef struct host_retention {
+  int64_t next_at;           /* mono ms */
+  int active;                /* a sweep is under way (we hold the lock) */
+  struct pawl__retain_cursor *cur; /* owned */
+} host_retention_t;
+int pawl__retention_copy(host_t *h, const pawl_retention_t *in, char *msg,
+                         size_t len);
+void pawl__retention_drop(host_t *h);
+void pawl__retention_chore(host_t *h, pawl_t *p, host_retention_t *r,
+                           int64_t now);
+void pawl__retention_stop(pawl_t *p, host_retention_t *r);
 
 /* The watchdog (watchdog.c), the checkpointer (checkpointer.c) and the
  * listener (listener.c): their argument is the host. */

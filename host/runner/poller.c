@@ -42,6 +42,7 @@ typedef struct poller {
   int borrowed;              /* p is step mode's handle: not closed here */
   host_ticker_t ticker;      /* recurring definitions (ticker.c) */
   uint64_t types_synced;     /* types_gen written (types_sync.c) */
+  host_retention_t retention; /* old finished jobs (retention.c) */
 } poller_t;
 
 static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
@@ -153,6 +154,7 @@ void pawl__poller_chores(poller_t *pl, int64_t now) {
   }
   pawl__ticker_chore(pl->h, pl->p, &pl->ticker, now);
   pawl__types_chore(pl->h, pl->p, &pl->types_synced);
+  pawl__retention_chore(pl->h, pl->p, &pl->retention, now);
 }
 
 /* How many jobs this node holds at most: the workers plus a prefetch.
@@ -549,11 +551,15 @@ int pawl__poller_borrow(host_t *h, pawl_t *p, struct poller **out) {
 int64_t pawl__poller_next_chore(const struct poller *pl) {
   int64_t next = pl->next_heartbeat < pl->next_recover ? pl->next_heartbeat
                                                        : pl->next_recover;
-  return pl->ticker.next_tick < next ? pl->ticker.next_tick : next;
+  if (pl->ticker.next_tick < next) next = pl->ticker.next_tick;
+  if (pl->h->retention && pl->retention.next_at < next)
+    next = pl->retention.next_at;
+  return next;
 }
 
 void pawl__poller_free(struct poller *pl) {
   if (!pl) return;
+  pawl__retention_stop(pl->p, &pl->retention);
   if (!pl->borrowed) pawl_close(pl->p);
   pawl__free(pl);
 }

@@ -533,6 +533,17 @@ M.functions = {
       check(S.db:queue_set(q, o))
       return ("queue %s: age boost %s"):format(q, tostring(o.age_boost))
     end },
+  { name = "cleanup", help = "cleanup{retain = POLICY, state = S, older_than = DUR, dry_run = true}: remove old finished jobs now, as `pawl cleanup` (README \"Retention\"); what went, by state, queue and type",
+    hints = { fields = { "retain", "state", "older_than", "dry_run" },
+              values = { state = { "succeeded", "failed", "canceled" } } },
+    fn = function(S, o)
+      if o ~= nil and type(o) ~= "table" then
+        fail("cleanup: expected a table like cleanup{older_than = \"7d\"} (got %s)", type(o))
+      end
+      local ok, r, msg, code = pcall(S.db.cleanup, S.db, o)
+      if not ok then fail("cleanup: %s", tostring(r)) end
+      return check(r, msg, code)
+    end },
   { name = "scripts", help = "scripts(): the job types in the scripts directory, their settings and load errors",
     fn = function(S) return kind(check(pawl.scripts(S.scripts_dir)), "scripts") end },
   { name = "help", help = "help(): this list; help(fn) or help\"name\": one function",

@@ -35,3 +35,4 @@
 #include "test_list_steps_mix.h"
 #include "test_list_top.h"
 #include "test_list_alerts.h"
+#include "test_list_retention.h"

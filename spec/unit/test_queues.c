@@ -627,6 +627,9 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  "DROP TABLE pawl_jobs_archive; DROP TABLE pawl_attempts_archive; DROP "    \
+  "TABLE pawl_events_archive; DROP TABLE pawl_logs_archive; DELETE FROM "    \
+  "pawl_schema WHERE name = 'V015__retention.sql'; "                         \
   Q_UNDO_ALERTS_SQLITE("V014__alerts.sql")                                   \
   "DROP TABLE pawl_types; DELETE FROM pawl_schema WHERE name = "             \
   "'V013__types.sql'; "                                                      \
@@ -647,6 +650,9 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  "DROP TABLE pawl_jobs_archive; DROP TABLE pawl_attempts_archive; DROP "    \
+  "TABLE pawl_events_archive; DROP TABLE pawl_logs_archive; DELETE FROM "    \
+  "pawl_schema WHERE name = 'V014__retention.sql'; "                         \
   Q_UNDO_ALERTS_PG("V013__alerts.sql")                                       \
   "DROP TABLE pawl_types; DELETE FROM pawl_schema WHERE name = "             \
   "'V012__types.sql'; "                                                      \

@@ -217,6 +217,15 @@ enum {
   SQ_ALERT_WINDOW,
   SQ_ALERT_VERDICT,
   SQ_ALERT_DONE,
+  /* retention (issue 16): the section "retention" at the end */
+  SQ_RET_SCAN,
+  SQ_RET_ARCHIVE_JOB,
+  SQ_RET_ARCHIVE_ATTEMPTS,
+  SQ_RET_ARCHIVE_EVENTS,
+  SQ_RET_ARCHIVE_LOGS,
+  SQ_RET_DELETE,
+  SQ_RET_DEPS_PARENT,
+  SQ_RET_DEPS_CHILD,
   SQ_COUNT
 };
 
@@ -563,6 +572,25 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_ALERT_WINDOW] = SQLITE_ALERT_WINDOW,
     [SQ_ALERT_VERDICT] = SQLITE_ALERT_VERDICT,
     [SQ_ALERT_DONE] = SQLITE_ALERT_DONE,
+    /* retention (issue 16): the walk in insert order, any state (the
+     * caller decides); the moves check the state, the version the walk read
+     * and deps_open in the statement itself. ?1 id, ?2 version, ?3 now. */
+    [SQ_RET_SCAN] = "SELECT seq, id, version, state, created_at, "
+                    "finished_at, queue, type FROM pawl_jobs WHERE seq > ?1 "
+                    "ORDER BY seq LIMIT ?2",
+    [SQ_RET_ARCHIVE_JOB] = "INSERT INTO pawl_jobs_archive SELECT ?3, * FROM "
+                           "pawl_jobs WHERE id = ?1 AND version = ?2 AND "
+                           "state IN (2, 3, 4) AND deps_open = 0",
+    [SQ_RET_ARCHIVE_ATTEMPTS] = "INSERT INTO pawl_attempts_archive SELECT * "
+                                "FROM pawl_attempts WHERE job_id = ?1",
+    [SQ_RET_ARCHIVE_EVENTS] = "INSERT INTO pawl_events_archive SELECT * "
+                              "FROM pawl_events WHERE job_id = ?1",
+    [SQ_RET_ARCHIVE_LOGS] = "INSERT INTO pawl_logs_archive SELECT * FROM "
+                            "pawl_logs WHERE job_id = ?1",
+    [SQ_RET_DELETE] = "DELETE FROM pawl_jobs WHERE id = ?1 AND version = ?2 "
+                      "AND state IN (2, 3, 4) AND deps_open = 0",
+    [SQ_RET_DEPS_PARENT] = "DELETE FROM pawl_deps WHERE parent = ?1",
+    [SQ_RET_DEPS_CHILD] = "DELETE FROM pawl_deps WHERE child = ?1",
 };
 
 typedef struct sq_store {
@@ -3022,6 +3050,11 @@ static int sq_step_exit(store_t *base, const pawl_id_t *id,
                         const char *exit_code, const char *exit_message);
 static int sq_instance_find(store_t *base, const char *type, const char *key,
                             pawl_id_t *id, int *state);
+/* retention (issue 16): the section "retention" at the end */
+static int sq_ret_scan(store_t *base, const store_pick_t *after, size_t max,
+                       store_retain_row_t *out, size_t *n);
+static int sq_ret_remove(store_t *base, const store_retain_row_t *rows,
+                         size_t n, int archive, int *removed);
 
 /* ---- dead-letter alerts (issue 16) -------------------------------------- */
 
@@ -3210,6 +3243,7 @@ static const struct store_ops sq_ops = {
               sq_step_exit, sq_instance_find},
     .top = {sq_top_throughput, sq_top_running},
     .alerts = {sq_alert_take, sq_alert_note, sq_alert_done},
+    .retention = {sq_ret_scan, sq_ret_remove},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and
@@ -4700,4 +4734,104 @@ static int sq_instance_take(sq_store_t *s, const store_new_job_t *j,
   return pawl__store_fail(&s->base, PAWL_ECONFLICT,
                           "job instance %s of %s is held by another job",
                           j->instance_key, j->type);
+}
+
+/* ---- retention (issue 16) -------------------------------------------------
+ * The walk reads pages of rows by seq (the rowid: insert order, no index
+ * to keep); the removal is one write transaction per page, a statement per
+ * job so that each checks its own row. ON DELETE CASCADE (foreign keys are
+ * on) takes the job's attempts, events, logs, steps, exit, instance,
+ * signal, replacement links and recorded start; its dependency edges have
+ * no foreign key and are deleted here. */
+
+static void sq_ret_name(sqlite3_stmt *st, int col, char *out, size_t len) {
+  const char *t = (const char *)sqlite3_column_text(st, col);
+  snprintf(out, len, "%s", t ? t : "");
+}
+
+static int sq_ret_scan(store_t *base, const store_pick_t *after, size_t max,
+                       store_retain_row_t *out, size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_RET_SCAN);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, after ? after->key : 0);
+  sqlite3_bind_int64(st, 2, (int64_t)max);
+  size_t k = 0;
+  int rc;
+  while (k < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    store_retain_row_t *r = &out[k++];
+    r->pick.key = sqlite3_column_int64(st, 0);
+    sq_col_id(st, 1, &r->pick.id);
+    r->pick.version = sqlite3_column_int64(st, 2);
+    r->state = sqlite3_column_int(st, 3);
+    r->created_at = sqlite3_column_int64(st, 4);
+    r->finished_at = sqlite3_column_int64(st, 5);
+    sq_ret_name(st, 6, r->queue, sizeof r->queue);
+    sq_ret_name(st, 7, r->type, sizeof r->type);
+  }
+  if (k == max) rc = SQLITE_DONE;
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) return sq_fail(s, rc, "scan jobs for retention");
+  *n = k;
+  return 0;
+}
+
+/* Runs statement `id` with the job's id (?1), and version and now when
+ * `full`; *changes: rows it changed. */
+static int sq_ret_run(sq_store_t *s, int id, const store_retain_row_t *r,
+                      int full, int64_t now, const char *what,
+                      int *changes) {
+  sqlite3_stmt *st = sq_stmt(s, id);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, &r->pick.id);
+  if (full) {
+    sqlite3_bind_int64(st, 2, r->pick.version);
+    if (id == SQ_RET_ARCHIVE_JOB) sqlite3_bind_int64(st, 3, now);
+  }
+  int rc = sq_exec(s, st, what);
+  if (!rc && changes) *changes = sqlite3_changes(s->db);
+  return rc;
+}
+
+static int sq_ret_remove(store_t *base, const store_retain_row_t *rows,
+                         size_t n, int archive, int *removed) {
+  sq_store_t *s = (sq_store_t *)base;
+  int64_t now = pawl__store_now(base);
+  for (size_t i = 0; i < n; i++) removed[i] = 0;
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  for (size_t i = 0; i < n && !rc; i++) {
+    const store_retain_row_t *r = &rows[i];
+    int ch = 0;
+    if (archive) {
+      rc = sq_ret_run(s, SQ_RET_ARCHIVE_JOB, r, 1, now, "archive job", &ch);
+      if (rc || !ch) continue; /* not (any more) one to remove */
+      if (!(rc = sq_ret_run(s, SQ_RET_ARCHIVE_ATTEMPTS, r, 0, now,
+                            "archive attempts", NULL)) &&
+          !(rc = sq_ret_run(s, SQ_RET_ARCHIVE_EVENTS, r, 0, now,
+                            "archive events", NULL)))
+        rc = sq_ret_run(s, SQ_RET_ARCHIVE_LOGS, r, 0, now, "archive logs",
+                        NULL);
+      if (rc) continue;
+    }
+    rc = sq_ret_run(s, SQ_RET_DELETE, r, 1, now, "delete job", &ch);
+    if (rc) continue;
+    if (archive && ch != 1) {
+      /* Archived above under the same check in this transaction: the row
+       * cannot have changed in between. */
+      rc = pawl__store_fail(base, PAWL_ESTORE,
+                            "retention: an archived job was not deleted");
+      continue;
+    }
+    if (!ch) continue;
+    removed[i] = 1;
+    if (!(rc = sq_ret_run(s, SQ_RET_DEPS_PARENT, r, 0, now,
+                          "delete dependency edges", NULL)))
+      rc = sq_ret_run(s, SQ_RET_DEPS_CHILD, r, 0, now,
+                      "delete dependency edges", NULL);
+  }
+  rc = sq_end(s, rc);
+  if (rc)
+    for (size_t i = 0; i < n; i++) removed[i] = 0;
+  return rc;
 }
