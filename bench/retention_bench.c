@@ -18,7 +18,8 @@
  * in-process write gate, as the host's poller does) on its own thread,
  * running the host's sweep step (pawl__retention_batch, the poller chore's
  * call) batch after batch with the chore's pause between them
- * (pawl__retention_pause: nine times the batch's time, at least the
+ * (pawl__retention_pause: (100 - share) / share times the batch's time
+ * (--share, default the policy's 5%), at least the
  * policy's pause), until the walk is done.
  *
  * The worker runs in windows of --window seconds (default 10), the sweep
@@ -209,12 +210,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--window") && v) window = atof(v), i++;
     else if (!strcmp(a, "--batch") && v) pol.batch = (size_t)atol(v), i++;
     else if (!strcmp(a, "--pause") && v) pol.pause_ms = atol(v), i++;
+    else if (!strcmp(a, "--share") && v) pol.share_pct = atoi(v), i++;
     else if (!strcmp(a, "--archive")) pol.archive = 1;
     else if (!strcmp(a, "--fill-only")) fill_only = 1;
     else {
       fprintf(stderr,
               "usage: pawl_retention_bench --db URL [--old N] [--window S] "
-              "[--batch B] [--pause MS] [--archive] [--fill-only]\n");
+              "[--batch B] [--pause MS] [--share PCT] [--archive] [--fill-only]\n");
       return 2;
     }
   }
@@ -231,8 +233,9 @@ int main(int argc, char **argv) {
   struct utsname u;
   uname(&u);
   printf("retention_bench: %s, %ld old finished jobs, batch %zu, pause %lld "
-         "ms%s; %s %s, %ld cores\n",
+         "ms, share %d%%%s; %s %s, %ld cores\n",
          pawl__store_name(p), old, pol.batch, (long long)pol.pause_ms,
+         pol.share_pct,
          pol.archive ? ", archive" : "", u.sysname, u.release,
          sysconf(_SC_NPROCESSORS_ONLN));
   double t0 = mono_s();

@@ -2104,6 +2104,10 @@ typedef struct pawl_retention {
   int64_t pause_ms;     /* between two batches, 0..60000; default 50 */
   int64_t every_ms;     /* a host's sweeps start this often,
                            1000..PAWL_DELAY_MAX_MS; default 60000 */
+  int share_pct;        /* a host's sweep holds the database at most this
+                           percent of the time while it has a backlog (it
+                           waits (100 - share) / share times as long as
+                           its last batch took), 1..50; default 5 */
 } pawl_retention_t;
 
 /* Fills `r` with the defaults (no rules, no archive). */
@@ -2115,7 +2119,7 @@ PAWL_EXTERN void pawl_retention_init(pawl_retention_t *r);
  *   type:T.STATE=DURATION     an override for job type T
  *   queue:Q/type:T.STATE=DURATION  both
  *   archive                   archive instead of deleting
- *   batch=N, pause=DURATION, every=DURATION
+ *   batch=N, pause=DURATION, every=DURATION, share=PERCENT
  * DURATION as pawl_duration_parse() takes it, or "forever"; what is not
  * given keeps its default. On success *out is the caller's
  * (pawl_retention_free()); PAWL_EINVAL with a message in errbuf (may be

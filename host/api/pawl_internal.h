@@ -197,7 +197,7 @@ int pawl__retention_batch(pawl_t *p, const pawl_retention_t *pol,
 int pawl__retention_due(pawl_t *p, const pawl_retention_t *pol, int *due);
 /* The pause after a batch that took took_ms (pawl__retention_pause): at
  * least r->pause_ms, and long enough that the sweep holds the database at
- * most a tenth of the time. */
+ * most r->share_pct percent of the time. */
 int64_t pawl__retention_pause(const pawl_retention_t *r, int64_t took_ms);
 int pawl__retention_lock(pawl_t *p, int64_t ttl_ms, int *got);
 int pawl__retention_unlock(pawl_t *p);

@@ -35,6 +35,8 @@
 #define RET_EVERY_DEFAULT_MS 60000
 #define RET_EVERY_MIN_MS 1000
 #define RET_RULES_MAX 1000
+#define RET_SHARE_DEFAULT 5
+#define RET_SHARE_MAX 50
 
 static int ret_finished(int state) {
   return state == PAWL_SUCCEEDED || state == PAWL_FAILED ||
@@ -49,6 +51,7 @@ void pawl_retention_init(pawl_retention_t *r) {
   r->batch = RET_BATCH_DEFAULT;
   r->pause_ms = RET_PAUSE_DEFAULT_MS;
   r->every_ms = RET_EVERY_DEFAULT_MS;
+  r->share_pct = RET_SHARE_DEFAULT;
 }
 
 void pawl_cleanup_opts_init(pawl_cleanup_opts_t *o) {
@@ -102,6 +105,8 @@ static int ret_check(const pawl_retention_t *r, char *err, size_t errlen) {
       pawl__bounds_check_int("retention interval", r->every_ms,
                              RET_EVERY_MIN_MS, PAWL_DELAY_MAX_MS, "ms", err,
                              errlen) ||
+      pawl__bounds_check_int("retention share", r->share_pct, 1,
+                             RET_SHARE_MAX, "percent", err, errlen) ||
       pawl__bounds_check_int("retention rules", (int64_t)r->nrules, 0,
                              RET_RULES_MAX, NULL, err, errlen))
     return PAWL_EINVAL;
@@ -241,7 +246,7 @@ static int ret_parse_item(pawl_retention_t *r, pawl_retain_rule_t **rules,
   if (!eq) {
     snprintf(err, errlen,
              "retention \"%.80s\": expected STATE=DURATION, archive, "
-             "batch=N, pause=DURATION or every=DURATION",
+             "batch=N, pause=DURATION, every=DURATION or share=PERCENT",
              shown);
     return PAWL_EINVAL;
   }
@@ -252,6 +257,12 @@ static int ret_parse_item(pawl_retention_t *r, pawl_retain_rule_t **rules,
     if (ret_parse_num(shown, v, 1, RET_BATCH_MAX, &x, err, errlen))
       return PAWL_EINVAL;
     r->batch = (size_t)x;
+    return 0;
+  }
+  if (strcmp(item, "share") == 0) {
+    if (ret_parse_num(shown, v, 1, RET_SHARE_MAX, &x, err, errlen))
+      return PAWL_EINVAL;
+    r->share_pct = (int)x;
     return 0;
   }
   if (strcmp(item, "pause") == 0 || strcmp(item, "every") == 0) {
@@ -503,16 +514,19 @@ static int ret_batch(pawl_t *p, const ret_what_t *w, pawl__retain_cursor_t *c,
   return rc;
 }
 
-/* The sweep yields the database RET_YIELD times as long as its last batch
- * held it, and at least pause_ms: a sweep with a backlog (a million jobs
- * to delete) then takes at most a tenth of the time, whatever a batch
- * costs on this machine and backend, so claims and completions keep about
- * nine tenths of their speed while it runs. */
-#define RET_YIELD 9
-
+/* The sweep yields the database (100 - share) / share times as long as
+ * its last batch held it, and at least pause_ms: a sweep with a backlog (a
+ * million jobs to delete) then takes at most share percent of the time,
+ * whatever a batch costs on this machine and backend. The default, 5%,
+ * leaves room for what the pacing does not see: on PostgreSQL, the
+ * autovacuum of the deleted rows (at 10%, claims and completions kept
+ * 89-91% of their speed there; bench/RESULTS.md "Retention"). */
 int64_t pawl__retention_pause(const pawl_retention_t *r, int64_t took_ms) {
-  int64_t y = took_ms > 0 && took_ms < INT64_MAX / RET_YIELD
-                  ? took_ms * RET_YIELD
+  int64_t share = r->share_pct >= 1 && r->share_pct <= RET_SHARE_MAX
+                      ? r->share_pct
+                      : RET_SHARE_DEFAULT;
+  int64_t y = took_ms > 0 && took_ms < INT64_MAX / 100
+                  ? took_ms * (100 - share) / share
                   : 0;
   return y > r->pause_ms ? y : r->pause_ms;
 }

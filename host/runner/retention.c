@@ -6,9 +6,9 @@
  * of driving a host then all sweep, and the sweep never holds the
  * database longer than one batch (one transaction of policy->batch jobs);
  * the next batch comes at a later chore, after a pause of at least
- * policy->pause_ms and nine times what the batch took
- * (pawl__retention_pause), so claims and completions go on in between
- * and keep about nine tenths of their speed. One node sweeps at a time
+ * policy->pause_ms and long enough that the sweep holds the database at
+ * most policy->share_pct percent of the time (pawl__retention_pause), so
+ * claims and completions go on in between at nearly their speed. One node sweeps at a time
  * (the lock "pawl.retention", taken again at each batch to extend it,
  * released when the walk is done; its TTL frees it if the node dies).
  * Two sweeps at once would still be correct (each removal checks its own

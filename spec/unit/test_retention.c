@@ -560,7 +560,8 @@ static void ret_sweep_step(const char *url) {
   CHECK_OK(pawl_step_start(p, &h));
   pawl_retention_free(pol); /* copied */
   /* Each step runs the chores that are due: a batch per chore, the next
-   * one after the sweep's pause (nine times what the batch took). Waits
+   * one after the sweep's pause (19 times what the batch took, at the
+   * default share of 5%). Waits
    * for the outcome, with a hang guard only (a minute). */
   long long left = -1;
   for (int i = 0; i < 60000; i++) {
