@@ -424,6 +424,8 @@ static void ret_bad_input(const char *url) {
   bad_spec("failed=-1d", "failed=-1d");
   bad_spec("batch=0", "from 1 to 100000");
   bad_spec("batch=100001", "from 1 to 100000");
+  bad_spec("share=0", "from 1 to 50");
+  bad_spec("share=51", "from 1 to 50");
   bad_spec("pause=2m", "retention pause");
   bad_spec("every=10ms", "retention interval");
   bad_spec("queue:.failed=1d", "queue:NAME");
@@ -436,6 +438,14 @@ static void ret_bad_input(const char *url) {
   CHECK_INT(ok->keep_ms[PAWL_FAILED], ==, PAWL_RETAIN_FOREVER);
   CHECK_INT(ok->keep_ms[PAWL_CANCELED], ==, DAY);
   CHECK_INT(ok->archive, ==, 1);
+  CHECK_INT(ok->share_pct, ==, 5);
+  /* The pause after a batch: the share's complement, at least pause. */
+  CHECK_INT(pawl__retention_pause(ok, 100), ==, 1900);
+  CHECK_INT(pawl__retention_pause(ok, 1), ==, 50);
+  pawl_retention_free(ok);
+  ok = policy("share=20,pause=0s");
+  CHECK_INT(ok->share_pct, ==, 20);
+  CHECK_INT(pawl__retention_pause(ok, 100), ==, 400);
   pawl_retention_free(ok);
 
   pawl_t *p = ret_open(url);
