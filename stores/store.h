@@ -211,6 +211,9 @@ typedef struct store_stat_row {
                                    within the last 1, 5, 15 minutes */
   int64_t oldest_due;           /* pending: the earliest run_at <= now;
                                    0 when none is due */
+  int64_t since;                /* metrics.gauges' throughput rows: jobs
+                                   that finished in this state from minute
+                                   `since` on (their count is 0) */
 } store_stat_row_t;
 
 typedef int (*store_stat_cb)(const store_stat_row_t *row, void *data);
@@ -596,7 +599,18 @@ struct store_ops {
      * when none does (no row, or its job is gone). */
     int (*instance)(store_t *st, const char *type, const char *key,
                     pawl_id_t *id, int *state);
-  } steps;
+  } steps;  /* The metrics endpoint's gauges (issue 16; host/api/gauges.c). One
+   * read snapshot: the pending (count, oldest due) and running rows
+   * through their partial indexes, the throughput buckets from minute
+   * `since` on summed per state and queue (rows with `since` set), and,
+   * when `full`, the exact counts of the other states (one pass over the
+   * table, as admin.stats). Never a pass over the finished jobs unless
+   * `full`: the caller keeps the finished counts up to date from the
+   * buckets in between. */
+  struct {
+    int (*gauges)(store_t *st, int64_t now, int64_t since, int full,
+                  store_stat_cb cb, void *data);
+  } metrics;
 };
 
 /* The part every backend's store begins with. */
