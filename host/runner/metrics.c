@@ -443,6 +443,8 @@ int pawl__metrics_refresh(metrics_t *m) {
   return 0;
 }
 
+void pawl__metrics_recount(metrics_t *m) { m->have_base = 0; }
+
 /* 1 once the host has stopped (as the admin server waits for it). */
 static int met_host_ended(host_t *h) {
   pthread_mutex_lock(&h->mu);

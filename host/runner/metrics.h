@@ -76,8 +76,10 @@ void pawl__metrics_render(metrics_t *m, pawl_buf_t *out);
  * database that cannot be opened fails the start). */
 int pawl__metrics_open(metrics_t *m, char *err, size_t errlen);
 void *pawl__metrics_main(void *arg);
-/* One refresh on the calling thread (tests, and the thread's loop). */
+/* One refresh on the calling thread (tests, and the thread's loop).
+ * pawl__metrics_recount: the next refresh counts exactly (tests). */
 int pawl__metrics_refresh(metrics_t *m);
+void pawl__metrics_recount(metrics_t *m);
 
 /* Prometheus text: appends `s` escaped as a label value (backslash,
  * double quote and newline escaped; invalid UTF-8 as U+FFFD). */

@@ -31,3 +31,4 @@
 #include "test_list_queues.h"
 #include "test_list_steps.h"
 #include "test_list_steps_mix.h"
+#include "test_list_metrics.h"

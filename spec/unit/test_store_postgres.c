@@ -23,6 +23,7 @@
 #include "store_contract_deps_mix.h"
 #include "store_contract_steps.h"
 #include "store_contract_steps_mix.h"
+#include "store_contract_metrics.h"
 #include "unit.h"
 
 #define CONTRACT_PG(name) \
@@ -36,6 +37,7 @@ DEPS_CONTRACT_TESTS(CONTRACT_PG)
 DEPS_MIX_CONTRACT_TESTS(CONTRACT_PG)
 STEPS_CONTRACT_TESTS(CONTRACT_PG)
 STEPS_MIX_CONTRACT_TESTS(CONTRACT_PG)
+METRICS_CONTRACT_TESTS(CONTRACT_PG)
 
 /* ---- helpers ------------------------------------------------------------ */
 
