@@ -433,6 +433,13 @@ int pawl__metrics_refresh(metrics_t *m) {
     qsort(m->queues, m->nqueues, sizeof *m->queues, met_cmp_queue);
   char *text = met_gauge_text(m, now);
   if (!text) return PAWL_ENOMEM;
+  /* What a read costs (bench/metrics_bench.sh reads it at debug level). */
+  log_line_t line;
+  pawl__log_begin(&line, &m->h->log, PAWL_LOG_DEBUG, "metrics: gauges read");
+  pawl__log_int(&line, "full", full);
+  pawl__log_int(&line, "queues", (int64_t)m->nqueues);
+  pawl__log_int(&line, "ms", pawl__mono_ms() - mono);
+  pawl__log_end(&line);
   pthread_mutex_lock(&m->snap_mu);
   char *old = m->gauge_text;
   m->gauge_text = text;
@@ -444,6 +451,14 @@ int pawl__metrics_refresh(metrics_t *m) {
 }
 
 void pawl__metrics_recount(metrics_t *m) { m->have_base = 0; }
+
+void pawl__metrics_log_scrape(metrics_t *m, int64_t us, size_t bytes) {
+  log_line_t line;
+  pawl__log_begin(&line, &m->h->log, PAWL_LOG_DEBUG, "metrics: scraped");
+  pawl__log_int(&line, "render_us", us);
+  pawl__log_int(&line, "bytes", (int64_t)bytes);
+  pawl__log_end(&line);
+}
 
 /* 1 once the host has stopped (as the admin server waits for it). */
 static int met_host_ended(host_t *h) {

@@ -69,6 +69,9 @@ void pawl__metrics_broken(metrics_t *m, int broken);
 /* Appends the whole exposition to `out` (the HTTP server's thread):
  * memory only. */
 void pawl__metrics_render(metrics_t *m, pawl_buf_t *out);
+/* Logs a scrape's cost (render time in microseconds, bytes) at debug
+ * level. */
+void pawl__metrics_log_scrape(metrics_t *m, int64_t us, size_t bytes);
 
 /* The gauges' thread (its argument: the host): refreshes the snapshot
  * until the host has stopped, then sets h->metrics_done. Its database
