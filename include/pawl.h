@@ -1207,7 +1207,8 @@ typedef struct pawl_host_opts {
    * none. Borrowed for pawl_start() (copied). */
   const struct pawl_admin_opts *admin;
   /* The metrics endpoint (issue 16; see pawl_metrics_opts_t below);
-   * NULL: none. Borrowed for pawl_start() (copied). */
+   * NULL: none. Borrowed for pawl_start() (copied); step mode and
+   * pawl_attach_uv() refuse it (PAWL_EINVAL). */
   const struct pawl_metrics_opts *metrics;
 } pawl_host_opts_t;
 

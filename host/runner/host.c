@@ -311,6 +311,13 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
       return PAWL_EINVAL;
     }
   }
+  if (o->metrics && h->step) { /* issue 16 */
+    snprintf(msg, len,
+             "the metrics endpoint needs pawl_start()'s threads (its HTTP "
+             "server and the gauges' reader): step mode and pawl_attach_uv() "
+             "serve none");
+    return PAWL_EINVAL;
+  }
   if (!shared && o->workers > 0) {
     snprintf(msg, len,
              "workers (%d) has no queue to serve: every queue has a "

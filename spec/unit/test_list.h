@@ -32,3 +32,4 @@
 #include "test_list_steps.h"
 #include "test_list_steps_mix.h"
 #include "test_list_metrics.h"
+#include "test_list_metrics_unit.h"
