@@ -16,6 +16,12 @@ local PG = require "pg_helper"
 local C = require "cli_helper"
 
 local q = C.quote
+local ffi = require "ffi"
+ffi.cdef [[
+  int pawl_ms_setenv(const char *name, const char *value, int overwrite)
+      __asm__("setenv");
+  int pawl_ms_unsetenv(const char *name) __asm__("unsetenv");
+]]
 
 -- ---- the text format ------------------------------------------------------
 
@@ -281,6 +287,28 @@ describe("pawl run --metrics: addresses and tokens", function()
     status, body = curl(env, url, "-H", "Authorization: Bearer s3cret")
     assert.are.equal(200, status)
     assert.truthy(body:find("# TYPE pawl_workers gauge", 1, true))
+  end)
+
+  it("counts database errors and scripts that do not load", function()
+    env:script("ok", [[return { run = function() return 1 end }]])
+    env:script("broken", [[return { run = function( end }]])
+    local id = env:enqueue("ok", "{}")
+    -- The first claim fails, and so does the first write of an outcome
+    -- (the database away for a moment: both are tried again).
+    ffi.C.pawl_ms_setenv("PAWL_TEST_FAULTS", "claim:1,finish:1:transient", 1)
+    local ok, p = pcall(env.start, env, "--metrics", "127.0.0.1:0",
+                        "--poll", "0.1")
+    ffi.C.pawl_ms_unsetenv("PAWL_TEST_FAULTS")
+    assert(ok, p)
+    local addr = started(env, p)
+    env:wait_state(id, "succeeded")
+    local status, text = curl(env, "http://" .. addr .. "/metrics")
+    assert.are.equal(200, status)
+    local m = parse(text)
+    assert.are.equal(2, m.pawl_database_errors_total[""])
+    assert.are.equal(1, m.pawl_jobs_succeeded_total["queue=default,type=ok"])
+    assert.are.equal(1, m.pawl_scripts_broken[""])
+    assert.is_true(m.pawl_script_reload_errors_total[""] >= 1)
   end)
 
   it("says what is wrong with a bad --metrics value", function()
