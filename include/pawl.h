@@ -1099,6 +1099,7 @@ PAWL_EXTERN const char *pawl_event_name(int kind);
 #define PAWL_GIVE_UP_MAX_MS (INT64_C(24) * 3600 * 1000)
 
 struct pawl_admin_opts; /* below, "the live host" */
+struct pawl_metrics_opts; /* below, "the live host" */
 
 typedef struct pawl_host_opts {
   const char *scripts_dir;   /* job scripts; NULL: "./scripts" */
@@ -1213,6 +1214,10 @@ typedef struct pawl_host_opts {
    * passes the defaults unless --retain off). Borrowed for pawl_start()
    * (copied). */
   const struct pawl_retention *retention;
+  /* The metrics endpoint (issue 16; see pawl_metrics_opts_t below);
+   * NULL: none. Borrowed for pawl_start() (copied); step mode and
+   * pawl_attach_uv() refuse it (PAWL_EINVAL). */
+  const struct pawl_metrics_opts *metrics;
 } pawl_host_opts_t;
 
 #define PAWL_INTERRUPT_NONE (-1)
@@ -1874,6 +1879,31 @@ typedef struct pawl_admin_opts {
   int max_clients;         /* consoles attached at once; 0: 16; at most
                               256 */
 } pawl_admin_opts_t;
+
+/* The metrics endpoint, pawl_host_opts_t.metrics (issue 16): an HTTP
+ * server (libmicrohttpd, on a thread of its own) that serves GET and HEAD
+ * of /metrics in the Prometheus text format 0.0.4 (404 for other paths,
+ * 405 for other methods). `listen` is "ADDRESS:PORT" as for the admin
+ * console (port 0: any free one; the address bound is logged as
+ * `metrics listening http=...`). A loopback address (127.0.0.0/8, ::1)
+ * serves anyone on this machine; any other address only with a token
+ * file (token_file, checked as the admin console's: the start is refused
+ * without one): requests must then send `Authorization: Bearer TOKEN`
+ * (401 otherwise). A token file given with a loopback address applies
+ * too. The metrics are listed in the README ("Metrics"): the node's own
+ * counters kept in memory, and the database's jobs by state and queue,
+ * refreshed by a thread of the host every refresh_ms on a connection of
+ * its own, so that a scrape never waits for the database or a worker. */
+typedef struct pawl_metrics_opts {
+  const char *listen;      /* required */
+  const char *token_file;  /* required unless listen is a loopback address */
+  int64_t refresh_ms;      /* the database gauges' refresh; 0: 5000;
+                              100..3600000 */
+  int64_t recount_ms;      /* the exact count of finished, paused and
+                              blocked jobs; 0: 300000; refresh_ms..1200000
+                              (between two, the finished counts move with
+                              the finishes every node records) */
+} pawl_metrics_opts_t;
 
 
 /* ---- recurring jobs: cron in the database (host/api/recurring.c) -------- */

@@ -29,7 +29,7 @@ echo "libs: $libs"
 echo "static: $static"
 case "$cflags" in *"$prefix"/lib/pkgconfig/../../include*) ;; *)
   echo "pkg-config --cflags does not name the prefix's include dir"; exit 1;; esac
-for l in -lpawl -lsqlite3 -lpq -luv -lm -ldl -lpthread; do
+for l in -lpawl -lsqlite3 -lpq -luv -lmicrohttpd -lm -ldl -lpthread; do
   case " $static " in *" $l "*) ;; *) echo "--static lacks $l"; exit 1;; esac
 done
 # The source tree's include/ must not be what compiles them.

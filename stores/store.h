@@ -211,6 +211,9 @@ typedef struct store_stat_row {
                                    within the last 1, 5, 15 minutes */
   int64_t oldest_due;           /* pending: the earliest run_at <= now;
                                    0 when none is due */
+  int64_t since;                /* metrics.gauges' throughput rows: jobs
+                                   that finished in this state from minute
+                                   `since` on (their count is 0) */
 } store_stat_row_t;
 
 typedef int (*store_stat_cb)(const store_stat_row_t *row, void *data);
@@ -696,13 +699,25 @@ struct store_ops {
      * check is in the removing statement, so a job an operator retried
      * after the scan is kept. With `archive`, the job row, its attempts,
      * events and logs are copied into the archive tables first (schema
-     * SQLite V013, PostgreSQL V012). Its other rows (steps, exits,
+     * SQLite V015, PostgreSQL V014). Its other rows (steps, exits,
      * instances, signal, replacement links, recorded starts, dependency
      * edges) are deleted with it; idempotency keys are kept. removed[i]:
      * 1 if row i went. */
     int (*remove)(store_t *st, const store_retain_row_t *rows, size_t n,
                   int archive, int *removed);
   } retention;
+  /* The metrics endpoint's gauges (issue 16; host/api/gauges.c). One
+   * read snapshot: the pending (count, oldest due) and running rows
+   * through their partial indexes, the throughput buckets from minute
+   * `since` on summed per state and queue (rows with `since` set), and,
+   * when `full`, the exact counts of the other states (one pass over the
+   * table, as admin.stats). Never a pass over the finished jobs unless
+   * `full`: the caller keeps the finished counts up to date from the
+   * buckets in between. */
+  struct {
+    int (*gauges)(store_t *st, int64_t now, int64_t since, int full,
+                  store_stat_cb cb, void *data);
+  } metrics;
 };
 
 /* The part every backend's store begins with. */

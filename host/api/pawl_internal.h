@@ -201,5 +201,27 @@ int pawl__retention_due(pawl_t *p, const pawl_retention_t *pol, int *due);
 int64_t pawl__retention_pause(const pawl_retention_t *r, int64_t took_ms);
 int pawl__retention_lock(pawl_t *p, int64_t ttl_ms, int *got);
 int pawl__retention_unlock(pawl_t *p);
+/* The metrics endpoint's gauges (api/gauges.c; issue 16). One read
+ * snapshot of the store: cb gets the pending rows (count, oldest_due: the
+ * earliest due run_at, 0 when none), the running rows, the finishes per
+ * state and queue from minute `since` (pawl__minute_of) on (`since` set,
+ * count 0), and, when `full`, the exact count of every other state (one
+ * pass over the jobs: a few per cent of a second per million). *now:
+ * the store clock it read at. Rows of one (state, queue) may repeat: add
+ * them up. cb returns nonzero to fail with PAWL_ENOMEM. */
+typedef struct pawl__gauge_row {
+  const char *queue;  /* valid for the call */
+  int state;
+  int64_t count;
+  int64_t since;
+  int64_t oldest_due;
+} pawl__gauge_row_t;
+typedef int (*pawl__gauge_cb)(const pawl__gauge_row_t *row, void *data);
+int pawl__gauges(pawl_t *p, int64_t since, int full, int64_t *now,
+                 pawl__gauge_cb cb, void *data);
+/* The throughput bucket (minute) of a store time, and how many minutes
+ * the buckets are kept (a `since` older than that misses finishes). */
+int64_t pawl__minute_of(int64_t ms);
+#define PAWL__MINUTES_KEPT 30
 
 #endif

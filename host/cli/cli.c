@@ -135,7 +135,10 @@ typedef enum cli_opt_id {
   CLI_O_PAYLOAD,
   CLI_O_RAW,            /* issue 16 */
   CLI_O_DRY_RUN,        /* issue 16: retention */
-  CLI_O_RETAIN
+  CLI_O_RETAIN,
+  CLI_O_METRICS,        /* issue 16: the metrics endpoint */
+  CLI_O_METRICS_TOKEN_FILE,
+  CLI_O_METRICS_REFRESH
 } cli_opt_id_t;
 
 /* Which command takes which option: one table, so that the parser, the
@@ -195,6 +198,9 @@ static const struct cli_opt {
     {"--admin-token-file", CLI_O_ADMIN_TOKEN_FILE, 1,
      CLI_BIT(CLI_RUN) | CLI_BIT(CLI_CONSOLE)},
     {"--admin-timeout", CLI_O_ADMIN_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
+    {"--metrics", CLI_O_METRICS, 1, CLI_BIT(CLI_RUN)},
+    {"--metrics-token-file", CLI_O_METRICS_TOKEN_FILE, 1, CLI_BIT(CLI_RUN)},
+    {"--metrics-refresh", CLI_O_METRICS_REFRESH, 1, CLI_BIT(CLI_RUN)},
     {"--reason", CLI_O_REASON, 1,
      CLI_ACTIONS | CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_REPLACE)},
     {"--age-boost", CLI_O_AGE_BOOST, 1, CLI_BIT(CLI_QUEUE)},
@@ -398,6 +404,12 @@ static const char cli_usage_text[] =
     "                            DUR, type:T.STATE=DUR, archive, batch=N,\n"
     "                            pause=DUR, every=DUR; DUR or forever; off:\n"
     "                            no sweep on this node\n"
+    "      --metrics ADDRESS:PORT  serve Prometheus metrics on /metrics\n"
+    "                            (127.0.0.1:9464; port 0: any free one)\n"
+    "      --metrics-token-file F  the token scrapers send (Authorization:\n"
+    "                            Bearer); required for a non-loopback address\n"
+    "      --metrics-refresh SECONDS  how often the database gauges are\n"
+    "                            read (default 5)\n"
     "  cron next EXPR          print the next fire times of a cron expression\n"
     "                          (README, \"Cron expressions\"); opens no "
     "database\n"
@@ -464,6 +476,7 @@ typedef struct cli_args {
   const char *code;        /* console -e */
   const char *admin_socket; /* run: --admin-socket ("none": off) */
   pawl_admin_opts_t admin;  /* run: the admin console's listeners */
+  pawl_metrics_opts_t metrics; /* run: the metrics endpoint (issue 16) */
   const char *connect;     /* console --connect */
   cli_limit_args_t limit;  /* limit list|set|rm */
   const char *replace_payload; /* replace --payload (read and checked with
@@ -807,6 +820,16 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
                            &a->admin.timeout_ms, err);
     if (!rc && a->admin.timeout_ms == 0)
       return cli_fail(err, CLI_USAGE, "--admin-timeout must be more than 0");
+    break;
+  case CLI_O_METRICS: a->metrics.listen = v; break;
+  case CLI_O_METRICS_TOKEN_FILE: a->metrics.token_file = v; break;
+  case CLI_O_METRICS_REFRESH:
+    rc = cli_parse_seconds(o->name, v, 3600000, &a->metrics.refresh_ms, err);
+    if (!rc && a->metrics.refresh_ms < 100)
+      return cli_fail(err, CLI_USAGE,
+                      "--metrics-refresh must be between 0.1 and 3600 "
+                      "seconds (got %s)",
+                      v);
     break;
   case CLI_O_LIMIT:
     if (!(rc = cli_parse_int(o->name, v, 1, INT_MAX, &n, err)))
@@ -1517,6 +1540,15 @@ static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
                     "socket checks who connects instead)");
   }
   if (admin.socket_path || admin.listen) host.admin = &admin;
+  pawl_metrics_opts_t metrics = a->metrics;
+  if ((metrics.token_file || metrics.refresh_ms) && !metrics.listen) {
+    free(sock);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return cli_fail(err, CLI_USAGE,
+                    "--metrics-token-file and --metrics-refresh are for "
+                    "--metrics ADDRESS:PORT");
+  }
+  if (metrics.listen) host.metrics = &metrics;
   /* Retention (issue 16): on by default, with the default policy. */
   pawl_retention_t *retain = NULL;
   if (cli_retention_policy(a->retain, &retain, err)) {

@@ -41,6 +41,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "host.h"
+#include "listen.h"
 #include "pawl_internal.h"
 
 #define ADMIN_PROTOCOL 1
@@ -59,7 +60,7 @@
 #define ADMIN_ASK_MS (10 * 60 * 1000)
 /* The admin Lua state's memory. */
 #define ADMIN_MEMORY_MAX ((size_t)256 * 1024 * 1024)
-#define ADMIN_TOKEN_MAX 4096
+#define ADMIN_TOKEN_MAX PAWL__TOKEN_MAX
 
 typedef struct admin_conn {
   int fd;
@@ -329,14 +330,10 @@ static int admin_hello_field(const char *p, size_t len, const char *key,
   return 0;
 }
 
-/* Compares the token sent with ours in a time that depends on our
- * token's length only. */
+/* Compares the token sent with ours (listen.h). */
 static int admin_token_ok(const admin_server_t *a, const char *given,
                           size_t glen) {
-  volatile unsigned char diff = glen != a->token_len;
-  for (size_t i = 0; i < a->token_len; i++)
-    diff |= (unsigned char)a->token[i] ^ (unsigned char)(i < glen ? given[i] : 0);
-  return diff == 0;
+  return pawl__token_ok(a->token, a->token_len, given, glen);
 }
 
 static void admin_hello(admin_server_t *a, admin_conn_t *c, const char *p,
@@ -751,95 +748,17 @@ static int admin_bind_unix(admin_server_t *a, const char *path, char *err,
   return 0;
 }
 
-/* The token file: a regular file, 1..ADMIN_TOKEN_MAX bytes, nobody else
- * may read or write it; the token is its text without trailing space. */
+/* The token file and the TCP listener, as listen.h makes them. */
 static int admin_read_token(admin_server_t *a, const char *file, char *err,
                             size_t errlen) {
-  int fd = open(file, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    snprintf(err, errlen, "admin token file %s: %s", file, strerror(errno));
-    if (fd >= 0) close(fd);
-    return PAWL_EIO;
-  }
-  const char *why = NULL;
-  if (!S_ISREG(st.st_mode))
-    why = "is not a regular file";
-  else if (st.st_mode & 0006)
-    why = "may be read or written by others (chmod 600 it)";
-  else if (st.st_size > ADMIN_TOKEN_MAX)
-    why = "is larger than 4 KiB";
-  ssize_t n = 0;
-  if (!why) {
-    n = read(fd, a->token, ADMIN_TOKEN_MAX);
-    if (n < 0) why = "cannot be read";
-  }
-  close(fd);
-  while (!why && n > 0 && (a->token[n - 1] == '\n' || a->token[n - 1] == '\r' ||
-                           a->token[n - 1] == ' ' || a->token[n - 1] == '\t'))
-    n--;
-  if (!why && n == 0) why = "is empty";
-  if (!why && memchr(a->token, '\n', (size_t)n)) why = "holds more than one line";
-  if (why) {
-    snprintf(err, errlen, "admin token file %s %s", file, why);
-    return PAWL_EINVAL;
-  }
-  a->token[n] = 0;
-  a->token_len = (size_t)n;
-  return 0;
+  return pawl__token_read(file, "admin token file", a->token, &a->token_len,
+                          err, errlen);
 }
 
-/* The TCP listener at "ADDRESS:PORT" (PORT 0: any free one). */
 static int admin_bind_tcp(admin_server_t *a, const char *spec, char *err,
                           size_t errlen) {
-  char host[64];
-  const char *colon = strrchr(spec, ':');
-  const char *hs = spec;
-  size_t hl = colon ? (size_t)(colon - spec) : 0;
-  if (hl >= 2 && hs[0] == '[' && hs[hl - 1] == ']') hs++, hl -= 2;
-  char *end = NULL;
-  long port = colon ? strtol(colon + 1, &end, 10) : -1;
-  if (!colon || hl == 0 || hl >= sizeof host || !end || *end || end == colon + 1 ||
-      port < 0 || port > 65535) {
-    snprintf(err, errlen,
-             "--admin-listen expects ADDRESS:PORT with a numeric address and "
-             "a port 0..65535 (got \"%s\")",
-             spec);
-    return PAWL_EINVAL;
-  }
-  memcpy(host, hs, hl);
-  host[hl] = 0;
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
-  struct addrinfo *res = NULL;
-  char ps[8];
-  snprintf(ps, sizeof ps, "%ld", port);
-  if (getaddrinfo(host, ps, &hints, &res) != 0 || !res) {
-    snprintf(err, errlen, "--admin-listen: \"%s\" is not a numeric address", host);
-    return PAWL_EINVAL;
-  }
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  int one = 1;
-  int ok = fd >= 0 &&
-           setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
-           bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, 16) == 0;
-  int e = errno;
-  freeaddrinfo(res);
-  if (!ok) {
-    if (fd >= 0) close(fd);
-    snprintf(err, errlen, "--admin-listen %s: %s", spec, strerror(e));
-    return PAWL_EIO;
-  }
-  struct sockaddr_storage ss;
-  socklen_t sl = sizeof ss;
-  char hb[INET6_ADDRSTRLEN] = "?", pb[8] = "?";
-  if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-    getnameinfo((struct sockaddr *)&ss, sl, hb, sizeof hb, pb, sizeof pb,
-                NI_NUMERICHOST | NI_NUMERICSERV);
-  snprintf(a->tcp_name, sizeof a->tcp_name, strchr(hb, ':') ? "[%s]:%s" : "%s:%s",
-           hb, pb);
-  a->tcp_fd = fd;
-  return 0;
+  return pawl__tcp_listen(spec, "--admin-listen", &a->tcp_fd, a->tcp_name,
+                          sizeof a->tcp_name, NULL, err, errlen);
 }
 
 int pawl__admin_new(host_t *h, const pawl_admin_opts_t *o,

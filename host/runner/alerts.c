@@ -2,7 +2,8 @@
  * _defaults.lua once for each job that landed in the dead-letter set.
  *
  * The database writes an outbox row in the transaction that moves a job
- * to failed, whatever moved it (schema/sqlite/V014__alerts.sql, schema/postgres/V013__alerts.sql), so a node that
+ * to failed, whatever moved it (schema/sqlite/V014__alerts.sql,
+ * schema/postgres/V013__alerts.sql), so a node that
  * dies after storing the outcome loses no alert. The chore runs on the
  * loader thread, in a Lua state of its own (the alerter: the scripts the
  * workers run, a handle of its own, under the watchdog), between two

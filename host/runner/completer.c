@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "host.h"
 #include "iso8601.h"
+#include "metrics.h"
 #include "pawl_internal.h"
 #include "utf8.h"
 #include "worker.h"
@@ -83,6 +84,28 @@ static void completer_event(host_t *h, const host_outcome_t *o) {
   }
   default:
     break; /* snoozes and hand-backs: no event */
+  }
+}
+
+/* The node's counters of a stored attempt (metrics.h; nothing without
+ * --metrics). */
+static void completer_metrics(host_t *h, const host_outcome_t *o) {
+  if (!h->metrics || !o->job) return;
+  const char *t = o->job->type, *q = o->job->queue;
+  switch (o->out.kind) {
+  case PAWL_OUT_SUCCEEDED:
+    pawl__metrics_outcome(h->metrics, PAWL_EV_SUCCEEDED, t, q, o->duration_ms);
+    break;
+  case PAWL_OUT_RETRY:
+  case PAWL_OUT_FAILED:
+    pawl__metrics_outcome(h->metrics, PAWL_EV_FAILED, t, q, o->duration_ms);
+    pawl__metrics_outcome(h->metrics,
+                          o->out.kind == PAWL_OUT_RETRY ? PAWL_EV_RETRIED
+                                                        : PAWL_EV_DEAD,
+                          t, q, -1);
+    break;
+  default:
+    break; /* snoozes and hand-backs: not an outcome */
   }
 }
 
@@ -185,6 +208,7 @@ static int completer_finish(completer_t *c, host_outcome_t **b, size_t n) {
 
 static void completer_went_down(completer_t *c, int rc, const char *why) {
   if (c->down) return;
+  pawl__metrics_add(c->h->metrics, MET_DB_ERRORS, 1);
   c->down = rc;
   snprintf(c->err, sizeof c->err, "%s", why);
 }
@@ -491,6 +515,7 @@ static void completer_round(completer_t *c, size_t n) {
       completer_went_down(c, rc == PAWL_ENOMEM ? rc : PAWL_EUNAVAIL, err);
     }
   }
+  pawl__metrics_complete_batch(h->metrics, n);
   completer_write(c, c->batch, n, 1);
   *c->again_tail = c->pending;
   c->pending = c->again;
@@ -559,7 +584,10 @@ static void completer_settle(completer_t *c) {
     if (o->worker >= 0)
       h->avg_job_ms = 0.95 * h->avg_job_ms + 0.05 * o->duration_ms;
     if (o->rc == 0 || o->rc == PAWL_ELEASE) completer_log(h, o);
-    if (o->rc == 0 && o->worker >= 0) completer_event(h, o);
+    if (o->rc == 0 && o->worker >= 0) {
+      completer_metrics(h, o);
+      completer_event(h, o);
+    }
     if (o->worker >= 0 && o->hook_ref >= 0) {
       /* Hooks run in the worker whose state holds their reference (one
        * not stored only releases it there). */

@@ -22,6 +22,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "fault.h"
+#include "metrics.h"
 #include "pawl_internal.h"
 #include "worker.h"
 
@@ -140,12 +141,14 @@ host_item_t *pawl__host_take_locked(host_t *h) {
   if (it) {
     h->queued--;
     h->running++;
+    pawl__metrics_busy(h->metrics, h->running);
   }
   return it;
 }
 
 void pawl__host_item_done_locked(host_t *h, const host_item_t *it) {
   h->running--;
+  pawl__metrics_busy(h->metrics, h->running);
   if (it->slot >= 0)
     h->qslots[it->slot].held--;
   else
@@ -209,6 +212,8 @@ void pawl__host_free(host_t *h) {
   pawl__completer_free(h->completer_state);
   pawl__admin_free(h->admin);
   pawl__retention_drop(h);
+  pawl__serve_stop(h); /* before the metrics it serves */
+  pawl__metrics_free(h->metrics);
   pawl_script_errors_free(h->load_errors, h->nload_errors);
   pawl__free(h->scripts_dir);
   pawl__free(h->queues_csv);
@@ -308,6 +313,13 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
                o->queues[i] ? o->queues[i] : "?");
       return PAWL_EINVAL;
     }
+  }
+  if (o->metrics && h->step) { /* issue 16 */
+    snprintf(msg, len,
+             "the metrics endpoint needs pawl_start()'s threads (its HTTP "
+             "server and the gauges' reader): step mode and pawl_attach_uv() "
+             "serve none");
+    return PAWL_EINVAL;
   }
   if (!shared && o->workers > 0) {
     snprintf(msg, len,
@@ -546,6 +558,8 @@ static int host_start_others(host_t *h, const sigset_t *old, int workers) {
       {&h->listener, pawl__listener_main, h, &h->listener_done, "listener"},
       {&h->admin_thread, pawl__admin_main, h->admin, &h->admin_done,
        "admin console"},
+      {&h->metrics_thread, pawl__metrics_main, h, &h->metrics_done,
+       "metrics"},
       {&h->poller, pawl__poller_main, h->poller_state, &h->poller_done,
        "poller"},
   };
@@ -554,14 +568,17 @@ static int host_start_others(host_t *h, const sigset_t *old, int workers) {
   int listen = pawl__can_listen(p), terr = 0;
   if (!listen) h->listener_done = 1;
   if (!h->admin) h->admin_done = 1;
+  if (!h->metrics) h->metrics_done = 1;
   for (; up < nthreads; up++) {
     if (threads[up].t == &h->listener && !listen) continue;
     if (threads[up].t == &h->admin_thread && !h->admin) continue;
+    if (threads[up].t == &h->metrics_thread && !h->metrics) continue;
     if ((terr = host_thread_start(threads[up].t, threads[up].fn,
                                   threads[up].arg)))
       break;
     if (threads[up].t == &h->listener) h->listener_started = 1;
     if (threads[up].t == &h->admin_thread) h->admin_started = 1;
+    if (threads[up].t == &h->metrics_thread) h->metrics_started = 1;
     running[nrun++] = threads[up].t;
   }
   if (!terr) return 0;
@@ -619,6 +636,10 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   if (!(rc = host_make_threads(h, err, sizeof err)) && in->admin)
     rc = pawl__admin_new(h, in->admin, &h->admin, err, sizeof err);
   h->opts.admin = NULL; /* borrowed for the call only */
+  /* So is the metrics endpoint's address (issue 16). */
+  if (!rc && in->metrics)
+    rc = pawl__serve_new(h, in->metrics, err, sizeof err);
+  h->opts.metrics = NULL;
   if (rc) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pawl__poller_free(h->poller_state);
@@ -721,7 +742,8 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
   pthread_mutex_lock(&h->mu);
   for (;;) {
     int rest = h->completer_done && h->watchdog_done && h->poller_done &&
-               h->checkpointer_done && h->listener_done && h->admin_done;
+               h->checkpointer_done && h->listener_done && h->admin_done &&
+               h->metrics_done;
     if (rest && !h->loader_done && !h->loader_abandoned) {
       int64_t now = pawl__mono_ms();
       if (!h->loader_giveup_at)
@@ -763,6 +785,8 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
     }
     if (h->listener_started) pthread_join(h->listener, NULL);
     if (h->admin_started) pthread_join(h->admin_thread, NULL);
+    if (h->metrics_started) pthread_join(h->metrics_thread, NULL);
+    pawl__serve_stop(h); /* scraped until the host has stopped */
     if (abandoned) {
       /* Their jobs were handed back; they cannot be joined. */
       for (int i = 0; i < h->nworkers; i++) pthread_detach(h->workers[i]->thread);

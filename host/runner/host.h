@@ -234,6 +234,13 @@ typedef struct host {
   struct admin_server *admin; /* NULL: no admin listener */
   pthread_t admin_thread;
   int admin_started, admin_done;
+  /* The metrics endpoint (issue 16; serve.c, metrics.c, http.c): NULL
+   * without one. The counters are added to by every thread without a
+   * lock; metrics_thread refreshes the database gauges. */
+  struct metrics *metrics;
+  struct http_server *http;
+  pthread_t metrics_thread;
+  int metrics_started, metrics_done;
 } host_t;
 
 /* What pawl_start() and step mode (step.c) share of making a host:
@@ -432,5 +439,15 @@ int pawl__admin_new(host_t *h, const pawl_admin_opts_t *o,
                     struct admin_server **out, char *err, size_t errlen);
 void pawl__admin_free(struct admin_server *a);
 void *pawl__admin_main(void *arg);
+
+/* The host's HTTP server and what it serves (serve.c; issue 16): made by
+ * pawl_start() when pawl_host_opts_t.metrics asks for it (the address is
+ * bound then, so a refused one fails the start): sets h->metrics and
+ * h->http. 0 or a PAWL_E* code with the message in err; what it made is
+ * freed by pawl__host_free. pawl__serve_stop: stops serving (pawl_wait,
+ * once the threads are joined). */
+int pawl__serve_new(host_t *h, const pawl_metrics_opts_t *o, char *err,
+                    size_t errlen);
+void pawl__serve_stop(host_t *h);
 
 #endif

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "host.h"
+#include "metrics.h"
 #include "pawl_internal.h"
 #include "worker.h"
 
@@ -234,7 +235,7 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
     return -1;
   }
   *last_sig = sig;
-  size_t kept = 0, nbroken = 0;
+  size_t kept = 0, nbroken = 0, nfailed = 0;
   pawl_script_error_t *broken = pawl__calloc(n ? n : 1, sizeof *broken);
   for (size_t i = 0; i < n; i++) {
     if (errors && errors[i] && broken) {
@@ -248,6 +249,7 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
       }
     }
     if (errors && errors[i]) {
+      nfailed++;
       const host_script_t *old = NULL;
       for (size_t k = 0; k < h->nscripts && !old; k++)
         if (strcmp(h->scripts[k].name, list[i].name) == 0 && h->scripts[k].src)
@@ -266,6 +268,8 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
     list[kept++] = list[i];
   }
   pawl__free(errors);
+  pawl__metrics_add(h->metrics, MET_RELOAD_ERRORS, (int64_t)nfailed);
+  pawl__metrics_broken(h->metrics, (int)nfailed);
   if (nbroken == 0) {
     pawl__free(broken);
     broken = NULL;

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "host.h"
 #include "iso8601.h"
+#include "metrics.h"
 #include "pawl_internal.h"
 #include "worker.h"
 
@@ -45,7 +46,9 @@ typedef struct poller {
   host_retention_t retention; /* old finished jobs (retention.c) */
 } poller_t;
 
+/* Logs a failed database call (and counts it for the metrics). */
 static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
+  pawl__metrics_add(h->metrics, MET_DB_ERRORS, 1);
   log_line_t line;
   pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR, what);
   pawl__log_str(&line, "error", pawl_errmsg(p));
@@ -115,6 +118,7 @@ static void poller_sweep(poller_t *pl) {
   if (pawl_recover(pl->p, &n) != 0)
     host_log_rc(h, pl->p, "lease recovery failed");
   else if (n > 0) {
+    pawl__metrics_add(h->metrics, MET_LEASES_RECOVERED, (int64_t)n);
     log_line_t line;
     pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
               "took back jobs whose lease expired");
@@ -202,11 +206,14 @@ static size_t poller_claim_for(poller_t *pl, const char *const *queues,
     if (!pl->claim_failed_at || now - pl->claim_failed_at >= 5000) {
       pl->claim_failed_at = now;
       host_log_rc(h, pl->p, "claim failed");
+    } else {
+      pawl__metrics_add(h->metrics, MET_DB_ERRORS, 1); /* logged or not */
     }
     *failed = 1;
     return 0;
   }
   if (n == 0) return 0;
+  pawl__metrics_claim_batch(h->metrics, n);
   host_item_t *first, *last;
   size_t kept =
       pawl__host_items_make(jobs, n, pawl__mono_ms(), &first, &last);

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "metrics.h"
 #include "pawl_internal.h"
 
 /* The worker running on this thread, for the signal handler.
@@ -366,6 +367,9 @@ void pawl__worker_run(worker_t *w, pawl_job_t *job) {
   /* STARTED before the code runs; step mode delivers it now, on its own
    * thread (the threaded host's completer does it for workers). */
   pawl__host_event(w->h, PAWL_EV_STARTED, job, job->attempt);
+  if (w->h->metrics) /* its queue wait: due (run_at) to now */
+    pawl__metrics_started(w->h->metrics, job->type, job->queue,
+                          (double)(pawl_now(w->p) - job->run_at));
   if (w->step) pawl__host_events_deliver(w->h);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -36,3 +36,5 @@
 #include "test_list_top.h"
 #include "test_list_alerts.h"
 #include "test_list_retention.h"
+#include "test_list_metrics.h"
+#include "test_list_metrics_unit.h"

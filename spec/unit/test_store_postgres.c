@@ -24,6 +24,7 @@
 #include "store_contract_steps.h"
 #include "store_contract_steps_mix.h"
 #include "store_contract_top.h"
+#include "store_contract_metrics.h"
 #include "unit.h"
 
 #define CONTRACT_PG(name) \
@@ -38,6 +39,7 @@ DEPS_MIX_CONTRACT_TESTS(CONTRACT_PG)
 STEPS_CONTRACT_TESTS(CONTRACT_PG)
 STEPS_MIX_CONTRACT_TESTS(CONTRACT_PG)
 TOP_CONTRACT_TESTS(CONTRACT_PG)
+METRICS_CONTRACT_TESTS(CONTRACT_PG)
 
 /* ---- helpers ------------------------------------------------------------ */
 

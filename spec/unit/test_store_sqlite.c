@@ -17,6 +17,7 @@
 #include "store_contract_steps.h"
 #include "store_contract_steps_mix.h"
 #include "store_contract_top.h"
+#include "store_contract_metrics.h"
 
 sqlite3 *pawl__store_sqlite_db(store_t *st);
 extern const store_migration_t pawl__store_sqlite_migrations[];
@@ -41,6 +42,7 @@ DEPS_MIX_CONTRACT_TESTS(CONTRACT_SQLITE)
 STEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
 STEPS_MIX_CONTRACT_TESTS(CONTRACT_SQLITE)
 TOP_CONTRACT_TESTS(CONTRACT_SQLITE)
+METRICS_CONTRACT_TESTS(CONTRACT_SQLITE)
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -56,6 +56,10 @@
   "minute >= $2::bigint), 0), coalesce(sum(count) FILTER (WHERE minute >= "  \
   "$3::bigint), 0) FROM pawl_throughput WHERE minute >= $1::bigint GROUP "   \
   "BY state, queue"
+/* The metrics' gauges (issue 16): the finishes since minute $1. */
+#define PG_MET_TP                                                            \
+  "SELECT state, queue, sum(count) FROM pawl_throughput WHERE minute >= "    \
+  "$1::bigint GROUP BY state, queue"
 
 #define PG_ADM_RUNNING                                                       \
   "SELECT lease_owner, count(*) FROM pawl_jobs WHERE state = 1 "             \

@@ -33,6 +33,7 @@
 
 #include <libpq-fe.h>
 
+#include "dbstats.h"
 #include "alloc.h"
 #include "iso8601.h"
 #include "buf.h"
@@ -105,6 +106,7 @@ enum {
   PG_ADM_STATS_RUNNING_ST,
   PG_ADM_STATS_DONE_ST,
   PG_ADM_STATS_TP_ST,
+  PG_MET_TP_ST,
   PG_TP_ADD,
   PG_TP_TRIM,
   PG_ADM_RUNNING_ST,
@@ -409,6 +411,7 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_ADM_STATS_RUNNING_ST] = PG_ADM_STATS_RUNNING,
     [PG_ADM_STATS_DONE_ST] = PG_ADM_STATS_DONE,
     [PG_ADM_STATS_TP_ST] = PG_ADM_STATS_TP,
+    [PG_MET_TP_ST] = PG_MET_TP,
     /* Throughput buckets (store.h, "Throughput"): $1 now, $2 the state,
      * $3 the queue; and the trim of buckets older than $2 minutes. */
     [PG_TP_ADD] = "INSERT INTO pawl_throughput (minute, state, queue, count) "
@@ -855,6 +858,7 @@ static int pg_ready(pg_store_t *s) {
     pg_message(s, NULL, msg, sizeof msg);
     return pawl__store_fail(&s->base, PAWL_EUNAVAIL, "database unreachable: %s", msg);
   }
+  pawl__dbstats_reconnected(); /* the metrics endpoint counts them */
   if (s->listening) return pg_listen_now(s);
   return 0;
 }
@@ -3324,6 +3328,8 @@ static int pg_top_throughput(store_t *base, int64_t since, store_tp_cb cb,
                              void *data);
 static int pg_top_running(store_t *base, int limit, pawl_job_cb cb,
                           void *data);
+static int pg_met_gauges(store_t *base, int64_t now, int64_t since, int full,
+                         store_stat_cb cb, void *data);
 
 /* recurring definitions: defined at the end of this file */
 static int pg_batch_create(store_t *base, const store_batch_new_t *b,
@@ -3593,6 +3599,7 @@ static const struct store_ops pg_ops = {
     .top = {pg_top_throughput, pg_top_running},
     .alerts = {pg_alert_take, pg_alert_note, pg_alert_done},
     .retention = {pg_ret_scan, pg_ret_remove},
+    .metrics = {pg_met_gauges},
 };
 
 /* The connection of a PostgreSQL store, for tests and the benchmark's
@@ -3899,6 +3906,46 @@ static int pg_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
       if (q == 0) row.oldest_due = pg_int(res[q], i, c++);
       if (!row.queue) continue;
       if (cb(&row, data)) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    }
+  }
+  for (int q = 0; q < 4; q++) PQclear(res[q]);
+  return pg_end(s, rc);
+}
+
+/* The metrics' gauges (store.h, "metrics"): one snapshot, the live rows
+ * as pg_adm_stats reads them, the throughput since `since`, the exact
+ * counts of the other states when `full`. */
+static int pg_met_gauges(store_t *base, int64_t now, int64_t since, int full,
+                         store_stat_cb cb, void *data) {
+  pg_store_t *s = (pg_store_t *)base;
+  static const int ids[4] = {PG_ADM_STATS_PENDING_ST, PG_ADM_STATS_RUNNING_ST,
+                             PG_MET_TP_ST, PG_ADM_STATS_DONE_ST};
+  PGresult *res[4] = {NULL, NULL, NULL, NULL};
+  int rc = pg_ready(s);
+  if (!rc)
+    rc = pg_cmd(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                "begin read");
+  if (rc) return rc;
+  int nq = full ? 4 : 3;
+  for (int q = 0; q < nq && !rc; q++) {
+    pg_params_t pp;
+    pp_int(&pp, 0, q == 2 ? since : now);
+    rc = pg_run(s, ids[q], q == 0 || q == 2 ? 1 : 0, pp.v, &res[q],
+                "read gauges");
+  }
+  for (int q = 0; q < nq && !rc; q++) {
+    for (int i = 0; i < PQntuples(res[q]) && !rc; i++) {
+      store_stat_row_t row = {0};
+      int c = 0;
+      if (q >= 2) row.state = (int)pg_int(res[q], i, c++);
+      else row.state = q == 0 ? PAWL_PENDING : PAWL_RUNNING;
+      row.queue = pg_val(res[q], i, c++);
+      if (q == 2) row.since = pg_int(res[q], i, c++);
+      else row.count = pg_int(res[q], i, c++);
+      if (q == 0) row.oldest_due = pg_int(res[q], i, c++);
+      if (!row.queue) continue;
+      if (cb(&row, data))
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     }
   }
   for (int q = 0; q < 4; q++) PQclear(res[q]);

@@ -109,6 +109,7 @@ enum {
   SQ_ADM_STATS_RUNNING,
   SQ_ADM_STATS_DONE,
   SQ_ADM_STATS_TP,
+  SQ_MET_TP,
   SQ_TP_ADD,
   SQ_TP_ADD_ID,
   SQ_TP_TRIM,
@@ -394,6 +395,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_ADM_STATS_RUNNING] = SQLITE_ADM_STATS_RUNNING,
     [SQ_ADM_STATS_DONE] = SQLITE_ADM_STATS_DONE,
     [SQ_ADM_STATS_TP] = SQLITE_ADM_STATS_TP,
+    [SQ_MET_TP] = SQLITE_MET_TP,
     /* Throughput buckets (store.h, "Throughput"): ?1 the minute, ?2 the
      * state, ?3 the queue, ?4 how many; or by the job's id ?2 (its state
      * and queue as the row has them now: a failure); the trim of buckets
@@ -1997,7 +1999,7 @@ static int sq_batch_count_job(sq_store_t *s, const pawl_id_t *id, int64_t ds,
 static int sq_batch_flush(sq_store_t *s, int64_t now);
 
 /* The alert outbox row of job `id`, which moved to failed in this
- * transaction (issue 16; schema V013 says why this is no trigger). */
+ * transaction (issue 16; schema V014 says why this is no trigger). */
 static int sq_alert_add(sq_store_t *s, const pawl_id_t *id, int64_t now) {
   sqlite3_stmt *st = sq_stmt(s, SQ_ALERT_ADD);
   if (!st) return PAWL_ESTORE;
@@ -3008,6 +3010,8 @@ static int sq_top_throughput(store_t *base, int64_t since, store_tp_cb cb,
                              void *data);
 static int sq_top_running(store_t *base, int limit, pawl_job_cb cb,
                           void *data);
+static int sq_met_gauges(store_t *base, int64_t now, int64_t since, int full,
+                         store_stat_cb cb, void *data);
 
 /* recurring definitions: defined at the end of this file */
 static int sq_batch_create(store_t *base, const store_batch_new_t *b,
@@ -3244,6 +3248,7 @@ static const struct store_ops sq_ops = {
     .top = {sq_top_throughput, sq_top_running},
     .alerts = {sq_alert_take, sq_alert_note, sq_alert_done},
     .retention = {sq_ret_scan, sq_ret_remove},
+    .metrics = {sq_met_gauges},
 };
 
 /* Switches to WAL. Changing the journal mode needs an exclusive lock and
@@ -3779,6 +3784,51 @@ static int sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
   }
   if (!rc) rc = sq_adm_tally(s, cb, data);
   if (!rc) rc = sq_adm_throughput(s, now, cb, data);
+  if (!sqlite3_get_autocommit(s->db)) {
+    int end = sq_adm_exec(s, SQ_COMMIT, "end read");
+    if (!rc) rc = end;
+  }
+  return rc;
+}
+
+/* The metrics' gauges (store.h, "metrics"): the live rows as sq_adm_stats
+ * reads them, the throughput since `since`, the tally when `full`. */
+static int sq_met_gauges(store_t *base, int64_t now, int64_t since, int full,
+                         store_stat_cb cb, void *data) {
+  sq_store_t *s = (sq_store_t *)base;
+  static const int ids[2] = {SQ_ADM_STATS_PENDING, SQ_ADM_STATS_RUNNING};
+  int rc = sq_adm_exec(s, SQ_ADM_BEGIN_READ, "begin read"), step = SQLITE_DONE;
+  for (int q = 0; q < 3 && !rc; q++) {
+    sqlite3_stmt *st = sq_stmt(s, q < 2 ? ids[q] : SQ_MET_TP);
+    if (!st) {
+      rc = PAWL_ESTORE;
+      break;
+    }
+    if (q == 0) sqlite3_bind_int64(st, 1, now);
+    if (q == 2) sqlite3_bind_int64(st, 1, since);
+    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
+      store_stat_row_t row = {0};
+      int c = 0;
+      row.state = q == 0 ? PAWL_PENDING : q == 1 ? PAWL_RUNNING
+                                                 : sqlite3_column_int(st, c++);
+      /* Valid until the next step: the callback copies what it keeps. */
+      row.queue = (const char *)sqlite3_column_text(st, c++);
+      if (!row.queue) {
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+        break;
+      }
+      if (q == 2)
+        row.since = sqlite3_column_int64(st, c++);
+      else
+        row.count = sqlite3_column_int64(st, c++);
+      if (q == 0) row.oldest_due = sqlite3_column_int64(st, c++);
+      if (cb(&row, data))
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    }
+    if (!rc && step != SQLITE_DONE) rc = sq_fail(s, step, "read gauges");
+    sqlite3_reset(st);
+  }
+  if (!rc && full) rc = sq_adm_tally(s, cb, data);
   if (!sqlite3_get_autocommit(s->db)) {
     int end = sq_adm_exec(s, SQ_COMMIT, "end read");
     if (!rc) rc = end;

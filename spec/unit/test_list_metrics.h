@@ -1,0 +1,6 @@
+/* test_list_metrics.h: the metrics endpoint's gauges (issue 16): the
+ * contract suite on both backends. */
+TEST_ENTRY(store_sqlite_metrics_gauges)
+TEST_ENTRY(store_sqlite_metrics_refresh)
+TEST_ENTRY(store_pg_metrics_gauges)
+TEST_ENTRY(store_pg_metrics_refresh)
