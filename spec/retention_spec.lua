@@ -109,8 +109,11 @@ return { run = function(job) pawl_gate(job.payload.gate) return "done" end }]])
   local node = env:start("--retain", "canceled=0,batch=2,pause=0",
                          "--log-level", "info")
   g:wait_reached(1)
-  env:wait_until("the sweep to remove the canceled jobs", function()
+  -- The sweep logs once its walk is done, which may be a batch after the
+  -- last canceled job went: wait for both.
+  env:wait_until("the sweep to remove the canceled jobs and say so", function()
     return count(env, "canceled") == 0
+      and node:stderr():find("deleted old finished jobs", 1, true) ~= nil
   end)
   assert.are.equal("running", env:show(held).state)
   g:open()

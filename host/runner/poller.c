@@ -493,7 +493,11 @@ void *pawl__poller_main(void *arg) {
       int idle = poller_idle(pl, &next_due);
       /* Jobs due soon (a retry, a snooze) are part of the work this run
        * was started for: wait for those, not for ones far in the future. */
-      if (h->opts.until_idle && idle && poller_until_idle(pl, now, &next_due))
+      /* Not before the first load of the scripts: a host that stopped
+       * then would not have loaded them at all (nor said what in them is
+       * broken), and jobs due by then would wait for the next run. */
+      if (h->opts.until_idle && idle && ready &&
+          poller_until_idle(pl, now, &next_due))
         continue;
       if (next_due > 0 && ready) {
         int64_t until = next_due - pawl_now(pl->p);
