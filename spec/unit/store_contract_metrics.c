@@ -15,32 +15,18 @@
 #include "pawl_internal.h"
 #include "store_contract_metrics.h"
 #include "unit.h"
+#include "unit_pawl.h"
 
 #define T0 INT64_C(1800000000000)
 #define MIN INT64_C(60000)
 
 static _Atomic int64_t met_now = T0;
 
-static int64_t met_clock(void *data) {
-  (void)data;
-  return atomic_load(&met_now);
-}
-
 static void set_now(int64_t ms) { atomic_store(&met_now, ms); }
 
 static pawl_t *open_db(const char *url) {
   set_now(T0);
-  pawl_options_t o;
-  pawl_options_init(&o);
-  o.db = url;
-  o.node_id = "node-m";
-  o.clock = met_clock;
-  o.age_boost_ms = 0;
-  pawl_t *p = NULL;
-  char err[512];
-  if (pawl_open(&p, &o, err, sizeof err))
-    unit_fail(__FILE__, __LINE__, "pawl_open(%s): %s", url, err);
-  return p;
+  return unit_open_clocked(url, "node-m", &met_now, 30000);
 }
 
 static pawl_id_t enq(pawl_t *p, const char *queue, int64_t delay_ms) {
@@ -95,7 +81,7 @@ static got_t read_gauges(pawl_t *p, int64_t since, int full) {
   memset(&g, 0, sizeof g);
   int64_t now = 0;
   CHECK_OK(pawl__gauges(p, since, full, &now, got_row, &g));
-  CHECK_INT(now, ==, met_clock(NULL));
+  CHECK_INT(now, ==, atomic_load(&met_now));
   return g;
 }
 

@@ -18,6 +18,7 @@
 #include "pawl_internal.h"
 #include "pgtest.h"
 #include "unit.h"
+#include "unit_pawl.h"
 
 #define T0 INT64_C(1800000000000)
 #define MINUTE INT64_C(60000)
@@ -39,27 +40,11 @@
 
 static _Atomic int64_t ret_now = T0;
 
-static int64_t ret_clock(void *data) {
-  (void)data;
-  return atomic_load(&ret_now);
-}
-
 static void advance(int64_t ms) { atomic_fetch_add(&ret_now, ms); }
 
 static pawl_t *ret_open(const char *url) {
   atomic_store(&ret_now, T0);
-  pawl_options_t o;
-  pawl_options_init(&o);
-  o.db = url;
-  o.node_id = "node-a";
-  o.principal = "tester";
-  o.clock = ret_clock;
-  o.lease_ms = 10000;
-  pawl_t *p = NULL;
-  char err[512];
-  if (pawl_open(&p, &o, err, sizeof err))
-    unit_fail(__FILE__, __LINE__, "pawl_open(%s): %s", url, err);
-  return p;
+  return unit_open_clocked(url, "node-a", &ret_now, 10000);
 }
 
 sqlite3 *pawl__store_sqlite_db(store_t *st);
