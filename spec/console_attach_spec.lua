@@ -34,18 +34,7 @@ end
 
 -- An env whose database is SQLite or a new PostgreSQL schema (nil when
 -- PostgreSQL tests are skipped), migrated.
-local function make_env(backend)
-  local env
-  if backend == "postgres" then
-    if PG.skip_reason() then return nil end
-    env = PG.env()
-  else
-    env = H.env()
-  end
-  local r = C.run({ "--db", env.db, "migrate" })
-  assert(r.code == 0, r.err)
-  return env
-end
+local make_env = PG.env_for
 
 -- Starts `pawl run` with an admin socket in the env's dir and waits until
 -- it answers; returns the process and the socket's path.

@@ -33,18 +33,7 @@ end
 
 -- An env (temp dir, scripts dir) whose database is SQLite or a fresh
 -- PostgreSQL schema; nil when PostgreSQL tests are skipped.
-local function make_env(backend)
-  local env
-  if backend == "postgres" then
-    if PG.skip_reason() then return nil end
-    env = PG.env()
-  else
-    env = H.env()
-  end
-  local r = C.run({ "--db", env.db, "migrate" })
-  assert(r.code == 0, r.err)
-  return env
-end
+local make_env = PG.env_for
 
 local function console(env, ...)
   return C.run({ "--db", env.db, "console", ... })

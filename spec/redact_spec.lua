@@ -64,17 +64,7 @@ return {
 ]]
 
 -- An env on `backend` (nil when PostgreSQL tests are skipped), migrated.
-local function make_env(backend)
-  local env
-  if backend == "postgres" then
-    if PG_SKIP then return nil end
-    env = PG.env()
-  else
-    env = H.env()
-  end
-  env:ok("migrate")
-  return env
-end
+local make_env = PG.env_for
 
 local function attach(target, ...)
   return C.run({ "console", "--connect", target, ... })

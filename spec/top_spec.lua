@@ -18,18 +18,7 @@ local T = require "term_helper"
 
 -- An env whose database is SQLite or a new PostgreSQL schema (nil when
 -- PostgreSQL tests are skipped), migrated.
-local function make_env(backend)
-  local env
-  if backend == "postgres" then
-    if PG.skip_reason() then return nil end
-    env = PG.env()
-  else
-    env = H.env()
-  end
-  local r = C.run({ "--db", env.db, "migrate" })
-  assert(r.code == 0, r.err)
-  return env
-end
+local make_env = PG.env_for
 
 -- What the spec's jobs are: "ok" succeeds; "boom" dies at once with an
 -- error that holds a secret (the default sanitizer redacts it) and an

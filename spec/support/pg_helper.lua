@@ -210,6 +210,25 @@ function M.env(url, prefix)
   return self
 end
 
+-- An env for `backend` ("sqlite" or "postgres"), its database migrated:
+-- H.env(), or M.env() on the fixture's server (nil when PostgreSQL tests
+-- are skipped: M.skip_reason() says why).
+function M.env_for(backend)
+  local env
+  if backend == "postgres" then
+    if M.skip_reason() then return nil end
+    env = M.env()
+  else
+    env = H.env()
+  end
+  local r = C.run({ "--db", env.db, "migrate" })
+  if r.code ~= 0 then
+    env:cleanup()
+    error("migrate: " .. r.err, 2)
+  end
+  return env
+end
+
 -- Points the env at a new schema on the server of `url`: self.db for pawl,
 -- self.sql_url for psql (search_path set to the schema).
 function Env:use_server(url, prefix)
