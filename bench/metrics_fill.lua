@@ -6,6 +6,7 @@
 --   LUA_CPATH='build/lua/?.so' build/luajit/src/luajit \
 --     bench/metrics_fill.lua DB_URL [HISTORY] [PENDING]
 local pawl = require "pawl"
+local finish_jobs = dofile((arg[0]:match("^(.*/)") or "./") .. "fill_finished.lua")
 
 local url = assert(arg[1], "usage: metrics_fill.lua DB_URL [HISTORY] [PENDING]")
 local history = tonumber(arg[2] or 1000000)
@@ -17,27 +18,7 @@ local queues = { "default", "mail", "reports", "billing" }
 local function queue_of(i) return queues[i % #queues + 1] end
 
 db:set_now(real_now - 2 * 3600 * 1000)
-local done = 0
-while done < history do
-  local k = math.min(1000, history - done)
-  local items = {}
-  for i = 1, k do
-    items[i] = { "noop", { i = done + i }, { queue = queue_of(done + i) } }
-  end
-  assert(db:enqueue_many(items))
-  local jobs = assert(db:claim(k))
-  assert(#jobs > 0, "claimed nothing")
-  local outs = {}
-  for i, j in ipairs(jobs) do
-    local failed = (done + i) % 10 == 0
-    outs[i] = { id = j.id, attempt = j.attempt,
-                kind = failed and "failed" or "succeeded",
-                result = not failed and { ok = true } or nil,
-                error = failed and "boom" or nil }
-  end
-  assert(db:finish(outs))
-  done = done + #jobs
-end
+finish_jobs(db, "noop", history, queue_of)
 db:set_now(real_now)
 local n = 0
 while n < pending do

@@ -13,6 +13,7 @@
 -- index ranges grow with the jobs finished in the last 15 minutes, never
 -- with the history). A benchmark, never a test: it judges nothing.
 local pawl = require "pawl"
+local finish_jobs = dofile((arg[0]:match("^(.*/)") or "./") .. "fill_finished.lua")
 
 local url = assert(arg[1], "usage: stats_cost.lua DB_URL [HISTORY] [RECENT]")
 local history = tonumber(arg[2] or 1000000)
@@ -24,27 +25,7 @@ local real_now = db:now()
 -- Enqueues n jobs and finishes them with the clock at `at` (ms).
 local function finish_at(n, at, queue_of)
   db:set_now(at)
-  local done = 0
-  while done < n do
-    local k = math.min(1000, n - done)
-    local items = {}
-    for i = 1, k do
-      items[i] = { "bench.job", { i = done + i }, { queue = queue_of(done + i) } }
-    end
-    assert(db:enqueue_many(items))
-    local jobs = assert(db:claim(k))
-    local outs = {}
-    for i, j in ipairs(jobs) do
-      local failed = (done + i) % 10 == 0
-      outs[i] = { id = j.id, attempt = j.attempt,
-                  kind = failed and "failed" or "succeeded",
-                  result = not failed and { ok = true } or nil,
-                  error = failed and "boom" or nil }
-    end
-    assert(db:finish(outs))
-    done = done + #jobs
-    assert(#jobs > 0, "claimed nothing")
-  end
+  finish_jobs(db, "bench.job", n, queue_of)
 end
 
 local queues = { "default", "mail", "reports", "billing" }
