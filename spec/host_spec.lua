@@ -871,6 +871,54 @@ return {
       assert.are.equal(1, p:count("workers stuck in blocking C calls were left behind"))
     end)
 
+    it("a job stuck past its deadline at a stop has used its attempt", function()
+      -- The job blocks in a C call that outlives its 1 s timeout: the
+      -- watchdog's interrupt cannot land, and the stop leaves the worker
+      -- behind. The job timed out before the stop, so it is not handed back
+      -- unused (else a job that never returns takes a worker on every
+      -- restart and never reaches the dead-letter set): its attempt counts,
+      -- and with max_attempts = 1 the next host fails it without running it.
+      env:script("stuck", [[
+return {
+  timeout = 1, max_attempts = 1,
+  run = function(job)
+    local f = assert(io.open(job.payload.marker, "a"))
+    f:write("started\n")
+    f:close()
+    os.execute("sleep 600")
+    return "woke"
+  end,
+}]])
+      local p = env:start("--workers", "1", "--grace", "0.3", "--poll", "0.05",
+                          "--unsafe-lua")
+      local marker = env:path("marker")
+      local stuck = env:enqueue("stuck", H.json { marker = marker })
+      env:wait_until("the job to block", function() return H.exists(marker) end)
+      -- Past its deadline (1 s after it started, with a second to spare
+      -- for os.time's resolution) before the stop begins.
+      local t0 = os.time()
+      env:wait_until("the job's deadline to pass", function()
+        return os.time() >= t0 + 3
+      end)
+      p:signal("TERM")
+      assert.are.equal(0, p:wait(H.HANG_S), p:stderr())
+      assert.are.equal(1, p:count("workers stuck in blocking C calls were left behind"))
+      local j = env:show(stuck)
+      assert.are.equal("pending", j.state)
+      assert.are.equal(1, j.attempt)
+      assert.are.same({ "retry" }, outcomes(j))
+      assert.truthy(tostring(j.last_error):find("past its deadline", 1, true),
+                    tostring(j.last_error))
+      -- The next host does not run it again: that was its only attempt.
+      local r = env:run_idle("--unsafe-lua")
+      assert.are.equal(0, r:poll(), r:stderr())
+      j = env:show(stuck)
+      assert.are.equal("failed", j.state)
+      local f = assert(io.open(marker))
+      assert.are.equal("started\n", f:read("*a"))
+      f:close()
+    end)
+
     it("a second SIGINT during the grace period stops at once", function()
       local gate = env:gate()
       env:script("long", HELD)

@@ -110,25 +110,44 @@ static void completer_metrics(host_t *h, const host_outcome_t *o) {
 }
 
 /* The completer ends once nothing more can arrive: the poller is done and
- * every worker has ended, or the stuck ones have been given up on. Called
- * with h->mu held. */
-static int completer_may_end(host_t *h) {
+ * every worker has ended, or the stuck ones have been given up on. `p`:
+ * the completer's handle, for the time a timed-out job is due again (NULL
+ * while it has none: due at once). Called with h->mu held. */
+static int completer_may_end(host_t *h, pawl_t *p) {
   if (!h->poller_done) return 0;
   if (h->workers_alive == 0) return 1;
   if (h->abandon_at && pawl__mono_ms() >= h->abandon_at && !h->abandoned) {
     /* Workers stuck in blocking C calls: hand their jobs back by id (the
-     * release is refused as stale if a worker did finish meanwhile). */
+     * release is refused as stale if a worker did finish meanwhile). A job
+     * already past its deadline has timed out, not been interrupted by the
+     * stop: it used its attempt, so a job that never returns cannot take a
+     * worker again on every restart without ever reaching the dead-letter
+     * set. It goes back as a retry due now; the claim fails it with "no
+     * attempts left" when that was its last one. */
     h->abandoned = h->workers_alive;
+    int64_t now = pawl__mono_ms();
     for (int i = 0; i < h->nworkers; i++) {
       worker_t *w = h->workers[i];
       pthread_mutex_lock(&w->dl);
       host_outcome_t *o = w->has_current ? pawl__calloc(1, sizeof *o) : NULL;
+      int late = w->deadline && now >= w->deadline;
+      if (o && late) {
+        o->error = pawl__strdup("timeout: the job was still running past its "
+                                "deadline when the host stopped (its worker "
+                                "was left behind)");
+        if (!o->error) { /* its lease expires and recovery counts it */
+          pawl__free(o);
+          o = NULL;
+        }
+      }
       if (o) {
         o->worker = -1;
         o->hook_ref = PAWL__LUA_NOREF;
         o->out.id = w->current_id;
         o->out.attempt = w->current_attempt;
-        o->out.kind = PAWL_OUT_RELEASE;
+        o->out.kind = late ? PAWL_OUT_RETRY : PAWL_OUT_RELEASE;
+        o->out.error = o->error;
+        o->out.run_at = late && p ? pawl_now(p) : 0;
         o->next = h->out_head;
         if (!h->out_head) h->out_tail = o;
         h->out_head = o;
@@ -461,7 +480,7 @@ static size_t completer_take(completer_t *c) {
   pthread_mutex_lock(&h->mu);
   for (;;) {
     while (!h->out_head && !c->pending && !pawl__host_events_ready(h) &&
-           !completer_may_end(h)) {
+           !completer_may_end(h, c->p)) {
       struct timespec ts = pawl__mono_deadline(50);
       pthread_cond_timedwait(&h->done_cv, &h->mu, &ts);
     }
