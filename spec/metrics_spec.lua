@@ -316,6 +316,61 @@ describe("pawl run --metrics: addresses and tokens", function()
     assert.is_true(m.pawl_script_reload_errors_total[""] >= 1)
   end)
 
+  it("caps the label sets: job-chosen types and queues past 200 count under _other", function()
+    -- Job code picks type and queue names: one job enqueues 250 jobs, each
+    -- of a type and a queue of its own (types without scripts, so each
+    -- fails at once and is counted). The page keeps at most 200 (type,
+    -- queue) series and 200 queues' gauges; the rest add up under
+    -- "_other", and what was folded is counted.
+    local N = 250
+    env:script("fan", ([[
+return { run = function()
+  for i = 1, %d do
+    assert(pawl.enqueue("t" .. i, {}, { queue = "q" .. i, max_attempts = 1 }))
+  end
+end }]]):format(N))
+    local fan = env:enqueue("fan", "{}")
+    local p = env:start("--workers", "2", "--metrics", "127.0.0.1:0",
+                        "--metrics-refresh", "0.1")
+    local addr = started(env, p)
+    env:wait_state(fan, "succeeded")
+    env:wait_until("the fanned-out jobs to fail", function()
+      return env:count_state("failed") == N
+    end)
+    local text, m
+    env:wait_until("the node's counters and the gauges to count them", function()
+      local status
+      status, text = curl(env, "http://" .. addr .. "/metrics")
+      if status ~= 200 then return false end
+      m = parse(text)
+      local dead, failed = 0, 0
+      for _, n in pairs(m.pawl_jobs_dead_total or {}) do dead = dead + n end
+      for k, n in pairs(m.pawl_jobs or {}) do
+        if k:match(",state=failed$") then failed = failed + n end
+      end
+      return dead == N and failed == N
+    end)
+    local series, queues = 0, {}
+    for k in pairs(m.pawl_jobs_started_total) do
+      series = series + 1
+      assert.truthy(k:match("^queue=[%w_]+,type=[%w_]+$"), k)
+    end
+    for k in pairs(m.pawl_jobs) do queues[k:match("^queue=(.-),")] = true end
+    local nqueues = 0
+    for _ in pairs(queues) do nqueues = nqueues + 1 end
+    -- 200 pairs of their own (the fan job's among them) and "_other".
+    assert.are.equal(201, series)
+    assert.are.equal(201, nqueues)
+    assert.truthy(queues._other)
+    local folded = m.pawl_jobs_dead_total["queue=_other,type=_other"]
+    assert.are.equal(N - 199, folded)
+    assert.is_true(m.pawl_metrics_labels_folded_total[""] >= folded)
+    assert.is_true(m.pawl_jobs_folded_groups[""] >= 1)
+    assert.are.equal(N - 199, m.pawl_jobs["queue=_other,state=failed"] +
+                     (m.pawl_jobs["queue=default,state=failed"] or 0))
+    assert.is_true(#text < 1024 * 1024, #text)
+  end)
+
   it("says what is wrong with a bad --metrics value", function()
     refused(run("--metrics", "localhost:9464"),
             "--metrics: \"localhost\" is not a numeric address")

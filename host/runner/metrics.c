@@ -34,9 +34,15 @@ static const double met_batch_le[] = {1,   2,   5,    10,   20,  50,
 #define MET_BUCKETS_MAX 20 /* the longest list above, plus +Inf */
 
 /* At most this many (type, queue) pairs get series of their own; later
- * ones add to type="_other", queue="_other" (a runaway of queue names
- * must not grow the node's memory or the scrape without bound). */
-#define MET_SERIES_MAX 2000
+ * ones add to type="_other", queue="_other", and at most this many queues
+ * get gauges of their own; later ones add to queue="_other". Job code
+ * chooses type and queue names, so a runaway of names must not grow the
+ * node's memory or the scrape without bound: each series is some 45
+ * lines, and 200 of them keep a scrape under a megabyte. What is folded
+ * is counted (pawl_metrics_labels_folded_total, pawl_queues_folded). */
+#define MET_SERIES_MAX 200
+#define MET_QUEUES_MAX 200
+#define MET_OTHER "_other"
 #define MET_HASH 256
 
 typedef struct met_hist {
@@ -76,6 +82,7 @@ struct metrics {
   _Atomic(met_series_t *) all;
   pthread_mutex_t add_mu; /* adding a series (never held by a reader) */
   int nseries;            /* under add_mu */
+  atomic_ullong folded;   /* observations that went to `other` */
   met_series_t *other;    /* the series past MET_SERIES_MAX */
   atomic_ullong counter[MET_NCOUNTERS];
   met_hist_t claim, complete;
@@ -84,6 +91,7 @@ struct metrics {
   pawl_t *db;
   met_queue_t *queues;
   size_t nqueues;
+  int64_t folded_rows;    /* counts of the last read added to "_other" */
   int have_base;
   int64_t base_minute, base_mono;
   /* ... and what it publishes: the gauges' text and when it was made. */
@@ -187,7 +195,9 @@ static met_series_t *met_series(metrics_t *m, const char *type,
     m->nseries++;
   }
   pthread_mutex_unlock(&m->add_mu);
-  return s ? s : m->other;
+  if (s) return s;
+  atomic_fetch_add_explicit(&m->folded, 1, memory_order_relaxed);
+  return m->other;
 }
 
 static void met_observe(met_hist_t *hi, const double *le, size_t n, double v) {
@@ -253,7 +263,7 @@ metrics_t *pawl__metrics_new(host_t *h, int64_t refresh_ms, int64_t full_ms) {
   pthread_mutex_init(&m->add_mu, NULL);
   pthread_mutex_init(&m->snap_mu, NULL);
   pawl__cond_init_mono(&m->cv);
-  if (!(m->other = met_series_make("_other", "_other", 0))) {
+  if (!(m->other = met_series_make(MET_OTHER, MET_OTHER, 0))) {
     pawl__metrics_free(m);
     return NULL;
   }
@@ -298,9 +308,15 @@ int pawl__metrics_open(metrics_t *m, char *err, size_t errlen) {
 
 /* ---- the gauges ---------------------------------------------------------- */
 
-static met_queue_t *met_queue(metrics_t *m, const char *name) {
+/* The gauges of queue `name`, made on first sight; those of "_other" when
+ * MET_QUEUES_MAX queues have theirs already (*folded is set then). */
+static met_queue_t *met_queue(metrics_t *m, const char *name, int *folded) {
   for (size_t i = 0; i < m->nqueues; i++)
     if (strcmp(m->queues[i].name, name) == 0) return &m->queues[i];
+  if (m->nqueues >= MET_QUEUES_MAX && strcmp(name, MET_OTHER) != 0) {
+    *folded = 1;
+    return met_queue(m, MET_OTHER, folded);
+  }
   met_queue_t *grown =
       pawl__realloc(m->queues, (m->nqueues + 1) * sizeof *grown);
   if (!grown) return NULL;
@@ -315,12 +331,15 @@ static met_queue_t *met_queue(metrics_t *m, const char *name) {
 typedef struct met_read {
   metrics_t *m;
   int full;
+  int64_t folded; /* rows added to "_other" */
 } met_read_t;
 
 static int met_gauge_row(const pawl__gauge_row_t *row, void *data) {
   met_read_t *r = data;
-  met_queue_t *q = met_queue(r->m, row->queue);
+  int folded = 0;
+  met_queue_t *q = met_queue(r->m, row->queue, &folded);
   if (!q) return 1;
+  if (folded) r->folded++;
   int s = row->state;
   if (s == PAWL_PENDING || s == PAWL_RUNNING) {
     q->live[s] += row->count;
@@ -376,6 +395,11 @@ static char *met_gauge_text(metrics_t *m, int64_t now) {
     met_num(&b, (double)wait / 1000.0);
     pawl__buf_putc(&b, '\n');
   }
+  met_head(&b, "pawl_jobs_folded_groups", "gauge",
+           "Counts of queues past the first 200 (by state) that the last "
+           "refresh added to queue=\"_other\".");
+  pawl__buf_printf(&b, "pawl_jobs_folded_groups %lld\n",
+                   (long long)m->folded_rows);
   return pawl__buf_detach(&b);
 }
 
@@ -399,7 +423,7 @@ int pawl__metrics_refresh(metrics_t *m) {
    * it): the finishes of those minutes so far are in both tp0 and tp1,
    * and only those after this read move the numbers. */
   int64_t since = full ? pawl__minute_of(pawl_now(m->db)) - 1 : m->base_minute;
-  met_read_t r = {m, full};
+  met_read_t r = {m, full, 0};
   int rc = pawl__gauges(m->db, since, full, &now, met_gauge_row, &r);
   if (rc) {
     pawl__metrics_add(m, MET_GAUGE_ERRORS, 1);
@@ -431,6 +455,7 @@ int pawl__metrics_refresh(metrics_t *m) {
   }
   if (m->nqueues > 1)
     qsort(m->queues, m->nqueues, sizeof *m->queues, met_cmp_queue);
+  m->folded_rows = r.folded;
   char *text = met_gauge_text(m, now);
   if (!text) return PAWL_ENOMEM;
   /* What a read costs (bench/metrics_bench.sh reads it at debug level). */
@@ -621,6 +646,12 @@ void pawl__metrics_render(metrics_t *m, pawl_buf_t *out) {
     pawl__buf_printf(out, "%s %llu\n", ctr[k].name,
                      atomic_load_explicit(&m->counter[k], memory_order_relaxed));
   }
+  met_head(out, "pawl_metrics_labels_folded_total", "counter",
+           "Attempts started and outcomes counted under type=\"_other\", "
+           "queue=\"_other\" because 200 (type, queue) pairs had series "
+           "of their own already.");
+  pawl__buf_printf(out, "pawl_metrics_labels_folded_total %llu\n",
+                   atomic_load_explicit(&m->folded, memory_order_relaxed));
   met_head(out, "pawl_database_reconnects_total", "counter",
            "Database connections of this process that were lost and opened "
            "again.");
