@@ -16,6 +16,7 @@
 #include "redact.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -274,6 +275,27 @@ void pawl__redact_url(const char *url, char *out, size_t len) {
   redact_copy_out(&b, out, len);
   pawl__buf_free(&a);
   pawl__buf_free(&b);
+}
+
+void pawl__redact_web_url(const char *url, char *out, size_t len) {
+  char tmp[512];
+  const char *scheme_end = strstr(url, "://");
+  size_t off = 0;
+  if (scheme_end) {
+    const char *auth = scheme_end + 3;
+    size_t authlen = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', authlen);
+    if (at) {
+      off = (size_t)snprintf(tmp, sizeof tmp, "%.*s<redacted>@",
+                             (int)(auth - url), url);
+      url = at + 1;
+    }
+  }
+  if (off >= sizeof tmp) off = sizeof tmp - 1;
+  size_t keep = strcspn(url, "?#");
+  snprintf(tmp + off, sizeof tmp - off, "%.*s%s", (int)keep, url,
+           url[keep] ? "?<redacted>" : "");
+  pawl__redact_url(tmp, out, len);
 }
 
 /* ---- messages --------------------------------------------------------------- */

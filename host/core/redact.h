@@ -23,6 +23,11 @@
  * placeholder). Writes at most len bytes, NUL included. */
 void pawl__redact_url(const char *url, char *out, size_t len);
 
+/* A web address (a webhook's) as logs may show it: its user information
+ * and its query replaced, then as pawl__redact_url. Never fails; writes at
+ * most len bytes, NUL included. */
+void pawl__redact_web_url(const char *url, char *out, size_t len);
+
 /* `msg` as it may be shown, given the connection string it is about
  * (`conninfo`, NULL if none): each form of the password that conninfo
  * carries (as written, percent-decoded, unquoted), conninfo itself where

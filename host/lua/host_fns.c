@@ -1023,6 +1023,29 @@ static int host_fn_node(lua_State *L) {
 static int host_fn_alert_post(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   const char *url = luaL_checkstring(L, 1);
+  /* A webhook sends data off the machine: only an on_dead hook may (what
+   * pawl.alert.webhook is for), never a job's run, its steps or its other
+   * hooks, which could hand a payload's secrets to any address. The
+   * refusal is logged for the operator as well as raised in the job. */
+  if (!w->alerting) {
+    if (w->cfg.log) {
+      log_line_t line;
+      pawl__log_begin(&line, w->cfg.log, PAWL_LOG_WARN,
+                      "webhook refused: job code may post only from an "
+                      "on_dead hook");
+      if (w->job) {
+        pawl__log_id(&line, "job", &w->job->id);
+        pawl__log_str(&line, "type", w->job->type);
+      }
+      char shown[512];
+      pawl__redact_web_url(url, shown, sizeof shown);
+      pawl__log_str(&line, "url", shown);
+      pawl__log_end(&line);
+    }
+    return luaL_error(L, "pawl.alert.webhook: a webhook posts only from an "
+                         "on_dead hook (global or a type's), not from a "
+                         "job's run, steps or other hooks");
+  }
   luaL_checktype(L, 2, LUA_TTABLE);
   const char *body = luaL_checkstring(L, 3);
   double timeout = luaL_checknumber(L, 4);

@@ -423,7 +423,9 @@ static void run_hook(pawl__lua_t *w, const pawl_job_t *job, int hook_ref,
   lua_rawgeti(L, -2, 2);
   lua_remove(L, -3);
   int why = 0;
+  w->alerting = strcmp(name, "on_dead") == 0;
   int rc = pawl__lua_call(w, 3, 1, timeout, &why);
+  w->alerting = 0;
   pawl__lua_release_locks(w);
   if ((rc != 0 || !lua_isnil(L, -1)) && w->cfg.log) {
     char msg[64];
@@ -515,7 +517,9 @@ int pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
   run_alert_time(L, "first_at", a->first_at);
   run_alert_time(L, "last_at", a->last_at);
   int why = 0;
+  w->alerting = 1;
   int rc = pawl__lua_call(w, 3, 1, timeout, &why);
+  w->alerting = 0;
   pawl__lua_release_locks(w);
   int stopped = rc != 0 && why == PAWL__LUA_STOP;
   if ((rc != 0 || !lua_isnil(L, -1)) && w->cfg.log) {

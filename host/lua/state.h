@@ -56,6 +56,8 @@ struct pawl__lua {
   size_t nlocks, locks_cap;
   int loading;               /* running a script's top level: the functions
                                 that act on the database refuse */
+  int alerting;              /* running an on_dead hook: the only code that
+                                may post a webhook (pawl.alert.webhook) */
   int hosted;                /* the program's state (cfg.host_L): not ours */
 };
 

@@ -50,28 +50,6 @@ struct webhook {
   int started;
 };
 
-/* `url` as logs may show it: user information and query replaced. */
-static void webhook_shown(const char *url, char *out, size_t len) {
-  char tmp[512];
-  const char *scheme_end = strstr(url, "://");
-  size_t off = 0;
-  if (scheme_end) {
-    const char *auth = scheme_end + 3;
-    size_t authlen = strcspn(auth, "/?#");
-    const char *at = memchr(auth, '@', authlen);
-    if (at) {
-      off = (size_t)snprintf(tmp, sizeof tmp, "%.*s<redacted>@",
-                             (int)(auth - url), url);
-      url = at + 1;
-    }
-  }
-  if (off >= sizeof tmp) off = sizeof tmp - 1;
-  size_t keep = strcspn(url, "?#");
-  snprintf(tmp + off, sizeof tmp - off, "%.*s%s", (int)keep, url,
-           url[keep] ? "?<redacted>" : "");
-  pawl__redact_url(tmp, out, len);
-}
-
 static void webhook_post_free(webhook_post_t *w) {
   if (!w) return;
   pawl__free(w->url);
@@ -121,7 +99,7 @@ int pawl__webhook_post(void *data, const pawl__lua_post_t *req, char *err,
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  webhook_shown(req->url, w->shown, sizeof w->shown);
+  pawl__redact_web_url(req->url, w->shown, sizeof w->shown);
   w->timeout_ms = (long)(req->timeout_s * 1000);
   w->attempts = req->attempts;
   w->backoff_ms = (int64_t)(req->backoff_s * 1000);

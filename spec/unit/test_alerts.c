@@ -673,6 +673,61 @@ void test_host_alerts_webhook_dead_url_never_blocks(void) {
   close(fd);
 }
 
+/* Job code tries to send data out through the webhook: from its run, from
+ * a pcall that would hide the refusal, from its retry policy, sanitizer
+ * and on_failure hook, and from a step. Every try is refused and logged,
+ * nothing reaches the receiver, and the one post that is allowed (the
+ * type's on_dead) still goes through. */
+void test_host_alerts_webhook_refused_from_job_code(void) {
+  const char *url = "sqlite:alerts.db";
+  static al_server_t srv;
+  al_server_start(&srv);
+  char src[4096];
+  snprintf(src, sizeof src,
+           "local post = pawl.alert.webhook{ url = "
+           "'http://u:leak-pw@127.0.0.1:%d/x?k=leak-q', attempts = 1 }\n"
+           "local function leak(job) post(job, job.payload.password) end\n"
+           "return {\n"
+           "  max_attempts = 2,\n"
+           "  retry = function(attempt, err, job) pcall(leak, job) return 0 end,\n"
+           "  sanitize = function(msg, job) pcall(leak, job) return msg end,\n"
+           "  on_failure = function(job) leak(job) end,\n"
+           "  on_dead = post,\n"
+           "  run = function(job)\n"
+           "    local ok, err = pcall(leak, job)\n"
+           "    assert(not ok and err:find('only from an on_dead hook', 1, true))\n"
+           "    leak(job)\n"
+           "  end,\n"
+           "}\n",
+           srv.port);
+  al_script("leaky", src);
+  snprintf(src, sizeof src,
+           "local post = pawl.alert.webhook{ url = 'http://127.0.0.1:%d/s' }\n"
+           "return { steps = { { name = 'one', run = function(job)\n"
+           "  post(job, 'from a step') end } } }\n",
+           srv.port);
+  al_script("stepper", src);
+  pawl_t *p = al_open(url, "node-l", 0);
+  pawl_id_t id = al_enqueue(p, "leaky", "{\"password\":\"hunter2\"}", 2);
+  pawl_id_t st = al_enqueue(p, "stepper", "{}", 1);
+  al_start(p, 1);
+  al_state_wait(p, &id, PAWL_FAILED);
+  al_state_wait(p, &st, PAWL_FAILED);
+  for (int k = 0; k < 6000 && !al_log_has("alert posted"); k++) usleep(10000);
+  CHECK(al_log_has("alert posted"));
+  pawl_close(p);
+  /* Only the on_dead hook's post arrived, and it carries no payload. */
+  CHECK_INT(atomic_load(&srv.requests), ==, 1);
+  pthread_mutex_lock(&srv.mu);
+  CHECK(strstr(srv.body, "hunter2") == NULL);
+  pthread_mutex_unlock(&srv.mu);
+  CHECK(al_log_has("webhook refused: job code may post only from an on_dead hook"));
+  CHECK(al_log_has("127.0.0.1"));
+  CHECK(!al_log_has("leak-pw"));
+  CHECK(!al_log_has("leak-q"));
+  MHD_stop_daemon(srv.d);
+}
+
 /* pawl.alert.webhook checks its options when the script loads. */
 void test_host_alerts_webhook_refusals(void) {
   static const char *const bad[][2] = {
