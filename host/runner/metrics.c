@@ -640,6 +640,10 @@ void pawl__metrics_render(metrics_t *m, pawl_buf_t *out) {
       {"pawl_jobs_stats_refresh_errors_total",
        "Refreshes of pawl_jobs and pawl_queue_oldest_due_seconds (the database's "
        "numbers) that failed."},
+      {"pawl_webhook_posts_dropped_total",
+       "Webhook posts dropped before they were tried: their destination's "
+       "queue was full, there were too many destinations, or the host was "
+       "stopping."},
   };
   for (int k = 0; k < MET_NCOUNTERS; k++) {
     met_head(out, ctr[k].name, "counter", ctr[k].help);

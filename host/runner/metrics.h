@@ -38,6 +38,7 @@ typedef enum metrics_counter {
   MET_DB_ERRORS,            /* failed database calls of the host's threads */
   MET_RELOAD_ERRORS,        /* scripts that failed to load, per load */
   MET_GAUGE_ERRORS,         /* gauge refreshes that failed */
+  MET_WEBHOOK_DROPS,        /* webhook posts refused: queue full, stopping */
   MET_NCOUNTERS
 } metrics_counter_t;
 

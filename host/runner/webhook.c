@@ -2,15 +2,19 @@
  *
  * Hooks run on worker threads (a type's on_dead) or on the loader thread
  * (the global one, alerts.c); neither may wait for the network. A hook's
- * post is copied into a bounded queue (WEBHOOK_QUEUE_MAX; a full queue
- * refuses the post and the hook's error says so) and this thread sends
- * it with libcurl: one try at a time, each bounded by the post's timeout;
- * a failed try (no answer, or a status outside 2xx) is logged and tried
- * again after a delay that doubles from the post's backoff, until its
- * attempts are used up (then logged as given up). A stop ends the try in
- * flight (the progress callback) and drops what is queued, with one log
- * line saying how many. The URL is never logged as written: its user
- * information and query are replaced (they may carry credentials). */
+ * post is copied into the queue of its destination (scheme, host and
+ * port: weburl.h), each bounded (WEBHOOK_QUEUE_MAX; a full queue refuses
+ * the post, the hook's error says so, and the drop is counted), so a
+ * destination that never answers fills only its own queue and delays no
+ * other's alerts. This thread sends with libcurl's multi interface: one
+ * try at a time per destination, all destinations at once, each try
+ * bounded by the post's timeout; a failed try (no answer, or a status
+ * outside 2xx) is logged and tried again after a delay that doubles from
+ * the post's backoff, until its attempts are used up (then logged as
+ * given up). A stop ends the tries in flight and drops what is queued,
+ * with one log line saying how many. The URL is never logged as written:
+ * its user information and query are replaced (they may carry
+ * credentials). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -22,9 +26,12 @@
 #include "alloc.h"
 #include "clock.h"
 #include "host.h"
+#include "metrics.h"
 #include "redact.h"
+#include "weburl.h"
 
-#define WEBHOOK_QUEUE_MAX 256
+#define WEBHOOK_QUEUE_MAX 256 /* posts waiting, per destination */
+#define WEBHOOK_DESTS_MAX 64  /* destinations with a queue */
 #define WEBHOOK_BODY_MAX (1024 * 1024)
 
 typedef struct webhook_post {
@@ -39,13 +46,26 @@ typedef struct webhook_post {
   int64_t due;               /* mono ms */
 } webhook_post_t;
 
+/* One destination: its queue (unordered; the thread picks the post due
+ * first) and the try in flight. Made on its first post, kept until the
+ * host stops. */
+typedef struct webhook_dest {
+  struct webhook_dest *next;
+  char name[PAWL__WEB_DEST_MAX];
+  webhook_post_t *head;
+  size_t n;
+  webhook_post_t *flying;    /* its try in flight, NULL: none */
+  CURL *easy;                /* flying's transfer */
+  char cerr[CURL_ERROR_SIZE];
+} webhook_dest_t;
+
 struct webhook {
   host_t *h;
   pthread_t thread;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  webhook_post_t *head;      /* unordered; the thread picks the due one */
-  size_t n;
+  pthread_mutex_t mu;        /* guards dests' queues, ndests and stop */
+  CURLM *multi;              /* the thread's; curl_multi_wakeup from others */
+  webhook_dest_t *dests;
+  int ndests;
   int stop;
   int started;
 };
@@ -62,6 +82,22 @@ static pthread_once_t webhook_once = PTHREAD_ONCE_INIT;
 static int webhook_curl_ok;
 static void webhook_curl_init(void) {
   webhook_curl_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+}
+
+/* The destination named `name`, made on first use; NULL when
+ * WEBHOOK_DESTS_MAX have queues already or out of memory. Called with
+ * s->mu held. */
+static webhook_dest_t *webhook_dest(struct webhook *s, const char *name) {
+  for (webhook_dest_t *d = s->dests; d; d = d->next)
+    if (strcmp(d->name, name) == 0) return d;
+  if (s->ndests >= WEBHOOK_DESTS_MAX) return NULL;
+  webhook_dest_t *d = pawl__calloc(1, sizeof *d);
+  if (!d) return NULL;
+  snprintf(d->name, sizeof d->name, "%s", name);
+  d->next = s->dests;
+  s->dests = d;
+  s->ndests++;
+  return d;
 }
 
 int pawl__webhook_post(void *data, const pawl__lua_post_t *req, char *err,
@@ -104,34 +140,37 @@ int pawl__webhook_post(void *data, const pawl__lua_post_t *req, char *err,
   w->attempts = req->attempts;
   w->backoff_ms = (int64_t)(req->backoff_s * 1000);
   w->due = pawl__mono_ms();
-  pthread_mutex_lock(&s->mu);
-  int full = s->n >= WEBHOOK_QUEUE_MAX || s->stop;
-  if (!full) {
-    w->next = s->head;
-    s->head = w;
-    s->n++;
-    pthread_cond_signal(&s->cv);
-  }
-  pthread_mutex_unlock(&s->mu);
-  if (full) {
+  char dest[PAWL__WEB_DEST_MAX];
+  if (pawl__web_dest(req->url, dest) != 0) {
     webhook_post_free(w);
-    snprintf(err, errlen, "the webhook queue is full (%d posts waiting) "
-                          "or the host is stopping: alert dropped",
-             WEBHOOK_QUEUE_MAX);
+    snprintf(err, errlen, "%s is not an http:// or https:// URL with a host",
+             w->shown);
     return -1;
   }
-  return 0;
-}
-
-/* libcurl's progress callback: a stop ends the try in flight. */
-static int webhook_progress(void *data, curl_off_t a, curl_off_t b,
-                            curl_off_t c, curl_off_t d) {
-  (void)a, (void)b, (void)c, (void)d;
-  struct webhook *s = data;
   pthread_mutex_lock(&s->mu);
-  int stop = s->stop;
+  webhook_dest_t *d = s->stop ? NULL : webhook_dest(s, dest);
+  int full = !d || d->n >= WEBHOOK_QUEUE_MAX;
+  if (!full) {
+    w->next = d->head;
+    d->head = w;
+    d->n++;
+  }
   pthread_mutex_unlock(&s->mu);
-  return stop;
+  if (!full) {
+    curl_multi_wakeup(s->multi);
+    return 0;
+  }
+  if (s->h->metrics) pawl__metrics_add(s->h->metrics, MET_WEBHOOK_DROPS, 1);
+  if (!d && !s->stop)
+    snprintf(err, errlen, "%d webhook destinations have queues already: "
+             "alert to %s dropped", WEBHOOK_DESTS_MAX, dest);
+  else if (!d)
+    snprintf(err, errlen, "the host is stopping: alert to %s dropped", dest);
+  else
+    snprintf(err, errlen, "the webhook queue of %s is full (%d posts "
+             "waiting): alert dropped", dest, WEBHOOK_QUEUE_MAX);
+  webhook_post_free(w);
+  return -1;
 }
 
 static size_t webhook_discard(char *p, size_t size, size_t n, void *data) {
@@ -139,15 +178,13 @@ static size_t webhook_discard(char *p, size_t size, size_t n, void *data) {
   return size * n;
 }
 
-/* One try of `w`: 0 when the server answered 2xx, else -1 with `why`. */
-static int webhook_try(struct webhook *s, webhook_post_t *w, char *why,
-                       size_t len) {
+/* Starts the try of `w` for destination `d` (w stays in d's queue until
+ * this succeeds); 0, or -1 when out of memory. */
+static int webhook_start(struct webhook *s, webhook_dest_t *d,
+                         webhook_post_t *w) {
   CURL *c = curl_easy_init();
-  if (!c) {
-    snprintf(why, len, "cannot start a transfer (out of memory)");
-    return -1;
-  }
-  char cerr[CURL_ERROR_SIZE] = "";
+  if (!c) return -1;
+  d->cerr[0] = 0;
   curl_easy_setopt(c, CURLOPT_URL, w->url);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
@@ -156,87 +193,121 @@ static int webhook_try(struct webhook *s, webhook_post_t *w, char *why,
   curl_easy_setopt(c, CURLOPT_POSTFIELDS, w->body);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, w->timeout_ms);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, w->timeout_ms);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, d->cerr);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, webhook_discard);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, webhook_progress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
-  CURLcode rc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_easy_cleanup(c);
-  if (rc != CURLE_OK) {
-    /* libcurl's message may quote the URL: show ours instead. */
-    snprintf(why, len, "%s", curl_easy_strerror(rc));
+  curl_easy_setopt(c, CURLOPT_PRIVATE, d);
+  if (curl_multi_add_handle(s->multi, c) != CURLM_OK) {
+    curl_easy_cleanup(c);
     return -1;
   }
-  if (status < 200 || status > 299) {
-    snprintf(why, len, "the server answered %ld", status);
-    return -1;
-  }
+  d->easy = c;
+  d->flying = w;
   return 0;
+}
+
+/* The try of `w` ended (rc: libcurl's code, status: the HTTP status):
+ * logs it, then frees `w` or puts it back in d's queue for its next try.
+ * Called without s->mu. */
+static void webhook_ended(struct webhook *s, webhook_dest_t *d,
+                          webhook_post_t *w, CURLcode rc, long status) {
+  char why[256] = "";
+  /* libcurl's message may quote the URL: show ours instead. */
+  if (rc != CURLE_OK)
+    snprintf(why, sizeof why, "%s", curl_easy_strerror(rc));
+  else if (status < 200 || status > 299)
+    snprintf(why, sizeof why, "the server answered %ld", status);
+  log_line_t line;
+  if (!why[0]) {
+    pawl__log_begin(&line, &s->h->log, PAWL_LOG_INFO, "alert posted");
+    pawl__log_str(&line, "url", w->shown);
+    pawl__log_int(&line, "try", w->tries);
+    pawl__log_end(&line);
+    webhook_post_free(w);
+    return;
+  }
+  int again = w->tries < w->attempts;
+  pawl__log_begin(&line, &s->h->log, again ? PAWL_LOG_WARN : PAWL_LOG_ERROR,
+                  again ? "alert post failed: will try again"
+                        : "alert post failed: giving up");
+  pawl__log_str(&line, "url", w->shown);
+  pawl__log_int(&line, "try", w->tries);
+  pawl__log_int(&line, "attempts", w->attempts);
+  pawl__log_str(&line, "error", why);
+  pawl__log_end(&line);
+  if (!again) {
+    webhook_post_free(w);
+    return;
+  }
+  /* backoff * 2^(tries - 1), at most an hour. */
+  int64_t delay = w->backoff_ms;
+  for (int i = 1; i < w->tries && delay < 3600000; i++) delay *= 2;
+  if (delay > 3600000) delay = 3600000;
+  w->due = pawl__mono_ms() + delay;
+  pthread_mutex_lock(&s->mu);
+  w->next = d->head;
+  d->head = w;
+  d->n++;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* Starts the due post of every destination without a try in flight;
+ * returns how long until the next post falls due (ms; -1: none waits).
+ * Called with s->mu held. */
+static int64_t webhook_launch(struct webhook *s) {
+  int64_t now = pawl__mono_ms(), wait = -1;
+  for (webhook_dest_t *d = s->dests; d; d = d->next) {
+    if (d->flying) continue;
+    webhook_post_t **best = NULL;
+    for (webhook_post_t **pp = &d->head; *pp; pp = &(*pp)->next)
+      if (!best || (*pp)->due < (*best)->due) best = pp;
+    if (!best) continue;
+    webhook_post_t *w = *best;
+    if (w->due <= now && webhook_start(s, d, w) == 0) {
+      *best = w->next;
+      d->n--;
+      w->tries++;
+      continue;
+    }
+    /* Not due yet, or no memory to start it: a second later. */
+    if (w->due <= now) w->due = now + 1000;
+    if (wait < 0 || w->due - now < wait) wait = w->due - now;
+  }
+  return wait;
 }
 
 static void *webhook_main(void *arg) {
   struct webhook *s = arg;
-  pthread_mutex_lock(&s->mu);
-  while (!s->stop) {
-    /* The post due first. */
-    webhook_post_t **best = NULL;
-    for (webhook_post_t **pp = &s->head; *pp; pp = &(*pp)->next)
-      if (!best || (*pp)->due < (*best)->due) best = pp;
-    int64_t now = pawl__mono_ms();
-    if (!best || (*best)->due > now) {
-      if (best) {
-        struct timespec ts = pawl__mono_deadline((*best)->due - now);
-        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-      } else {
-        pthread_cond_wait(&s->cv, &s->mu);
-      }
-      continue;
-    }
-    webhook_post_t *w = *best;
-    *best = w->next;
-    s->n--;
-    pthread_mutex_unlock(&s->mu);
-    char why[256];
-    w->tries++;
-    int rc = webhook_try(s, w, why, sizeof why);
-    log_line_t line;
-    if (rc == 0) {
-      pawl__log_begin(&line, &s->h->log, PAWL_LOG_INFO, "alert posted");
-      pawl__log_str(&line, "url", w->shown);
-      pawl__log_int(&line, "try", w->tries);
-      pawl__log_end(&line);
-      webhook_post_free(w);
-      pthread_mutex_lock(&s->mu);
-      continue;
-    }
-    int again = w->tries < w->attempts;
-    pawl__log_begin(&line, &s->h->log, again ? PAWL_LOG_WARN : PAWL_LOG_ERROR,
-                    again ? "alert post failed: will try again"
-                          : "alert post failed: giving up");
-    pawl__log_str(&line, "url", w->shown);
-    pawl__log_int(&line, "try", w->tries);
-    pawl__log_int(&line, "attempts", w->attempts);
-    pawl__log_str(&line, "error", why);
-    pawl__log_end(&line);
-    if (!again) {
-      webhook_post_free(w);
-      pthread_mutex_lock(&s->mu);
-      continue;
-    }
-    /* backoff * 2^(tries - 1), at most an hour. */
-    int64_t delay = w->backoff_ms;
-    for (int i = 1; i < w->tries && delay < 3600000; i++) delay *= 2;
-    if (delay > 3600000) delay = 3600000;
-    w->due = pawl__mono_ms() + delay;
+  for (;;) {
     pthread_mutex_lock(&s->mu);
-    w->next = s->head;
-    s->head = w;
-    s->n++;
+    int stop = s->stop;
+    int64_t wait = stop ? 0 : webhook_launch(s);
+    pthread_mutex_unlock(&s->mu);
+    if (stop) break;
+    int running = 0;
+    curl_multi_perform(s->multi, &running);
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(s->multi, &left))) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      CURL *c = msg->easy_handle;
+      CURLcode rc = msg->data.result;
+      webhook_dest_t *d = NULL;
+      long status = 0;
+      curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&d);
+      curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+      curl_multi_remove_handle(s->multi, c);
+      curl_easy_cleanup(c);
+      webhook_post_t *w = d->flying;
+      /* d->flying is the thread's own; posting threads never read it. */
+      d->flying = NULL;
+      d->easy = NULL;
+      webhook_ended(s, d, w, rc, status);
+    }
+    /* Sleeps until a transfer needs us, a post falls due, or another
+     * thread posts or stops us (curl_multi_wakeup). */
+    int timeout = wait < 0 || wait > 1000 ? 1000 : (int)wait;
+    curl_multi_poll(s->multi, NULL, 0, timeout, NULL);
   }
-  pthread_mutex_unlock(&s->mu);
   return NULL;
 }
 
@@ -247,16 +318,16 @@ int pawl__webhook_new(host_t *h, char *err, size_t errlen) {
     return PAWL_ESTORE;
   }
   struct webhook *s = pawl__calloc(1, sizeof *s);
-  if (!s) {
+  if (!s || !(s->multi = curl_multi_init())) {
+    pawl__free(s);
     snprintf(err, errlen, "out of memory");
     return PAWL_ENOMEM;
   }
   s->h = h;
   pthread_mutex_init(&s->mu, NULL);
-  pthread_cond_init(&s->cv, NULL);
   if (pthread_create(&s->thread, NULL, webhook_main, s) != 0) {
-    pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
+    curl_multi_cleanup(s->multi);
     pawl__free(s);
     snprintf(err, errlen, "cannot start the webhook sender thread");
     return PAWL_ENOMEM;
@@ -271,16 +342,28 @@ void pawl__webhook_free(host_t *h) {
   if (!s) return;
   pthread_mutex_lock(&s->mu);
   s->stop = 1;
-  pthread_cond_signal(&s->cv);
   pthread_mutex_unlock(&s->mu);
+  curl_multi_wakeup(s->multi);
   pthread_join(s->thread, NULL);
   size_t dropped = 0;
-  while (s->head) {
-    webhook_post_t *w = s->head;
-    s->head = w->next;
-    webhook_post_free(w);
-    dropped++;
+  while (s->dests) {
+    webhook_dest_t *d = s->dests;
+    s->dests = d->next;
+    if (d->easy) {
+      curl_multi_remove_handle(s->multi, d->easy);
+      curl_easy_cleanup(d->easy);
+      webhook_post_free(d->flying);
+      dropped++;
+    }
+    while (d->head) {
+      webhook_post_t *w = d->head;
+      d->head = w->next;
+      webhook_post_free(w);
+      dropped++;
+    }
+    pawl__free(d);
   }
+  curl_multi_cleanup(s->multi);
   if (dropped) {
     log_line_t line;
     pawl__log_begin(&line, &h->log, PAWL_LOG_WARN,
@@ -288,7 +371,6 @@ void pawl__webhook_free(host_t *h) {
     pawl__log_int(&line, "dropped", (int64_t)dropped);
     pawl__log_end(&line);
   }
-  pthread_cond_destroy(&s->cv);
   pthread_mutex_destroy(&s->mu);
   pawl__free(s);
   h->webhook = NULL;

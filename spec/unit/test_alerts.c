@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #endif
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -25,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "pawl.h"
 #include "pawl_internal.h"
 #include "pgtest.h"
@@ -109,7 +111,8 @@ static pawl_t *al_open(const char *url, const char *node, int64_t lease_ms) {
   return p;
 }
 
-static void al_start(pawl_t *p, int workers) {
+static void al_start_with(pawl_t *p, int workers,
+                          const pawl_metrics_opts_t *metrics) {
   static const char *const queues[] = {"default"};
   pawl_host_opts_t o;
   pawl_host_opts_init(&o);
@@ -121,8 +124,11 @@ static void al_start(pawl_t *p, int workers) {
   o.reload_ms = 50;
   o.log_level = PAWL_LOG_INFO;
   o.log_fn = al_log_fn;
+  o.metrics = metrics;
   CHECK_OK(pawl_start(p, &o));
 }
+
+static void al_start(pawl_t *p, int workers) { al_start_with(p, workers, NULL); }
 
 static pawl_id_t al_enqueue(pawl_t *p, const char *type, const char *payload,
                             int max_attempts) {
@@ -725,6 +731,96 @@ void test_host_alerts_webhook_refused_from_job_code(void) {
   CHECK(al_log_has("127.0.0.1"));
   CHECK(!al_log_has("leak-pw"));
   CHECK(!al_log_has("leak-q"));
+  MHD_stop_daemon(srv.d);
+}
+
+/* Fetches http://127.0.0.1:PORT/metrics (the port from the host's log
+ * line) and returns the value of counter `name` in it, or -1. */
+static size_t al_collect(char *p, size_t size, size_t n, void *data) {
+  pawl_buf_t *b = data;
+  pawl__buf_append(b, p, size * n);
+  return size * n;
+}
+
+static long long al_metric(const char *name) {
+  pthread_mutex_lock(&al_log_mu);
+  const char *at = strstr(al_log, "metrics listening http=");
+  int port = at ? atoi(strchr(at, ':') + 1) : 0;
+  pthread_mutex_unlock(&al_log_mu);
+  if (!port) return -1;
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+  pawl_buf_t b = {0};
+  CURL *c = curl_easy_init();
+  CHECK(c != NULL);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, al_collect);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+  CHECK_INT(curl_easy_perform(c), ==, CURLE_OK);
+  curl_easy_cleanup(c);
+  char needle[128];
+  snprintf(needle, sizeof needle, "\n%s ", name);
+  const char *line = strstr(pawl__buf_cstr(&b), needle);
+  long long v = line ? atoll(line + strlen(needle)) : -1;
+  pawl__buf_free(&b);
+  return v;
+}
+
+/* One destination that takes connections and never answers fills its own
+ * queue (the posts past it are dropped, counted in the metrics); an alert
+ * to another destination is posted all the same, without waiting for
+ * the first destination's tries. */
+void test_host_alerts_webhook_slow_destination_isolated(void) {
+  const char *url = "sqlite:alerts.db";
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(fd >= 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK_INT(bind(fd, (struct sockaddr *)&a, sizeof a), ==, 0);
+  socklen_t alen = sizeof a;
+  CHECK_INT(getsockname(fd, (struct sockaddr *)&a, &alen), ==, 0);
+  CHECK_INT(listen(fd, 512), ==, 0); /* never accepted */
+  static al_server_t srv;
+  al_server_start(&srv);
+  char src[1024];
+  snprintf(src, sizeof src,
+           "local live = pawl.alert.webhook{ url = 'http://127.0.0.1:%d/a' }\n"
+           "return { alert_window = 0, on_dead = function(job, err, info)\n"
+           "  if job.type == 'other' then live(job, err, info) end end }\n",
+           srv.port);
+  al_script("_defaults", src);
+  snprintf(src, sizeof src,
+           "local post = pawl.alert.webhook{ url = 'http://127.0.0.1:%d/',"
+           " timeout = 60, attempts = 10 }\n"
+           "return { on_dead = post, run = function() pawl.fatal('down') end }\n",
+           ntohs(a.sin_port));
+  al_script("flood", src);
+  al_script("other", AL_FATAL);
+  pawl_t *p = al_open(url, "node-d", 0);
+  enum { N = 300 };
+  pawl_id_t ids[N];
+  for (int i = 0; i < N; i++) ids[i] = al_enqueue(p, "flood", "{}", 1);
+  pawl_metrics_opts_t mo = {.listen = "127.0.0.1:0"};
+  al_start_with(p, 2, &mo);
+  for (int i = 0; i < N; i++) al_state_wait(p, &ids[i], PAWL_FAILED);
+  char full[128];
+  snprintf(full, sizeof full, "the webhook queue of http://127.0.0.1:%d is full",
+           ntohs(a.sin_port));
+  for (int k = 0; k < 6000 && !al_log_has(full); k++) usleep(10000);
+  CHECK(al_log_has(full));
+  pawl_id_t other = al_enqueue(p, "other", "{}", 1);
+  al_state_wait(p, &other, PAWL_FAILED);
+  /* Well before the flooded destination's first try could time out. */
+  for (int k = 0; k < 3000 && atomic_load(&srv.requests) < 1; k++) usleep(10000);
+  CHECK_INT(atomic_load(&srv.requests), ==, 1);
+  /* 256 wait and one is in flight: the rest were dropped, and counted. */
+  CHECK_INT(al_metric("pawl_webhook_posts_dropped_total"), ==, N - 257);
+  pawl_close(p);
+  CHECK(al_log_has("alert posts not sent: the host stopped"));
+  close(fd);
   MHD_stop_daemon(srv.d);
 }
 
