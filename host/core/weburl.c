@@ -58,6 +58,9 @@ int pawl__web_dest(const char *url, char *out) {
   }
   const char *auth = url + skip;
   size_t n = strcspn(auth, "/?#");
+  /* A backslash is read as a slash by some parsers and not by others:
+   * refuse what could reach another host than the one named here. */
+  if (memchr(auth, '\\', n)) return -1;
   /* User information ends at the authority's last '@'. */
   for (size_t i = n; i > 0; i--) {
     if (auth[i - 1] == '@') {

@@ -38,3 +38,4 @@
 #include "test_list_retention.h"
 #include "test_list_metrics.h"
 #include "test_list_metrics_unit.h"
+#include "test_list_weburl.h"
