@@ -601,7 +601,8 @@ describe("the admin TCP listener before authentication", function()
     local host, port = addr:match("^(.*):(%d+)$")
     -- 40 connections that never say hello, held open by a child that
     -- reads what the host sends each until it closes it, then prints
-    -- that and how long after the last connect it ended.
+    -- that and how long after its connect it ended (at most: the reads
+    -- go one connection after the other).
     local holder = env:spawn_program({ os.getenv("PAWL_LUAJIT"), "-e", ([=[
       local ffi = require "ffi"
       ffi.cdef[[
@@ -619,7 +620,7 @@ describe("the admin TCP listener before authentication", function()
         ffi.C.clock_gettime(1, t)
         return tonumber(t.s) + tonumber(t.ns) / 1e9
       end
-      local fds = {}
+      local fds, opened = {}, {}
       for i = 1, 40 do
         local fd = ffi.C.socket(2, 1, 0)
         local sa = ffi.new("struct sa")
@@ -627,9 +628,8 @@ describe("the admin TCP listener before authentication", function()
         sa.port = ffi.C.htons(%d)
         ffi.C.inet_pton(2, %q, ffi.cast("void *", ffi.cast("char *", sa) + 4))
         assert(ffi.C.connect(fd, sa, 16) == 0)
-        fds[i] = fd
+        fds[i], opened[i] = fd, mono()
       end
-      local t0 = mono()
       io.write("connected\n") io.flush()
       local buf = ffi.new("char[4096]")
       for i = 1, 40 do
@@ -639,7 +639,7 @@ describe("the admin TCP listener before authentication", function()
           if n <= 0 then break end
           got[#got + 1] = ffi.string(buf, n):gsub("%%c", "")
         end
-        io.write(("conn %%d closed after %%.2f s: %%s\n"):format(i, mono() - t0, table.concat(got)))
+        io.write(("conn %%d closed after %%.2f s: %%s\n"):format(i, mono() - opened[i], table.concat(got)))
       end
       io.write("all closed\n") io.flush()
     ]=]):format(tonumber(port), host) })
@@ -653,9 +653,11 @@ describe("the admin TCP listener before authentication", function()
     env:wait_until("the silent connections to be closed", function()
       return holder:stdout():find("all closed", 1, true)
     end)
-    -- 16 strangers held the waiting slots (not the consoles'); the 24
-    -- others were told so at once; the 16 were closed after their short
-    -- deadline, well before the 10 s a console on the unix socket has.
+    -- Strangers held the 16 waiting slots (not the consoles'); those
+    -- beyond were told so at once; the others were closed after their
+    -- short deadline, well before the 10 s a console on the unix socket
+    -- has. (How many of each depends on how fast the host accepts: the
+    -- listen backlog makes the later connects wait for it.)
     local out = holder:stdout()
     local waited, refused, latest = 0, 0, 0
     for secs, said in out:gmatch("closed after ([%d.]+) s: ([^\n]*)") do
@@ -665,8 +667,9 @@ describe("the admin TCP listener before authentication", function()
         refused = refused + 1
       end
     end
-    assert.are.equal(16, waited, out)
-    assert.are.equal(24, refused, out)
+    assert.truthy(waited >= 16, out)
+    assert.truthy(refused >= 1, out)
+    assert.are.equal(40, waited + refused, out)
     assert.truthy(latest < 9, out)
     -- Then a console with the token attaches over TCP.
     local r = attach_within(env, 10, addr, "-e", "2 + 2", "--admin-token-file", token)

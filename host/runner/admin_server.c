@@ -385,13 +385,21 @@ static int admin_token_ok(const admin_server_t *a, const char *given,
   return pawl__token_ok(a->token, a->token_len, given, glen);
 }
 
+static int admin_is_busy(admin_server_t *a, admin_conn_t *c) {
+  pthread_mutex_lock(&a->mu);
+  int b = c->busy;
+  pthread_mutex_unlock(&a->mu);
+  return b;
+}
+
 /* Connections holding a console's slot: every one but the TCP ones still
- * waiting to authenticate. */
-static int admin_attached(const admin_server_t *a) {
+ * waiting to authenticate. (A busy one's fields are the Lua thread's: it
+ * has said hello, so it holds a slot.) */
+static int admin_attached(admin_server_t *a) {
   int n = 0;
   for (int i = 0; i < a->nconns; i++) {
-    const admin_conn_t *c = a->conns[i];
-    n += !c->dead && !(c->tcp && !c->hello_ok);
+    admin_conn_t *c = a->conns[i];
+    n += admin_is_busy(a, c) || (!c->dead && !(c->tcp && !c->hello_ok));
   }
   return n;
 }
@@ -624,20 +632,13 @@ static void admin_request(admin_server_t *a, admin_conn_t *c, char type,
   pthread_mutex_unlock(&a->mu);
 }
 
-static int admin_is_busy(admin_server_t *a, admin_conn_t *c) {
-  pthread_mutex_lock(&a->mu);
-  int b = c->busy;
-  pthread_mutex_unlock(&a->mu);
-  return b;
-}
-
 /* Handles every whole frame c has sent, until it hands a request over. */
 static void admin_serve(admin_server_t *a, admin_conn_t *c) {
   char type;
   const char *p;
   size_t len;
   int r;
-  while (!c->dead && !admin_is_busy(a, c) &&
+  while (!admin_is_busy(a, c) && !c->dead &&
          (r = admin_frame(c, &type, &p, &len)) != 0) {
     if (r < 0) {
       admin_refuse(a, c, c->hello_ok
@@ -741,7 +742,7 @@ static void admin_accept(admin_server_t *a, int lfd, int tcp) {
     /* Not authenticated yet: a slot among the waiting ones only. */
     int waiting = 0;
     for (int i = 0; i < a->nconns; i++)
-      waiting += !a->conns[i]->dead && a->conns[i]->tcp && !a->conns[i]->hello_ok;
+      waiting += a->conns[i]->tcp && !a->conns[i]->hello_ok && !a->conns[i]->dead;
     if (waiting > ADMIN_PENDING_MAX) {
       char why[160];
       snprintf(why, sizeof why,
