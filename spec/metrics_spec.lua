@@ -280,7 +280,7 @@ describe("pawl run --metrics: addresses and tokens", function()
     C.write_file(token, "s3cret\n")
     C.sh("chmod 644 " .. q(token))
     refused(run("--metrics", "0.0.0.0:0", "--metrics-token-file", token),
-            "metrics token file " .. token .. " may be read or written by others")
+            "metrics token file " .. token .. " is mode 0644: its group or others may read or write it")
     C.sh("chmod 600 " .. q(token))
     local p = env:start("--metrics", "0.0.0.0:0", "--metrics-token-file", token)
     local port = started(env, p):match(":(%d+)$")

@@ -365,8 +365,11 @@ static int top_fetch(top_src_t *src, char **json, char *err, size_t errlen) {
     if (strncmp(e, "error: ", 7) == 0) e += 7;
     snprintf(err, errlen, "the host did not give a snapshot: %.*s",
              (int)strcspn(e, "\n"), e);
+    /* "busy: another console's chunk is running": the host answers at
+     * once instead of making top wait; the next interval asks again. */
     rc = strncmp(e, "PAWL_EBUSY:", 11) == 0 ||
-                 strncmp(e, "PAWL_EUNAVAIL:", 14) == 0
+                 strncmp(e, "PAWL_EUNAVAIL:", 14) == 0 ||
+                 strncmp(e, "busy: ", 6) == 0
              ? TOP_RETRY
              : CLI_FAIL;
   } else {

@@ -6,7 +6,12 @@
  * sessions (one per connection, in a registry table), and the functions
  * only the live host has (workers, reload, drain, resume_claiming, stop,
  * log_level), which call include/pawl.h on the handle that started the
- * host. Chunks run one at a time (the server's thread is the only caller).
+ * host. Chunks run one at a time (the server's Lua thread is the only
+ * caller).
+ *
+ * Chunks run in console.lua's curated environment (opts.curated): the
+ * state's standard library is for the console's own code, and a chunk
+ * reaches neither it nor the hook below.
  *
  * Limits. The state's allocator refuses to hold more than memory_max
  * bytes: a chunk that builds a huge value gets "not enough memory", and
@@ -47,7 +52,14 @@ extern const size_t pawl__console_lua_len;
 #define ADMIN_CHECK_MS 20
 
 /* Why a call was stopped. */
-enum { ADMIN_RUNNING = 0, ADMIN_TIMEOUT, ADMIN_INTERRUPTED, ADMIN_GONE };
+enum {
+  ADMIN_RUNNING = 0,
+  ADMIN_TIMEOUT,
+  ADMIN_INTERRUPTED,
+  ADMIN_GONE,
+  ADMIN_STOPPING,
+  ADMIN_NO_ANSWER
+};
 
 struct pawl__admin_lua {
   pawl__admin_config_t cfg;
@@ -104,9 +116,15 @@ static void admin_why(int tripped, int64_t timeout_ms, char *msg, size_t len) {
              "the chunk ran longer than the console's limit of %g s and was "
              "stopped (the host goes on)",
              (double)timeout_ms / 1000.0);
+  else if (tripped == ADMIN_NO_ANSWER)
+    snprintf(msg, len,
+             "no answer within the console's limit of %g s: nothing was "
+             "changed",
+             (double)timeout_ms / 1000.0);
   else
     snprintf(msg, len, "%s",
              tripped == ADMIN_INTERRUPTED ? "interrupted (Ctrl-C)"
+             : tripped == ADMIN_STOPPING  ? "the host is stopping"
                                           : "the console went away");
 }
 
@@ -124,6 +142,7 @@ static void admin_hook(lua_State *L, lua_Debug *ar) {
       int c = a->cfg.io.check(a->cfg.io.data);
       if (c == 1) a->tripped = ADMIN_INTERRUPTED;
       if (c == 2) a->tripped = ADMIN_GONE;
+      if (c == 3) a->tripped = ADMIN_STOPPING;
     }
   }
   if (a->tripped) {
@@ -205,8 +224,10 @@ static int admin_write(lua_State *L) {
   return 0;
 }
 
-/* ask(question) [-0, +1, m] The operator's answer or nil. The wait is
- * added to the deadline. */
+/* ask(question) [-0, +1, m] The operator's answer or nil. The wait
+ * counts against the chunk's deadline (while a question waits, no other
+ * console may run a chunk): unanswered by then, the chunk is stopped and
+ * says so. */
 static int admin_ask(lua_State *L) {
   pawl__admin_lua_t *a = lua_touserdata(L, lua_upvalueindex(1));
   const char *q = luaL_checkstring(L, 1);
@@ -214,9 +235,14 @@ static int admin_ask(lua_State *L) {
     lua_pushnil(L);
     return 1;
   }
-  int64_t t0 = pawl__mono_ms();
-  char *answer = a->cfg.io.ask(a->cfg.io.data, q);
-  a->deadline += pawl__mono_ms() - t0;
+  char *answer = a->cfg.io.ask(a->cfg.io.data, q, a->deadline);
+  if (!answer && !a->tripped && pawl__mono_ms() >= a->deadline) {
+    a->tripped = ADMIN_NO_ANSWER;
+    lua_sethook(L, admin_hook, LUA_MASKCOUNT, 1);
+    char msg[160];
+    admin_why(a->tripped, a->cfg.timeout_ms, msg, sizeof msg);
+    return luaL_error(L, "%s", msg);
+  }
   if (!answer) {
     lua_pushnil(L);
     return 1;
@@ -483,6 +509,10 @@ static int admin_session_setup(lua_State *L) {
   lua_setfield(L, -2, "json");
   lua_pushboolean(L, interactive);
   lua_setfield(L, -2, "interactive");
+  /* The chunks of a console attached to the host run in the curated
+   * environment (lua/pawl/console.lua). */
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, "curated");
   for (int stream = 0; stream < 2; stream++) {
     lua_pushlightuserdata(L, a);
     lua_pushinteger(L, stream);

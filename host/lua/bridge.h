@@ -245,10 +245,13 @@ void pawl__lua_outcome_free(pawl__lua_outcome_t *o);
 
 /* ---- the admin console's Lua state (admin_lua.c) -------------------------
  *
- * The state an attached console's chunks run in: an ordinary Lua state
- * (the full standard library: it is the operator's tool, not job code),
- * never a worker's, owned by the admin server's thread (opened by
- * pawl_start() before that thread starts). It runs the Lua module
+ * The state an attached console's chunks run in, never a worker's, used
+ * by one thread at a time (the admin server's Lua thread; opened by
+ * pawl_start() before it starts). The state has the standard library for
+ * the console's own code, but chunks run in the curated environment of
+ * lua/pawl/console.lua ("the attached console's environment"): nothing
+ * that ends the process, runs programs, reads its stdin, loads code or
+ * switches the hook off. It runs the Lua module
  * (`require "pawl"`) on `db`, a handle of its own, and the session code
  * of lua/pawl/console.lua, one session per connection, so that results,
  * completion and :trace are the direct console's. Its memory is bounded
@@ -260,16 +263,17 @@ void pawl__lua_outcome_free(pawl__lua_outcome_t *o);
 typedef struct pawl__admin_lua pawl__admin_lua_t;
 
 /* What the chunk running now talks to: its connection. Called on the
- * owning thread, during pawl__admin_eval() and friends only. */
+ * thread running the state, during pawl__admin_eval() and friends only. */
 typedef struct pawl__admin_io {
   /* Output: stream 0 the chunk's output, 1 its error lines. 0, or -1 when
    * the client is gone (the chunk is then stopped). */
   int (*write)(void *data, int stream, const char *s, size_t len);
-  /* Asks the operator; a malloc'd answer, or NULL (none, Ctrl-C, gone).
-   * The wait does not count against the chunk's deadline. */
-  char *(*ask)(void *data, const char *question);
+  /* Asks the operator; a malloc'd answer, or NULL (none, Ctrl-C, gone,
+   * or no answer by `deadline`, monotonic ms: the chunk's own, so that a
+   * question nobody answers holds the state no longer than a chunk may). */
+  char *(*ask)(void *data, const char *question, int64_t deadline);
   /* Every few ms while a chunk runs: 0 go on, 1 the client interrupted
-   * it (Ctrl-C), 2 the client is gone. */
+   * it (Ctrl-C), 2 the client is gone, 3 the host is stopping. */
   int (*check)(void *data);
   void *data;
 } pawl__admin_io_t;

@@ -1,15 +1,24 @@
 /* admin_server.c: the attached console's server: the unix socket (and
  * the optional TCP listener) of a running host, their checks, and the
- * thread that serves every connection.
+ * threads that serve every connection.
  *
- * One thread serves all connections with poll(). A connection says hello
- * (a token on TCP), gets a session in the host's admin Lua state
- * (lua/bridge.h, "the admin console's Lua state"), and sends chunks; a
- * chunk runs on this thread, one at a time across all connections, and
- * its output goes back as it is written. While a chunk runs, the state's
- * hook asks admin_check() every few ms whether its client pressed Ctrl-C
- * or went away, and the other connections wait. The wire protocol is in
- * the README ("Console", "The wire protocol"); every frame is bounded
+ * Two threads. The serving thread polls every connection: it accepts,
+ * checks the hello (and the token on TCP), and hands requests that need
+ * the host's admin Lua state (lua/bridge.h, "the admin console's Lua
+ * state") to the Lua thread, one at a time across all connections; a
+ * request that arrives meanwhile is answered at once ("busy: another
+ * console's chunk is running (N s left)"), so no console, and no
+ * `pawl top --connect`, waits on another's chunk. The Lua thread runs the
+ * request, its output going back as it is written; while a chunk runs, the
+ * state's hook asks admin_io_check() every few ms whether its client
+ * pressed Ctrl-C or went away, or the host is stopping. At stop, a chunk
+ * stuck in a C call is waited for at most ADMIN_STOP_GRACE_MS (never more
+ * than the admin timeout) and then left behind with its thread, as the
+ * loader's stuck script is. TCP connections that have not authenticated
+ * have ADMIN_AUTH_MS to do so, frames of at most ADMIN_HELLO_MAX and slots
+ * of their own (ADMIN_PENDING_MAX), never the attached consoles'. The
+ * wire protocol is in the README ("Console", "The wire protocol"); every
+ * frame is bounded
  * (ADMIN_FRAME_MAX in, ADMIN_OUT_FRAME out), and so is what one chunk may
  * write (ADMIN_OUTPUT_MAX) and what a connection may buffer.
  *
@@ -48,16 +57,27 @@
 /* The largest frame a client may send (its length field): a chunk of up
  * to 1 MiB, its type byte and a little room. */
 #define ADMIN_FRAME_MAX (1024 * 1024 + 64)
+/* The largest frame before hello: the hello itself (a token of at most
+ * 4 KiB and a few lines). A stranger buffers no more than this. */
+#define ADMIN_HELLO_MAX 8192
 /* Output goes out in frames of at most this many payload bytes. */
 #define ADMIN_OUT_FRAME 65536
 /* What one chunk may write; the rest is dropped with a note. */
 #define ADMIN_OUTPUT_MAX (8 * 1024 * 1024)
-/* A connection that has not said hello in this long is closed. */
+/* A connection on the unix socket (its peer's credentials already
+ * checked) that has not said hello in this long is closed. */
 #define ADMIN_HELLO_MS 10000
+/* A TCP connection that has not said hello with the token in this long is
+ * closed: a stranger holds a slot for a moment only. */
+#define ADMIN_AUTH_MS 2000
+/* TCP connections waiting to authenticate: slots of their own, so that
+ * strangers never take the slots of the consoles that have attached. */
+#define ADMIN_PENDING_MAX 16
 /* A client that does not read its output for this long is dropped. */
 #define ADMIN_SEND_MS 10000
-/* How long a question (a bulk action's confirmation) waits. */
-#define ADMIN_ASK_MS (10 * 60 * 1000)
+/* At stop, how long a chunk stuck in a C call is waited for (at most the
+ * admin timeout) before its thread is left behind. */
+#define ADMIN_STOP_GRACE_MS 2000
 /* The admin Lua state's memory. */
 #define ADMIN_MEMORY_MAX ((size_t)256 * 1024 * 1024)
 #define ADMIN_TOKEN_MAX PAWL__TOKEN_MAX
@@ -65,8 +85,12 @@
 typedef struct admin_conn {
   int fd;
   int tcp;                   /* 1: came in over TCP (needs the token) */
-  int session;               /* 0 until hello */
-  int interactive;
+  int hello_ok;              /* 1 once its hello was accepted */
+  int session;               /* 0 until its first request made one */
+  int interactive, json;
+  int width, width_sent;     /* the terminal's width, and the session's */
+  int busy;                  /* its request is with the Lua thread (a->mu):
+                                only that thread reads or writes it then */
   int dead;                  /* closed at the end of the loop's round */
   int interrupted;           /* Ctrl-C (X frame) during a chunk */
   int64_t opened;            /* mono ms */
@@ -90,9 +114,29 @@ typedef struct admin_server {
   pawl__admin_lua_t *lua;
   int64_t timeout_ms;
   int max_clients;
-  admin_conn_t **conns;
+  admin_conn_t **conns;      /* the serving thread's */
   int nconns;
-  admin_conn_t *cur;         /* whose chunk runs now */
+  /* The Lua thread runs every request that needs the state (a chunk,
+   * completion, :trace, a session's start and end); the serving thread
+   * hands them over under mu, one at a time, and answers the others
+   * "busy" meanwhile, so that no console waits on another's chunk. */
+  pthread_t lua_thread;
+  int lua_running;           /* started and not yet joined or left */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  admin_conn_t *job;         /* the request running now (mu) */
+  char job_type;
+  char *job_data;
+  size_t job_len;
+  int64_t job_deadline;      /* mono ms: when its chunk will be stopped */
+  int *frees;                /* sessions to end (mu) */
+  int nfrees, capfrees;
+  int quit;                  /* the Lua thread ends (mu) */
+  atomic_int stopping;       /* the host stops: chunks are stopped */
+  int abandoned;             /* the Lua thread was left behind */
+  admin_conn_t *left;        /* then, the connection it holds */
+  int wake[2];               /* a request has ended: the serving thread looks */
+  admin_conn_t *cur;         /* the Lua thread's: whose request runs now */
 } admin_server_t;
 
 /* ---- frames ------------------------------------------------------------------ */
@@ -140,20 +184,28 @@ static int admin_send_str(admin_conn_t *c, char type, const char *s) {
   return admin_send(c, type, s, strlen(s));
 }
 
+/* The largest frame c may send now. */
+static size_t admin_frame_max(const admin_conn_t *c) {
+  return c->hello_ok ? ADMIN_FRAME_MAX : ADMIN_HELLO_MAX;
+}
+
 /* Reads what the socket has into c->in (up to a whole largest frame).
- * 0, or -1 when the peer has gone (or sent more than a frame may hold). */
+ * 0, 1 when the buffer is full (its head frame is too big, or frames
+ * wait to be handled), or -1 when the peer has gone. */
 static int admin_fill(admin_conn_t *c) {
+  size_t max = admin_frame_max(c) + 4;
   for (;;) {
+    if (c->inlen >= max) return 1;
     if (c->inlen == c->incap) {
-      if (c->incap >= ADMIN_FRAME_MAX + 4) return -1; /* a frame too big */
       size_t cap = c->incap ? c->incap * 2 : 4096;
-      if (cap > ADMIN_FRAME_MAX + 4) cap = ADMIN_FRAME_MAX + 4;
+      if (cap > max) cap = max;
       unsigned char *p = pawl__realloc(c->in, cap);
       if (!p) return -1;
       c->in = p;
       c->incap = cap;
     }
-    ssize_t k = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
+    size_t room = (max < c->incap ? max : c->incap) - c->inlen;
+    ssize_t k = recv(c->fd, c->in + c->inlen, room, 0);
     if (k > 0) {
       c->inlen += (size_t)k;
       continue;
@@ -171,7 +223,7 @@ static int admin_frame(admin_conn_t *c, char *type, const char **payload,
   if (c->inlen < 4) return 0;
   uint32_t n = (uint32_t)c->in[0] << 24 | (uint32_t)c->in[1] << 16 |
                (uint32_t)c->in[2] << 8 | c->in[3];
-  if (n < 1 || n > ADMIN_FRAME_MAX) return -1;
+  if (n < 1 || n > admin_frame_max(c)) return -1;
   if (c->inlen < 4 + (size_t)n) return 0;
   *type = (char)c->in[4];
   *payload = (const char *)c->in + 5;
@@ -199,7 +251,7 @@ static void admin_unlisten(admin_server_t *a) {
   a->sock_path = NULL;
 }
 
-/* ---- what the admin state calls (pawl__admin_io_t) ------------------------------ */
+/* ---- what the admin state calls (pawl__admin_io_t), on the Lua thread -------- */
 
 static int admin_io_write(void *data, int stream, const char *s, size_t len) {
   admin_server_t *a = data;
@@ -227,12 +279,13 @@ static int admin_io_write(void *data, int stream, const char *s, size_t len) {
 
 /* Looks at what the client sent while its chunk runs: X (Ctrl-C) is
  * taken; any other frame waits for the chunk's end. 0, 1 interrupted, 2
- * gone. */
+ * gone, 3 the host is stopping. */
 static int admin_io_check(void *data) {
   admin_server_t *a = data;
   admin_conn_t *c = a->cur;
+  if (atomic_load(&a->stopping)) return 3;
   if (!c || c->dead) return 2;
-  if (admin_fill(c) != 0) c->dead = 1;
+  if (admin_fill(c) < 0) c->dead = 1;
   char type;
   const char *payload;
   size_t len;
@@ -251,13 +304,12 @@ static int admin_io_check(void *data) {
 }
 
 /* Sends the question (q frame) and waits for the answer (A frame: "1"
- * and the text, or "0" for none). */
-static char *admin_io_ask(void *data, const char *question) {
+ * and the text, or "0" for none) until `deadline` (the chunk's). */
+static char *admin_io_ask(void *data, const char *question, int64_t deadline) {
   admin_server_t *a = data;
   admin_conn_t *c = a->cur;
   if (!c || c->dead || !c->interactive) return NULL;
   if (admin_send_str(c, 'q', question)) return NULL;
-  int64_t end = pawl__mono_ms() + ADMIN_ASK_MS;
   while (!c->dead) {
     char type;
     const char *payload;
@@ -277,14 +329,11 @@ static char *admin_io_ask(void *data, const char *question) {
       if (type == 'A' || type == 'X' || type == 'B') return answer;
       continue; /* nothing else belongs here: skipped */
     }
-    int64_t left = end - pawl__mono_ms();
-    if (left <= 0) break;
-    pthread_mutex_lock(&a->h->mu);
-    int stopping = a->h->stopping;
-    pthread_mutex_unlock(&a->h->mu);
-    if (stopping) break;
+    int64_t left = deadline - pawl__mono_ms();
+    if (left <= 0 || atomic_load(&a->stopping)) break;
     struct pollfd pf = {.fd = c->fd, .events = POLLIN};
-    if (poll(&pf, 1, 500) > 0 && admin_fill(c) != 0) c->dead = 1;
+    if (poll(&pf, 1, (int)(left < 100 ? left : 100)) > 0 && admin_fill(c) < 0)
+      c->dead = 1;
   }
   return NULL;
 }
@@ -336,6 +385,34 @@ static int admin_token_ok(const admin_server_t *a, const char *given,
   return pawl__token_ok(a->token, a->token_len, given, glen);
 }
 
+static int admin_is_busy(admin_server_t *a, admin_conn_t *c) {
+  pthread_mutex_lock(&a->mu);
+  int b = c->busy;
+  pthread_mutex_unlock(&a->mu);
+  return b;
+}
+
+/* Connections holding a console's slot: every one but the TCP ones still
+ * waiting to authenticate. (A busy one's fields are the Lua thread's: it
+ * has said hello, so it holds a slot.) */
+static int admin_attached(admin_server_t *a) {
+  int n = 0;
+  for (int i = 0; i < a->nconns; i++) {
+    admin_conn_t *c = a->conns[i];
+    n += admin_is_busy(a, c) || (!c->dead && !(c->tcp && !c->hello_ok));
+  }
+  return n;
+}
+
+static void admin_full(admin_server_t *a, admin_conn_t *c) {
+  char why[120];
+  snprintf(why, sizeof why, "%d consoles are attached already (the most)",
+           a->max_clients);
+  admin_refuse(a, c, why);
+}
+
+/* The hello, on the serving thread: the version, the token over TCP. The
+ * session is made by the first request, on the Lua thread. */
 static void admin_hello(admin_server_t *a, admin_conn_t *c, const char *p,
                         size_t len) {
   char v[16], token[ADMIN_TOKEN_MAX + 2], flag[8];
@@ -346,24 +423,23 @@ static void admin_hello(admin_server_t *a, admin_conn_t *c, const char *p,
   }
   if (c->tcp) {
     int has = admin_hello_field(p, len, "token", token, sizeof token);
-    if (!has || !admin_token_ok(a, token, strlen(token))) {
+    int ok = has && admin_token_ok(a, token, strlen(token));
+    memset(token, 0, sizeof token);
+    if (!ok) {
       admin_refuse(a, c, has ? "wrong token" : "a token is required");
       return;
     }
+    /* Authenticated: now it needs a console's slot. */
+    if (admin_attached(a) >= a->max_clients) {
+      admin_full(a, c);
+      return;
+    }
   }
-  int json = admin_hello_field(p, len, "json", flag, sizeof flag) &&
-             flag[0] == '1';
+  c->json = admin_hello_field(p, len, "json", flag, sizeof flag) &&
+            flag[0] == '1';
   c->interactive = admin_hello_field(p, len, "interactive", flag,
                                      sizeof flag) && flag[0] == '1';
-  a->cur = c;
-  int s = pawl__admin_session_new(a->lua, json, c->interactive);
-  a->cur = NULL;
-  if (s < 0) {
-    admin_send_str(c, 'b', "the host could not start a console session");
-    c->dead = 1;
-    return;
-  }
-  c->session = s;
+  c->hello_ok = 1;
   char w[300];
   snprintf(w, sizeof w, "version=%d\nnode=%s\n", ADMIN_PROTOCOL,
            pawl_node_id(a->h->p));
@@ -371,23 +447,11 @@ static void admin_hello(admin_server_t *a, admin_conn_t *c, const char *p,
   admin_log(a, PAWL_LOG_INFO, "console attached", c, NULL);
 }
 
-/* Runs a chunk (C: REPL rules, F: a script, "NAME\n" then its text) and
- * consumes its frame. */
+/* ---- the Lua thread ------------------------------------------------------------ */
+
+/* Runs a chunk (C: REPL rules, F: a script, "NAME\n" then its text). */
 static void admin_chunk(admin_server_t *a, admin_conn_t *c, char type,
-                        const char *p, size_t len) {
-  /* Copied out of the buffer, which reading during the chunk (Ctrl-C)
-   * moves, and the frame consumed. */
-  char *chunk = pawl__malloc(len + 1);
-  if (chunk) {
-    memcpy(chunk, p, len);
-    chunk[len] = 0;
-  }
-  admin_consume(c, len);
-  if (!chunk) {
-    admin_send_str(c, 'e', "error: out of memory\n");
-    admin_send_str(c, 'r', "0");
-    return;
-  }
+                        char *chunk, size_t len) {
   char name[256] = "=stdin";
   const char *text = chunk;
   size_t tlen = len;
@@ -396,7 +460,6 @@ static void admin_chunk(admin_server_t *a, admin_conn_t *c, char type,
     const char *nl = memchr(chunk, '\n', len);
     size_t n = nl ? (size_t)(nl - chunk) : 0;
     if (!nl || n == 0 || n >= sizeof name) {
-      pawl__free(chunk);
       admin_refuse(a, c, "protocol error: a script frame starts with its "
                          "name and a newline");
       return;
@@ -409,35 +472,192 @@ static void admin_chunk(admin_server_t *a, admin_conn_t *c, char type,
   c->out_bytes = 0;
   c->out_cut = 0;
   c->interrupted = 0;
-  a->cur = c;
   int ok = pawl__admin_eval(a->lua, c->session, text, tlen, name, as_script);
-  a->cur = NULL;
-  pawl__free(chunk);
   admin_send_str(c, 'r', ok ? "1" : "0");
 }
 
-/* Handles every whole frame c has sent. */
+/* One request of c's (its frame's payload copied into `data`). */
+static void admin_run(admin_server_t *a, admin_conn_t *c, char type,
+                      char *data, size_t len) {
+  a->cur = c;
+  if (!c->session) {
+    int s = pawl__admin_session_new(a->lua, c->json, c->interactive);
+    if (s < 0) {
+      admin_send_str(c, 'b', "the host could not start a console session");
+      c->dead = 1;
+      a->cur = NULL;
+      return;
+    }
+    c->session = s;
+  }
+  if (c->width != c->width_sent) {
+    pawl__admin_session_width(a->lua, c->session, c->width);
+    c->width_sent = c->width;
+  }
+  switch (type) {
+  case 'C':
+  case 'F':
+    admin_chunk(a, c, type, data, len);
+    break;
+  case 'P': {
+    int inc = pawl__admin_incomplete(a->lua, c->session, data, len);
+    admin_send_str(c, 'p', inc ? "1" : "0");
+    break;
+  }
+  case 'T': {
+    char *out = pawl__admin_complete(a->lua, c->session, data, len);
+    admin_send_str(c, 'c', out ? out : "0\n");
+    pawl__free(out);
+    break;
+  }
+  case 'K': {
+    char *t = pawl__admin_trace(a->lua, c->session);
+    if (t) {
+      admin_send(c, 'o', t, strlen(t) < ADMIN_OUT_FRAME ? strlen(t) : ADMIN_OUT_FRAME);
+      admin_send_str(c, 'o', "\n");
+    }
+    admin_send_str(c, 'r', t ? "1" : "0");
+    pawl__free(t);
+    break;
+  }
+  }
+  a->cur = NULL;
+}
+
+static void admin_wake(admin_server_t *a) {
+  char b = 1;
+  if (write(a->wake[1], &b, 1) < 0) { /* full: a wake-up is pending anyway */
+  }
+}
+
+static void *admin_lua_main(void *arg) {
+  admin_server_t *a = arg;
+  pthread_mutex_lock(&a->mu);
+  for (;;) {
+    if (a->job) {
+      admin_conn_t *c = a->job;
+      char type = a->job_type;
+      char *data = a->job_data;
+      size_t len = a->job_len;
+      pthread_mutex_unlock(&a->mu);
+      admin_run(a, c, type, data, len);
+      pawl__free(data);
+      pthread_mutex_lock(&a->mu);
+      a->job = NULL;
+      a->job_data = NULL;
+      c->busy = 0;
+      pthread_cond_broadcast(&a->cv);
+      admin_wake(a);
+      continue;
+    }
+    if (a->nfrees) {
+      int s = a->frees[--a->nfrees];
+      pthread_mutex_unlock(&a->mu);
+      pawl__admin_session_free(a->lua, s);
+      pthread_mutex_lock(&a->mu);
+      continue;
+    }
+    if (a->quit) break;
+    pthread_cond_wait(&a->cv, &a->mu);
+  }
+  pthread_mutex_unlock(&a->mu);
+  return NULL;
+}
+
+/* ---- the serving thread ------------------------------------------------------- */
+
+/* Answers a request that cannot run now, the way its type is answered. */
+static void admin_busy(admin_server_t *a, admin_conn_t *c, char type,
+                       const char *why) {
+  (void)a;
+  if (type == 'P') {
+    admin_send_str(c, 'p', "0"); /* "complete": the chunk then hears why */
+  } else if (type == 'T') {
+    admin_send_str(c, 'c', "0\n");
+  } else {
+    admin_send_str(c, 'e', why);
+    admin_send_str(c, 'r', "0");
+  }
+}
+
+/* Hands request `type` (its frame at the head of c->in) to the Lua
+ * thread, or answers busy at once; consumes the frame either way. */
+static void admin_request(admin_server_t *a, admin_conn_t *c, char type,
+                          const char *p, size_t len) {
+  char why[200];
+  pthread_mutex_lock(&a->mu);
+  int idle = a->lua_running && !a->job && !atomic_load(&a->stopping);
+  int64_t left = a->job ? a->job_deadline - pawl__mono_ms() : 0;
+  pthread_mutex_unlock(&a->mu);
+  if (!idle) {
+    if (!a->lua_running)
+      snprintf(why, sizeof why, "error: %s\n",
+               atomic_load(&a->stopping) ? "the host is stopping"
+                                         : "the console cannot run chunks "
+                                           "(its thread did not start)");
+    else if (left > 0)
+      snprintf(why, sizeof why,
+               "error: busy: another console's chunk is running (%lld s "
+               "left)\n",
+               (long long)((left + 999) / 1000));
+    else
+      snprintf(why, sizeof why,
+               "error: busy: another console's chunk is running (past its "
+               "limit, in a call that does not return)\n");
+    admin_consume(c, len);
+    admin_busy(a, c, type, why);
+    return;
+  }
+  /* Only this thread hands requests out: the Lua thread stays idle. The
+   * frame is consumed before the connection is handed over (the Lua
+   * thread then reads c->in). */
+  char *copy = pawl__malloc(len + 1);
+  if (copy) {
+    memcpy(copy, p, len);
+    copy[len] = 0;
+  }
+  admin_consume(c, len);
+  if (!copy) {
+    admin_busy(a, c, type, "error: out of memory\n");
+    return;
+  }
+  pthread_mutex_lock(&a->mu);
+  a->job = c;
+  a->job_type = type;
+  a->job_data = copy;
+  a->job_len = len;
+  a->job_deadline = pawl__mono_ms() + a->timeout_ms;
+  c->busy = 1;
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+}
+
+/* Handles every whole frame c has sent, until it hands a request over. */
 static void admin_serve(admin_server_t *a, admin_conn_t *c) {
   char type;
   const char *p;
   size_t len;
   int r;
-  while (!c->dead && (r = admin_frame(c, &type, &p, &len)) != 0) {
+  while (!admin_is_busy(a, c) && !c->dead &&
+         (r = admin_frame(c, &type, &p, &len)) != 0) {
     if (r < 0) {
-      admin_refuse(a, c, "protocol error: a frame longer than 1 MiB");
+      admin_refuse(a, c, c->hello_ok
+                             ? "protocol error: a frame longer than 1 MiB"
+                             : "protocol error: a hello is at most 8 KiB");
       return;
     }
-    if (!c->session && type != 'H') {
+    if (!c->hello_ok && type != 'H') {
       admin_refuse(a, c, "protocol error: hello first");
       return;
     }
-    if (type == 'C' || type == 'F') {
-      admin_chunk(a, c, type, p, len); /* consumes the frame itself */
+    if (type == 'C' || type == 'F' || type == 'P' || type == 'T' ||
+        type == 'K') {
+      admin_request(a, c, type, p, len); /* consumes the frame itself */
       continue;
     }
     switch (type) {
     case 'H':
-      if (c->session)
+      if (c->hello_ok)
         admin_refuse(a, c, "protocol error: a second hello");
       else
         admin_hello(a, c, p, len);
@@ -447,34 +667,7 @@ static void admin_serve(admin_server_t *a, admin_conn_t *c) {
       size_t n = len < sizeof v - 1 ? len : sizeof v - 1;
       memcpy(v, p, n);
       v[n] = 0;
-      pawl__admin_session_width(a->lua, c->session, atoi(v));
-      break;
-    }
-    case 'P': {
-      a->cur = c;
-      int inc = pawl__admin_incomplete(a->lua, c->session, p, len);
-      a->cur = NULL;
-      admin_send_str(c, 'p', inc ? "1" : "0");
-      break;
-    }
-    case 'T': {
-      a->cur = c;
-      char *out = pawl__admin_complete(a->lua, c->session, p, len);
-      a->cur = NULL;
-      admin_send_str(c, 'c', out ? out : "0\n");
-      pawl__free(out);
-      break;
-    }
-    case 'K': {
-      a->cur = c;
-      char *t = pawl__admin_trace(a->lua, c->session);
-      a->cur = NULL;
-      if (t) {
-        admin_send(c, 'o', t, strlen(t) < ADMIN_OUT_FRAME ? strlen(t) : ADMIN_OUT_FRAME);
-        admin_send_str(c, 'o', "\n");
-      }
-      admin_send_str(c, 'r', t ? "1" : "0");
-      pawl__free(t);
+      c->width = atoi(v); /* given to the session by its next request */
       break;
     }
     case 'X':
@@ -493,11 +686,30 @@ static void admin_serve(admin_server_t *a, admin_conn_t *c) {
 
 /* ---- connections ------------------------------------------------------------------ */
 
+/* Ends c. Its session is ended by the Lua thread (or here once that
+ * thread has ended; never when it was left behind). */
 static void admin_close_conn(admin_server_t *a, admin_conn_t *c) {
   if (c->session) {
-    pawl__admin_session_free(a->lua, c->session);
-    admin_log(a, PAWL_LOG_INFO, "console detached", c, NULL);
+    if (a->lua_running) {
+      pthread_mutex_lock(&a->mu);
+      if (a->nfrees == a->capfrees) {
+        int cap = a->capfrees ? a->capfrees * 2 : 16;
+        int *grown = pawl__realloc(a->frees, (size_t)cap * sizeof *grown);
+        if (grown) {
+          a->frees = grown;
+          a->capfrees = cap;
+        }
+      }
+      /* Out of memory: the session stays in the state (bounded by the
+       * state's own ceiling) until the host stops. */
+      if (a->nfrees < a->capfrees) a->frees[a->nfrees++] = c->session;
+      pthread_cond_broadcast(&a->cv);
+      pthread_mutex_unlock(&a->mu);
+    } else if (!a->abandoned) {
+      pawl__admin_session_free(a->lua, c->session);
+    }
   }
+  if (c->hello_ok) admin_log(a, PAWL_LOG_INFO, "console detached", c, NULL);
   close(c->fd);
   pawl__free(c->in);
   pawl__free(c);
@@ -527,43 +739,54 @@ static void admin_accept(admin_server_t *a, int lfd, int tcp) {
       getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, port,
                   sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
     snprintf(c->peer, sizeof c->peer, "tcp:%s:%s", host, port);
-  } else {
-    struct ucred cr;
-    socklen_t cl = sizeof cr;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
-      snprintf(c->peer, sizeof c->peer, "unix:?");
-      admin_refuse(a, c, "the peer's credentials cannot be read");
-      return;
-    }
-    snprintf(c->peer, sizeof c->peer, "unix:uid=%u,pid=%d", (unsigned)cr.uid,
-             (int)cr.pid);
-    if (cr.uid != geteuid() && cr.uid != 0) {
+    /* Not authenticated yet: a slot among the waiting ones only. */
+    int waiting = 0;
+    for (int i = 0; i < a->nconns; i++)
+      waiting += a->conns[i]->tcp && !a->conns[i]->hello_ok && !a->conns[i]->dead;
+    if (waiting > ADMIN_PENDING_MAX) {
       char why[160];
       snprintf(why, sizeof why,
-               "uid %u may not attach: only this host's user (uid %u) and "
-               "root may",
-               (unsigned)cr.uid, (unsigned)geteuid());
+               "%d connections are waiting to authenticate already (the "
+               "most); each has %d s",
+               ADMIN_PENDING_MAX, ADMIN_AUTH_MS / 1000);
       admin_refuse(a, c, why);
-      return;
     }
+    return;
   }
-  int live = 0;
-  for (int i = 0; i < a->nconns; i++) live += !a->conns[i]->dead;
-  if (live > a->max_clients) {
-    char why[120];
-    snprintf(why, sizeof why, "%d consoles are attached already (the most)",
-             a->max_clients);
+  struct ucred cr;
+  socklen_t cl = sizeof cr;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+    snprintf(c->peer, sizeof c->peer, "unix:?");
+    admin_refuse(a, c, "the peer's credentials cannot be read");
+    return;
+  }
+  snprintf(c->peer, sizeof c->peer, "unix:uid=%u,pid=%d", (unsigned)cr.uid,
+           (int)cr.pid);
+  if (cr.uid != geteuid() && cr.uid != 0) {
+    char why[160];
+    snprintf(why, sizeof why,
+             "uid %u may not attach: only this host's user (uid %u) and "
+             "root may",
+             (unsigned)cr.uid, (unsigned)geteuid());
     admin_refuse(a, c, why);
+    return;
   }
+  if (admin_attached(a) > a->max_clients) admin_full(a, c);
 }
 
-/* Ends every connection that is dead, and those silent before hello. */
+/* Ends every connection that is dead, and those silent before hello
+ * (never one whose request the Lua thread holds). */
 static void admin_sweep(admin_server_t *a) {
   int64_t now = pawl__mono_ms();
   int k = 0;
   for (int i = 0; i < a->nconns; i++) {
     admin_conn_t *c = a->conns[i];
-    if (!c->dead && !c->session && now - c->opened > ADMIN_HELLO_MS)
+    if (admin_is_busy(a, c)) {
+      a->conns[k++] = c;
+      continue;
+    }
+    if (!c->dead && !c->hello_ok &&
+        now - c->opened > (c->tcp ? ADMIN_AUTH_MS : ADMIN_HELLO_MS))
       admin_refuse(a, c, "no hello in time");
     if (c->dead)
       admin_close_conn(a, c);
@@ -573,10 +796,62 @@ static void admin_sweep(admin_server_t *a) {
   a->nconns = k;
 }
 
+/* At stop: stops the running chunk, waits for it a little (at most the
+ * admin timeout), then ends the Lua thread, or leaves it behind when it
+ * is stuck in a C call, as the loader's stuck script is (host.c). */
+static void admin_stop_lua(admin_server_t *a) {
+  if (!a->lua_running) return;
+  atomic_store(&a->stopping, 1);
+  int64_t grace = a->timeout_ms < ADMIN_STOP_GRACE_MS ? a->timeout_ms
+                                                      : ADMIN_STOP_GRACE_MS;
+  int64_t giveup = pawl__mono_ms() + grace;
+  pthread_mutex_lock(&a->mu);
+  while (a->job) {
+    int64_t left = giveup - pawl__mono_ms();
+    if (left <= 0) break;
+    struct timespec ts = pawl__mono_deadline(left < 50 ? left : 50);
+    pthread_cond_timedwait(&a->cv, &a->mu, &ts);
+  }
+  int stuck = a->job != NULL;
+  a->left = a->job;
+  a->quit = 1;
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+  a->lua_running = 0;
+  if (!stuck) {
+    pthread_join(a->lua_thread, NULL);
+    return;
+  }
+  a->abandoned = 1;
+  pthread_detach(a->lua_thread);
+  pthread_mutex_lock(&a->h->mu);
+  a->h->admin_abandoned = 1;
+  pthread_mutex_unlock(&a->h->mu);
+  log_line_t line;
+  pawl__log_begin(&line, &a->h->log, PAWL_LOG_ERROR,
+                  "a console's chunk, stuck in a blocking C call, was left "
+                  "behind");
+  pawl__log_str(&line, "peer", a->left->peer);
+  pawl__log_int(&line, "waited_ms", grace);
+  pawl__log_end(&line);
+}
+
 void *pawl__admin_main(void *arg) {
   admin_server_t *a = arg;
   host_t *h = a->h;
   struct pollfd *fds = NULL;
+  int *which = NULL;
+  if (pipe2(a->wake, O_NONBLOCK | O_CLOEXEC) != 0) a->wake[0] = a->wake[1] = -1;
+  if (a->wake[0] >= 0 && pthread_create(&a->lua_thread, NULL, admin_lua_main, a) == 0) {
+    a->lua_running = 1;
+  } else {
+    /* Served anyway: every request is then answered with why. */
+    log_line_t line;
+    pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
+                    "the admin console cannot run chunks: its thread did not "
+                    "start");
+    pawl__log_end(&line);
+  }
   for (;;) {
     pthread_mutex_lock(&h->mu);
     /* Served until the host has stopped: jobs finish meanwhile, and a
@@ -584,39 +859,61 @@ void *pawl__admin_main(void *arg) {
     int end = h->stopping && h->poller_done && h->completer_done;
     pthread_mutex_unlock(&h->mu);
     if (end) break;
-    struct pollfd *grown = pawl__realloc(fds, (size_t)(a->nconns + 2) * sizeof *fds);
-    if (!grown) { /* try again next round */
+    size_t want = (size_t)a->nconns + 3;
+    struct pollfd *grown = pawl__realloc(fds, want * sizeof *fds);
+    if (grown) fds = grown;
+    int *wgrown = grown ? pawl__realloc(which, want * sizeof *wgrown) : NULL;
+    if (wgrown) which = wgrown;
+    if (!grown || !wgrown) { /* try again next round */
       struct timespec ts = {0, 100 * 1000000};
       nanosleep(&ts, NULL);
       continue;
     }
-    fds = grown;
     int n = 0;
     if (a->unix_fd >= 0) fds[n++] = (struct pollfd){.fd = a->unix_fd, .events = POLLIN};
     if (a->tcp_fd >= 0) fds[n++] = (struct pollfd){.fd = a->tcp_fd, .events = POLLIN};
     int nl = n;
-    for (int i = 0; i < a->nconns; i++)
+    if (a->wake[0] >= 0) fds[n++] = (struct pollfd){.fd = a->wake[0], .events = POLLIN};
+    int nw = n;
+    /* A connection whose request runs is the Lua thread's to read. */
+    for (int i = 0; i < a->nconns; i++) {
+      which[i] = -1;
+      if (admin_is_busy(a, a->conns[i])) continue;
+      which[i] = n;
       fds[n++] = (struct pollfd){.fd = a->conns[i]->fd, .events = POLLIN};
+    }
     int nc = a->nconns;
     /* 100 ms: how soon a stop of the host is noticed. */
     if (poll(fds, (nfds_t)n, 100) > 0) {
+      if (nw > nl && (fds[nl].revents & POLLIN)) {
+        char drain[64];
+        while (read(a->wake[0], drain, sizeof drain) > 0) {
+        }
+      }
       for (int i = 0; i < nc; i++) {
         admin_conn_t *c = a->conns[i];
-        if (!(fds[nl + i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        if (admin_fill(c) != 0) c->dead = 1;
-        admin_serve(a, c);
+        if (which[i] < 0 || !(fds[which[i]].revents & (POLLIN | POLLHUP | POLLERR)))
+          continue;
+        if (admin_fill(c) < 0) c->dead = 1;
       }
       for (int i = 0; i < nl; i++)
         if (fds[i].revents & POLLIN)
           admin_accept(a, fds[i].fd, fds[i].fd == a->tcp_fd);
     }
+    /* Every connection with whole frames: also those that waited while
+     * their request ran. */
+    for (int i = 0; i < a->nconns; i++) admin_serve(a, a->conns[i]);
     admin_sweep(a);
   }
   pawl__free(fds);
+  pawl__free(which);
   admin_unlisten(a); /* the host has stopped: nobody may attach any more */
+  admin_stop_lua(a);
   for (int i = 0; i < a->nconns; i++) {
-    admin_send_str(a->conns[i], 'b', "the host has stopped");
-    admin_close_conn(a, a->conns[i]);
+    admin_conn_t *c = a->conns[i];
+    if (c == a->left) continue; /* the stuck thread's */
+    admin_send_str(c, 'b', "the host has stopped");
+    admin_close_conn(a, c);
   }
   a->nconns = 0;
   pthread_mutex_lock(&h->mu);
@@ -785,6 +1082,9 @@ int pawl__admin_new(host_t *h, const pawl_admin_opts_t *o,
   if (!a) return snprintf(err, errlen, "out of memory"), PAWL_ENOMEM;
   a->h = h;
   a->unix_fd = a->tcp_fd = -1;
+  a->wake[0] = a->wake[1] = -1;
+  pthread_mutex_init(&a->mu, NULL);
+  pawl__cond_init_mono(&a->cv);
   a->timeout_ms = o->timeout_ms ? o->timeout_ms : 30000;
   a->max_clients = o->max_clients ? o->max_clients : 16;
   int rc = 0;
@@ -818,12 +1118,19 @@ int pawl__admin_new(host_t *h, const pawl_admin_opts_t *o,
 }
 
 void pawl__admin_free(struct admin_server *a) {
-  if (!a) return;
+  /* Left behind: its thread may still use the state, the connection and
+   * the server (the host does not free itself then either). */
+  if (!a || a->abandoned) return;
   for (int i = 0; i < a->nconns; i++) admin_close_conn(a, a->conns[i]);
   pawl__free(a->conns);
   pawl__admin_lua_close(a->lua);
   pawl_close(a->db);
   admin_unlisten(a);
   memset(a->token, 0, sizeof a->token);
+  pawl__free(a->frees);
+  if (a->wake[0] >= 0) close(a->wake[0]);
+  if (a->wake[1] >= 0) close(a->wake[1]);
+  pthread_mutex_destroy(&a->mu);
+  pthread_cond_destroy(&a->cv);
   pawl__free(a);
 }

@@ -819,7 +819,7 @@ static void host_close(pawl_t *p) {
   pawl_stop(p, PAWL_STOP_NOW);
   pawl_wait(p, -1);
   pawl__host_set(p, NULL, NULL, 0);
-  if (h->abandoned || h->loader_abandoned) {
+  if (h->abandoned || h->loader_abandoned || h->admin_abandoned) {
     /* A worker stuck in a blocking C call may still touch the host's
      * memory: leave it allocated (the process is about to end). */
     return;

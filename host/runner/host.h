@@ -234,6 +234,7 @@ typedef struct host {
   struct admin_server *admin; /* NULL: no admin listener */
   pthread_t admin_thread;
   int admin_started, admin_done;
+  int admin_abandoned;       /* its Lua thread, stuck in a C call, was left */
   /* The metrics endpoint (issue 16; serve.c, metrics.c, http.c): NULL
    * without one. The counters are added to by every thread without a
    * lock; metrics_thread refreshes the database gauges. */

@@ -98,11 +98,19 @@ int pawl__token_read(const char *file, const char *what, char *token,
     return PAWL_EIO;
   }
   const char *why = NULL;
-  if (!S_ISREG(st.st_mode))
+  char modewhy[120];
+  if (!S_ISREG(st.st_mode)) {
     why = "is not a regular file";
-  else if (st.st_mode & 0006)
-    why = "may be read or written by others (chmod 600 it)";
-  else if (st.st_size > PAWL__TOKEN_MAX)
+  } else if (st.st_mode & 0066) {
+    /* Any bit for the group or others: a group the operator did not
+     * think about (the web server's, the deploy user's) reads the secret
+     * as easily as everybody does. */
+    snprintf(modewhy, sizeof modewhy,
+             "is mode %04o: its group or others may read or write it "
+             "(chmod 600 it)",
+             (unsigned)(st.st_mode & 07777));
+    why = modewhy;
+  } else if (st.st_size > PAWL__TOKEN_MAX)
     why = "is larger than 4 KiB";
   ssize_t n = 0;
   if (!why) {

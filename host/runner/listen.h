@@ -21,9 +21,9 @@ int pawl__tcp_listen(const char *spec, const char *flag, int *fd, char *name,
                      size_t namelen, int *loopback, char *err, size_t errlen);
 
 /* Reads a token file: a regular file of 1..PAWL__TOKEN_MAX bytes that
- * nobody else may read or write (mode & 0006 clear), one line; the token
- * is its text without trailing white space, NUL-terminated in `token`
- * (PAWL__TOKEN_MAX + 1 bytes), its length in *len. `what` names it in
+ * neither its group nor others may read or write (mode & 0066 clear), one
+ * line; the token is its text without trailing white space, NUL-terminated
+ * in `token` (PAWL__TOKEN_MAX + 1 bytes), its length in *len. `what` names it in
  * messages ("admin token file"). PAWL_EIO (cannot open) or PAWL_EINVAL. */
 int pawl__token_read(const char *file, const char *what, char *token,
                      size_t *len, char *err, size_t errlen);

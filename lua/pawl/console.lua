@@ -11,8 +11,14 @@
 -- later keeps this front end and runs the same session in the host's admin
 -- state, with write and ask carried over the socket.
 --
--- The console's Lua state is an ordinary one (the full standard library):
--- it is the operator's tool, not job code.
+-- Two environments for chunks. The direct console (`pawl console`, the
+-- operator's own process, run as the operator) gives chunks the full
+-- standard library: what it could do there, the operator can do with
+-- `lua` or `sqlite3` anyway. A console attached to a running host
+-- (opts.curated) runs its chunks in the host's process, on a state every
+-- attached console shares, under the admin timeout: it gets the curated
+-- environment below ("the attached console's environment"). The console's
+-- functions, how they show results and ask, are the same code in both.
 local pawl = require "pawl"
 local json = pawl.json
 
@@ -624,17 +630,246 @@ function Session:help(what)
   fail("help: no console function %s (help() lists them)", tostring(what))
 end
 
+-- ---- the attached console's environment -------------------------------------
+--
+-- Attached, a chunk runs in the host's own process, on the admin state
+-- that every attached console (and this module) shares, under a count hook
+-- that enforces the admin timeout and Ctrl-C. So it must not reach: what
+-- ends or wedges the process (os.exit, os.execute, io.popen, io.read on
+-- the host's stdin), what switches the hook off or runs Lua without it
+-- (the debug library, jit.attach handlers, __gc finalizers of newproxy
+-- userdata, the collector stopped), what loads code or bytes from
+-- elsewhere (require of any module, package, loadfile, dofile, bytecode,
+-- ffi), the environments of this module's functions (getfenv, setfenv), and
+-- the tables every session shares: those it gets as read-only views, built
+-- the way the job sandbox builds them (lua/pawl/worker.lua, "the
+-- sandbox"): an empty table whose hidden metatable reads from a copy that
+-- holds views of the nested tables; rawset and table.insert/remove/sort
+-- refuse views, rawget, next, pairs and ipairs read through them. What is
+-- not available raises, naming it and why, rather than being nil.
+
+local WHERE = "in the attached console"
+
+-- view -> the table it reads from.
+local backing = setmetatable({}, { __mode = "k" })
+local view_of = {} -- shared table -> its view (built once per state)
+
+local function read_only(name)
+  return function(_, k)
+    error(("%s.%s is read-only %s"):format(name, tostring(k), WHERE), 2)
+  end
+end
+
+local function view(t, name)
+  local v = view_of[t]
+  if v then return v end
+  local b = t
+  for _, x in pairs(t) do
+    if type(x) == "table" then b = {} break end
+  end
+  v = setmetatable({}, { __index = b, __newindex = read_only(name),
+                         __metatable = false })
+  view_of[t] = v
+  backing[v] = b
+  if b ~= t then
+    for k, x in pairs(t) do
+      if type(x) == "table" then x = view(x, name .. "." .. tostring(k)) end
+      b[k] = x
+    end
+  end
+  return v
+end
+
+local function refused(what, why)
+  return function()
+    error(("%s is not available %s (%s)"):format(what, WHERE, why), 2)
+  end
+end
+
+-- A library of which chunks get only `keep` (names -> values): any other
+-- field raises, naming it.
+local function partial(name, keep, why, whys)
+  local b = {}
+  for k, x in pairs(keep) do b[k] = x end
+  local v = setmetatable({}, {
+    __index = function(_, k)
+      local x = b[k]
+      if x ~= nil then return x end
+      error(("%s.%s is not available %s (%s)"):format(name, tostring(k), WHERE,
+            whys and whys[k] or why), 2)
+    end,
+    __newindex = read_only(name), __metatable = false })
+  backing[v] = b
+  return v
+end
+
+local function refuse_views(fn, name)
+  return function(t, ...)
+    if backing[t] then error(("%s: the table is read-only %s"):format(name, WHERE), 2) end
+    return fn(t, ...)
+  end
+end
+
+local function through(fn)
+  return function(t, ...) return fn(backing[t] or t, ...) end
+end
+
+local function view_next(t, k) return next(backing[t], k) end
+local function view_inext(t, i)
+  i = i + 1
+  local x = rawget(backing[t], i)
+  if x ~= nil then return i, x end
+end
+
+local function pick(t, keys)
+  local c = {}
+  for _, k in ipairs(keys) do c[k] = t[k] end
+  return c
+end
+
+local NO_HOOK = "it could switch off the chunk's time limit or reach the host's own Lua"
+local NO_PROC = "it would run outside the chunk's time limit, in the host's process"
+local NO_FILES = "chunks do not load code or read files on the host"
+
+-- Built on first use: the views every curated session shares.
+local CURATED = nil
+
+local function curated()
+  if CURATED then return CURATED end
+  local c = {}
+  local str = {}
+  for k, x in pairs(string) do str[k] = x end
+  str.dump = refused("string.dump", NO_FILES)
+  c.string = view(str, "string")
+  local tab = {}
+  for k, x in pairs(table) do tab[k] = x end
+  tab.insert = refuse_views(table.insert, "table.insert")
+  tab.remove = refuse_views(table.remove, "table.remove")
+  tab.sort = refuse_views(table.sort, "table.sort")
+  c.table = view(tab, "table")
+  c.math = view(math, "math")
+  c.coroutine = view(coroutine, "coroutine")
+  c.bit = view(bit, "bit")
+  c.pawl = view(pawl, "pawl")
+  c.json = view(json, "pawl.json")
+  c.os = partial("os", pick(os, { "clock", "date", "time", "difftime" }),
+                 "the host's files and environment are not the console's",
+                 { exit = "it would end the host without its shutdown",
+                   execute = NO_PROC })
+  c.io = partial("io", {},
+                 "the host's files and streams are not the console's; print() writes to the console",
+                 { popen = NO_PROC })
+  c.debug = partial("debug", { traceback = debug.traceback }, NO_HOOK)
+  c.jit = partial("jit", { version = jit.version, version_num = jit.version_num,
+                           os = jit.os, arch = jit.arch, status = jit.status },
+                  "it could run Lua without the chunk's time limit")
+  c.package = partial("package", {}, NO_FILES)
+  c.require = {
+    pawl = c.pawl, cjson = c.json, string = c.string, table = c.table,
+    math = c.math, bit = c.bit, coroutine = c.coroutine,
+  }
+  CURATED = c
+  return c
+end
+
+-- Loading text only: bytecode can break out of any sandbox. A reader
+-- function's pieces are joined first, so that the first byte is seen.
+local function text_of(chunk)
+  if type(chunk) == "function" then
+    local parts = {}
+    while true do
+      local piece = chunk()
+      if piece == nil or piece == "" then break end
+      if type(piece) ~= "string" then return nil, "load: the reader must return strings" end
+      parts[#parts + 1] = piece
+    end
+    chunk = table.concat(parts)
+  end
+  if type(chunk) == "string" and chunk:byte(1) == 27 then
+    return nil, "loading bytecode is not allowed " .. WHERE
+  end
+  return chunk
+end
+
+-- The globals of a curated session (its env reads from them).
+local SAFE_GLOBALS = {
+  "assert", "error", "pcall", "xpcall", "select", "tonumber", "tostring",
+  "type", "unpack", "rawequal", "setmetatable", "_VERSION",
+}
+
+function Session:curated_globals()
+  local c = curated()
+  local S = self
+  local g = pick(_G, SAFE_GLOBALS)
+  g.string, g.table, g.math, g.coroutine, g.bit = c.string, c.table, c.math, c.coroutine, c.bit
+  g.pawl, g.json, g.os, g.io, g.debug, g.jit, g.package =
+    c.pawl, c.json, c.os, c.io, c.debug, c.jit, c.package
+  g.rawset = refuse_views(rawset, "rawset")
+  g.rawget, g.next = through(rawget), through(next)
+  g.pairs = function(t)
+    if backing[t] then return view_next, t, nil end
+    return pairs(t)
+  end
+  g.ipairs = function(t)
+    if backing[t] then return view_inext, t, 0 end
+    return ipairs(t)
+  end
+  -- A string's or a userdata's metatable (the string library, the
+  -- database handle's methods) is shared by every session.
+  g.getmetatable = function(v)
+    if type(v) == "table" then return getmetatable(v) end
+    return false
+  end
+  g.collectgarbage = function(opt, ...)
+    if opt == nil or opt == "collect" or opt == "count" or opt == "step" then
+      return collectgarbage(opt, ...)
+    end
+    error(("collectgarbage(%q) is not available %s (it would change the collector of "
+           .. "the state every console shares; \"collect\", \"count\" and \"step\" are)")
+          :format(tostring(opt), WHERE), 2)
+  end
+  g.load = function(chunk, name, mode, e)
+    local text, err = text_of(chunk)
+    if not text then return nil, err end
+    return load(text, name, "t", e or S.env)
+  end
+  g.loadstring = function(text, name)
+    local t, err = text_of(text)
+    if not t then return nil, err end
+    return load(t, name, "t", S.env)
+  end
+  g.require = function(name)
+    local m = c.require[name]
+    if m == nil then
+      error(("require %q is not available %s (only pawl, cjson, string, table, "
+             .. "math, bit and coroutine are)"):format(tostring(name), WHERE), 2)
+    end
+    return m
+  end
+  for _, k in ipairs{ "loadfile", "dofile" } do g[k] = refused(k, NO_FILES) end
+  for _, k in ipairs{ "getfenv", "setfenv" } do g[k] = refused(k, NO_HOOK) end
+  g.newproxy = refused("newproxy", "its finalizers would run without the chunk's time limit")
+  g.module = refused("module", NO_FILES)
+  return g
+end
+
 -- The global table chunks run in: the console's functions, db, pawl, json,
--- show; the standard library through _G.
+-- show; the standard library through _G (direct) or the curated globals
+-- (attached).
 function Session:make_env()
-  local env = setmetatable({}, { __index = _G })
+  local g = _G
+  if self.opts.curated then g = self:curated_globals() end
+  self.globals = g
+  local mt = { __index = g }
+  if self.opts.curated then mt.__metatable = false end
+  local env = setmetatable({}, mt)
   local S = self
   for _, e in ipairs(functions_of(self)) do
     env[e.name] = function(...) return e.fn(S, ...) end
   end
   env.db = self.db
-  env.pawl = pawl
-  env.json = json
+  env.pawl = self.opts.curated and g.pawl or pawl
+  env.json = self.opts.curated and g.json or json
   env.show = function(...) S:show(select("#", ...), ...) end
   env.print = function(...)
     local parts = {}
@@ -1057,13 +1292,13 @@ end
 function Session:resolve(path)
   local t = self.env
   for part in path:gmatch("[^%.:]+") do
-    local v = rawget(t, part)
+    local v = rawget(backing[t] or t, part)
+    if v == nil and t == self.env then v = rawget(self.globals, part) end
     if v == nil then
       local mt = getmetatable(t)
       local idx = type(mt) == "table" and rawget(mt, "__index")
-      if type(idx) == "table" then v = rawget(idx, part) end
+      if type(idx) == "table" then v = rawget(backing[idx] or idx, part) end
     end
-    if v == nil and t == self.env then v = _G[part] end
     t = v
     if type(t) ~= "table" and type(t) ~= "userdata" then return nil end
   end
@@ -1082,7 +1317,7 @@ local function keys_of(t, methods)
       end
     end
   end
-  if type(t) == "table" then take(t) end
+  if type(t) == "table" then take(backing[t] or t) end
   local mt = getmetatable(t)
   if type(mt) == "table" and type(rawget(mt, "__index")) == "table" then
     take(rawget(mt, "__index"))
@@ -1135,7 +1370,7 @@ function Session:complete(line)
     return start, cands
   end
   local names = keys_of(self.env)
-  for k in pairs(_G) do
+  for k in pairs(self.globals) do
     if type(k) == "string" and not rawget(self.env, k) then names[#names + 1] = k end
   end
   table.sort(names)
