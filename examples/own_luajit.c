@@ -22,11 +22,13 @@
  *   own_luajit DB_PATH
  *
  * Built and run by spec/own_luajit_check.sh (ctest example.own_luajit)
- * against an installed prefix, with the game's LuaJIT named first:
+ * against an installed prefix, with the game's LuaJIT named first (and
+ * libpawl.a named as a file: -lpawl would pick libpawl.so beside it):
  *
+ *   export PKG_CONFIG_PATH=/opt/pawl/lib/pkgconfig
  *   cc own_luajit.c $(pkg-config --cflags luajit pawl) \
  *      $(pkg-config --libs luajit) /opt/pawl/lib/libpawl.a \
- *      $(pkg-config --static --libs-only-other --libs-only-l pawl | ...)
+ *      $(pkg-config --static --libs pawl | sed 's/-lpawl //')
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -225,8 +227,13 @@ int main(int argc, char **argv) {
                   jobs[i].type, first_line(e), e, jobs[i].want_error);
           bad = 1;
         } else {
-          printf("job %s: \"%.*s\", ended within %.2f s of its start\n",
-                 jobs[i].type, first_line(e), e, now - st.at[i]);
+          /* A quick job may share its step with a runaway one: only
+           * the runaway jobs' bound says something. */
+          if (strstr(jobs[i].want_error, "timed out"))
+            printf("job %s: \"%.*s\", ended within %.2f s of its start\n",
+                   jobs[i].type, first_line(e), e, now - st.at[i]);
+          else
+            printf("job %s: \"%.*s\"\n", jobs[i].type, first_line(e), e);
           ended[i] = 1;
           nended++;
         }
