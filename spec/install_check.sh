@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in include/pawl.h lib/libpawl.a lib/libpawl.so lib/libpawl.so.0 \
-         lib/libpawl_luajit.a lib/lua/5.1/pawl.so lib/pkgconfig/pawl.pc; do
+         lib/lua/5.1/pawl.so lib/pkgconfig/pawl.pc; do
   test -e "$prefix/$f" || { echo "not installed: $f"; exit 1; }
 done
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"

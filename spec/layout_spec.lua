@@ -96,10 +96,16 @@ describe("the layout", function()
 
   describe("symbols", function()
     it("of libpawl are pawl_ or pawl__, and libpawl.so exports pawl_ only", function()
-      local out, code = run("sh " .. q(SRC .. "/spec/symbols_check.sh") .. " " ..
-                            q(BUILD .. "/libpawl.a") .. " " .. q(BUILD .. "/libpawl.so"))
-      assert.are.equal("", out)
-      assert.are.equal(0, code)
+      -- The internal archive (what the CLI and the tests link) has every
+      -- layer's names as the compiler made them: the naming rule is
+      -- checked there. The embedders' libpawl.a makes all but the public
+      -- pawl_ names local (example.own_luajit checks that).
+      for _, a in ipairs { "libpawl_internal.a", "libpawl.a" } do
+        local out, code = run("sh " .. q(SRC .. "/spec/symbols_check.sh") .. " " ..
+                              q(BUILD .. "/" .. a) .. " " .. q(BUILD .. "/libpawl.so"))
+        assert.are.equal("", out, a)
+        assert.are.equal(0, code, a)
+      end
       -- The public API is there: a function of each layer that has one.
       local dyn = H.capture("nm -D --defined-only " .. q(BUILD .. "/libpawl.so"))
       for _, f in ipairs({ "pawl_open", "pawl_start", "pawl_script_info", "pawl_job_free" }) do

@@ -97,18 +97,43 @@ local function install()
   return prefix
 end
 
--- Starts nginx on a copy of examples/nginx in env's dir (its prefix: the
--- database is env.db_path there) on a free loopback port; returns the
--- process (the master, in the foreground) and the port once it answers.
-local function start_nginx(env)
+-- The user nginx.conf names (`user www-data;`): nginx started as root
+-- runs its workers as it.
+local WORKER_USER = "www-data"
+
+-- Sets up a copy of examples/nginx in env's dir (nginx's prefix) as its
+-- comments tell an operator to: logs/, and data/ for the database
+-- (env.db_path), owned by the workers' user when nginx starts as root.
+-- The prefix stays the starter's: the workers can read the configuration
+-- and pawl_jobs.lua but not change them. `opts.no_chown`: the operator
+-- forgot to hand data/ over.
+local function setup_prefix(env, opts)
   local dir = env.dir .. "/"
   assert(H.sh("cp " .. H.quote(src .. "/examples/nginx/nginx.conf") .. " " ..
               H.quote(src .. "/examples/nginx/pawl_jobs.lua") .. " " ..
-              H.quote(dir) .. " && mkdir " .. H.quote(dir .. "logs")))
+              H.quote(dir) .. " && mkdir " .. H.quote(dir .. "logs") ..
+              " " .. H.quote(dir .. "data")))
+  if H.is_root then
+    -- The workers must reach the prefix (H.env made it 0700).
+    assert(H.sh("chmod 755 " .. H.quote(dir)))
+    if not (opts and opts.no_chown) then
+      assert(H.sh("chown " .. WORKER_USER .. ": " .. H.quote(dir .. "data")))
+    end
+  end
+  env.db_path = dir .. "data/pawl.db"
+  env.db = "sqlite:" .. env.db_path
+end
+
+-- Starts nginx on env's prefix (setup_prefix) with nginx.conf as shipped
+-- but for one edit: its `listen 127.0.0.1:8080;` becomes a free loopback
+-- port (and -g 'daemon off;' keeps the master in the foreground). Returns
+-- the process (the master), the port and the answer to a first request
+-- once it answers; that answer must match `want` (default: a worker whose
+-- store is open).
+local function start_nginx(env, want)
+  local dir = env.dir .. "/"
   local conf = assert(H.read_file(dir .. "nginx.conf"))
-  -- Started as root, nginx's workers would be `nobody`, who cannot write
-  -- the test's 0700 dir.
-  local globals = "daemon off;" .. (H.is_root and " user root;" or "")
+  local globals = "daemon off;"
   for _ = 1, 5 do
     -- A failed try's [emerg] must not fail the run that follows it.
     os.remove(dir .. "logs/error.log")
@@ -130,9 +155,9 @@ local function start_nginx(env)
     if up == "up" then
       -- A worker accepts once its init_worker has run. One whose
       -- pawl.open failed answers "pawl: why".
-      local body = curl(url(port, "/job?id=none"))
-      assert.matches("^invalid job id", body)
-      return p, port
+      local body, status = curl(url(port, "/job?id=none"))
+      assert.matches(want or "^invalid job id", body)
+      return p, port, body, status
     end
     -- Only a port taken meanwhile is worth another try.
     local log = (H.read_file(dir .. "logs/error.log") or "") .. p:stderr()
@@ -140,6 +165,12 @@ local function start_nginx(env)
            "nginx did not start:\n" .. log)
   end
   error("no free port in 5 tries")
+end
+
+-- The real uid a process runs as.
+local function uid_of(pid)
+  local status = assert(H.read_file(("/proc/%d/status"):format(pid)))
+  return tonumber(status:match("\nUid:%s+(%d+)"))
 end
 
 -- The pids of the master's children (its workers).
@@ -164,6 +195,7 @@ describe("examples/nginx", function()
       pending(skip)
       return
     end
+    setup_prefix(env)
     local p, port = start_nginx(env)
 
     -- Word counts, one request at a time: each id with what it must count.
@@ -210,6 +242,15 @@ describe("examples/nginx", function()
     -- its own).
     local kids = workers(p.pid)
     assert.equal(2, #kids)
+    -- Started as root, the master keeps root and the workers (who ran
+    -- the jobs and wrote the database) are www-data, not root.
+    if H.is_root then
+      local www = tonumber(H.capture("id -u " .. WORKER_USER))
+      assert.equal(0, uid_of(p.pid))
+      for _, k in ipairs(kids) do assert.equal(www, uid_of(k), "worker " .. k) end
+      assert.equal(WORKER_USER, H.capture("stat -c %U " ..
+                                          H.quote(env.db_path)):match("%S+"))
+    end
     local is_kid = {}
     for _, k in ipairs(kids) do is_kid[k] = true end
     for pid in pairs(pids) do assert.is_true(is_kid[pid], "pid " .. pid) end
@@ -249,6 +290,31 @@ describe("examples/nginx", function()
         table.sort(t)
         return t
       end)(), ", ")))
+  end)
+
+  it("answers 503 and why when the workers cannot write data/", function()
+    if skip then
+      print("skipped: " .. skip)
+      pending(skip)
+      return
+    end
+    -- As root: data/ left root's (the chown forgotten); as another user:
+    -- data/ read-only for its owner.
+    setup_prefix(env, { no_chown = true })
+    if not H.is_root then
+      assert(H.sh("chmod 555 " .. H.quote(env.dir .. "/data")))
+    end
+    local p, port, body, status = start_nginx(env, "^pawl: cannot create ")
+    assert.equal(503, status)
+    assert.truthy(body:find("/data is not writable", 1, true), body)
+    local enq, enq_status = curl("--data-binary hi " .. url(port, "/enqueue"))
+    assert.equal(503, enq_status)
+    assert.truthy(enq:find("is not writable", 1, true), enq)
+    local log = H.read_file(env:path("logs/error.log")) or ""
+    assert.truthy(log:find("is not writable", 1, true), log)
+    assert(H.sh("kill -s QUIT " .. p.pid))
+    assert.equal(0, p:wait(H.HANG_S), p:stderr())
+    assert.is_nil(H.read_file(env.db_path))
   end)
 
   it("uses the host's Lua API: the installed pawl.so links no LuaJIT of its own", function()

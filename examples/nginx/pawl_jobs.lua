@@ -44,7 +44,9 @@ local function step(premature)
 end
 
 function M.init_worker()
-  db, open_err = pawl.open { db = "sqlite:" .. ngx.config.prefix() .. "pawl.db" }
+  -- data/ in nginx's prefix: the workers' user must be able to write it
+  -- (nginx.conf says why and how).
+  db, open_err = pawl.open { db = "sqlite:" .. ngx.config.prefix() .. "data/pawl.db" }
   if not db then
     ngx.log(ngx.ERR, "pawl: ", open_err)
     return
