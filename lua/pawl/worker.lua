@@ -371,9 +371,11 @@ end
 
 -- ---- alerts (issue 16) ------------------------------------------------
 
--- `url` with its userinfo (user:password@) replaced, for messages.
+-- `url` as messages show it: its user information (user:password@) and
+-- its query (?api_key=...) replaced, by the C rule the webhook sender's
+-- log lines use (host/core/redact.c), so both show a URL the same way.
 local function redact_url(url)
-  return (tostring(url):gsub("^(%a[%w+.-]*://)[^/@]*@", "%1<redacted>@"))
+  return host.redact_web_url(tostring(url))
 end
 
 local WEBHOOK_OPTS = { url = "string", headers = "table", timeout = "number",
