@@ -199,6 +199,8 @@ local CONSOLE = {
     end },
   { "cancel(id)", function(x) return ("cancel(%q)"):format(x.later()) end },
   { "retry(id)", function(x) return ("retry(%q)"):format(x.dead()) end },
+  { "scripts()", shows = "ftp://<redacted>@hooks.example/x?<redacted>",
+    function() return "scripts()" end },
   { "pause{filter}", shows = "1", function(x)
       local tag = "b" .. x.later_n
       x.later(tag)
@@ -281,6 +283,8 @@ local VIEWS = {
       -- A warning: the job is enqueued with the options given.
       return out_err(x.env:pawl("enqueue", "badhook", "{}", "--scripts", x.env.scripts))
     end },
+  { "console attached: reload()", shows = "ftp://<redacted>@hooks.example/x?<redacted>",
+    function(x) return x.console("attached", false, "reload()") end },
   -- metrics and webhooks
   { "GET /metrics", shows = 'type="doomed"', function(x)
       return C.capture("env -u LD_PRELOAD -u ASAN_OPTIONS curl -s --max-time 30 "
@@ -381,6 +385,9 @@ return { on_dead = pawl.alert.webhook{
         if mode == "attached" then
           args[#args + 1] = "--connect"
           args[#args + 1] = x.sock
+        else
+          args[#args + 1] = "--scripts"
+          args[#args + 1] = env.scripts
         end
         if json then args[#args + 1] = "--json" end
         args[#args + 1] = "-e"
@@ -393,17 +400,16 @@ return { on_dead = pawl.alert.webhook{
       -- Every row is read; the failures are reported together.
       local bad = {}
       for _, v in ipairs(VIEWS) do
-        local text = v[2](x)
+        local text, why = v[2](x), nil
         for _, s in ipairs(SECRETS) do
-          if text:find(s, 1, true) then
-            bad[#bad + 1] = ("%s shows %q:\n%s"):format(v[1], s, text:sub(1, 2000))
-            break
-          end
+          if text:find(s, 1, true) then why = ("shows %q"):format(s) break end
         end
         local shows = v.shows or R
-        if not text:find(shows, 1, true) then
-          bad[#bad + 1] = ("%s does not show %q (is it looking at the data?):\n%s")
-                          :format(v[1], shows, text:sub(1, 2000))
+        if not why and not text:find(shows, 1, true) then
+          why = ("does not show %q (is it looking at the data?)"):format(shows)
+        end
+        if why then
+          bad[#bad + 1] = ("%s %s:\n%s"):format(v[1], why, text:sub(1, 2000))
         end
       end
       assert(#bad == 0, #bad .. " of " .. #VIEWS .. " views failed:\n\n"
