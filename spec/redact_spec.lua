@@ -249,6 +249,9 @@ local VIEWS = {
   { "pawl replace ID --json", shows = "replaces", function(x)
       return x.env:ok("replace", x.later(), "--payload", PAYLOAD, "--json")
     end },
+  { "pawl replace ID", shows = "-", function(x)
+      return x.env:ok("replace", x.later(), "--payload", PAYLOAD)
+    end },
   { "pawl signal KEY approve JSON --json", shows = "delivered", function(x)
       x.env:enqueue("kid", PAYLOAD, "--signal", "sig-" .. x.later_n)
       return x.env:ok("signal", "sig-" .. x.later_n, "approve",
@@ -276,6 +279,7 @@ local VIEWS = {
   { "pawl top --once --connect", shows = "doomed", function(x)
       return out_err(C.run({ "top", "--once", "--connect", x.sock })) end },
   { "pawl stats --json", shows = "default", function(x) return x.env:ok("stats", "--json") end },
+  { "pawl stats", shows = "default", function(x) return x.env:ok("stats") end },
   { "pawl queue list --json", shows = "default", function(x) return x.env:ok("queue", "list", "--json") end },
   -- what a script that does not load says
   { "pawl enqueue --scripts (a refused webhook URL)", shows = "ftp://<redacted>@hooks.example/x?<redacted>",
