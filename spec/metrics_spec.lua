@@ -392,3 +392,194 @@ end }]]):format(N))
     refused(run("--metrics", addr), "--metrics " .. addr .. ": Address already in use")
   end)
 end)
+
+-- ---- slow clients -----------------------------------------------------------
+
+-- A client that opens connections and sends request heads a line at a
+-- time, as a slowloris does, through plain sockets from the FFI (no
+-- outside tool can hold 200 half-sent requests).
+ffi.cdef [[
+  struct pawl_ms_sockaddr_in {
+    uint16_t family; uint8_t port[2]; uint8_t addr[4]; uint8_t zero[8];
+  };
+  struct pawl_ms_pollfd { int fd; short events; short revents; };
+  int pawl_ms_socket(int domain, int type, int protocol) __asm__("socket");
+  int pawl_ms_bind(int fd, const void *addr, unsigned len) __asm__("bind");
+  int pawl_ms_connect(int fd, const void *addr, unsigned len)
+      __asm__("connect");
+  long pawl_ms_send(int fd, const void *buf, size_t len, int flags)
+      __asm__("send");
+  long pawl_ms_recv(int fd, void *buf, size_t len, int flags) __asm__("recv");
+  int pawl_ms_poll(struct pawl_ms_pollfd *fds, unsigned long n, int ms)
+      __asm__("poll");
+  int pawl_ms_close(int fd) __asm__("close");
+]]
+local AF_INET, SOCK_STREAM, SOCK_NONBLOCK = 2, 1, 2048
+local MSG_DONTWAIT, MSG_NOSIGNAL = 0x40, 0x4000
+local POLLIN, POLLOUT = 1, 4
+local EAGAIN, EINPROGRESS = 11, 115
+
+local function sockaddr(ip, port)
+  local sa = ffi.new("struct pawl_ms_sockaddr_in")
+  sa.family = AF_INET
+  sa.port[0], sa.port[1] = bit.rshift(port, 8), bit.band(port, 255)
+  local i = 0
+  for b in ip:gmatch("%d+") do sa.addr[i] = tonumber(b); i = i + 1 end
+  return sa
+end
+
+-- Waits up to `ms` for `events` on fd; the revents.
+local function wait_fd(fd, events, ms)
+  local pfd = ffi.new("struct pawl_ms_pollfd")
+  pfd.fd, pfd.events = fd, events
+  if ffi.C.pawl_ms_poll(pfd, 1, ms) <= 0 then return 0 end
+  return pfd.revents
+end
+
+-- A connection from the loopback address `from` to port, the request
+-- head `head` sent (unfinished: no blank line). nil when the server did
+-- not take the connection within `ms` (it stopped accepting: what the
+-- attacker wanted).
+local function slow_open(port, from, head, ms)
+  local fd = ffi.C.pawl_ms_socket(AF_INET, SOCK_STREAM + SOCK_NONBLOCK, 0)
+  assert(fd >= 0, "socket")
+  local src = sockaddr(from, 0)
+  assert(ffi.C.pawl_ms_bind(fd, src, ffi.sizeof(src)) == 0, "bind " .. from)
+  local dst = sockaddr("127.0.0.1", port)
+  local rc = ffi.C.pawl_ms_connect(fd, dst, ffi.sizeof(dst))
+  assert(rc == 0 or ffi.errno() == EINPROGRESS, "connect")
+  if bit.band(wait_fd(fd, POLLOUT, ms), POLLOUT) == 0 or
+     ffi.C.pawl_ms_send(fd, head, #head, MSG_NOSIGNAL) ~= #head then
+    ffi.C.pawl_ms_close(fd)
+    return nil
+  end
+  return fd
+end
+
+-- Whether the server has closed fd (reads what it sent meanwhile).
+local function server_closed(fd)
+  local buf = ffi.new("char[4096]")
+  while true do
+    local n = ffi.C.pawl_ms_recv(fd, buf, 4096, MSG_DONTWAIT)
+    if n == 0 then return true end
+    if n < 0 then return ffi.errno() ~= EAGAIN end
+  end
+end
+
+-- One more header line; false when the connection is gone.
+local function trickle(fd)
+  local line = "X-Slow: 1\r\n"
+  return not server_closed(fd) and
+         ffi.C.pawl_ms_send(fd, line, #line, MSG_NOSIGNAL) == #line
+end
+
+-- The head deadline (http.c): a request head must arrive whole within it.
+local HEAD_S = 5
+
+describe("pawl run --metrics: slow clients", function()
+  local env
+  before_each(function() env = H.env() end)
+  after_each(function() env:cleanup() end)
+
+  -- The attacker opens up to 200 connections (from the loopback
+  -- addresses `from`, in turn) and sends each a request line and a
+  -- header, never the blank line that ends the head; it opens until the
+  -- server stops taking connections, then sends every open one another
+  -- header line (as a slowloris does to stay under an idle timeout) and
+  -- reopens the ones the server closed. A scrape must be answered while
+  -- all that is open, well before the head deadline could have freed a
+  -- slot: the slots a new connection needs are made for it.
+  local cases = {
+    { name = "from the scraper's own address", from = { "127.0.0.1" } },
+    { name = "spread over eight loopback addresses",
+      from = { "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5",
+               "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9" } },
+    { name = "against a token-protected endpoint", from = { "127.0.0.1" },
+      token = true },
+  }
+  for _, case in ipairs(cases) do
+    it("answers a scrape while 200 slow request heads are open, " .. case.name, function()
+      local args = { "--metrics", "127.0.0.1:0" }
+      local auth = {}
+      if case.token then
+        local token = env:path("token")
+        C.write_file(token, "s3cret\n")
+        C.sh("chmod 600 " .. q(token))
+        args[#args + 1] = "--metrics-token-file"
+        args[#args + 1] = token
+        auth = { "-H", "Authorization: Bearer s3cret" }
+      end
+      local p = env:start(unpack(args))
+      local port = tonumber(started(env, p):match(":(%d+)$"))
+      local head = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      local fds = {}
+      finally(function()
+        for _, fd in pairs(fds) do ffi.C.pawl_ms_close(fd) end
+      end)
+      for i = 1, 200 do
+        fds[i] = slow_open(port, case.from[(i - 1) % #case.from + 1], head, 2000)
+        if not fds[i] then break end
+      end
+      local held = 0
+      for i, fd in pairs(fds) do
+        if not trickle(fd) then
+          ffi.C.pawl_ms_close(fd)
+          fds[i] = slow_open(port, case.from[(i - 1) % #case.from + 1], head, 2000)
+        end
+        if fds[i] then held = held + 1 end
+      end
+      assert.is_true(held >= 64, "the attacker holds " .. held .. " connections")
+      local t0 = H.mono()
+      local status, body = curl(env, "http://127.0.0.1:" .. port .. "/metrics",
+                                "--max-time", "2", unpack(auth))
+      local took = H.mono() - t0
+      assert.are.equal(200, status, "scrape after " .. took .. " s")
+      assert.truthy(body:find("# TYPE pawl_workers gauge", 1, true))
+      assert.is_true(took < HEAD_S / 2, "scrape took " .. took .. " s")
+    end)
+  end
+
+  it("closes a request head that is still arriving at the head deadline, however it trickles", function()
+    local p = env:start("--metrics", "127.0.0.1:0")
+    local port = tonumber(started(env, p):match(":(%d+)$"))
+    -- A header line every 200 ms (the idle timeout never fires), and a
+    -- connection that sends nothing.
+    local t0 = H.mono()
+    local conns = {
+      trickling = slow_open(port, "127.0.0.1", "GET /metrics HTTP/1.1\r\n", 2000),
+      silent = slow_open(port, "127.0.0.1", "", 2000),
+    }
+    finally(function()
+      for _, fd in pairs(conns) do ffi.C.pawl_ms_close(fd) end
+    end)
+    -- A connection cannot be kept to send a slow head after a request
+    -- was answered: the server closes it once the answer is sent.
+    local answered = slow_open(port, "127.0.0.1",
+      "GET /nope HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\n", 2000)
+    wait_fd(answered, POLLIN, H.HANG_S * 1000)
+    H.wait_until("the answered connection to be closed", function()
+      wait_fd(answered, POLLIN, 100)
+      return server_closed(answered)
+    end)
+    ffi.C.pawl_ms_close(answered)
+    local closed_at = {}
+    while next(conns) and H.mono() - t0 < HEAD_S + 3 do
+      for name, fd in pairs(conns) do
+        local gone
+        if name == "silent" then gone = server_closed(fd) else gone = not trickle(fd) end
+        if gone then
+          closed_at[name] = H.mono() - t0
+          ffi.C.pawl_ms_close(fd)
+          conns[name] = nil
+        end
+      end
+      H.sleep(0.2)
+    end
+    for _, name in ipairs({ "trickling", "silent" }) do
+      assert.is_nil(conns[name], name .. ": still open after " .. (HEAD_S + 3) .. " s")
+      -- Not before the deadline either: a slow scraper has its 5 s.
+      assert.is_true(closed_at[name] >= HEAD_S - 0.5,
+                     name .. " closed after only " .. closed_at[name] .. " s")
+    end
+  end)
+end)

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "buf.h"
+#include "cli.h"
 #include "pawl.h"
 #include "tz.h"
 
@@ -201,8 +203,17 @@ static void rec_json_time(pawl_buf_t *b, const pawl_recurring_t *d,
   pawl__buf_printf(b, "\"%s\"", t);
 }
 
-static void rec_json(pawl_buf_t *b, const pawl_recurring_t *d) {
+/* d as JSON; its payload as the job views show a payload (redacted by
+ * the built-in words and the type's `redact` list: cli_redact.c), since
+ * every job it makes carries it. CLI_FAIL (err, CLI_ERRLEN bytes) when
+ * the type's list cannot be read or memory runs out. */
+static int rec_json(pawl_buf_t *b, cli_redact_t *red,
+                    const pawl_recurring_t *d, char *err) {
   char id[PAWL_ID_STRLEN];
+  char *payload = NULL;
+  int rc = cli_redact_type(red, d->type, err);
+  if (!rc) rc = cli_redact_text(red, d->payload, &payload, err);
+  if (rc) return rc;
   pawl__buf_puts(b, "{\"name\":");
   rec_json_str(b, d->name);
   pawl__buf_puts(b, ",\"cron\":");
@@ -213,7 +224,9 @@ static void rec_json(pawl_buf_t *b, const pawl_recurring_t *d) {
                    pawl_misfire_name(d->misfire), (int)d->catch_up_limit);
   pawl__buf_puts(b, ",\"type\":");
   rec_json_str(b, d->type);
-  pawl__buf_printf(b, ",\"payload\":%s,\"queue\":", d->payload);
+  pawl__buf_printf(b, ",\"payload\":%s,\"queue\":",
+                   payload ? payload : "null");
+  pawl__free(payload);
   rec_json_str(b, d->queue);
   pawl__buf_printf(b, ",\"priority\":%d,\"max_attempts\":%d,\"timeout\":%d",
                    (int)d->priority, (int)d->max_attempts, (int)d->timeout_s);
@@ -235,6 +248,7 @@ static void rec_json(pawl_buf_t *b, const pawl_recurring_t *d) {
     pawl__buf_puts(b, "null");
   }
   pawl__buf_puts(b, "}");
+  return 0;
 }
 
 /* An aligned table of the definitions. */
@@ -322,7 +336,16 @@ static int rec_show_one(pawl_t *p, const char *name, int json,
   pawl_buf_t b;
   pawl__buf_init(&b);
   if (json) {
-    rec_json(&b, d);
+    cli_redact_t red;
+    char rerr[CLI_ERRLEN];
+    cli_redact_init(&red, p, 0);
+    rc = rec_json(&b, &red, d, rerr);
+    cli_redact_free(&red);
+    if (rc) {
+      pawl__buf_free(&b);
+      pawl_recurring_free(d, 1);
+      return rec_fail(err, errlen, 1, "%s", rerr);
+    }
     pawl__buf_putc(&b, '\n');
   } else {
     char t[PAWL__TZ_STRLEN];
@@ -350,12 +373,21 @@ static int rec_run(pawl_t *p, const rec_args_t *a, char *err, size_t errlen) {
     pawl_buf_t b;
     pawl__buf_init(&b);
     if (a->json) {
+      cli_redact_t red;
+      char rerr[CLI_ERRLEN];
+      cli_redact_init(&red, p, 0);
       pawl__buf_putc(&b, '[');
-      for (size_t i = 0; i < n; i++) {
+      for (size_t i = 0; !rc && i < n; i++) {
         if (i) pawl__buf_putc(&b, ',');
-        rec_json(&b, &d[i]);
+        rc = rec_json(&b, &red, &d[i], rerr);
       }
       pawl__buf_puts(&b, "]\n");
+      cli_redact_free(&red);
+      if (rc) {
+        pawl__buf_free(&b);
+        pawl_recurring_free(d, n);
+        return rec_fail(err, errlen, 1, "%s", rerr);
+      }
     } else if (n) {
       rec_table(&b, d, n);
     }

@@ -749,6 +749,18 @@ static int host_fn_entropy(lua_State *L) {
   return 1;
 }
 
+/* host.redact_web_url(url) -> `url` as messages show it: its user
+ * information and query replaced (pawl__redact_web_url, what the webhook
+ * sender logs), so a refused webhook URL is shown the same way at script
+ * load. [-1, +1, -] */
+static int host_fn_redact_web_url(lua_State *L) {
+  const char *url = luaL_checkstring(L, 1);
+  char shown[512];
+  pawl__redact_web_url(url, shown, sizeof shown);
+  lua_pushstring(L, shown);
+  return 1;
+}
+
 /* host.redact_key(key) -> whether admin views hide the value of a member
  * named `key` by the built-in words (issue 16; pawl__redact_key): ctx:log
  * fields follow the same rule. [-1, +1, -] */
@@ -1095,6 +1107,7 @@ static const luaL_Reg host_fns[] = {
     {"lock_release", host_fn_lock_release}, {"entropy", host_fn_entropy},
     {"text", host_fn_text},       {"cron_check", host_fn_cron_check},
     {"redact_key", host_fn_redact_key}, /* issue 16 */
+    {"redact_web_url", host_fn_redact_web_url},
     /* restartable steps (issue 15) */
     {"steps", host_fn_steps},     {"step_begin", host_fn_step_begin},
     {"step_save", host_fn_step_save}, {"step_count", host_fn_step_count},

@@ -8,7 +8,10 @@
  * otherwise; compared in constant time). Requests are served on
  * libmicrohttpd's own thread, one at a time, so a route's handler must
  * read memory only (never the database, never a lock a worker holds
- * long). */
+ * long). Slow clients are bounded before anything is known of them: a
+ * request head must arrive whole within 5 s, and past 16 unfinished
+ * heads from one address or 64 in all the oldest is closed (http.c
+ * says why). */
 #ifndef PAWL_HTTP_H
 #define PAWL_HTTP_H
 

@@ -415,6 +415,8 @@ local function action(S, name, arg, reason)
     end
     local j = check(S.db[name](S.db, arg, reason))
     S:remember(j.id)
+    -- The job after the action, shown as job(id) shows it.
+    S:redact(j, {})
     return kind(j, "job")
   end
   if type(arg) ~= "table" then

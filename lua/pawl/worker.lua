@@ -371,9 +371,11 @@ end
 
 -- ---- alerts (issue 16) ------------------------------------------------
 
--- `url` with its userinfo (user:password@) replaced, for messages.
+-- `url` as messages show it: its user information (user:password@) and
+-- its query (?api_key=...) replaced, by the C rule the webhook sender's
+-- log lines use (host/core/redact.c), so both show a URL the same way.
 local function redact_url(url)
-  return (tostring(url):gsub("^(%a[%w+.-]*://)[^/@]*@", "%1<redacted>@"))
+  return host.redact_web_url(tostring(url))
 end
 
 local WEBHOOK_OPTS = { url = "string", headers = "table", timeout = "number",
@@ -1453,10 +1455,19 @@ function W.result_json(result)
   return s
 end
 
-local function message_of(err)
+-- The text of an error value. A table is shown as JSON with its secret
+-- members hidden by the rule ctx:log's fields follow (the built-in words
+-- and the type's `redact` names, at any depth): the sanitizer that runs
+-- on the text after it knows no type's names, and error(job.payload)
+-- would otherwise store a `redact` field in last_error, the attempts, the
+-- host's log and an alert's webhook body.
+local function encode_clean(err, spec)
+  return pjson.encode(clean_fields(err, 0, redact_names(spec)))
+end
+local function message_of(err, spec)
   if type(err) == "string" then return err end
   if type(err) == "table" then
-    local ok, s = pcall(pjson.encode, err)
+    local ok, s = pcall(encode_clean, err, spec)
     if ok then return s end
   end
   return tostring(err)
@@ -1479,7 +1490,7 @@ function W.branches_json(job, result, seq)
     local ok, v = pcall(b[name], result, job)
     if not ok then
       host.log(seq, "error", clean(spec, ("branch %s raised: %s")
-        :format(name, message_of(v)), job), nil)
+        :format(name, message_of(v, spec)), job), nil)
     elseif v then
       fired[#fired + 1] = name
     end
@@ -1515,13 +1526,13 @@ function W.failed(job, err)
   if type(err) == "table" and err[SENTINEL] == "fatal" then
     return "failed", clean(spec, err.message, job), 0
   end
-  local text = clean(spec, message_of(err), job)
+  local text = clean(spec, message_of(err, spec), job)
   if job.attempt >= max_attempts_of(job, spec) then return "failed", text, 0 end
   local policy = (spec and spec.retry) or defaults.retry
   local ok, delay = pcall(policy, job.attempt, err, job)
   if not ok then
     return "failed", text .. "\nretry policy failed: "
-      .. clean(spec, message_of(delay), job), 0
+      .. clean(spec, message_of(delay, spec), job), 0
   end
   if delay == nil then return "failed", text, 0 end
   if out_of_range("delay", delay, 0, limits.delay_max_s) then
@@ -1576,7 +1587,7 @@ function W.hook(name, job, arg)
   current_job, current_spec = job, spec
   local ok, err = pcall(fn, job, arg)
   if ok then return nil end
-  return clean(spec, message_of(err), job)
+  return clean(spec, message_of(err, spec), job)
 end
 
 -- The global on_dead hook of _defaults.lua (issue 16), run by the host's
@@ -1593,7 +1604,7 @@ function W.alert(job, err, info)
   local ok, e = pcall(fn, job, err, info)
   current_job, current_spec = nil, nil
   if ok then return nil end
-  return clean(spec_of(job.type), message_of(e), job)
+  return clean(spec_of(job.type), message_of(e, spec_of(job.type)), job)
 end
 
 -- Whether _defaults.lua has an on_dead hook, its dedup window in seconds

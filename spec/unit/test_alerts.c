@@ -30,6 +30,7 @@
 #include "pawl.h"
 #include "pawl_internal.h"
 #include "pgtest.h"
+#include "redact.h"
 #include "unit.h"
 
 #define AL_T0 INT64_C(1800000000000)
@@ -852,6 +853,42 @@ void test_host_alerts_webhook_refusals(void) {
     if (!strstr(err, bad[i][1]))
       unit_fail(__FILE__, __LINE__, "%s: %s", bad[i][0], err);
     CHECK(strstr(err, "pw@") == NULL); /* the password is not repeated */
+  }
+  /* A refused URL is shown as the webhook sender's log lines show one
+   * (pawl__redact_web_url): without its user information, and without its
+   * query, where an API key often travels. */
+  /* {the URL as a Lua literal, the URL} */
+  static const char *const urls[][2] = {
+      {"'ftp://u:pw@hooks.example/x?api_key=K3Y'",
+       "ftp://u:pw@hooks.example/x?api_key=K3Y"},
+      {"'gopher://hooks.example?token=K3Y&a=1'",
+       "gopher://hooks.example?token=K3Y&a=1"},
+      {"'http://hooks.example/a b?api_key=K3Y'",
+       "http://hooks.example/a b?api_key=K3Y"},
+      {"'https://u:pw@hooks.example/?api_key=K3Y\\n'",
+       "https://u:pw@hooks.example/?api_key=K3Y\n"},
+      {"'mailto:ops@hooks.example?subject=K3Y'",
+       "mailto:ops@hooks.example?subject=K3Y"},
+      {"'http://hooks.example/#K3Y x'", "http://hooks.example/#K3Y x"},
+      {"'http://hooks.example/?api_key=K3Y' .. ('a'):rep(3000)",
+       NULL},
+  };
+  for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+    char src[512], want[512];
+    snprintf(src, sizeof src,
+             "return { run = function() end,\n"
+             "  on_dead = pawl.alert.webhook{ url = %s } }\n",
+             urls[i][0]);
+    al_script("hooked", src);
+    pawl_script_info_t info;
+    char err[1024] = "";
+    CHECK_INT(pawl_script_info("scripts", "hooked", &info, err, sizeof err),
+              ==, PAWL_EINVAL);
+    if (urls[i][1]) pawl__redact_web_url(urls[i][1], want, sizeof want);
+    else snprintf(want, sizeof want, "http://hooks.example/?<redacted>");
+    if (!strstr(err, want) || strstr(err, "K3Y") || strstr(err, "pw@"))
+      unit_fail(__FILE__, __LINE__, "%s: want %s in: %s", urls[i][0], want,
+                err);
   }
   /* alert_window belongs to _defaults.lua, and is bounded. */
   al_script("hooked", "return { run = function() end, alert_window = 5 }\n");
