@@ -59,6 +59,8 @@ extern "C" {
 #define PAWL_ELEASE (-11)   /* the job is no longer leased by this node */
 #define PAWL_EUNAVAIL (-12) /* database unreachable (connection lost): retry later */
 #define PAWL_EDONE (-13)    /* job instance already completed (identity) */
+#define PAWL_EPERM (-14)    /* job code acting on a job it did not enqueue,
+                               without the operator's grant */
 
 /* A static English description of `err`. Never NULL. */
 PAWL_EXTERN const char *pawl_strerror(int err);
@@ -1170,6 +1172,13 @@ typedef struct pawl_host_opts {
   int allow_env;             /* 1: job code may read the environment
                                 (os.getenv); 0: refused, unless
                                 _defaults.lua grants "env" */
+  /* Authority over other jobs (docs/security.md): job code acts on the
+   * jobs it enqueued only, unless granted (or _defaults.lua grants the
+   * name in its `allow` list). 1: it may also */
+  int allow_signal;          /* deliver a decision to any job (pawl.signal) */
+  int allow_replace;         /* replace (and so cancel) any job */
+  int allow_restart;         /* restart any dead job instance by enqueueing
+                                its identity */
   int log_level;             /* PAWL_LOG_*; default PAWL_LOG_INFO (0 is
                                 DEBUG: set it explicitly) */
   int log_json;              /* 1: JSON lines instead of text */
