@@ -611,14 +611,15 @@ static int store_transition_row(store_t *st, const store_transition_steps_t *x,
 int pawl__store_owner_check(store_t *st, const pawl_id_t *id,
                             const char *type, const char *enqueued_by,
                             const char *owner) {
-  if (!owner || (enqueued_by && strcmp(enqueued_by, owner) == 0)) return 0;
+  if (!owner || (*owner && enqueued_by && strcmp(enqueued_by, owner) == 0))
+    return 0;
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id, text);
   return pawl__store_fail(st, PAWL_EPERM,
                           "job %s (%s) was enqueued by %s, not by %s",
                           text, type ? type : "?",
                           enqueued_by ? enqueued_by : "nobody recorded",
-                          owner);
+                          *owner ? owner : "code that runs for no job");
 }
 
 int pawl__store_transition(store_t *st, const store_transition_steps_t *x,

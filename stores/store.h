@@ -1039,7 +1039,8 @@ int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
 
 /* Job code acts only on the jobs it enqueued unless the operator granted
  * more (docs/security.md, "Authority over other jobs"): 0 when `owner` is
- * NULL or is the enqueued_by of job `j` (as read in the caller's
+ * NULL or is the enqueued_by of the job (an empty owner owns nothing) (as
+ * read in the caller's
  * transaction; enqueued_by never changes once written), else PAWL_EPERM
  * with a message naming the job, its type and who enqueued it. */
 int pawl__store_owner_check(store_t *st, const pawl_id_t *id,

@@ -123,7 +123,9 @@ int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,
   eo.blocked = old->state == PAWL_BLOCKED;
   /* A replacement made by job code is that job's (its owner), so that it
    * may act on it again; one an operator makes is the operator's. */
-  eo.enqueued_by = p->actor ? p->actor->owner : NULL;
+  eo.enqueued_by = !p->actor           ? NULL
+                   : *p->actor->owner ? p->actor->owner
+                                      : p->actor->name;
   /* The idempotency key stays the old job's: it is unique for ever. */
   store_new_job_t nj;
   memset(&nj, 0, sizeof nj);

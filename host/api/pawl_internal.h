@@ -67,7 +67,7 @@ int pawl__fail(pawl_t *p, int rc, const char *fmt, ...)
  *   delivered_by, the cancel and replace events, a restart's event;
  * - pawl_signal(), pawl_replace() and the restart of a dead job instance
  *   by an enqueue act only on jobs whose enqueued_by is `owner`
- *   ("job:<id>": the jobs this job enqueued), unless `grants` has the
+ *   ("job:<id>": the jobs this job enqueued; "": none), unless `grants` has the
  *   action's bit; any other job is refused with PAWL_EPERM, decided by the
  *   store on the row it reads in the action's transaction;
  * - a replacement is enqueued by `owner`, so it stays the job's own. */

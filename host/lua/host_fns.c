@@ -207,9 +207,7 @@ static void host_fn_act(lua_State *L, pawl__lua_t *w, host_fn_actor_t *b,
     snprintf(b->owner, sizeof b->owner, "job:%s", text);
     snprintf(b->name, sizeof b->name, "job:%s (%.200s)", text, j->type);
   } else {
-    /* Not a name any enqueue records: pawl_enqueue refuses control
-     * characters in enqueued_by. */
-    snprintf(b->owner, sizeof b->owner, "job:\x01none");
+    b->owner[0] = 0; /* owns nothing (pawl__store_owner_check) */
     snprintf(b->name, sizeof b->name, "job code");
   }
   w->cfg.act_as(w->cfg.data, b->name, b->owner, grants);
