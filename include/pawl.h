@@ -825,7 +825,11 @@ PAWL_EXTERN int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
  * (so a dead owner never blocks the others for longer). `owner` names the
  * holder: give each holder its own (two holders with one name share the
  * lock). Strings are borrowed for the call; name and owner are 1..200
- * bytes, ttl_ms 1..PAWL_LEASE_MAX_MS.
+ * bytes of UTF-8 without control characters, ttl_ms 1..PAWL_LEASE_MAX_MS.
+ * Names beginning with "pawl." (in any case, after spaces) are the host's
+ * own (its lease recovery, recurring and retention chores): refused with
+ * PAWL_EINVAL, so that no caller can hold one and stop those chores;
+ * pawl_locks() still lists them.
  *
  * pawl_lock_acquire: *got = 1 if the lock is now ours (it was free,
  * expired, or already ours: then its TTL starts again), else 0.
