@@ -1417,7 +1417,8 @@ local function seal_job(job, with_signal)
     __metatable = false,
     __newindex = not hosted and job_read_only or nil,
     __index = function(_, k)
-      if k ~= "signal" or not with_signal then return b[k] end
+      -- rawget: in the program's state b is the job table itself.
+      if k ~= "signal" or not with_signal then return rawget(b, k) end
       if sig == nil then sig = host.signal_of() or NO_SIGNAL end
       if sig == NO_SIGNAL then return nil end
       return deep_copy(sig)
