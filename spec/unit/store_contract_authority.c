@@ -316,6 +316,13 @@ void contract_auth_input_bounds(const char *url) {
   CHECK_INT(pawl_cancel(p, &id, long_text, NULL), ==, PAWL_EINVAL);
   CHECK(strstr(pawl_errmsg(p), "reason is longer than 1000 bytes (got 1001)"));
   CHECK_INT(pawl_cancel(p, &id, "a\nb", NULL), ==, PAWL_EINVAL);
+  pawl_filter_t f;
+  pawl_filter_init(&f);
+  f.type = "t";
+  pawl_bulk_result_t br;
+  CHECK_INT(pawl_bulk(p, PAWL_ACTION_CANCEL, &f, long_text, &br), ==,
+            PAWL_EINVAL);
+  CHECK(strstr(pawl_errmsg(p), "reason is longer than 1000 bytes (got 1001)"));
   pawl_replace_opts_t ro;
   pawl_replace_opts_init(&ro);
   ro.reason = long_text;
