@@ -59,6 +59,8 @@ extern "C" {
 #define PAWL_ELEASE (-11)   /* the job is no longer leased by this node */
 #define PAWL_EUNAVAIL (-12) /* database unreachable (connection lost): retry later */
 #define PAWL_EDONE (-13)    /* job instance already completed (identity) */
+#define PAWL_EPERM (-14)    /* job code acting on a job it did not enqueue,
+                               without the operator's grant */
 
 /* A static English description of `err`. Never NULL. */
 PAWL_EXTERN const char *pawl_strerror(int err);
@@ -823,7 +825,11 @@ PAWL_EXTERN int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
  * (so a dead owner never blocks the others for longer). `owner` names the
  * holder: give each holder its own (two holders with one name share the
  * lock). Strings are borrowed for the call; name and owner are 1..200
- * bytes, ttl_ms 1..PAWL_LEASE_MAX_MS.
+ * bytes of UTF-8 without control characters, ttl_ms 1..PAWL_LEASE_MAX_MS.
+ * Names beginning with "pawl." (in any case, after spaces) are the host's
+ * own (its lease recovery, recurring and retention chores): refused with
+ * PAWL_EINVAL, so that no caller can hold one and stop those chores;
+ * pawl_locks() still lists them.
  *
  * pawl_lock_acquire: *got = 1 if the lock is now ours (it was free,
  * expired, or already ours: then its TTL starts again), else 0.
@@ -1170,6 +1176,13 @@ typedef struct pawl_host_opts {
   int allow_env;             /* 1: job code may read the environment
                                 (os.getenv); 0: refused, unless
                                 _defaults.lua grants "env" */
+  /* Authority over other jobs (docs/security.md): job code acts on the
+   * jobs it enqueued only, unless granted (or _defaults.lua grants the
+   * name in its `allow` list). 1: it may also */
+  int allow_signal;          /* deliver a decision to any job (pawl.signal) */
+  int allow_replace;         /* replace (and so cancel) any job */
+  int allow_restart;         /* restart any dead job instance by enqueueing
+                                its identity */
   int log_level;             /* PAWL_LOG_*; default PAWL_LOG_INFO (0 is
                                 DEBUG: set it explicitly) */
   int log_json;              /* 1: JSON lines instead of text */

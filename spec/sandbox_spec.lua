@@ -457,8 +457,9 @@ return {
     it("allow lists only known capabilities", function()
       env:script("_defaults", [[return { allow = { "io", "net" } }]])
       local r, _, p = probe()
-      assert.is_true(has(p:stderr(), 'allow must list capabilities, \\"io\\" or '
-                         .. '\\"env\\" (got \\"net\\")'), p:stderr())
+      assert.is_true(has(p:stderr(), 'allow must list capabilities, \\"io\\", '
+                         .. '\\"env\\", \\"signal\\", \\"replace\\" or '
+                         .. '\\"restart\\" (got \\"net\\")'), p:stderr())
       -- The broken defaults file grants nothing.
       assert_refused(r, IO, "--allow-io")
     end)

@@ -608,10 +608,24 @@ static int store_transition_row(store_t *st, const store_transition_steps_t *x,
   return store_transition_write(st, x, j, op, &plan, now, actor, reason);
 }
 
+int pawl__store_owner_check(store_t *st, const pawl_id_t *id,
+                            const char *type, const char *enqueued_by,
+                            const char *owner) {
+  if (!owner || (*owner && enqueued_by && strcmp(enqueued_by, owner) == 0))
+    return 0;
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(id, text);
+  return pawl__store_fail(st, PAWL_EPERM,
+                          "job %s (%s) was enqueued by %s, not by %s",
+                          text, type ? type : "?",
+                          enqueued_by ? enqueued_by : "nobody recorded",
+                          *owner ? owner : "code that runs for no job");
+}
+
 int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
                            const pawl_id_t *id, store_op_t op,
-                           const char *actor, const char *reason,
-                           pawl_job_t **out) {
+                           const char *actor, const char *owner,
+                           const char *reason, pawl_job_t **out) {
   pawl_job_t *j = NULL;
   int64_t now = 0;
   int noop = 0;
@@ -620,6 +634,10 @@ int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
   /* The row is read (and, where the database can, locked until commit):
    * the decision below cannot race. */
   if ((rc = x->read(st, id, 1, &j))) return x->end(st, rc);
+  if ((rc = pawl__store_owner_check(st, id, j->type, j->enqueued_by, owner))) {
+    pawl_job_free(j);
+    return x->end(st, rc);
+  }
   if (!(rc = x->now(st, &now)))
     rc = store_transition_row(st, x, j, op, now, actor, reason, &noop);
   if (!rc && noop) {

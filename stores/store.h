@@ -279,6 +279,10 @@ typedef struct store_replace {
   const store_new_job_t *job;
   const char *actor;
   const char *reason;        /* the old job's cancel event */
+  /* NULL, or the enqueued_by the old job must have (job code acting
+   * without a grant): PAWL_EPERM otherwise, decided on the row the
+   * transaction reads, nothing written. */
+  const char *owner;
 } store_replace_t;
 
 /* A row of the alert outbox (issue 16; see ops alerts). Strings owned. */
@@ -383,9 +387,12 @@ struct store_ops {
   } terminal;
 
   struct {
+    /* `owner`: NULL, or the enqueued_by the job must have (job code
+     * acting without a grant, pawl__store_owner_check): PAWL_EPERM
+     * otherwise, decided on the row read in the transaction. */
     int (*transition)(store_t *st, const pawl_id_t *id, store_op_t op,
-                      const char *actor, const char *reason,
-                      pawl_job_t **out);
+                      const char *actor, const char *owner,
+                      const char *reason, pawl_job_t **out);
   } control;
 
   struct {
@@ -562,10 +569,12 @@ struct store_ops {
      * row's job. PAWL_ENOTFOUND: no row holds the key; PAWL_ESTATE: the
      * wait ended without a decision (expired, or the job is no longer
      * blocked). On PostgreSQL the row is locked (FOR UPDATE) first, so of
-     * two deliveries at once one records and the other finds it done. */
+     * two deliveries at once one records and the other finds it done.
+     * `owner` (NULL: any): the enqueued_by the row's job must have,
+     * PAWL_EPERM otherwise (pawl__store_owner_check), nothing written. */
     int (*deliver)(store_t *st, const char *key, const char *decision,
-                   const char *payload, const char *actor, pawl_id_t *job,
-                   int *already);
+                   const char *payload, const char *actor, const char *owner,
+                   pawl_id_t *job, int *already);
     /* The signal of job `id`; PAWL_ENOTFOUND when it has none.
      * *out: pawl_signal_free(). */
     int (*get)(store_t *st, const pawl_id_t *id, pawl_signal_info_t **out);
@@ -1025,8 +1034,18 @@ typedef struct store_transition_steps {
  * the event and write the row, all in one transaction. */
 int pawl__store_transition(store_t *st, const store_transition_steps_t *x,
                            const pawl_id_t *id, store_op_t op,
-                           const char *actor, const char *reason,
-                           pawl_job_t **out);
+                           const char *actor, const char *owner,
+                           const char *reason, pawl_job_t **out);
+
+/* Job code acts only on the jobs it enqueued unless the operator granted
+ * more (docs/security.md, "Authority over other jobs"): 0 when `owner` is
+ * NULL or is the enqueued_by of the job (an empty owner owns nothing) (as
+ * read in the caller's
+ * transaction; enqueued_by never changes once written), else PAWL_EPERM
+ * with a message naming the job, its type and who enqueued it. */
+int pawl__store_owner_check(store_t *st, const pawl_id_t *id,
+                            const char *type, const char *enqueued_by,
+                            const char *owner);
 
 /* The same transition inside the caller's write transaction (x->begin and
  * x->end are not called; `now` is the caller's), for bulk actions. `expect`

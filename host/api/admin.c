@@ -113,6 +113,7 @@ int pawl_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
   pawl_bulk_result_t r = {0, 0, 0};
   store_match_t m;
   int rc = admin_match(p, action, f, &m);
+  if (!rc) rc = pawl__check_reason(p, reason); /* as a single job's */
   if (rc) return rc;
   store_pick_t *picks = pawl__malloc(ADMIN_BATCH * sizeof *picks);
   if (!picks) return pawl__fail(p, PAWL_ENOMEM, "out of memory");

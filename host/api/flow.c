@@ -34,8 +34,10 @@ int pawl_signal(pawl_t *p, const char *key, const char *decision,
   pawl_id_t job;
   int already = 0;
   rc = pawl__from_store(p, p->store->ops->flow.deliver(
-                               p->store, key, decision, payload, p->principal,
-                               &job, &already));
+                               p->store, key, decision, payload,
+                               pawl__actor_name(p),
+                               pawl__actor_owner(p, PAWL__GRANT_SIGNAL), &job,
+                               &already));
   if (rc) return rc;
   /* The job is pending now: a host on this handle claims it at once. */
   if (!already && p->host) p->host_ops->wake(p->host);
@@ -73,9 +75,20 @@ int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,
     pawl_replace_opts_init(&none);
     o = &none;
   }
-  pawl_job_t *old = NULL;
-  int rc = pawl_get(p, id, &old);
+  int rc = pawl__check_reason(p, o->reason);
   if (rc) return rc;
+  const char *owner = pawl__actor_owner(p, PAWL__GRANT_REPLACE);
+  pawl_job_t *old = NULL;
+  if ((rc = pawl_get(p, id, &old))) return rc;
+  /* Job code without the grant: a job it did not enqueue is refused before
+   * anything else is said of it (the store decides again, on the row its
+   * transaction reads). */
+  if ((rc = pawl__from_store(p, pawl__store_owner_check(
+                                    p->store, id, old->type, old->enqueued_by,
+                                    owner)))) {
+    pawl_job_free(old);
+    return rc;
+  }
   char text[PAWL_ID_STRLEN];
   pawl_id_format(id, text);
   if (old->state == PAWL_SUCCEEDED) {
@@ -108,6 +121,11 @@ int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,
   eo.correlation_id = old->correlation_id;
   eo.ordering_key = old->ordering_key;
   eo.blocked = old->state == PAWL_BLOCKED;
+  /* A replacement made by job code is that job's (its owner), so that it
+   * may act on it again; one an operator makes is the operator's. */
+  eo.enqueued_by = !p->actor           ? NULL
+                   : *p->actor->owner ? p->actor->owner
+                                      : p->actor->name;
   /* The idempotency key stays the old job's: it is unique for ever. */
   store_new_job_t nj;
   memset(&nj, 0, sizeof nj);
@@ -131,8 +149,9 @@ int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,
     store_replace_t r = {.old_id = id,
                          .expect_version = old->version,
                          .job = &nj,
-                         .actor = p->principal,
-                         .reason = reason};
+                         .actor = pawl__actor_name(p),
+                         .reason = reason,
+                         .owner = owner};
     rc = pawl__from_store(p, p->store->ops->flow.replace(p->store, &r));
   }
   pawl__buf_free(&tags);

@@ -25,6 +25,9 @@ struct pawl {
   store_config_t cfg;      /* as opened; cfg.url is owned */
   char *node_id;           /* owned */
   char *principal;         /* owned; actor in history for operator actions */
+  pawl__actor_t acting;    /* job code acting now (pawl__act_as), its
+                              strings borrowed for one call */
+  const pawl__actor_t *actor; /* &acting while job code acts, else NULL */
   pawl_id_t incarnation;   /* this handle's lease token: a restarted node
                               with the same node id is a new incarnation */
   int64_t lease_ms;
@@ -44,6 +47,16 @@ int pawl__filter_check(pawl_t *p, const pawl_filter_t *f);
 /* Checks a name (a job type, a queue, a tag: 1..200 bytes without control
  * characters; pawl.c): 0, or PAWL_EINVAL with p->errmsg naming `what`. */
 int pawl__check_name(pawl_t *p, const char *what, const char *s);
+/* The same rule for a reason recorded in a job's history (1..1000 bytes;
+ * NULL passes). */
+int pawl__check_reason(pawl_t *p, const char *reason);
+/* Who is acting through `p` now: job code's name while pawl__act_as() is
+ * in force, else the handle's principal. */
+const char *pawl__actor_name(pawl_t *p);
+/* The enqueued_by a job must have for `p` to act on it with the action
+ * `grant` (PAWL__GRANT_*): NULL (any job) unless job code without that
+ * grant is acting. */
+const char *pawl__actor_owner(pawl_t *p, int grant);
 /* Copies the store's message (or rc's text) into p->errmsg after a failed
  * store call; returns rc (pawl.c). */
 int pawl__from_store(pawl_t *p, int rc);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -326,20 +327,59 @@ int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke) {
 
 /* Names (types, queues) are printable text without control characters, at
  * most 200 bytes: they show up in logs, CLI tables and metrics labels. */
-static int pawl_check_name(pawl_t *p, const char *what, const char *s) {
+static int pawl_check_text(pawl_t *p, const char *what, const char *s,
+                           size_t max) {
   if (!s || !*s) return pawl__fail(p, PAWL_EINVAL, "%s must not be empty", what);
   size_t n = strlen(s);
-  if (n > 200)
-    return pawl__fail(p, PAWL_EINVAL, "%s is longer than 200 bytes", what);
-  for (size_t i = 0; i < n; i++)
+  if (n > max)
+    return pawl__fail(p, PAWL_EINVAL, "%s is longer than %zu bytes (got %zu)",
+                      what, max, n);
+  for (size_t i = 0, k; i < n; i += k) {
     if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
       return pawl__fail(p, PAWL_EINVAL, "%s contains a control character",
                         what);
+    /* What every backend stores: PostgreSQL refuses other bytes. */
+    if (!(k = pawl__json_utf8_len((const unsigned char *)s + i, n - i)))
+      return pawl__fail(p, PAWL_EINVAL, "%s is not valid UTF-8 (at byte %zu)",
+                        what, i + 1);
+  }
   return 0;
+}
+
+/* Names and keys (types, queues, tags, idempotency, business, ordering and
+ * signal keys, correlation ids, lock names) are text without control
+ * characters, at most 200 bytes: they show up in logs, CLI tables and
+ * metrics labels, and job code hands them in too. */
+static int pawl_check_name(pawl_t *p, const char *what, const char *s) {
+  return pawl_check_text(p, what, s, 200);
 }
 
 int pawl__check_name(pawl_t *p, const char *what, const char *s) {
   return pawl_check_name(p, what, s);
+}
+
+/* A reason recorded in a job's history (cancel, replace, queue pause). */
+#define PAWL_REASON_MAX 1000
+
+int pawl__check_reason(pawl_t *p, const char *reason) {
+  if (!reason || !*reason) return 0;
+  return pawl_check_text(p, "reason", reason, PAWL_REASON_MAX);
+}
+
+/* ---- who acts ----------------------------------------------------------- */
+
+void pawl__act_as(pawl_t *p, const pawl__actor_t *a) {
+  if (a) p->acting = *a;
+  p->actor = a ? &p->acting : NULL;
+}
+
+const char *pawl__actor_name(pawl_t *p) {
+  return p->actor ? p->actor->name : p->principal;
+}
+
+const char *pawl__actor_owner(pawl_t *p, int grant) {
+  if (!p->actor || (p->actor->grants & grant)) return NULL;
+  return p->actor->owner;
 }
 
 /* A number within [min, max], or PAWL_EINVAL naming it and its range. */
@@ -448,10 +488,17 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
                         (long long)now, (long long)o->delay_ms,
                         (long long)PAWL_TIME_MAX_MS);
   }
-  if (o->idempotency_key && !*o->idempotency_key)
-    return pawl__fail(p, PAWL_EINVAL, "idempotency key must not be empty");
-  if (o->business_key && !*o->business_key)
-    return pawl__fail(p, PAWL_EINVAL, "business key must not be empty");
+  if (o->idempotency_key &&
+      (rc = pawl_check_name(p, "idempotency key", o->idempotency_key)))
+    return rc;
+  if (o->business_key &&
+      (rc = pawl_check_name(p, "business key", o->business_key)))
+    return rc;
+  if (o->correlation_id &&
+      (rc = pawl_check_name(p, "correlation id", o->correlation_id)))
+    return rc;
+  if (o->enqueued_by && (rc = pawl_check_name(p, "enqueued_by", o->enqueued_by)))
+    return rc;
   if (o->ordering_key &&
       (rc = pawl_check_name(p, "ordering key", o->ordering_key)))
     return rc;
@@ -714,8 +761,14 @@ int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
 static int pawl_transition(pawl_t *p, const pawl_id_t *id, store_op_t op,
                            const char *reason, pawl_job_t **out) {
   p->errmsg[0] = 0;
+  int rc = pawl__check_reason(p, reason);
+  if (rc) return rc;
+  /* Job code reaches a transition only by restarting a dead job instance
+   * (steps.c): the store refuses a job it did not enqueue, unless granted. */
   return pawl__from_store(p, p->store->ops->control.transition(
-                                p->store, id, op, p->principal, reason, out));
+                                p->store, id, op, pawl__actor_name(p),
+                                pawl__actor_owner(p, PAWL__GRANT_RESTART),
+                                reason, out));
 }
 
 int pawl_cancel(pawl_t *p, const pawl_id_t *id, const char *reason,
@@ -898,10 +951,19 @@ int pawl_extend(pawl_t *p, const pawl_id_t *id, int32_t attempt, int *held) {
 static int pawl_lock_check(pawl_t *p, const char *name, const char *owner,
                            int64_t ttl_ms) {
   p->errmsg[0] = 0;
-  if (!name || !*name || strlen(name) > 200)
-    return pawl__fail(p, PAWL_EINVAL, "lock name must be 1 to 200 bytes");
-  if (!owner || !*owner || strlen(owner) > 200)
-    return pawl__fail(p, PAWL_EINVAL, "lock owner must be 1 to 200 bytes");
+  int rc;
+  if ((rc = pawl_check_name(p, "lock name", name)) ||
+      (rc = pawl_check_name(p, "lock owner", owner)))
+    return rc;
+  /* The host's own locks (see PAWL__HOST_LOCK_PREFIX) are not the
+   * caller's to take, in any spelling of the prefix: a lookalike in
+   * `pawl locks` would mislead an operator as much. */
+  size_t np = strlen(PAWL__HOST_LOCK_PREFIX), sp = strspn(name, " ");
+  if (strncasecmp(name + sp, PAWL__HOST_LOCK_PREFIX, np) == 0)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "lock name \"%.200s\" is reserved: names beginning "
+                      "with \"%s\" are the host's own locks",
+                      name, PAWL__HOST_LOCK_PREFIX);
   if (pawl_check_int(p, "lock TTL", ttl_ms, 1, PAWL_LEASE_MAX_MS, "ms"))
     return PAWL_EINVAL;
   return 0;

@@ -57,6 +57,37 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
 int pawl__fail(pawl_t *p, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Job code acting through a handle (host/lua/host_fns.c, through the
+ * runner's pawl__lua_config_t.act_as): who it is and what it may touch,
+ * for the duration of one call (pawl__act_as(p, a) before it,
+ * pawl__act_as(p, NULL) after; a's strings are borrowed meanwhile, and
+ * the handle is the calling thread's own). While set:
+ * - `name` ("job:<id> (<type>)") is recorded instead of the handle's
+ *   principal as the actor of what the call changes: a signal's
+ *   delivered_by, the cancel and replace events, a restart's event;
+ * - pawl_signal(), pawl_replace() and the restart of a dead job instance
+ *   by an enqueue act only on jobs whose enqueued_by is `owner`
+ *   ("job:<id>": the jobs this job enqueued; "": none), unless `grants` has the
+ *   action's bit; any other job is refused with PAWL_EPERM, decided by the
+ *   store on the row it reads in the action's transaction;
+ * - a replacement is enqueued by `owner`, so it stays the job's own. */
+#define PAWL__GRANT_SIGNAL 1
+#define PAWL__GRANT_REPLACE 2
+#define PAWL__GRANT_RESTART 4
+typedef struct pawl__actor {
+  const char *name;
+  const char *owner;
+  int grants;
+} pawl__actor_t;
+void pawl__act_as(pawl_t *p, const pawl__actor_t *a);
+
+/* The prefix of the host's own lock names ("pawl.recover",
+ * "pawl.recurring", "pawl.retention"): the public lock functions refuse
+ * names that begin with it, in any case, so that neither job code nor an
+ * embedder can take, extend or release a lock the host's chores rely on;
+ * the host takes them through the store. */
+#define PAWL__HOST_LOCK_PREFIX "pawl."
+
 /* The lease this handle's claims take, in ms (pawl_options_t.lease_ms). */
 int64_t pawl__lease_ms(pawl_t *p);
 

@@ -18,7 +18,6 @@
 #include "store.h"
 
 /* A pause's reason: shown in one line of `pawl queue list`. */
-#define QUEUES_REASON_MAX 1000
 
 static int queues_from_store(pawl_t *p, int rc) {
   if (rc && p->store->errmsg[0])
@@ -27,16 +26,7 @@ static int queues_from_store(pawl_t *p, int rc) {
 }
 
 static int queues_check_reason(pawl_t *p, const char *reason) {
-  if (!reason) return 0;
-  size_t n = strlen(reason);
-  if (n > QUEUES_REASON_MAX)
-    return pawl__fail(p, PAWL_EINVAL,
-                      "reason is longer than %d bytes (got %zu)",
-                      QUEUES_REASON_MAX, n);
-  for (size_t i = 0; i < n; i++)
-    if ((unsigned char)reason[i] < 0x20 || reason[i] == 0x7f)
-      return pawl__fail(p, PAWL_EINVAL, "reason contains a control character");
-  return 0;
+  return pawl__check_reason(p, reason);
 }
 
 int pawl_queue_pause(pawl_t *p, const char *queue, const char *reason,

@@ -116,6 +116,9 @@ typedef enum cli_opt_id {
   CLI_O_UNSAFE_LUA,
   CLI_O_ALLOW_IO,
   CLI_O_ALLOW_ENV,
+  CLI_O_ALLOW_SIGNAL,
+  CLI_O_ALLOW_REPLACE,
+  CLI_O_ALLOW_RESTART,
   CLI_O_TZ,
   CLI_O_FROM,
   CLI_O_COUNT,
@@ -222,6 +225,9 @@ static const struct cli_opt {
     {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
     {"--allow-io", CLI_O_ALLOW_IO, 0, CLI_BIT(CLI_RUN)},
     {"--allow-env", CLI_O_ALLOW_ENV, 0, CLI_BIT(CLI_RUN)},
+    {"--allow-signal", CLI_O_ALLOW_SIGNAL, 0, CLI_BIT(CLI_RUN)},
+    {"--allow-replace", CLI_O_ALLOW_REPLACE, 0, CLI_BIT(CLI_RUN)},
+    {"--allow-restart", CLI_O_ALLOW_RESTART, 0, CLI_BIT(CLI_RUN)},
     {"--tz", CLI_O_TZ, 1, CLI_BIT(CLI_CRON)},
     {"--from", CLI_O_FROM, 1, CLI_BIT(CLI_CRON)},
     {"--count", CLI_O_COUNT, 1, CLI_BIT(CLI_CRON)},
@@ -388,6 +394,13 @@ static const char cli_usage_text[] =
     "      --allow-io            let job code read and write files (io.open,\n"
     "                            io.lines, io.read, io.write, io.type)\n"
     "      --allow-env           let job code read the environment (os.getenv)\n"
+    "      --allow-signal        let job code signal any job (pawl.signal);\n"
+    "                            without it, only the jobs it enqueued\n"
+    "      --allow-replace       let job code replace or cancel any job\n"
+    "                            (pawl.replace); without it, only its own\n"
+    "      --allow-restart       let job code restart any dead job instance\n"
+    "                            (enqueueing its identity); without it, only\n"
+    "                            its own\n"
     "      --load-timeout SECONDS  how long a script's top level may run when\n"
     "                            it is loaded (default 10)\n"
     "      --unsafe-lua          give job code the full standard library\n"
@@ -893,6 +906,9 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   case CLI_O_UNSAFE_LUA: a->host.unsafe_lua = 1; break;
   case CLI_O_ALLOW_IO: a->host.allow_io = 1; break;
   case CLI_O_ALLOW_ENV: a->host.allow_env = 1; break;
+  case CLI_O_ALLOW_SIGNAL: a->host.allow_signal = 1; break;
+  case CLI_O_ALLOW_REPLACE: a->host.allow_replace = 1; break;
+  case CLI_O_ALLOW_RESTART: a->host.allow_restart = 1; break;
   case CLI_O_TZ: a->cron_tz = v; break;
   case CLI_O_FROM: a->cron_from = v; break;
   case CLI_O_COUNT: a->cron_count = v; break;

@@ -31,6 +31,7 @@ static const struct {
     {PAWL_ELEASE, "PAWL_ELEASE", "job is no longer leased by this node"},
     {PAWL_EUNAVAIL, "PAWL_EUNAVAIL", "database unreachable"},
     {PAWL_EDONE, "PAWL_EDONE", "job instance already completed"},
+    {PAWL_EPERM, "PAWL_EPERM", "not permitted: the job did not enqueue it"},
 };
 
 const char *pawl_strerror(int err) {

@@ -131,7 +131,20 @@ typedef struct pawl__lua_config {
    * string metatable): only C job types do. */
   void *const *host_L;
   int host_types_ref;
+  /* Who the handle `p` acts as (docs/security.md, "Authority over other
+   * jobs"): host_fns.c calls it with the acting job's name
+   * ("job:<id> (<type>)"), the enqueued_by of the jobs it owns
+   * ("job:<id>") and its grants (PAWL__LUA_GRANT_*) before a call that may
+   * act on another job, and with name NULL right after it; the strings are
+   * borrowed until then. NULL: job code may not signal or replace. */
+  void (*act_as)(void *data, const char *name, const char *owner,
+                 int grants);
 } pawl__lua_config_t;
+
+/* The grants of act_as (the same bits as api's PAWL__GRANT_*). */
+#define PAWL__LUA_GRANT_SIGNAL 1
+#define PAWL__LUA_GRANT_REPLACE 2
+#define PAWL__LUA_GRANT_RESTART 4
 
 /* What running a job came to, in plain C (no Lua object survives the
  * call but the hook reference). Strings and the log array are owned by

@@ -21,9 +21,13 @@ static const char *hb_str(lua_State *L, int e, int i, const char *what,
                           char *err, size_t errlen) {
   lua_rawgeti(L, e, i);
   const char *s = NULL;
-  if (lua_type(L, -1) == LUA_TSTRING)
-    s = lua_tostring(L, -1); /* anchored by the entry */
-  else if (!lua_isnil(L, -1))
+  size_t len = 0;
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    s = lua_tolstring(L, -1, &len); /* anchored by the entry */
+    /* C would read it up to the NUL: a different string (host_fns.c). */
+    if (strlen(s) != len && !err[0])
+      snprintf(err, errlen, "%s contains a NUL byte", what);
+  } else if (!lua_isnil(L, -1))
     snprintf(err, errlen, "%s must be a string (got %s)", what,
              luaL_typename(L, -1));
   lua_pop(L, 1);
@@ -146,11 +150,18 @@ static int hb_entry(lua_State *L, int e, int anchor, pawl_enqueue_item_t *it,
     lua_pop(L, 1);
     for (size_t i = 0; i < n; i++) {
       lua_rawgeti(L, -1, (int)i + 1);
-      tags[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+      size_t len = 0;
+      tags[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len)
+                                               : NULL;
       lua_pop(L, 1); /* still referenced by the tags table */
       if (!tags[i]) {
         lua_pop(L, 1);
         snprintf(err, errlen, "tags must be strings");
+        return -1;
+      }
+      if (strlen(tags[i]) != len) {
+        lua_pop(L, 1);
+        snprintf(err, errlen, "tag %zu contains a NUL byte", i + 1);
         return -1;
       }
     }
@@ -191,10 +202,11 @@ int pawl__lua_host_batch(lua_State *L) {
   pawl_id_t *ids = lua_newuserdata(L, n * sizeof *ids);
   char by[PAWL_ID_STRLEN + 8] = "job", parent[PAWL_ID_STRLEN];
   const char *corr = NULL;
-  if (w->job) {
-    pawl_id_format(&w->job->id, parent);
+  const pawl_job_t *j = w->job ? w->job : w->hook_job; /* a hook's too */
+  if (j) {
+    pawl_id_format(&j->id, parent);
     snprintf(by, sizeof by, "job:%s", parent);
-    corr = w->job->correlation_id ? w->job->correlation_id : parent;
+    corr = j->correlation_id ? j->correlation_id : parent;
   }
   for (size_t i = 0; i < n; i++) {
     lua_rawgeti(L, 1, (int)i + 1);
@@ -206,7 +218,7 @@ int pawl__lua_host_batch(lua_State *L) {
       lua_pushfstring(L, "job %d: %s", (int)i + 1, err);
       return 2;
     }
-    if (w->job) {
+    if (j) {
       opts[i].enqueued_by = by;
       if (!opts[i].correlation_id) opts[i].correlation_id = corr;
     }
@@ -229,7 +241,7 @@ int pawl__lua_host_batch(lua_State *L) {
         lua_pushfstring(L, "%s: %s", roles[r], err);
         return 2;
       }
-      if (w->job) {
+      if (j) {
         cbo[r].enqueued_by = by;
         if (!cbo[r].correlation_id) cbo[r].correlation_id = corr;
       }
@@ -237,7 +249,7 @@ int pawl__lua_host_batch(lua_State *L) {
     }
     lua_pop(L, 1); /* still referenced by the callbacks table */
   }
-  if (w->job) bo.enqueued_by = by;
+  if (j) bo.enqueued_by = by;
   pawl_id_t bid;
   if (pawl_batch_enqueue(w->cfg.p, items, n, &bo, &bid, ids) != 0) {
     lua_pushnil(L);

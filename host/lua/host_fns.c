@@ -167,8 +167,68 @@ static int host_fn_heartbeat(lua_State *L) {
   return 1;
 }
 
-static const char *host_fn_optstr(lua_State *L, int i) {
-  return lua_isnoneornil(L, i) ? NULL : luaL_checkstring(L, i);
+/* String argument `i` that job code hands to the store, or NULL for nil
+ * (when `opt`). C reads a string up to its first NUL, so one with a NUL
+ * inside would be taken for its prefix (two lock names, two keys that
+ * differ after the NUL, would be one): refused, naming `what`, in err
+ * (the first problem only; the caller checks err[0]). Raises on a value
+ * of the wrong type, as luaL_checkstring does. [-0, +0, e] */
+static const char *host_fn_str(lua_State *L, int i, const char *what, int opt,
+                               char *err, size_t errlen) {
+  if (opt && lua_isnoneornil(L, i)) return NULL;
+  size_t len;
+  const char *s = luaL_checklstring(L, i, &len);
+  if (strlen(s) != len && !err[0])
+    snprintf(err, errlen, "%s contains a NUL byte", what);
+  return s;
+}
+
+#define host_fn_optstr(L, i, what) host_fn_str(L, i, what, 1, err, errlen)
+
+/* Makes the handle act as the job that runs now, or whose hooks run now,
+ * with `grants` (PAWL__LUA_GRANT_*), until host_fn_act_end(): its id and
+ * type name it in what it changes, and it owns the jobs enqueued by
+ * "job:<id>". Code running for no job (the global on_dead hook) owns
+ * nothing. Raises (before anything is set) when the owner gave no act_as.
+ * Nothing may raise between this and host_fn_act_end(). */
+typedef struct host_fn_actor {
+  char name[PAWL_ID_STRLEN + 220];
+  char owner[PAWL_ID_STRLEN + 8];
+} host_fn_actor_t;
+
+static void host_fn_act(lua_State *L, pawl__lua_t *w, host_fn_actor_t *b,
+                        int grants) {
+  if (!w->cfg.act_as)
+    luaL_error(L, "job code cannot act on jobs here (no host)");
+  const pawl_job_t *j = w->job ? w->job : w->hook_job;
+  if (j) {
+    char text[PAWL_ID_STRLEN];
+    pawl_id_format(&j->id, text);
+    snprintf(b->owner, sizeof b->owner, "job:%s", text);
+    snprintf(b->name, sizeof b->name, "job:%s (%.200s)", text, j->type);
+  } else {
+    b->owner[0] = 0; /* owns nothing (pawl__store_owner_check) */
+    snprintf(b->name, sizeof b->name, "job code");
+  }
+  w->cfg.act_as(w->cfg.data, b->name, b->owner, grants);
+}
+
+static void host_fn_act_end(pawl__lua_t *w) {
+  w->cfg.act_as(w->cfg.data, NULL, NULL, 0);
+}
+
+/* The message of a refused call: the store's (naming the job and who
+ * enqueued it), and for PAWL_EPERM the grant that would allow it. */
+static void host_fn_push_error(lua_State *L, pawl__lua_t *w, int rc,
+                               const char *grant) {
+  if (rc == PAWL_EPERM && grant)
+    lua_pushfstring(L, "%s; acting on a job this job did not enqueue needs "
+                       "the grant \"%s\" (allow = { \"%s\" } in the script, "
+                       "granted by the operator with pawl run --allow-%s or "
+                       "allow = { \"%s\" } in _defaults.lua)",
+                    pawl_errmsg(w->cfg.p), grant, grant, grant, grant);
+  else
+    lua_pushstring(L, pawl_errmsg(w->cfg.p));
 }
 
 /* The optional number argument `i` of a pawl.* call, bounded before it is
@@ -206,10 +266,11 @@ static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
                                 const char **payload, pawl_enqueue_opts_t *o,
                                 char *by, char *err, size_t errlen) {
 #define ARG(k) (base + (k) - 1)
-  *type = luaL_checkstring(L, ARG(1));
-  *payload = luaL_checkstring(L, ARG(2));
+  err[0] = 0;
+  *type = host_fn_str(L, ARG(1), "job type", 0, err, errlen);
+  *payload = host_fn_str(L, ARG(2), "payload", 0, err, errlen);
   pawl_enqueue_opts_init(o);
-  o->queue = host_fn_optstr(L, ARG(3));
+  o->queue = host_fn_optstr(L, ARG(3), "queue");
   /* Numbers are bounded here, before any conversion: the API refuses what
    * is out of range too, but a double from Lua may not even fit the C
    * type it is converted to. Delays and times are seconds, ms resolution,
@@ -231,23 +292,24 @@ static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
   o->run_at = (int64_t)ceil(run_at * 1000.0);
   o->max_attempts = (int32_t)attempts;
   o->timeout_s = (int32_t)timeout;
-  o->idempotency_key = host_fn_optstr(L, ARG(9));
-  o->business_key = host_fn_optstr(L, ARG(10));
+  o->idempotency_key = host_fn_optstr(L, ARG(9), "key");
+  o->business_key = host_fn_optstr(L, ARG(10), "business_key");
   o->return_existing = lua_toboolean(L, ARG(11));
-  o->correlation_id = host_fn_optstr(L, ARG(12));
-  const char *tags_json = host_fn_optstr(L, ARG(13));
-  o->params = host_fn_optstr(L, ARG(14));
+  o->correlation_id = host_fn_optstr(L, ARG(12), "correlation_id");
+  const char *tags_json = host_fn_optstr(L, ARG(13), "tags");
+  o->params = host_fn_optstr(L, ARG(14), "params");
   o->blocked = lua_toboolean(L, ARG(15));
-  o->ordering_key = host_fn_optstr(L, ARG(16));
-  o->resource = host_fn_optstr(L, ARG(17));
-  o->signal = host_fn_optstr(L, ARG(18)); /* issue 15: signals */
+  o->ordering_key = host_fn_optstr(L, ARG(16), "ordering_key");
+  o->resource = host_fn_optstr(L, ARG(17), "resource");
+  o->signal = host_fn_optstr(L, ARG(18), "signal"); /* issue 15: signals */
   double sig_timeout;
   if (host_fn_optnum(L, ARG(19), "signal_timeout", 0,
                      PAWL_DELAY_MAX_MS / 1000.0, 0, "seconds", &sig_timeout,
                      err, errlen))
     return -1;
   o->signal_timeout_ms = (int64_t)ceil(sig_timeout * 1000.0);
-  o->when = host_fn_optstr(L, ARG(21));
+  o->when = host_fn_optstr(L, ARG(21), "when");
+  if (err[0]) return -1;
   /* Identifying fields (issue 15, steps): strings of the list at ARG(22),
    * which the caller keeps referenced; the array of pointers is a
    * userdata the anchor holds. pawl.worker checked them. */
@@ -258,9 +320,13 @@ static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
     lua_rawseti(L, anchor, (int)lua_objlen(L, anchor) + 1);
     for (size_t i = 0; i < n; i++) {
       lua_rawgeti(L, ARG(22), (int)i + 1);
-      identity[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+      size_t len = 0;
+      identity[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len)
+                                                   : NULL;
       lua_pop(L, 1); /* a string: still referenced by the list */
       if (!identity[i]) return luaL_error(L, "identity fields must be strings");
+      if (strlen(identity[i]) != len)
+        return luaL_error(L, "an identity field contains a NUL byte");
     }
     o->identity = identity;
     o->nidentity = n;
@@ -278,8 +344,13 @@ static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
     lua_rawseti(L, anchor, (int)lua_objlen(L, anchor) + 1);
     for (size_t i = 0; i < n; i++) {
       lua_rawgeti(L, -1, (int)i + 1);
-      tags[i] = lua_tostring(L, -1);
+      size_t len = 0;
+      tags[i] = lua_tolstring(L, -1, &len);
       if (!tags[i]) return luaL_error(L, "tags must be strings");
+      if (strlen(tags[i]) != len) {
+        snprintf(err, errlen, "tag %d contains a NUL byte", (int)i + 1);
+        return -1;
+      }
       lua_pop(L, 1); /* still referenced by the table */
     }
     lua_rawseti(L, anchor, (int)lua_objlen(L, anchor) + 1);
@@ -315,14 +386,15 @@ static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
   }
   /* Jobs enqueued by a job say so, and share its correlation id (its own
    * id when it has none), so a chain of jobs can be followed. */
-  if (w->job) {
+  const pawl_job_t *j = w->job ? w->job : w->hook_job; /* a hook's too */
+  if (j) {
     char parent[PAWL_ID_STRLEN];
-    pawl_id_format(&w->job->id, parent);
+    pawl_id_format(&j->id, parent);
     snprintf(by, PAWL_ID_STRLEN + 8, "job:%s", parent);
     o->enqueued_by = by;
     if (!o->correlation_id) {
-      if (w->job->correlation_id) {
-        o->correlation_id = w->job->correlation_id;
+      if (j->correlation_id) {
+        o->correlation_id = j->correlation_id;
       } else {
         lua_pushstring(L, parent); /* anchored: the id outlives this */
         o->correlation_id = lua_tostring(L, -1);
@@ -350,12 +422,13 @@ static const char *host_fn_status(int status) {
 static int host_fn_enqueue(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.enqueue");
-  lua_settop(L, 22);
-  lua_newtable(L); /* the anchor, at 23 */
+  lua_settop(L, 23);
+  int may_restart = lua_toboolean(L, 23);
+  lua_newtable(L); /* the anchor, at 24 */
   char err[256], by[PAWL_ID_STRLEN + 8];
   const char *type, *payload;
   pawl_enqueue_opts_t o;
-  if (host_fn_read_enqueue(L, w, 1, 23, &type, &payload, &o, by, err,
+  if (host_fn_read_enqueue(L, w, 1, 24, &type, &payload, &o, by, err,
                            sizeof err)) {
     lua_pushnil(L);
     lua_pushstring(L, err);
@@ -363,9 +436,15 @@ static int host_fn_enqueue(lua_State *L) {
   }
   pawl_id_t id;
   int status = 0;
-  if (pawl_enqueue(w->cfg.p, type, payload, &o, &id, &status) != 0) {
+  /* Nothing raises between these two: the handle acts as the job for
+   * this call only (restarting a dead instance is acting on its job). */
+  host_fn_actor_t actor;
+  host_fn_act(L, w, &actor, may_restart ? PAWL__LUA_GRANT_RESTART : 0);
+  int rc = pawl_enqueue(w->cfg.p, type, payload, &o, &id, &status);
+  host_fn_act_end(w);
+  if (rc != 0) {
     lua_pushnil(L);
-    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    host_fn_push_error(L, w, rc, "restart");
     return 2;
   }
   char text[PAWL_ID_STRLEN];
@@ -383,17 +462,18 @@ static const char *host_fn_signal_state(int state) {
                                         : "waiting";
 }
 
-/* host.signal_of(job_id) -> {key, state, decision, payload, at, by,
- * timeout_at} | nil: the job's signal (job.signal), times in seconds, the
- * payload decoded. [-1, +1, e] */
+/* host.signal_of() -> {key, state, decision, payload, at, by,
+ * timeout_at} | nil: the running job's signal (job.signal), times in
+ * seconds, the payload decoded. [-0, +1, e] */
 static int host_fn_signal_of(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "job.signal");
-  pawl_id_t id;
-  if (pawl_id_parse(&id, luaL_checkstring(L, 1)) != 0)
-    return luaL_error(L, "job.signal: bad job id");
+  /* The job that runs (or whose hook runs), never an id job code could
+   * have put in its table. */
+  const pawl_job_t *j = w->job ? w->job : w->hook_job;
+  if (!j) return luaL_error(L, "job.signal: no job is running");
   pawl_signal_info_t *sig = NULL;
-  int rc = pawl_signal_get(w->cfg.p, &id, &sig);
+  int rc = pawl_signal_get(w->cfg.p, &j->id, &sig);
   if (rc == PAWL_ENOTFOUND) {
     lua_pushnil(L);
     return 1;
@@ -431,19 +511,32 @@ static int host_fn_signal_of(lua_State *L) {
   return 1;
 }
 
-/* host.signal(key, decision, payload_json) -> job_id, "delivered" |
- * "already" | nil, message [-3, +2, e] */
+/* host.signal(key, decision, payload_json, granted) -> job_id,
+ * "delivered" | "already" | nil, message. Without `granted` (the script's
+ * "signal" capability) only a job this job enqueued. [-4, +2, e] */
 static int host_fn_signal(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.signal");
-  const char *key = luaL_checkstring(L, 1);
-  const char *decision = luaL_checkstring(L, 2);
-  const char *payload = host_fn_optstr(L, 3);
+  char err[200] = "";
+  size_t errlen = sizeof err;
+  const char *key = host_fn_str(L, 1, "key", 0, err, errlen);
+  const char *decision = host_fn_str(L, 2, "decision", 0, err, errlen);
+  const char *payload = host_fn_optstr(L, 3, "payload");
+  int granted = lua_toboolean(L, 4);
+  if (err[0]) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
   pawl_id_t id;
   int status = 0;
-  if (pawl_signal(w->cfg.p, key, decision, payload, &id, &status) != 0) {
+  host_fn_actor_t actor;
+  host_fn_act(L, w, &actor, granted ? PAWL__LUA_GRANT_SIGNAL : 0);
+  int rc = pawl_signal(w->cfg.p, key, decision, payload, &id, &status);
+  host_fn_act_end(w);
+  if (rc != 0) {
     lua_pushnil(L);
-    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    host_fn_push_error(L, w, rc, "signal");
     return 2;
   }
   char text[PAWL_ID_STRLEN];
@@ -454,14 +547,16 @@ static int host_fn_signal(lua_State *L) {
 }
 
 /* host.replace(id, payload_json, params_json, queue, priority, delay_s,
- *              run_at_s, max_attempts, timeout_s, reason)
- *   -> new_id | nil, message [-10, +1|2, e] */
+ *              run_at_s, max_attempts, timeout_s, reason, granted)
+ *   -> new_id | nil, message. Without `granted` (the script's "replace"
+ * capability) only a job this job enqueued. [-11, +1|2, e] */
 static int host_fn_replace(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.replace");
   pawl_id_t id;
   const char *text_id = luaL_checkstring(L, 1);
-  char err[256];
+  char err[256] = "";
+  size_t errlen = sizeof err;
   if (pawl_id_parse(&id, text_id) != 0) {
     lua_pushnil(L);
     lua_pushfstring(L, "not a job id: %s", text_id);
@@ -469,9 +564,16 @@ static int host_fn_replace(lua_State *L) {
   }
   pawl_replace_opts_t o;
   pawl_replace_opts_init(&o);
-  o.payload = host_fn_optstr(L, 2);
-  o.params = host_fn_optstr(L, 3);
-  o.queue = host_fn_optstr(L, 4);
+  o.payload = host_fn_optstr(L, 2, "payload");
+  o.params = host_fn_optstr(L, 3, "params");
+  o.queue = host_fn_optstr(L, 4, "queue");
+  o.reason = host_fn_optstr(L, 10, "reason");
+  int granted = lua_toboolean(L, 11);
+  if (err[0]) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
   double prio, delay, run_at, attempts, timeout;
   if (host_fn_optnum(L, 5, "priority", PAWL_PRIORITY_MIN, PAWL_PRIORITY_MAX, 1,
                      NULL, &prio, err, sizeof err) ||
@@ -493,11 +595,14 @@ static int host_fn_replace(lua_State *L) {
   o.run_at = (int64_t)ceil(run_at * 1000.0);
   o.max_attempts = (int32_t)attempts;
   o.timeout_s = (int32_t)timeout;
-  o.reason = host_fn_optstr(L, 10);
   pawl_id_t nid;
-  if (pawl_replace(w->cfg.p, &id, &o, &nid) != 0) {
+  host_fn_actor_t actor;
+  host_fn_act(L, w, &actor, granted ? PAWL__LUA_GRANT_REPLACE : 0);
+  int rc = pawl_replace(w->cfg.p, &id, &o, &nid);
+  host_fn_act_end(w);
+  if (rc != 0) {
     lua_pushnil(L);
-    lua_pushstring(L, pawl_errmsg(w->cfg.p));
+    host_fn_push_error(L, w, rc, "replace");
     return 2;
   }
   char text[PAWL_ID_STRLEN];
@@ -548,7 +653,11 @@ static int host_fn_chain(lua_State *L) {
     }
     items[i].opts = &opts[i];
   }
-  if (pawl_chain(w->cfg.p, items, n, ids, NULL) != 0) {
+  host_fn_actor_t actor;
+  host_fn_act(L, w, &actor, 0);
+  int rc = pawl_chain(w->cfg.p, items, n, ids, NULL);
+  host_fn_act_end(w);
+  if (rc != 0) {
     lua_pushnil(L);
     lua_pushstring(L, pawl_errmsg(w->cfg.p));
     return 2;
@@ -680,9 +789,14 @@ void pawl__lua_release_locks(pawl__lua_t *w) {
 static int host_fn_lock_acquire(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.lock");
-  const char *name = luaL_checkstring(L, 1);
+  char err[200] = "";
+  const char *name = host_fn_str(L, 1, "pawl.lock: name", 0, err, sizeof err);
+  if (err[0]) {
+    lua_pushnil(L);
+    lua_pushstring(L, err + strlen("pawl.lock: "));
+    return 2;
+  }
   double ttl = luaL_checknumber(L, 2);
-  char err[200];
   if (pawl__bounds_check("pawl.lock: ttl", ttl, 0.001, PAWL_LEASE_MAX_MS / 1000.0, 0,
                    "seconds", err, sizeof err))
     return luaL_error(L, "%s", err);
@@ -713,7 +827,10 @@ static int host_fn_lock_acquire(lua_State *L) {
 static int host_fn_lock_release(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.lock");
-  const char *name = luaL_checkstring(L, 1), *owner = luaL_checkstring(L, 2);
+  char err[200] = "";
+  const char *name = host_fn_str(L, 1, "name", 0, err, sizeof err);
+  const char *owner = host_fn_str(L, 2, "owner", 0, err, sizeof err);
+  if (err[0]) return luaL_error(L, "%s", err);
   if (pawl_lock_release(w->cfg.p, name, owner) != 0) {
     /* Still recorded: the worker tries again once the call returns. */
     lua_pushnil(L);
@@ -871,8 +988,11 @@ static int host_fn_step_begin(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   const pawl_job_t *job = host_fn_job(L, w, 1);
   lua_Integer index = luaL_checkinteger(L, 2);
-  const char *name = luaL_checkstring(L, 3);
-  const char *cp = lua_isnoneornil(L, 4) ? NULL : luaL_checkstring(L, 4);
+  char err[200] = "";
+  size_t errlen = sizeof err;
+  const char *name = host_fn_str(L, 3, "step name", 0, err, errlen);
+  const char *cp = host_fn_optstr(L, 4, "checkpoint");
+  if (err[0]) return luaL_error(L, "%s", err);
   if (w->step_exec) return luaL_error(L, "a step is running already");
   if (index < 1 || index > PAWL_STEPS_MAX)
     return luaL_error(L, "step index must be between 1 and %d",
@@ -892,7 +1012,12 @@ static int host_fn_step_begin(lua_State *L) {
 static int host_fn_step_save(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   const pawl_job_t *job = host_fn_job(L, w, 1);
-  const char *cp = luaL_checkstring(L, 2);
+  char err[200] = "";
+  const char *cp = host_fn_str(L, 2, "checkpoint", 0, err, sizeof err);
+  if (err[0]) {
+    lua_pushstring(L, err);
+    return 1;
+  }
   if (!w->step_exec) {
     lua_pushliteral(L, "only a step of a script's steps can save a checkpoint");
     return 1;
@@ -942,8 +1067,14 @@ static int host_fn_step_count(lua_State *L) {
 static int host_fn_step_exit(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   const pawl_job_t *job = host_fn_job(L, w, 1);
-  const char *code = luaL_checkstring(L, 2);
-  const char *msg = lua_isnoneornil(L, 3) ? NULL : luaL_checkstring(L, 3);
+  char err[200] = "";
+  size_t errlen = sizeof err;
+  const char *code = host_fn_str(L, 2, "exit code", 0, err, errlen);
+  const char *msg = host_fn_optstr(L, 3, "exit message");
+  if (err[0]) {
+    lua_pushstring(L, err);
+    return 1;
+  }
   if (pawl_job_exit(w->cfg.p, &job->id, job->attempt, code, msg) != 0) {
     lua_pushstring(L, pawl_errmsg(w->cfg.p));
     return 1;

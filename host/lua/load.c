@@ -55,6 +55,12 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
     lua_setfield(L, -2, "allow_io");
     lua_pushboolean(L, opts->allow_env);
     lua_setfield(L, -2, "allow_env");
+    lua_pushboolean(L, opts->allow_signal);
+    lua_setfield(L, -2, "allow_signal");
+    lua_pushboolean(L, opts->allow_replace);
+    lua_setfield(L, -2, "allow_replace");
+    lua_pushboolean(L, opts->allow_restart);
+    lua_setfield(L, -2, "allow_restart");
     lua_pushnumber(L, (double)opts->default_timeout_s);
     lua_setfield(L, -2, "default_timeout");
   } else {

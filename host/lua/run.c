@@ -447,11 +447,13 @@ static void run_hook(pawl__lua_t *w, const pawl_job_t *job, int hook_ref,
 void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
                      int hook_ref, int stored) {
   pawl__lua_enter(w);
+  w->hook_job = job;
   if (stored) {
     if (hooks & 1) run_hook(w, job, hook_ref, "on_success");
     if (hooks & 2) run_hook(w, job, hook_ref, "on_failure");
     if (hooks & 4) run_hook(w, job, hook_ref, "on_dead");
   }
+  w->hook_job = NULL;
   luaL_unref(w->L, LUA_REGISTRYINDEX, hook_ref);
 }
 

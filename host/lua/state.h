@@ -34,6 +34,9 @@ struct pawl__lua {
 
   /* The job being run (borrowed for pawl__lua_run's call). */
   const pawl_job_t *job;
+  /* The job whose hooks run now (on_success, on_failure, on_dead), NULL
+   * otherwise: what they do is recorded as done by it (host_fns.c). */
+  const pawl_job_t *hook_job;
   uint64_t runs;             /* run() calls made: names each one */
   uint64_t run_seq;          /* the run() call running now (ctx._seq), 0:
                                 none; ctx checks it */

@@ -246,6 +246,23 @@ static int worker_stopping(void *data) {
   return stopping;
 }
 
+_Static_assert(PAWL__LUA_GRANT_SIGNAL == PAWL__GRANT_SIGNAL &&
+                   PAWL__LUA_GRANT_REPLACE == PAWL__GRANT_REPLACE &&
+                   PAWL__LUA_GRANT_RESTART == PAWL__GRANT_RESTART,
+               "the bridge's grants are the API's");
+
+/* Job code acts through this worker's handle as its job (host_fns.c). */
+static void worker_act_as(void *data, const char *name, const char *owner,
+                          int grants) {
+  worker_t *w = data;
+  if (!name) {
+    pawl__act_as(w->p, NULL);
+    return;
+  }
+  pawl__actor_t a = {.name = name, .owner = owner, .grants = grants};
+  pawl__act_as(w->p, &a);
+}
+
 int pawl__worker_open(worker_t *w, char *err, size_t errlen) {
   host_t *h = w->h;
   pawl__lua_config_t cfg = {
@@ -262,6 +279,7 @@ int pawl__worker_open(worker_t *w, char *err, size_t errlen) {
       .host_types_ref = w->host_types_ref,
       .post = h ? pawl__webhook_post : NULL, /* issue 16 */
       .post_data = h,
+      .act_as = worker_act_as,
   };
   w->scripts_gen = 0;
   return pawl__lua_open(&cfg, &w->lua, err, errlen);

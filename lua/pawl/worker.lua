@@ -43,7 +43,8 @@ local file_defaults = false -- whether _defaults.lua's settings are in use
 
 -- Capabilities the operator grants job code (pawl run --allow-io /
 -- --allow-env), and those _defaults.lua adds (its `allow` list).
-local granted = { io = false, env = false }
+local granted = { io = false, env = false, signal = false, replace = false,
+                  restart = false }
 local defaults_allow = {}
 -- Loading without host options: an enqueuer reading a script's settings
 -- (pawl_script_info), which does not know what `pawl run` will grant.
@@ -94,6 +95,12 @@ local ENQUEUE_OPTS = {
 -- The job running now and its script, for the sanitizer of what it logs
 -- and prints (set by prepare and hook; a worker runs one job at a time).
 local current_job, current_spec = nil, nil
+-- The capabilities of the code running now (its script's; _defaults.lua's
+-- for the global on_dead hook): whether pawl.signal, pawl.replace and an
+-- enqueue that restarts a dead instance may act on jobs this job did not
+-- enqueue (docs/security.md, "Authority over other jobs").
+local current_caps = {}
+local function may(cap) return current_caps[cap] and true or false end
 local clean -- the sanitizer step, defined below
 
 local pawl = {
@@ -175,7 +182,8 @@ end
 -- Enqueues a job from inside a job.
 function pawl.enqueue(jtype, payload, opts)
   local a = enqueue_args("pawl.enqueue", jtype, payload, opts, 2)
-  local id, status = host.enqueue(unpack(a, 1, 22))
+  a[23], a.n = may("restart"), 23
+  local id, status = host.enqueue(unpack(a, 1, 23))
   if not id then error("pawl.enqueue: " .. status, 2) end
   return id, status
 end
@@ -183,7 +191,8 @@ end
 -- Delivers a decision ("approve" or "reject") and a payload to the job
 -- waiting for signal `key` (README "Signals and replace"). Returns the
 -- job's id and "delivered", or "already" when a decision came before
--- (nothing changed).
+-- (nothing changed). A job this job did not enqueue is refused unless the
+-- script has the "signal" capability.
 function pawl.signal(key, decision, payload)
   if type(key) ~= "string" then error("pawl.signal: key must be a string", 2) end
   if type(decision) ~= "string" then
@@ -191,7 +200,7 @@ function pawl.signal(key, decision, payload)
   end
   local body = payload == nil and "{}" or (type(payload) == "string" and payload
                or pjson.encode(payload))
-  local id, status = host.signal(key, decision, body)
+  local id, status = host.signal(key, decision, body, may("signal"))
   if not id then error("pawl.signal: " .. status, 2) end
   return id, status
 end
@@ -203,7 +212,9 @@ local REPLACE_OPTS = {
 }
 
 -- Replaces job `id` by a new job with its fields and `changes`, canceling
--- it if it is live, in one transaction. Returns the new job's id.
+-- it if it is live, in one transaction. Returns the new job's id. A job
+-- this job did not enqueue is refused unless the script has the "replace"
+-- capability.
 function pawl.replace(id, changes)
   if type(id) ~= "string" then error("pawl.replace: id must be a string", 2) end
   changes = changes or {}
@@ -220,7 +231,7 @@ function pawl.replace(id, changes)
   if type(payload) == "table" then payload = pjson.encode(payload) end
   local nid, err = host.replace(id, payload,
     c.params and pjson.encode(c.params) or nil, c.queue, c.priority, c.delay,
-    c.run_at, c.max_attempts, c.timeout, c.reason)
+    c.run_at, c.max_attempts, c.timeout, c.reason, may("replace"))
   if not nid then error("pawl.replace: " .. err, 2) end
   return nid
 end
@@ -737,7 +748,10 @@ local SANDBOX = {
 -- `pawl` table is complete).
 local LIB = nil
 
-local CAPS = { io = "file access", env = "environment variables" }
+local CAPS = { io = "file access", env = "environment variables",
+               signal = "signalling jobs it did not enqueue",
+               replace = "replacing jobs it did not enqueue",
+               restart = "restarting job instances it did not enqueue" }
 
 local function capability(what, cap)
   return function()
@@ -1123,7 +1137,8 @@ local function check_script(t, is_defaults)
   if t.allow then
     for k, cap in pairs(t.allow) do
       if type(k) ~= "number" or not CAPS[cap] then
-        return nil, ("allow must list capabilities, \"io\" or \"env\" (got %s)")
+        return nil, ("allow must list capabilities, \"io\", \"env\", \"signal\", "
+                     .. "\"replace\" or \"restart\" (got %s)")
           :format(type(cap) == "string" and ("%q"):format(cap) or tostring(cap))
       end
     end
@@ -1158,8 +1173,11 @@ function W.set_hosted(t) hosted = t end
 
 -- What the operator grants: pawl run's flags and _defaults.lua's `allow`.
 local function operator_caps()
-  return { io = granted.io or defaults_allow.io or false,
-           env = granted.env or defaults_allow.env or false }
+  local caps = {}
+  for cap in pairs(CAPS) do
+    caps[cap] = granted[cap] or defaults_allow[cap] or false
+  end
+  return caps
 end
 
 -- The capabilities of a checked script: what it asks for in `allow`, which
@@ -1202,6 +1220,11 @@ local function load_script(path, is_defaults, src)
   -- The host keeps its own copy: job code holding the script's table
   -- cannot change the settings (sanitize, retry, ...) the host uses.
   checked = copy_steps(copy(checked))
+  if unsafe then -- --unsafe-lua: every capability (the sandbox is off)
+    caps = {}
+    for cap in pairs(CAPS) do caps[cap] = true end
+  end
+  checked.caps = caps
   if checked.redact then checked.redact = copy(checked.redact) end
   return checked
 end
@@ -1220,6 +1243,9 @@ function W.load_begin(files, opts)
     unsafe = opts.unsafe and true or false
     granted.io = opts.allow_io and true or false
     granted.env = opts.allow_env and true or false
+    granted.signal = opts.allow_signal and true or false
+    granted.replace = opts.allow_replace and true or false
+    granted.restart = opts.allow_restart and true or false
     if opts.default_timeout then host_timeout = opts.default_timeout end
   end
   inspecting = opts == nil
@@ -1353,32 +1379,67 @@ end
 -- Returns run, ctx, the timeout in seconds and the type's hooks (a bit
 -- set: 1 on_success, 2 on_failure, 4 on_dead) for `job`; or nil and an
 -- error (with the timeout and 0) when its type has no script.
+-- The `job` table job code gets is read-only: what it holds is moved to a
+-- private table the metatable reads from, so that assigning job.id or
+-- job.type (or rawset) fails, and nothing keyed by the job (job.signal,
+-- the ctx functions, the host's own reads) can be pointed at another job
+-- (docs/security.md, "Authority over other jobs"). The sandbox's pairs,
+-- next and rawget read through it as through the library views.
 -- job.signal (issue 15): the job's signal as {key, state, decision,
 -- payload, at, by, timeout_at}, nil when it has none; read from the
--- database when job code first asks (most jobs never do, and pay nothing),
--- then kept in the job table. The metatable is one for every job, so it is
--- locked (__metatable): job code can neither read nor change it.
-local JOB_MT = {
-  __metatable = false,
-  __index = function(job, k)
-    if k ~= "signal" then return nil end
-    local sig = host.signal_of(rawget(job, "id"))
-    if sig ~= nil then rawset(job, "signal", sig) end
-    return sig
-  end,
-}
+-- database when job code first asks (most jobs never do, and pay nothing)
+-- for the job that runs (the host knows which, whatever the table says),
+-- kept, and handed out as a copy each time (job code changing one cannot
+-- change what the next read says). The metatable is locked (__metatable):
+-- job code can neither read nor change it.
+local function deep_copy(v)
+  if type(v) ~= "table" then return v end
+  local c = {}
+  for k, x in pairs(v) do c[k] = deep_copy(x) end
+  return setmetatable(c, getmetatable(v))
+end
+
+local NO_SIGNAL = {}
+local job_read_only = read_only("job")
+
+local function seal_job(job, with_signal)
+  if backing[job] then return job end
+  -- In the program's own state (the Lua module's db:step) the job's code
+  -- is the program's and plain pairs is not the sandbox's: the fields stay
+  -- in the table. job.signal reads the running job there too.
+  local b = job
+  if not hosted then
+    b = {}
+    for k, v in pairs(job) do b[k] = v end
+    for k in pairs(b) do job[k] = nil end
+    backing[job] = b
+  end
+  local sig = nil
+  return setmetatable(job, {
+    __metatable = false,
+    __newindex = not hosted and job_read_only or nil,
+    __index = function(_, k)
+      -- rawget: in the program's state b is the job table itself.
+      if k ~= "signal" or not with_signal then return rawget(b, k) end
+      if sig == nil then sig = host.signal_of() or NO_SIGNAL end
+      if sig == NO_SIGNAL then return nil end
+      return deep_copy(sig)
+    end,
+  })
+end
 
 function W.prepare(job, seq)
   if dirty then settle() end
-  setmetatable(job, JOB_MT)
   local spec = spec_of(job.type)
+  -- Job code, the retry step and the hooks see the max_attempts that
+  -- applies (set before the table is sealed).
+  job.max_attempts = max_attempts_of(job, spec)
+  seal_job(job, true)
   current_job, current_spec = job, spec
+  current_caps = spec and spec.caps or operator_caps()
   local ctx = setmetatable({ _seq = seq }, Ctx)
   local timeout = (job.timeout_s > 0 and job.timeout_s)
                   or (spec and spec.timeout) or defaults.timeout
-  -- Job code, the retry step and the hooks see the max_attempts that
-  -- applies.
-  job.max_attempts = max_attempts_of(job, spec)
   if not spec then
     return nil, ("no script for job type %s"):format(job.type), timeout, 0
   end
@@ -1585,6 +1646,7 @@ function W.hook(name, job, arg)
   if not fn then return nil end
   if dirty then settle() end
   current_job, current_spec = job, spec
+  current_caps = spec.caps or operator_caps()
   local ok, err = pcall(fn, job, arg)
   if ok then return nil end
   return clean(spec, message_of(err, spec), job)
@@ -1600,9 +1662,12 @@ function W.alert(job, err, info)
   local fn = defaults.on_dead
   if not fn then return nil end
   if dirty then settle() end
+  seal_job(job, false)
   current_job, current_spec = job, spec_of(job.type)
+  current_caps = granted -- _defaults.lua's code: what the operator grants
   local ok, e = pcall(fn, job, err, info)
   current_job, current_spec = nil, nil
+  current_caps = {}
   if ok then return nil end
   return clean(spec_of(job.type), message_of(e, spec_of(job.type)), job)
 end

@@ -982,17 +982,17 @@ void contract_transitions(const char *url) {
   id = job_in(p, PAWL_BLOCKED);
   CHECK_INT(claim(p, 10, NULL), ==, 0);
   CHECK_OK(p->store->ops->control.transition(p->store, &id, STORE_OP_UNBLOCK,
-                                             "flow", "parents done", NULL));
+                                             "flow", NULL, "parents done", NULL));
   CHECK_INT(state_of(p, &id), ==, PAWL_PENDING);
   CHECK_OK(p->store->ops->control.transition(p->store, &id, STORE_OP_UNBLOCK,
-                                             "flow", "again", NULL));
+                                             "flow", NULL, "again", NULL));
   CHECK_INT(p->store->ops->control.transition(p->store, &id, STORE_OP_EXPIRE,
-                                              "flow", "late", NULL),
+                                              "flow", NULL, "late", NULL),
             ==, PAWL_ESTATE);
   pawl_cancel(p, &id, NULL, NULL);
   id = job_in(p, PAWL_BLOCKED);
   CHECK_OK(p->store->ops->control.transition(p->store, &id, STORE_OP_EXPIRE,
-                                             "flow", "signal timed out", NULL));
+                                             "flow", NULL, "signal timed out", NULL));
   CHECK_INT(state_of(p, &id), ==, PAWL_FAILED);
   /* Unknown job. */
   pawl_id_new(&id);

@@ -7,6 +7,7 @@
 #include "test_list_ordering.h"
 #include "test_list_store_limits.h"
 #include "test_list_sigrep.h"
+#include "test_list_authority.h"
 #include "test_list_batch.h"
 #include "test_list_deps.h"
 #include "test_list_deps_mix.h"

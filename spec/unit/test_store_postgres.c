@@ -18,6 +18,7 @@
 #include "store_contract_admin.h"
 #include "store_contract_ordering.h"
 #include "store_contract_sigrep.h"
+#include "store_contract_authority.h"
 #include "store_contract_batch.h"
 #include "store_contract_deps.h"
 #include "store_contract_deps_mix.h"
@@ -33,6 +34,7 @@ CONTRACT_TESTS(CONTRACT_PG)
 ADMIN_CONTRACT_TESTS(CONTRACT_PG)
 ORDERING_CONTRACT_TESTS(CONTRACT_PG)
 SIGREP_CONTRACT_TESTS(CONTRACT_PG)
+AUTHORITY_CONTRACT_TESTS(CONTRACT_PG)
 BATCH_CONTRACT_TESTS(CONTRACT_PG)
 DEPS_CONTRACT_TESTS(CONTRACT_PG)
 DEPS_MIX_CONTRACT_TESTS(CONTRACT_PG)

@@ -11,6 +11,7 @@
 #include "store_contract_admin.h"
 #include "store_contract_ordering.h"
 #include "store_contract_sigrep.h"
+#include "store_contract_authority.h"
 #include "store_contract_batch.h"
 #include "store_contract_deps.h"
 #include "store_contract_deps_mix.h"
@@ -36,6 +37,7 @@ CONTRACT_TESTS(CONTRACT_SQLITE)
 ADMIN_CONTRACT_TESTS(CONTRACT_SQLITE)
 ORDERING_CONTRACT_TESTS(CONTRACT_SQLITE)
 SIGREP_CONTRACT_TESTS(CONTRACT_SQLITE)
+AUTHORITY_CONTRACT_TESTS(CONTRACT_SQLITE)
 BATCH_CONTRACT_TESTS(CONTRACT_SQLITE)
 DEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
 DEPS_MIX_CONTRACT_TESTS(CONTRACT_SQLITE)

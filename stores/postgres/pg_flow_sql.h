@@ -10,12 +10,14 @@
   "UPDATE pawl_signals AS s SET live = NULL FROM pawl_jobs AS j WHERE "      \
   "s.key = $1 AND s.live AND j.id = s.job_id AND j.state IN (2, 3, 4)"
 
-/* The row that holds key $1, with its job's state, locked: of two
+/* The row that holds key $1, with its job's state, type and enqueuer
+ * (job code may signal only its own: pawl__store_owner_check), locked: of two
  * deliveries at once, the second waits here for the first to commit and
  * then reads the row as the first left it (READ COMMITTED re-reads a
  * locked row that changed), delivered. */
 #define PG_SQL_SIG_HOLDER                                                    \
-  "SELECT s.job_id, s.state, j.state FROM pawl_signals AS s JOIN "           \
+  "SELECT s.job_id, s.state, j.state, j.type, j.enqueued_by FROM "          \
+  "pawl_signals AS s JOIN "                                                  \
   "pawl_jobs AS j ON j.id = s.job_id WHERE s.key = $1 AND s.live FOR "       \
   "UPDATE OF s"
 

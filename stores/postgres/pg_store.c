@@ -2757,10 +2757,10 @@ static const store_transition_steps_t pg_transition_steps = {
 };
 
 static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
-                         const char *actor, const char *reason,
-                         pawl_job_t **out) {
+                         const char *actor, const char *owner,
+                         const char *reason, pawl_job_t **out) {
   return pawl__store_transition(base, &pg_transition_steps, id, op, actor,
-                                reason, out);
+                                owner, reason, out);
 }
 
 /* ---- signals and replace (issue 15) ----------------------------------------
@@ -2805,7 +2805,8 @@ static int pg_sig_add(pg_store_t *s, const store_new_job_t *j) {
 
 static int pg_sig_deliver(store_t *base, const char *key,
                           const char *decision, const char *payload,
-                          const char *actor, pawl_id_t *job, int *already) {
+                          const char *actor, const char *owner,
+                          pawl_id_t *job, int *already) {
   pg_store_t *s = (pg_store_t *)base;
   int rc = pg_begin(s);
   if (rc) return rc;
@@ -2824,9 +2825,15 @@ static int pg_sig_deliver(store_t *base, const char *key,
     sstate = (int)pg_int(res, 0, 1);
     jstate = (int)pg_int(res, 0, 2);
     pawl_id_format(&id, text);
+    /* Job code signals only the jobs it enqueued, unless granted: decided
+     * on the row locked above, before anything is written. */
+    rc = pawl__store_owner_check(base, &id, pg_val(res, 0, 3),
+                                 pg_val(res, 0, 4), owner);
   }
   PQclear(res);
-  if (!found)
+  if (rc)
+    ;
+  else if (!found)
     rc = pawl__store_fail(base, PAWL_ENOTFOUND,
                           "no live job waits for signal \"%s\"", key);
   else if (sstate == PAWL_SIGNAL_DELIVERED)
@@ -2957,7 +2964,12 @@ static int pg_replace(store_t *base, const store_replace_t *r) {
     return pg_end(s, rc);
   pawl_id_t next;
   int linked = 0;
-  if (old->version != r->expect_version)
+  /* Job code replaces only the jobs it enqueued, unless granted: decided
+   * on the row locked above. */
+  if ((rc = pawl__store_owner_check(base, r->old_id, old->type,
+                                    old->enqueued_by, r->owner)))
+    ;
+  else if (old->version != r->expect_version)
     rc = pawl__store_fail(base, PAWL_ECONFLICT,
                           "job %s changed meanwhile; try again", text);
   else if ((linked = pg_rep_link(s, PG_REP_NEXT, r->old_id, &next)) < 0)

@@ -11,9 +11,11 @@
   "(SELECT j.state FROM pawl_jobs AS j WHERE j.id = pawl_signals.job_id) "   \
   "IN (2, 3, 4)"
 
-/* The row that holds key ?1, with its job's state. */
+/* The row that holds key ?1, with its job's state, type and enqueuer
+ * (job code may signal only its own: pawl__store_owner_check). */
 #define SQLITE_SIG_HOLDER                                                    \
-  "SELECT s.job_id, s.state, j.state FROM pawl_signals AS s JOIN "           \
+  "SELECT s.job_id, s.state, j.state, j.type, j.enqueued_by FROM "           \
+  "pawl_signals AS s JOIN "                                                  \
   "pawl_jobs AS j ON j.id = s.job_id WHERE s.key = ?1 AND s.live = 1"
 
 /* ?1 job, ?2 key, ?3 now, ?4 timeout_at (NULL: none). */

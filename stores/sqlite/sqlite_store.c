@@ -2344,10 +2344,10 @@ static const store_transition_steps_t sq_transition_steps = {
 };
 
 static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
-                         const char *actor, const char *reason,
-                         pawl_job_t **out) {
+                         const char *actor, const char *owner,
+                         const char *reason, pawl_job_t **out) {
   return pawl__store_transition(base, &sq_transition_steps, id, op, actor,
-                                reason, out);
+                                owner, reason, out);
 }
 
 /* ---- signals and replace (issue 15) ----------------------------------------
@@ -2388,7 +2388,8 @@ static int sq_sig_add(sq_store_t *s, const store_new_job_t *j, int64_t now) {
 
 static int sq_sig_deliver(store_t *base, const char *key,
                           const char *decision, const char *payload,
-                          const char *actor, pawl_id_t *job, int *already) {
+                          const char *actor, const char *owner,
+                          pawl_id_t *job, int *already) {
   sq_store_t *s = (sq_store_t *)base;
   int rc = sq_begin(s);
   if (rc) return rc;
@@ -2403,11 +2404,20 @@ static int sq_sig_deliver(store_t *base, const char *key,
     sq_col_id(st, 0, &id);
     sstate = sqlite3_column_int(st, 1);
     jstate = sqlite3_column_int(st, 2);
+    /* Job code signals only the jobs it enqueued, unless granted: decided
+     * on the row read in this write transaction, before anything is
+     * written. */
+    rc = pawl__store_owner_check(base, &id,
+                                 (const char *)sqlite3_column_text(st, 3),
+                                 (const char *)sqlite3_column_text(st, 4),
+                                 owner);
   }
   sqlite3_reset(st);
   char text[PAWL_ID_STRLEN] = "";
   if (step == SQLITE_ROW) pawl_id_format(&id, text);
-  if (step == SQLITE_DONE)
+  if (rc)
+    ;
+  else if (step == SQLITE_DONE)
     rc = pawl__store_fail(base, PAWL_ENOTFOUND,
                           "no live job waits for signal \"%s\"", key);
   else if (step != SQLITE_ROW)
@@ -2573,7 +2583,12 @@ static int sq_replace(store_t *base, const store_replace_t *r) {
   pawl_id_format(r->old_id, text);
   if ((rc = sq_read_job(s, r->old_id, &old))) return sq_end(s, rc);
   int linked = 0;
-  if (old->version != r->expect_version)
+  /* Job code replaces only the jobs it enqueued, unless granted: decided
+   * on the row read in this write transaction. */
+  if ((rc = pawl__store_owner_check(base, r->old_id, old->type,
+                                    old->enqueued_by, r->owner)))
+    ;
+  else if (old->version != r->expect_version)
     rc = pawl__store_fail(base, PAWL_ECONFLICT,
                           "job %s changed meanwhile; try again", text);
   else if ((linked = sq_rep_link(s, SQ_REP_NEXT, r->old_id, &next)) < 0)
