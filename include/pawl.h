@@ -1183,6 +1183,13 @@ typedef struct pawl_host_opts {
   int allow_replace;         /* replace (and so cancel) any job */
   int allow_restart;         /* restart any dead job instance by enqueueing
                                 its identity */
+  /* Webhook destinations job code may post to (pawl.alert.webhook), each
+   * "HOST" (its scheme's default port) or "HOST:PORT" ("[V6]:PORT" for an
+   * IPv6 address); NULL/0: none, beside those _defaults.lua grants in its
+   * `allow_webhook` list and those its global on_dead hook names. Borrowed
+   * for pawl_start() (copied); at most 64. */
+  const char *const *allow_webhook;
+  size_t nallow_webhook;
   int log_level;             /* PAWL_LOG_*; default PAWL_LOG_INFO (0 is
                                 DEBUG: set it explicitly) */
   int log_json;              /* 1: JSON lines instead of text */

@@ -36,6 +36,7 @@
 #include "json.h"
 #include "pawl.h"
 #include "redact.h"
+#include "weburl.h"
 
 /* ---- commands and options ----------------------------------------------- */
 
@@ -119,6 +120,7 @@ typedef enum cli_opt_id {
   CLI_O_ALLOW_SIGNAL,
   CLI_O_ALLOW_REPLACE,
   CLI_O_ALLOW_RESTART,
+  CLI_O_ALLOW_WEBHOOK,
   CLI_O_TZ,
   CLI_O_FROM,
   CLI_O_COUNT,
@@ -228,6 +230,7 @@ static const struct cli_opt {
     {"--allow-signal", CLI_O_ALLOW_SIGNAL, 0, CLI_BIT(CLI_RUN)},
     {"--allow-replace", CLI_O_ALLOW_REPLACE, 0, CLI_BIT(CLI_RUN)},
     {"--allow-restart", CLI_O_ALLOW_RESTART, 0, CLI_BIT(CLI_RUN)},
+    {"--allow-webhook", CLI_O_ALLOW_WEBHOOK, 1, CLI_BIT(CLI_RUN)},
     {"--tz", CLI_O_TZ, 1, CLI_BIT(CLI_CRON)},
     {"--from", CLI_O_FROM, 1, CLI_BIT(CLI_CRON)},
     {"--count", CLI_O_COUNT, 1, CLI_BIT(CLI_CRON)},
@@ -401,6 +404,9 @@ static const char cli_usage_text[] =
     "      --allow-restart       let job code restart any dead job instance\n"
     "                            (enqueueing its identity); without it, only\n"
     "                            its own\n"
+    "      --allow-webhook HOST[:PORT]  let job code post webhooks\n"
+    "                            (pawl.alert.webhook) to this destination\n"
+    "                            (repeatable; no port: 80 or 443)\n"
     "      --load-timeout SECONDS  how long a script's top level may run when\n"
     "                            it is loaded (default 10)\n"
     "      --unsafe-lua          give job code the full standard library\n"
@@ -468,6 +474,8 @@ typedef struct cli_args {
   pawl_enqueue_opts_t enq;
   const char **tags;       /* owned by main: room for every argument */
   size_t ntags;
+  const char *webhooks[64]; /* run: --allow-webhook */
+  size_t nwebhooks;
   int has_delay, has_run_at, has_priority;
   pawl_filter_t filter;
   const char *reason;
@@ -909,6 +917,16 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   case CLI_O_ALLOW_SIGNAL: a->host.allow_signal = 1; break;
   case CLI_O_ALLOW_REPLACE: a->host.allow_replace = 1; break;
   case CLI_O_ALLOW_RESTART: a->host.allow_restart = 1; break;
+  case CLI_O_ALLOW_WEBHOOK:
+    if (a->nwebhooks >= 64)
+      return cli_fail(err, CLI_USAGE, "--allow-webhook: at most 64 destinations");
+    char why[300];
+    if (pawl__web_grant_check(v, why, sizeof why) != 0)
+      return cli_fail(err, CLI_USAGE, "--allow-webhook: %s", why);
+    a->webhooks[a->nwebhooks++] = v;
+    a->host.allow_webhook = a->webhooks;
+    a->host.nallow_webhook = a->nwebhooks;
+    break;
   case CLI_O_TZ: a->cron_tz = v; break;
   case CLI_O_FROM: a->cron_from = v; break;
   case CLI_O_COUNT: a->cron_count = v; break;

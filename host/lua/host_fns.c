@@ -26,6 +26,7 @@
 #include "redact.h"
 #include "state.h"
 #include "utf8.h"
+#include "weburl.h"
 
 /* ctx:log lines kept per attempt; more are counted, not stored. */
 #define WORKER_MAX_LOGS 1000
@@ -1158,6 +1159,101 @@ static int host_fn_node(lua_State *L) {
   return 1;
 }
 
+/* ---- webhook grants ------------------------------------------------------ */
+
+static void host_fn_strings_free(char **list, size_t n) {
+  for (size_t i = 0; list && i < n; i++) pawl__free(list[i]);
+  pawl__free(list);
+}
+
+void pawl__lua_webhook_forget(pawl__lua_t *w) {
+  host_fn_strings_free(w->wh_grants, w->nwh_grants);
+  host_fn_strings_free(w->wh_named, w->nwh_named);
+  w->wh_grants = w->wh_named = NULL;
+  w->nwh_grants = w->nwh_named = 0;
+}
+
+/* Copies the strings of list `idx` (at most 64) into *out, each passed
+ * through `conv` (NULL: as they are); NULL on a bad entry (message in
+ * err) or out of memory. */
+static char **host_fn_strings(lua_State *L, int idx, size_t *n,
+                              int (*conv)(const char *, char *), char *err,
+                              size_t errlen) {
+  *n = lua_objlen(L, idx);
+  if (*n > 64) {
+    snprintf(err, errlen, "at most 64 webhook destinations (got %zu)", *n);
+    return NULL;
+  }
+  char **list = pawl__calloc(*n ? *n : 1, sizeof *list);
+  if (!list) return NULL;
+  for (size_t i = 0; i < *n; i++) {
+    lua_rawgeti(L, idx, (int)i + 1);
+    const char *s = lua_tostring(L, -1);
+    char dest[PAWL__WEB_DEST_MAX];
+    int bad = !s || (conv && conv(s, dest) != 0);
+    if (!bad) list[i] = pawl__strdup(conv ? dest : s);
+    lua_pop(L, 1);
+    if (bad || !list[i]) {
+      if (bad) snprintf(err, errlen, "not a webhook destination: %.200s",
+                        s ? s : "(not a string)");
+      host_fn_strings_free(list, *n);
+      return NULL;
+    }
+  }
+  return list;
+}
+
+/* host.webhook_grants(grants, urls) -> nil | message: what the loaded
+ * _defaults.lua grants (its allow_webhook list, checked by the caller
+ * with host.web_grant_check) and the URLs its top level gave
+ * pawl.alert.webhook (the global on_dead hook may post to them), both
+ * lists of strings; they replace the previous file's. [-2, +1, m] */
+static int host_fn_webhook_grants(lua_State *L) {
+  pawl__lua_t *w = host_fn_worker(L);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  char err[256] = "out of memory";
+  size_t ng = 0, nn = 0;
+  char **grants = host_fn_strings(L, 1, &ng, NULL, err, sizeof err);
+  char **named = grants ? host_fn_strings(L, 2, &nn, pawl__web_dest, err,
+                                          sizeof err)
+                        : NULL;
+  if (!grants || !named) {
+    host_fn_strings_free(grants, ng);
+    lua_pushstring(L, err);
+    return 1;
+  }
+  pawl__lua_webhook_forget(w);
+  w->wh_grants = grants, w->nwh_grants = ng;
+  w->wh_named = named, w->nwh_named = nn;
+  lua_pushnil(L);
+  return 1;
+}
+
+/* host.web_grant_check(grant) -> nil | message [-1, +1, -] */
+static int host_fn_web_grant_check(lua_State *L) {
+  char err[300];
+  if (pawl__web_grant_check(luaL_checkstring(L, 1), err, sizeof err) == 0)
+    lua_pushnil(L);
+  else
+    lua_pushstring(L, err);
+  return 1;
+}
+
+/* Whether the code running in `w` may post to destination `dest`: a
+ * grant of the operator's (pawl run --allow-webhook) or of _defaults.lua
+ * covers it, or the global on_dead hook runs and _defaults.lua named it. */
+static int host_fn_webhook_allowed(pawl__lua_t *w, const char *dest) {
+  const pawl_host_opts_t *o = w->cfg.opts;
+  for (size_t i = 0; o && i < o->nallow_webhook; i++)
+    if (pawl__web_grant_covers(o->allow_webhook[i], dest)) return 1;
+  for (size_t i = 0; i < w->nwh_grants; i++)
+    if (pawl__web_grant_covers(w->wh_grants[i], dest)) return 1;
+  for (size_t i = 0; w->alerting && i < w->nwh_named; i++)
+    if (strcmp(w->wh_named[i], dest) == 0) return 1;
+  return 0;
+}
+
 /* host.alert_post(url, headers, body, timeout, attempts, backoff) -> nil,
  * or why the post was not queued. The arguments were checked by
  * pawl.alert.webhook; they are checked again for their types and bounds
@@ -1166,28 +1262,33 @@ static int host_fn_node(lua_State *L) {
 static int host_fn_alert_post(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   const char *url = luaL_checkstring(L, 1);
-  /* A webhook sends data off the machine: only an on_dead hook may (what
-   * pawl.alert.webhook is for), never a job's run, its steps or its other
-   * hooks, which could hand a payload's secrets to any address. The
-   * refusal is logged for the operator as well as raised in the job. */
-  if (!w->alerting) {
+  /* A webhook sends data off the machine, to a place the URL (perhaps a
+   * job's payload) chooses: job code may post only where the operator
+   * said it may. The refusal is logged for the operator as well as
+   * raised in the job. */
+  char dest[PAWL__WEB_DEST_MAX];
+  int valid = pawl__web_dest(url, dest) == 0;
+  if (!valid || !host_fn_webhook_allowed(w, dest)) {
+    char shown[512];
+    pawl__redact_web_url(url, shown, sizeof shown);
     if (w->cfg.log) {
       log_line_t line;
       pawl__log_begin(&line, w->cfg.log, PAWL_LOG_WARN,
-                      "webhook refused: job code may post only from an "
-                      "on_dead hook");
+                      "webhook refused: its destination is not granted");
       if (w->job) {
         pawl__log_id(&line, "job", &w->job->id);
         pawl__log_str(&line, "type", w->job->type);
       }
-      char shown[512];
-      pawl__redact_web_url(url, shown, sizeof shown);
       pawl__log_str(&line, "url", shown);
       pawl__log_end(&line);
     }
-    return luaL_error(L, "pawl.alert.webhook: a webhook posts only from an "
-                         "on_dead hook (global or a type's), not from a "
-                         "job's run, steps or other hooks");
+    if (!valid)
+      return luaL_error(L, "pawl.alert.webhook: %s is not an http:// or "
+                           "https:// URL with a host", shown);
+    return luaL_error(L, "pawl.alert.webhook: %s is not a granted "
+                         "destination (the operator grants one with pawl run "
+                         "--allow-webhook HOST[:PORT] or allow_webhook in "
+                         "_defaults.lua)", dest);
   }
   luaL_checktype(L, 2, LUA_TTABLE);
   const char *body = luaL_checkstring(L, 3);
@@ -1245,6 +1346,8 @@ static const luaL_Reg host_fns[] = {
     {"step_exit", host_fn_step_exit}, {"step_end", host_fn_step_end},
     /* dead-letter alerts (issue 16) */
     {"node", host_fn_node},       {"alert_post", host_fn_alert_post},
+    {"webhook_grants", host_fn_webhook_grants},
+    {"web_grant_check", host_fn_web_grant_check},
     {NULL, NULL}};
 
 void pawl__lua_push_host(lua_State *L, pawl__lua_t *w) {

@@ -423,9 +423,7 @@ static void run_hook(pawl__lua_t *w, const pawl_job_t *job, int hook_ref,
   lua_rawgeti(L, -2, 2);
   lua_remove(L, -3);
   int why = 0;
-  w->alerting = strcmp(name, "on_dead") == 0;
   int rc = pawl__lua_call(w, 3, 1, timeout, &why);
-  w->alerting = 0;
   pawl__lua_release_locks(w);
   if ((rc != 0 || !lua_isnil(L, -1)) && w->cfg.log) {
     char msg[64];

@@ -401,6 +401,7 @@ void pawl__lua_close(pawl__lua_t *w) {
     lua_close(w->L);
   }
   pawl__lua_forget_locks(w);
+  pawl__lua_webhook_forget(w);
   pawl__free(w->logs);
   pawl__free(w);
 }

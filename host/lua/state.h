@@ -59,8 +59,15 @@ struct pawl__lua {
   size_t nlocks, locks_cap;
   int loading;               /* running a script's top level: the functions
                                 that act on the database refuse */
-  int alerting;              /* running an on_dead hook: the only code that
-                                may post a webhook (pawl.alert.webhook) */
+  int alerting;              /* running _defaults.lua's global on_dead hook,
+                                which may post to the destinations that
+                                file names (wh_named) */
+  /* Webhook destinations granted by the loaded _defaults.lua (its
+   * allow_webhook list: grants as pawl__web_grant_covers reads them) and
+   * those its top level named in pawl.alert.webhook calls (destinations,
+   * pawl__web_dest's form). Owned; replaced at each load of the file. */
+  char **wh_grants, **wh_named;
+  size_t nwh_grants, nwh_named;
   int hosted;                /* the program's state (cfg.host_L): not ours */
 };
 
@@ -85,6 +92,9 @@ void pawl__lua_push_host(lua_State *L, pawl__lua_t *w);
 
 /* host.batch (host_batch.c; issue 15), one of the host functions. */
 int pawl__lua_host_batch(lua_State *L);
+
+/* Frees the webhook grants of the state's _defaults.lua (host_fns.c). */
+void pawl__lua_webhook_forget(pawl__lua_t *w);
 
 /* 53 random bits as a double, for seeding math.random (host_fns.c). */
 double pawl__lua_entropy(void);

@@ -24,6 +24,7 @@
 #include "fault.h"
 #include "metrics.h"
 #include "pawl_internal.h"
+#include "weburl.h"
 #include "worker.h"
 
 static void host_close(pawl_t *p);
@@ -207,6 +208,9 @@ void pawl__host_free(host_t *h) {
   pawl__free(h->types_json);
   for (size_t i = 0; h->queues && i < h->opts.nqueues; i++) pawl__free(h->queues[i]);
   pawl__free(h->queues);
+  for (size_t i = 0; h->allow_webhook && i < h->opts.nallow_webhook; i++)
+    pawl__free(h->allow_webhook[i]);
+  pawl__free(h->allow_webhook);
   pawl__free(h->qslots);
   pawl__free(h->pool_queues);
   pawl__completer_free(h->completer_state);
@@ -289,6 +293,14 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
     snprintf(msg, len, "%zu queues but no array", o->nqueues);
     return PAWL_EINVAL;
   }
+  if (o->nallow_webhook > 64 || (o->nallow_webhook && !o->allow_webhook)) {
+    snprintf(msg, len, "allow_webhook: at most 64 destinations, in an array "
+             "(got %zu)", o->nallow_webhook);
+    return PAWL_EINVAL;
+  }
+  for (size_t i = 0; i < o->nallow_webhook; i++)
+    if (pawl__web_grant_check(o->allow_webhook[i], msg, len) != 0)
+      return PAWL_EINVAL;
   /* Per-queue concurrency (issue 14): queues with a number have workers
    * of their own; the others (or every queue, with no list) share the
    * pool of `workers`, which is there only when some queue shares it. */
@@ -422,12 +434,19 @@ int pawl__host_copy_strings(host_t *h, const pawl_host_opts_t *in, char *msg,
     h->queues_csv = pawl__buf_detach(&csv);
     oom = !h->queues_csv;
   }
+  if (!oom && o->nallow_webhook) {
+    h->allow_webhook = pawl__calloc(o->nallow_webhook, sizeof *h->allow_webhook);
+    oom = !h->allow_webhook;
+    for (size_t i = 0; !oom && i < o->nallow_webhook; i++)
+      oom = !(h->allow_webhook[i] = pawl__strdup(in->allow_webhook[i]));
+  }
   if (oom) {
     snprintf(msg, len, "out of memory");
     return PAWL_ENOMEM;
   }
   o->scripts_dir = h->scripts_dir;
   o->queues = (const char *const *)h->queues;
+  o->allow_webhook = (const char *const *)h->allow_webhook;
   int rrc = pawl__retention_copy(h, in->retention, msg, len);
   if (rrc) return rrc;
   /* Per-queue concurrency: a slot per numbered queue; the pool claims the

@@ -102,6 +102,7 @@ typedef struct host {
                                   (retention.c; issue 16) */
   char *scripts_dir;
   char **queues;
+  char **allow_webhook;      /* opts.allow_webhook's copies */
   double avg_job_ms;         /* moving average of job durations (under mu),
                                 for the adaptive prefetch */
   host_logger_t log;

@@ -58,6 +58,7 @@ local function builtin_defaults()
   defaults.ordering = nil
   defaults.on_dead, defaults.alert_window = nil, nil
   defaults_allow = {}
+  host.webhook_grants({}, {})
   file_defaults = false
 end
 
@@ -400,6 +401,10 @@ local WEBHOOK_OPTS = { url = "string", headers = "table", timeout = "number",
 -- from `backoff` seconds. Everything is checked here, when the script
 -- loads: a bad option fails the script, not the alert.
 pawl.alert = {}
+-- The URLs pawl.alert.webhook was given while _defaults.lua's top level
+-- runs (a list), nil at any other time: its global on_dead hook may post
+-- to them without a grant (the operator wrote them there).
+local defaults_webhooks = nil
 function pawl.alert.webhook(opts)
   local F = "pawl.alert.webhook: "
   if type(opts) ~= "table" then
@@ -445,6 +450,7 @@ function pawl.alert.webhook(opts)
     headers[#headers + 1] = k .. ": " .. v
   end
   if n > 32 then error(F .. ("at most 32 headers (got %d)"):format(n), 2) end
+  if defaults_webhooks then defaults_webhooks[#defaults_webhooks + 1] = url end
   table.sort(headers)
   return function(job, err, info)
     info = type(info) == "table" and info or {}
@@ -947,6 +953,8 @@ local FIELDS = {
   steps = "table", identity = "table",
   -- Dead-letter alerts (issue 16): _defaults.lua's dedup window, seconds.
   alert_window = "number",
+  -- _defaults.lua's webhook destinations job code may post to.
+  allow_webhook = "table",
 }
 
 local MISFIRE = { run_once = true, catch_up = true, skip = true }
@@ -1134,6 +1142,25 @@ local function check_script(t, is_defaults)
       if type(key) ~= "string" then return nil, "redact must list field names" end
     end
   end
+  if t.allow_webhook ~= nil then
+    if not is_defaults then
+      return nil, "allow_webhook belongs to _defaults.lua: the operator "
+                  .. "grants webhook destinations"
+    end
+    local n = 0
+    for k, v in pairs(t.allow_webhook) do
+      n = n + 1
+      if type(k) ~= "number" or type(v) ~= "string" then
+        return nil, "allow_webhook must list destinations, \"HOST\" or "
+                    .. "\"HOST:PORT\""
+      end
+      local bad = host.web_grant_check(v)
+      if bad then return nil, "allow_webhook: " .. bad end
+    end
+    if n > 64 then
+      return nil, ("allow_webhook: at most 64 destinations (got %d)"):format(n)
+    end
+  end
   if t.allow then
     for k, cap in pairs(t.allow) do
       if type(k) ~= "number" or not CAPS[cap] then
@@ -1210,7 +1237,10 @@ local function load_script(path, is_defaults, src)
   -- the script asks for (allow), if it asks for less.
   local env, seal = script_env(is_defaults and granted or operator_caps())
   setfenv(f, env)
+  local named = {}
+  if is_defaults then defaults_webhooks = named end
   local ok, t = pcall(f)
+  defaults_webhooks = nil
   if not ok then return nil, tostring(t) end
   local checked, cerr = check_script(t, is_defaults)
   if not checked then return nil, path .. ": " .. cerr end
@@ -1226,6 +1256,7 @@ local function load_script(path, is_defaults, src)
   end
   checked.caps = caps
   if checked.redact then checked.redact = copy(checked.redact) end
+  if is_defaults then checked.named_webhooks = named end
   return checked
 end
 
@@ -1281,6 +1312,9 @@ function W.load_one(name, path, src)
     defaults.on_dead, defaults.alert_window = t.on_dead, t.alert_window
     defaults_allow = {}
     for _, cap in ipairs(t.allow or {}) do defaults_allow[cap] = true end
+    local werr = host.webhook_grants(copy(t.allow_webhook or {}),
+                                     t.named_webhooks)
+    if werr then return werr end
     file_defaults = true
     return nil
   end

@@ -112,8 +112,11 @@ static pawl_t *al_open(const char *url, const char *node, int64_t lease_ms) {
   return p;
 }
 
+/* al_start, with a metrics endpoint (NULL: none) and the webhook
+ * destinations job code may post to (NULL: none). */
 static void al_start_with(pawl_t *p, int workers,
-                          const pawl_metrics_opts_t *metrics) {
+                          const pawl_metrics_opts_t *metrics,
+                          const char *webhook_grant) {
   static const char *const queues[] = {"default"};
   pawl_host_opts_t o;
   pawl_host_opts_init(&o);
@@ -126,10 +129,15 @@ static void al_start_with(pawl_t *p, int workers,
   o.log_level = PAWL_LOG_INFO;
   o.log_fn = al_log_fn;
   o.metrics = metrics;
+  const char *grants[] = {webhook_grant};
+  o.allow_webhook = webhook_grant ? grants : NULL;
+  o.nallow_webhook = webhook_grant ? 1 : 0;
   CHECK_OK(pawl_start(p, &o));
 }
 
-static void al_start(pawl_t *p, int workers) { al_start_with(p, workers, NULL); }
+static void al_start(pawl_t *p, int workers) {
+  al_start_with(p, workers, NULL, NULL);
+}
 
 static pawl_id_t al_enqueue(pawl_t *p, const char *type, const char *payload,
                             int max_attempts) {
@@ -668,7 +676,10 @@ void test_host_alerts_webhook_dead_url_never_blocks(void) {
     dead[i] = al_enqueue(p, "fatal", "{}", 1);
     fine[i] = al_enqueue(p, "ok", "{}", 1);
   }
-  al_start(p, 2);
+  /* The type's hook is job code: its destination is granted. */
+  char grant[64];
+  snprintf(grant, sizeof grant, "127.0.0.1:%d", ntohs(a.sin_port));
+  al_start_with(p, 2, NULL, grant);
   for (int i = 0; i < N; i++) {
     al_state_wait(p, &dead[i], PAWL_FAILED);
     al_state_wait(p, &fine[i], PAWL_SUCCEEDED);
@@ -680,16 +691,24 @@ void test_host_alerts_webhook_dead_url_never_blocks(void) {
   close(fd);
 }
 
-/* Job code tries to send data out through the webhook: from its run, from
- * a pcall that would hide the refusal, from its retry policy, sanitizer
- * and on_failure hook, and from a step. Every try is refused and logged,
- * nothing reaches the receiver, and the one post that is allowed (the
- * type's on_dead) still goes through. */
+/* Job code tries to send data out through the webhook, to a destination
+ * the operator did not grant: from its run, from a pcall that would hide
+ * the refusal, from its retry policy, sanitizer, on_failure and on_dead
+ * hooks, and from a step. Every try is refused and logged, and nothing
+ * reaches the receiver but the one post that is allowed: the global
+ * on_dead hook's, to the destination _defaults.lua names. Then, with the
+ * destination granted, a job's run may post to it. */
 void test_host_alerts_webhook_refused_from_job_code(void) {
   const char *url = "sqlite:alerts.db";
   static al_server_t srv;
   al_server_start(&srv);
   char src[4096];
+  snprintf(src, sizeof src,
+           "local hook = pawl.alert.webhook{ url = 'http://127.0.0.1:%d/d' }\n"
+           "return { alert_window = 0, on_dead = function(job, err, info)\n"
+           "  if job.type == 'leaky' then hook(job, err, info) end end }\n",
+           srv.port);
+  al_script("_defaults", src);
   snprintf(src, sizeof src,
            "local post = pawl.alert.webhook{ url = "
            "'http://u:leak-pw@127.0.0.1:%d/x?k=leak-q', attempts = 1 }\n"
@@ -699,10 +718,10 @@ void test_host_alerts_webhook_refused_from_job_code(void) {
            "  retry = function(attempt, err, job) pcall(leak, job) return 0 end,\n"
            "  sanitize = function(msg, job) pcall(leak, job) return msg end,\n"
            "  on_failure = function(job) leak(job) end,\n"
-           "  on_dead = post,\n"
+           "  on_dead = function(job) leak(job) end,\n"
            "  run = function(job)\n"
            "    local ok, err = pcall(leak, job)\n"
-           "    assert(not ok and err:find('only from an on_dead hook', 1, true))\n"
+           "    assert(not ok and err:find('is not a granted destination', 1, true))\n"
            "    leak(job)\n"
            "  end,\n"
            "}\n",
@@ -723,16 +742,57 @@ void test_host_alerts_webhook_refused_from_job_code(void) {
   for (int k = 0; k < 6000 && !al_log_has("alert posted"); k++) usleep(10000);
   CHECK(al_log_has("alert posted"));
   pawl_close(p);
-  /* Only the on_dead hook's post arrived, and it carries no payload. */
+  /* Only the global hook's post arrived, and it carries no payload. */
   CHECK_INT(atomic_load(&srv.requests), ==, 1);
   pthread_mutex_lock(&srv.mu);
   CHECK(strstr(srv.body, "hunter2") == NULL);
   pthread_mutex_unlock(&srv.mu);
-  CHECK(al_log_has("webhook refused: job code may post only from an on_dead hook"));
+  CHECK(al_log_has("webhook refused: its destination is not granted"));
   CHECK(al_log_has("127.0.0.1"));
   CHECK(!al_log_has("leak-pw"));
   CHECK(!al_log_has("leak-q"));
+
+  /* Granted: the step's post goes through. */
+  char grant[64];
+  snprintf(grant, sizeof grant, "127.0.0.1:%d", srv.port);
+  p = al_open(url, "node-l2", 0);
+  st = al_enqueue(p, "stepper", "{}", 1);
+  al_start_with(p, 1, NULL, grant);
+  al_state_wait(p, &st, PAWL_SUCCEEDED);
+  for (int k = 0; k < 6000 && atomic_load(&srv.requests) < 2; k++) usleep(10000);
+  pawl_close(p);
+  CHECK_INT(atomic_load(&srv.requests), ==, 2);
+  pthread_mutex_lock(&srv.mu);
+  CHECK(strstr(srv.body, "from a step") != NULL);
+  pthread_mutex_unlock(&srv.mu);
+
+  /* Granted by _defaults.lua's allow_webhook instead. */
+  snprintf(src, sizeof src, "return { allow_webhook = { '127.0.0.1:%d' } }\n",
+           srv.port);
+  al_script("_defaults", src);
+  p = al_open(url, "node-l3", 0);
+  st = al_enqueue(p, "stepper", "{}", 1);
+  al_start(p, 1);
+  al_state_wait(p, &st, PAWL_SUCCEEDED);
+  for (int k = 0; k < 6000 && atomic_load(&srv.requests) < 3; k++) usleep(10000);
+  pawl_close(p);
+  CHECK_INT(atomic_load(&srv.requests), ==, 3);
   MHD_stop_daemon(srv.d);
+
+  /* Only _defaults.lua grants, and only destinations. */
+  pawl_script_info_t info;
+  char err[512] = "";
+  al_script("granting", "return { allow_webhook = { 'x.example' },\n"
+                        "  run = function() end }\n");
+  CHECK_INT(pawl_script_info("scripts", "granting", &info, err, sizeof err), ==,
+            PAWL_EINVAL);
+  CHECK(strstr(err, "allow_webhook belongs to _defaults.lua") != NULL);
+  al_script("_defaults", "return { allow_webhook = { 'http://x.example/' } }\n");
+  al_script("plain", "return { run = function() end }\n");
+  CHECK_INT(pawl_script_info("scripts", "plain", &info, err, sizeof err), ==,
+            PAWL_EINVAL);
+  CHECK(strstr(err, "allow_webhook: webhook destination must be HOST or "
+                    "HOST:PORT") != NULL);
 }
 
 /* Fetches http://127.0.0.1:PORT/metrics (the port from the host's log
@@ -805,7 +865,9 @@ void test_host_alerts_webhook_slow_destination_isolated(void) {
   pawl_id_t ids[N];
   for (int i = 0; i < N; i++) ids[i] = al_enqueue(p, "flood", "{}", 1);
   pawl_metrics_opts_t mo = {.listen = "127.0.0.1:0"};
-  al_start_with(p, 2, &mo);
+  char grant[64];
+  snprintf(grant, sizeof grant, "127.0.0.1:%d", ntohs(a.sin_port));
+  al_start_with(p, 2, &mo, grant);
   for (int i = 0; i < N; i++) al_state_wait(p, &ids[i], PAWL_FAILED);
   char full[128];
   snprintf(full, sizeof full, "the webhook queue of http://127.0.0.1:%d is full",
