@@ -88,6 +88,8 @@ static void run_push_job(pawl__lua_t *w, const pawl_job_t *j) {
   run_setstr(L, "queue", j->queue);
   run_setnum(L, "attempt", j->attempt);
   run_setnum(L, "max_attempts", j->max_attempts);
+  /* Its generation in a line of jobs enqueued by jobs (max_depth). */
+  run_setnum(L, "depth", j->depth);
   run_setnum(L, "priority", j->priority);
   run_setnum(L, "timeout_s", j->timeout_s);
   run_setnum(L, "created_at", (double)j->created_at / 1000.0);

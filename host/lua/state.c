@@ -169,6 +169,7 @@ static void state_push_limits(lua_State *L) {
       {"children_max", PAWL_CHILDREN_MAX},
       {"fanout_batch_max", PAWL_FANOUT_BATCH_MAX},
       {"depth_max", PAWL_DEPTH_MAX},
+      {"fanout_batch_default", PAWL_FANOUT_BATCH_DEFAULT},
       {"log_message_max", PAWL_LOG_MESSAGE_MAX},
   };
   lua_createtable(L, 0, (int)(sizeof limits / sizeof limits[0]));

@@ -328,13 +328,20 @@ function pawl.batch(t)
   if type(t.jobs) ~= "table" then
     error("pawl.batch: jobs must be a list of {type, payload, opts}", 2)
   end
+  -- More jobs than one call may have: host.batch refuses them by their
+  -- number, before it reads any, so they are not checked one by one here
+  -- first (a million would take seconds of the job's time).
+  local mc, mb, md = fanout()
+  if current_job and #t.jobs > (mb or limits.fanout_batch_default) then
+    local _, err = host.batch(t.jobs, {}, mc, mb, md, t.key)
+    error("pawl.batch: " .. tostring(err), 2)
+  end
   local children = {}
   for i, e in ipairs(t.jobs) do children[i] = batch_entry("job " .. i, e) end
   local cbs = {}
   for _, role in ipairs({ "on_success", "on_failure", "on_complete" }) do
     if t[role] ~= nil then cbs[role] = batch_entry(role, t[role]) end
   end
-  local mc, mb, md = fanout()
   local id, ids, status = host.batch(children, cbs, mc, mb, md, t.key)
   if not id then error("pawl.batch: " .. ids, 2) end
   return id, ids, status
@@ -884,7 +891,13 @@ end
 local function print_(...)
   local parts = {}
   for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
-  host.print(clean(current_spec, table.concat(parts, "\t"), current_job))
+  local text = table.concat(parts, "\t")
+  -- A log line's cap, checked before the sanitizer walks the text.
+  if #text > limits.log_message_max then
+    error(("print: the text is %d bytes; at most %d")
+      :format(#text, limits.log_message_max), 2)
+  end
+  host.print(clean(current_spec, text, current_job))
 end
 
 -- The curated environment of one script, with capabilities `caps` (a set:

@@ -12,6 +12,7 @@
 #include "store_contract_ordering.h"
 #include "store_contract_sigrep.h"
 #include "store_contract_batch.h"
+#include "store_contract_fanout.h"
 #include "store_contract_deps.h"
 #include "store_contract_deps_mix.h"
 #include "store_contract_steps.h"
@@ -37,6 +38,7 @@ ADMIN_CONTRACT_TESTS(CONTRACT_SQLITE)
 ORDERING_CONTRACT_TESTS(CONTRACT_SQLITE)
 SIGREP_CONTRACT_TESTS(CONTRACT_SQLITE)
 BATCH_CONTRACT_TESTS(CONTRACT_SQLITE)
+FANOUT_CONTRACT_TESTS(CONTRACT_SQLITE)
 DEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
 DEPS_MIX_CONTRACT_TESTS(CONTRACT_SQLITE)
 STEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
