@@ -835,6 +835,12 @@ static int pawl_check_outcome(pawl_t *p, const pawl_outcome_t *o) {
   if (o->kind == PAWL_OUT_SUCCEEDED && o->branches &&
       (rc = pawl_check_json(p, "branches", o->branches)))
     return rc;
+  /* An error text is a log line's message in size (job code's are cut
+   * to 2000 bytes by its sanitizer before they get here). */
+  size_t elen = o->error ? strlen(o->error) : 0;
+  if (elen > PAWL_LOG_MESSAGE_MAX)
+    return pawl__fail(p, PAWL_EINVAL, "error is %zu bytes; at most %d", elen,
+                      PAWL_LOG_MESSAGE_MAX);
   if ((o->kind == PAWL_OUT_RETRY || o->kind == PAWL_OUT_SNOOZE) &&
       (rc = pawl_check_int(p, "run_at", o->run_at, 0, PAWL_TIME_MAX_MS,
                            "ms since the epoch")))

@@ -256,6 +256,20 @@ void contract_fanout_write_caps(const char *url) {
                         .store_key = claimed[0]->store_key};
   CHECK_INT(pawl_finish(p, &out, 1, NULL), ==, PAWL_EINVAL);
   CHECK(strncmp(pawl_errmsg(p), "result is ", 10) == 0);
+  /* An error text: a log message's cap. */
+  char *err_over = malloc(PAWL_LOG_MESSAGE_MAX + 2);
+  CHECK(err_over);
+  memset(err_over, 'e', PAWL_LOG_MESSAGE_MAX + 1);
+  err_over[PAWL_LOG_MESSAGE_MAX + 1] = 0;
+  pawl_outcome_t bad = out;
+  bad.kind = PAWL_OUT_FAILED;
+  bad.result = NULL;
+  bad.error = err_over;
+  CHECK_INT(pawl_finish(p, &bad, 1, NULL), ==, PAWL_EINVAL);
+  snprintf(want, sizeof want, "error is %d bytes; at most %d",
+           PAWL_LOG_MESSAGE_MAX + 1, PAWL_LOG_MESSAGE_MAX);
+  CHECK_STR(pawl_errmsg(p), want);
+  free(err_over);
   out.result = at;
   out.logs = &log;
   out.nlogs = 1;
