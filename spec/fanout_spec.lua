@@ -126,9 +126,10 @@ return { max_batch = 10, run = function()
   local jobs = {}
   for i = 1, 11 do jobs[i] = { "noop" } end
   local ok, err = pcall(pawl.batch, { jobs = jobs })
+  local cok, cerr = pcall(pawl.chain, jobs)
   table.remove(jobs)
   local id, ids = pawl.batch { jobs = jobs }
-  return { ok = ok, err = err, made = #ids }
+  return { ok = ok, err = err, cok = cok, cerr = cerr, made = #ids }
 end }]])
     local big = env:enqueue("big", H.json { n = 1000000 })
     local over = env:enqueue("big", H.json { n = 1001 })
@@ -136,12 +137,14 @@ end }]])
     env:run_idle("--workers", "2")
     local b = env:show(big).result
     assert.is_false(b.ok)
-    assert.truthy(b.err:find("pawl.batch of 1000000 jobs; max_batch is 1000 for job type big: split it into calls of at most 1000 jobs, or raise max_batch in the job type's script or in _defaults.lua (at most 10000)", 1, true), b.err)
-    assert.truthy(env:show(over).result.err:find("pawl.batch of 1001 jobs; max_batch is 1000", 1, true))
+    assert.truthy(b.err:find("pawl.batch: 1000000 jobs in one pawl.batch call; max_batch is 1000 for job type big: split them into calls of at most 1000 jobs, or raise max_batch in the job type's script or in _defaults.lua (at most 10000)", 1, true), b.err)
+    assert.truthy(env:show(over).result.err:find("1001 jobs in one pawl.batch call; max_batch is 1000", 1, true))
     -- A chain is one transaction too: the same limit.
     assert.is_true(b.cok, b.cerr)
     local s = env:show(small).result
-    assert.truthy(s.err:find("pawl.batch of 11 jobs; max_batch is 10 for job type small", 1, true), s.err)
+    assert.truthy(s.err:find("11 jobs in one pawl.batch call; max_batch is 10 for job type small", 1, true), s.err)
+    assert.is_false(s.cok)
+    assert.truthy(s.cerr:find("pawl.chain: 11 jobs in one pawl.chain call; max_batch is 10 for job type small", 1, true), s.cerr)
     assert.are.equal(10, s.made)
     -- 1000 + 1000 chain steps and the 10 of "small"; nothing of the
     -- refused batches.

@@ -129,10 +129,10 @@ int pawl__lua_fanout(lua_State *L, pawl__lua_t *w, int arg, size_t n,
   }
   if (per_call && (int64_t)n > max_batch) {
     snprintf(err, errlen,
-             "%s of %zu jobs; max_batch is %lld for job type %s: split it "
-             "into calls of at most %lld jobs, or raise max_batch %s (at "
-             "most %d)",
-             fname, n, (long long)max_batch, job->type, (long long)max_batch,
+             "%zu jobs in one %s call; max_batch is %lld for job type %s: "
+             "split them into calls of at most %lld jobs, or raise max_batch "
+             "%s (at most %d)",
+             n, fname, (long long)max_batch, job->type, (long long)max_batch,
              how, PAWL_FANOUT_BATCH_MAX);
     return -1;
   }
