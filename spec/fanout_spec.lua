@@ -151,6 +151,29 @@ end }]])
     assert.are.equal(2010, #jobs_of(env, "noop"))
   end)
 
+  it("bounds the parents a call's jobs wait for, in all, as it bounds its jobs", function()
+    env:script("noop", NOOP)
+    -- Two children each waiting for 60,000 parents: 120,000 edges in one
+    -- transaction. The ids need not exist: the count is refused first.
+    env:script("edges", [[
+return { run = function()
+  local after = {}
+  for i = 1, 60000 do after[i] = ("00000000-0000-7000-8000-%012x"):format(i) end
+  local r = {}
+  r.batch = select(2, pcall(pawl.batch, { jobs = {
+    { "noop", {}, { after = after } }, { "noop", {}, { after = after } } } }))
+  r.chain = select(2, pcall(pawl.chain, {
+    { "noop", {}, { after = after } }, { "noop", {}, { after = after } } }))
+  return r
+end }]])
+    local id = env:enqueue("edges")
+    env:run_idle("--workers", "1")
+    local r = env:show(id).result
+    assert.truthy(r.batch:find("pawl.batch: the jobs of one pawl.batch call wait for 120000 parents in all (after); at most 100000: split the call", 1, true), r.batch)
+    assert.truthy(r.chain:find("pawl.chain: the jobs of one pawl.chain call wait for 120000 parents in all (after); at most 100000", 1, true), r.chain)
+    assert.are.equal(0, #jobs_of(env, "noop"))
+  end)
+
   it("refuses limits out of their bounds when the script loads", function()
     for _, c in ipairs {
       { "max_children = 100001", "max_children must be a whole number between 0 and 100000 (got 100001)" },

@@ -255,6 +255,11 @@ int pawl__lua_host_batch(lua_State *L) {
     }
     lua_pop(L, 1); /* still referenced by the callbacks table */
   }
+  if (pawl__lua_fan_edges(w, opts, n, "pawl.batch", err, sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
   if (w->job) bo.enqueued_by = by;
   int status = PAWL_ENQ_NEW;
   if (ident[0]) {

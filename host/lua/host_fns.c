@@ -150,6 +150,20 @@ int pawl__lua_fanout(lua_State *L, pawl__lua_t *w, int arg, size_t n,
   return 0;
 }
 
+int pawl__lua_fan_edges(const pawl__lua_t *w, const pawl_enqueue_opts_t *opts,
+                        size_t n, const char *fname, char *err,
+                        size_t errlen) {
+  if (!w->fan_job) return 0;
+  size_t edges = 0;
+  for (size_t i = 0; i < n; i++) edges += opts[i].nafter;
+  if (edges <= PAWL_AFTER_MAX) return 0;
+  snprintf(err, errlen,
+           "the jobs of one %s call wait for %zu parents in all (after); at "
+           "most %d: split the call",
+           fname, edges, PAWL_AFTER_MAX);
+  return -1;
+}
+
 void pawl__lua_fan_ident(pawl__lua_t *w, const char *key, char *out,
                          size_t outlen) {
   out[0] = 0;
@@ -727,6 +741,11 @@ static int host_fn_chain(lua_State *L) {
       snprintf(keys[i], sizeof keys[i], "%s/%zu", ident, i + 1);
       opts[i].idempotency_key = keys[i];
     }
+  }
+  if (pawl__lua_fan_edges(w, opts, n, "pawl.chain", err, sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
   }
   if (pawl_chain(w->cfg.p, items, n, ids, statuses) != 0) {
     lua_pushnil(L);

@@ -124,6 +124,14 @@ int pawl__lua_fanout(lua_State *L, pawl__lua_t *w, int arg, size_t n,
                      int per_call, const char *fname, int32_t *depth,
                      char *err, size_t errlen);
 
+/* The parents (`after`) the n jobs of one call from job code wait for,
+ * in all: at most PAWL_AFTER_MAX, as one job's, so that a call's edges
+ * are bounded as its jobs are (each is a row the call's transaction
+ * writes). 0, or -1 with the message in err. */
+int pawl__lua_fan_edges(const pawl__lua_t *w, const pawl_enqueue_opts_t *opts,
+                        size_t n, const char *fname, char *err,
+                        size_t errlen);
+
 /* The identity of the running job's next pawl.batch / pawl.chain call:
  * "job:ID/PHASE/ORDINAL", or "job:ID/key/KEY" for the key the script
  * gave (NULL: none); "" when no job runs. Counts the call. */
