@@ -153,6 +153,7 @@ typedef struct pawl_job {
   char *ordering_key;       /* per-key ordering: see
                                pawl_enqueue_opts_t.ordering_key; NULL:
                                none */
+  int32_t depth;            /* pawl_enqueue_opts_t.depth */
 } pawl_job_t;
 
 /* Frees a job from pawl_get(), pawl_claim() and friends. NULL is fine. */
@@ -372,9 +373,40 @@ typedef struct pawl_enqueue_opts {
    * per call (pawl_enqueue, or pawl_enqueue_many with n == 1). NULL: none. */
   const char *const *identity;
   size_t nidentity;
+  /* The generation of the job in a line of jobs enqueued by jobs
+   * (docs/security.md, "What job code may write"): 0 for a job an
+   * operator, a program or SQL enqueues; job code's enqueues set their
+   * job's depth + 1, and its script's max_depth bounds it. 0..PAWL_DEPTH_MAX. */
+  int32_t depth;
 } pawl_enqueue_opts_t;
 
 #define PAWL_AFTER_MAX 100000
+
+/* ---- what one enqueue or one job may write ----------------------------
+ * (docs/security.md, "What job code may write"). The sizes hold for every
+ * enqueuer and every job's output alike, checked here, at the API, so the
+ * CLI, the C API, the Lua module and job code all meet them: bytes of
+ * JSON text for a payload, params, a signal's payload and a job's result
+ * or branches; of text for a log line's message and its fields. A job
+ * whose result is over the cap fails with the error (it is data). */
+#define PAWL_PAYLOAD_MAX (16 * 1024 * 1024)
+#define PAWL_LOG_MESSAGE_MAX (64 * 1024)
+#define PAWL_LOG_FIELDS_MAX (64 * 1024)
+
+/* Job code's fan-out (the script fields max_children, max_batch,
+ * max_depth; docs/security.md): the defaults and the hard bounds a script
+ * or _defaults.lua may set them within. max_children: jobs one attempt of
+ * a job may enqueue (pawl.enqueue, pawl.chain, pawl.batch with its
+ * callbacks); max_batch: jobs one pawl.batch or pawl.chain call may
+ * enqueue (each call is one transaction, so this bounds how long job code
+ * holds the database's write lock); max_depth: how deep a line of jobs
+ * enqueued by jobs may go (a job at depth max_depth enqueues nothing). */
+#define PAWL_CHILDREN_DEFAULT 1000
+#define PAWL_CHILDREN_MAX 100000
+#define PAWL_FANOUT_BATCH_DEFAULT 1000
+#define PAWL_FANOUT_BATCH_MAX 10000
+#define PAWL_DEPTH_DEFAULT 100
+#define PAWL_DEPTH_MAX 10000
 
 PAWL_EXTERN void pawl_enqueue_opts_init(pawl_enqueue_opts_t *o);
 
@@ -448,6 +480,15 @@ typedef struct pawl_batch_opts {
   const pawl_enqueue_item_t *on_failure;
   const pawl_enqueue_item_t *on_complete;
   const char *enqueued_by;    /* of the batch; NULL: the handle's principal */
+  /* The batch's identity: NULL for none; else 1..400 bytes of text.
+   * When a batch with this key exists, nothing is written: *batch_id and
+   * ids[] receive the existing batch's id and its children's ids (in the
+   * order they were given), and *status PAWL_ENQ_DUPLICATE; a batch with
+   * another number of children is refused (PAWL_ECONFLICT, naming both).
+   * Job code's pawl.batch sets one (its job's id and the ordinal of the
+   * call), so that a rerun after a crash finds the batch it made. */
+  const char *key;
+  int *status;                /* NULL, or receives PAWL_ENQ_NEW/_DUPLICATE */
 } pawl_batch_opts_t;
 
 PAWL_EXTERN void pawl_batch_opts_init(pawl_batch_opts_t *o);

@@ -346,7 +346,7 @@ const unsigned char pawl__store_job_ints[STORE_JOB_NINT] = {
     STORE_JOB_RUN_AT,       STORE_JOB_ATTEMPT,      STORE_JOB_MAX_ATTEMPTS,
     STORE_JOB_TIMEOUT_S,    STORE_JOB_CREATED_AT,   STORE_JOB_UPDATED_AT,
     STORE_JOB_STARTED_AT,   STORE_JOB_FINISHED_AT,  STORE_JOB_LEASE_EXPIRES,
-    STORE_JOB_RECOVERIES,   STORE_JOB_VERSION};
+    STORE_JOB_RECOVERIES,   STORE_JOB_VERSION,      STORE_JOB_DEPTH};
 
 pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
                                      const char *owner) {
@@ -400,6 +400,7 @@ pawl_job_t *pawl__store_job_from_row(const store_job_row_t *r,
   j->progress_done = r->progress_done;
   j->progress_total = r->progress_total;
   j->version = num[STORE_JOB_VERSION];
+  j->depth = (int32_t)num[STORE_JOB_DEPTH];
   j->store_key = 0;
   if (!j->type || !j->queue || !j->payload || !j->tags) {
     pawl__free(j);

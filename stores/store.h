@@ -95,6 +95,8 @@ typedef struct store_new_job {
    * canceled (or deleted) job; one held by any other job refuses the
    * whole call with PAWL_ECONFLICT (the caller looks it up again). */
   const char *instance_key;
+  /* The generation (pawl_enqueue_opts_t.depth): 0 for none. */
+  int32_t depth;
 } store_new_job_t;
 
 /* ---- batches (issue 15; pawl_batches, pawl_batch_callbacks,
@@ -108,6 +110,15 @@ typedef struct store_batch_new {
   pawl_id_t id;
   const char *enqueued_by;
   const store_new_job_t *callbacks[3];
+  /* The batch's identity (pawl_batch_opts_t.key), NULL for none. When a
+   * batch has it already, create() writes nothing: *found is set to 1,
+   * *found_id to its id and found_ids[0..n) to its children's ids in
+   * enqueue order; one of another size is PAWL_ECONFLICT. found,
+   * found_id and found_ids are the caller's (needed with ident). */
+  const char *ident;
+  int *found;
+  pawl_id_t *found_id;
+  pawl_id_t *found_ids;
 } store_batch_new_t;
 
 /* How a child's move between states changes its batch's counters
@@ -903,13 +914,14 @@ enum store_job_col {
   STORE_JOB_LAST_ERROR, STORE_JOB_RESULT, STORE_JOB_RECOVERIES,
   STORE_JOB_PROGRESS_DONE, STORE_JOB_PROGRESS_TOTAL, STORE_JOB_VERSION,
   STORE_JOB_ORDERING_KEY, /* per-key ordering (issue 14) */
+  STORE_JOB_DEPTH, /* generation of jobs enqueued by jobs (SQLite V016) */
   STORE_JOB_NCOLS
 };
 
 /* The job columns by what they hold: texts (NULL for NULL), integers (0
  * for NULL) and the two reals (progress); the id is STORE_JOB_ID. */
 #define STORE_JOB_NTEXT 13
-#define STORE_JOB_NINT 14
+#define STORE_JOB_NINT 15
 extern const unsigned char pawl__store_job_texts[STORE_JOB_NTEXT];
 extern const unsigned char pawl__store_job_ints[STORE_JOB_NINT];
 

@@ -89,6 +89,16 @@ int pawl_batch_enqueue(pawl_t *p, const pawl_enqueue_item_t *jobs, size_t n,
   pawl_batch_opts_t none;
   pawl_batch_opts_init(&none);
   if (!opts) opts = &none;
+  if (opts->key) {
+    size_t klen = strlen(opts->key);
+    int bad = klen == 0 || klen > 400;
+    for (size_t i = 0; i < klen && !bad; i++)
+      bad = (unsigned char)opts->key[i] < 0x20 || opts->key[i] == 0x7f;
+    if (bad)
+      return pawl__fail(p, PAWL_EINVAL,
+                        "a batch's key must be 1..400 bytes without control "
+                        "characters (got %zu bytes)", klen);
+  }
   const pawl_enqueue_item_t *cbs[3] = {opts->on_success, opts->on_failure,
                                        opts->on_complete};
   store_new_job_t cb_jobs[3];
@@ -97,6 +107,18 @@ int pawl_batch_enqueue(pawl_t *p, const pawl_enqueue_item_t *jobs, size_t n,
   memset(&b, 0, sizeof b);
   pawl_id_new(&b.id);
   b.enqueued_by = opts->enqueued_by ? opts->enqueued_by : p->principal;
+  /* Identity: the batch made under the key before, if any (store.h). */
+  int found = 0;
+  pawl_id_t found_id;
+  pawl_id_t *found_ids = NULL;
+  if (opts->key) {
+    found_ids = pawl__calloc(n, sizeof *found_ids);
+    if (!found_ids) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
+    b.ident = opts->key;
+    b.found = &found;
+    b.found_id = &found_id;
+    b.found_ids = found_ids;
+  }
   int rc = 0;
   for (int r = 0; r < 3; r++) pawl__buf_init(&cb_tags[r]);
   for (int r = 0; r < 3 && !rc; r++) {
@@ -106,7 +128,10 @@ int pawl_batch_enqueue(pawl_t *p, const pawl_enqueue_item_t *jobs, size_t n,
   }
   if (!rc) rc = pawl__enqueue_items(p, jobs, n, ids, NULL, 0, &b);
   for (int r = 0; r < 3; r++) pawl__buf_free(&cb_tags[r]);
-  if (!rc && batch_id) *batch_id = b.id;
+  pawl__free(found_ids);
+  if (!rc && batch_id) *batch_id = found ? found_id : b.id;
+  if (!rc && opts->status)
+    *opts->status = found ? PAWL_ENQ_DUPLICATE : PAWL_ENQ_NEW;
   return rc;
 }
 

@@ -28,7 +28,13 @@ int pawl_signal(pawl_t *p, const char *key, const char *decision,
                       decision ? decision : "none");
   if (!payload) payload = "{}";
   char err[256];
-  if (pawl__json_validate(payload, strlen(payload), err, sizeof err) != 0)
+  size_t plen = strlen(payload);
+  if (plen > PAWL_PAYLOAD_MAX)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "signal payload is %zu bytes; at most %d (16 MiB): put "
+                      "the data elsewhere and a reference to it in the "
+                      "signal", plen, PAWL_PAYLOAD_MAX);
+  if (pawl__json_validate(payload, plen, err, sizeof err) != 0)
     return pawl__fail(p, PAWL_EINVAL, "signal payload is not valid JSON: %s",
                       err);
   pawl_id_t job;

@@ -390,9 +390,17 @@ static int pawl_check_int(pawl_t *p, const char *what, int64_t v, int64_t min,
   return 0;
 }
 
+/* JSON text of at most PAWL_PAYLOAD_MAX bytes (docs/security.md, "What
+ * job code may write": one cap for every enqueuer and every job's output). */
 static int pawl_check_json(pawl_t *p, const char *what, const char *s) {
   char err[256];
-  if (pawl__json_validate(s, strlen(s), err, sizeof err) != 0)
+  size_t len = strlen(s);
+  if (len > PAWL_PAYLOAD_MAX)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "%s is %zu bytes; at most %d (16 MiB): put the data "
+                      "elsewhere and a reference to it in the job",
+                      what, len, PAWL_PAYLOAD_MAX);
+  if (pawl__json_validate(s, len, err, sizeof err) != 0)
     return pawl__fail(p, PAWL_EINVAL, "%s is not valid JSON: %s", what, err);
   return 0;
 }
@@ -521,6 +529,8 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
                       (long long)o->signal_timeout_ms,
                       (long long)PAWL_TIME_MAX_MS);
   if ((rc = pawl_check_after(p, o))) return rc;
+  if ((rc = pawl_check_int(p, "depth", o->depth, 0, PAWL_DEPTH_MAX, NULL)))
+    return rc;
   pawl__buf_putc(tags, '[');
   for (size_t i = 0; i < o->ntags; i++) {
     if ((rc = pawl_check_name(p, "tag", o->tags[i]))) return rc;
@@ -555,6 +565,7 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
   nj->after = o->nafter ? o->after : NULL;
   nj->nafter = o->nafter;
   nj->when = o->when;
+  nj->depth = o->depth;
   return 0;
 }
 
@@ -692,9 +703,12 @@ static int pawl_enqueue_core(pawl_t *p, const pawl_enqueue_item_t *items,
     for (size_t i = 0; i < n; i++) jobs[i].batch_id = &batch->id;
     rc = pawl__from_store(p, p->store->ops->batch.create(p->store, batch,
                                                          jobs, n));
+    /* A batch found by its identity: its children, not these. */
+    int found = !rc && batch->found && *batch->found;
     for (size_t i = 0; !rc && i < n; i++) {
-      (ids ? ids : tmp_ids)[i] = jobs[i].id;
-      (statuses ? statuses : tmp_st)[i] = PAWL_ENQ_NEW;
+      (ids ? ids : tmp_ids)[i] = found ? batch->found_ids[i] : jobs[i].id;
+      (statuses ? statuses : tmp_st)[i] =
+          found ? PAWL_ENQ_DUPLICATE : PAWL_ENQ_NEW;
     }
   } else if (!rc) {
     rc = pawl__from_store(p, p->store->ops->jobs.insert(
@@ -848,6 +862,13 @@ static int pawl_check_log(pawl_t *p, const pawl_log_entry_t *l) {
                       l->level ? "\"" : "", l->level ? l->level : "NULL",
                       l->level ? "\"" : "");
   if (!l->message) return pawl__fail(p, PAWL_EINVAL, "message is NULL");
+  size_t mlen = strlen(l->message), flen = l->fields ? strlen(l->fields) : 0;
+  if (mlen > PAWL_LOG_MESSAGE_MAX)
+    return pawl__fail(p, PAWL_EINVAL, "log message is %zu bytes; at most %d",
+                      mlen, PAWL_LOG_MESSAGE_MAX);
+  if (flen > PAWL_LOG_FIELDS_MAX)
+    return pawl__fail(p, PAWL_EINVAL, "log fields are %zu bytes of JSON; at "
+                      "most %d", flen, PAWL_LOG_FIELDS_MAX);
   if (l->at < 0) return pawl__fail(p, PAWL_EINVAL, "time must not be negative");
   if (l->fields && !pawl__json_is_object(l->fields, strlen(l->fields))) {
     char err[256];
@@ -867,6 +888,12 @@ static int pawl_check_outcome(pawl_t *p, const pawl_outcome_t *o) {
   if (o->kind == PAWL_OUT_SUCCEEDED && o->branches &&
       (rc = pawl_check_json(p, "branches", o->branches)))
     return rc;
+  /* An error text is a log line's message in size (job code's are cut
+   * to 2000 bytes by its sanitizer before they get here). */
+  size_t elen = o->error ? strlen(o->error) : 0;
+  if (elen > PAWL_LOG_MESSAGE_MAX)
+    return pawl__fail(p, PAWL_EINVAL, "error is %zu bytes; at most %d", elen,
+                      PAWL_LOG_MESSAGE_MAX);
   if ((o->kind == PAWL_OUT_RETRY || o->kind == PAWL_OUT_SNOOZE) &&
       (rc = pawl_check_int(p, "run_at", o->run_at, 0, PAWL_TIME_MAX_MS,
                            "ms since the epoch")))

@@ -176,27 +176,49 @@ static int hb_entry(lua_State *L, int e, int anchor, pawl_enqueue_item_t *it,
   return 0;
 }
 
-/* host.batch(children, callbacks) -> batch_id, ids | nil, message
+/* host.batch(children, callbacks, max_children, max_batch, max_depth,
+ *            key) -> batch_id, ids, status | nil, message
  * children: a list of entries (hb_entry()); callbacks: a table with
  * on_success, on_failure, on_complete entries (each may be nil). Children
  * and callbacks enqueued by a job say so and share its correlation id, as
- * pawl.enqueue's do. [-2, +2, e] */
+ * pawl.enqueue's do. The limits as host.enqueue's (pawl__lua_fanout()).
+ * A batch made by a job has an identity (pawl__lua_fan_ident(): the
+ * job's id and the call's ordinal in its run, or `key`, the script's), so
+ * that a rerun of the job (after a crash, a retry) finds the batch it
+ * made: status "duplicate", its id and its children's. [-6, +3|2, e] */
 int pawl__lua_host_batch(lua_State *L) {
   pawl__lua_t *w = (pawl__lua_t *)lua_touserdata(L, lua_upvalueindex(1));
   if (w->loading || !w->cfg.p)
     return luaL_error(L, "pawl.batch cannot be used while scripts load");
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_checktype(L, 2, LUA_TTABLE);
-  lua_settop(L, 2);
-  lua_newtable(L); /* 3: anchor */
+  lua_settop(L, 6);
   size_t n = lua_objlen(L, 1);
-  char err[300];
+  char err[600];
   if (n == 0 || n > PAWL_BATCH_MAX) {
     lua_pushnil(L);
     lua_pushfstring(L, "a batch has %d jobs; it must have 1..%d", (int)n,
                     PAWL_BATCH_MAX);
     return 2;
   }
+  int32_t depth = 0;
+  if (pawl__lua_fanout(L, w, 3, n, 1, "pawl.batch", &depth, err,
+                       sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  char ident[600];
+  size_t keylen = 0;
+  const char *key = lua_isnoneornil(L, 6) ? NULL : luaL_checklstring(L, 6, &keylen);
+  if (key && strlen(key) != keylen) { /* C would read its prefix */
+    lua_pushnil(L);
+    lua_pushliteral(L, "key contains a NUL byte");
+    return 2;
+  }
+  pawl__lua_fan_ident(w, key, ident, sizeof ident);
+  lua_settop(L, 2);
+  lua_newtable(L); /* 3: anchor */
   pawl_enqueue_item_t *items = lua_newuserdata(L, n * sizeof *items);
   pawl_enqueue_opts_t *opts = lua_newuserdata(L, n * sizeof *opts);
   pawl_id_t *ids = lua_newuserdata(L, n * sizeof *ids);
@@ -222,6 +244,7 @@ int pawl__lua_host_batch(lua_State *L) {
       opts[i].enqueued_by = by;
       if (!opts[i].correlation_id) opts[i].correlation_id = corr;
     }
+    opts[i].depth = depth;
   }
   static const char *const roles[3] = {"on_success", "on_failure",
                                        "on_complete"};
@@ -245,11 +268,22 @@ int pawl__lua_host_batch(lua_State *L) {
         cbo[r].enqueued_by = by;
         if (!cbo[r].correlation_id) cbo[r].correlation_id = corr;
       }
+      cbo[r].depth = depth;
       *slot[r] = &cbs[r];
     }
     lua_pop(L, 1); /* still referenced by the callbacks table */
   }
+  if (pawl__lua_fan_edges(w, opts, n, "pawl.batch", err, sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
   if (j) bo.enqueued_by = by;
+  int status = PAWL_ENQ_NEW;
+  if (ident[0]) {
+    bo.key = ident;
+    bo.status = &status;
+  }
   pawl_id_t bid;
   if (pawl_batch_enqueue(w->cfg.p, items, n, &bo, &bid, ids) != 0) {
     lua_pushnil(L);
@@ -265,5 +299,6 @@ int pawl__lua_host_batch(lua_State *L) {
     lua_pushstring(L, text);
     lua_rawseti(L, -2, (int)i + 1);
   }
-  return 2;
+  lua_pushstring(L, status == PAWL_ENQ_DUPLICATE ? "duplicate" : "new");
+  return 3;
 }

@@ -31,6 +31,153 @@
 /* ctx:log lines kept per attempt; more are counted, not stored. */
 #define WORKER_MAX_LOGS 1000
 
+/* The host log's budget for one job's lines (ctx:log, print): a burst of
+ * HOST_LOG_BURST lines, then HOST_LOG_RATE a second; the lines past it are
+ * dropped and counted, and the next line written (or the end of the run)
+ * says how many ("N lines of job ID suppressed"). */
+#define HOST_LOG_BURST 200.0
+#define HOST_LOG_RATE 20.0
+
+/* ---- fan-out and the host log's budget ------------------------------------ */
+
+void pawl__lua_fan_begin(pawl__lua_t *w, const pawl_job_t *job,
+                         const char *phase) {
+  w->fan_job = job;
+  w->fan_phase = phase;
+  w->fan_children = 0;
+  w->fan_calls = 0;
+  w->log_tokens = HOST_LOG_BURST;
+  w->log_refilled = pawl__mono_ms();
+  w->log_dropped = 0;
+}
+
+/* The line that says how many of the job's lines were dropped. */
+static void host_fn_log_dropped(pawl__lua_t *w) {
+  if (!w->log_dropped || !w->cfg.log) return;
+  log_line_t line;
+  char msg[160], id[PAWL_ID_STRLEN] = "?";
+  if (w->fan_job) pawl_id_format(&w->fan_job->id, id);
+  snprintf(msg, sizeof msg, "%lld lines of job %s suppressed (more than %g "
+           "a second after a burst of %g)", (long long)w->log_dropped, id,
+           HOST_LOG_RATE, HOST_LOG_BURST);
+  pawl__log_begin(&line, w->cfg.log, PAWL_LOG_WARN, msg);
+  if (w->fan_job) pawl__log_id(&line, "job", &w->fan_job->id);
+  pawl__log_int(&line, "suppressed", w->log_dropped);
+  pawl__log_end(&line);
+  w->log_dropped = 0;
+}
+
+void pawl__lua_fan_end(pawl__lua_t *w) {
+  host_fn_log_dropped(w);
+  w->fan_job = NULL;
+  w->fan_phase = NULL;
+}
+
+/* Whether the job's next line may go to the host log (a token of the
+ * budget); a line that may not is counted. Outside a job's run or hook
+ * (a script's top level) nothing is limited. */
+static int host_fn_log_allowed(pawl__lua_t *w) {
+  if (!w->fan_job) return 1;
+  int64_t now = pawl__mono_ms();
+  w->log_tokens += (double)(now - w->log_refilled) * HOST_LOG_RATE / 1000.0;
+  if (w->log_tokens > HOST_LOG_BURST) w->log_tokens = HOST_LOG_BURST;
+  w->log_refilled = now;
+  if (w->log_tokens < 1.0) {
+    w->log_dropped++;
+    return 0;
+  }
+  w->log_tokens -= 1.0;
+  host_fn_log_dropped(w);
+  return 1;
+}
+
+/* One limit at stack index i: nil for `dflt`, else a whole number within
+ * [min, max] (the script's checker said so; C does not trust it). */
+static int64_t host_fn_limit(lua_State *L, int i, const char *what,
+                             int64_t dflt, int64_t min, int64_t max) {
+  if (lua_isnoneornil(L, i)) return dflt;
+  double v = luaL_checknumber(L, i);
+  char err[200];
+  if (pawl__bounds_check(what, v, (double)min, (double)max, 1, NULL, err,
+                         sizeof err))
+    luaL_error(L, "%s", err);
+  return (int64_t)v;
+}
+
+int pawl__lua_fanout(lua_State *L, pawl__lua_t *w, int arg, size_t n,
+                     int per_call, const char *fname, int32_t *depth,
+                     char *err, size_t errlen) {
+  int64_t max_children = host_fn_limit(L, arg, "max_children",
+                                       PAWL_CHILDREN_DEFAULT, 0,
+                                       PAWL_CHILDREN_MAX);
+  int64_t max_batch = host_fn_limit(L, arg + 1, "max_batch",
+                                    PAWL_FANOUT_BATCH_DEFAULT, 1,
+                                    PAWL_FANOUT_BATCH_MAX);
+  int64_t max_depth = host_fn_limit(L, arg + 2, "max_depth",
+                                    PAWL_DEPTH_DEFAULT, 0, PAWL_DEPTH_MAX);
+  *depth = 0;
+  const pawl_job_t *job = w->fan_job;
+  if (!job) return 0;
+  const char *how = "in the job type's script or in _defaults.lua";
+  if ((int64_t)job->depth + 1 > max_depth) {
+    snprintf(err, errlen,
+             "job type %s runs at depth %d of a line of jobs enqueued by "
+             "jobs, and max_depth is %lld: its jobs may enqueue no more "
+             "(raise max_depth %s, at most %d)",
+             job->type, (int)job->depth, (long long)max_depth, how,
+             PAWL_DEPTH_MAX);
+    return -1;
+  }
+  if (per_call && (int64_t)n > max_batch) {
+    snprintf(err, errlen,
+             "%zu jobs in one %s call; max_batch is %lld for job type %s: "
+             "split them into calls of at most %lld jobs, or raise max_batch "
+             "%s (at most %d)",
+             n, fname, (long long)max_batch, job->type, (long long)max_batch,
+             how, PAWL_FANOUT_BATCH_MAX);
+    return -1;
+  }
+  if (w->fan_children + (int64_t)n > max_children) {
+    snprintf(err, errlen,
+             "this attempt of job %s enqueued %lld jobs and asks for %zu "
+             "more; max_children is %lld for job type %s (raise max_children "
+             "%s, at most %d)",
+             job->type, (long long)w->fan_children, n,
+             (long long)max_children, job->type, how, PAWL_CHILDREN_MAX);
+    return -1;
+  }
+  w->fan_children += (int64_t)n;
+  *depth = job->depth + 1;
+  return 0;
+}
+
+int pawl__lua_fan_edges(const pawl__lua_t *w, const pawl_enqueue_opts_t *opts,
+                        size_t n, const char *fname, char *err,
+                        size_t errlen) {
+  if (!w->fan_job) return 0;
+  size_t edges = 0;
+  for (size_t i = 0; i < n; i++) edges += opts[i].nafter;
+  if (edges <= PAWL_AFTER_MAX) return 0;
+  snprintf(err, errlen,
+           "the jobs of one %s call wait for %zu parents in all (after); at "
+           "most %d: split the call",
+           fname, edges, PAWL_AFTER_MAX);
+  return -1;
+}
+
+void pawl__lua_fan_ident(pawl__lua_t *w, const char *key, char *out,
+                         size_t outlen) {
+  out[0] = 0;
+  if (!w->fan_job) return;
+  char id[PAWL_ID_STRLEN];
+  pawl_id_format(&w->fan_job->id, id);
+  w->fan_calls++;
+  if (key)
+    snprintf(out, outlen, "job:%s/key/%s", id, key);
+  else
+    snprintf(out, outlen, "job:%s/%s/%u", id, w->fan_phase, w->fan_calls);
+}
+
 /* ---- the functions ------------------------------------------------------ */
 
 static pawl__lua_t *host_fn_worker(lua_State *L) {
@@ -66,6 +213,18 @@ static int host_fn_log(lua_State *L) {
   const char *msg_in = luaL_checklstring(L, 3, &msg_len);
   const char *fields_in =
       lua_isnoneornil(L, 4) ? NULL : luaL_checklstring(L, 4, &fields_len);
+  /* The caps every log line meets (pawl_finish() refuses a longer one):
+   * refused here, where the job can be told. */
+  if (msg_len > PAWL_LOG_MESSAGE_MAX) {
+    lua_pushfstring(L, "the message is %d bytes; at most %d", (int)msg_len,
+                    PAWL_LOG_MESSAGE_MAX);
+    return 1;
+  }
+  if (fields_len > PAWL_LOG_FIELDS_MAX) {
+    lua_pushfstring(L, "the fields are %d bytes of JSON; at most %d",
+                    (int)fields_len, PAWL_LOG_FIELDS_MAX);
+    return 1;
+  }
   if (w->nlogs < WORKER_MAX_LOGS && w->nlogs == w->logs_cap) {
     size_t cap = w->logs_cap ? w->logs_cap * 2 : 8;
     void *p = pawl__realloc(w->logs, cap * sizeof *w->logs);
@@ -100,13 +259,15 @@ static int host_fn_log(lua_State *L) {
     }
   }
   int lv = pawl__log_level_parse(level);
-  log_line_t line;
-  pawl__log_begin(&line, w->cfg.log, lv < 0 ? PAWL_LOG_INFO : lv, msg);
-  pawl__log_id(&line, "job", &job->id);
-  pawl__log_str(&line, "type", job->type);
-  pawl__log_int(&line, "attempt", job->attempt);
-  pawl__log_str(&line, "fields", fields);
-  pawl__log_end(&line);
+  if (host_fn_log_allowed(w)) {
+    log_line_t line;
+    pawl__log_begin(&line, w->cfg.log, lv < 0 ? PAWL_LOG_INFO : lv, msg);
+    pawl__log_id(&line, "job", &job->id);
+    pawl__log_str(&line, "type", job->type);
+    pawl__log_int(&line, "attempt", job->attempt);
+    pawl__log_str(&line, "fields", fields);
+    pawl__log_end(&line);
+  }
   if (w->nlogs >= WORKER_MAX_LOGS) {
     pawl__free(lvl);
     pawl__free(msg);
@@ -418,23 +579,31 @@ static const char *host_fn_status(int status) {
  *              max_attempts, timeout_s, key, business_key, return_existing,
  *              correlation_id, tags_json, params_json, blocked,
  *              ordering_key, resource, signal, signal_timeout_s,
- *              after, when, identity)
- *   -> id, status | nil, message [-22, +2, e] */
+ *              after, when, identity, max_children, max_batch, max_depth,
+ *              may_restart)
+ *   -> id, status | nil, message [-26, +2, e]
+ * max_*: the running job's script's fan-out limits (nil: the defaults),
+ * pawl__lua_fanout(); may_restart: the script may restart a dead job
+ * instance it did not enqueue. */
 static int host_fn_enqueue(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.enqueue");
-  lua_settop(L, 23);
-  int may_restart = lua_toboolean(L, 23);
-  lua_newtable(L); /* the anchor, at 24 */
-  char err[256], by[PAWL_ID_STRLEN + 8];
+  lua_settop(L, 26);
+  int may_restart = lua_toboolean(L, 26);
+  lua_newtable(L); /* the anchor, at 27 */
+  char err[400], by[PAWL_ID_STRLEN + 8];
   const char *type, *payload;
   pawl_enqueue_opts_t o;
-  if (host_fn_read_enqueue(L, w, 1, 24, &type, &payload, &o, by, err,
-                           sizeof err)) {
+  int32_t depth = 0;
+  if (host_fn_read_enqueue(L, w, 1, 27, &type, &payload, &o, by, err,
+                           sizeof err) ||
+      pawl__lua_fanout(L, w, 23, 1, 0, "pawl.enqueue", &depth, err,
+                       sizeof err)) {
     lua_pushnil(L);
     lua_pushstring(L, err);
     return 2;
   }
+  o.depth = depth;
   pawl_id_t id;
   int status = 0;
   /* Nothing raises between these two: the handle acts as the job for
@@ -612,21 +781,43 @@ static int host_fn_replace(lua_State *L) {
   return 1;
 }
 
-/* host.chain(steps) -> ids | nil, message [-1, +1|2, e]
+/* host.chain(steps, max_children, max_batch, max_depth, key)
+ *   -> ids, status | nil, message [-5, +2, e]
  * steps: a list of argument lists, each as host.enqueue takes them; the
  * steps go in one transaction, each after the one before it succeeds
- * (pawl_chain()). ids: their ids, in order. */
+ * (pawl_chain()). ids: their ids, in order. The limits as host.enqueue's.
+ * A chain made by a job has an identity (pawl__lua_fan_ident(); `key`,
+ * the script's, or nil): each step without a key of its own gets the
+ * idempotency key IDENTITY/STEP, so a rerun of the job finds the chain it
+ * made (status "duplicate") instead of making another. */
 static int host_fn_chain(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   host_fn_no_load(L, w, "pawl.chain");
   luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
+  lua_settop(L, 5);
+  char ferr[400] = "";
+  const char *key = host_fn_str(L, 5, "key", 1, ferr, sizeof ferr);
+  if (ferr[0]) {
+    lua_pushnil(L);
+    lua_pushstring(L, ferr);
+    return 2;
+  }
   size_t n = lua_objlen(L, 1);
   if (n < 1 || n > 1000) {
     lua_pushnil(L);
     lua_pushfstring(L, "a chain has 1..1000 steps (got %d)", (int)n);
     return 2;
   }
+  int32_t depth = 0;
+  if (pawl__lua_fanout(L, w, 2, n, 1, "pawl.chain", &depth, ferr,
+                       sizeof ferr)) {
+    lua_pushnil(L);
+    lua_pushstring(L, ferr);
+    return 2;
+  }
+  char ident[600];
+  pawl__lua_fan_ident(w, key, ident, sizeof ident);
+  lua_settop(L, 1);
   lua_newtable(L); /* the anchor, at 2 */
   pawl_enqueue_item_t *items = lua_newuserdata(L, n * sizeof *items);
   lua_rawseti(L, 2, 1);
@@ -636,6 +827,11 @@ static int host_fn_chain(lua_State *L) {
   lua_rawseti(L, 2, 3);
   char (*by)[PAWL_ID_STRLEN + 8] = lua_newuserdata(L, n * sizeof *by);
   lua_rawseti(L, 2, 4);
+  int *statuses = lua_newuserdata(L, n * sizeof *statuses);
+  lua_rawseti(L, 2, 5);
+  char (*keys)[sizeof ident + 16] =
+      ident[0] ? lua_newuserdata(L, n * sizeof *keys) : NULL;
+  if (keys) lua_rawseti(L, 2, 6);
   luaL_checkstack(L, 32, "pawl.chain");
   char err[256];
   for (size_t i = 0; i < n; i++) {
@@ -653,10 +849,20 @@ static int host_fn_chain(lua_State *L) {
       return 2;
     }
     items[i].opts = &opts[i];
+    opts[i].depth = depth;
+    if (keys && !opts[i].idempotency_key) {
+      snprintf(keys[i], sizeof keys[i], "%s/%zu", ident, i + 1);
+      opts[i].idempotency_key = keys[i];
+    }
+  }
+  if (pawl__lua_fan_edges(w, opts, n, "pawl.chain", err, sizeof err)) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
   }
   host_fn_actor_t actor;
   host_fn_act(L, w, &actor, 0);
-  int rc = pawl_chain(w->cfg.p, items, n, ids, NULL);
+  int rc = pawl_chain(w->cfg.p, items, n, ids, statuses);
   host_fn_act_end(w);
   if (rc != 0) {
     lua_pushnil(L);
@@ -670,7 +876,8 @@ static int host_fn_chain(lua_State *L) {
     lua_pushstring(L, text);
     lua_rawseti(L, -2, (int)i + 1);
   }
-  return 1;
+  lua_pushstring(L, host_fn_status(statuses[0]));
+  return 2;
 }
 
 /* host.now() -> seconds since the epoch: the store's clock, or this
@@ -702,13 +909,20 @@ static int host_fn_time(lua_State *L) {
 static int host_fn_print(lua_State *L) {
   pawl__lua_t *w = host_fn_worker(L);
   if (!w->cfg.log) return 0;
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  /* A print is a log line: the message cap holds, and the job's budget. */
+  if (len > PAWL_LOG_MESSAGE_MAX)
+    return luaL_error(L, "print: the text is %d bytes; at most %d", (int)len,
+                      PAWL_LOG_MESSAGE_MAX);
+  if (!host_fn_log_allowed(w)) return 0;
   log_line_t line;
   pawl__log_begin(&line, w->cfg.log, PAWL_LOG_INFO, "print");
   if (w->job) {
     pawl__log_id(&line, "job", &w->job->id);
     pawl__log_str(&line, "type", w->job->type);
   }
-  pawl__log_str(&line, "text", luaL_checkstring(L, 1));
+  pawl__log_str(&line, "text", text);
   pawl__log_end(&line);
   return 0;
 }

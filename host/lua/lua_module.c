@@ -410,6 +410,7 @@ static void lpawl_push_job(lua_State *L, const pawl_job_t *j) {
   lpawl_set_num(L, "progress_done", j->progress_done);
   lpawl_set_num(L, "progress_total", j->progress_total);
   lpawl_set_num(L, "version", (double)j->version);
+  lpawl_set_num(L, "depth", j->depth);
 }
 
 /* [-0, +1, e] The job in the box as a table, then frees it. */

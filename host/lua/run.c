@@ -88,6 +88,8 @@ static void run_push_job(pawl__lua_t *w, const pawl_job_t *j) {
   run_setstr(L, "queue", j->queue);
   run_setnum(L, "attempt", j->attempt);
   run_setnum(L, "max_attempts", j->max_attempts);
+  /* Its generation in a line of jobs enqueued by jobs (max_depth). */
+  run_setnum(L, "depth", j->depth);
   run_setnum(L, "priority", j->priority);
   run_setnum(L, "timeout_s", j->timeout_s);
   run_setnum(L, "created_at", (double)j->created_at / 1000.0);
@@ -197,6 +199,14 @@ static int run_take_result(pawl__lua_t *w, pawl__lua_outcome_t *o) {
   size_t len = 0;
   const char *json = lua_tolstring(L, -1, &len);
   char err[256];
+  if (json && len > PAWL_PAYLOAD_MAX) {
+    lua_pop(L, 1);
+    snprintf(err, sizeof err, "the job's result is %zu bytes; at most %d "
+             "(16 MiB): put the data elsewhere and return a reference to it",
+             len, PAWL_PAYLOAD_MAX);
+    lua_pushstring(L, err);
+    return -1;
+  }
   if (json && pawl__json_validate(json, len, err, sizeof err) != 0) {
     lua_pop(L, 1);
     lua_pushfstring(L, "the job's result could not be stored: %s", err);
@@ -224,6 +234,7 @@ static void run_job_begin(pawl__lua_t *w, const pawl_job_t *job) {
   w->canceled = 0;
   w->cancel_checked = 0;
   w->progress_written = 0;
+  pawl__lua_fan_begin(w, job, "run");
 }
 
 /* Ends it: the log lines go to the outcome, with a default error for a
@@ -237,6 +248,7 @@ static void run_job_end(pawl__lua_t *w, pawl__lua_outcome_t *o) {
   w->logs = NULL;
   w->nlogs = w->logs_cap = 0;
   w->job = NULL;
+  pawl__lua_fan_end(w);
 }
 
 /* prepare(job, seq) -> run, ctx, timeout, hooks
@@ -423,7 +435,11 @@ static void run_hook(pawl__lua_t *w, const pawl_job_t *job, int hook_ref,
   lua_rawgeti(L, -2, 2);
   lua_remove(L, -3);
   int why = 0;
+  /* A hook is job code too: its enqueues meet the job's limits, counted
+   * apart from the run's, and its batches and chains are named by it. */
+  pawl__lua_fan_begin(w, job, name);
   int rc = pawl__lua_call(w, 3, 1, timeout, &why);
+  pawl__lua_fan_end(w);
   pawl__lua_release_locks(w);
   if ((rc != 0 || !lua_isnil(L, -1)) && w->cfg.log) {
     char msg[64];

@@ -165,6 +165,12 @@ static void state_push_limits(lua_State *L) {
       {"steps_max", PAWL_STEPS_MAX},
       {"exit_code_max", PAWL_EXIT_CODE_MAX},
       {"exit_message_max", PAWL_EXIT_MESSAGE_MAX},
+      /* job code's fan-out (docs/security.md, "What job code may write") */
+      {"children_max", PAWL_CHILDREN_MAX},
+      {"fanout_batch_max", PAWL_FANOUT_BATCH_MAX},
+      {"depth_max", PAWL_DEPTH_MAX},
+      {"fanout_batch_default", PAWL_FANOUT_BATCH_DEFAULT},
+      {"log_message_max", PAWL_LOG_MESSAGE_MAX},
   };
   lua_createtable(L, 0, (int)(sizeof limits / sizeof limits[0]));
   for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {

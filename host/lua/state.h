@@ -68,6 +68,22 @@ struct pawl__lua {
    * pawl__web_dest's form). Owned; replaced at each load of the file. */
   char **wh_grants, **wh_named;
   size_t nwh_grants, nwh_named;
+
+  /* Job code's fan-out (docs/security.md, "What job code may write";
+   * host_fns.c): the job whose run or hook runs now (borrowed; NULL:
+   * none), the phase ("run" or the hook's name) that names the
+   * identities of its batches and chains, the jobs it enqueued and its
+   * pawl.batch / pawl.chain calls so far. */
+  const pawl_job_t *fan_job;
+  const char *fan_phase;
+  int64_t fan_children;
+  uint32_t fan_calls;
+  /* The host log's budget for that job's lines (ctx:log, print): tokens
+   * left, when they were last refilled (mono ms), lines dropped since the
+   * last one written. */
+  double log_tokens;
+  int64_t log_refilled;
+  int64_t log_dropped;
   int hosted;                /* the program's state (cfg.host_L): not ours */
 };
 
@@ -103,6 +119,39 @@ double pawl__lua_entropy(void);
  * where no interrupt can stop it. pawl__lua_forget_locks only frees the
  * list (closing a state whose handle is gone). */
 void pawl__lua_release_locks(pawl__lua_t *w);
+
+/* Starts the fan-out and log budget of `job`'s run or hook `phase` (a
+ * static string), and ends it: the host log says how many of its lines it
+ * dropped (host_fns.c). */
+void pawl__lua_fan_begin(pawl__lua_t *w, const pawl_job_t *job,
+                         const char *phase);
+void pawl__lua_fan_end(pawl__lua_t *w);
+
+/* Checks that the job running now may enqueue `n` more jobs in one call
+ * (`per_call`: a pawl.batch or pawl.chain, which max_batch bounds) under
+ * its script's limits, the numbers (or nil for the defaults) at stack
+ * indices arg (max_children), arg + 1 (max_batch), arg + 2 (max_depth).
+ * 0 with *depth the new jobs' depth (0 when no job runs: nothing is
+ * limited then), or -1 with the message in err naming the limit, its
+ * value and how to raise it. Counts the n jobs when it returns 0. Raises
+ * on a limit out of its hard bounds. [-0, +0, v] */
+int pawl__lua_fanout(lua_State *L, pawl__lua_t *w, int arg, size_t n,
+                     int per_call, const char *fname, int32_t *depth,
+                     char *err, size_t errlen);
+
+/* The parents (`after`) the n jobs of one call from job code wait for,
+ * in all: at most PAWL_AFTER_MAX, as one job's, so that a call's edges
+ * are bounded as its jobs are (each is a row the call's transaction
+ * writes). 0, or -1 with the message in err. */
+int pawl__lua_fan_edges(const pawl__lua_t *w, const pawl_enqueue_opts_t *opts,
+                        size_t n, const char *fname, char *err,
+                        size_t errlen);
+
+/* The identity of the running job's next pawl.batch / pawl.chain call:
+ * "job:ID/PHASE/ORDINAL", or "job:ID/key/KEY" for the key the script
+ * gave (NULL: none); "" when no job runs. Counts the call. */
+void pawl__lua_fan_ident(pawl__lua_t *w, const char *key, char *out,
+                         size_t outlen);
 void pawl__lua_forget_locks(pawl__lua_t *w);
 
 /* Pushes the run function of a C job type and its settings table (what

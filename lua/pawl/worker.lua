@@ -57,6 +57,7 @@ local function builtin_defaults()
   defaults.queue, defaults.priority = nil, nil
   defaults.ordering = nil
   defaults.on_dead, defaults.alert_window = nil, nil
+  defaults.max_children, defaults.max_batch, defaults.max_depth = nil, nil, nil
   defaults_allow = {}
   host.webhook_grants({}, {})
   file_defaults = false
@@ -180,11 +181,24 @@ local function enqueue_args(fname, jtype, payload, opts, level)
     spec and spec.identity, n = 22 }
 end
 
--- Enqueues a job from inside a job.
+-- The fan-out limits of the job running now (its script's, else
+-- _defaults.lua's; nil: the host's defaults): max_children, max_batch,
+-- max_depth, which host.enqueue, host.chain and host.batch enforce.
+local function fanout()
+  local s = current_spec or {}
+  return s.max_children or defaults.max_children,
+         s.max_batch or defaults.max_batch,
+         s.max_depth or defaults.max_depth
+end
+
+-- Enqueues a job from inside a job. A rerun of the job (after a crash or
+-- a retry) enqueues again unless opts.key (an idempotency key) says which
+-- job this is: see docs/security.md, "What job code may write".
 function pawl.enqueue(jtype, payload, opts)
   local a = enqueue_args("pawl.enqueue", jtype, payload, opts, 2)
-  a[23], a.n = may("restart"), 23
-  local id, status = host.enqueue(unpack(a, 1, 23))
+  a[23], a[24], a[25] = fanout()
+  a[26] = may("restart")
+  local id, status = host.enqueue(unpack(a, 1, 26))
   if not id then error("pawl.enqueue: " .. status, 2) end
   return id, status
 end
@@ -295,20 +309,44 @@ local function batch_entry(what, e)
     type(opts.after) == "string" and { opts.after } or opts.after, opts.when }
 end
 
+-- A call's key (pawl.batch's t.key, pawl.chain's opts.key): nil or
+-- 1..200 bytes without control characters.
+local function check_call_key(fname, key)
+  if key == nil then return end
+  if type(key) ~= "string" or key == "" or #key > 200
+     or key:find("[%z\1-\31\127]") then
+    error(("%s: key must be 1..200 bytes without control characters (got %s)")
+      :format(fname, type(key) == "string" and ("%d bytes"):format(#key)
+                     or type(key)), 3)
+  end
+end
+
 -- Enqueues a batch (README "Batches"): t.jobs, a list of {type, payload,
 -- opts}, and optional callbacks t.on_success, t.on_failure, t.on_complete
 -- ({type, payload, opts} each), enqueued once when the last job ends.
--- Returns the batch's id and the list of the jobs' ids.
+-- Returns the batch's id, the list of the jobs' ids and "new", or
+-- "duplicate" when a rerun of the job found the batch this call made
+-- before (the call's identity: the job and the call's ordinal in its run,
+-- or t.key).
 function pawl.batch(t)
   if type(t) ~= "table" then error("pawl.batch: expected a table", 2) end
   for k in pairs(t) do
     if k ~= "jobs" and k ~= "on_success" and k ~= "on_failure"
-       and k ~= "on_complete" then
+       and k ~= "on_complete" and k ~= "key" then
       error(("pawl.batch: unknown field %q"):format(tostring(k)), 2)
     end
   end
+  check_call_key("pawl.batch", t.key)
   if type(t.jobs) ~= "table" then
     error("pawl.batch: jobs must be a list of {type, payload, opts}", 2)
+  end
+  -- More jobs than one call may have: host.batch refuses them by their
+  -- number, before it reads any, so they are not checked one by one here
+  -- first (a million would take seconds of the job's time).
+  local mc, mb, md = fanout()
+  if current_job and #t.jobs > (mb or limits.fanout_batch_default) then
+    local _, err = host.batch(t.jobs, {}, mc, mb, md, t.key)
+    error("pawl.batch: " .. tostring(err), 2)
   end
   local children = {}
   for i, e in ipairs(t.jobs) do children[i] = batch_entry("job " .. i, e) end
@@ -316,16 +354,28 @@ function pawl.batch(t)
   for _, role in ipairs({ "on_success", "on_failure", "on_complete" }) do
     if t[role] ~= nil then cbs[role] = batch_entry(role, t[role]) end
   end
-  local id, ids = host.batch(children, cbs)
+  local id, ids, status = host.batch(children, cbs, mc, mb, md, t.key)
   if not id then error("pawl.batch: " .. ids, 2) end
-  return id, ids
+  return id, ids, status
 end
 
 -- Enqueues a chain of jobs in one transaction (issue 15): steps is a list
 -- of { type, payload, opts }; each step waits for the one before it to
--- succeed. Returns the list of their ids.
-function pawl.chain(steps)
+-- succeed. Returns the list of their ids and "new", or "duplicate" when a
+-- rerun of the job found the chain this call made before (its identity:
+-- the job and the call's ordinal, or opts.key).
+function pawl.chain(steps, copts)
   if type(steps) ~= "table" then error("pawl.chain: steps must be a list", 2) end
+  if copts ~= nil and type(copts) ~= "table" then
+    error("pawl.chain: opts must be a table", 2)
+  end
+  copts = copts or {}
+  for k in pairs(copts) do
+    if k ~= "key" then
+      error(("pawl.chain: unknown option %q"):format(tostring(k)), 2)
+    end
+  end
+  check_call_key("pawl.chain", copts.key)
   local args = {}
   for i = 1, #steps do
     local st = steps[i]
@@ -334,9 +384,10 @@ function pawl.chain(steps)
     end
     args[i] = enqueue_args(("pawl.chain: step %d"):format(i), st[1], st[2], st[3], 2)
   end
-  local ids, err = host.chain(args)
-  if not ids then error("pawl.chain: " .. err, 2) end
-  return ids
+  local mc, mb, md = fanout()
+  local ids, status = host.chain(args, mc, mb, md, copts.key)
+  if not ids then error("pawl.chain: " .. status, 2) end
+  return ids, status
 end
 
 -- Fails the job without retrying.
@@ -523,13 +574,19 @@ function CtxMethods:log(level, msg, fields)
   if not LEVELS[level] then
     error("ctx:log: level must be debug, info, warn or error", 2)
   end
+  -- The cap is checked before the sanitizer walks the text.
+  msg = tostring(msg)
+  if #msg > limits.log_message_max then
+    error(("ctx:log: the message is %d bytes; at most %d")
+      :format(#msg, limits.log_message_max), 2)
+  end
   local f = nil
   if fields ~= nil then
     if type(fields) ~= "table" then error("ctx:log: fields must be a table", 2) end
     f = pjson.encode(clean_fields(fields, 0, redact_names(current_spec)))
   end
   local err = host.log(self._seq, level,
-                       clean(current_spec, host.text(tostring(msg)), current_job), f)
+                       clean(current_spec, host.text(msg), current_job), f)
   if err then error("ctx:log: " .. err, 2) end
 end
 
@@ -856,7 +913,13 @@ end
 local function print_(...)
   local parts = {}
   for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
-  host.print(clean(current_spec, table.concat(parts, "\t"), current_job))
+  local text = table.concat(parts, "\t")
+  -- A log line's cap, checked before the sanitizer walks the text.
+  if #text > limits.log_message_max then
+    error(("print: the text is %d bytes; at most %d")
+      :format(#text, limits.log_message_max), 2)
+  end
+  host.print(clean(current_spec, text, current_job))
 end
 
 -- The curated environment of one script, with capabilities `caps` (a set:
@@ -955,6 +1018,10 @@ local FIELDS = {
   alert_window = "number",
   -- _defaults.lua's webhook destinations job code may post to.
   allow_webhook = "table",
+  -- What the type's jobs may enqueue (docs/security.md, "What job code may
+  -- write"): jobs per attempt, jobs per pawl.batch / pawl.chain call, and
+  -- how deep a line of jobs enqueued by jobs may go. Checked below.
+  max_children = "number", max_batch = "number", max_depth = "number",
 }
 
 local MISFIRE = { run_once = true, catch_up = true, skip = true }
@@ -1095,6 +1162,12 @@ local function check_script(t, is_defaults)
       limits.priority_min, limits.priority_max, true)
     or t.max_attempts and out_of_range("max_attempts", t.max_attempts, 1,
       limits.attempts_max, true)
+    or t.max_children and out_of_range("max_children", t.max_children, 0,
+      limits.children_max, true)
+    or t.max_batch and out_of_range("max_batch", t.max_batch, 1,
+      limits.fanout_batch_max, true)
+    or t.max_depth and out_of_range("max_depth", t.max_depth, 0,
+      limits.depth_max, true)
   if bad then return nil, bad end
   -- A timeout may have a fraction; zero would mean none, which a script
   -- cannot ask for.
@@ -1308,6 +1381,8 @@ function W.load_one(name, path, src)
     defaults.max_attempts = t.max_attempts
     defaults.queue, defaults.priority = t.queue, t.priority
     defaults.ordering = t.ordering
+    defaults.max_children, defaults.max_batch, defaults.max_depth =
+      t.max_children, t.max_batch, t.max_depth
     -- issue 16: the global on_dead hook and its dedup window
     defaults.on_dead, defaults.alert_window = t.on_dead, t.alert_window
     defaults_allow = {}

@@ -9,6 +9,7 @@
 #include "test_list_sigrep.h"
 #include "test_list_authority.h"
 #include "test_list_batch.h"
+#include "test_list_fanout.h"
 #include "test_list_deps.h"
 #include "test_list_deps_mix.h"
 #include "test_list_api.h"

@@ -20,6 +20,7 @@
 #include "store_contract_sigrep.h"
 #include "store_contract_authority.h"
 #include "store_contract_batch.h"
+#include "store_contract_fanout.h"
 #include "store_contract_deps.h"
 #include "store_contract_deps_mix.h"
 #include "store_contract_steps.h"
@@ -36,6 +37,7 @@ ORDERING_CONTRACT_TESTS(CONTRACT_PG)
 SIGREP_CONTRACT_TESTS(CONTRACT_PG)
 AUTHORITY_CONTRACT_TESTS(CONTRACT_PG)
 BATCH_CONTRACT_TESTS(CONTRACT_PG)
+FANOUT_CONTRACT_TESTS(CONTRACT_PG)
 DEPS_CONTRACT_TESTS(CONTRACT_PG)
 DEPS_MIX_CONTRACT_TESTS(CONTRACT_PG)
 STEPS_CONTRACT_TESTS(CONTRACT_PG)

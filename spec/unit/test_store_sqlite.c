@@ -13,6 +13,7 @@
 #include "store_contract_sigrep.h"
 #include "store_contract_authority.h"
 #include "store_contract_batch.h"
+#include "store_contract_fanout.h"
 #include "store_contract_deps.h"
 #include "store_contract_deps_mix.h"
 #include "store_contract_steps.h"
@@ -39,6 +40,7 @@ ORDERING_CONTRACT_TESTS(CONTRACT_SQLITE)
 SIGREP_CONTRACT_TESTS(CONTRACT_SQLITE)
 AUTHORITY_CONTRACT_TESTS(CONTRACT_SQLITE)
 BATCH_CONTRACT_TESTS(CONTRACT_SQLITE)
+FANOUT_CONTRACT_TESTS(CONTRACT_SQLITE)
 DEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
 DEPS_MIX_CONTRACT_TESTS(CONTRACT_SQLITE)
 STEPS_CONTRACT_TESTS(CONTRACT_SQLITE)

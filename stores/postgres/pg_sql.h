@@ -19,8 +19,9 @@
   "j.enqueued_by, pawl_ms(j.created_at), pawl_ms(j.updated_at), "            \
   "pawl_ms(j.started_at), pawl_ms(j.finished_at), j.lease_owner, "           \
   "pawl_ms(j.lease_expires), j.last_error, j.result, j.recoveries, "         \
-  "j.progress_done, j.progress_total, j.version, j.ordering_key, j.rank"
-#define PG_JOB_RANK_COL 30
+  "j.progress_done, j.progress_total, j.version, j.ordering_key, j.depth, " \
+  "j.rank"
+#define PG_JOB_RANK_COL 31
 
 /* Queues (issue 14): the jobs of a paused queue are neither claimed nor
  * waited for (next_due). ARRAY(subquery) does not depend on the row: it is
@@ -41,21 +42,23 @@
  * $11 timeout_s, $12 idempotency key, $13 business key, $14 correlation id,
  * $15 enqueued_by, $16 now, $17 age boost, $18 ordering key (then the
  * next ordering_seq: V006__ordering.sql), $19 resource (limits, issue 14;
- * NULL for none). A live business key held by
+ * NULL for none), $20 depth (the generation of jobs enqueued by jobs).
+ * A live business key held by
  * another job is the only conflict possible (ids are fresh UUIDv7s): then
  * nothing is inserted and no row returned. */
 #define PG_SQL_INSERT                                                        \
   "INSERT INTO pawl_jobs AS j (id, type, queue, state, priority, rank, "     \
   "payload, params, tags, run_at, max_attempts, timeout_s, "                 \
   "idempotency_key, business_key, correlation_id, enqueued_by, created_at, " \
-  "updated_at, ordering_key, ordering_seq, resource) SELECT $1::uuid, "    \
+  "updated_at, ordering_key, ordering_seq, resource, depth) SELECT "       \
+  "$1::uuid, "                                                               \
   "$2::text, $3::text, $4::smallint, "                                       \
   "$5::int, pawl_rank($5::int, t.run_at, pawl_queue_boost($3::text, "       \
   "$17::bigint)), $6::jsonb, "                                                \
   "$7::jsonb, $8::jsonb, t.run_at, $10::int, $11::int, $12::text, "          \
   "$13::text, $14::text, $15::text, t.now, t.now, $18::text, CASE WHEN "     \
   "$18::text IS NULL THEN NULL ELSE nextval('pawl_ordering_seq') END, "      \
-  "$19::text FROM (SELECT "                                                  \
+  "$19::text, $20::int FROM (SELECT "                                                  \
   "pawl_now($16::bigint) AS now, coalesce(pawl_ts($9::bigint), "             \
   "pawl_now($16::bigint)) AS run_at) AS t ON CONFLICT DO NOTHING "           \
   "RETURNING j.id"
@@ -67,7 +70,7 @@
 #define PG_SQL_COPY_COLS                                                     \
   "COPY pawl_jobs (id, type, queue, state, priority, rank, payload, "        \
   "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
-  "correlation_id, enqueued_by, created_at, updated_at, resource"
+  "correlation_id, enqueued_by, created_at, updated_at, resource, depth"
 #define PG_SQL_COPY_JOBS PG_SQL_COPY_COLS ") FROM STDIN (FORMAT binary)"
 /* A batch's children (issue 15): the same and their batch. */
 #define PG_SQL_COPY_BATCH_JOBS                                               \

@@ -172,6 +172,8 @@ enum {
   PG_BATCH_ATTEMPTS,
   PG_BATCH_OF,
   PG_BATCH_OF_CB,
+  PG_BATCH_FIND,
+  PG_BATCH_CHILDREN,
   /* dependencies (issue 15): see the section "dependencies" */
   PG_DEPS_RELEASE,
   PG_DEPS_LINK,
@@ -551,10 +553,18 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_REP_NEXT] = PG_SQL_REP_NEXT,
     [PG_REP_PREV] = PG_SQL_REP_PREV,
     /* batches (issue 15; schema/postgres/V009__batch.sql) */
-    /* $1 id, $2 total, $3 enqueued_by, $4 now. */
+    /* $1 id, $2 total, $3 enqueued_by, $4 now, $5 ident (V015). */
     [PG_BATCH_ADD] = "INSERT INTO pawl_batches (id, total, enqueued_by, "
-                     "created_at, updated_at) VALUES ($1::uuid, $2::bigint, "
-                     "$3::text, pawl_now($4::bigint), pawl_now($4::bigint))",
+                     "created_at, updated_at, ident) VALUES ($1::uuid, "
+                     "$2::bigint, $3::text, pawl_now($4::bigint), "
+                     "pawl_now($4::bigint), $5::text)",
+    /* The batch of identity $1 (the partial unique index
+     * pawl_batches_ident), and the children of batch $1 in enqueue order
+     * (UUIDv7 ids, handed out in order). */
+    [PG_BATCH_FIND] = "SELECT id, total FROM pawl_batches WHERE ident = "
+                      "$1::text",
+    [PG_BATCH_CHILDREN] = "SELECT id FROM pawl_jobs WHERE batch_id = "
+                          "$1::uuid ORDER BY id",
     /* $1 id, $2 batch, $3 role, $4 type, $5 queue, $6 priority, $7 payload,
      * $8 tags, $9 max_attempts, $10 timeout_s, $11 correlation_id,
      * $12 enqueued_by. */
@@ -1353,8 +1363,9 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   pp_int(&pp, 16, s->boost_ms);
   pp_str(&pp, 17, j->ordering_key);
   pp_str(&pp, 18, j->resource);
+  pp_int(&pp, 19, j->depth);
   PGresult *res;
-  if ((rc = pg_run(s, PG_INSERT, 19, pp.v, &res, "insert job"))) return rc;
+  if ((rc = pg_run(s, PG_INSERT, 20, pp.v, &res, "insert job"))) return rc;
   int inserted = PQntuples(res) == 1;
   PQclear(res);
   if (inserted && j->signal_key && (rc = pg_sig_add(s, j))) /* issue 15 */
@@ -1484,7 +1495,7 @@ static int64_t pg_boost_of(const PGresult *boosts, const char *queue,
 static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
                    int64_t boost_ms, int with_batch) {
   int64_t run_at = j->run_at ? j->run_at : now;
-  unsigned char nfields[2] = {0, with_batch ? 19 : 18};
+  unsigned char nfields[2] = {0, with_batch ? 20 : 19};
   pawl__buf_append(b, nfields, 2);
   cp_uuid(b, &j->id);
   cp_text(b, j->type);
@@ -1506,6 +1517,7 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
   cp_time(b, now);
   cp_time(b, now);
   cp_text(b, j->resource);
+  cp_i32(b, j->depth);
   if (with_batch) {
     if (j->batch_id)
       cp_uuid(b, j->batch_id);
@@ -4393,6 +4405,50 @@ static int pg_batch_count_job(pg_store_t *s, const pawl_id_t *id,
 /* The batch row, its callbacks, then its children in one COPY, in one
  * transaction. "Now" is the transaction's (or the injected clock's), as
  * in pg_insert_many(). */
+/* The batch of b->ident, if one was made: *found = 1 and its id and its
+ * children's into b->found_id, b->found_ids (in the caller's
+ * transaction). One with another number of children than `n` is
+ * PAWL_ECONFLICT. Two parents never share an identity (it holds the
+ * parent's id) and one job runs on one node at a time, so no other
+ * transaction races this one for it; if one did, the unique index
+ * refuses the second insert. */
+static int pg_batch_find(pg_store_t *s, const store_batch_new_t *b, size_t n,
+                         int *found) {
+  const char *v[1] = {b->ident};
+  PGresult *res;
+  int rc = pg_run(s, PG_BATCH_FIND, 1, v, &res, "find the batch");
+  if (rc) return rc;
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    return 0;
+  }
+  pawl_id_t id;
+  pg_id(res, 0, 0, &id);
+  long long total = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+  PQclear(res);
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(&id, text);
+  if (total != (long long)n)
+    return pawl__store_fail(&s->base, PAWL_ECONFLICT,
+                            "batch %s was made under the identity \"%.200s\" "
+                            "with %lld jobs; this call has %zu",
+                            text, b->ident, total, n);
+  v[0] = text;
+  if ((rc = pg_run(s, PG_BATCH_CHILDREN, 1, v, &res, "read the batch's jobs")))
+    return rc;
+  size_t k = (size_t)PQntuples(res);
+  for (size_t i = 0; i < k && i < n; i++) pg_id(res, (int)i, 0, &b->found_ids[i]);
+  PQclear(res);
+  if (k != n)
+    return pawl__store_fail(&s->base, PAWL_ECONFLICT,
+                            "batch %s made under the identity \"%.200s\" "
+                            "has %zu of its %zu jobs left",
+                            text, b->ident, k, n);
+  *b->found_id = id;
+  *b->found = *found = 1;
+  return 0;
+}
+
 static int pg_batch_create(store_t *base, const store_batch_new_t *b,
                            const store_new_job_t *jobs, size_t n) {
   pg_store_t *s = (pg_store_t *)base;
@@ -4406,12 +4462,18 @@ static int pg_batch_create(store_t *base, const store_batch_new_t *b,
                       "begin transaction");
   }
   pg_params_t pp;
+  if (!rc && b->ident) {
+    int found = 0;
+    rc = pg_batch_find(s, b, n, &found);
+    if (rc || found) return pg_end(s, rc);
+  }
   if (!rc) {
     pp_id(&pp, 0, &b->id);
     pp_int(&pp, 1, (int64_t)n);
     pp_str(&pp, 2, b->enqueued_by);
     pp_int(&pp, 3, now);
-    rc = pg_run(s, PG_BATCH_ADD, 4, pp.v, NULL, "record the batch");
+    pp_str(&pp, 4, b->ident);
+    rc = pg_run(s, PG_BATCH_ADD, 5, pp.v, NULL, "record the batch");
   }
   for (int r = 0; r < 3 && !rc; r++) {
     const store_new_job_t *c = b->callbacks[r];

@@ -3,10 +3,17 @@
 #ifndef PAWL_SQLITE_BATCH_SQL_H
 #define PAWL_SQLITE_BATCH_SQL_H
 
-/* ?1 id, ?2 total, ?3 enqueued_by, ?4 now. */
+/* ?1 id, ?2 total, ?3 enqueued_by, ?4 now, ?5 ident (V016). */
 #define SQLITE_BATCH_ADD                                                     \
   "INSERT INTO pawl_batches (id, total, enqueued_by, created_at, "           \
-  "updated_at) VALUES (?1, ?2, ?3, ?4, ?4)"
+  "updated_at, ident) VALUES (?1, ?2, ?3, ?4, ?4, ?5)"
+
+/* The batch of identity ?1 (the partial unique index pawl_batches_ident),
+ * and the children of batch ?1 in enqueue order (ids are UUIDv7s handed
+ * out in order; the index pawl_jobs_batch finds them). */
+#define SQLITE_BATCH_FIND "SELECT id, total FROM pawl_batches WHERE ident = ?1"
+#define SQLITE_BATCH_CHILDREN                                                \
+  "SELECT id FROM pawl_jobs WHERE batch_id = ?1 ORDER BY id"
 
 /* ?1 id, ?2 batch, ?3 role, ?4 type, ?5 queue, ?6 priority, ?7 payload,
  * ?8 tags, ?9 max_attempts, ?10 timeout_s, ?11 correlation_id,

@@ -13,15 +13,16 @@
   "business_key, correlation_id, enqueued_by, created_at, updated_at, "      \
   "started_at, finished_at, lease_owner, lease_expires, last_error, "        \
   "result, recoveries, progress_done, progress_total, version, "            \
-  "ordering_key, seq"
-#define SQLITE_JOB_SEQ_COL 30
+  "ordering_key, depth, seq"
+#define SQLITE_JOB_SEQ_COL 31
 
 #define SQLITE_SQL_INSERT                                                    \
   "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
   "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
   "business_key, correlation_id, enqueued_by, created_at, updated_at, "     \
-  "ordering_key, resource, batch_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "   \
-  "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18, ?19, ?20)"
+  "ordering_key, resource, batch_id, depth) VALUES (?1, ?2, ?3, ?4, ?5, "   \
+  "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18, ?19, "  \
+  "?20, ?21)"
 
 /* Per-key ordering (issue 14; schema/sqlite/V007__ordering.sql): a pending
  * job with an ordering key is claimable only if no job with its key is

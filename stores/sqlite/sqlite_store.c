@@ -177,6 +177,8 @@ enum {
   SQ_BATCH_ATTEMPTS,
   SQ_BATCH_OF,
   SQ_BATCH_OF_CB,
+  SQ_BATCH_FIND,
+  SQ_BATCH_CHILDREN,
   /* dependencies (issue 15): see the section "dependencies" */
   SQ_DEPS_RELEASE,
   SQ_DEPS_CLOSE,
@@ -528,6 +530,8 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_BATCH_ATTEMPTS] = SQLITE_BATCH_ATTEMPTS,
     [SQ_BATCH_OF] = SQLITE_BATCH_OF,
     [SQ_BATCH_OF_CB] = SQLITE_BATCH_OF_CB,
+    [SQ_BATCH_FIND] = SQLITE_BATCH_FIND,
+    [SQ_BATCH_CHILDREN] = SQLITE_BATCH_CHILDREN,
     /* dependencies (issue 15; sqlite_deps_sql.h) */
     [SQ_DEPS_RELEASE] = SQLITE_DEPS_RELEASE,
     [SQ_DEPS_CLOSE] = SQLITE_DEPS_CLOSE,
@@ -1216,6 +1220,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   sq_bind_text(st, 18, j->ordering_key);
   sq_bind_text(st, 19, j->resource);
   if (j->batch_id) sq_bind_id(st, 20, j->batch_id);
+  sqlite3_bind_int(st, 21, j->depth);
   if ((rc = sq_exec(s, st, "insert job"))) return rc;
   if (j->signal_key && (rc = sq_sig_add(s, j, now))) return rc; /* issue 15 */
   if (j->instance_key && (rc = sq_instance_take(s, j, now))) return rc;
@@ -4174,18 +4179,70 @@ static int sq_batch_flush(sq_store_t *s, int64_t now) {
   return rc;
 }
 
+/* The batch of b->ident, if one was made: *found = 1 and its id and its
+ * children's into b->found_id, b->found_ids (in the caller's
+ * transaction). One with another number of children than `n` (another
+ * call, or children retention removed) is PAWL_ECONFLICT. */
+static int sq_batch_find(sq_store_t *s, const store_batch_new_t *b, size_t n,
+                         int *found) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_BATCH_FIND);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, b->ident, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_DONE) {
+    sqlite3_reset(st);
+    return 0;
+  }
+  if (rc != SQLITE_ROW) {
+    sqlite3_reset(st);
+    return sq_fail(s, rc, "find the batch");
+  }
+  pawl_id_t id;
+  sq_col_id(st, 0, &id);
+  int64_t total = sqlite3_column_int64(st, 1);
+  sqlite3_reset(st);
+  char text[PAWL_ID_STRLEN];
+  pawl_id_format(&id, text);
+  if (total != (int64_t)n)
+    return pawl__store_fail(&s->base, PAWL_ECONFLICT,
+                            "batch %s was made under the identity \"%.200s\" "
+                            "with %lld jobs; this call has %zu",
+                            text, b->ident, (long long)total, n);
+  if (!(st = sq_stmt(s, SQ_BATCH_CHILDREN))) return PAWL_ESTORE;
+  sq_bind_id(st, 1, &id);
+  size_t k = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    if (k < n) sq_col_id(st, 0, &b->found_ids[k++]);
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) return sq_fail(s, rc, "read the batch's jobs");
+  if (k != n)
+    return pawl__store_fail(&s->base, PAWL_ECONFLICT,
+                            "batch %s made under the identity \"%.200s\" "
+                            "has %zu of its %zu jobs left",
+                            text, b->ident, k, n);
+  *b->found_id = id;
+  *b->found = *found = 1;
+  return 0;
+}
+
 static int sq_batch_create(store_t *base, const store_batch_new_t *b,
                            const store_new_job_t *jobs, size_t n) {
   sq_store_t *s = (sq_store_t *)base;
   int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  if (b->ident) {
+    int found = 0;
+    rc = sq_batch_find(s, b, n, &found);
+    if (rc || found) return sq_end(s, rc);
+  }
   sqlite3_stmt *st = sq_stmt(s, SQ_BATCH_ADD);
   if (!st) return sq_end(s, PAWL_ESTORE);
   sq_bind_id(st, 1, &b->id);
   sqlite3_bind_int64(st, 2, (int64_t)n);
   sq_bind_text(st, 3, b->enqueued_by);
   sqlite3_bind_int64(st, 4, now);
+  sq_bind_text(st, 5, b->ident);
   rc = sq_exec(s, st, "record the batch");
   for (int r = 0; r < 3 && !rc; r++) {
     const store_new_job_t *c = b->callbacks[r];
