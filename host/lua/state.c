@@ -56,7 +56,8 @@ void *pawl__lua_heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     h->refused = 1;
     return NULL;
   }
-  void *n = pawl__realloc(ptr, nsize);
+  /* Most are new objects: malloc's path is shorter than realloc's. */
+  void *n = ptr ? pawl__realloc(ptr, nsize) : pawl__malloc(nsize);
   if (!n) return nsize <= osize ? ptr : NULL;
   h->used = h->used - osize + nsize;
   if (h->used > h->peak) h->peak = h->used;
