@@ -202,6 +202,26 @@ return { memory = "1M", max_attempts = 1,
                   j.last_error)
   end)
 
+  it("collects before it gives up: most of the ceiling can be kept live", function()
+    -- 40 MiB kept under a 64 MiB ceiling while 200 MiB of garbage is made:
+    -- LuaJIT alone would start a collection only at twice the live size.
+    env:script("live", [[
+return { memory = "64M", max_attempts = 1,
+  run = function(job)
+    local keep = {}
+    for i = 1, 10000 do keep[i] = ("L"):rep(4000) .. job.id .. i end
+    local n = 0
+    for i = 1, 50000 do local g = ("g"):rep(4000) .. i; n = n + #g end
+    return #keep + n
+  end }]])
+    local id = enqueue("live")
+    local p = env:run_idle("--workers", "1")
+    assert.are.equal(0, p.code, p:stderr())
+    local j = env:show(id)
+    assert.are.equal("succeeded", j.state, tostring(j.last_error))
+    assert.are.equal(10000 + 50000 * 4000 + 238894, j.result)
+  end)
+
   it("bounds hooks, retry policies, sanitizers, branch predicates and top levels", function()
     local grow = [[local t = {} while true do t[#t + 1] = ("g"):rep(512) .. #t end]]
     env:script("_defaults", [[return { memory = "32M" }]])

@@ -23,6 +23,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,6 +420,7 @@ int pawl__admin_lua_open(const pawl__admin_config_t *cfg,
   a->cfg = *cfg;
   a->cfg.scripts_dir = a->scripts_dir;
   a->heap.cap = cfg->memory_max;
+  a->heap.soft = SIZE_MAX; /* no collection asked: the chunk's own hook */
   a->L = lua_newstate(pawl__lua_heap_alloc, &a->heap);
   if (!a->L) {
     pawl__free(a->scripts_dir);

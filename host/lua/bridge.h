@@ -263,6 +263,13 @@ typedef struct pawl__lua_heap {
                                 reset it */
   int refused;               /* an allocation was refused for the cap
                                 since the owner last reset it */
+  /* Past `soft` bytes (SIZE_MAX: never), the allocator calls on_soft
+   * once (it disarms soft first), from inside the allocation: the owner
+   * arranges for a full collection (LuaJIT does not collect before it
+   * gives up on memory). NULL: nothing. */
+  size_t soft;
+  void (*on_soft)(struct pawl__lua_heap *h);
+  void *owner;
 } pawl__lua_heap_t;
 
 /* The lua_Alloc; ud: the pawl__lua_heap_t. */

@@ -61,7 +61,50 @@ void *pawl__lua_heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   if (!n) return nsize <= osize ? ptr : NULL;
   h->used = h->used - osize + nsize;
   if (h->used > h->peak) h->peak = h->used;
+  if (h->used > h->soft) {
+    h->soft = SIZE_MAX;
+    if (h->on_soft) h->on_soft(h);
+  }
   return n;
+}
+
+static void state_interrupt_hook(lua_State *L, lua_Debug *ar);
+
+/* Where the next full collection is asked for: halfway between what the
+ * state holds and its ceiling, while that is more than a sixteenth of
+ * the budget away (closer to the ceiling, each collection would win
+ * little and cost a walk of everything the job keeps). */
+static void state_soft(pawl__lua_t *w) {
+  pawl__lua_heap_t *h = &w->heap;
+  size_t room = h->cap > h->used ? h->cap - h->used : 0;
+  h->soft = h->cap == SIZE_MAX || room < (size_t)w->budget / 16
+                ? SIZE_MAX
+                : h->used + room / 2;
+}
+
+/* The count hook state_heap_soft arms: a full collection at the next
+ * instruction, between two instructions of the job's code (never inside
+ * an allocation). Runs once, like the tick hook; an interrupt that
+ * arrived meanwhile is armed again afterwards. */
+static void state_gc_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  lua_pushlightuserdata(L, (void *)&state_owner_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  pawl__lua_t *w = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (!w) return;
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  if (w->heap.cap != SIZE_MAX) state_soft(w);
+  if (w->cfg.interrupted(w->cfg.data))
+    lua_sethook(L, state_interrupt_hook, LUA_MASKCOUNT, 1);
+}
+
+/* The heap passed its soft mark (inside an allocation: nothing but
+ * arming a hook here, as the signal handler does). */
+static void state_heap_soft(pawl__lua_heap_t *h) {
+  pawl__lua_t *w = h->owner;
+  lua_sethook(w->L, state_gc_hook, LUA_MASKCOUNT, 1);
 }
 
 /* A new state on the counting allocator. LuaJIT's lua_newstate returns
@@ -69,7 +112,9 @@ void *pawl__lua_heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
  * the low 2 GB): those get LuaJIT's own allocator, without a ceiling
  * (w->heap_on stays 0). */
 static lua_State *state_new(pawl__lua_t *w) {
-  w->heap.cap = SIZE_MAX;
+  w->heap.cap = w->heap.soft = SIZE_MAX;
+  w->heap.on_soft = state_heap_soft;
+  w->heap.owner = w;
   lua_State *L = lua_newstate(pawl__lua_heap_alloc, &w->heap);
   if (L) {
     w->heap_on = 1;
@@ -86,13 +131,14 @@ static void state_cap(pawl__lua_t *w) {
   size_t budget = (size_t)w->budget;
   w->heap.cap = from > SIZE_MAX - budget ? SIZE_MAX : from + budget;
   w->heap.refused = 0;
+  state_soft(w);
 }
 
 /* Lifts the ceiling (the host's own use of the state between calls must
  * not fail on it); returns whether the call hit it. */
 static int state_uncap(pawl__lua_t *w) {
   if (!w->heap_on) return 0;
-  w->heap.cap = SIZE_MAX;
+  w->heap.cap = w->heap.soft = SIZE_MAX;
   return w->heap.refused;
 }
 
