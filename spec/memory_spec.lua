@@ -11,6 +11,12 @@ local H = require "host_helper"
 
 local function has(s, text) return s:find(text, 1, true) ~= nil end
 
+-- Under AddressSanitizer, malloc is its allocator, which keeps freed
+-- memory in quarantine and gives none back: the RSS test cannot work.
+local it_rss = os.getenv("PAWL_ASAN") == "1" and function(name)
+  pending(name .. " (AddressSanitizer's allocator gives no memory back)")
+end or it
+
 -- The stderr line of process `p` that contains all of `texts`, or nil.
 local function log_line(p, ...)
   local texts = { ... }
@@ -302,7 +308,7 @@ return { run = function() end }]]):format(grow))
     end
   end)
 
-  it("gives the memory of a big-garbage job back to the system", function()
+  it_rss("gives the memory of a big-garbage job back to the system", function()
     -- About 400 MB of small tables, reachable until the job returns.
     env:script("garbage", [[
 return { memory = "2G",
