@@ -282,6 +282,14 @@ PAWL_EXTERN int pawl_schema_version(pawl_t *p, int *current, int *latest);
 #define PAWL_DEFAULT_MAX_ATTEMPTS 25
 /* A job's timeout: 1..PAWL_TIMEOUT_MAX_S seconds (0: none given). */
 #define PAWL_TIMEOUT_MAX_S 86400
+
+/* A job's heap ceiling (pawl_host_opts_t.job_memory, a script's `memory`):
+ * how many bytes its worker's Lua state may hold above its resting size
+ * while the job runs; PAWL_JOB_MEMORY_MIN..PAWL_JOB_MEMORY_MAX, 256 MiB
+ * when nothing sets one. */
+#define PAWL_JOB_MEMORY_MIN (INT64_C(1) << 20)
+#define PAWL_JOB_MEMORY_MAX (INT64_C(64) << 30)
+#define PAWL_JOB_MEMORY_DEFAULT (INT64_C(256) << 20)
 /* Leases (pawl_options_t.lease_ms, pawl_claim_opts_t.lease_ms) and lock
  * TTLs: at most a day. */
 #define PAWL_LEASE_MAX_MS (INT64_C(86400) * 1000)
@@ -1279,6 +1287,14 @@ typedef struct pawl_host_opts {
    * NULL: none. Borrowed for pawl_start() (copied); step mode and
    * pawl_attach_uv() refuse it (PAWL_EINVAL). */
   const struct pawl_metrics_opts *metrics;
+  /* The heap ceiling of each job whose script (or _defaults.lua) sets no
+   * `memory`, in bytes: 0: PAWL_JOB_MEMORY_DEFAULT; else
+   * PAWL_JOB_MEMORY_MIN..PAWL_JOB_MEMORY_MAX. A job whose Lua state grows
+   * past its ceiling fails with "memory limit: ..."; a script's top level
+   * loads under this one. Not applied in the program's own Lua state
+   * (pawl_step_start_lua()), nor with a 64-bit LuaJIT built without GC64,
+   * which takes no allocator (docs/security.md, "Memory"). */
+  int64_t job_memory;
 } pawl_host_opts_t;
 
 #define PAWL_INTERRUPT_NONE (-1)

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bounds.h"
 #include "buf.h"
 #include "cli.h"
 #include "cli_admin.h"
@@ -114,6 +115,7 @@ typedef enum cli_opt_id {
   CLI_O_IDLE_WAIT,
   CLI_O_GIVE_UP,
   CLI_O_LOAD_TIMEOUT,
+  CLI_O_JOB_MEMORY,
   CLI_O_UNSAFE_LUA,
   CLI_O_ALLOW_IO,
   CLI_O_ALLOW_ENV,
@@ -224,6 +226,7 @@ static const struct cli_opt {
     {"--idle-wait", CLI_O_IDLE_WAIT, 1, CLI_BIT(CLI_RUN)},
     {"--give-up", CLI_O_GIVE_UP, 1, CLI_BIT(CLI_RUN)},
     {"--load-timeout", CLI_O_LOAD_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
+    {"--job-memory", CLI_O_JOB_MEMORY, 1, CLI_BIT(CLI_RUN)},
     {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
     {"--allow-io", CLI_O_ALLOW_IO, 0, CLI_BIT(CLI_RUN)},
     {"--allow-env", CLI_O_ALLOW_ENV, 0, CLI_BIT(CLI_RUN)},
@@ -409,6 +412,8 @@ static const char cli_usage_text[] =
     "                            (repeatable; no port: 80 or 443)\n"
     "      --load-timeout SECONDS  how long a script's top level may run when\n"
     "                            it is loaded (default 10)\n"
+    "      --job-memory SIZE     heap ceiling of a job whose script sets no\n"
+    "                            memory (\"64M\", \"1G\", bytes; default 256M)\n"
     "      --unsafe-lua          give job code the full standard library\n"
     "      --admin-socket PATH   the attached console's unix socket (default:\n"
     "                            the SQLite database's path + .sock; none on\n"
@@ -897,6 +902,14 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
     rc = cli_parse_seconds(o->name, v, PAWL_TIMEOUT_MAX_S * INT64_C(1000),
                            &a->host.load_timeout_ms, err);
     break;
+  case CLI_O_JOB_MEMORY: {
+    char why[300];
+    if (pawl__bounds_size("--job-memory", v, PAWL_JOB_MEMORY_MIN,
+                          PAWL_JOB_MEMORY_MAX, &a->host.job_memory, why,
+                          sizeof why))
+      return cli_fail(err, CLI_USAGE, "%s", why);
+    break;
+  }
   case CLI_O_IDLE_WAIT:
     rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.idle_wait_ms,
                            err);

@@ -13,9 +13,10 @@
  * state's standard library is for the console's own code, and a chunk
  * reaches neither it nor the hook below.
  *
- * Limits. The state's allocator refuses to hold more than memory_max
- * bytes: a chunk that builds a huge value gets "not enough memory", and
- * the host's memory stays bounded. Each call into a session runs under a
+ * Limits. The state's allocator (pawl__lua_heap_alloc, the workers'
+ * own) refuses to hold more than memory_max bytes: a chunk that builds a
+ * huge value gets "not enough memory", and the host's memory stays
+ * bounded. Each call into a session runs under a
  * count hook that checks the chunk's deadline every ADMIN_HOOK_COUNT
  * instructions (the checkhook LuaJIT checks hooks in compiled loops too)
  * and, every ADMIN_CHECK_MS, asks the server whether the client pressed
@@ -27,6 +28,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +67,7 @@ struct pawl__admin_lua {
   pawl__admin_config_t cfg;
   char *scripts_dir;
   lua_State *L;
-  size_t used;               /* bytes the state holds */
+  pawl__lua_heap_t heap;     /* the state's memory, capped at memory_max */
   int ref_sessions;          /* registry: session number -> session */
   int ref_console;           /* registry: the pawl.console module */
   int ref_host;              /* registry: the live functions' table */
@@ -79,25 +81,6 @@ struct pawl__admin_lua {
 
 /* The registry key of the state's owner, for the hook (no upvalues). */
 static const char admin_owner_key = 0;
-
-/* ---- memory ----------------------------------------------------------------- */
-
-/* lua_Alloc with a ceiling. Shrinking never fails (Lua requires it). */
-static void *admin_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  pawl__admin_lua_t *a = ud;
-  if (!ptr) osize = 0;
-  if (nsize == 0) {
-    pawl__free(ptr);
-    a->used -= osize;
-    return NULL;
-  }
-  if (nsize > osize && a->used + (nsize - osize) > a->cfg.memory_max)
-    return NULL;
-  void *n = pawl__realloc(ptr, nsize);
-  if (!n) return nsize <= osize ? ptr : NULL;
-  a->used = a->used - osize + nsize;
-  return n;
-}
 
 /* ---- the deadline ------------------------------------------------------------ */
 
@@ -462,7 +445,9 @@ int pawl__admin_lua_open(const pawl__admin_config_t *cfg,
   }
   a->cfg = *cfg;
   a->cfg.scripts_dir = a->scripts_dir;
-  a->L = lua_newstate(admin_alloc, a);
+  a->heap.cap = cfg->memory_max;
+  a->heap.soft = SIZE_MAX; /* no collection asked: the chunk's own hook */
+  a->L = lua_newstate(pawl__lua_heap_alloc, &a->heap);
   if (!a->L) {
     pawl__free(a->scripts_dir);
     pawl__free(a);
@@ -601,8 +586,9 @@ int pawl__admin_eval(pawl__admin_lua_t *a, int s, const char *chunk,
   int ok = admin_call(a, s, "eval", 3, 1) == 0 && lua_toboolean(L, -1);
   lua_settop(L, top);
   /* Between chunks, a step of the collector (a full collection each time
-   * costs the host more than a small chunk does); the allocator's ceiling
-   * makes LuaJIT collect in full before it gives up on memory. */
+   * costs the host more than a small chunk does). LuaJIT does not collect
+   * before it gives up on memory: the ceiling counts garbage not yet
+   * collected too. */
   lua_gc(L, LUA_GCSTEP, 0);
   return ok;
 }

@@ -43,6 +43,9 @@ typedef struct pawl__lua pawl__lua_t;
  * is stopping. 0: it was not. */
 #define PAWL__LUA_TIMEOUT 1
 #define PAWL__LUA_STOP 2
+/* Not an interrupt: the call's code grew the heap past its ceiling (the
+ * job's `memory`, see state.h). */
+#define PAWL__LUA_MEMORY 3
 
 /* A registry reference that refers to nothing (Lua's LUA_NOREF). */
 #define PAWL__LUA_NOREF (-2)
@@ -255,6 +258,35 @@ void pawl__lua_poke(pawl__lua_t *w);
 /* Frees what an outcome owns (not its hook reference). */
 void pawl__lua_outcome_free(pawl__lua_outcome_t *o);
 
+
+/* ---- the heap of a Lua state (state.c) ---------------------------------
+ *
+ * The allocator of every Lua state pawl creates (the workers', the
+ * loader's, the console's): LuaJIT's lua_Alloc over pawl's allocator
+ * (pawl_set_allocator, else libc's), counting what the state holds and
+ * refusing to grow it past `cap`. A refusal is LuaJIT's "not enough
+ * memory" error in the code that asked, never a crash: LuaJIT raises it
+ * as an ordinary error at the allocation. Shrinking and freeing never
+ * fail (Lua requires it). Belongs to the state's thread. */
+typedef struct pawl__lua_heap {
+  size_t used;               /* bytes the state holds */
+  size_t cap;                /* it may hold at most this many; SIZE_MAX:
+                                no bound */
+  size_t peak;               /* the most it held since the owner last
+                                reset it */
+  int refused;               /* an allocation was refused for the cap
+                                since the owner last reset it */
+  /* Past `soft` bytes (SIZE_MAX: never), the allocator calls on_soft
+   * once (it disarms soft first), from inside the allocation: the owner
+   * arranges for a full collection (LuaJIT does not collect before it
+   * gives up on memory). NULL: nothing. */
+  size_t soft;
+  void (*on_soft)(struct pawl__lua_heap *h);
+  void *owner;
+} pawl__lua_heap_t;
+
+/* The lua_Alloc; ud: the pawl__lua_heap_t. */
+void *pawl__lua_heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* ---- the admin console's Lua state (admin_lua.c) -------------------------
  *

@@ -1153,6 +1153,37 @@ static int host_fn_cron_check(lua_State *L) {
   return 1;
 }
 
+/* host.memory_check(v) -> bytes | nil, message: a script's `memory`, a
+ * size ("64M", "1G") or a number of bytes, within
+ * PAWL_JOB_MEMORY_MIN..MAX (bounds.c reads and words it, as it does
+ * pawl run --job-memory). [-1, +1|2, m] */
+static int host_fn_memory_check(lua_State *L) {
+  char why[300];
+  int64_t v = 0;
+  int rc;
+  if (lua_type(L, 1) == LUA_TNUMBER)
+    rc = pawl__bounds_size_num("memory", lua_tonumber(L, 1), PAWL_JOB_MEMORY_MIN,
+                               PAWL_JOB_MEMORY_MAX, &v, why, sizeof why);
+  else {
+    size_t len;
+    const char *text = luaL_checklstring(L, 1, &len);
+    /* A NUL inside would end the text early and pass what follows. */
+    rc = strlen(text) != len
+             ? pawl__bounds_size("memory", "(text with a NUL byte)",
+                                 PAWL_JOB_MEMORY_MIN, PAWL_JOB_MEMORY_MAX, &v,
+                                 why, sizeof why)
+             : pawl__bounds_size("memory", text, PAWL_JOB_MEMORY_MIN,
+                                 PAWL_JOB_MEMORY_MAX, &v, why, sizeof why);
+  }
+  if (rc) {
+    lua_pushnil(L);
+    lua_pushstring(L, why);
+    return 2;
+  }
+  lua_pushnumber(L, (double)v);
+  return 1;
+}
+
 /* ---- restartable steps (issue 15) ----------------------------------------- */
 
 /* Forgets the exit ctx:exit gave the step. */
@@ -1552,6 +1583,7 @@ static const luaL_Reg host_fns[] = {
     {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},
     {"lock_release", host_fn_lock_release}, {"entropy", host_fn_entropy},
     {"text", host_fn_text},       {"cron_check", host_fn_cron_check},
+    {"memory_check", host_fn_memory_check},
     {"redact_key", host_fn_redact_key}, /* issue 16 */
     {"redact_web_url", host_fn_redact_web_url},
     /* restartable steps (issue 15) */

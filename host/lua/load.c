@@ -116,7 +116,11 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
       if (rc != 0 && why == PAWL__LUA_STOP) {
         stopped = 1;
       } else if (rc != 0) {
-        if (why) {
+        if (why == PAWL__LUA_MEMORY) {
+          char mem[200];
+          pawl__lua_memory_text(w, "its top level", mem, sizeof mem);
+          if (pawl__asprintf(&msg, "script %s: %s", name, mem) < 0) msg = NULL;
+        } else if (why) {
           if (pawl__asprintf(&msg, "script %s: loading took longer than %g s", name,
                        limit) < 0)
             msg = NULL;
@@ -125,6 +129,11 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
         }
         if (!msg) msg = pawl__lua_strdup("(no error message)");
         load_failed(w, wi, name);
+      } else if (!lua_isnil(L, -1) && why == PAWL__LUA_MEMORY) {
+        /* pawl.worker caught the top level's memory error. */
+        char mem[200];
+        pawl__lua_memory_text(w, "its top level", mem, sizeof mem);
+        if (pawl__asprintf(&msg, "script %s: %s", name, mem) < 0) msg = NULL;
       } else if (!lua_isnil(L, -1)) {
         msg = pawl__lua_strdup(lua_tostring(L, -1));
       }
@@ -145,6 +154,9 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
   }
   lua_settop(L, top);
   w->loading = 0;
+  /* The scripts as loaded are the workers' resting size: jobs' ceilings
+   * count from here. */
+  pawl__lua_heap_rest(w);
   return stopped ? -1 : 0;
 }
 

@@ -63,8 +63,20 @@ static void run_setjson(pawl__lua_t *w, const char *k, const char *json) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_msgh);
   lua_pushcfunction(L, run_decode);
   lua_pushlightuserdata(L, (void *)json);
+  /* Under the job's ceiling: its payload is the job's memory. */
+  pawl__lua_heap_limit(w, 1);
   int rc = lua_pcall(L, 1, 2, -3);
+  int over = w->heap_on && w->heap.refused;
+  pawl__lua_heap_limit(w, 0);
   lua_remove(L, rc == 0 ? -3 : -2); /* the message handler */
+  if (rc != 0 && over) {
+    char mem[300];
+    pawl__lua_memory_text(w, "the job", mem, sizeof mem);
+    lua_pop(L, 1);
+    lua_pushfstring(L, "%s (decoding its stored %s)", mem, k);
+    lua_setfield(L, -2, "_json_error");
+    return;
+  }
   if (rc == 0 && !lua_isnil(L, -2)) {
     lua_pop(L, 1);
     lua_setfield(L, -2, k);
@@ -263,11 +275,16 @@ static int run_prepare(pawl__lua_t *w, int job_index, uint64_t run_seq,
   lua_remove(L, -2);
   lua_pushvalue(L, job_index);
   lua_pushnumber(L, (double)run_seq);
-  int rc = pawl__lua_call(w, 2, 4, PAWL__LUA_STEP_TIMEOUT_S, NULL);
+  int rc = pawl__lua_call(w, 2, 5, PAWL__LUA_STEP_TIMEOUT_S, NULL);
   if (rc == 0) {
-    *hooks = (int)lua_tointeger(L, -1);
-    *timeout_s = lua_tonumber(L, -2);
-    lua_pop(L, 2);
+    /* The type's ceiling, checked by pawl.worker when its script loaded
+     * (PAWL_JOB_MEMORY_MIN..MAX); nil: the host's. */
+    double mem = lua_tonumber(L, -1);
+    if (mem >= (double)PAWL_JOB_MEMORY_MIN && mem <= (double)PAWL_JOB_MEMORY_MAX)
+      w->budget = (int64_t)mem;
+    *hooks = (int)lua_tointeger(L, -2);
+    *timeout_s = lua_tonumber(L, -3);
+    lua_pop(L, 3);
   }
   return rc;
 }
@@ -336,7 +353,12 @@ static void run_raised(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index,
     o->kind = PAWL_OUT_RELEASE;
     return;
   }
-  if (why) {
+  if (why == PAWL__LUA_MEMORY) {
+    lua_pop(L, 1);
+    char msg[200];
+    pawl__lua_memory_text(w, "the job", msg, sizeof msg);
+    lua_pushstring(L, msg);
+  } else if (why) {
     lua_pop(L, 1);
     char msg[64];
     snprintf(msg, sizeof msg, "job timed out after %g s", timeout);
@@ -356,6 +378,17 @@ static void run_raised(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index,
   }
 }
 
+/* The host's ceiling, for jobs whose type sets none. */
+static int64_t run_default_memory(pawl__lua_t *w) {
+  return w->cfg.opts && w->cfg.opts->job_memory > 0 ? w->cfg.opts->job_memory
+                                                    : PAWL_JOB_MEMORY_DEFAULT;
+}
+
+/* How much garbage a job may leave in its state before the job's end
+ * collects it: a full collection costs about a millisecond per few
+ * megabytes the state holds, too much after every small job. */
+#define RUN_SETTLE_SLACK ((size_t)16 << 20)
+
 void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
                    pawl__lua_outcome_t *o) {
   lua_State *L = pawl__lua_enter(w);
@@ -363,6 +396,12 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
   o->hook_ref = LUA_NOREF;
   run_job_begin(w, job);
   int top = lua_gettop(L);
+  /* The job's ceiling counts what the state holds above its resting size
+   * (its scripts): the job table, its payload, what its code allocates,
+   * and what earlier jobs left reachable; the host's ceiling until its
+   * type's is known (prepare). */
+  w->budget = run_default_memory(w);
+  w->mem_base = w->rest;
   run_push_job(w, job);
   int job_index = lua_gettop(L);
   uint64_t run_seq = ++w->runs; /* names the run() call: ctx._seq */
@@ -376,11 +415,36 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
   } else {
     lua_pushvalue(L, job_index);
     lua_insert(L, -2); /* run, job, ctx */
-    w->run_seq = run_seq;
-    int why = 0;
-    int rc = pawl__lua_call(w, 2, 1, timeout, &why);
-    w->run_seq = 0;
+    /* Garbage of earlier jobs counts against this one until collected:
+     * collect it first when it could take much of the job's room. */
+    if (w->heap_on && w->heap.used > w->rest + (size_t)w->budget / 2)
+      lua_gc(L, LUA_GCCOLLECT, 0);
+    int why = 0, rc;
+    if (w->heap_on && w->heap.used > w->rest + (size_t)w->budget) {
+      /* Over its ceiling before it starts (its payload, or what earlier
+       * jobs left reachable): not run at all. */
+      lua_pop(L, 3);
+      lua_pushnil(L);
+      rc = LUA_ERRMEM;
+      why = PAWL__LUA_MEMORY;
+    } else {
+      w->run_seq = run_seq;
+      rc = pawl__lua_call(w, 2, 1, timeout, &why);
+      w->run_seq = 0;
+    }
+    /* The steps after the run (result, branches, sanitizer, retry
+     * policy) may each grow the heap by the job's ceiling from where they
+     * start, once the run's garbage is gone. */
+    w->mem_base = 0;
+    pawl__lua_settle(w, RUN_SETTLE_SLACK);
     pawl__lua_release_locks(w);
+    if (rc == 0 && why == PAWL__LUA_MEMORY) {
+      /* It caught the memory error and returned: passing the ceiling
+       * fails the job all the same. */
+      lua_pop(L, 1);
+      lua_pushnil(L);
+      rc = LUA_ERRMEM;
+    }
     if (rc == 0)
       run_succeeded(w, o, job_index, hooks, run_seq);
     else
@@ -388,6 +452,9 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
   }
   pawl__lua_step_close(w, o); /* restartable steps (issue 15) */
   lua_settop(L, top);
+  w->mem_base = 0;
+  w->budget = run_default_memory(w);
+  pawl__lua_settle(w, RUN_SETTLE_SLACK);
   run_job_end(w, o);
 }
 
@@ -407,18 +474,24 @@ void pawl__lua_outcome_free(pawl__lua_outcome_t *o) {
 /* ---- hooks -------------------------------------------------------------- */
 
 /* How long the hooks of `type` may run: its script's timeout, else the
- * default one. */
+ * default one; and (w->budget) its memory, else the host's. */
 static double run_hook_timeout(pawl__lua_t *w, const char *type) {
   lua_State *L = w->L;
   double timeout = w->cfg.opts ? (double)w->cfg.opts->default_timeout_s : 0;
+  w->budget = run_default_memory(w);
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
   lua_getfield(L, -1, "hook_timeout");
   lua_remove(L, -2);
   lua_pushstring(L, type);
-  if (pawl__lua_call(w, 1, 1, PAWL__LUA_STEP_TIMEOUT_S, NULL) == 0 &&
-      lua_tonumber(L, -1) > 0)
-    timeout = lua_tonumber(L, -1);
-  lua_pop(L, 1);
+  if (pawl__lua_call(w, 1, 2, PAWL__LUA_STEP_TIMEOUT_S, NULL) == 0) {
+    if (lua_tonumber(L, -2) > 0) timeout = lua_tonumber(L, -2);
+    double mem = lua_tonumber(L, -1);
+    if (mem >= (double)PAWL_JOB_MEMORY_MIN && mem <= (double)PAWL_JOB_MEMORY_MAX)
+      w->budget = (int64_t)mem;
+    lua_pop(L, 2);
+  } else {
+    lua_pop(L, 1);
+  }
   return timeout;
 }
 
@@ -441,9 +514,14 @@ static void run_hook(pawl__lua_t *w, const pawl_job_t *job, int hook_ref,
   int rc = pawl__lua_call(w, 3, 1, timeout, &why);
   pawl__lua_fan_end(w);
   pawl__lua_release_locks(w);
-  if ((rc != 0 || !lua_isnil(L, -1)) && w->cfg.log) {
-    char msg[64];
-    snprintf(msg, sizeof msg, "hook timed out after %g s", timeout);
+  if ((rc != 0 || why == PAWL__LUA_MEMORY || !lua_isnil(L, -1)) && w->cfg.log) {
+    char msg[200];
+    if (why == PAWL__LUA_MEMORY) {
+      pawl__lua_memory_text(w, "the hook", msg, sizeof msg);
+      rc = rc ? rc : LUA_ERRMEM;
+    } else {
+      snprintf(msg, sizeof msg, "hook timed out after %g s", timeout);
+    }
     log_line_t line;
     pawl__log_begin(&line, w->cfg.log, PAWL_LOG_WARN,
               "hook failed (the job's outcome stands)");
@@ -456,6 +534,7 @@ static void run_hook(pawl__lua_t *w, const pawl_job_t *job, int hook_ref,
     pawl__log_end(&line);
   }
   lua_pop(L, 1);
+  w->budget = run_default_memory(w);
 }
 
 void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
@@ -469,6 +548,7 @@ void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
   }
   w->hook_job = NULL;
   luaL_unref(w->L, LUA_REGISTRYINDEX, hook_ref);
+  if (hooks) pawl__lua_settle(w, RUN_SETTLE_SLACK);
 }
 
 /* ---- dead-letter alerts (issue 16) -------------------------------------- */
@@ -483,12 +563,16 @@ int pawl__lua_alert_settings(pawl__lua_t *w, int64_t *window_ms,
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
   lua_getfield(L, -1, "alert_settings");
   lua_remove(L, -2);
-  if (pawl__lua_call(w, 0, 3, PAWL__LUA_STEP_TIMEOUT_S, NULL) == 0) {
-    has = lua_toboolean(L, -3);
-    double s = lua_tonumber(L, -2); /* checked by the load: 0..86400 */
+  w->alert_memory = run_default_memory(w);
+  if (pawl__lua_call(w, 0, 4, PAWL__LUA_STEP_TIMEOUT_S, NULL) == 0) {
+    has = lua_toboolean(L, -4);
+    double s = lua_tonumber(L, -3); /* checked by the load: 0..86400 */
     if (s > 0 && s <= 86400) *window_ms = (int64_t)(s * 1000);
-    double t = lua_tonumber(L, -1); /* checked by the load */
+    double t = lua_tonumber(L, -2); /* checked by the load */
     if (t > 0) *timeout_s = t;
+    double mem = lua_tonumber(L, -1); /* _defaults.lua's memory, or nil */
+    if (mem >= (double)PAWL_JOB_MEMORY_MIN && mem <= (double)PAWL_JOB_MEMORY_MAX)
+      w->alert_memory = (int64_t)mem;
   }
   lua_settop(L, top);
   return has;
@@ -534,11 +618,12 @@ int pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
   run_alert_time(L, "last_at", a->last_at);
   int why = 0;
   w->alerting = 1;
+  w->budget = w->alert_memory > 0 ? w->alert_memory : run_default_memory(w);
   int rc = pawl__lua_call(w, 3, 1, timeout, &why);
   w->alerting = 0;
   pawl__lua_release_locks(w);
   int stopped = rc != 0 && why == PAWL__LUA_STOP;
-  if ((rc != 0 || !lua_isnil(L, -1)) && w->cfg.log) {
+  if ((rc != 0 || why == PAWL__LUA_MEMORY || !lua_isnil(L, -1)) && w->cfg.log) {
     char msg[64];
     snprintf(msg, sizeof msg, "hook timed out after %g s", timeout);
     log_line_t line;
@@ -549,11 +634,17 @@ int pawl__lua_alert(pawl__lua_t *w, const pawl__lua_alert_t *a,
                               "retried)");
     pawl__log_str(&line, "job", a->id);
     pawl__log_str(&line, "type", a->type);
-    pawl__log_str(&line, "error", rc == 0 ? lua_tostring(L, -1)
+    char mem[200];
+    if (why == PAWL__LUA_MEMORY)
+      pawl__lua_memory_text(w, "the hook", mem, sizeof mem);
+    pawl__log_str(&line, "error", why == PAWL__LUA_MEMORY ? mem
+                                  : rc == 0 ? lua_tostring(L, -1)
                                   : why   ? msg
                                           : "the hook was interrupted");
     pawl__log_end(&line);
   }
   lua_settop(L, top);
+  w->budget = run_default_memory(w);
+  pawl__lua_settle(w, RUN_SETTLE_SLACK);
   return stopped;
 }

@@ -6,7 +6,9 @@
 #include "alloc.h"
 #include "state.h"
 
+#include <malloc.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "bounds.h"
 #include "ljson.h"
 
 /* LUA_NOREF is what bridge.h promises the runner. */
@@ -38,6 +41,144 @@ static pthread_mutex_t state_open_mu = PTHREAD_MUTEX_INITIALIZER;
 static const char state_owner_key = 0;
 
 char *pawl__lua_strdup(const char *s) { return s ? pawl__strdup(s) : NULL; }
+
+/* ---- the heap ------------------------------------------------------------ */
+
+void *pawl__lua_heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  pawl__lua_heap_t *h = ud;
+  if (!ptr) osize = 0;
+  if (nsize == 0) {
+    pawl__free(ptr);
+    h->used -= osize;
+    return NULL;
+  }
+  if (nsize > osize && (h->used > h->cap || nsize - osize > h->cap - h->used)) {
+    h->refused = 1;
+    return NULL;
+  }
+  /* Most are new objects: malloc's path is shorter than realloc's. */
+  void *n = ptr ? pawl__realloc(ptr, nsize) : pawl__malloc(nsize);
+  if (!n) return nsize <= osize ? ptr : NULL;
+  h->used = h->used - osize + nsize;
+  if (h->used > h->peak) h->peak = h->used;
+  if (h->used > h->soft) {
+    h->soft = SIZE_MAX;
+    if (h->on_soft) h->on_soft(h);
+  }
+  return n;
+}
+
+static void state_interrupt_hook(lua_State *L, lua_Debug *ar);
+
+/* Where the next full collection is asked for: halfway between what the
+ * state holds and its ceiling, while that is more than a sixteenth of
+ * the budget away (closer to the ceiling, each collection would win
+ * little and cost a walk of everything the job keeps). */
+static void state_soft(pawl__lua_t *w) {
+  pawl__lua_heap_t *h = &w->heap;
+  size_t room = h->cap > h->used ? h->cap - h->used : 0;
+  h->soft = h->cap == SIZE_MAX || room < (size_t)w->budget / 16
+                ? SIZE_MAX
+                : h->used + room / 2;
+}
+
+/* The count hook state_heap_soft arms: a full collection at the next
+ * instruction, between two instructions of the job's code (never inside
+ * an allocation). Runs once, like the tick hook; an interrupt that
+ * arrived meanwhile is armed again afterwards. */
+static void state_gc_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  lua_pushlightuserdata(L, (void *)&state_owner_key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  pawl__lua_t *w = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (!w) return;
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  if (w->heap.cap != SIZE_MAX) state_soft(w);
+  if (w->cfg.interrupted(w->cfg.data))
+    lua_sethook(L, state_interrupt_hook, LUA_MASKCOUNT, 1);
+}
+
+/* The heap passed its soft mark (inside an allocation: nothing but
+ * arming a hook here, as the signal handler does). */
+static void state_heap_soft(pawl__lua_heap_t *h) {
+  pawl__lua_t *w = h->owner;
+  lua_sethook(w->L, state_gc_hook, LUA_MASKCOUNT, 1);
+}
+
+/* A new state on the counting allocator. LuaJIT's lua_newstate returns
+ * NULL on 64-bit targets built without GC64 (its objects must then live in
+ * the low 2 GB): those get LuaJIT's own allocator, without a ceiling
+ * (w->heap_on stays 0). */
+static lua_State *state_new(pawl__lua_t *w) {
+  w->heap.cap = w->heap.soft = SIZE_MAX;
+  w->heap.on_soft = state_heap_soft;
+  w->heap.owner = w;
+  lua_State *L = lua_newstate(pawl__lua_heap_alloc, &w->heap);
+  if (L) {
+    w->heap_on = 1;
+    return L;
+  }
+  return luaL_newstate();
+}
+
+/* The heap's ceiling for the protected call about to start: the budget
+ * above w->mem_base, or above what the state holds now. */
+static void state_cap(pawl__lua_t *w) {
+  if (!w->heap_on) return;
+  size_t from = w->mem_base ? w->mem_base : w->heap.used;
+  size_t budget = (size_t)w->budget;
+  w->heap.cap = from > SIZE_MAX - budget ? SIZE_MAX : from + budget;
+  w->heap.refused = 0;
+  state_soft(w);
+}
+
+/* Lifts the ceiling (the host's own use of the state between calls must
+ * not fail on it); returns whether the call hit it. */
+static int state_uncap(pawl__lua_t *w) {
+  if (!w->heap_on) return 0;
+  w->heap.cap = w->heap.soft = SIZE_MAX;
+  return w->heap.refused;
+}
+
+void pawl__lua_heap_limit(pawl__lua_t *w, int on) {
+  if (on)
+    state_cap(w);
+  else
+    state_uncap(w);
+}
+
+void pawl__lua_settle(pawl__lua_t *w, size_t slack) {
+  if (!w->heap_on) return;
+  lua_State *L = w->L;
+  if (w->heap.peak > w->rest + slack) {
+    lua_gc(L, LUA_GCCOLLECT, 0);
+#ifdef __GLIBC__
+    /* glibc keeps freed pages mapped; a job that made much garbage would
+     * leave its worker that big for the rest of the host's life. Only
+     * with libc's allocator (a program's allocator is its own business),
+     * and only after a big drop: the trim walks every arena. */
+    if (!pawl__allocator() && w->heap.peak - w->heap.used > PAWL__LUA_TRIM_BYTES)
+      malloc_trim(0);
+#endif
+  }
+  w->heap.peak = w->heap.used;
+}
+
+void pawl__lua_memory_text(pawl__lua_t *w, const char *who, char *buf,
+                           size_t len) {
+  char size[32];
+  pawl__bounds_size_text(w->budget, size, sizeof size);
+  snprintf(buf, len, "memory limit: %s used more than %s", who, size);
+}
+
+void pawl__lua_heap_rest(pawl__lua_t *w) {
+  if (!w->heap_on) return;
+  lua_gc(w->L, LUA_GCCOLLECT, 0);
+  w->rest = w->heap.used;
+  w->heap.peak = w->heap.used;
+}
 
 /* ---- interrupts --------------------------------------------------------- */
 
@@ -117,14 +258,17 @@ int pawl__lua_call(pawl__lua_t *w, int nargs, int nres, double timeout_s,
     lua_rawset(L, LUA_REGISTRYINDEX);
   }
   w->timeout_s = timeout_s;
+  state_cap(w);
   uint64_t call = w->cfg.call_begin(w->cfg.data, timeout_s);
   int rc = lua_pcall(L, nargs, nres, base);
   int hit = w->cfg.call_end(w->cfg.data, call);
+  int over = state_uncap(w);
   /* The handler may have armed the hook after the call returned. */
   if (hit) lua_sethook(L, NULL, 0, 0);
   if (w->hosted) lua_sethook(L, prog_hook, prog_mask, prog_count);
   lua_remove(L, base);
-  if (why) *why = hit;
+  /* An interrupt says more than the memory error it may have caused. */
+  if (why) *why = hit ? hit : over ? PAWL__LUA_MEMORY : 0;
   return rc;
 }
 
@@ -317,29 +461,6 @@ static int state_open_hosted(pawl__lua_t *w, char *err, size_t errlen) {
   return 0;
 }
 
-/* lua_Alloc over the program's allocator (pawl_set_allocator). */
-static void *state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  (void)ud;
-  (void)osize;
-  if (nsize == 0) {
-    pawl__free(ptr);
-    return NULL;
-  }
-  return pawl__realloc(ptr, nsize);
-}
-
-/* A new state: on the program's allocator when it set one and LuaJIT
- * takes one, else on LuaJIT's own (faster: made for it). LuaJIT's
- * lua_newstate returns NULL on 64-bit targets built without GC64 (its
- * objects must then live in the low 2 GB): those keep LuaJIT's. */
-static lua_State *state_new(void) {
-  if (pawl__allocator()) {
-    lua_State *L = lua_newstate(state_alloc, NULL);
-    if (L) return L;
-  }
-  return luaL_newstate();
-}
-
 int pawl__lua_open(const pawl__lua_config_t *cfg, pawl__lua_t **out,
                    char *err, size_t errlen) {
   pawl__lua_t *w = pawl__calloc(1, sizeof *w);
@@ -358,8 +479,10 @@ int pawl__lua_open(const pawl__lua_config_t *cfg, pawl__lua_t **out,
     *out = w;
     return 0;
   }
+  w->budget = cfg->opts && cfg->opts->job_memory > 0 ? cfg->opts->job_memory
+                                                    : PAWL_JOB_MEMORY_DEFAULT;
   pthread_mutex_lock(&state_open_mu);
-  lua_State *L = state_new();
+  lua_State *L = state_new(w);
   if (!L) {
     pthread_mutex_unlock(&state_open_mu);
     pawl__free(w);
@@ -381,6 +504,7 @@ int pawl__lua_open(const pawl__lua_config_t *cfg, pawl__lua_t **out,
     return PAWL_ESTORE;
   }
   lua_pop(L, 1);
+  pawl__lua_heap_rest(w); /* what a worker holds before any script */
   *out = w;
   return 0;
 }

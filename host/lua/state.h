@@ -57,6 +57,16 @@ struct pawl__lua {
    * timeout or a stop interrupts the release in Lua. */
   pawl__lua_lock_t *locks;
   size_t nlocks, locks_cap;
+  /* Memory. heap counts what the state holds (heap_on: it has the
+   * counting allocator); each protected call may grow it by `budget`
+   * bytes above mem_base (0: above what it held when the call began).
+   * rest: what it holds at rest, the scripts loaded and collected. */
+  pawl__lua_heap_t heap;
+  int heap_on;
+  int64_t budget;
+  size_t mem_base;
+  size_t rest;
+  int64_t alert_memory;      /* the global on_dead hook's budget */
   int loading;               /* running a script's top level: the functions
                                 that act on the database refuse */
   int alerting;              /* running _defaults.lua's global on_dead hook,
@@ -101,6 +111,27 @@ static inline lua_State *pawl__lua_enter(pawl__lua_t *w) {
  * [-(nargs+1), +(nres|1), -] */
 int pawl__lua_call(pawl__lua_t *w, int nargs, int nres, double timeout_s,
                    int *why);
+
+/* After a job that made much garbage, a full collection hands it back:
+ * once the heap has been more than `slack` bytes above its resting size
+ * since the last settle, the state is collected, and after a big drop
+ * (PAWL__LUA_TRIM_BYTES) libc's free pages go back to the system
+ * (malloc_trim). Outside Lua, between calls. */
+#define PAWL__LUA_TRIM_BYTES ((size_t)32 << 20)
+void pawl__lua_settle(pawl__lua_t *w, size_t slack);
+
+/* Collects the state in full and takes what it holds as its resting size
+ * (after opening it and after each load). */
+void pawl__lua_heap_rest(pawl__lua_t *w);
+
+/* Sets (on = 1) the ceiling of a protected call made with lua_pcall
+ * directly, or lifts it (on = 0). */
+void pawl__lua_heap_limit(pawl__lua_t *w, int on);
+
+/* "memory limit: WHO used more than 256 MiB" (w->budget; who: "the
+ * job", "the hook", ...). */
+void pawl__lua_memory_text(pawl__lua_t *w, const char *who, char *buf,
+                           size_t len);
 
 /* Pushes the pawl.host table: the functions job code's view of the host
  * calls (host_fns.c), each with `w` as upvalue. [-0, +1, m] */

@@ -403,6 +403,11 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
   }
   if (o->give_up_ms == 0) o->give_up_ms = 60000;
   if (o->flush_ms == 0) o->flush_ms = 10000;
+  /* The heap ceiling of jobs whose scripts set none (0: the default). */
+  int64_t mem = o->job_memory ? o->job_memory : PAWL_JOB_MEMORY_DEFAULT;
+  if (pawl__bounds_size_num("job_memory", (double)mem, PAWL_JOB_MEMORY_MIN,
+                            PAWL_JOB_MEMORY_MAX, &o->job_memory, msg, len))
+    return PAWL_EINVAL;
   return 0;
 }
 

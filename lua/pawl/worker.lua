@@ -35,6 +35,14 @@ local function out_of_range(what, v, min, max, whole, unit)
     unit and " " .. unit or "", tostring(v))
 end
 
+-- Job code that ran out of its heap ceiling (the host's "not enough
+-- memory", LuaJIT does not collect before it gives up) leaves its garbage
+-- behind: collected before pawl.worker goes on, so that what follows has
+-- room again.
+local function after_error(e)
+  if e == "not enough memory" then collectgarbage() end
+end
+
 -- Script defaults an operator may set in scripts/_defaults.lua.
 local defaults = { retry = retry.default, sanitize = nil, timeout = 300,
                    max_attempts = nil }
@@ -54,6 +62,7 @@ local inspecting = false
 local function builtin_defaults()
   defaults.retry, defaults.sanitize = retry.default, nil
   defaults.timeout, defaults.max_attempts = host_timeout, nil
+  defaults.memory = nil
   defaults.queue, defaults.priority = nil, nil
   defaults.ordering = nil
   defaults.on_dead, defaults.alert_window = nil, nil
@@ -1022,6 +1031,8 @@ local FIELDS = {
   -- write"): jobs per attempt, jobs per pawl.batch / pawl.chain call, and
   -- how deep a line of jobs enqueued by jobs may go. Checked below.
   max_children = "number", max_batch = "number", max_depth = "number",
+  -- The job's heap ceiling: "64M", "1G" or bytes (checked below).
+  memory = "string",
 }
 
 local MISFIRE = { run_once = true, catch_up = true, skip = true }
@@ -1138,6 +1149,11 @@ local function check_script(t, is_defaults)
     if k == "ordering_key" and type(v) == "string" then
       local bad = bad_ordering_key(v)
       if bad then return nil, "ordering_key " .. bad end
+    elseif k == "memory" then
+      if type(v) ~= "string" and type(v) ~= "number" then
+        return nil, ("field memory must be a size such as \"256M\" or a "
+                     .. "number of bytes (got %s)"):format(type(v))
+      end
     elseif type(v) ~= want then
       return nil, ("field %s must be a %s (got %s)"):format(k, want, type(v))
     end
@@ -1149,6 +1165,13 @@ local function check_script(t, is_defaults)
     local bad = out_of_range("alert_window", t.alert_window, 0, 86400, false,
                              "seconds")
     if bad then return nil, bad end
+  end
+  -- memory, in bytes from here on (t is the script's own table; the host
+  -- keeps a copy of it).
+  if t.memory ~= nil then
+    local bytes, merr = host.memory_check(t.memory)
+    if not bytes then return nil, merr end
+    t.memory = bytes
   end
   local serr = check_steps(t, is_defaults)
   if serr then return nil, serr end
@@ -1378,6 +1401,7 @@ function W.load_one(name, path, src)
     defaults.retry = t.retry or retry.default
     defaults.sanitize = t.sanitize
     defaults.timeout = t.timeout or host_timeout
+    defaults.memory = t.memory
     defaults.max_attempts = t.max_attempts
     defaults.queue, defaults.priority = t.queue, t.priority
     defaults.ordering = t.ordering
@@ -1485,9 +1509,10 @@ local function max_attempts_of(job, spec)
          or limits.default_max_attempts
 end
 
--- Returns run, ctx, the timeout in seconds and the type's hooks (a bit
--- set: 1 on_success, 2 on_failure, 4 on_dead) for `job`; or nil and an
--- error (with the timeout and 0) when its type has no script.
+-- Returns run, ctx, the timeout in seconds, the type's hooks (a bit
+-- set: 1 on_success, 2 on_failure, 4 on_dead) and its memory ceiling in
+-- bytes (nil: the host's) for `job`; or nil and an error (with the
+-- timeout and 0) when its type has no script.
 -- The `job` table job code gets is read-only: what it holds is moved to a
 -- private table the metatable reads from, so that assigning job.id or
 -- job.type (or rawset) fails, and nothing keyed by the job (job.signal,
@@ -1537,7 +1562,14 @@ local function seal_job(job, with_signal)
   })
 end
 
+local prepare -- below: everything but the memory ceiling
 function W.prepare(job, seq)
+  local r, c, t, h = prepare(job, seq)
+  local spec = spec_of(job.type)
+  return r, c, t, h, (spec and spec.memory) or defaults.memory
+end
+
+prepare = function(job, seq)
   if dirty then settle() end
   local spec = spec_of(job.type)
   -- Job code, the retry step and the hooks see the max_attempts that
@@ -1659,6 +1691,7 @@ function W.branches_json(job, result, seq)
   for _, name in ipairs(names) do
     local ok, v = pcall(b[name], result, job)
     if not ok then
+      after_error(v)
       host.log(seq, "error", clean(spec, ("branch %s raised: %s")
         :format(name, message_of(v, spec)), job), nil)
     elseif v then
@@ -1680,6 +1713,7 @@ function clean(spec, msg, job) -- declared above, with ctx
     if ok and type(out) == "string" then
       return sanitize.truncate(out, max_error_length)
     end
+    if not ok then after_error(out) end
   end
   local ok, out = pcall(sanitize.default, msg, job, max_error_length)
   if ok then return out end
@@ -1701,6 +1735,7 @@ function W.failed(job, err)
   local policy = (spec and spec.retry) or defaults.retry
   local ok, delay = pcall(policy, job.attempt, err, job)
   if not ok then
+    after_error(delay)
     return "failed", text .. "\nretry policy failed: "
       .. clean(spec, message_of(delay, spec), job), 0
   end
@@ -1758,6 +1793,7 @@ function W.hook(name, job, arg)
   current_caps = spec.caps or operator_caps()
   local ok, err = pcall(fn, job, arg)
   if ok then return nil end
+  after_error(err)
   return clean(spec, message_of(err, spec), job)
 end
 
@@ -1778,6 +1814,7 @@ function W.alert(job, err, info)
   current_job, current_spec = nil, nil
   current_caps = {}
   if ok then return nil end
+  after_error(e)
   return clean(spec_of(job.type), message_of(e, spec_of(job.type)), job)
 end
 
@@ -1786,14 +1823,15 @@ end
 -- else the host's).
 function W.alert_settings()
   return defaults.on_dead ~= nil, defaults.alert_window or 600,
-         defaults.timeout
+         defaults.timeout, defaults.memory
 end
 
 -- How long the hooks of a type may run: its script's timeout, else the
--- default one.
+-- default one; and their memory ceiling (nil: the host's).
 function W.hook_timeout(name)
   local spec = spec_of(name)
-  return (spec and spec.timeout) or defaults.timeout
+  return (spec and spec.timeout) or defaults.timeout,
+         (spec and spec.memory) or defaults.memory
 end
 
 -- Which hooks the type has, as a bit set: 1 success, 2 failure, 4 dead.

@@ -254,3 +254,81 @@ void test_bounds_host_opts(void) {
   CHECK_MSG(pawl_errmsg(p), "grace_ms", "(got 9223372036854775807)");
   pawl_close(p);
 }
+
+/* Sizes (a job's heap ceiling): one reader for pawl run --job-memory and
+ * a script's `memory`; every refusal names the value and the range. */
+void test_bounds_sizes(void) {
+  char err[300];
+  int64_t v = 0;
+  static const struct {
+    const char *text;
+    int64_t want;
+  } ok[] = {
+      {"64M", INT64_C(64) << 20},      {"1G", INT64_C(1) << 30},
+      {"1048576", INT64_C(1) << 20},   {"2048K", INT64_C(2) << 20},
+      {"512KiB", -1},                  {"64 MB", INT64_C(64) << 20},
+      {"2 GiB", INT64_C(2) << 30},     {"64g", INT64_C(64) << 30},
+      {"1048576B", INT64_C(1) << 20},
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    int rc = pawl__bounds_size("memory", ok[i].text, PAWL_JOB_MEMORY_MIN,
+                               PAWL_JOB_MEMORY_MAX, &v, err, sizeof err);
+    if (ok[i].want < 0) { /* read, but below the minimum */
+      CHECK_INT(rc, ==, -1);
+      CHECK_MSG(err, "memory must be a size between 1 MiB and 64 GiB",
+                "(got \"512KiB\")");
+    } else {
+      CHECK_INT(rc, ==, 0);
+      CHECK_INT(v, ==, ok[i].want);
+    }
+  }
+  static const char *const bad[] = {
+      "", "M", "lots", "1.5G", "-1", "0", "1K", "65G", "1T", "64MM", "64 M B",
+      " 64M", "64M ", "99999999999999999999", "9223372036854775807K",
+      "18014398509481984T"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    v = 7;
+    CHECK_INT(pawl__bounds_size("--job-memory", bad[i], PAWL_JOB_MEMORY_MIN,
+                                PAWL_JOB_MEMORY_MAX, &v, err, sizeof err),
+              ==, -1);
+    CHECK_MSG(err, "--job-memory must be a size between 1 MiB and 64 GiB");
+    CHECK_INT(v, ==, 7);
+  }
+  CHECK_INT(pawl__bounds_size_num("memory", 1.5 * 1048576, PAWL_JOB_MEMORY_MIN,
+                                  PAWL_JOB_MEMORY_MAX, &v, err, sizeof err),
+            ==, 0);
+  CHECK_INT(v, ==, 1572864);
+  CHECK_INT(pawl__bounds_size_num("memory", 1048576.5, PAWL_JOB_MEMORY_MIN,
+                                  PAWL_JOB_MEMORY_MAX, &v, err, sizeof err),
+            ==, -1);
+  CHECK_MSG(err, "(got 1048576.5)");
+  CHECK_INT(pawl__bounds_size_num("memory", NAN, PAWL_JOB_MEMORY_MIN,
+                                  PAWL_JOB_MEMORY_MAX, &v, err, sizeof err),
+            ==, -1);
+  CHECK_MSG(err, "(got nan)");
+  CHECK_INT(pawl__bounds_size_num("memory", 1e300, PAWL_JOB_MEMORY_MIN,
+                                  PAWL_JOB_MEMORY_MAX, &v, err, sizeof err),
+            ==, -1);
+  char text[32];
+  pawl__bounds_size_text(INT64_C(256) << 20, text, sizeof text);
+  CHECK_STR(text, "256 MiB");
+  pawl__bounds_size_text(INT64_C(3) << 29, text, sizeof text);
+  CHECK_STR(text, "1536 MiB");
+  pawl__bounds_size_text(1000, text, sizeof text);
+  CHECK_STR(text, "1000 bytes");
+  /* The host option: pawl_start refuses it with the same words. */
+  pawl_t *p = bounds_open();
+  CHECK_INT(system("mkdir -p scripts"), ==, 0);
+  pawl_host_opts_t ho;
+  pawl_host_opts_init(&ho);
+  ho.scripts_dir = "scripts";
+  ho.job_memory = 1000;
+  CHECK_INT(pawl_start(p, &ho), ==, PAWL_EINVAL);
+  CHECK_MSG(pawl_errmsg(p), "job_memory must be a size between 1 MiB and 64 GiB",
+            "(got 1000)");
+  ho.job_memory = INT64_MAX;
+  CHECK_INT(pawl_start(p, &ho), ==, PAWL_EINVAL);
+  ho.job_memory = -1;
+  CHECK_INT(pawl_start(p, &ho), ==, PAWL_EINVAL);
+  pawl_close(p);
+}
