@@ -31,6 +31,8 @@ static const struct {
     {PAWL_ELEASE, "PAWL_ELEASE", "job is no longer leased by this node"},
     {PAWL_EUNAVAIL, "PAWL_EUNAVAIL", "database unreachable"},
     {PAWL_EDONE, "PAWL_EDONE", "job instance already completed"},
+    {PAWL_EMISUSE, "PAWL_EMISUSE",
+     "API misuse: closed handle, wrong thread, or a call not allowed here"},
 };
 
 const char *pawl_strerror(int err) {
