@@ -280,7 +280,8 @@ PAWL_EXTERN int64_t pawl_now(pawl_t *p);
  * made. This is the one way to hand work to a stepping or attached handle
  * from another thread: `p` itself refuses other threads (PAWL_EMISUSE).
  * The sibling is an ordinary handle (every function, one thread at a
- * time, any thread); its enqueues send no ENQUEUED event. It may outlive
+ * time, any thread); its enqueues send ENQUEUED events to that host like
+ * the handle's own. It may outlive
  * `p` (it then wakes nothing). Threads: call on the thread that uses `p`
  * (its owner in step mode); then hand *out to any thread. *out: close it
  * with pawl_close(). Returns 0, PAWL_EINVAL (out NULL, or `p` is a job's
@@ -1085,8 +1086,8 @@ typedef void (*pawl_log_fn)(void *data, int level, const char *line);
  * pawl_attach_uv().
  *
  *   ENQUEUED  a job was enqueued through the host's handle, a sibling
- *             (job code's pawl.enqueue) or the handle's step or loop
- *             thread, while the host runs (not a duplicate, not a
+ *             (job code's pawl.enqueue, or one pawl_sibling() made) or
+ *             the handle's step or loop thread, while the host runs (not a duplicate, not a
  *             business key's existing holder; not enqueues of other
  *             handles or processes: the database does not tell);
  *   STARTED   an attempt starts (attempt: its number), just before its
@@ -1103,13 +1104,14 @@ typedef void (*pawl_log_fn)(void *data, int level, const char *line);
  *
  * Threads: step mode and pawl_attach_uv(): on the stepping (loop) thread,
  * from within pawl_step() (the loop's callbacks); an enqueue made on
- * another thread is reported at the next step. pawl_start()'s host: on
+ * another thread (through a sibling) is reported at the next step. pawl_start()'s host: on
  * its completer thread (the one that writes outcomes), after the outcome
  * is stored; while it runs no outcome is written, so return quickly.
  * Calls are never concurrent. What it may call: step and loop threads,
  * any function on the handle or another, but not pawl_step(),
- * pawl_close(), pawl_detach_uv() or a function that starts or stops a
- * host; the completer thread, pawl_stop() and any function on handles of
+ * pawl_step_wait(), pawl_next_deadline(), pawl_attach_uv(),
+ * pawl_detach_uv() (refused: PAWL_EMISUSE), pawl_close() (does nothing)
+ * or a function that starts a host (PAWL_EBUSY); the completer thread, pawl_stop() and any function on handles of
  * its own (the host's handle belongs to the program's thread), not
  * pawl_wait() or pawl_close(). Everything in `ev` is borrowed for the
  * call. */
