@@ -19,7 +19,7 @@
  *   A handle in step mode or attached to a libuv loop belongs to that
  *   thread: every call on it from another thread is refused with
  *   PAWL_EMISUSE (and leaves no message: pawl_errmsg() is the owner's),
- *   but pawl_stop() and the live host's controls; hand work to it from
+ *   but pawl_stop() and pawl_close() (see there); hand work to it from
  *   other threads through a sibling (pawl_sibling()), whose enqueues wake
  *   it at once.
  * - A call on a closed handle is refused with PAWL_EMISUSE as far as it

@@ -607,8 +607,16 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
     return pawl__fail(p, PAWL_EBUSY,
                       "the handle is in step mode (pawl_step): it cannot "
                       "start threads too; open another handle");
-  if (running)
-    return pawl__fail(p, PAWL_EBUSY, "the host is already running");
+  if (running) {
+    pthread_mutex_lock(&running->mu);
+    int joined = running->joined;
+    pthread_mutex_unlock(&running->mu);
+    return pawl__fail(p, PAWL_EBUSY, "%s",
+                      joined ? "the host on this handle has stopped "
+                               "(pawl_wait() returned); a handle runs one "
+                               "host in its life: open another handle"
+                             : "the host is already running");
+  }
   pawl_host_opts_t defaults;
   if (!in) {
     pawl_host_opts_init(&defaults);

@@ -800,6 +800,9 @@ void test_step_refusal_leaves_handle(void) {
   CHECK(strstr(pawl_errmsg(p), " runs on this handle") == NULL);
   CHECK_INT(pawl_step_start(p, &o), ==, PAWL_EBUSY);
   CHECK(strstr(pawl_errmsg(p), "has stopped") != NULL);
+  CHECK_INT(pawl_start(p, &o), ==, PAWL_EBUSY);
+  CHECK(strstr(pawl_errmsg(p), "has stopped") != NULL);
+  CHECK(strstr(pawl_errmsg(p), "already running") == NULL);
   pawl_close(p);
 }
 
