@@ -265,7 +265,8 @@ PAWL_EXTERN void pawl_close(pawl_t *p);
 /* Detail of the last failed call on `p`: one line, never NULL. Valid until
  * the next call on `p`. Threads: the thread that made that call. */
 PAWL_EXTERN const char *pawl_errmsg(pawl_t *p);
-/* This handle's node id. Owned by the handle. "" for a closed one. */
+/* This handle's node id. Owned by the handle. "" for a closed one.
+ * Threads: any (the id never changes). */
 PAWL_EXTERN const char *pawl_node_id(pawl_t *p);
 /* The handle's clock (injected or the database's), in ms; PAWL_EMISUSE for
  * a closed handle. Threads: any (it reads no connection). */
@@ -1275,7 +1276,11 @@ PAWL_EXTERN void pawl_host_opts_init(pawl_host_opts_t *o);
  * (a script's top level may take up to o->load_timeout_ms); no job is
  * claimed before. Broken ones are logged and the rest serve. Strings in
  * `o` are copied. After this, `p` itself may still be used by the calling
- * thread (pawl_enqueue() wakes the host at once). */
+ * thread (pawl_enqueue() wakes the host at once), or by any one thread at
+ * a time; siblings (pawl_sibling()) wake it too. Threads: any thread
+ * using `p`. PAWL_EBUSY when a host runs or ran on `p` (the message says
+ * which), PAWL_EMISUSE for a closed handle or one bound to another
+ * thread's step. */
 PAWL_EXTERN int pawl_start(pawl_t *p, const pawl_host_opts_t *o);
 
 #define PAWL_STOP_GRACEFUL 1 /* stop claiming, let running jobs finish
@@ -1727,9 +1732,10 @@ PAWL_EXTERN int pawl_set_allocator(const pawl_allocator_t *a);
  * give_up_ms) are ignored; poll_ms is how often an idle step looks at the
  * database anyway (the safety net; see pawl_step()); reload_ms how often
  * it looks at the scripts directory. Loads the scripts before it returns.
- * Returns 0; PAWL_EBUSY if pawl_start() runs on `p` or it is in step mode
- * already; PAWL_EINVAL / PAWL_EIO for bad options as pawl_start();
- * PAWL_ENOMEM. */
+ * Returns 0; PAWL_EBUSY if pawl_start() runs (or ran) on `p` or it is in
+ * step mode already; PAWL_EINVAL / PAWL_EIO for bad options as
+ * pawl_start(); PAWL_ENOMEM. Threads: the thread that will step `p`,
+ * which then owns it (see "The thread" above). */
 PAWL_EXTERN int pawl_step_start(pawl_t *p, const pawl_host_opts_t *o);
 
 /* Runs due jobs on the calling thread for about budget_ms
@@ -1757,9 +1763,10 @@ PAWL_EXTERN int pawl_step(pawl_t *p, int64_t budget_ms);
  * now or earlier when jobs are due (or claimed and waiting), else the
  * earliest of the next pending job's run_at, the next lease extension
  * and the next look at the scripts directory or the database (poll_ms).
- * For a program that sleeps between steps. Puts the handle in step mode
+ * For a program that sleeps between steps (pawl_step_wait() sleeps for
+ * it, and wakes for a sibling's enqueue). Puts the handle in step mode
  * like pawl_step(). Returns the time (0 or more), or a negative PAWL_E*
- * code. */
+ * code. Threads: the stepping thread, not inside a step. */
 PAWL_EXTERN int64_t pawl_next_deadline(pawl_t *p);
 
 /* For a program that sleeps between steps: waits on the stepping thread
