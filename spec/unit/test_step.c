@@ -774,6 +774,8 @@ void test_step_closed_handle(void) {
             PAWL_EMISUSE);
   CHECK_INT(pawl_step(NULL, 0), ==, PAWL_EMISUSE);
   pawl_close(NULL);
+  CHECK_STR(pawl_err_name(PAWL_EMISUSE), "PAWL_EMISUSE");
+  CHECK(strstr(pawl_strerror(PAWL_EMISUSE), "closed handle") != NULL);
   CHECK_OK(pawl_set_allocator(NULL));
   while (st_kept) {
     st_kept_t *k = st_kept;
