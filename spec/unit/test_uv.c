@@ -240,10 +240,11 @@ typedef struct {
 static void *uvt_feeder(void *arg) {
   uvt_feeder_t *f = arg;
   f->enq_rc = pawl_enqueue(f->p, "counted", "{\"i\":-1}", NULL, NULL, NULL);
-  uv_loop_t mine;
-  CHECK_INT(uv_loop_init(&mine), ==, 0);
-  f->attach_rc = pawl_attach_uv(f->p, &mine, NULL);
-  CHECK_INT(uv_loop_close(&mine), ==, 0); /* nothing was added to it */
+  /* Refused before the loop is looked at: a loop never initialised (a
+   * real one would be made and closed on this thread, which libuv closes
+   * with a raw syscall that ThreadSanitizer does not see). */
+  static uv_loop_t never_used;
+  f->attach_rc = pawl_attach_uv(f->p, &never_used, NULL);
   f->detach_rc = pawl_detach_uv(f->p);
   f->step_rc = pawl_step(f->p, 1);
   pawl_close(f->p); /* refused: attached, and not the loop's thread */
@@ -380,10 +381,8 @@ typedef struct {
 
 static void *uvt_other_attach(void *arg) {
   uvt_other_attach_t *a = arg;
-  uv_loop_t mine;
-  CHECK_INT(uv_loop_init(&mine), ==, 0);
-  a->rc = pawl_attach_uv(a->p, &mine, NULL);
-  CHECK_INT(uv_loop_close(&mine), ==, 0);
+  static uv_loop_t never_used; /* refused before it is looked at */
+  a->rc = pawl_attach_uv(a->p, &never_used, NULL);
   return NULL;
 }
 
