@@ -16,6 +16,16 @@
  * - A pawl_t is not thread-safe: use it from one thread at a time, or open
  *   one handle per thread (each owns its own database connection). The
  *   exceptions are named: pawl_stop() may be called from any thread.
+ *   A handle in step mode or attached to a libuv loop belongs to that
+ *   thread: every call on it from another thread is refused with
+ *   PAWL_EMISUSE (and leaves no message: pawl_errmsg() is the owner's),
+ *   but pawl_stop() and pawl_close() (see there); hand work to it from
+ *   other threads through a sibling (pawl_sibling()), whose enqueues wake
+ *   it at once.
+ * - A call on a closed handle is refused with PAWL_EMISUSE as far as it
+ *   can be detected: pawl_close() poisons the handle before freeing it,
+ *   so the check holds while the freed memory is not reused (SQLite's
+ *   SQLITE_MISUSE has the same limit). It is a diagnosis, not a licence.
  * - Callbacks (pawl_clock_fn, pawl_job_cb, pawl_log_fn) say which thread
  *   calls them and what they may call; none is called after the call, the
  *   handle or the host it was given to has ended.
@@ -54,13 +64,19 @@ extern "C" {
 #define PAWL_ESTORE (-6)    /* database error */
 #define PAWL_ESCHEMA (-7)   /* not a pawl database, newer or edited schema */
 #define PAWL_ENOMEM (-8)    /* out of memory */
-#define PAWL_EBUSY (-9)     /* database locked longer than the busy timeout */
+#define PAWL_EBUSY (-9)     /* database locked longer than the busy timeout;
+                               or the handle runs a host that excludes the call */
 #define PAWL_EIO (-10)      /* file or directory missing, unreadable, read-only */
 #define PAWL_ELEASE (-11)   /* the job is no longer leased by this node */
 #define PAWL_EUNAVAIL (-12) /* database unreachable (connection lost): retry later */
 #define PAWL_EDONE (-13)    /* job instance already completed (identity) */
 #define PAWL_EPERM (-14)    /* job code acting on a job it did not enqueue,
                                without the operator's grant */
+#define PAWL_EMISUSE (-15)  /* the API used wrongly: a closed or NULL handle, a
+                               handle bound to another thread (step mode, a
+                               libuv loop), or a call pawl_step() refuses
+                               from inside itself (job code, hooks, event
+                               callbacks); nothing was done */
 
 /* A static English description of `err`. Never NULL. */
 PAWL_EXTERN const char *pawl_strerror(int err);
@@ -237,15 +253,44 @@ PAWL_EXTERN void pawl_options_init(pawl_options_t *opts);
  * be NULL for the defaults. */
 PAWL_EXTERN int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
               size_t errlen);
-/* Closes the handle and its connection. NULL is fine. */
+/* Closes the handle and its connection, and ends the host running on it
+ * (pawl_start()'s, step mode; attached to a libuv loop, it is detached
+ * first, as pawl_detach_uv() does: the loop frees its handles at its next
+ * turn). NULL and a closed handle (as far as detected) are fine: nothing
+ * happens. Refused, doing nothing and leaving the handle as it was: from
+ * inside pawl_step() (job code, a hook, an event callback), and from
+ * another thread than the loop's while attached. Threads: the thread
+ * that uses the handle; a handle in step mode and not attached may be
+ * closed on another thread once its stepping thread makes no more calls
+ * (hooks of outcomes written then are not run). Siblings made of it
+ * (pawl_sibling()) stay usable; their enqueues then wake nothing. */
 PAWL_EXTERN void pawl_close(pawl_t *p);
 /* Detail of the last failed call on `p`: one line, never NULL. Valid until
- * the next call on `p`. */
+ * the next call on `p`. Threads: the thread that made that call. */
 PAWL_EXTERN const char *pawl_errmsg(pawl_t *p);
-/* This handle's node id. Owned by the handle. */
+/* This handle's node id. Owned by the handle. "" for a closed one.
+ * Threads: any (the id never changes). */
 PAWL_EXTERN const char *pawl_node_id(pawl_t *p);
-/* The handle's clock (injected or the database's), in ms. */
+/* The handle's clock (injected or the database's), in ms; PAWL_EMISUSE for
+ * a closed handle. Threads: any (it reads no connection). */
 PAWL_EXTERN int64_t pawl_now(pawl_t *p);
+
+/* Opens a sibling of `p`: another handle on the same database, node id,
+ * lease token and write gate, with its own connection, for another
+ * thread. Its enqueues wake the host that runs on `p` at once (step mode:
+ * the next pawl_step() claims, a pawl_step_wait() returns; attached to a
+ * libuv loop: the loop is woken through its async handle; pawl_start():
+ * the poller), whether that host started before or after the sibling was
+ * made. This is the one way to hand work to a stepping or attached handle
+ * from another thread: `p` itself refuses other threads (PAWL_EMISUSE).
+ * The sibling is an ordinary handle (every function, one thread at a
+ * time, any thread); its enqueues send ENQUEUED events to that host like
+ * the handle's own. It may outlive
+ * `p` (it then wakes nothing). Threads: call on the thread that uses `p`
+ * (its owner in step mode); then hand *out to any thread. *out: close it
+ * with pawl_close(). Returns 0, PAWL_EINVAL (out NULL, or `p` is a job's
+ * handle, pawl_ctx_handle()), PAWL_ENOMEM, or the open's error. */
+PAWL_EXTERN int pawl_sibling(pawl_t *p, pawl_t **out);
 
 /* Moves committed pages from the write-ahead log into the database file
  * without blocking writers (SQLite; a no-op elsewhere). For handles opened
@@ -1097,8 +1142,8 @@ typedef void (*pawl_log_fn)(void *data, int level, const char *line);
  * pawl_attach_uv().
  *
  *   ENQUEUED  a job was enqueued through the host's handle, a sibling
- *             (job code's pawl.enqueue) or the handle's step or loop
- *             thread, while the host runs (not a duplicate, not a
+ *             (job code's pawl.enqueue, or one pawl_sibling() made) or
+ *             the handle's step or loop thread, while the host runs (not a duplicate, not a
  *             business key's existing holder; not enqueues of other
  *             handles or processes: the database does not tell);
  *   STARTED   an attempt starts (attempt: its number), just before its
@@ -1115,13 +1160,14 @@ typedef void (*pawl_log_fn)(void *data, int level, const char *line);
  *
  * Threads: step mode and pawl_attach_uv(): on the stepping (loop) thread,
  * from within pawl_step() (the loop's callbacks); an enqueue made on
- * another thread is reported at the next step. pawl_start()'s host: on
+ * another thread (through a sibling) is reported at the next step. pawl_start()'s host: on
  * its completer thread (the one that writes outcomes), after the outcome
  * is stored; while it runs no outcome is written, so return quickly.
  * Calls are never concurrent. What it may call: step and loop threads,
  * any function on the handle or another, but not pawl_step(),
- * pawl_close(), pawl_detach_uv() or a function that starts or stops a
- * host; the completer thread, pawl_stop() and any function on handles of
+ * pawl_step_wait(), pawl_next_deadline(), pawl_attach_uv(),
+ * pawl_detach_uv() (refused: PAWL_EMISUSE), pawl_close() (does nothing)
+ * or a function that starts a host (PAWL_EBUSY); the completer thread, pawl_stop() and any function on handles of
  * its own (the host's handle belongs to the program's thread), not
  * pawl_wait() or pawl_close(). Everything in `ev` is borrowed for the
  * call. */
@@ -1307,7 +1353,11 @@ PAWL_EXTERN void pawl_host_opts_init(pawl_host_opts_t *o);
  * (a script's top level may take up to o->load_timeout_ms); no job is
  * claimed before. Broken ones are logged and the rest serve. Strings in
  * `o` are copied. After this, `p` itself may still be used by the calling
- * thread (pawl_enqueue() wakes the host at once). */
+ * thread (pawl_enqueue() wakes the host at once), or by any one thread at
+ * a time; siblings (pawl_sibling()) wake it too. Threads: any thread
+ * using `p`. PAWL_EBUSY when a host runs or ran on `p` (the message says
+ * which), PAWL_EMISUSE for a closed handle or one bound to another
+ * thread's step. */
 PAWL_EXTERN int pawl_start(pawl_t *p, const pawl_host_opts_t *o);
 
 #define PAWL_STOP_GRACEFUL 1 /* stop claiming, let running jobs finish
@@ -1709,18 +1759,31 @@ PAWL_EXTERN int pawl_set_allocator(const pawl_allocator_t *a);
  * writes their outcomes (with their history, log lines and hooks, the
  * retry policy and sanitizer, as pawl_start()'s host does), and returns.
  *
- * The thread. The first pawl_step_start() or pawl_step() on a handle
- * puts it in step mode and binds it to the calling thread: from then on
- * pawl_step() and pawl_next_deadline() refuse (PAWL_EINVAL) any other
- * thread, since job code keeps its state (its script's upvalues) in that
- * thread's Lua state. pawl_start() on a handle in step mode, and
- * pawl_step() on a handle whose pawl_start() host runs, fail with
- * PAWL_EBUSY. pawl_close() ends step mode: jobs claimed ahead and not run
- * are handed back, outcomes not yet written are written (once more), the
- * Lua state is closed. Every other function of the handle may be called
- * between steps as before (on the same thread, or another, one at a
- * time); pawl_enqueue() on the handle (or a sibling) makes the next step
- * claim at once.
+ * The thread. The first pawl_step_start(), pawl_step(),
+ * pawl_step_wait() or pawl_next_deadline() on a handle puts it in step
+ * mode and binds the handle to the calling thread: from then on every
+ * function on it refuses any other thread with PAWL_EMISUSE (no message
+ * is set: pawl_errmsg() is the owner's), but pawl_stop() and pawl_close()
+ * (see there), since job code keeps its state (its script's upvalues) in
+ * that thread's Lua state and the handle has no lock. Another thread
+ * hands work over through a sibling (pawl_sibling()): its enqueues wake
+ * the step at once (the next pawl_step() claims; pawl_step_wait()
+ * returns). pawl_start() on a handle in step mode, and pawl_step() on a
+ * handle whose pawl_start() host runs (or ran: a handle runs one host in
+ * its life), fail with PAWL_EBUSY. Inside a step (job code, hooks, event
+ * callbacks), pawl_step(), pawl_step_wait(), pawl_next_deadline(),
+ * pawl_attach_uv() and pawl_detach_uv() are refused with PAWL_EMISUSE and
+ * pawl_close() does nothing. pawl_close() ends step mode: jobs claimed
+ * ahead and not run are handed back, outcomes not yet written are written
+ * (once more), the Lua state is closed.
+ *
+ * Checkpoints (SQLite). With the default options a commit that finds the
+ * write-ahead log past 1000 pages checkpoints it then and there: an fsync
+ * of 10 ms or more inside pawl_step() or pawl_enqueue(), that is inside a
+ * frame. A game opens its handle with pawl_options_t.manual_checkpoint
+ * and calls pawl_checkpoint() off the frame: from a thread of its own on
+ * a sibling (it never blocks the writers) or between levels.
+ * examples/game_loop.c does the first.
  *
  * Timeouts. A job's timeout interrupts its Lua code as in the threaded
  * host: a timer of the stepping thread (timer_create, no thread) sends the
@@ -1746,9 +1809,10 @@ PAWL_EXTERN int pawl_set_allocator(const pawl_allocator_t *a);
  * give_up_ms) are ignored; poll_ms is how often an idle step looks at the
  * database anyway (the safety net; see pawl_step()); reload_ms how often
  * it looks at the scripts directory. Loads the scripts before it returns.
- * Returns 0; PAWL_EBUSY if pawl_start() runs on `p` or it is in step mode
- * already; PAWL_EINVAL / PAWL_EIO for bad options as pawl_start();
- * PAWL_ENOMEM. */
+ * Returns 0; PAWL_EBUSY if pawl_start() runs (or ran) on `p` or it is in
+ * step mode already; PAWL_EINVAL / PAWL_EIO for bad options as
+ * pawl_start(); PAWL_ENOMEM. Threads: the thread that will step `p`,
+ * which then owns it (see "The thread" above). */
 PAWL_EXTERN int pawl_step_start(pawl_t *p, const pawl_host_opts_t *o);
 
 /* Runs due jobs on the calling thread for about budget_ms
@@ -1757,10 +1821,14 @@ PAWL_EXTERN int pawl_step_start(pawl_t *p, const pawl_host_opts_t *o);
  * within the budget plus at most one job's run (and the write of the
  * outcomes, one transaction for the jobs of the call, and their hooks).
  * A due job always runs, even with budget 0. The budget is measured by
- * the handle's injected clock (pawl_options_t.clock) when there is one,
- * else by the monotonic clock. Returns how many jobs ran (0 or more), or
- * a negative PAWL_E* code (pawl_errmsg() says why; a database that is
- * away is retried at the next call: what ran is written then).
+ * the monotonic clock, whatever clock the handle reads for due times (an
+ * injected pawl_options_t.clock decides what is due, not how long a step
+ * takes). Returns how many jobs ran (0 or more), or a negative PAWL_E*
+ * code (pawl_errmsg() says why; a database that is away is retried at the
+ * next call: what ran is written then). A budget out of range is refused
+ * (PAWL_EINVAL) before anything else: the handle stays as it was (not in
+ * step mode). Threads: the stepping thread, not from inside a step
+ * (PAWL_EMISUSE: see "The thread" above).
  * Cost when nothing is due: no claim. The step remembers when the next
  * pending job is due and, on SQLite, asks the database only whether
  * another connection wrote since (PRAGMA data_version, about a
@@ -1772,10 +1840,21 @@ PAWL_EXTERN int pawl_step(pawl_t *p, int64_t budget_ms);
  * now or earlier when jobs are due (or claimed and waiting), else the
  * earliest of the next pending job's run_at, the next lease extension
  * and the next look at the scripts directory or the database (poll_ms).
- * For a program that sleeps between steps. Puts the handle in step mode
+ * For a program that sleeps between steps (pawl_step_wait() sleeps for
+ * it, and wakes for a sibling's enqueue). Puts the handle in step mode
  * like pawl_step(). Returns the time (0 or more), or a negative PAWL_E*
- * code. */
+ * code. Threads: the stepping thread, not inside a step. */
 PAWL_EXTERN int64_t pawl_next_deadline(pawl_t *p);
+
+/* For a program that sleeps between steps: waits on the stepping thread
+ * until pawl_next_deadline(), an enqueue on the handle or a sibling
+ * (pawl_sibling(), from any thread: the wait ends within a millisecond or
+ * so, bench/RESULTS.md), or timeout_ms (0..PAWL_DELAY_MAX_MS) has passed,
+ * whichever comes first; then call pawl_step(). Returns 1 when there is
+ * something to do (woken, or the deadline came), 0 when timeout_ms ran
+ * out first, or a negative PAWL_E* code. Puts the handle in step mode
+ * like pawl_step(). Threads: the stepping thread, not inside a step. */
+PAWL_EXTERN int pawl_step_wait(pawl_t *p, int64_t timeout_ms);
 
 /* Step mode whose Lua runs in the program's own Lua state: what the Lua
  * module's db:step uses (host/lua/lua_module.c), so that a game's jobs
@@ -1808,8 +1887,10 @@ PAWL_EXTERN int pawl_step_start_lua(pawl_t *p, const pawl_host_opts_t *o,
  *   pawl_next_deadline() (due jobs, the next poll, lease extensions and
  *   node beats, script reloads), runs pawl_step(p, budget_ms) and, when
  *   jobs ran, fires again at once after the loop has served its I/O. The
- *   async handle wakes it when another thread enqueues on the handle or a
- *   sibling. No thread at all; job code may touch the program's loop-side
+ *   async handle wakes it when another thread enqueues on a sibling
+ *   (pawl_sibling(): the handle itself belongs to the loop thread and
+ *   refuses others with PAWL_EMISUSE), within a millisecond or so
+ *   (bench/RESULTS.md). No thread at all; job code may touch the program's loop-side
  *   data (C job types, event callbacks). The cost: while a job runs, the
  *   loop serves nothing, so a request waits for up to the budget plus
  *   one job's run: for short jobs.
@@ -1825,9 +1906,10 @@ PAWL_EXTERN int pawl_step_start_lua(pawl_t *p, const pawl_host_opts_t *o,
  *   with the program's file system and DNS work.
  *
  * The timer and async handle keep the loop alive (uv_run does not return)
- * until pawl_detach_uv(). Detach before pawl_close(), on the loop thread;
- * the handles are closed by the loop (their uv_close callbacks run at its
- * next turn). */
+ * until pawl_detach_uv() or pawl_close() (which detaches first), on the
+ * loop thread; the handles are closed by the loop (their uv_close
+ * callbacks run at its next turn). pawl_close() from another thread while
+ * attached is refused (does nothing). */
 #define PAWL_UV_LOOP 0
 #define PAWL_UV_THREADS 1
 #define PAWL_UV_THREADPOOL 2
@@ -1847,16 +1929,20 @@ struct uv_loop_s;
  * the calling thread, which must be the loop's. `o` may be NULL
  * (PAWL_UV_LOOP, defaults). Returns 0; PAWL_EINVAL (bad mode or budget,
  * PAWL_UV_THREADPOOL, NULL loop); PAWL_EBUSY (attached already, in step
- * mode on another thread, or pawl_start() runs); what pawl_step_start()
- * or pawl_start() return. */
+ * mode on another thread: no message is set then, or pawl_start() runs
+ * or ran); PAWL_EMISUSE (a closed handle, or from inside a step); what
+ * pawl_step_start() or pawl_start() return. In PAWL_UV_LOOP mode the
+ * handle is bound to the loop thread (see step mode, "The thread"). */
 PAWL_EXTERN int pawl_attach_uv(pawl_t *p, struct uv_loop_s *loop,
                                const pawl_uv_opts_t *o);
 
 /* Detaches `p` from its loop, on the loop thread: stops the timer, closes
  * the handles (freed by their close callbacks), and in PAWL_UV_THREADS
  * stops the host (graceful) and waits for it. In PAWL_UV_LOOP the handle
- * stays in step mode on that thread until pawl_close(). Returns 0, or
- * PAWL_EINVAL when not attached. */
+ * stays in step mode on that thread until pawl_close(). Returns 0,
+ * PAWL_EINVAL when not attached, PAWL_EMISUSE from another thread than
+ * the loop's or from inside a step (an event callback: detach from a
+ * callback of the loop's own). */
 PAWL_EXTERN int pawl_detach_uv(pawl_t *p);
 
 /* ---- the live host: the attached console and its controls ---------------

@@ -149,6 +149,34 @@ describe("db:define / db:step", function()
     local _ = mask
   end)
 
+  -- A job that keeps the CPU for at least `ms` (os.clock is CPU time: the
+  -- wall clock only runs further).
+  local function busy(ms)
+    local t = os.clock()
+    while os.clock() - t < ms / 1000 do end
+  end
+
+  it("measures db:step's budget by the monotonic clock, not the handle's", function()
+    -- The handle's clock frozen: due times stand still, the budget does not.
+    db:set_now(1800000000000)
+    local ran = 0
+    db:define("busy", function() busy(1) ran = ran + 1 end)
+    for _ = 1, 30 do db:enqueue("busy", {}) end
+    local n = assert(db:step(2, { log_level = 4 }))
+    -- Jobs of 1 ms or more, a 2 ms budget: the third starts at the latest.
+    assert.is_true(n >= 1 and n <= 3, "ran " .. n .. " jobs in a 2 ms step")
+    -- Released: the whole-millisecond wall clock decides due times again,
+    -- and the budget still holds (jobs of 0.3 ms, budget 1 ms: at most 4).
+    db:set_now(nil)
+    db:define("short", function() busy(0.3) end)
+    for _ = 1, 30 do db:enqueue("short", {}) end
+    local m
+    repeat
+      m = assert(db:step(1, { log_level = 4 }))
+      assert.is_true(m <= 4, "ran " .. m .. " jobs of 0.3 ms in a 1 ms step")
+    until m == 0
+  end)
+
   it("refuses bad arguments", function()
     assert.has_error(function() db:define("", function() end) end)
     assert.has_error(function() db:define("t", 42) end)

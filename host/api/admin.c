@@ -97,6 +97,7 @@ static int admin_match(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
 
 int pawl_bulk_count(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
                     int64_t *n) {
+  PAWL__CHECK(p);
   store_match_t m;
   int rc = admin_match(p, action, f, &m);
   if (rc) return rc;
@@ -110,6 +111,7 @@ int pawl_bulk_count(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
 
 int pawl_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
               const char *reason, pawl_bulk_result_t *out) {
+  PAWL__CHECK(p);
   pawl_bulk_result_t r = {0, 0, 0};
   store_match_t m;
   int rc = admin_match(p, action, f, &m);
@@ -137,9 +139,9 @@ int pawl_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
   }
   pawl__free(picks);
   /* Jobs made pending here wake this process's host at once. */
-  if (r.changed && p->host &&
+  if (r.changed &&
       (action == PAWL_ACTION_RETRY || action == PAWL_ACTION_RESUME))
-    p->host_ops->wake(p->host);
+    pawl__wake(p);
   if (out) *out = r;
   return rc;
 }
@@ -207,6 +209,7 @@ void pawl_stats_free(pawl_stats_t *s) {
 }
 
 int pawl_stats(pawl_t *p, pawl_stats_t **out) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   pawl_stats_t *s = pawl__calloc(1, sizeof *s);
   if (!s) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
@@ -265,6 +268,7 @@ void pawl_nodes_free(pawl_node_info_t *nodes, size_t n) {
 }
 
 int pawl_nodes(pawl_t *p, pawl_node_info_t **out, size_t *n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   admin_nodes_ctx_t c = {NULL, 0};
   int rc = p->store->ops->nodes.list(p->store, admin_node_cb, &c);
@@ -309,6 +313,7 @@ void pawl_locks_free(pawl_lock_info_t *locks, size_t n) {
 }
 
 int pawl_locks(pawl_t *p, pawl_lock_info_t **out, size_t *n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   admin_locks_ctx_t c = {NULL, 0};
   int rc = pawl__from_store(p, p->store->ops->admin.locks(p->store,

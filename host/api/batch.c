@@ -76,6 +76,7 @@ static int batch_prepare_callback(pawl_t *p, int role,
 int pawl_batch_enqueue(pawl_t *p, const pawl_enqueue_item_t *jobs, size_t n,
                        const pawl_batch_opts_t *opts, pawl_id_t *batch_id,
                        pawl_id_t *ids) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (n == 0 || n > PAWL_BATCH_MAX)
     return pawl__fail(p, PAWL_EINVAL,
@@ -136,6 +137,7 @@ int pawl_batch_enqueue(pawl_t *p, const pawl_enqueue_item_t *jobs, size_t n,
 }
 
 int pawl_batch_get(pawl_t *p, const pawl_id_t *id, pawl_batch_t *out) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   pawl_batch_t b;
   int rc = pawl__from_store(
@@ -146,6 +148,7 @@ int pawl_batch_get(pawl_t *p, const pawl_id_t *id, pawl_batch_t *out) {
 
 int pawl_job_batch(pawl_t *p, const pawl_id_t *id, pawl_id_t *batch_id,
                    int *role) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   pawl_id_t b;
   int r = -1;

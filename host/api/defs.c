@@ -156,6 +156,7 @@ void pawl_define_opts_init(pawl_define_opts_t *o) { memset(o, 0, sizeof *o); }
 
 int pawl_define_c(pawl_t *p, const char *type, pawl_job_fn fn, void *ud,
                   const pawl_define_opts_t *opts) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = defs_check_type(p, "pawl_define_c", type, 1);
   if (rc) return rc;
@@ -209,6 +210,7 @@ static int defs_lua(pawl_t *p, const char *type, const char *src, size_t len,
 }
 
 int pawl_define(pawl_t *p, const char *type, const char *lua_source) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = defs_check_type(p, "pawl_define", type, 0);
   if (rc) return rc;
@@ -221,6 +223,7 @@ int pawl_define(pawl_t *p, const char *type, const char *lua_source) {
 }
 
 int pawl_define_file(pawl_t *p, const char *path) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (!path) return pawl__fail(p, PAWL_EINVAL, "pawl_define_file: no path");
   const char *base = strrchr(path, '/');

@@ -18,6 +18,7 @@
 
 int pawl_signal(pawl_t *p, const char *key, const char *decision,
                 const char *payload, pawl_id_t *out_job, int *out_status) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = pawl__check_name(p, "signal key", key);
   if (rc) return rc;
@@ -46,18 +47,20 @@ int pawl_signal(pawl_t *p, const char *key, const char *decision,
                                &already));
   if (rc) return rc;
   /* The job is pending now: a host on this handle claims it at once. */
-  if (!already && p->host) p->host_ops->wake(p->host);
+  if (!already) pawl__wake(p);
   if (out_job) *out_job = job;
   if (out_status) *out_status = already ? PAWL_SIG_ALREADY : PAWL_SIG_DELIVERED;
   return 0;
 }
 
 int pawl_signal_get(pawl_t *p, const pawl_id_t *id, pawl_signal_info_t **out) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   return pawl__from_store(p, p->store->ops->flow.get(p->store, id, out));
 }
 
 int pawl_signal_expire(pawl_t *p, size_t *out_n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   size_t total = 0, n;
   int rc;
@@ -75,6 +78,7 @@ void pawl_replace_opts_init(pawl_replace_opts_t *o) { memset(o, 0, sizeof *o); }
 
 int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,
                  pawl_id_t *out_new) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   pawl_replace_opts_t none;
   if (!o) {
@@ -164,13 +168,14 @@ int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,
   pawl_signal_free(sig);
   pawl_job_free(old);
   if (rc) return rc;
-  if (p->host) p->host_ops->wake(p->host);
+  pawl__wake(p);
   if (out_new) *out_new = nj.id;
   return 0;
 }
 
 int pawl_replace_links(pawl_t *p, const pawl_id_t *id,
                        pawl_replace_links_t *out) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   return pawl__from_store(p, p->store->ops->flow.links(p->store, id, out));
 }

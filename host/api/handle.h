@@ -6,13 +6,46 @@
 #define PAWL_HANDLE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 
 #include "pawl.h"
 #include "pawl_internal.h"
 #include "buf.h"
 #include "store.h"
 
+/* What a handle shares with the handles pawl_sibling() made of it: the
+ * write gate, and the host that runs on the first handle (its root), so
+ * that a sibling's enqueue on another thread wakes it. Freed with the last
+ * handle that holds it (refs, under mu). */
+typedef struct pawl__shared {
+  pthread_mutex_t mu;
+  int refs;
+  pthread_mutex_t gate;    /* the write gate of all of them */
+  pawl_t *root;            /* the handle pawl_open() made (NULL once closed) */
+  struct host *host;       /* the root's host while it runs, under mu */
+  const pawl__host_ops_t *host_ops;
+} pawl__shared_t;
+
+/* A handle's magic: PAWL__MAGIC_OPEN from pawl_open() to pawl_close(),
+ * which poisons it (PAWL__MAGIC_CLOSED) before freeing the handle, so that
+ * a call on a closed handle whose memory was not reused yet is refused
+ * (PAWL_EMISUSE) instead of running on freed memory, as SQLite's
+ * SQLITE_MISUSE does. It catches what it can: freed memory may be reused. */
+#define PAWL__MAGIC_OPEN UINT32_C(0x7061776c)   /* "pawl" */
+#define PAWL__MAGIC_CLOSED UINT32_C(0xdeadf00d)
+
 struct pawl {
+  uint32_t magic;
+  /* The thread that drives the handle in step mode or on a libuv loop:
+   * set (bound = 1, after owner) when step mode starts or the handle is
+   * attached; from then on every call on the handle from another thread
+   * is refused (pawl__check), since the Lua state, the connection and the
+   * loop's handles are that thread's (pawl__bind). */
+  pthread_t owner;
+  _Atomic int bound;
+  pawl__shared_t *shared;  /* NULL for the host's own siblings
+                              (pawl__open_sibling): they borrow the gate */
   store_t *store;          /* owned; this handle's one connection */
   struct host *host;       /* the worker host started on this handle (owned
                               by the handle that started it), or the host a
@@ -34,6 +67,11 @@ struct pawl {
   struct pawl__defs *defs; /* job types defined on it (defs.c), or NULL */
   char errmsg[512];
 };
+
+/* Wakes the host after a change that may make jobs due (an enqueue, a
+ * signal, a resume): the handle's own host, or the host its pawl_sibling()
+ * family's root runs (pawl.c). */
+void pawl__wake(pawl_t *p);
 
 /* A handle's definitions (defs.c): made by pawl_open (NULL: out of
  * memory), freed by pawl_close. */

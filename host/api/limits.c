@@ -44,6 +44,7 @@ static int limits_check_name(pawl_t *p, const char *name) {
 
 int pawl_limit_set(pawl_t *p, const char *name, int64_t max_running,
                    int64_t rate, int64_t rate_window_ms) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = limits_check_name(p, name);
   if (rc) return rc;
@@ -78,6 +79,7 @@ int pawl_limit_set(pawl_t *p, const char *name, int64_t max_running,
 }
 
 int pawl_limit_remove(pawl_t *p, const char *name) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = limits_check_name(p, name);
   if (rc) return rc;
@@ -85,6 +87,7 @@ int pawl_limit_remove(pawl_t *p, const char *name) {
 }
 
 int pawl_limits(pawl_t *p, pawl_limit_t **out, size_t *n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   pawl_limit_t *v = NULL;
   size_t count = 0;

@@ -120,6 +120,7 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }
+  p->magic = PAWL__MAGIC_OPEN;
   p->node_id = opts->node_id ? pawl__strdup(opts->node_id) : pawl_default_node_id();
   p->principal =
       opts->principal ? pawl__strdup(opts->principal) : pawl_default_principal();
@@ -130,13 +131,17 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }
-  p->gate = pawl__malloc(sizeof *p->gate);
-  if (!p->gate) {
+  p->shared = pawl__calloc(1, sizeof *p->shared);
+  if (!p->shared) {
     pawl_close(p);
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }
-  pthread_mutex_init(p->gate, NULL);
+  pthread_mutex_init(&p->shared->mu, NULL);
+  pthread_mutex_init(&p->shared->gate, NULL);
+  p->shared->refs = 1;
+  p->shared->root = p;
+  p->gate = &p->shared->gate;
   /* Made now, not at the first definition: a host's loader thread reads
    * it while the program may define more. */
   if (!(p->defs = pawl__defs_new())) {
@@ -177,14 +182,18 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
   return 0;
 }
 
-int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
-                       char *errbuf, size_t errlen) {
+/* A sibling of `parent` (see pawl__open_sibling); `autocheckpoint`: its
+ * commits checkpoint the write-ahead log as SQLite does by default. */
+static int pawl_open_sibling(pawl_t *parent, const char *principal,
+                             int autocheckpoint, pawl_t **out, char *errbuf,
+                             size_t errlen) {
   pawl_t *p = pawl__calloc(1, sizeof *p);
   if (p) pawl__alloc_handles(1);
   if (!p) {
     snprintf(errbuf, errlen, "out of memory");
     return PAWL_ENOMEM;
   }
+  p->magic = PAWL__MAGIC_OPEN;
   p->node_id = pawl__strdup(parent->node_id);
   p->principal = pawl__strdup(principal ? principal : parent->principal);
   p->lease_ms = parent->lease_ms;
@@ -192,8 +201,7 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
   p->host = parent->host;
   p->host_ops = parent->host_ops;
   p->cfg = parent->cfg;
-  /* The host's connections leave checkpoints to its checkpointer. */
-  p->cfg.no_autocheckpoint = 1;
+  p->cfg.no_autocheckpoint = !autocheckpoint;
   p->cfg.url = p->node_id && p->principal ? pawl__strdup(parent->cfg.url) : NULL;
   if (!p->cfg.url) {
     pawl_close(p);
@@ -209,37 +217,124 @@ int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
   return 0;
 }
 
+int pawl_sibling(pawl_t *p, pawl_t **out) {
+  PAWL__CHECK(p);
+  PAWL__CHECK(p);
+  p->errmsg[0] = 0;
+  if (!out) return pawl__fail(p, PAWL_EINVAL, "pawl_sibling: out is NULL");
+  if (!p->shared)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "pawl_sibling: a host's own handle (job code's) "
+                      "makes no siblings; use the program's handle");
+  pawl_t *q = NULL;
+  char err[sizeof p->errmsg];
+  /* Its checkpoints as the parent's were asked for (manual_checkpoint). */
+  int rc = pawl_open_sibling(p, NULL, !p->cfg.no_autocheckpoint, &q, err,
+                             sizeof err);
+  if (rc) return pawl__fail(p, rc, "pawl_sibling: %s", err);
+  /* Not the host's own handle: it wakes the host through `shared`. */
+  q->host = NULL;
+  q->host_ops = NULL;
+  q->defs = pawl__defs_new();
+  if (!q->defs) {
+    pawl_close(q);
+    return pawl__fail(p, PAWL_ENOMEM, "out of memory");
+  }
+  pthread_mutex_lock(&p->shared->mu);
+  p->shared->refs++;
+  pthread_mutex_unlock(&p->shared->mu);
+  q->shared = p->shared;
+  *out = q;
+  return 0;
+}
+
+int pawl__check_open(pawl_t *p) {
+  if (!p || p->magic != PAWL__MAGIC_OPEN) return PAWL_EMISUSE;
+  return 0;
+}
+
+int pawl__check(pawl_t *p) {
+  if (!p || p->magic != PAWL__MAGIC_OPEN) return PAWL_EMISUSE;
+  if (atomic_load_explicit(&p->bound, memory_order_acquire) &&
+      !pthread_equal(p->owner, pthread_self()))
+    return PAWL_EMISUSE;
+  return 0;
+}
+
+/* Drops p's hold on what it shares with its siblings; the last one frees
+ * it (the write gate with it: no handle of the family is left to write). */
+static void pawl_shared_release(pawl_t *p) {
+  pawl__shared_t *sh = p->shared;
+  if (!sh) return;
+  pthread_mutex_lock(&sh->mu);
+  if (sh->root == p) {
+    sh->root = NULL;
+    sh->host = NULL;
+    sh->host_ops = NULL;
+  }
+  int last = --sh->refs == 0;
+  pthread_mutex_unlock(&sh->mu);
+  p->shared = NULL;
+  p->gate = NULL;
+  if (!last) return;
+  pthread_mutex_destroy(&sh->gate);
+  pthread_mutex_destroy(&sh->mu);
+  pawl__free(sh);
+}
+
+int pawl__open_sibling(pawl_t *parent, const char *principal, pawl_t **out,
+                       char *errbuf, size_t errlen) {
+  /* The host's connections leave checkpoints to its checkpointer. */
+  return pawl_open_sibling(parent, principal, 0, out, errbuf, errlen);
+}
+
 void pawl_close(pawl_t *p) {
-  if (!p) return;
+  if (!p || p->magic != PAWL__MAGIC_OPEN) return; /* closed: see pawl.h */
+  /* Refused, leaving the handle as it was: from inside a step (job code,
+   * an event callback: the step still runs on it), and from another
+   * thread while it is attached to a libuv loop (the loop's handles are
+   * closed on the loop's thread). See the step host's close_refused. */
+  if (p->owns_host && p->host_ops->close_refused &&
+      p->host_ops->close_refused(p))
+    return;
   if (p->owns_host) p->host_ops->free(p);
   pawl__defs_destroy(p->defs);
   if (p->store) p->store->ops->close(p->store);
   pawl__free((char *)p->cfg.url);
-  if (p->gate) {
-    pthread_mutex_destroy(p->gate);
-    pawl__free(p->gate);
-  }
+  pawl_shared_release(p);
   pawl__free(p->node_id);
   pawl__free(p->principal);
+  /* Poisoned before it is freed: a later call on it is refused while the
+   * memory is not reused (pawl__check). */
+  p->magic = PAWL__MAGIC_CLOSED;
   pawl__free(p);
   pawl__alloc_handles(-1);
 }
 
 const char *pawl_errmsg(pawl_t *p) {
+  if (p && p->magic != PAWL__MAGIC_OPEN)
+    return "the handle is closed (PAWL_EMISUSE)";
   return p && p->errmsg[0] ? p->errmsg : "no error";
 }
 
-const char *pawl_node_id(pawl_t *p) { return p->node_id; }
+const char *pawl_node_id(pawl_t *p) {
+  return pawl__check_open(p) ? "" : p->node_id;
+}
 
-int64_t pawl_now(pawl_t *p) { return pawl__store_now(p->store); }
+int64_t pawl_now(pawl_t *p) {
+  PAWL__CHECK_OPEN(p);
+  return pawl__store_now(p->store);
+}
 
 int pawl_checkpoint(pawl_t *p) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (!p->store->ops->maintenance.checkpoint) return 0;
   return pawl__from_store(p, p->store->ops->maintenance.checkpoint(p->store));
 }
 
 int pawl_schema_version(pawl_t *p, int *current, int *latest) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   return pawl__from_store(p, p->store->ops->schema.version(p->store, current,
                                                           latest));
@@ -252,9 +347,43 @@ void pawl__host_set(pawl_t *p, struct host *h, const pawl__host_ops_t *ops,
   p->host = h;
   p->host_ops = h ? ops : NULL;
   p->owns_host = h ? owns : 0;
+  /* The siblings pawl_sibling() made wake the root's own host; cleared
+   * before the host is freed (its callers end it after this). */
+  pawl__shared_t *sh = p->shared;
+  if (sh && (owns || !h)) {
+    pthread_mutex_lock(&sh->mu);
+    if (sh->root == p) {
+      sh->host = h;
+      sh->host_ops = h ? ops : NULL;
+    }
+    pthread_mutex_unlock(&sh->mu);
+  }
 }
 
 struct host *pawl__host_get(pawl_t *p) { return p->host; }
+
+void pawl__wake(pawl_t *p) {
+  if (p->host) {
+    p->host_ops->wake(p->host);
+    return;
+  }
+  pawl__shared_t *sh = p->shared;
+  if (!sh) return;
+  pthread_mutex_lock(&sh->mu);
+  if (sh->root != p && sh->host) sh->host_ops->wake(sh->host);
+  pthread_mutex_unlock(&sh->mu);
+}
+
+void pawl__bind(pawl_t *p) {
+  if (atomic_load(&p->bound)) return;
+  p->owner = pthread_self();
+  atomic_store_explicit(&p->bound, 1, memory_order_release);
+}
+
+int pawl__bound(pawl_t *p) {
+  if (!atomic_load_explicit(&p->bound, memory_order_acquire)) return 0;
+  return pthread_equal(p->owner, pthread_self()) ? 1 : -1;
+}
 
 int64_t pawl__lease_ms(pawl_t *p) { return p->lease_ms; }
 
@@ -578,6 +707,7 @@ int pawl__prepare_job(pawl_t *p, const char *type, const char *payload,
 int pawl_enqueue(pawl_t *p, const char *type, const char *payload,
                  const pawl_enqueue_opts_t *opts, pawl_id_t *out_id,
                  int *out_status) {
+  PAWL__CHECK(p);
   pawl_enqueue_item_t item = {type, payload, opts};
   pawl_id_t id;
   int status;
@@ -620,6 +750,7 @@ int pawl__enqueue_keyed(pawl_t *p, const pawl_enqueue_item_t *item,
 
 int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                       pawl_id_t *ids, int *statuses) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = pawl_identity_check(p, items, n, NULL);
   if (rc) return rc;
@@ -695,10 +826,31 @@ static int pawl_enqueue_core(pawl_t *p, const pawl_enqueue_item_t *items,
     }
   }
   /* The host's events (if it wants them) hold their places before the
-   * insert, so that no job is seen starting before it was enqueued. */
-  void *places = !rc && p->host && p->host_ops->enqueue_begin
-                     ? p->host_ops->enqueue_begin(p->host, n)
-                     : NULL;
+   * insert, so that no job is seen starting before it was enqueued. The
+   * host is the handle's own, or the one the root of a pawl_sibling()
+   * family runs: then the family's lock is held until the events are in
+   * (the host cannot be freed meanwhile), or released at once when the
+   * host wants no events. */
+  struct host *eh = p->host;
+  const pawl__host_ops_t *eops = p->host_ops;
+  pawl__shared_t *held = NULL;
+  if (!rc && !eh && p->shared) {
+    pthread_mutex_lock(&p->shared->mu);
+    if (p->shared->root != p && p->shared->host) {
+      held = p->shared;
+      eh = held->host;
+      eops = held->host_ops;
+    } else {
+      pthread_mutex_unlock(&p->shared->mu);
+    }
+  }
+  void *places =
+      !rc && eh && eops->enqueue_begin ? eops->enqueue_begin(eh, n) : NULL;
+  if (held && !places) {
+    pthread_mutex_unlock(&held->mu);
+    held = NULL;
+    eh = NULL;
+  }
   if (!rc && batch) {
     for (size_t i = 0; i < n; i++) jobs[i].batch_id = &batch->id;
     rc = pawl__from_store(p, p->store->ops->batch.create(p->store, batch,
@@ -720,13 +872,20 @@ static int pawl_enqueue_core(pawl_t *p, const pawl_enqueue_item_t *items,
     const pawl_id_t *got = ids ? ids : tmp_ids;
     const int *st = statuses ? statuses : tmp_st;
     for (size_t i = 0; i < n; i++)
-      p->host_ops->enqueue_fill(&at, i + 1 < n, &got[i], jobs[i].type,
-                                jobs[i].queue, jobs[i].run_at,
-                                !rc && st[i] == PAWL_ENQ_NEW);
-    p->host_ops->enqueue_end(p->host, places, n);
+      eops->enqueue_fill(&at, i + 1 < n, &got[i], jobs[i].type,
+                         jobs[i].queue, jobs[i].run_at,
+                         !rc && st[i] == PAWL_ENQ_NEW);
+    eops->enqueue_end(eh, places, n);
   }
-  /* In-process enqueues wake the host's poller at once. */
-  if (!rc && p->host) p->host_ops->wake(p->host);
+  /* In-process enqueues wake the host at once (its poller, its step or
+   * loop thread): the handle's own, or its family's root's, under the
+   * family's lock so that it is not freed meanwhile. */
+  if (!rc && eh) {
+    eops->wake(eh);
+  } else if (!rc) {
+    pawl__wake(p);
+  }
+  if (held) pthread_mutex_unlock(&held->mu);
   if (tags)
     for (size_t i = 0; i < n; i++) pawl__buf_free(&tags[i]);
   pawl__free(tags);
@@ -738,6 +897,7 @@ static int pawl_enqueue_core(pawl_t *p, const pawl_enqueue_item_t *items,
 
 int pawl_chain(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                pawl_id_t *ids, int *statuses) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (n == 0 || n > PAWL_AFTER_MAX)
     return pawl__fail(p, PAWL_EINVAL, "a chain has 1..%d steps (got %zu)",
@@ -747,6 +907,7 @@ int pawl_chain(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
 
 int pawl_deps_list(pawl_t *p, const pawl_id_t *id, pawl_dep_cb cb,
                    void *data) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   return pawl__from_store(p, p->store->ops->deps.list(p->store, id, cb, data));
 }
@@ -754,11 +915,13 @@ int pawl_deps_list(pawl_t *p, const pawl_id_t *id, pawl_dep_cb cb,
 /* ---- reading ------------------------------------------------------------ */
 
 int pawl_get(pawl_t *p, const pawl_id_t *id, pawl_job_t **out) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   return pawl__from_store(p, p->store->ops->jobs.get(p->store, id, out));
 }
 
 int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, void *data) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   pawl_filter_t all;
   if (!f) {
@@ -787,21 +950,25 @@ static int pawl_transition(pawl_t *p, const pawl_id_t *id, store_op_t op,
 
 int pawl_cancel(pawl_t *p, const pawl_id_t *id, const char *reason,
                 pawl_job_t **out) {
+  PAWL__CHECK(p);
   return pawl_transition(p, id, STORE_OP_CANCEL, reason, out);
 }
 
 int pawl_pause(pawl_t *p, const pawl_id_t *id, const char *reason,
                pawl_job_t **out) {
+  PAWL__CHECK(p);
   return pawl_transition(p, id, STORE_OP_PAUSE, reason, out);
 }
 
 int pawl_resume(pawl_t *p, const pawl_id_t *id, const char *reason,
                 pawl_job_t **out) {
+  PAWL__CHECK(p);
   return pawl_transition(p, id, STORE_OP_RESUME, reason, out);
 }
 
 int pawl_retry(pawl_t *p, const pawl_id_t *id, const char *reason,
                pawl_job_t **out) {
+  PAWL__CHECK(p);
   return pawl_transition(p, id, STORE_OP_RETRY, reason, out);
 }
 
@@ -809,6 +976,7 @@ int pawl_retry(pawl_t *p, const pawl_id_t *id, const char *reason,
 
 int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
                pawl_job_t ***out_jobs, size_t *out_n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (opts && pawl_check_int(p, "lease_ms", opts->lease_ms, 0,
                              PAWL_LEASE_MAX_MS, NULL))
@@ -911,6 +1079,7 @@ static int pawl_check_outcome(pawl_t *p, const pawl_outcome_t *o) {
 }
 
 int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int *rcs) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   for (size_t i = 0; i < n; i++) {
     int rc = pawl_check_outcome(p, &outs[i]);
@@ -928,6 +1097,7 @@ int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int *rcs) {
 }
 
 int pawl_heartbeat(pawl_t *p, size_t *out_n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   size_t n = 0;
   int rc = pawl__from_store(
@@ -937,6 +1107,7 @@ int pawl_heartbeat(pawl_t *p, size_t *out_n) {
 }
 
 int pawl_recover(pawl_t *p, size_t *out_n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   size_t n = 0;
   int rc = pawl__from_store(p, p->store->ops->claim.recover(p->store, &n));
@@ -945,6 +1116,7 @@ int pawl_recover(pawl_t *p, size_t *out_n) {
 }
 
 int pawl_begin(pawl_t *p, const pawl_job_t *job) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   /* Never recovered: the common case costs nothing (see pawl_recover()). */
   if (job->recoveries <= 0) return 0;
@@ -955,6 +1127,7 @@ int pawl_begin(pawl_t *p, const pawl_job_t *job) {
 
 int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
                   double done, double total) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (!isfinite(done) || !isfinite(total) || done < 0 || total < 0)
     return pawl__fail(p, PAWL_EINVAL,
@@ -966,6 +1139,7 @@ int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,
 }
 
 int pawl_extend(pawl_t *p, const pawl_id_t *id, int32_t attempt, int *held) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int h = 0;
   int rc = pawl__from_store(p, p->store->ops->claim.extend_one(
@@ -998,6 +1172,7 @@ static int pawl_lock_check(pawl_t *p, const char *name, const char *owner,
 
 int pawl_lock_acquire(pawl_t *p, const char *name, const char *owner,
                       int64_t ttl_ms, int *got) {
+  PAWL__CHECK(p);
   int g = 0, rc = pawl_lock_check(p, name, owner, ttl_ms);
   if (!rc)
     rc = pawl__from_store(
@@ -1008,6 +1183,7 @@ int pawl_lock_acquire(pawl_t *p, const char *name, const char *owner,
 
 int pawl_lock_extend(pawl_t *p, const char *name, const char *owner,
                      int64_t ttl_ms, int *held) {
+  PAWL__CHECK(p);
   int h = 0, rc = pawl_lock_check(p, name, owner, ttl_ms);
   if (!rc)
     rc = pawl__from_store(
@@ -1017,6 +1193,7 @@ int pawl_lock_extend(pawl_t *p, const char *name, const char *owner,
 }
 
 int pawl_lock_release(pawl_t *p, const char *name, const char *owner) {
+  PAWL__CHECK(p);
   int rc = pawl_lock_check(p, name, owner, 1);
   if (!rc)
     rc = pawl__from_store(p, p->store->ops->locks.release(p->store, name, owner));
@@ -1024,6 +1201,7 @@ int pawl_lock_release(pawl_t *p, const char *name, const char *owner) {
 }
 
 int pawl_next_due(pawl_t *p, const pawl_claim_opts_t *opts, int64_t *run_at) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   const char *const *queues = opts ? opts->queues : NULL;
   size_t nqueues = opts ? opts->nqueues : 0;
@@ -1041,12 +1219,14 @@ int pawl_next_due(pawl_t *p, const pawl_claim_opts_t *opts, int64_t *run_at) {
 }
 
 int pawl_history(pawl_t *p, const pawl_id_t *id, pawl_history_t **out) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   return pawl__from_store(p, p->store->ops->history.get(p->store, id, out));
 }
 
 int pawl_logs(pawl_t *p, const pawl_id_t *id, pawl_log_record_t **out,
               size_t *n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   pawl_log_record_t *recs = NULL;
   size_t count = 0;

@@ -37,7 +37,37 @@ typedef struct pawl__host_ops {
                        const char *type, const char *queue, int64_t run_at,
                        int made);
   void (*enqueue_end)(struct host *h, void *first, size_t n);
+  /* pawl_close() of the handle that started the host asks first: nonzero
+   * refuses the close (the handle is left as it was). May be NULL. Called
+   * on the closing thread. */
+  int (*close_refused)(pawl_t *p);
 } pawl__host_ops_t;
+
+/* Checks a handle at the entry of a public function: PAWL_EMISUSE for
+ * NULL, a closed handle (its magic poisoned) or, once the handle is bound
+ * to its stepping or loop thread, a call from another thread (the message
+ * is not set then: pawl_errmsg() belongs to the owner's thread); else 0. */
+int pawl__check(pawl_t *p);
+#define PAWL__CHECK(p)                 \
+  do {                                 \
+    int pawl__rc_ = pawl__check(p);    \
+    if (pawl__rc_) return pawl__rc_;   \
+  } while (0)
+/* Only the magic (for calls safe from any thread: pawl_stop, the live
+ * host's controls). */
+int pawl__check_open(pawl_t *p);
+#define PAWL__CHECK_OPEN(p)                \
+  do {                                     \
+    int pawl__rc_ = pawl__check_open(p);   \
+    if (pawl__rc_) return pawl__rc_;       \
+  } while (0)
+
+/* Binds `p` to the calling thread (step mode, a libuv loop): from then on
+ * the public functions refuse other threads (PAWL_EMISUSE), but pawl_stop()
+ * and pawl_close() (see close_refused). pawl__bound: 1 when bound to the
+ * calling thread, -1 to another thread, 0 not bound. */
+void pawl__bind(pawl_t *p);
+int pawl__bound(pawl_t *p);
 
 /* Attaches host `h` (NULL: detaches) to `p`; `owns`: p started it and
  * frees it on pawl_close(). Handles opened by pawl__open_sibling() later

@@ -31,6 +31,7 @@ static int queues_check_reason(pawl_t *p, const char *reason) {
 
 int pawl_queue_pause(pawl_t *p, const char *queue, const char *reason,
                      int *changed) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = pawl__check_name(p, "queue name", queue);
   if (!rc) rc = queues_check_reason(p, reason);
@@ -43,6 +44,7 @@ int pawl_queue_pause(pawl_t *p, const char *queue, const char *reason,
 }
 
 int pawl_queue_resume(pawl_t *p, const char *queue, int *changed) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = pawl__check_name(p, "queue name", queue);
   if (rc) return rc;
@@ -50,12 +52,13 @@ int pawl_queue_resume(pawl_t *p, const char *queue, int *changed) {
   rc = queues_from_store(p, p->store->ops->queues.pause(p->store, queue, 0,
                                                          NULL, NULL, &ch));
   /* A host in this process claims the queue's due jobs now. */
-  if (!rc && ch && p->host) p->host_ops->wake(p->host);
+  if (!rc && ch) pawl__wake(p);
   if (!rc && changed) *changed = ch;
   return rc;
 }
 
 int pawl_queue_set_age_boost(pawl_t *p, const char *queue, int64_t ms) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = pawl__check_name(p, "queue name", queue);
   if (rc) return rc;
@@ -123,6 +126,7 @@ void pawl_queues_free(pawl_queue_info_t *q, size_t n) {
 }
 
 int pawl_queues(pawl_t *p, pawl_queue_info_t **out, size_t *n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   *out = NULL;
   *n = 0;

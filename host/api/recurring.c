@@ -147,6 +147,7 @@ static void rec_apply(pawl_recurring_t *d, const pawl_recurring_opts_t *o,
 
 int pawl_recurring_add(pawl_t *p, const char *name,
                        const pawl_recurring_opts_t *o) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (!o) return pawl__fail(p, PAWL_EINVAL, "no options (the expression)");
   int rc = pawl__check_name(p, "recurring name", name);
@@ -222,6 +223,7 @@ static int rec_set_change(pawl_t *p, pawl_recurring_t *d, void *arg) {
 
 int pawl_recurring_set(pawl_t *p, const char *name,
                        const pawl_recurring_opts_t *o, unsigned fields) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (fields & ~PAWL_REC_ALL)
     return pawl__fail(p, PAWL_EINVAL,
@@ -252,16 +254,19 @@ static int rec_pause_change(pawl_t *p, pawl_recurring_t *d, void *arg) {
 }
 
 int pawl_recurring_pause(pawl_t *p, const char *name) {
+  PAWL__CHECK(p);
   int pause = 1;
   return rec_modify(p, name, rec_pause_change, &pause);
 }
 
 int pawl_recurring_resume(pawl_t *p, const char *name) {
+  PAWL__CHECK(p);
   int pause = 0;
   return rec_modify(p, name, rec_pause_change, &pause);
 }
 
 int pawl_recurring_remove(pawl_t *p, const char *name) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = pawl__check_name(p, "recurring name", name);
   if (rc) return rc;
@@ -269,6 +274,7 @@ int pawl_recurring_remove(pawl_t *p, const char *name) {
 }
 
 int pawl_recurring_get(pawl_t *p, const char *name, pawl_recurring_t **out) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc = pawl__check_name(p, "recurring name", name);
   if (rc) return rc;
@@ -276,6 +282,7 @@ int pawl_recurring_get(pawl_t *p, const char *name, pawl_recurring_t **out) {
 }
 
 int pawl_recurring_list(pawl_t *p, pawl_recurring_t **out, size_t *n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   pawl_recurring_t *defs = NULL;
   size_t count = 0;
@@ -305,6 +312,7 @@ static void rec_job(const pawl_recurring_t *d, int64_t at, const char *key,
 }
 
 int pawl_recurring_trigger(pawl_t *p, const char *name, pawl_id_t *out_id) {
+  PAWL__CHECK(p);
   pawl_recurring_t *d = NULL;
   int rc = pawl_recurring_get(p, name, &d);
   if (rc) return rc;
@@ -322,7 +330,7 @@ int pawl_recurring_trigger(pawl_t *p, const char *name, pawl_id_t *out_id) {
                                                     &status));
   pawl_recurring_free(d, 1);
   if (rc) return rc;
-  if (p->host) p->host_ops->wake(p->host);
+  pawl__wake(p);
   if (out_id) *out_id = got;
   return 0;
 }
@@ -516,7 +524,7 @@ int pawl__recurring_tick(pawl_t *p, size_t max_defs, size_t *enqueued,
     pawl__free(b->by);
     pawl__free(b);
   }
-  if (*enqueued && p->host) p->host_ops->wake(p->host);
+  if (*enqueued) pawl__wake(p);
   char keep[sizeof p->errmsg];
   memcpy(keep, p->errmsg, sizeof keep);
   p->store->ops->locks.release(p->store, REC_LOCK, owner);

@@ -601,6 +601,7 @@ void pawl_cleanup_free(pawl_cleanup_result_t *r) {
 
 int pawl_cleanup(pawl_t *p, const pawl_cleanup_opts_t *o,
                  pawl_cleanup_result_t **out) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   pawl_cleanup_opts_t def;
   if (!o) {

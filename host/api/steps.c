@@ -88,6 +88,7 @@ static int steps_check_exit(pawl_t *p, const char *code, const char *msg) {
 int pawl_step_begin(pawl_t *p, const pawl_id_t *id, int32_t attempt,
                     int32_t index, const char *name, const char *checkpoint,
                     int64_t *exec) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc;
   if (index < 1 || index > PAWL_STEPS_MAX)
@@ -107,6 +108,7 @@ int pawl_step_begin(pawl_t *p, const pawl_id_t *id, int32_t attempt,
 int pawl_step_save(pawl_t *p, const pawl_id_t *id, int32_t attempt,
                    int64_t exec, const char *checkpoint,
                    const int64_t *counts) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc;
   if ((rc = steps_check_checkpoint(p, checkpoint)) ||
@@ -120,6 +122,7 @@ int pawl_step_save(pawl_t *p, const pawl_id_t *id, int32_t attempt,
 int pawl_step_end(pawl_t *p, const pawl_id_t *id, int32_t attempt,
                   int64_t exec, int status, const char *exit_code,
                   const char *exit_message, const int64_t *counts) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   int rc;
   if (status != PAWL_STEP_COMPLETED && status != PAWL_STEP_FAILED &&
@@ -137,6 +140,7 @@ int pawl_step_end(pawl_t *p, const pawl_id_t *id, int32_t attempt,
 
 int pawl_job_exit(pawl_t *p, const pawl_id_t *id, int32_t attempt,
                   const char *exit_code, const char *exit_message) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (!exit_code) return pawl__fail(p, PAWL_EINVAL, "exit code is NULL");
   int rc = steps_check_exit(p, exit_code, exit_message);
@@ -147,6 +151,7 @@ int pawl_job_exit(pawl_t *p, const pawl_id_t *id, int32_t attempt,
 }
 
 int pawl_steps(pawl_t *p, const pawl_id_t *id, pawl_steps_t **out) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   return pawl__from_store(p, p->store->ops->steps.get(p->store, id, out));
 }
@@ -313,7 +318,7 @@ int pawl__enqueue_instance(pawl_t *p, const pawl_enqueue_item_t *item,
       if (!rc) {
         *id_out = id;
         *status_out = PAWL_ENQ_RESTARTED;
-        if (p->host) p->host_ops->wake(p->host);
+        pawl__wake(p);
       }
       break;
     }

@@ -60,6 +60,7 @@ void pawl_throughput_free(pawl_tp_bucket_t *b, size_t n) {
 }
 
 int pawl_throughput(pawl_t *p, int minutes, pawl_tp_bucket_t **out, size_t *n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (minutes < 1 || minutes > STORE_TP_KEEP)
     return pawl__fail(p, PAWL_EINVAL, "minutes must be within 1..%d (got %d)",
@@ -79,6 +80,7 @@ int pawl_throughput(pawl_t *p, int minutes, pawl_tp_bucket_t **out, size_t *n) {
 /* ---- running jobs -------------------------------------------------------- */
 
 int pawl_running_jobs(pawl_t *p, int limit, pawl_job_cb cb, void *data) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   if (limit < 1 || limit > TOP_RUNNING_MAX)
     return pawl__fail(p, PAWL_EINVAL, "limit must be within 1..%d (got %d)",
@@ -227,6 +229,7 @@ static void top_tp_json(pawl_buf_t *b, const pawl_tp_bucket_t *t, size_t n) {
 }
 
 int pawl_top_snapshot(pawl_t *p, const pawl_top_opts_t *o, char **json) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   pawl_top_opts_t def;
   if (!o) {

@@ -28,6 +28,7 @@ int pawl__types_sync(pawl_t *p, const char *types) {
 }
 
 int pawl_type_redact(pawl_t *p, const char *type, char ***names, size_t *n) {
+  PAWL__CHECK(p);
   p->errmsg[0] = 0;
   *names = NULL;
   *n = 0;

@@ -32,6 +32,8 @@ static const struct {
     {PAWL_EUNAVAIL, "PAWL_EUNAVAIL", "database unreachable"},
     {PAWL_EDONE, "PAWL_EDONE", "job instance already completed"},
     {PAWL_EPERM, "PAWL_EPERM", "not permitted: the job did not enqueue it"},
+    {PAWL_EMISUSE, "PAWL_EMISUSE",
+     "API misuse: closed handle, wrong thread, or a call not allowed here"},
 };
 
 const char *pawl_strerror(int err) {

@@ -34,6 +34,7 @@ static host_t *control_host(pawl_t *p, const char *what) {
 
 int pawl_workers(pawl_t *p, pawl_worker_info_t **out, size_t *n,
                  int64_t *queued, int *draining) {
+  PAWL__CHECK(p);
   host_t *h = control_host(p, "workers");
   if (!h) return PAWL_ESTATE;
   size_t count = (size_t)h->nworkers;
@@ -96,6 +97,7 @@ static int control_copy_errors(host_t *h, pawl_script_error_t **out,
 
 int pawl_reload(pawl_t *p, int64_t timeout_ms, pawl_script_error_t **errors,
                 size_t *nerrors, size_t *nfiles) {
+  PAWL__CHECK(p);
   if (timeout_ms < 1 || timeout_ms > PAWL_TIMEOUT_MAX_S * INT64_C(1000))
     return pawl__fail(p, PAWL_EINVAL,
                       "reload: timeout_ms must be between 1 and %lld (got "
@@ -160,11 +162,18 @@ static int control_drain(pawl_t *p, int on) {
   return 0;
 }
 
-int pawl_drain(pawl_t *p) { return control_drain(p, 1); }
+int pawl_drain(pawl_t *p) {
+  PAWL__CHECK(p);
+  return control_drain(p, 1);
+}
 
-int pawl_resume_claiming(pawl_t *p) { return control_drain(p, 0); }
+int pawl_resume_claiming(pawl_t *p) {
+  PAWL__CHECK(p);
+  return control_drain(p, 0);
+}
 
 int pawl_stop_grace(pawl_t *p, int64_t grace_ms) {
+  PAWL__CHECK(p);
   if (grace_ms < 0 || grace_ms > PAWL_DELAY_MAX_MS)
     return pawl__fail(p, PAWL_EINVAL,
                       "stop: grace_ms must be between 0 and %lld (got %lld)",
@@ -179,6 +188,7 @@ int pawl_stop_grace(pawl_t *p, int64_t grace_ms) {
 }
 
 int pawl_log_level(pawl_t *p, int level) {
+  PAWL__CHECK(p);
   if (level < -1 || level > PAWL_LOG_ERROR)
     return pawl__fail(p, PAWL_EINVAL,
                       "log_level must be -1 (read) or between %d (debug) and "

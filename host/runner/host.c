@@ -29,10 +29,18 @@
 
 static void host_close(pawl_t *p);
 
+/* pawl_close() from another thread than the loop's while attached
+ * (PAWL_UV_THREADS) is refused: the loop's handles are closed on it. */
+static int host_close_refused(pawl_t *p) {
+  host_t *h = pawl__host_get(p);
+  return h && pawl__uv_foreign(h);
+}
+
 /* What the API layer calls of a host attached to a handle. */
 static const pawl__host_ops_t host_ops = {
     .wake = pawl__host_wake,
     .free = host_close,
+    .close_refused = host_close_refused,
     .enqueue_begin = pawl__host_enqueue_begin,
     .enqueue_fill = pawl__host_enqueue_fill,
     .enqueue_end = pawl__host_enqueue_end,
@@ -617,13 +625,22 @@ static int host_start_others(host_t *h, const sigset_t *old, int workers) {
 }
 
 int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
+  PAWL__CHECK(p);
   host_t *running = pawl__host_get(p);
   if (running && running->step)
     return pawl__fail(p, PAWL_EBUSY,
                       "the handle is in step mode (pawl_step): it cannot "
                       "start threads too; open another handle");
-  if (running)
-    return pawl__fail(p, PAWL_EBUSY, "the host is already running");
+  if (running) {
+    pthread_mutex_lock(&running->mu);
+    int joined = running->joined;
+    pthread_mutex_unlock(&running->mu);
+    return pawl__fail(p, PAWL_EBUSY, "%s",
+                      joined ? "the host on this handle has stopped "
+                               "(pawl_wait() returned); a handle runs one "
+                               "host in its life: open another handle"
+                             : "the host is already running");
+  }
   pawl_host_opts_t defaults;
   if (!in) {
     pawl_host_opts_init(&defaults);
@@ -693,6 +710,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
 /* ---- stop, wait --------------------------------------------------------- */
 
 void pawl_stop(pawl_t *p, int how) {
+  if (pawl__check_open(p)) return; /* closed: nothing to stop */
   host_t *h = pawl__host_get(p);
   if (!h || h->step) return; /* step mode has nothing running between calls */
   pthread_mutex_lock(&h->mu);
@@ -735,6 +753,7 @@ void pawl_stop(pawl_t *p, int how) {
 }
 
 int pawl_host_status(pawl_t *p) {
+  PAWL__CHECK(p);
   host_t *h = pawl__host_get(p);
   if (!h || h->step) return 0;
   pthread_mutex_lock(&h->mu);
@@ -760,6 +779,7 @@ int pawl_host_status(pawl_t *p) {
 }
 
 int pawl_wait(pawl_t *p, int64_t timeout_ms) {
+  PAWL__CHECK(p);
   host_t *h = pawl__host_get(p);
   if (!h || h->step) return 0;
   int64_t end = timeout_ms >= 0 ? pawl__mono_ms() + timeout_ms : 0;
@@ -840,6 +860,10 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
 static void host_close(pawl_t *p) {
   host_t *h = pawl__host_get(p);
   if (!h) return;
+  /* Attached (PAWL_UV_THREADS; on the loop's thread: host_close_refused):
+   * detached first, so that the loop's next turn finds no timer of a
+   * freed handle. */
+  if (h->uv) pawl_detach_uv(p);
   pawl_stop(p, PAWL_STOP_NOW);
   pawl_wait(p, -1);
   pawl__host_set(p, NULL, NULL, 0);

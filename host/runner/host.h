@@ -260,6 +260,20 @@ void pawl__host_free(host_t *h);
 /* Wakes the poller (an enqueue happened, a slot freed up). */
 void pawl__host_wake(host_t *h);
 
+/* Attached to a libuv loop (uv_attach.c): 1 when `h` is attached and the
+ * calling thread is not the loop's (whose handles only it may close), so
+ * pawl_close() is refused there. Takes h->mu. */
+int pawl__uv_foreign(host_t *h);
+/* Test seam (step.c): the clock that measures a step's budget, in
+ * microseconds, in place of CLOCK_MONOTONIC, so that a unit test's jobs
+ * "take" a given time without sleeping. NULL (always, outside tests). Set
+ * before the first step; it is the monotonic clock's stand-in, never the
+ * handle's clock (pawl_options_t.clock decides due times only). */
+extern int64_t (*pawl__step_budget_us)(void);
+/* Step mode (step.c): 1 while pawl_step() runs on `h` (job code, hooks,
+ * event callbacks are inside it). On the stepping thread only. */
+int pawl__step_in_step(host_t *h);
+
 /* 1 if the lease of a job claimed at `claimed_mono` may have run out
  * (the database has not heard from this node for about a lease): such a
  * job must not start. Called with h->mu held. */

@@ -18,8 +18,15 @@
  * no enqueue seen (the wake flag for this process, the store's data
  * version or a NOTIFY for others) and the next pending job not due yet.
  *
- * Everything here runs on the thread that started step mode (s->owner),
- * but the wake flag (h->mu), which enqueues on other threads set. */
+ * Everything here runs on the thread that started step mode (s->owner,
+ * to which the handle is bound: pawl__bind), but the wake flag and its
+ * condition (h->mu, h->poll_cv), which enqueues on sibling handles
+ * (pawl_sibling) set from other threads.
+ *
+ * A step's budget is measured by the monotonic clock, whatever clock the
+ * handle reads for due times (an injected one may be frozen or move in
+ * whole milliseconds: the budget would then never run out, or run out
+ * late). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -63,16 +70,20 @@ typedef struct step {
   uint64_t dv;
   pawl_t *listen;            /* PostgreSQL: a listening sibling, or NULL */
   int listen_failed;
-  int injected;              /* the budget is measured by the handle's clock */
+  int in_step;               /* inside pawl_step(): job code, hooks and
+                                event callbacks run there */
 } step_t;
 
 static void step_close(pawl_t *p);
+static int step_close_refused(pawl_t *p);
 
-/* An enqueue on the handle or a sibling: the next step claims at once,
- * and a loop it is attached to is woken (uv_attach.c). */
+/* An enqueue on the handle or a sibling: the next step claims at once, a
+ * pawl_step_wait() returns, and a loop it is attached to is woken
+ * (uv_attach.c). Called on the enqueuing thread. */
 static void step_wake(host_t *h) {
   pthread_mutex_lock(&h->mu);
   h->wake = 1;
+  pthread_cond_broadcast(&h->poll_cv);
   if (h->wake_fn) h->wake_fn(h->wake_data);
   pthread_mutex_unlock(&h->mu);
 }
@@ -83,12 +94,15 @@ static const pawl__host_ops_t step_ops = {
     .enqueue_begin = pawl__host_enqueue_begin,
     .enqueue_fill = pawl__host_enqueue_fill,
     .enqueue_end = pawl__host_enqueue_end,
+    .close_refused = step_close_refused,
 };
 
-/* Budget time in microseconds: the handle's injected clock (ms) when it
- * has one, so that tests decide how long jobs take; else monotonic. */
+int64_t (*pawl__step_budget_us)(void);
+
+/* Budget time in microseconds, by the monotonic clock (see the top). */
 static int64_t step_clock_us(step_t *s) {
-  if (s->injected) return pawl_now(s->p) * 1000;
+  (void)s;
+  if (pawl__step_budget_us) return pawl__step_budget_us();
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
@@ -211,7 +225,6 @@ static int step_make(pawl_t *p, const pawl_host_opts_t *in,
   s->w.tick = step_tick;
   s->w.host_L = host_L;
   s->w.host_types_ref = host_types_ref;
-  s->injected = pawl__clock_injected(p);
   if (h->interrupt_signal) {
     if (pawl__worker_signal_acquire(h->interrupt_signal) != 0) {
       snprintf(err, sizeof err, "cannot install the interrupt signal %d: %s",
@@ -240,6 +253,7 @@ static int step_make(pawl_t *p, const pawl_host_opts_t *in,
   uint64_t v = 0;
   s->has_dv = pawl__data_version(p, &v) == 0;
   pawl__host_set(p, h, &step_ops, 1);
+  pawl__bind(p);
   /* The first scripts, in this thread's state, under their deadlines. */
   worker_t *prev = pawl__worker_bind(&s->w);
   if (pawl__loader_scan(h, &s->scripts_sig, &s->w) > 0)
@@ -258,47 +272,61 @@ fail:
   return pawl__fail(p, rc, "%s", err);
 }
 
+/* Why a handle whose host is `h` cannot start step mode (or be stepped):
+ * PAWL_EBUSY with a message saying what the host is doing. */
+static int step_busy(pawl_t *p, host_t *h, const char *fn) {
+  if (h->step)
+    return pawl__fail(p, PAWL_EBUSY, "%s: the handle is in step mode already",
+                      fn);
+  pthread_mutex_lock(&h->mu);
+  int joined = h->joined;
+  pthread_mutex_unlock(&h->mu);
+  if (joined)
+    return pawl__fail(p, PAWL_EBUSY,
+                      "%s: pawl_start()'s host on this handle has stopped "
+                      "(pawl_wait() returned); a handle runs one host in its "
+                      "life: open another handle for step mode",
+                      fn);
+  return pawl__fail(p, PAWL_EBUSY,
+                    "%s: pawl_start() runs on this handle: threads and step "
+                    "mode do not mix; open another handle",
+                    fn);
+}
+
 /* The step host of `p` for the calling thread: made on first use; refused
- * for a handle with threads, or from another thread. */
+ * for a handle with threads, and from inside a step. (Other threads are
+ * refused before: the handle is bound to the stepping one, pawl__check.) */
 static int step_get(pawl_t *p, const char *fn, step_t **out) {
   host_t *h = pawl__host_get(p);
-  if (h && !h->step)
-    return pawl__fail(p, PAWL_EBUSY,
-                      "%s: pawl_start() runs on this handle: threads and "
-                      "step mode do not mix; open another handle",
-                      fn);
+  if (h && !h->step) return step_busy(p, h, fn);
   if (!h) return step_make(p, NULL, NULL, 0, out);
   step_t *s = h->step;
-  if (!pthread_equal(s->owner, pthread_self()))
-    return pawl__fail(p, PAWL_EINVAL,
-                      "%s: called from a thread other than the one in step "
-                      "mode (its Lua state belongs to that thread)",
+  if (s->in_step)
+    return pawl__fail(p, PAWL_EMISUSE,
+                      "%s: called from inside pawl_step() (job code, a hook "
+                      "or an event callback); call it after the step returns",
                       fn);
   *out = s;
   return 0;
 }
 
 int pawl_step_start(pawl_t *p, const pawl_host_opts_t *o) {
+  PAWL__CHECK(p);
   host_t *h = pawl__host_get(p);
-  if (h)
-    return pawl__fail(p, PAWL_EBUSY, "pawl_step_start: %s",
-                      h->step ? "the handle is in step mode already"
-                              : "pawl_start() runs on this handle");
+  if (h) return step_busy(p, h, "pawl_step_start");
   step_t *s;
   return step_make(p, o, NULL, 0, &s);
 }
 
 int pawl_step_start_lua(pawl_t *p, const pawl_host_opts_t *o,
                         void *const *lua_state, int types_ref) {
+  PAWL__CHECK(p);
   if (!lua_state || !*lua_state)
     return pawl__fail(p, PAWL_EINVAL,
                       "pawl_step_start_lua: lua_state must point to a "
                       "lua_State (got NULL)");
   host_t *h = pawl__host_get(p);
-  if (h)
-    return pawl__fail(p, PAWL_EBUSY, "pawl_step_start_lua: %s",
-                      h->step ? "the handle is in step mode already"
-                              : "pawl_start() runs on this handle");
+  if (h) return step_busy(p, h, "pawl_step_start_lua");
   step_t *s;
   return step_make(p, o, lua_state, types_ref, &s);
 }
@@ -434,18 +462,22 @@ static void step_note_due(step_t *s, int64_t mono) {
 }
 
 int pawl_step(pawl_t *p, int64_t budget_ms) {
-  step_t *s;
-  int rc = step_get(p, "pawl_step", &s);
-  if (rc) return rc;
+  PAWL__CHECK(p);
+  /* Checked first: a refused call leaves the handle as it was (not in
+   * step mode). */
   if (budget_ms < 0 || budget_ms > PAWL_DELAY_MAX_MS)
     return pawl__fail(p, PAWL_EINVAL,
                       "pawl_step: budget_ms must be between 0 and %lld (got "
                       "%lld)",
                       (long long)PAWL_DELAY_MAX_MS, (long long)budget_ms);
+  step_t *s;
+  int rc = step_get(p, "pawl_step", &s);
+  if (rc) return rc;
   host_t *h = s->h;
   int64_t t0 = step_clock_us(s), budget_us = budget_ms * 1000;
   int64_t mono = pawl__mono_ms();
   if (step_idle(s, mono)) return 0;
+  s->in_step = 1;
   worker_t *prev = pawl__worker_bind(&s->w);
   pthread_mutex_lock(&h->mu);
   h->wake = 0;
@@ -479,13 +511,59 @@ int pawl_step(pawl_t *p, int64_t budget_ms) {
   if (ran) down = step_settle(s);
   step_note_due(s, pawl__mono_ms());
   pawl__worker_unbind(prev);
+  s->in_step = 0;
   if (err) return err; /* pawl_errmsg(p) is the claim's */
   if (down) return pawl__fail(p, down, "pawl_step: writing outcomes failed "
                               "(kept for the next step)");
   return ran;
 }
 
+int pawl_step_wait(pawl_t *p, int64_t timeout_ms) {
+  PAWL__CHECK(p);
+  if (timeout_ms < 0 || timeout_ms > PAWL_DELAY_MAX_MS)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "pawl_step_wait: timeout_ms must be between 0 and %lld "
+                      "(got %lld)",
+                      (long long)PAWL_DELAY_MAX_MS, (long long)timeout_ms);
+  step_t *s;
+  int rc = step_get(p, "pawl_step_wait", &s);
+  if (rc) return rc;
+  host_t *h = s->h;
+  int64_t next = pawl_next_deadline(p);
+  if (next < 0) return (int)next;
+  int64_t due_in = next - pawl_now(p);
+  int64_t wait = due_in < timeout_ms ? due_in : timeout_ms;
+  if (wait <= 0) return 1;
+  /* The wait ends at the deadline, or when an enqueue on the handle or a
+   * sibling sets the wake flag (step_wake, from any thread). */
+  int64_t end = pawl__mono_ms() + wait;
+  pthread_mutex_lock(&h->mu);
+  for (;;) {
+    if (h->wake) break;
+    int64_t left = end - pawl__mono_ms();
+    if (left <= 0) break;
+    struct timespec ts = pawl__mono_deadline(left);
+    pthread_cond_timedwait(&h->poll_cv, &h->mu, &ts);
+  }
+  int woke = h->wake;
+  pthread_mutex_unlock(&h->mu);
+  return woke || due_in <= timeout_ms ? 1 : 0;
+}
+
+int pawl__step_in_step(host_t *h) { return h->step && h->step->in_step; }
+
+/* pawl_close() of the handle in step mode asks first (pawl__host_ops_t):
+ * refused from inside a step (the step runs on), and from another thread
+ * while attached to a libuv loop (uv_attach.c: the loop's handles). */
+static int step_close_refused(pawl_t *p) {
+  host_t *h = pawl__host_get(p);
+  if (!h || !h->step) return 0;
+  if (pthread_equal(h->step->owner, pthread_self())) return h->step->in_step;
+  return pawl__uv_foreign(h);
+}
+
 int64_t pawl_next_deadline(pawl_t *p) {
+  PAWL__CHECK(p);
   step_t *s;
   int rc = step_get(p, "pawl_next_deadline", &s);
   if (rc) return rc;
@@ -517,6 +595,10 @@ static void step_close(pawl_t *p) {
   if (!h || !h->step) return;
   step_t *s = h->step;
   int owner = pthread_equal(s->owner, pthread_self());
+  /* Attached: detached first, on the loop's thread (close_refused keeps
+   * other threads out), so that the loop's next turn finds no timer of a
+   * freed handle. */
+  if (owner && h->uv) pawl_detach_uv(p);
   pthread_mutex_lock(&h->mu);
   h->stopping = PAWL_STOP_NOW;
   h->flush_until = pawl__mono_ms();

@@ -22,6 +22,7 @@
 typedef struct attach {
   pawl_t *p;
   host_t *h;
+  pthread_t loop_thread;     /* the thread that attached: the loop's */
   int mode;
   int64_t budget_ms;
   uv_timer_t timer;
@@ -74,12 +75,24 @@ static void attach_wake(void *data) {
   uv_async_send(&a->async);
 }
 
+int pawl__uv_foreign(host_t *h) {
+  pthread_mutex_lock(&h->mu);
+  attach_t *a = h->uv;
+  int foreign = a && !pthread_equal(a->loop_thread, pthread_self());
+  pthread_mutex_unlock(&h->mu);
+  return foreign;
+}
+
 static void attach_closed(uv_handle_t *hd) {
   attach_t *a = hd->data;
   if (--a->closing == 0) pawl__free(a);
 }
 
 int pawl_attach_uv(pawl_t *p, struct uv_loop_s *loop, const pawl_uv_opts_t *o) {
+  /* A handle stepping on another thread: PAWL_EBUSY (its message is that
+   * thread's, so none is set); a closed one: PAWL_EMISUSE. */
+  PAWL__CHECK_OPEN(p);
+  if (pawl__bound(p) < 0) return PAWL_EBUSY;
   pawl_uv_opts_t d;
   if (!o) {
     pawl_uv_opts_init(&d);
@@ -101,15 +114,30 @@ int pawl_attach_uv(pawl_t *p, struct uv_loop_s *loop, const pawl_uv_opts_t *o) {
                       "(got %lld)",
                       (long long)o->budget_ms);
   host_t *h = pawl__host_get(p);
+  if (h && h->step && pawl__step_in_step(h))
+    return pawl__fail(p, PAWL_EMISUSE,
+                      "pawl_attach_uv: called from inside pawl_step() (job "
+                      "code, a hook or an event callback)");
   if (h && h->uv)
     return pawl__fail(p, PAWL_EBUSY, "pawl_attach_uv: attached already");
-  if (h && (o->mode == PAWL_UV_THREADS || !h->step))
-    return pawl__fail(p, PAWL_EBUSY,
-                      "pawl_attach_uv: the handle runs a host already (step "
-                      "mode or pawl_start())");
+  if (h && (o->mode == PAWL_UV_THREADS || !h->step)) {
+    int joined = 0;
+    if (!h->step) {
+      pthread_mutex_lock(&h->mu);
+      joined = h->joined;
+      pthread_mutex_unlock(&h->mu);
+    }
+    return pawl__fail(p, PAWL_EBUSY, "pawl_attach_uv: %s",
+                      joined ? "pawl_start()'s host on this handle has "
+                               "stopped (pawl_wait() returned); a handle runs "
+                               "one host in its life: open another handle"
+                             : "the handle runs a host already (step mode or "
+                               "pawl_start())");
+  }
   attach_t *a = pawl__calloc(1, sizeof *a);
   if (!a) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
   a->p = p;
+  a->loop_thread = pthread_self();
   a->mode = o->mode;
   a->budget_ms = o->budget_ms ? o->budget_ms : 5;
   int rc;
@@ -139,10 +167,20 @@ int pawl_attach_uv(pawl_t *p, struct uv_loop_s *loop, const pawl_uv_opts_t *o) {
 }
 
 int pawl_detach_uv(pawl_t *p) {
+  PAWL__CHECK(p);
   host_t *h = pawl__host_get(p);
   attach_t *a = h ? h->uv : NULL;
   if (!a)
     return pawl__fail(p, PAWL_EINVAL, "pawl_detach_uv: not attached");
+  if (!pthread_equal(a->loop_thread, pthread_self()))
+    return pawl__fail(p, PAWL_EMISUSE,
+                      "pawl_detach_uv: called from a thread other than the "
+                      "loop's (its handles are closed there)");
+  if (h->step && pawl__step_in_step(h))
+    return pawl__fail(p, PAWL_EMISUSE,
+                      "pawl_detach_uv: called from inside pawl_step() (job "
+                      "code, a hook or an event callback); detach from a "
+                      "callback of the loop's own");
   pthread_mutex_lock(&h->mu);
   h->uv = NULL;
   h->wake_fn = NULL;

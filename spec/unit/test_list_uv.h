@@ -1,3 +1,6 @@
 TEST_ENTRY(uv_loop_runs_jobs)
 TEST_ENTRY(uv_threads_loop_serves_while_job_runs)
 TEST_ENTRY(uv_refusals)
+TEST_ENTRY(uv_sibling_threads)
+TEST_ENTRY(uv_close_attached)
+TEST_ENTRY(uv_attach_busy)

@@ -495,7 +495,7 @@ void test_step_refusals(void) {
   pawl_t *p = st_open(0);
   pawl_host_opts_t o;
   st_quiet(&o);
-  CHECK_INT(pawl_step(p, -1), ==, PAWL_EINVAL); /* makes step mode, then */
+  CHECK_INT(pawl_step(p, -1), ==, PAWL_EINVAL);
   CHECK(strstr(pawl_errmsg(p), "budget_ms"));
   CHECK_INT(pawl_step(p, PAWL_DELAY_MAX_MS + 1), ==, PAWL_EINVAL);
   CHECK_INT(pawl_step(p, 0), ==, 0);
@@ -504,8 +504,8 @@ void test_step_refusals(void) {
   pthread_t t;
   CHECK_INT(pthread_create(&t, NULL, st_other_thread, &a), ==, 0);
   pthread_join(t, NULL);
-  CHECK_INT(a.rc, ==, PAWL_EINVAL);
-  CHECK_INT(a.next, ==, PAWL_EINVAL);
+  CHECK_INT(a.rc, ==, PAWL_EMISUSE);
+  CHECK_INT(a.next, ==, PAWL_EMISUSE);
   /* Threads on a handle in step mode, step mode twice. */
   CHECK_INT(pawl_start(p, &o), ==, PAWL_EBUSY);
   CHECK_INT(pawl_step_start(p, &o), ==, PAWL_EBUSY);
@@ -531,3 +531,368 @@ void test_step_refusals(void) {
   pawl_close(p);
 }
 
+
+/* ---- other threads: siblings, refusals, the wake -------------------------- */
+
+#include <sqlite3.h>
+
+/* The database file passes PRAGMA integrity_check (read on a connection
+ * of its own, after every handle is closed). */
+static void st_integrity(const char *path) {
+  sqlite3 *db = NULL;
+  CHECK_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), ==,
+            SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  CHECK_INT(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL),
+            ==, SQLITE_OK);
+  CHECK_INT(sqlite3_step(st), ==, SQLITE_ROW);
+  CHECK_STR((const char *)sqlite3_column_text(st, 0), "ok");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+#define ST_THREADS 4
+#define ST_PER_THREAD 10000
+
+/* How many times each job ran, by its payload's number. Jobs run on the
+ * stepping thread only (checked). */
+typedef struct {
+  _Atomic int runs[ST_THREADS * ST_PER_THREAD];
+  _Atomic int off_thread;
+  pthread_t owner;
+} st_count_t;
+
+static int st_counted(const pawl_job_t *job, pawl_ctx_t *ctx, void *ud) {
+  (void)ctx;
+  st_count_t *c = ud;
+  if (!pthread_equal(pthread_self(), c->owner))
+    atomic_fetch_add(&c->off_thread, 1);
+  long i = strtol(job->payload + 5, NULL, 10); /* {"i":N} */
+  if (i >= 0 && i < ST_THREADS * ST_PER_THREAD)
+    atomic_fetch_add(&c->runs[i], 1);
+  return PAWL_JOB_OK;
+}
+
+typedef struct {
+  pawl_t *owner_handle; /* the stepping handle: refuses this thread */
+  pawl_t *q;            /* this thread's sibling */
+  int index;
+  int refused[6];
+} st_feeder_t;
+
+/* One of the enqueuing threads: first what the handle of the stepping
+ * thread refuses (every call, without touching it), then its share of
+ * the jobs through its own sibling. */
+static void *st_feeder(void *arg) {
+  st_feeder_t *f = arg;
+  pawl_t *p = f->owner_handle;
+  pawl_job_t *j = NULL;
+  pawl_id_t id;
+  pawl_id_new(&id);
+  f->refused[0] = pawl_enqueue(p, "counted", "{\"i\":-1}", NULL, NULL, NULL);
+  f->refused[1] = pawl_get(p, &id, &j);
+  f->refused[2] = pawl_step(p, 1);
+  f->refused[3] = (int)pawl_next_deadline(p);
+  f->refused[4] = pawl_step_wait(p, 0);
+  pawl_t *q2 = NULL;
+  f->refused[5] = pawl_sibling(p, &q2);
+  char payload[32];
+  for (int k = 0; k < ST_PER_THREAD; k++) {
+    snprintf(payload, sizeof payload, "{\"i\":%d}",
+             f->index * ST_PER_THREAD + k);
+    CHECK_OK(pawl_enqueue(f->q, "counted", payload, NULL, NULL, NULL));
+  }
+  return NULL;
+}
+
+/* Four threads enqueue 10,000 jobs each through siblings while this
+ * thread steps (sleeping in pawl_step_wait between steps, with the poll a
+ * minute away: only the wake brings the jobs in quickly). Every job runs
+ * exactly once, on this thread; the calls the other threads make on the
+ * stepping handle itself are refused; the database is intact. */
+void test_step_sibling_threads(void) {
+  pawl_t *p = st_open(0);
+  static st_count_t c;
+  c.owner = pthread_self();
+  CHECK_OK(pawl_define_c(p, "counted", st_counted, &c, NULL));
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  o.poll_ms = 60000;
+  CHECK_OK(pawl_step_start(p, &o));
+  st_feeder_t f[ST_THREADS];
+  pthread_t t[ST_THREADS];
+  for (int i = 0; i < ST_THREADS; i++) {
+    f[i] = (st_feeder_t){.owner_handle = p, .index = i};
+    CHECK_OK(pawl_sibling(p, &f[i].q));
+    CHECK_INT(pthread_create(&t[i], NULL, st_feeder, &f[i]), ==, 0);
+  }
+  const int total = ST_THREADS * ST_PER_THREAD;
+  int ran = 0;
+  int64_t give_up = st_mono_ms() + 170000;
+  while (ran < total) {
+    if (st_mono_ms() > give_up)
+      unit_fail(__FILE__, __LINE__, "only %d of %d jobs ran", ran, total);
+    int w = pawl_step_wait(p, 1000);
+    CHECK_INT(w, >=, 0);
+    int n = pawl_step(p, 5);
+    CHECK_INT(n, >=, 0);
+    ran += n;
+  }
+  for (int i = 0; i < ST_THREADS; i++) {
+    CHECK_INT(pthread_join(t[i], NULL), ==, 0);
+    for (int k = 0; k < 6; k++) CHECK_INT(f[i].refused[k], ==, PAWL_EMISUSE);
+    pawl_close(f[i].q);
+  }
+  CHECK_INT(ran, ==, total);
+  CHECK_INT(pawl_step(p, 5), ==, 0); /* none left, none twice */
+  pawl_close(p);
+  for (int i = 0; i < total; i++)
+    if (atomic_load(&c.runs[i]) != 1)
+      unit_fail(__FILE__, __LINE__, "job %d ran %d times", i,
+                atomic_load(&c.runs[i]));
+  CHECK_INT(atomic_load(&c.off_thread), ==, 0);
+  st_integrity("step.db");
+}
+
+typedef struct {
+  pawl_t *q;
+  _Atomic int waiting;
+  int rc;
+} st_ping_t;
+
+static void *st_ping(void *arg) {
+  st_ping_t *a = arg;
+  while (!atomic_load(&a->waiting)) sched_yield();
+  a->rc = pawl_enqueue(a->q, "counted", "{\"i\":0}", NULL, NULL, NULL);
+  return NULL;
+}
+
+/* The wake itself: with nothing due before minutes from now (poll,
+ * heartbeat and reload all far), a sibling's enqueue on another thread
+ * ends pawl_step_wait at once (the bound, 30 s, is only a hang guard far
+ * below the next deadline), also for a sibling made before step mode
+ * started, and the job runs at the next step. */
+void test_step_sibling_wakes(void) {
+  pawl_t *p = st_open(0);
+  static st_count_t c;
+  c.owner = pthread_self();
+  CHECK_OK(pawl_define_c(p, "counted", st_counted, &c, NULL));
+  st_ping_t a = {0};
+  CHECK_OK(pawl_sibling(p, &a.q)); /* before step mode */
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  o.scripts_dir = NULL;
+  o.poll_ms = 600000;
+  o.heartbeat_ms = 600000;
+  o.reload_ms = 600000;
+  CHECK_OK(pawl_step_start(p, &o));
+  CHECK_INT(pawl_step(p, 5), ==, 0);
+  int64_t far = pawl_next_deadline(p) - pawl_now(p);
+  CHECK_INT(far, >, 120000);
+  /* Nothing comes: the wait times out (0). */
+  CHECK_INT(pawl_step_wait(p, 1), ==, 0);
+  pthread_t t;
+  CHECK_INT(pthread_create(&t, NULL, st_ping, &a), ==, 0);
+  atomic_store(&a.waiting, 1);
+  int64_t t0 = st_mono_ms();
+  CHECK_INT(pawl_step_wait(p, 600000), ==, 1);
+  CHECK_INT(st_mono_ms() - t0, <, 30000);
+  CHECK_INT(pthread_join(t, NULL), ==, 0);
+  CHECK_OK(a.rc);
+  CHECK_INT(pawl_step(p, 5), ==, 1);
+  CHECK_INT(atomic_load(&c.runs[0]), ==, 1);
+  /* The stepping handle closed first: the sibling stays usable, its
+   * enqueue wakes nothing (and touches nothing freed). */
+  pawl_close(p);
+  CHECK_OK(pawl_enqueue(a.q, "counted", "{\"i\":1}", NULL, NULL, NULL));
+  pawl_close(a.q);
+}
+
+/* ---- misuse: closed handles, refusals that change nothing ---------------- */
+
+/* An allocator that keeps every freed block (freed for real at the end),
+ * so that a closed handle's memory stays as pawl_close left it: what a
+ * call on it then sees is the poisoned magic, not reused memory. */
+typedef struct st_kept {
+  struct st_kept *next;
+} st_kept_t;
+static pthread_mutex_t st_kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static st_kept_t *st_kept;
+
+static void *st_keep_malloc(void *ud, size_t n) {
+  (void)ud;
+  return malloc(n < sizeof(st_kept_t) ? sizeof(st_kept_t) : n);
+}
+static void *st_keep_realloc(void *ud, void *ptr, size_t n) {
+  (void)ud;
+  return realloc(ptr, n < sizeof(st_kept_t) ? sizeof(st_kept_t) : n);
+}
+static void st_keep_free(void *ud, void *ptr) {
+  (void)ud;
+  pthread_mutex_lock(&st_kept_mu);
+  /* The first word is the list link; the rest (the magic) stays. */
+  st_kept_t *k = ptr;
+  k->next = st_kept;
+  st_kept = k;
+  pthread_mutex_unlock(&st_kept_mu);
+}
+
+/* Calls on a closed handle (a plain one, one in step mode) are refused
+ * with PAWL_EMISUSE instead of running on freed memory; closing twice
+ * does nothing; NULL is refused too. */
+void test_step_closed_handle(void) {
+  pawl_allocator_t al = {st_keep_malloc, st_keep_realloc, st_keep_free, NULL};
+  CHECK_OK(pawl_set_allocator(&al));
+  for (int mode = 0; mode < 2; mode++) {
+    pawl_t *p = st_open(0);
+    static st_count_t c;
+    c.owner = pthread_self();
+    CHECK_OK(pawl_define_c(p, "counted", st_counted, &c, NULL));
+    if (mode) CHECK_INT(pawl_step(p, 0), ==, 0);
+    pawl_close(p);
+    pawl_id_t id;
+    pawl_id_new(&id);
+    pawl_job_t *j = NULL;
+    CHECK_INT(pawl_enqueue(p, "counted", "{\"i\":0}", NULL, NULL, NULL), ==,
+              PAWL_EMISUSE);
+    CHECK_INT(pawl_get(p, &id, &j), ==, PAWL_EMISUSE);
+    CHECK(j == NULL);
+    CHECK_INT(pawl_step(p, 0), ==, PAWL_EMISUSE);
+    CHECK_INT(pawl_step_start(p, NULL), ==, PAWL_EMISUSE);
+    CHECK_INT(pawl_start(p, NULL), ==, PAWL_EMISUSE);
+    CHECK_INT(pawl_wait(p, 0), ==, PAWL_EMISUSE);
+    CHECK_INT(pawl_checkpoint(p), ==, PAWL_EMISUSE);
+    CHECK_INT(pawl_now(p), ==, PAWL_EMISUSE);
+    pawl_t *q = NULL;
+    CHECK_INT(pawl_sibling(p, &q), ==, PAWL_EMISUSE);
+    CHECK(q == NULL);
+    CHECK(strstr(pawl_errmsg(p), "closed") != NULL);
+    pawl_stop(p, PAWL_STOP_NOW); /* nothing */
+    pawl_close(p);               /* closed twice: nothing */
+  }
+  CHECK_INT(pawl_enqueue(NULL, "counted", NULL, NULL, NULL, NULL), ==,
+            PAWL_EMISUSE);
+  CHECK_INT(pawl_step(NULL, 0), ==, PAWL_EMISUSE);
+  pawl_close(NULL);
+  CHECK_STR(pawl_err_name(PAWL_EMISUSE), "PAWL_EMISUSE");
+  CHECK(strstr(pawl_strerror(PAWL_EMISUSE), "closed handle") != NULL);
+  CHECK_OK(pawl_set_allocator(NULL));
+  while (st_kept) {
+    st_kept_t *k = st_kept;
+    st_kept = k->next;
+    free(k);
+  }
+}
+
+/* A refused pawl_step leaves the handle as it was: not in step mode, so
+ * that pawl_start still works on it. */
+void test_step_refusal_leaves_handle(void) {
+  pawl_t *p = st_open(0);
+  CHECK_INT(pawl_step(p, -1), ==, PAWL_EINVAL);
+  CHECK_INT(pawl_step(p, PAWL_DELAY_MAX_MS + 1), ==, PAWL_EINVAL);
+  CHECK_INT(pawl_step_wait(p, -1), ==, PAWL_EINVAL);
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  CHECK_OK(pawl_start(p, &o));
+  pawl_stop(p, PAWL_STOP_NOW);
+  CHECK_OK(pawl_wait(p, -1));
+  /* After pawl_wait the messages say the host stopped, not that it runs. */
+  CHECK_INT(pawl_step(p, 1), ==, PAWL_EBUSY);
+  CHECK(strstr(pawl_errmsg(p), "has stopped") != NULL);
+  CHECK(strstr(pawl_errmsg(p), " runs on this handle") == NULL);
+  CHECK_INT(pawl_step_start(p, &o), ==, PAWL_EBUSY);
+  CHECK(strstr(pawl_errmsg(p), "has stopped") != NULL);
+  CHECK_INT(pawl_start(p, &o), ==, PAWL_EBUSY);
+  CHECK(strstr(pawl_errmsg(p), "has stopped") != NULL);
+  CHECK(strstr(pawl_errmsg(p), "already running") == NULL);
+  pawl_close(p);
+}
+
+/* From inside a step (a C job, an event callback) pawl_step and its
+ * siblings are refused with PAWL_EMISUSE and pawl_close does nothing; the
+ * step goes on, and the job's own enqueue works. */
+typedef struct {
+  int step_rc, wait_rc, start_rc, enq_rc;
+  int64_t next_rc;
+  int ev_step_rc, ev_calls;
+  pawl_t *p;
+} st_inside_t;
+
+static int st_inside(const pawl_job_t *job, pawl_ctx_t *ctx, void *ud) {
+  (void)job;
+  st_inside_t *in = ud;
+  pawl_t *h = pawl_ctx_handle(ctx);
+  in->step_rc = pawl_step(h, 0);
+  in->next_rc = pawl_next_deadline(h);
+  in->wait_rc = pawl_step_wait(h, 0);
+  in->start_rc = pawl_step_start(h, NULL);
+  pawl_close(h); /* refused: the step runs on */
+  in->enq_rc = pawl_enqueue(h, "counted", "{\"i\":5}", NULL, NULL, NULL);
+  return PAWL_JOB_OK;
+}
+
+static void st_inside_event(void *data, const pawl_job_event_t *ev) {
+  (void)ev;
+  st_inside_t *in = data;
+  in->ev_calls++;
+  in->ev_step_rc = pawl_step(in->p, 0);
+}
+
+void test_step_inside_refused(void) {
+  pawl_t *p = st_open(0);
+  static st_count_t c;
+  c.owner = pthread_self();
+  st_inside_t in = {.p = p};
+  CHECK_OK(pawl_define_c(p, "inside", st_inside, &in, NULL));
+  CHECK_OK(pawl_define_c(p, "counted", st_counted, &c, NULL));
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  o.event_fn = st_inside_event;
+  o.event_data = &in;
+  CHECK_OK(pawl_step_start(p, &o));
+  pawl_id_t id = st_enqueue(p, "inside", 1);
+  CHECK_INT(st_drain(p), ==, 2);
+  CHECK_INT(in.step_rc, ==, PAWL_EMISUSE);
+  CHECK_INT(in.next_rc, ==, PAWL_EMISUSE);
+  CHECK_INT(in.wait_rc, ==, PAWL_EMISUSE);
+  CHECK_INT(in.start_rc, ==, PAWL_EBUSY);
+  CHECK_OK(in.enq_rc);
+  CHECK_INT(atomic_load(&c.runs[5]), ==, 1);
+  CHECK_INT(in.ev_calls, >, 0);
+  CHECK_INT(in.ev_step_rc, ==, PAWL_EMISUSE);
+  pawl_job_t *j = st_get(p, id);
+  CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
+  pawl_job_free(j);
+  pawl_close(p);
+}
+
+/* ---- the budget: the monotonic clock, whatever the handle's clock ------- */
+
+static int st_busy_ms(const pawl_job_t *job, pawl_ctx_t *ctx, void *ud) {
+  (void)job;
+  (void)ctx;
+  (void)ud;
+  int64_t end = st_mono_ms() + 1;
+  while (st_mono_ms() < end) {
+  }
+  return PAWL_JOB_OK;
+}
+
+/* Under a frozen injected clock a step with budget 2 ms and jobs of at
+ * least 1 ms each runs at most 3 of 40 (the third starts before 2 ms
+ * have passed at the latest); a machine slower than this only runs
+ * fewer. With the budget measured by the frozen clock, all 40 ran. */
+void test_step_budget_monotonic(void) {
+  pawl_t *p = st_open(1);
+  CHECK_OK(pawl_define_c(p, "busy", st_busy_ms, NULL, NULL));
+  pawl_host_opts_t o;
+  st_quiet(&o);
+  CHECK_OK(pawl_step_start(p, &o));
+  for (int i = 0; i < 40; i++) st_enqueue(p, "busy", 1);
+  int n = pawl_step(p, 2);
+  CHECK_INT(n, >=, 1);
+  CHECK_INT(n, <=, 3);
+  int left = st_drain(p);
+  CHECK_INT(n + left, ==, 40);
+  pawl_close(p);
+}
