@@ -310,7 +310,8 @@ describe("the size caps", function()
     env:script("noop", NOOP)
     env:script("writer", ([[
 local BIG = ('"' .. string.rep("x", %d) .. '"')
-return { run = function(job, ctx)
+-- Strings of 100 MiB and several of 16 MiB: past the default heap ceiling.
+return { memory = "1G", run = function(job, ctx)
   local r = {}
   local function try(name, fn, ...)
     local ok, err = pcall(fn, ...)
