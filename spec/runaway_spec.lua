@@ -450,8 +450,10 @@ return {
                    "pawl.json.encode: the text would be longer than 128 MB", 5000 },
       json_dag = { [[local t = {} for i = 1, 40 do t = { t, t } end return #pawl.json.encode(t)]],
                    "job timed out after 2 s", 5000 },
+      -- (Which of the two ends it first depends on the machine's speed.)
       json_result = { [[local t = {} for i = 1, 40 do t = { t, t } end return t]],
-                      "job timed out after 10 s", 13000 },
+                      { "job timed out after 10 s", "the text would be longer than 128 MB" },
+                      13000 },
     }
 
     -- How long the body of the job of type `name` ran, from the host's
@@ -489,7 +491,9 @@ return {
       for name, b in pairs(BIG) do
         local j = env:show(ids[name])
         assert.are.equal("failed", j.state, name)
-        assert.truthy(has(j.last_error, b[2]), name .. ": " .. j.last_error)
+        local whys = type(b[2]) == "table" and b[2] or { b[2] }
+        assert.truthy(has(j.last_error, whys[1]) or (whys[2] and has(j.last_error, whys[2])),
+                      name .. ": " .. j.last_error)
         local d = body_ms(p, name)
         assert.is_true(d and d <= b[3], ("%s took %s ms:\n%s"):format(name, tostring(d), p:stderr()))
       end
