@@ -224,6 +224,20 @@ describe("pawl's LuaJIT", function()
     assert.are.equal(1, load(big .. "return x")())
   end)
 
+  -- A count hook that returns (a profiler, the console's clock) runs, and
+  -- rep and concat still end: they do not start over for ever.
+  it("ends rep and concat under a count hook that returns", function()
+    local t = {}
+    for i = 1, 2^20 do t[i] = ("x"):rep(64) end
+    local calls = 0
+    debug.sethook(function() calls = calls + 1 end, "", 1000)
+    local r = #("ab"):rep(2^25) + #("a"):rep(2^26) + #("a"):rep(2^25, "b")
+              + #table.concat(t) + #table.concat(t, ",")
+    debug.sethook()
+    assert.are.equal(2^26 + 2^26 + 2^26 - 1 + 2^26 + 2^26 + 2^20 - 1, r)
+    assert.is_true(calls > 0)
+  end)
+
   it("refuses strings longer than 128 MB, naming the bound", function()
     local WHY = "string length overflow (strings hold at most 128 MB)"
     local s = ("a"):rep(2^26)
