@@ -214,8 +214,12 @@ describe("bad input in the attached console", function()
     local r = attach(sock, "-e", "x = = 1")
     assert.are.equal(1, r.code)
     assert.truthy(r.err:find("^error: stdin:1: unexpected symbol near '='"), r.err)
-    -- A huge value: the state's memory is bounded.
+    -- A huge value: the state's memory is bounded (a string holds at most
+    -- 128 MB in pawl's LuaJIT, so many of them).
     r = attach(sock, "-e", "s = string.rep('x', 2^30)")
+    assert.are.equal(1, r.code)
+    assert.truthy(r.err:find("string length overflow (strings hold at most 128 MB)", 1, true), r.err)
+    r = attach(sock, "-e", "t = {} for i = 1, 3 do t[i] = string.rep('x', 100 * 2^20) .. i end")
     assert.are.equal(1, r.code)
     assert.truthy(r.err:find("not enough memory", 1, true), r.err)
     -- A huge result: cut with a note.

@@ -486,7 +486,9 @@ return { run = function(job) return { n = job.payload.n } end }]])
       local spin = env:enqueue("spin")
       local quick = {}
       for i = 1, 10 do quick[i] = env:enqueue("quick", H.json { n = i }) end
-      local p = env:run_idle("--workers", "2")
+      -- jit.attach is for trusted code only (LuaJIT runs its handlers with
+      -- hooks off): the observation runs with --unsafe-lua.
+      local p = env:run_idle("--workers", "2", "--unsafe-lua")
       assert.are.equal(0, p.code, p:stderr())
       local j = env:show(spin)
       assert.are.equal("failed", j.state)

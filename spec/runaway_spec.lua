@@ -147,6 +147,115 @@ describe("pawl's LuaJIT", function()
     assert.are.same({ false, "handled" },
                     { xpcall(error, function() return "handled" end) })
   end)
+
+  -- Each of these ran in one C call with no check: a plain find is
+  -- O(len(s) * len(p)); rep, concat and the lexer are linear in what they
+  -- make or read, which had no bound below 2 GB.
+  it("lets an armed count hook stop plain find, rep, concat and the lexer", function()
+    local function stopped(count, fn, ...)
+      local args = { n = select("#", ...), ... }
+      debug.sethook(function() error("stopped by the hook", 0) end, "", count)
+      local r = { pcall(fn, unpack(args, 1, args.n)) }
+      debug.sethook()
+      r[2] = type(r[2]) == "string" and r[2]:sub(1, 40) or type(r[2])
+      return { r[1], r[2] }
+    end
+    local STOPPED = { false, "stopped by the hook" }
+    -- 16 MB searched for 4 KB that is never there: 2^36 byte comparisons.
+    local hay, needle = ("a"):rep(2^24), ("a"):rep(2^12) .. "b"
+    assert.are.same(STOPPED, stopped(1000, string.find, hay, needle, 1, true))
+    -- No magic characters: LuaJIT takes the plain path without being asked.
+    assert.are.same(STOPPED, stopped(1000, function() return hay:find(needle) end))
+    assert.are.same(STOPPED, stopped(1000, function() return hay:find(needle, 2^20) end))
+    -- The same search from a compiled loop (the JIT calls the search from
+    -- machine code, and the recorder runs it once more).
+    assert.are.same(STOPPED, stopped(100000, function()
+      local small = ("a"):rep(100)
+      for i = 1, 300 do
+        local h = i < 200 and small or hay
+        assert(h:find(needle, 1, true) == nil)
+      end
+    end))
+    -- Making 128 MB (the most a string holds) in one call.
+    assert.are.same(STOPPED, stopped(1000, string.rep, "a", 2^27 - 1))
+    assert.are.same(STOPPED, stopped(1000, string.rep, "ab", 2^26))
+    assert.are.same(STOPPED, stopped(1000, string.rep, "a", 2^26, "b"))
+    local t, n = {}, {}
+    for i = 1, 2^20 do t[i] = ("x"):rep(64) n[i] = i end
+    assert.are.same(STOPPED, stopped(1000, table.concat, t))
+    assert.are.same(STOPPED, stopped(1000, table.concat, n, ","))
+    assert.are.same(STOPPED, stopped(100000, function()
+      for i = 1, 300 do
+        local _ = (i < 200 and "x" or "yz"):rep(i < 200 and 10 or 2^26)
+        _ = table.concat(i < 200 and { "a", "b" } or t)
+      end
+    end))
+    -- load() of a huge chunk: the parser's error is load's result.
+    local big = ("x=1 "):rep(2^24)
+    local ok, f, err = pcall(function()
+      debug.sethook(function() error("stopped by the hook", 0) end, "", 1000)
+      local f, err = load(big)
+      debug.sethook()
+      return f, err
+    end)
+    debug.sethook()
+    assert.is_true(ok)
+    assert.is_nil(f)
+    assert.truthy(has(err, "stopped by the hook"), err)
+    -- A hook's error caught by load() (in its reader here) left every hook
+    -- off for good: the loop after it was never stopped.
+    assert.are.same(STOPPED, stopped(1000, function()
+      local f, err = load(function() while true do end end)
+      assert(f == nil and err:find("stopped by the hook", 1, true), err)
+      while true do end
+    end))
+    -- Without a hook, all of them work as before.
+    assert.are.equal(2^24 - 2^12 + 1, (hay .. "b"):find(needle, 1, true))
+    assert.are.equal(3, ("xxab"):find("ab"))
+    assert.are.equal(nil, ("abc"):find("abd", 1, true))
+    assert.are.equal(1, ("abc"):find("", 1, true))
+    assert.are.equal("ab,ab,ab", ("ab"):rep(3, ","))
+    assert.are.equal(2^26, #("ab"):rep(2^25))
+    assert.are.equal("1,2.5,x", table.concat({ 1, 2.5, "x" }, ","))
+    assert.are.equal(64 * 2^20, #table.concat(t))
+    local ok2, e2 = pcall(table.concat, { 1, {}, 3 })
+    assert.is_false(ok2)
+    assert.truthy(has(e2, "invalid value (table) at index 2"), e2)
+    assert.are.equal(1, load(big .. "return x")())
+  end)
+
+  -- A count hook that returns (a profiler, the console's clock) runs, and
+  -- rep and concat still end: they do not start over for ever.
+  it("ends rep and concat under a count hook that returns", function()
+    local t = {}
+    for i = 1, 2^20 do t[i] = ("x"):rep(64) end
+    local calls = 0
+    debug.sethook(function() calls = calls + 1 end, "", 1000)
+    local r = #("ab"):rep(2^25) + #("a"):rep(2^26) + #("a"):rep(2^25, "b")
+              + #table.concat(t) + #table.concat(t, ",")
+    debug.sethook()
+    assert.are.equal(2^26 + 2^26 + 2^26 - 1 + 2^26 + 2^26 + 2^20 - 1, r)
+    assert.is_true(calls > 0)
+  end)
+
+  it("refuses strings longer than 128 MB, naming the bound", function()
+    local WHY = "string length overflow (strings hold at most 128 MB)"
+    local s = ("a"):rep(2^26)
+    local cases = {
+      rep = function() return ("a"):rep(2^27) end,
+      rep_sep = function() return ("a"):rep(2^26, "bc") end,
+      concat_op = function() return s .. s .. "x" end,
+      concat = function() return table.concat({ s, s, "x" }) end,
+      gsub = function() return (s:gsub("a", "aa")) end,
+      format = function() return ("%s%s%s"):format(s, s, "x") end,
+    }
+    for name, fn in pairs(cases) do
+      local ok, err = pcall(fn)
+      assert.is_false(ok, name)
+      assert.truthy(has(tostring(err), WHY), name .. ": " .. tostring(err))
+    end
+    assert.are.equal(2^27 - 1, #(s .. s:sub(2)))
+  end)
 end)
 
 -- ---- the host -------------------------------------------------------------
@@ -322,6 +431,118 @@ return {
         assert.truthy(has(j.last_error, "job timed out after 2 s"), j.last_error)
       end
       assert.are.equal("quick", env:show(quick).result)
+    end)
+
+    -- Each of these ran in one C call no interrupt could stop: a plain
+    -- find for minutes, a 1 GB string.rep or a 600 MB table.concat for
+    -- 12-14 s past a 2 s timeout, a load() whose reader took the interrupt
+    -- for ever (hooks stayed off). The JIT compiles some of them: a loop
+    -- repeats each. Every job ends within its timeout and 3 s.
+    local SLOW = {
+      -- The report's example, and an innocent s:find(t) (no magic
+      -- characters: the plain path).
+      find = [[return ("a"):rep(8 * 2^20):find(("a"):rep(4 * 2^20) .. "b", 1, true)]],
+      find_method = [[local s, t = ("a"):rep(2^23), ("a"):rep(2^22) .. "b" return s:find(t)]],
+      find_loop = [[local s, t = ("a"):rep(2^23), ("a"):rep(2^22) .. "b"
+    for i = 1, 1e9 do local h = i < 200 and "aab" or s assert(not h:find(t, 1, true)) end]],
+      rep_loop = [[while true do local _ = ("ab"):rep(2^25) end]],
+      concat_loop = [[local t = {} for i = 1, 2^18 do t[i] = ("x"):rep(255) end
+    while true do local _ = table.concat(t, ",") end]],
+      load_loop = [[local src = ("x=1 "):rep(2^23) while true do load(src) end]],
+      load_reader = [[load(function() while true do end end) while true do end]],
+      load_reader_pcall = [[while true do pcall(load, function() while true do end end) end]],
+    }
+    -- Past 128 MB a string is refused at once. JSON of a table reached
+    -- 2^40 times ran in C for ever; it is stopped like the rest, and a
+    -- return value like it under the host's 10 s deadline for storing it
+    -- (it is encoded after run returns).
+    local BIG = {
+      rep_1gb = { [[return #("ab"):rep(2^29)]], "strings hold at most 128 MB", 5000 },
+      concat_600mb = { [[local t, s = {}, ("x"):rep(2^20) for i = 1, 600 do t[i] = s end
+    return #table.concat(t)]], "strings hold at most 128 MB", 5000 },
+      json_big = { [[local s = ("x"):rep(2^26) return #pawl.json.encode({ s, s })]],
+                   "pawl.json.encode: the text would be longer than 128 MB", 5000 },
+      json_dag = { [[local t = {} for i = 1, 40 do t = { t, t } end return #pawl.json.encode(t)]],
+                   "job timed out after 2 s", 5000 },
+      -- (Which of the two ends it first depends on the machine's speed.)
+      json_result = { [[local t = {} for i = 1, 40 do t = { t, t } end return t]],
+                      { "job timed out after 10 s", "the text would be longer than 128 MB" },
+                      13000 },
+    }
+
+    -- How long the body of the job of type `name` ran, from the host's
+    -- log line of its failure (the stored attempt counts from its claim,
+    -- and with two workers a job may wait for one).
+    local function body_ms(p, name)
+      local line = log_line(p, "job failed", "type=" .. name .. " ")
+      return line and tonumber(line:match("duration_ms=([%d.]+)"))
+    end
+
+    it_interrupts("stop plain find, rep, concat and load in time; refuse strings past 128 MB", function()
+      local ids = {}
+      for name, body in pairs(SLOW) do
+        env:script(name, ("return { timeout = 2, max_attempts = 1, run = function()\n    %s\n  end }")
+                         :format(body))
+        ids[name] = enqueue(name)
+      end
+      for name, b in pairs(BIG) do
+        env:script(name, ("return { timeout = 2, max_attempts = 1, run = function()\n    %s\n  end }")
+                         :format(b[1]))
+        ids[name] = enqueue(name)
+      end
+      env:script("quick", [[return { run = function() return "quick" end }]])
+      local quick = enqueue("quick")
+      local p = env:run_idle("--workers", "2")
+      assert.are.equal(0, p.code, p:stderr())
+      for name in pairs(SLOW) do
+        local j = env:show(ids[name])
+        assert.are.equal("failed", j.state, name)
+        assert.truthy(has(j.last_error, "job timed out after 2 s"), name .. ": " .. j.last_error)
+        local d = body_ms(p, name)
+        assert.is_true(d and d >= 1950 and d <= 5000,
+                       ("%s took %s ms:\n%s"):format(name, tostring(d), p:stderr()))
+      end
+      for name, b in pairs(BIG) do
+        local j = env:show(ids[name])
+        assert.are.equal("failed", j.state, name)
+        local whys = type(b[2]) == "table" and b[2] or { b[2] }
+        assert.truthy(has(j.last_error, whys[1]) or (whys[2] and has(j.last_error, whys[2])),
+                      name .. ": " .. j.last_error)
+        local d = body_ms(p, name)
+        assert.is_true(d and d <= b[3], ("%s took %s ms:\n%s"):format(name, tostring(d), p:stderr()))
+      end
+      assert.are.equal("quick", env:show(quick).result)
+    end)
+
+    it_interrupts("stop a slow C path in a script's top level: pawl run serves the rest", function()
+      env:script("ok", [[return { run = function() return "served" end }]])
+      env:script("topfind", [[
+local _ = ("a"):rep(8 * 2^20):find(("a"):rep(4 * 2^20) .. "b", 1, true)
+return { run = function() end }]])
+      env:script("topload", [[
+load(function() while true do end end)
+while true do end
+return { run = function() end }]])
+      local id = enqueue("ok")
+      local p = env:run_idle("--load-timeout", "2")
+      assert.are.equal(0, p.code, p:stderr())
+      assert.are.equal("served", env:show(id).result)
+      for _, name in ipairs { "topfind", "topload" } do
+        local line = log_line(p, "script not loaded", "script=" .. name)
+        assert.truthy(line and has(line, "loading took longer than 2 s"), p:stderr())
+      end
+    end)
+
+    it_interrupts("stop a slow C path in a script's top level: pawl enqueue --scripts ends", function()
+      env:script("topfind", [[
+local _ = ("a"):rep(8 * 2^20):find(("a"):rep(4 * 2^20) .. "b", 1, true)
+return { run = function() end }]])
+      local t0 = H.mono()
+      local p = enqueue_with_scripts("topfind")
+      assert.are.equal(0, p.code, p:stderr())
+      assert.truthy(has(p:stderr(), "script topfind: loading took longer than 10 s"), p:stderr())
+      -- Its deadline is 10 s: it ended on it, not when the search did.
+      assert.is_true(H.mono() - t0 < 10 + 20, "pawl enqueue took " .. (H.mono() - t0) .. " s")
     end)
 
     it_interrupts("count the attempt of a job past its deadline when the host stops", function()

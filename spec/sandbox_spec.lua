@@ -167,8 +167,8 @@ local calls = 0 -- shared by the jobs of this script, on purpose
 return {
   run = function(job)
     if job.payload.mode == "attach" then
-      jit.attach(function() calls = calls + 1 end, "trace")
-      return
+      local ok, err = pcall(jit.attach, function() calls = calls + 1 end, "trace")
+      return { ok = ok, err = tostring(err) }
     end
     local before = calls
     local x = 0
@@ -179,7 +179,10 @@ return {
       local attach = env:enqueue("t", H.json { mode = "attach" }, "--priority", "10")
       local later = env:enqueue("t", H.json { mode = "loop" })
       run(env, "--workers", "1")
-      assert.are.equal("succeeded", env:show(attach).state)
+      local a = env:show(attach)
+      assert.are.equal("succeeded", a.state)
+      assert.is_false(a.result.ok)
+      assert.is_true(has(a.result.err, "jit.attach is not allowed in job code"), a.result.err)
       local j = env:show(later)
       assert.are.equal("succeeded", j.state)
       assert.are.equal(0, j.result.calls)
@@ -602,6 +605,168 @@ end, max_attempts = 1 }]]):format(NASTY, PRINTED)
           assert.is_false(has(out, raw), ("pawl %s prints %q:\n%s"):format(args[1], raw, out))
         end
       end
+    end)
+  end)
+
+  -- ---- what runs without the timeout ---------------------------------------
+
+  -- LuaJIT runs jit.attach handlers with hooks off: a handler that loops
+  -- was never stopped (its worker taken for good, the loader hung by one
+  -- at a script's top level), and its errors went raw to stderr. Job code
+  -- cannot reach jit.attach, nor the rest of jit.*, ffi or debug.
+  describe("jit.attach and its kin", function()
+    -- Each way job code might reach the function, with what stops it.
+    -- The handler spins; `load` fires the "bc" event.
+    local ROUTES = {
+      { "jit.attach", [[jit.attach(spin, "bc")]], "jit.attach is not allowed in job code" },
+      { "require 'jit'", [[require("jit").attach(spin, "bc")]],
+        "jit.attach is not allowed in job code" },
+      { "rawget", [[rawget(jit, "attach")(spin, "bc")]], "jit.attach is not allowed" },
+      { "pairs over jit", [[for k, f in pairs(jit) do if k == "attach" then f(spin, "bc") end end
+  error("pairs found no attach")]], "jit.attach is not allowed" },
+      { "a coroutine", [[coroutine.wrap(function() jit.attach(spin, "bc") end)()]],
+        "jit.attach is not allowed" },
+      { "a loaded chunk", [[load("jit.attach(...)")(spin, "bc")]], "jit.attach is not allowed" },
+      { "the trace event", [[jit.attach(spin, "trace")]], "jit.attach is not allowed" },
+      { "jit's metatable", [[(getmetatable(jit) or {}).__index.attach(spin, "bc")]],
+        "attempt to index" },
+      { "jit.util", [[jit.util.funcinfo(spin)]], "attempt to index field 'util'" },
+      { "require 'jit.util'", [[require("jit.util")]], [[require "jit.util" is not allowed]] },
+      { "require 'jit.profile'", [[require("jit.profile").start("f", spin)]],
+        [[require "jit.profile" is not allowed]] },
+      { "require 'ffi'", [[require("ffi").C.abort()]], [[require "ffi" is not allowed]] },
+      { "package.loaded", [[package.loaded.jit.attach(spin, "bc")]], "attempt to index global 'package'" },
+      { "debug", [[debug.sethook()]], "attempt to index global 'debug'" },
+      { "getfenv", [[getfenv(0).jit.attach(spin, "bc")]], "attempt to call global 'getfenv'" },
+      { "jit.opt", [[jit.opt.start("hotloop=1")]], "jit.opt.start is not allowed" },
+      { "jit.flush", [[jit.flush()]], "jit.flush is not allowed" },
+    }
+
+    it("cannot reach it from run, however it asks; the worker serves on", function()
+      local ids = {}
+      for i, r in ipairs(ROUTES) do
+        env:script("route" .. i, ([[
+local function spin() while true do end end
+return { timeout = 2, max_attempts = 1, run = function()
+  %s
+  load("return 1")
+  return "the attack ran and returned"
+end }]]):format(r[2]))
+        ids[i] = env:ok("enqueue", "route" .. i, "{}", "--priority", "10"):gsub("%s+$", "")
+      end
+      env:script("quick", [[return { run = function() return "served" end }]])
+      local quick = env:ok("enqueue", "quick", "{}"):gsub("%s+$", "")
+      local p = run(env, "--workers", "1")
+      for i, r in ipairs(ROUTES) do
+        local j = env:show(ids[i])
+        assert.are.equal("failed", j.state, r[1])
+        assert.is_true(has(j.last_error, r[3]), r[1] .. ": " .. j.last_error)
+      end
+      assert.are.equal("served", env:show(quick).result)
+      assert.is_false(has(p:stderr(), "VM handler failed"), p:stderr())
+    end)
+
+    it("cannot reach it from a script's top level: pawl run serves the rest", function()
+      env:script("ok", [[return { run = function() return "served" end }]])
+      env:script("top", [[
+jit.attach(function() while true do end end, "bc")
+load("return 1")
+return { run = function() end }]])
+      local id = env:ok("enqueue", "ok", "{}"):gsub("%s+$", "")
+      local p = run(env, "--workers", "1")
+      assert.are.equal("served", env:show(id).result)
+      local loaded = false
+      for line in p:stderr():gmatch("[^\n]+") do
+        loaded = loaded or (has(line, "script not loaded") and has(line, "script=top")
+                            and has(line, "jit.attach is not allowed"))
+      end
+      assert.is_true(loaded, p:stderr())
+    end)
+
+    it("cannot reach it from a script's top level: pawl enqueue --scripts ends", function()
+      env:script("top", [[
+jit.attach(function() while true do end end, "bc")
+load("return 1")
+return { run = function() end }]])
+      env:ok("migrate")
+      local p = env:spawn("--db", env.db, "enqueue", "top", "{}", "--scripts", env.scripts)
+      -- Hang guard: its own deadline is 10 s.
+      if not p:wait(H.HANG_S) then
+        p:kill()
+        error("pawl enqueue --scripts did not end; stderr:\n" .. p:stderr())
+      end
+      assert.are.equal(0, p.code, p:stderr())
+      assert.is_true(has(p:stderr(), "is broken"), p:stderr())
+      assert.is_true(has(p:stderr(), "jit.attach is not allowed"), p:stderr())
+    end)
+
+    -- A handler's error was printed by LuaJIT itself ("VM handler failed:
+    -- ..."), past the sanitizer and the log's escaping.
+    for _, where in ipairs { "run", "top" } do
+      it("leaves nothing raw on the host's stderr (" .. where .. ")", function()
+        local attack = ([[
+pcall(jit.attach, function() error("password=%s \27[2J\27]0;owned\7") end, "bc")
+pcall(jit.attach, function() error("password=%s") end, "trace")
+load("return 1")
+for i = 1, 1000 do local _ = i %% 3 end
+]]):format(SECRET, SECRET)
+        if where == "top" then
+          env:script("t", attack .. [[return { max_attempts = 1, run = function() end }]])
+        else
+          env:script("t", ("return { max_attempts = 1, run = function() %s end }"):format(attack))
+        end
+        local id = env:ok("enqueue", "t", "{}"):gsub("%s+$", "")
+        local p = run(env, "--workers", "1")
+        assert.are.equal("succeeded", env:show(id).state)
+        assert.is_false(has(p:stderr(), "VM handler failed"), p:stderr())
+        assert.is_false(has(p:stderr(), "\27"), p:stderr())
+        assert_no_secret(env, p)
+      end)
+    end
+
+    it("cannot hand os.date a format that takes seconds in one C call", function()
+      env:script("t", [[
+return { timeout = 2, max_attempts = 1, run = function()
+  local ok, err = pcall(os.date, ("%c"):rep(2^22))
+  return { ok = ok, err = tostring(err), short = os.date("!%Y", 0), t = os.date("*t", 0).year }
+end }]])
+      local id = env:ok("enqueue", "t", "{}"):gsub("%s+$", "")
+      run(env, "--workers", "1")
+      local r = env:show(id).result
+      assert.is_false(r.ok)
+      assert.is_true(has(r.err, "os.date: the format is 8388608 bytes long, at most 1000"), r.err)
+      assert.are.equal("1970", r.short)
+      assert.is_number(r.t)
+    end)
+
+    it("gets no finalizer on a table (they would run with hooks off)", function()
+      env:script("t", [[
+return { timeout = 2, max_attempts = 1, run = function()
+  for _ = 1, 3 do setmetatable({}, { __gc = function() while true do end end }) end
+  collectgarbage()
+  collectgarbage()
+  return "collected"
+end }]])
+      local id = env:ok("enqueue", "t", "{}"):gsub("%s+$", "")
+      run(env, "--workers", "1")
+      assert.are.equal("collected", env:show(id).result)
+    end)
+
+    it("still reads what describes the VM", function()
+      env:script("t", [[
+return { run = function()
+  return { v = jit.version, n = jit.version_num, os = jit.os, arch = jit.arch,
+           on = (jit.status()), req = require("jit").version == jit.version }
+end }]])
+      local id = env:ok("enqueue", "t", "{}"):gsub("%s+$", "")
+      run(env, "--workers", "1")
+      local r = env:show(id).result
+      assert.is_true(has(r.v, "LuaJIT"), cjson.encode(r))
+      assert.is_number(r.n)
+      assert.are.equal("Linux", r.os)
+      assert.is_string(r.arch)
+      assert.is_true(r.on)
+      assert.is_true(r.req)
     end)
   end)
 end)

@@ -173,7 +173,12 @@ typedef struct lje {
   size_t errlen;
   char path[160]; /* where we are, for messages: ".items[3].name" */
   size_t plen;
+  unsigned values; /* encoded so far, for luaJIT_pollhook */
 } lje_t;
+
+/* pawl's LuaJIT has it (cmake/luajit-interrupts.patch); the Lua module,
+ * loaded by another luajit, finds it missing (NULL) and does not poll. */
+extern void luaJIT_pollhook(lua_State *L, int steps) __attribute__((weak));
 
 static int lje_fail(lje_t *e, const char *what) {
   if (e->err && e->errlen)
@@ -202,6 +207,10 @@ static void lje_unstep(lje_t *e, size_t old) {
 }
 
 static int lje_string(lje_t *e, const char *s, size_t n) {
+  /* Its text is at least n bytes: refuse before the one C call that
+   * escapes it. */
+  if (e->out->len > LJSON_TEXT_MAX || n > LJSON_TEXT_MAX - e->out->len)
+    return lje_fail(e, "the text would be longer than 128 MB");
   for (size_t i = 0; i < n;) {
     unsigned char c = (unsigned char)s[i];
     if (c == 0) return lje_fail(e, "a string holds a NUL byte");
@@ -325,6 +334,15 @@ static int lje_table(lje_t *e, int idx, int depth) {
 
 static int lje_value(lje_t *e, int idx, int depth) {
   lua_State *L = e->L;
+  /* One table may be reached many times (t = {t, t}, forty times over, is
+   * 2^40 values), all in this C loop: the text is bounded (a Lua string
+   * could not hold more anyway), and every 1024 values an armed count
+   * hook (a job's timeout) may run and raise. Whatever it raises, the
+   * caller's buffer is freed by its box. */
+  if (e->out->len > LJSON_TEXT_MAX)
+    return lje_fail(e, "the text would be longer than 128 MB (a table "
+                       "reached many times?)");
+  if ((++e->values & 1023) == 0 && luaJIT_pollhook) luaJIT_pollhook(L, 1024);
   switch (lua_type(L, idx)) {
   case LUA_TNIL: pawl__buf_puts(e->out, "null"); return 0;
   case LUA_TBOOLEAN:

@@ -26,7 +26,8 @@
  *   Refused, with the path of the value: NaN and infinity, strings that
  *   are not UTF-8 or hold a NUL, functions and other values JSON has no
  *   form for, keys that are neither strings nor numbers, and nesting
- *   deeper than JSON_MAX_DEPTH (a table that contains itself).
+ *   deeper than JSON_MAX_DEPTH (a table that contains itself), and text
+ *   longer than LJSON_TEXT_MAX.
  *
  * Numbers are read and written in the C locale, whatever the process's. */
 #ifndef PAWL_LJSON_H
@@ -36,6 +37,10 @@
 
 #include "buf.h"
 #include "lua.h"
+
+/* The longest text encode makes (the longest string pawl's LuaJIT holds):
+ * past it, it fails with "the text would be longer than 128 MB". */
+#define LJSON_TEXT_MAX ((size_t)128 << 20)
 
 /* The registry name of the array metatable, and its __metatable. */
 #define LJSON_ARRAY "pawl.json.array"
@@ -48,9 +53,10 @@ int pawl__ljson_decode(lua_State *L, const char *s, size_t len, char *err,
 
 /* Appends the JSON of the value at `idx` to `out`. -1 with a message in
  * err (naming the value's path, like "at .items[3]") when the value has no
- * JSON form; `out` may then hold part of the text. Raises nothing but a
- * memory error while checking the stack, before it appends anything.
- * [-0, +0, m] */
+ * JSON form; `out` may then hold part of the text. Raises a memory error
+ * while checking the stack, before it appends anything, and whatever an
+ * armed count hook raises (a job's timeout) while it walks: keep `out`
+ * where such an error frees it (encode's userdata box). [-0, +0, e] */
 int pawl__ljson_encode(lua_State *L, int idx, pawl_buf_t *out, char *err,
                  size_t errlen);
 

@@ -226,13 +226,14 @@ void pawl__lua_poke(pawl__lua_t *w) {
   lua_sethook(w->L, state_tick_hook, LUA_MASKCOUNT, 1);
 }
 
-/* The message handler of every protected call: stops a pending interrupt
- * (it has done its job) and adds a traceback to string errors. Tables
- * (pawl.fatal, pawl.snooze, error objects) pass through unchanged.
- * Upvalue 1: the pawl__lua_t. */
+/* The message handler of every protected call: adds a traceback to
+ * string errors. Tables (pawl.fatal, pawl.snooze, error objects) pass
+ * through unchanged. It leaves an interrupt armed: LuaJIT also calls it
+ * for an error that a C function inside the call catches (load() catches
+ * one raised in its reader or its lexer), after which the job's code goes
+ * on and must be stopped again; pawl__lua_call disarms the interrupt once
+ * the call has returned. */
 static int state_msgh(lua_State *L) {
-  pawl__lua_t *w = lua_touserdata(L, lua_upvalueindex(1));
-  if (w && w->cfg.interrupted(w->cfg.data)) lua_sethook(L, NULL, 0, 0);
   if (lua_type(L, 1) != LUA_TSTRING) return 1;
   luaL_traceback(L, L, lua_tostring(L, 1), 1);
   return 1;
@@ -336,8 +337,7 @@ static void state_load_worker(lua_State *L, pawl__lua_t *w, int types_ref) {
   lua_setfield(L, -2, "limits");
   lua_setfield(L, -2, "pawl.host");
   lua_pop(L, 2);
-  lua_pushlightuserdata(L, w);
-  lua_pushcclosure(L, state_msgh, 1);
+  lua_pushcfunction(L, state_msgh);
   w->ref_msgh = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getglobal(L, "require");
   lua_pushliteral(L, "pawl.worker");
@@ -490,8 +490,7 @@ int pawl__lua_open(const pawl__lua_config_t *cfg, pawl__lua_t **out,
     return PAWL_ENOMEM;
   }
   w->L = L;
-  lua_pushlightuserdata(L, w);
-  lua_pushcclosure(L, state_msgh, 1);
+  lua_pushcfunction(L, state_msgh);
   lua_pushcfunction(L, state_setup);
   lua_pushlightuserdata(L, w);
   int rc = lua_pcall(L, 1, 0, 1);

@@ -686,7 +686,7 @@ function CtxMethods:heartbeat() return host.heartbeat(self._seq) end
 -- reach that outlives its job is a channel to every later job on this
 -- worker: the library tables, the `pawl` table, the modules `require`
 -- returns, the string metatable, a script's globals, and state-wide
--- settings (the random seed, JIT handlers, the collector). Job code
+-- settings (the random seed, the JIT, the collector). Job code
 -- therefore gets read-only views of the tables (as Redis 7 does for its
 -- scripts): an empty table whose metatable reads from a private copy,
 -- refuses writes and is hidden from getmetatable/setmetatable. The raw
@@ -746,7 +746,6 @@ end
 -- the next job's (or hook's) code runs.
 local dirty = false   -- something below needs putting back
 local reseeded = false -- job code called math.randomseed
-local handlers = {}   -- JIT event handlers job code attached
 
 local function settle()
   dirty = false
@@ -755,10 +754,6 @@ local function settle()
     -- starts from a fresh seed, like every state does.
     reseeded = false
     math.randomseed(host.entropy())
-  end
-  for i = #handlers, 1, -1 do
-    jit.attach(handlers[i]) -- no event: detached from all of them
-    handlers[i] = nil
   end
 end
 
@@ -835,6 +830,18 @@ end
 
 local IO_FNS = { "open", "lines", "read", "write", "type" }
 
+-- os.date hands its whole format to one strftime() call, which no
+-- interrupt can stop: a format of millions of "%c" took seconds.
+local DATE_FORMAT_MAX = 1000
+
+local function os_date(format, ...)
+  if type(format) == "string" and #format > DATE_FORMAT_MAX then
+    error(("os.date: the format is %d bytes long, at most %d"):format(#format,
+          DATE_FORMAT_MAX), 2)
+  end
+  return os.date(format, ...)
+end
+
 local function libraries()
   if LIB then return LIB end
   LIB = {}
@@ -867,16 +874,17 @@ local function libraries()
   LIB.math = view(m, "math")
   LIB.coroutine = view(coroutine, "coroutine")
   LIB.bit = view(bit, "bit")
+  -- Only what describes the VM. LuaJIT runs jit.attach handlers with
+  -- hooks off (the timeout could never stop one, and their errors go raw
+  -- to stderr); jit.util and jit.profile are not handed out at all, nor is
+  -- ffi (see docs/security.md, "What the sandbox exposes").
   LIB.jit = view({
     version = jit.version, version_num = jit.version_num, os = jit.os,
     arch = jit.arch, status = jit.status,
-    -- Handlers run during later jobs' code: detached when this job ends.
-    attach = function(fn, event)
-      if event ~= nil then
-        handlers[#handlers + 1] = fn
-        dirty = true
-      end
-      return jit.attach(fn, event)
+    attach = function()
+      error("jit.attach is not allowed in job code: LuaJIT runs its handlers "
+            .. "with the timeout off (the operator can allow everything with "
+            .. "--unsafe-lua)", 2)
     end,
     on = state_wide("jit.on"), off = state_wide("jit.off"),
     flush = state_wide("jit.flush"),
@@ -893,7 +901,8 @@ local function libraries()
       io_[k] = allowed and io[k] or capability("io." .. k, "io")
     end
     LIB[allowed and "io_yes" or "io_no"] = view(io_, "io")
-    local os_ = copy(os, { "clock", "date", "time", "difftime" })
+    local os_ = copy(os, { "clock", "time", "difftime" })
+    os_.date = os_date
     os_.getenv = allowed and os.getenv or capability("os.getenv", "env")
     LIB[allowed and "os_yes" or "os_no"] = view(os_, "os")
   end
