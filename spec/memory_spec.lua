@@ -41,7 +41,8 @@ local HOGS = {
   grow = [[local t, i = {}, 0
     while true do i = i + 1; t[i] = { i, tostring(i) } end]],
   -- One huge string, made in C.
-  rep = [[return #(("x"):rep(2^30))]],
+  -- (100 MiB: a string may hold 128 MB at most, a limit of its own.)
+  rep = [[return #(("x"):rep(100 * 2^20))]],
   -- Doubling concatenation.
   concat = [[local s = "x"
     while true do s = s .. s end]],
@@ -56,7 +57,7 @@ local HOGS = {
     while true do local g = f; f = function() return g() + 1 end end]],
   -- JSON of a table whose text is far bigger than the table.
   json = [[local s, t = ("z"):rep(2^20), {}
-    for i = 1, 200 do t[i] = s end
+    for i = 1, 100 do t[i] = s end -- 100 MB of text: under the 128 MB cap
     return #pawl.json.encode(t)]],
   -- Inside a coroutine.
   coroutine = [[local co = coroutine.wrap(function()
