@@ -463,7 +463,7 @@ static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
   o->blocked = lua_toboolean(L, ARG(15));
   o->ordering_key = host_fn_optstr(L, ARG(16), "ordering_key");
   o->resource = host_fn_optstr(L, ARG(17), "resource");
-  o->signal = host_fn_optstr(L, ARG(18), "signal"); /* issue 15: signals */
+  o->signal = host_fn_optstr(L, ARG(18), "signal");
   double sig_timeout;
   if (host_fn_optnum(L, ARG(19), "signal_timeout", 0,
                      PAWL_DELAY_MAX_MS / 1000.0, 0, "seconds", &sig_timeout,
