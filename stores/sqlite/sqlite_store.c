@@ -1643,7 +1643,6 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     if (!queues_json) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     which = SQ_CLAIM_QUEUES;
   }
-  int64_t now = pawl__store_now(base);
   pawl_job_t **jobs = pawl__calloc(c->max, sizeof *jobs);
   pawl_buf_t seqs;
   pawl__buf_init(&seqs);
@@ -1652,6 +1651,10 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   int rc = sq_begin(s);
+  /* The time is read once the write lock is held: a claim that waited for
+   * a finish to commit (the finish that released the job it takes) must
+   * not record its start before that finish. */
+  int64_t now = pawl__store_now(base);
   size_t got = 0;
   if (!rc) rc = sq_claim_paused(s, &which);
   /* Limits (issue 14): with any, the pick leaves out the jobs of limits
@@ -2100,11 +2103,13 @@ static int sq_add_logs(sq_store_t *s, const pawl_outcome_t *o, int64_t now) {
 static int sq_finish(store_t *base, const pawl_id_t *token,
                      const pawl_outcome_t *outs, size_t n, int *rcs) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   for (size_t i = 0; i < s->ntp; i++) s->tp[i].n = 0; /* a failed finish's */
   s->tp_oom = 0;
   s->nbn = 0;
   int rc = sq_begin(s);
+  /* Read under the write lock, as the claim's: the times of transactions
+   * then follow their order of commit. */
+  int64_t now = pawl__store_now(base);
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_add_logs(s, &outs[i], now))) break;
     int r = sq_finish_one(s, token, &outs[i], now);
