@@ -638,10 +638,9 @@ void test_host_alerts_webhook_posts_and_retries(void) {
   MHD_stop_daemon(srv.d);
 }
 
-/* A URL that takes the connection and never answers: the posts wait on
- * the sender thread, and every job still finishes. */
-void test_host_alerts_webhook_dead_url_never_blocks(void) {
-  const char *url = "sqlite:alerts.db";
+/* A loopback socket that takes connections and never accepts them (a
+ * server that never answers); its port in *port. */
+static int al_silent_listener(int *port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   CHECK(fd >= 0);
   struct sockaddr_in a;
@@ -651,12 +650,22 @@ void test_host_alerts_webhook_dead_url_never_blocks(void) {
   CHECK_INT(bind(fd, (struct sockaddr *)&a, sizeof a), ==, 0);
   socklen_t alen = sizeof a;
   CHECK_INT(getsockname(fd, (struct sockaddr *)&a, &alen), ==, 0);
-  CHECK_INT(listen(fd, 64), ==, 0); /* never accepted */
+  CHECK_INT(listen(fd, 512), ==, 0);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+/* A URL that takes the connection and never answers: the posts wait on
+ * the sender thread, and every job still finishes. */
+void test_host_alerts_webhook_dead_url_never_blocks(void) {
+  const char *url = "sqlite:alerts.db";
+  int port;
+  int fd = al_silent_listener(&port);
   char hook[256];
   snprintf(hook, sizeof hook,
            "pawl.alert.webhook{ url = 'http://127.0.0.1:%d/', timeout = 60,"
            " attempts = 10 }",
-           ntohs(a.sin_port));
+           port);
   char src[1024];
   snprintf(src, sizeof src, "return { alert_window = 0, on_dead = %s }\n",
            hook);
@@ -678,7 +687,7 @@ void test_host_alerts_webhook_dead_url_never_blocks(void) {
   }
   /* The type's hook is job code: its destination is granted. */
   char grant[64];
-  snprintf(grant, sizeof grant, "127.0.0.1:%d", ntohs(a.sin_port));
+  snprintf(grant, sizeof grant, "127.0.0.1:%d", port);
   al_start_with(p, 2, NULL, grant);
   for (int i = 0; i < N; i++) {
     al_state_wait(p, &dead[i], PAWL_FAILED);
@@ -834,16 +843,8 @@ static long long al_metric(const char *name) {
  * the first destination's tries. */
 void test_host_alerts_webhook_slow_destination_isolated(void) {
   const char *url = "sqlite:alerts.db";
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK(fd >= 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK_INT(bind(fd, (struct sockaddr *)&a, sizeof a), ==, 0);
-  socklen_t alen = sizeof a;
-  CHECK_INT(getsockname(fd, (struct sockaddr *)&a, &alen), ==, 0);
-  CHECK_INT(listen(fd, 512), ==, 0); /* never accepted */
+  int port;
+  int fd = al_silent_listener(&port);
   static al_server_t srv;
   al_server_start(&srv);
   char src[1024];
@@ -857,7 +858,7 @@ void test_host_alerts_webhook_slow_destination_isolated(void) {
            "local post = pawl.alert.webhook{ url = 'http://127.0.0.1:%d/',"
            " timeout = 60, attempts = 10 }\n"
            "return { on_dead = post, run = function() pawl.fatal('down') end }\n",
-           ntohs(a.sin_port));
+           port);
   al_script("flood", src);
   al_script("other", AL_FATAL);
   pawl_t *p = al_open(url, "node-d", 0);
@@ -866,12 +867,12 @@ void test_host_alerts_webhook_slow_destination_isolated(void) {
   for (int i = 0; i < N; i++) ids[i] = al_enqueue(p, "flood", "{}", 1);
   pawl_metrics_opts_t mo = {.listen = "127.0.0.1:0"};
   char grant[64];
-  snprintf(grant, sizeof grant, "127.0.0.1:%d", ntohs(a.sin_port));
+  snprintf(grant, sizeof grant, "127.0.0.1:%d", port);
   al_start_with(p, 2, &mo, grant);
   for (int i = 0; i < N; i++) al_state_wait(p, &ids[i], PAWL_FAILED);
   char full[128];
   snprintf(full, sizeof full, "the webhook queue of http://127.0.0.1:%d is full",
-           ntohs(a.sin_port));
+           port);
   for (int k = 0; k < 6000 && !al_log_has(full); k++) usleep(10000);
   CHECK(al_log_has(full));
   pawl_id_t other = al_enqueue(p, "other", "{}", 1);
