@@ -1,8 +1,8 @@
 -- deps_spec.lua: dependencies between jobs (issue 15) with real `pawl run`
 -- nodes: after/when, branches and chains from job code, the CLI's --after
 -- and --when and `pawl show`'s parents and children, and a fan-in whose
--- parents finish on three nodes on one PostgreSQL database at the same
--- instant. Nothing waits on time (issue 17): gates, and waits for
+-- parents finish on three nodes on one database (PostgreSQL, and SQLite:
+-- three processes on one file) at the same instant. Nothing waits on time (issue 17): gates, and waits for
 -- conditions with hang guards as caps. Only the CLI and psql read the
 -- database (no Lua module: this spec also runs under ThreadSanitizer).
 local cjson = require "cjson"
@@ -148,64 +148,76 @@ describe("dependencies", function()
     assert.are.equal(before, #jobs_of(env, "t"))
   end)
 
-  local pg_test = PG_SKIP and function(name)
-    pending(name .. " -- SKIPPED: " .. PG_SKIP)
-  end or it
-
-  pg_test("3 nodes on PostgreSQL finish a fan-in's parents at once: its children run once", function()
-    env = P.env(nil, "deps")
-    local N = 24
-    local gate = env:gate("parents")
-    local witness = env:path("witness")
-    env:script("parent", H.GATE_LUA .. [[
-return { run = function(job) pawl_gate(job.payload.gate, 600) end }]])
-    env:script("join", [[
-return { run = function(job)
-  local f = assert(io.open(assert(os.getenv("PAWL_WITNESS")), "a"))
-  assert(f:write(job.payload.name .. " " .. job.attempt .. "\n"))
-  assert(f:close())
-end }]])
-    env:ok("migrate")
-    local parents = {}
-    for i = 1, N do
-      parents[i] = env:enqueue("parent", H.json { gate = gate.path })
-    end
-    local all = table.concat(parents, ",")
-    local join = env:enqueue("join", H.json { name = "join" }, "--after", all)
-    local done = env:enqueue("join", H.json { name = "done" }, "--after", all,
-                             "--when", "done")
-    local nodes = {}
-    for _, label in ipairs({ "A", "B", "C" }) do
-      nodes[#nodes + 1] = env:start_with({ PAWL_WITNESS = witness },
-        "--node-id", label, "--workers", tostring(N / 3), "--prefetch", "0",
-        "--poll", "0.1", "--unsafe-lua", "--log-level", "warn")
-    end
-    -- Every parent is in its body, on the three nodes: then they all end.
-    gate:wait_reached(N)
-    assert.are.equal("blocked", env:show(join).state)
-    gate:open()
-    env:wait_state(join, "succeeded")
-    env:wait_state(done, "succeeded")
-    assert.is_true(env:scalar("SELECT count(DISTINCT lease_owner) FROM pawl_jobs "
-                              .. "WHERE type = 'parent'") >= 2)
-    for _, p in ipairs(nodes) do p:signal("TERM") end
-    for _, p in ipairs(nodes) do
-      assert(p:wait(H.HANG_S) == 0, "a node did not exit 0: " .. p:stderr())
-    end
-    -- Each child ran once, in its first attempt, and left blocked once.
-    local lines = {}
-    for line in (P.read_file(witness) or ""):gmatch("[^\n]+") do
-      lines[#lines + 1] = line
-    end
-    table.sort(lines)
-    assert.are.same({ "done 1", "join 1" }, lines)
-    for _, id in ipairs({ join, done }) do
-      local ev = env:show(id).events
-      local unblocked = 0
-      for _, e in ipairs(ev) do
-        if e.from == "blocked" and e.to == "pending" then unblocked = unblocked + 1 end
+  -- Three nodes on one database, on each store (on SQLite, three
+  -- processes sharing the file).
+  for _, be in ipairs(P.backends(it, pending)) do
+    be.test("3 nodes on " .. be.name .. " finish a fan-in's parents at once: its children run once", function()
+      env = be.env("deps")
+      local N = 24
+      local gate = env:gate("parents")
+      local witness = env:path("witness")
+      env:script("parent", H.GATE_LUA .. [[
+  return { run = function(job) pawl_gate(job.payload.gate, 600) end }]])
+      env:script("join", [[
+  return { run = function(job)
+    local f = assert(io.open(assert(os.getenv("PAWL_WITNESS")), "a"))
+    assert(f:write(job.payload.name .. " " .. job.attempt .. "\n"))
+    assert(f:close())
+  end }]])
+      env:ok("migrate")
+      local parents = {}
+      for i = 1, N do
+        parents[i] = env:enqueue("parent", H.json { gate = gate.path })
       end
-      assert.are.equal(1, unblocked)
-    end
-  end)
+      local all = table.concat(parents, ",")
+      local join = env:enqueue("join", H.json { name = "join" }, "--after", all)
+      local done = env:enqueue("join", H.json { name = "done" }, "--after", all,
+                               "--when", "done")
+      local nodes = {}
+      for _, label in ipairs({ "A", "B", "C" }) do
+        nodes[#nodes + 1] = env:start_with({ PAWL_WITNESS = witness },
+          "--node-id", label, "--workers", tostring(N / 3), "--prefetch", "0",
+          "--poll", "0.1", "--unsafe-lua", "--log-level", "warn")
+      end
+      -- Every parent is in its body, on the three nodes: then they all end.
+      gate:wait_reached(N)
+      assert.are.equal("blocked", env:show(join).state)
+      gate:open()
+      local joined = env:wait_state(join, "succeeded")
+      local joined_done = env:wait_state(done, "succeeded")
+      -- The parents ended on more than one node, and every one of them before
+      -- either child started.
+      local owners, last_end = 0, 0
+      for _, j in ipairs(env:all_jobs("parent")) do
+        assert.are.equal("succeeded", j.state)
+        last_end = math.max(last_end, H.ms(j.finished_at))
+      end
+      for _ in pairs(H.tally(env:all_jobs("parent"), "lease_owner")) do owners = owners + 1 end
+      assert.is_true(owners >= 2, "one node ran every parent")
+      for _, j in ipairs({ joined, joined_done }) do
+        assert.is_true(H.ms(j.started_at) >= last_end,
+                       ("a child started at %s, before its last parent ended (%d ms)")
+                         :format(j.started_at, last_end))
+      end
+      for _, p in ipairs(nodes) do p:signal("TERM") end
+      for _, p in ipairs(nodes) do
+        assert(p:wait(H.HANG_S) == 0, "a node did not exit 0: " .. p:stderr())
+      end
+      -- Each child ran once, in its first attempt, and left blocked once.
+      local lines = {}
+      for line in (P.read_file(witness) or ""):gmatch("[^\n]+") do
+        lines[#lines + 1] = line
+      end
+      table.sort(lines)
+      assert.are.same({ "done 1", "join 1" }, lines)
+      for _, id in ipairs({ join, done }) do
+        local ev = env:show(id).events
+        local unblocked = 0
+        for _, e in ipairs(ev) do
+          if e.from == "blocked" and e.to == "pending" then unblocked = unblocked + 1 end
+        end
+        assert.are.equal(1, unblocked)
+      end
+    end)
+  end
 end)

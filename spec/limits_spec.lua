@@ -179,54 +179,64 @@ describe("resource limits", function()
     assert.are.equal(1, max_overlap(read_witness(witness, killed_at)))
   end)
 
-  pg_test("3 nodes on PostgreSQL run at most 5 smtp jobs at once, and 5 do run", function()
-    env = P.env(nil, "limits")
-    env:script("smtp", LIMITED)
-    env:script("plain", PLAIN)
-    env:ok("migrate")
-    env:ok("limit", "set", "smtp", "5")
-    local g = env:gate()
-    local witness = env:path("witness")
-    local N = 40
-    -- Through the Lua module (resource given), and two through the CLI
-    -- (resource from the script).
-    local h = assert(pawl.open { db = env.db, node_id = "spec-enqueuer" })
-    local items = {}
-    for i = 1, N - 2 do
-      items[i] = { "smtp", { gate = g.path, witness = witness },
-                   { resource = "smtp", priority = 5 } }
-    end
-    assert(h:enqueue_many(items))
-    h:close()
-    for _ = 1, 2 do env:enqueue("smtp", H.json { gate = g.path, witness = witness }) end
-    local plain = {}
-    for i = 1, 3 do plain[i] = env:enqueue("plain") end
-    -- No prefetch: a node whose four workers all hold smtp jobs at the
-    -- gate would otherwise claim plain jobs ahead, to wait in its own
-    -- queue until the gate opens (prefetching, not limits).
-    local nodes = {}
-    for _, name in ipairs({ "A", "B", "C" }) do
-      nodes[#nodes + 1] = env:start("--node-id", name, "--workers", "4",
-                                    "--prefetch", "0", "--poll", "0.1",
-                                    "--log-level", "warn")
-    end
-    g:wait_reached(5)
-    for _, id in ipairs(plain) do env:wait_state(id, "succeeded") end
-    assert.are.equal(5, limit_row(env, "smtp").running)
-    assert.are.equal(5, env:scalar("SELECT count(*) FROM pawl_jobs WHERE state = 1"))
-    assert.are.equal(0, env:scalar("SELECT count(*) FROM pawl_jobs WHERE state = 0 AND attempt > 0"))
-    g:open()
-    env:wait_until("every smtp job to succeed", function()
-      return env:scalar("SELECT count(*) FROM pawl_jobs WHERE type = 'smtp' AND state = 2") == N
-    end, 5 * P.HANG_S)
-    for _, p in ipairs(nodes) do p:signal("TERM") end
-    for _, p in ipairs(nodes) do assert.are.equal(0, p:wait(P.HANG_S)) end
-    local runs = read_witness(witness)
-    assert.are.equal(N, #runs)
-    assert.are.equal(5, max_overlap(runs))
-    -- More than one node took part.
-    assert.is_true(env:scalar("SELECT count(DISTINCT lease_owner) FROM pawl_jobs WHERE type = 'smtp'") >= 2)
-  end)
+  -- Three nodes on one database, on each store: on SQLite three processes
+  -- sharing the database file.
+  for _, be in ipairs(P.backends(it, pending)) do
+    be.test("3 nodes on " .. be.name .. " run at most 5 smtp jobs at once, and 5 do run", function()
+      env = be.env("limits")
+      env:script("smtp", LIMITED)
+      env:script("plain", PLAIN)
+      env:ok("migrate")
+      env:ok("limit", "set", "smtp", "5")
+      local g = env:gate()
+      local witness = env:path("witness")
+      local N = 40
+      -- Through the Lua module (resource given), and two through the CLI
+      -- (resource from the script).
+      local h = assert(pawl.open { db = env.db, node_id = "spec-enqueuer" })
+      local items = {}
+      for i = 1, N - 2 do
+        items[i] = { "smtp", { gate = g.path, witness = witness },
+                     { resource = "smtp", priority = 5 } }
+      end
+      assert(h:enqueue_many(items))
+      h:close()
+      for _ = 1, 2 do env:enqueue("smtp", H.json { gate = g.path, witness = witness }) end
+      local plain = {}
+      for i = 1, 3 do plain[i] = env:enqueue("plain") end
+      -- No prefetch: a node whose four workers all hold smtp jobs at the
+      -- gate would otherwise claim plain jobs ahead, to wait in its own
+      -- queue until the gate opens (prefetching, not limits).
+      local nodes = {}
+      for _, name in ipairs({ "A", "B", "C" }) do
+        nodes[#nodes + 1] = env:start("--node-id", name, "--workers", "4",
+                                      "--prefetch", "0", "--poll", "0.1",
+                                      "--log-level", "warn")
+      end
+      g:wait_reached(5)
+      for _, id in ipairs(plain) do env:wait_state(id, "succeeded") end
+      assert.are.equal(5, limit_row(env, "smtp").running)
+      assert.are.equal(5, count_state(env, "running"))
+      -- Nothing waiting was charged an attempt.
+      for _, j in ipairs(H.json_lines(env:ok("jobs", "--json", "--state", "pending",
+                                             "--limit", "1000"))) do
+        assert.are.equal(0, j.attempt)
+      end
+      g:open()
+      env:wait_until("every smtp job to succeed", function()
+        return count_state(env, "succeeded", "smtp") == N
+      end, 5 * P.HANG_S)
+      for _, p in ipairs(nodes) do p:signal("TERM") end
+      for _, p in ipairs(nodes) do assert.are.equal(0, p:wait(P.HANG_S)) end
+      local runs = read_witness(witness)
+      assert.are.equal(N, #runs)
+      assert.are.equal(5, max_overlap(runs))
+      -- More than one node took part.
+      local owners = 0
+      for _ in pairs(H.tally(env:all_jobs("smtp"), "lease_owner")) do owners = owners + 1 end
+      assert.is_true(owners >= 2, "one node ran every smtp job")
+    end)
+  end
 end)
 
 describe("rate limits", function()
@@ -263,6 +273,45 @@ describe("rate limits", function()
     assert.are.equal(4, l.rate)
     assert.are.equal(1000, l.rate_window_ms)
   end)
+  -- The windows hold across nodes: three nodes (on SQLite, three processes
+  -- on one file) count their starts together.
+  for _, be in ipairs(P.backends(it, pending)) do
+    be.test("3 nodes on " .. be.name .. " start at most N per fixed window between them", function()
+      env = be.env("rates")
+      env:script("api", [[return { resource = "api", run = function() end }]])
+      env:ok("migrate")
+      env:ok("limit", "set", "api", "--rate", "4/1s")
+      local N = 16
+      for _ = 1, N do env:enqueue("api") end
+      local nodes = {}
+      for _, name in ipairs({ "A", "B", "C" }) do
+        nodes[#nodes + 1] = env:start("--node-id", name, "--workers", "4",
+                                      "--poll", "0.05", "--log-level", "warn")
+      end
+      env:wait_until("every api job to succeed", function()
+        return count_state(env, "succeeded", "api") == N
+      end, 5 * P.HANG_S)
+      for _, p in ipairs(nodes) do p:signal("TERM") end
+      for _, p in ipairs(nodes) do assert.are.equal(0, p:wait(P.HANG_S)) end
+      local per, owners = {}, {}
+      for _, j in ipairs(env:all_jobs("api")) do
+        local w = math.floor(H.ms(j.started_at) / 1000)
+        per[w] = (per[w] or 0) + 1
+        owners[j.lease_owner] = true
+      end
+      local windows, max = 0, 0
+      for w, n in pairs(per) do
+        windows = windows + 1
+        if n > max then max = n end
+        assert.is_true(n <= 4, ("window %d had %d starts"):format(w, n))
+      end
+      assert.are.equal(4, max)
+      assert.is_true(windows >= N / 4)
+      local nowners = 0
+      for _ in pairs(owners) do nowners = nowners + 1 end
+      assert.is_true(nowners >= 2, "one node ran every api job")
+    end)
+  end
 end)
 
 describe("limits: CLI, Lua and scripts", function()

@@ -297,6 +297,49 @@ function Env:wait_state(id, state, timeout)
   end, timeout)
 end
 
+-- The nodes `pawl nodes --json` lists: id -> row (incarnation, last_beat,
+-- running, ...). The CLI reads both stores alike.
+function Env:nodes()
+  local by_id = {}
+  for line in self:ok("nodes", "--json"):gmatch("[^\n]+") do
+    local n = cjson.decode(line)
+    by_id[n.id] = n
+  end
+  return by_id
+end
+
+-- Waits until node `id` is listed with an incarnation other than
+-- `not_incarnation` (its poller runs: a node beats once its workers are
+-- ready); returns the incarnation.
+function Env:wait_node(id, not_incarnation, timeout)
+  return self:wait_until(("node %s to be up"):format(id), function()
+    local n = self:nodes()[id]
+    return n and n.incarnation ~= not_incarnation and n.incarnation
+  end, timeout)
+end
+
+-- Every job as `pawl jobs --json --raw` lists it (newest first), of type
+-- `jtype` if given.
+function Env:all_jobs(jtype)
+  local args = { "jobs", "--json", "--raw", "--limit", "1000000" }
+  if jtype then args[#args + 1] = "--type" args[#args + 1] = jtype end
+  local list = {}
+  for line in self:ok(unpack(args)):gmatch("[^\n]+") do list[#list + 1] = cjson.decode(line) end
+  return list
+end
+
+-- How many of `jobs` (a list of jobs as pawl prints them) have each value
+-- of `field`: value -> count.
+function M.tally(jobs, field)
+  local t = {}
+  for _, j in ipairs(jobs) do
+    local v = j[field]
+    if v == nil or v == cjson.null then v = "(none)" end
+    t[v] = (t[v] or 0) + 1
+  end
+  return t
+end
+
 -- ---- gates --------------------------------------------------------------
 --
 -- A gate holds a job at a point of its body until the test opens it, so a

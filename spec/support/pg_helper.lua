@@ -229,6 +229,26 @@ function M.env_for(backend)
   return env
 end
 
+-- The stores a test of several `pawl run` nodes runs on, for a spec that
+-- loops over them with one body per property: SQLite (several processes
+-- on one database file) and PostgreSQL (a schema of its own on the
+-- fixture's server). Each entry has `name`; `env(prefix)`, a fresh env of
+-- this helper (env:start_with), its database not migrated yet; and
+-- `test`, the spec's `it`, or, for PostgreSQL when its tests are skipped,
+-- its `pending` with a name that says why. (busted's `it` and `pending`
+-- live in the spec file's environment, not in this module's: the spec
+-- passes them.)
+function M.backends(it, pending)
+  local skip = M.skip_reason()
+  return {
+    { name = "SQLite", key = "sqlite", test = it,
+      env = function() return M.env(false) end },
+    { name = "PostgreSQL", key = "postgres",
+      test = skip and function(name) pending(name .. " -- SKIPPED: " .. skip) end or it,
+      env = function(prefix) return M.env(nil, prefix) end },
+  }
+end
+
 -- Points the env at a new schema on the server of `url`: self.db for pawl,
 -- self.sql_url for psql (search_path set to the schema).
 function Env:use_server(url, prefix)
