@@ -1,0 +1,275 @@
+-- multinode_faults_spec.lua: what an operator does to several `pawl run`
+-- nodes sharing one database, checked against per-key ordering and
+-- resource limits: a node killed with SIGKILL while it holds keyed and
+-- limited jobs (on both stores; on SQLite the nodes are processes sharing
+-- the database file), and, on SQLite, another process holding the write
+-- lock for longer than the busy timeout.
+--
+-- Every execution of a job appends to one witness file (one write(2) per
+-- line, in append mode, so the lines of the nodes interleave whole):
+--
+--   S <job> <key> <i> <attempt> <node> <time>     when the body starts
+--   E <job> <key> <i> <attempt> <node> <time>     when it has ended
+--
+-- (<key> is the ordering key, or the resource for a limited job; times
+-- from pawl.time(), one machine, one clock). A killed node leaves start
+-- lines without their end: those executions are taken to last until the
+-- kill. Nothing waits on time: jobs are held at gates, and waits are for
+-- conditions, with hang guards as caps.
+local cjson = require "cjson"
+local H = require "host_helper"
+local P = require "pg_helper"
+
+local SKIP = P.skip_reason()
+if SKIP then
+  io.stderr:write("\n*** multinode_faults_spec: " .. SKIP .. " ***\n\n")
+end
+
+local NOTE = H.GATE_LUA .. [[
+local function note(kind, job, key)
+  local f = assert(io.open(assert(os.getenv("PAWL_WITNESS")), "a"))
+  assert(f:write(("%s %s %s %d %d %s %.6f\n"):format(kind, job.id, key,
+    job.payload.i, job.attempt, assert(os.getenv("PAWL_WITNESS_NODE")), pawl.time())))
+  assert(f:close())
+end
+-- The body: witnessed, and held at payload.gate on the node payload.hold_on
+-- names (every node when it names none).
+local function body(job, key)
+  note("S", job, key)
+  local p = job.payload
+  if p.gate and (p.hold_on == nil or p.hold_on == os.getenv("PAWL_WITNESS_NODE")) then
+    pawl_gate(p.gate, 600)
+  end
+  note("E", job, key)
+end
+]]
+
+-- A job of an ordering key (the payload's), strict ordering.
+local KEYED = NOTE .. [[
+return {
+  ordering_key = function(payload) return payload.key end,
+  run = function(job) body(job, job.payload.key) end,
+}
+]]
+
+-- A job holding a permit of resource "smtp".
+local LIMITED = NOTE .. [[
+return { resource = "smtp", run = function(job) body(job, "smtp") end }
+]]
+
+local PLAIN = NOTE .. [[
+return { run = function(job) body(job, "plain") end }
+]]
+
+-- The witnessed executions: list of {kind, id, key, i, attempt, node, t}
+-- in file order.
+local function read_witness(path)
+  local text = P.read_file(path) or ""
+  assert(text == "" or text:sub(-1) == "\n", "the witness ends in a partial line")
+  local list = {}
+  for line in text:gmatch("[^\n]+") do
+    local kind, id, key, i, attempt, node, t =
+      line:match("^([SE]) (%S+) (%S+) (%d+) (%d+) (%S+) ([%d.]+)$")
+    assert(kind, "malformed witness line: " .. line)
+    list[#list + 1] = { kind = kind, id = id, key = key, i = tonumber(i),
+                        attempt = tonumber(attempt), node = node,
+                        t = tonumber(t), line = line }
+  end
+  return list
+end
+
+-- Executions (a start with its end, if any) grouped by key: key -> list of
+-- {id, i, attempt, node, start, finish}, by start. An execution without
+-- its end finishes at `ended[node]` (the time its node was killed), and
+-- is marked open.
+local function executions(lines, ended)
+  local open, by_key = {}, {}
+  for _, e in ipairs(lines) do
+    local k = e.id .. " " .. e.attempt .. " " .. e.node
+    if e.kind == "S" then
+      assert(not open[k], "two starts of one execution: " .. e.line)
+      open[k] = { id = e.id, key = e.key, i = e.i, attempt = e.attempt,
+                  node = e.node, start = e.t }
+    else
+      local x = assert(open[k], "an end without its start: " .. e.line)
+      x.finish = e.t
+      open[k] = nil
+      by_key[x.key] = by_key[x.key] or {}
+      table.insert(by_key[x.key], x)
+    end
+  end
+  for _, x in pairs(open) do
+    x.finish = assert(ended[x.node], ("node %s left job %s unfinished, but was not killed")
+                                     :format(x.node, x.id))
+    x.open = true
+    by_key[x.key] = by_key[x.key] or {}
+    table.insert(by_key[x.key], x)
+  end
+  for _, list in pairs(by_key) do
+    table.sort(list, function(a, b) return a.start < b.start end)
+  end
+  return by_key
+end
+
+local function describe_runs(list)
+  local out = {}
+  for _, x in ipairs(list) do
+    out[#out + 1] = ("  job %d attempt %d on %s: %.3f .. %.3f%s"):format(x.i, x.attempt,
+      x.node, x.start, x.finish, x.open and " (killed)" or "")
+  end
+  return table.concat(out, "\n")
+end
+
+-- The most executions of `list` running at one moment (an end before a
+-- start at one time).
+local function max_overlap(list)
+  local ev = {}
+  for _, x in ipairs(list) do
+    ev[#ev + 1] = { x.start, 1 }
+    ev[#ev + 1] = { x.finish, -1 }
+  end
+  table.sort(ev, function(a, b)
+    if a[1] ~= b[1] then return a[1] < b[1] end
+    return a[2] < b[2]
+  end)
+  local cur, max = 0, 0
+  for _, e in ipairs(ev) do
+    cur = cur + e[2]
+    if cur > max then max = cur end
+  end
+  return max
+end
+
+-- A key's executions never overlap, and run its jobs in enqueue order
+-- (1..n, each to its end before the next starts; an execution cut by a
+-- kill is run again, before the next job).
+local function check_key(key, list, n)
+  local want, got = {}, {}
+  for idx, x in ipairs(list) do
+    if idx > 1 then
+      assert(list[idx - 1].finish <= x.start,
+             ("key %s: two executions overlap:\n%s"):format(key, describe_runs(list)))
+    end
+    if not x.open then got[#got + 1] = x.i end
+  end
+  for i = 1, n do want[i] = i end
+  assert.are.same(want, got, ("key %s: not each job once to its end, in enqueue order:\n%s")
+                             :format(key, describe_runs(list)))
+end
+
+local function stop(nodes)
+  for _, p in ipairs(nodes) do p:signal("TERM") end
+  for _, p in ipairs(nodes) do
+    assert(p:wait(H.HANG_S) == 0, "a node did not exit 0: " .. p:stderr())
+  end
+end
+
+local function start_node(env, label, witness, ...)
+  return env:start_with({ PAWL_WITNESS = witness, PAWL_WITNESS_NODE = label },
+                        "--node-id", label, "--prefetch", "0", "--poll", "0.1",
+                        "--unsafe-lua", "--log-level", "info", ...)
+end
+
+local KEYS, PER_KEY, NSMTP, MAX = { "k1", "k2" }, 4, 4, 2
+
+-- Enqueues PER_KEY jobs of each key (round by round) and NSMTP smtp jobs,
+-- every one held at `gate` on node `hold_on`; returns the ids.
+local function enqueue_all(env, gate, hold_on)
+  local ids = {}
+  for i = 1, PER_KEY do
+    for _, key in ipairs(KEYS) do
+      ids[#ids + 1] = env:enqueue("keyed", H.json { key = key, i = i, gate = gate,
+                                                    hold_on = hold_on },
+                                  "--ordering-key", key)
+    end
+  end
+  for i = 1, NSMTP do
+    ids[#ids + 1] = env:enqueue("smtp", H.json { i = i, gate = gate, hold_on = hold_on })
+  end
+  return ids
+end
+
+for _, be in ipairs(P.backends(it, pending)) do
+  describe("several nodes on " .. be.name .. ", a node killed", function()
+    local env
+    after_each(function()
+      if env then env:cleanup() end
+      env = nil
+    end)
+
+    be.test("mid keyed and limited jobs: the other node takes them back in order, within the limit", function()
+      env = be.env("faults")
+      env:script("keyed", KEYED)
+      env:script("smtp", LIMITED)
+      env:script("plain", PLAIN)
+      env:ok("migrate")
+      env:ok("limit", "set", "smtp", tostring(MAX))
+      local witness = env:path("witness")
+      -- B's jobs wait at a gate that never opens: it holds them when it dies.
+      local never = env:gate("never")
+      local ids = enqueue_all(env, never.path, "B")
+      -- B alone first: with 4 workers it takes the first job of each key
+      -- and both smtp permits, and holds them.
+      local LEASE = 3
+      local b = start_node(env, "B", witness, "--workers", "4", "--lease", tostring(LEASE))
+      never:wait_reached(#KEYS + MAX)
+      local held = {}
+      for _, e in ipairs(read_witness(witness)) do held[e.key] = (held[e.key] or 0) + 1 end
+      assert.are.same({ k1 = 1, k2 = 1, smtp = MAX }, held)
+      -- A comes up while B lives: it may run nothing of a held key, nor of
+      -- the used-up resource. A plain job, which only A can take (B's
+      -- workers are all held and it claims none ahead), shows A has
+      -- claimed since.
+      local a = start_node(env, "A", witness, "--workers", "4", "--lease", tostring(LEASE))
+      env:wait_node("A")
+      local probe = env:enqueue("plain", H.json { i = 1 })
+      env:wait_state(probe, "succeeded")
+      for _, e in ipairs(read_witness(witness)) do
+        assert(e.node == "B" or e.key == "plain", "A ran a held key's or resource's job while B "
+               .. "lived: " .. e.line)
+      end
+      b:signal("KILL")
+      assert.are.equal(137, b:wait(H.HANG_S))
+      local killed_at = P.wall()
+
+      env:wait_until("every job to succeed", function()
+        for _, id in ipairs(ids) do
+          if env:show(id).state ~= "succeeded" then return false end
+        end
+        return true
+      end, 5 * H.HANG_S)
+      stop({ a })
+      assert.matches("took back jobs whose lease expired", a:stderr(), 1, true)
+
+      local by_key = executions(read_witness(witness), { B = killed_at })
+      for _, key in ipairs(KEYS) do check_key(key, by_key[key], PER_KEY) end
+      -- The limit held, counting B's held jobs to the kill; and it was
+      -- reached again after it.
+      local smtp = by_key.smtp
+      assert(max_overlap(smtp) <= MAX, "more than " .. MAX .. " smtp jobs at once:\n"
+             .. describe_runs(smtp))
+      local done = {}
+      for _, x in ipairs(smtp) do
+        if not x.open then
+          assert(not done[x.i], "smtp job " .. x.i .. " ran to its end twice")
+          done[x.i] = true
+        end
+      end
+      for i = 1, NSMTP do assert(done[i], "smtp job " .. i .. " never ran to its end") end
+      -- What B held was run again after the kill, by A, under a new
+      -- attempt; B's attempts are recorded as lost.
+      for _, list in pairs(by_key) do
+        for _, x in ipairs(list) do
+          if x.open then
+            local j = env:show(x.id)
+            assert.are.equal(2, j.attempt, cjson.encode(j))
+            assert.are.equal("lost", j.attempts[1].outcome, cjson.encode(j))
+            assert.are.equal("B", j.attempts[1].node, cjson.encode(j))
+          elseif x.node == "A" and x.attempt == 2 then
+            assert(x.start >= killed_at, "a job of B ran again before B was killed")
+          end
+        end
+      end
+    end)
+  end)
+end
