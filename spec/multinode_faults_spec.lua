@@ -273,3 +273,87 @@ for _, be in ipairs(P.backends(it, pending)) do
     end)
   end)
 end
+
+-- Another process (the sqlite3 shell) holds SQLite's write lock for
+-- longer than the nodes' busy timeout (5 s), while their jobs end: claims,
+-- heartbeats and outcome writes fail with "database is locked" until it
+-- lets go. The nodes must keep the outcomes and write them afterwards,
+-- without crashing, running anything twice or breaking ordering or limits.
+local SQLITE3 = H.have_sqlite3 and H.capture("command -v sqlite3"):match("(%S+)")
+describe("several nodes on SQLite, the write lock held elsewhere", function()
+  local env
+  after_each(function()
+    if env then env:cleanup() end
+    env = nil
+  end)
+
+  local test = SQLITE3 and it or function(name) pending(name .. " -- no sqlite3 shell") end
+  test("past the busy timeout: outcomes wait and are stored once, in order, within the limit", function()
+    env = P.env(false)
+    env:script("keyed", KEYED)
+    env:script("smtp", LIMITED)
+    env:ok("migrate")
+    env:ok("limit", "set", "smtp", tostring(MAX))
+    local witness = env:path("witness")
+    local gate = env:gate("jobs")
+    local ids = enqueue_all(env, gate.path, nil)
+    -- A lease far over the hold: no lease may lapse, so nothing may run
+    -- twice.
+    local nodes = {
+      start_node(env, "A", witness, "--workers", "2", "--lease", "120"),
+      start_node(env, "B", witness, "--workers", "2", "--lease", "120"),
+    }
+    -- Both nodes' workers all hold a job: the first of each key and the
+    -- two smtp jobs.
+    gate:wait_reached(#KEYS + MAX)
+    local locked, release = env:path("locked"), env:path("release")
+    local holder = env:spawn_program({ SQLITE3, env.db_path, ".timeout 60000",
+      "BEGIN IMMEDIATE;", "INSERT INTO pawl_limits (name, max_running, updated_at) VALUES ('held', 1, 0);",
+      ".shell touch " .. H.quote(locked),
+      ".shell while [ ! -e " .. H.quote(release) .. " ]; do sleep 0.02; done",
+      "COMMIT;" })
+    env:wait_until("the sqlite3 shell to hold the write lock", function()
+      return H.exists(locked) or not holder:alive()
+    end)
+    assert(holder:alive(), "the sqlite3 shell ended: " .. holder:stderr() .. holder:stdout())
+    -- The held jobs end now: their outcomes meet the lock.
+    gate:open()
+    env:wait_until("both nodes to fail a claim and one an outcome write", function()
+      local outcomes = 0
+      for _, p in ipairs(nodes) do
+        if p:count("claim failed") == 0 then return false end
+        outcomes = outcomes + p:count("writing outcomes failed")
+      end
+      return outcomes > 0
+    end, 5 * H.HANG_S)
+    for _, p in ipairs(nodes) do
+      assert(p:alive(), "a node ended while the database was locked: " .. p:stderr())
+      assert.matches("database is locked", p:stderr(), 1, true)
+    end
+    H.write_file(release, "")
+    assert.are.equal(0, holder:wait(H.HANG_S), holder:stderr())
+
+    env:wait_until("every job to succeed", function()
+      for _, id in ipairs(ids) do
+        if env:show(id).state ~= "succeeded" then return false end
+      end
+      return true
+    end, 5 * H.HANG_S)
+    stop(nodes)
+    -- The holder's write landed whole.
+    assert.matches("held", env:ok("limit", "list"), 1, true)
+
+    -- Each job ran once (its first attempt, no attempt lost), each key in
+    -- order, never more than MAX smtp jobs at once.
+    local by_key = executions(read_witness(witness), {})
+    for _, key in ipairs(KEYS) do check_key(key, by_key[key], PER_KEY) end
+    assert(max_overlap(by_key.smtp) <= MAX, "more than " .. MAX .. " smtp jobs at once:\n"
+           .. describe_runs(by_key.smtp))
+    assert.are.equal(NSMTP, #by_key.smtp, describe_runs(by_key.smtp))
+    for _, id in ipairs(ids) do
+      local j = env:show(id)
+      assert.are.equal(1, j.attempt, cjson.encode(j))
+      assert.are.equal(1, #j.attempts, cjson.encode(j))
+    end
+  end)
+end)
