@@ -357,3 +357,78 @@ describe("several nodes on SQLite, the write lock held elsewhere", function()
     end
   end)
 end)
+
+-- A node started with another scripts directory (here an empty one: a
+-- wrong --scripts) on a database whose other node has the scripts. Its
+-- claims fail those jobs ("no script for job type X") under the default
+-- retry policy; the jobs then run where the script is, each key still in
+-- enqueue order (a failed job waits for its retry before the next of its
+-- key) and the limit held.
+for _, be in ipairs(P.backends(it, pending)) do
+  describe("several nodes on " .. be.name .. ", one without the scripts", function()
+    local env
+    after_each(function()
+      if env then env:cleanup() end
+      env = nil
+    end)
+
+    be.test("its failures are retried where the scripts are, in key order, within the limit", function()
+      env = be.env("scripts")
+      env:script("keyed", KEYED)
+      env:script("smtp", LIMITED)
+      env:ok("migrate")
+      env:ok("limit", "set", "smtp", tostring(MAX))
+      local witness = env:path("witness")
+      local ids = enqueue_all(env, nil, nil)
+      -- C first, alone, with a scripts directory of its own, empty.
+      local scripts, other = env.scripts, env:path("other-scripts")
+      assert(H.sh("mkdir " .. H.quote(other)))
+      env.scripts = other
+      local c = start_node(env, "C", witness, "--workers", "2", "--lease", "30")
+      env.scripts = scripts
+      local function failed_on_c()
+        local n = 0
+        for _, id in ipairs(ids) do
+          for _, at in ipairs(env:show(id).attempts) do
+            if at.node == "C" then
+              assert.are.equal("retry", at.outcome, cjson.encode(at))
+              assert.matches("no script for job type", at.error, 1, true)
+              n = n + 1
+            end
+          end
+        end
+        return n
+      end
+      -- The first job of each key and the smtp jobs it could take failed
+      -- on C before A comes up.
+      env:wait_until("C to fail the first jobs", function() return failed_on_c() >= #KEYS + MAX end)
+      local a = start_node(env, "A", witness, "--workers", "4", "--lease", "30")
+      env:wait_until("every job to succeed", function()
+        for _, id in ipairs(ids) do
+          if env:show(id).state ~= "succeeded" then return false end
+        end
+        return true
+      end, 5 * H.HANG_S)
+      stop({ a, c })
+      local n_c = failed_on_c()
+
+      local lines = read_witness(witness)
+      for _, e in ipairs(lines) do
+        assert.are.equal("A", e.node, "a body ran on the node without the scripts: " .. e.line)
+      end
+      local by_key = executions(lines, {})
+      for _, key in ipairs(KEYS) do check_key(key, by_key[key], PER_KEY) end
+      assert(max_overlap(by_key.smtp) <= MAX, "more than " .. MAX .. " smtp jobs at once:\n"
+             .. describe_runs(by_key.smtp))
+      assert.are.equal(NSMTP, #by_key.smtp, describe_runs(by_key.smtp))
+      -- Each job's last attempt is its one success, on A.
+      for _, id in ipairs(ids) do
+        local j = env:show(id)
+        local last = j.attempts[#j.attempts]
+        assert.are.same({ "succeeded", "A" }, { last.outcome, last.node }, cjson.encode(j))
+      end
+      io.stderr:write(("\nmultinode_faults_spec (%s): %d attempts failed on the node "
+                       .. "without the scripts\n"):format(be.name, n_c))
+    end)
+  end)
+end
