@@ -3,7 +3,7 @@
 -- resource limits, on both stores (on SQLite the nodes are processes
 -- sharing the database file): a node killed with SIGKILL while it holds
 -- keyed and limited jobs; a node killed again and again wherever it is; a
--- node started with another (empty) scripts directory; and, on SQLite,
+-- node started with another scripts directory; and, on SQLite,
 -- another process holding the write lock for longer than the busy
 -- timeout.
 --
@@ -215,6 +215,12 @@ local function enqueue_all(env, gate, hold_on)
   return ids
 end
 
+-- Flows: a fan-in's parents, its child, a batch's children and its
+-- callback, each witnessed under its type.
+local FLOW = NOTE .. [[
+return { run = function(job) body(job, job.payload.kind) end }
+]]
+
 for _, be in ipairs(P.backends(it, pending)) do
   describe("several nodes on " .. be.name .. ", a node killed", function()
     local env
@@ -295,6 +301,86 @@ for _, be in ipairs(P.backends(it, pending)) do
             assert(x.start >= killed_at, "a job of B ran again before B was killed")
           end
         end
+      end
+    end)
+
+    be.test("holding a fan-in's parents and a batch's children: the child and the callback run once", function()
+      env = be.env("flows")
+      for _, t in ipairs({ "parent", "join", "child", "cb" }) do env:script(t, FLOW) end
+      env:ok("migrate")
+      local witness = env:path("witness")
+      local never = env:gate("never")
+      local N = 8
+      -- Two parents and two children come first in claim order (priority
+      -- 1): those are the ones B takes.
+      local parents = {}
+      for i = 1, N do
+        parents[i] = env:enqueue("parent", H.json { kind = "parent", i = i, gate = never.path,
+                                                    hold_on = "B" },
+                                 "--priority", i <= 2 and "1" or "0")
+      end
+      local join = env:enqueue("join", H.json { kind = "join", i = 1 }, "--after",
+                               table.concat(parents, ","))
+      local h = assert(pawl.open { db = env.db, node_id = "spec-enqueuer" })
+      local jobs = {}
+      for i = 1, N do
+        jobs[i] = { "child", { kind = "child", i = i, gate = never.path, hold_on = "B" },
+                    { priority = i <= 2 and 1 or 0 } }
+      end
+      local bid = assert(h:batch { jobs = jobs,
+                                   on_complete = { "cb", { kind = "cb", i = 1 } } })
+      -- B first, alone: its 4 workers hold two parents and two children.
+      local b = start_node(env, "B", witness, "--workers", "4", "--lease", "3")
+      never:wait_reached(4)
+      local held = {}
+      for _, e in ipairs(read_witness(witness)) do held[e.key] = (held[e.key] or 0) + 1 end
+      assert.are.same({ parent = 2, child = 2 }, held)
+      -- A runs everything else (it passes the gate) while B holds its 4.
+      local a = start_node(env, "A", witness, "--workers", "4", "--lease", "30")
+      env:wait_until("A to end every parent and child B does not hold", function()
+        local ended = 0
+        for _, e in ipairs(read_witness(witness)) do
+          if e.node == "A" and e.kind == "E" then ended = ended + 1 end
+        end
+        return ended == 2 * N - 4
+      end, 5 * H.HANG_S)
+      assert.are.same({}, env:all_jobs("cb"))
+      assert.are.equal("blocked", env:show(join).state)
+      b:signal("KILL")
+      assert.are.equal(137, b:wait(H.HANG_S))
+      local killed_at = P.wall()
+      env:wait_state(join, "succeeded", 5 * H.HANG_S)
+      local b_ = env:wait_until("the batch's callback to be enqueued and succeed", function()
+        local got = h:batch_get(bid)
+        local cbs = env:all_jobs("cb")
+        return #cbs > 0 and cbs[1].state == "succeeded" and got
+      end, 5 * H.HANG_S)
+      h:close()
+      stop({ a })
+
+      assert.are.same({ N, N, 0, 0 }, { b_.total, b_.succeeded, b_.failed, b_.canceled })
+      assert.are.equal(1, #env:all_jobs("cb"))
+      local by_key = executions(read_witness(witness), { B = { killed_at } })
+      -- The child and the callback ran once each, after every parent
+      -- (child) or child (callback) had run to its end.
+      for _, pair in ipairs({ { "join", "parent" }, { "cb", "child" } }) do
+        local kind, before = pair[1], pair[2]
+        local runs = by_key[kind]
+        assert.are.equal(1, #runs, describe_runs(runs or {}))
+        assert.is_nil(runs[1].open)
+        local last, count = 0, {}
+        for _, x in ipairs(by_key[before]) do
+          if not x.open then
+            last = math.max(last, x.finish)
+            count[x.i] = (count[x.i] or 0) + 1
+          end
+        end
+        for i = 1, N do
+          assert.are.equal(1, count[i], ("%s %d ran to its end %s times:\n%s")
+                           :format(before, i, tostring(count[i]), describe_runs(by_key[before])))
+        end
+        assert(runs[1].start >= last, ("%s started before the last %s ended:\n%s\n%s")
+               :format(kind, before, describe_runs(runs), describe_runs(by_key[before])))
       end
     end)
 
@@ -451,12 +537,12 @@ describe("several nodes on SQLite, the write lock held elsewhere", function()
   end)
 end)
 
--- A node started with another scripts directory (here an empty one: a
--- wrong --scripts) on a database whose other node has the scripts. Its
--- claims fail those jobs ("no script for job type X") under the default
--- retry policy; the jobs then run where the script is, each key still in
--- enqueue order (a failed job waits for its retry before the next of its
--- key) and the limit held.
+-- A node started with another scripts directory (a wrong --scripts) on a
+-- database whose other node has the scripts. Its claims fail those jobs
+-- ("no script for job type X") under its _defaults.lua's retry policy;
+-- the jobs then run where the script is, each key still in enqueue order
+-- (a failed job waits for its retry before the next of its key) and the
+-- limit held.
 for _, be in ipairs(P.backends(it, pending)) do
   describe("several nodes on " .. be.name .. ", one without the scripts", function()
     local env
@@ -473,9 +559,15 @@ for _, be in ipairs(P.backends(it, pending)) do
       env:ok("limit", "set", "smtp", tostring(MAX))
       local witness = env:path("witness")
       local ids = enqueue_all(env, nil, nil)
-      -- C first, alone, with a scripts directory of its own, empty.
+      -- C first, alone, with a scripts directory of its own that has none
+      -- of these scripts, only a _defaults.lua, whose settings the jobs it
+      -- cannot run follow: retried at once, so that they come back while
+      -- both nodes run (not backing off for minutes), and never given up
+      -- (C wins many of the races for them).
       local scripts, other = env.scripts, env:path("other-scripts")
       assert(H.sh("mkdir " .. H.quote(other)))
+      H.write_file(other .. "/_defaults.lua",
+                   "return { max_attempts = 1000, retry = function() return 0.2 end }")
       env.scripts = other
       local c = start_node(env, "C", witness, "--workers", "2", "--lease", "30")
       env.scripts = scripts
