@@ -535,6 +535,61 @@ describe("several nodes on SQLite, the write lock held elsewhere", function()
       assert.are.equal(1, #j.attempts, cjson.encode(j))
     end
   end)
+  -- A node (re)started while the lock is held: it waits for the lock as a
+  -- running node does, instead of exiting because opening the database
+  -- met the busy timeout.
+  test("a node started while another process holds the lock past the busy timeout waits, then runs", function()
+    env = P.env(false)
+    env:script("keyed", KEYED)
+    env:ok("migrate")
+    local witness = env:path("witness")
+    local id = env:enqueue("keyed", H.json { key = "k1", i = 1 }, "--ordering-key", "k1")
+    local locked, release = env:path("locked"), env:path("release")
+    local holder = env:spawn_program({ SQLITE3, env.db_path, ".timeout 60000",
+      "BEGIN IMMEDIATE;", "INSERT INTO pawl_limits (name, max_running, updated_at) VALUES ('held', 1, 0);",
+      ".shell touch " .. H.quote(locked),
+      ".shell while [ ! -e " .. H.quote(release) .. " ]; do sleep 0.02; done",
+      "COMMIT;" })
+    env:wait_until("the sqlite3 shell to hold the write lock", function()
+      return H.exists(locked) or not holder:alive()
+    end)
+    assert(holder:alive(), "the sqlite3 shell ended: " .. holder:stderr() .. holder:stdout())
+    local node = start_node(env, "A", witness, "--workers", "1", "--until-idle",
+                            "--idle-wait", "0")
+    -- It met the busy timeout (5 s), said so, and waits.
+    env:wait_until("the node to report the locked database", function()
+      return node:count("database is locked") > 0 or not node:alive()
+    end)
+    assert(node:alive(), ("the node exited (status %s) while the database was locked:\n%s")
+                         :format(tostring(node.code), node:stderr()))
+    H.write_file(release, "")
+    assert.are.equal(0, holder:wait(H.HANG_S), holder:stderr())
+    assert.are.equal(0, node:wait(2 * H.HANG_S), node:stderr())
+    assert.are.equal("succeeded", env:show(id).state)
+    assert.matches("waiting for it", node:stderr(), 1, true)
+  end)
+
+  test("... and with --until-idle gives up after --give-up seconds, saying why", function()
+    env = P.env(false)
+    env:script("keyed", KEYED)
+    env:ok("migrate")
+    local locked, release = env:path("locked"), env:path("release")
+    local holder = env:spawn_program({ SQLITE3, env.db_path, ".timeout 60000",
+      "BEGIN IMMEDIATE;", "INSERT INTO pawl_limits (name, max_running, updated_at) VALUES ('held', 1, 0);",
+      ".shell touch " .. H.quote(locked),
+      ".shell while [ ! -e " .. H.quote(release) .. " ]; do sleep 0.02; done",
+      "COMMIT;" })
+    env:wait_until("the sqlite3 shell to hold the write lock", function()
+      return H.exists(locked) or not holder:alive()
+    end)
+    assert(holder:alive(), "the sqlite3 shell ended: " .. holder:stderr() .. holder:stdout())
+    local node = start_node(env, "A", env:path("witness"), "--until-idle", "--give-up", "1")
+    assert.are.equal(1, node:wait(2 * H.HANG_S), node:stderr())
+    assert.matches("gave up: opening the database has failed for [%d.]+ s: .*database is locked",
+                   node:stderr())
+    H.write_file(release, "")
+    assert.are.equal(0, holder:wait(H.HANG_S), holder:stderr())
+  end)
 end)
 
 -- A node started with another scripts directory (a wrong --scripts) on a

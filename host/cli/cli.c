@@ -32,6 +32,7 @@
 #include "bounds.h"
 #include "buf.h"
 #include "cli.h"
+#include "clock.h"
 #include "cli_admin.h"
 #include "iso8601.h"
 #include "json.h"
@@ -386,8 +387,9 @@ static const char cli_usage_text[] =
     "                            (default 5); jobs still running elsewhere\n"
     "                            at exit are counted in the log\n"
     "      --give-up SECONDS     with --until-idle, exit 1 once the database\n"
-    "                            has failed claims, heartbeats or writes for\n"
-    "                            this long (default 60; 0: never)\n"
+    "                            has failed claims, heartbeats or writes (or,\n"
+    "                            locked at start, opening it) for this long\n"
+    "                            (default 60; 0: never)\n"
     "      --log-level L         debug, info, warn or error (default info)\n"
     "      --log-format F        text or json (default text)\n"
     "      --poll SECONDS        poll interval (default 1)\n"
@@ -1246,6 +1248,37 @@ static int cli_parse(int argc, char **argv, cli_args_t *a, char *err) {
 
 /* ---- commands ----------------------------------------------------------- */
 
+/* `pawl run` opening a SQLite database whose write lock another process
+ * holds for longer than the busy timeout: wait for the lock, as a running
+ * node waits through a busy database, instead of exiting (a node restarted
+ * during another process's long write would otherwise stay down). With
+ * --until-idle it waits --give-up seconds at most (default 60; 0: never
+ * gives up), like the running node. Other commands and other errors
+ * return at once. */
+static int cli_open(pawl_t **p, const pawl_options_t *opts, const cli_args_t *a,
+                    char *err, size_t errlen) {
+  int64_t start = pawl__mono_ms(), said_at = -1;
+  int64_t give_up = a->host.give_up_ms == 0 ? 60000 : a->host.give_up_ms;
+  for (;;) {
+    int rc = pawl_open(p, opts, err, errlen);
+    if (rc != PAWL_EBUSY || a->cmd != CLI_RUN) return rc;
+    int64_t now = pawl__mono_ms();
+    if (a->host.until_idle && give_up > 0 && now - start >= give_up) {
+      char why[512];
+      snprintf(why, sizeof why, "%s", err);
+      snprintf(err, errlen, "gave up: opening the database has failed for %.1f s: %s",
+               (double)(now - start) / 1000.0, why);
+      return rc;
+    }
+    if (said_at < 0 || now - said_at >= 30000) {
+      fprintf(stderr, "pawl: warning: %s; waiting for it\n", err);
+      said_at = now;
+    }
+    struct timespec ts = {0, 200 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
 /* The database URL pawl_open used: --db, else $PAWL_DB, else the default. */
 static const char *cli_db_url(const cli_args_t *a) {
   const char *url = a->db;
@@ -1813,7 +1846,7 @@ int main(int argc, char **argv) {
     opts.node_id = a.node_id;
     opts.lease_ms = a.lease_ms;
     pawl_t *p = NULL;
-    int orc = pawl_open(&p, &opts, err, sizeof err);
+    int orc = cli_open(&p, &opts, &a, err, sizeof err);
     if (orc) {
       if (!err[0]) snprintf(err, sizeof err, "%s", pawl_strerror(orc));
       if (!opts.create && (strncmp(err, "no database at ", 15) == 0 ||
