@@ -1,4 +1,5 @@
--- multinode_spec.lua: several `pawl run` nodes on one PostgreSQL database.
+-- multinode_spec.lua: several `pawl run` nodes on one PostgreSQL database
+-- (and, for "every job exactly once", on one SQLite file).
 --
 -- Every test gets a schema of its own on the throwaway server of the ctest
 -- fixture `pg` (the database-restart test starts a private server, so that
@@ -138,13 +139,13 @@ end
 local function app_name(label) return "pawl-" .. label:gsub("[^%w]", "") end
 
 -- Starts a node: `pawl run` with node id `node_id`, witnessing into
--- witness.LABEL. Its connections carry application_name app_name(label),
--- so the test can see them in pg_stat_activity. Returns the process
+-- witness.LABEL. On PostgreSQL its connections carry application_name
+-- app_name(label), so the test can see them in pg_stat_activity. Returns the process
 -- (p.label, p.witness set).
 local function start_node(env, node_id, label, ...)
   local witness = env:path("witness." .. label)
   local db = env.db
-  env.db = ("%s application_name=%s"):format(db, app_name(label))
+  if env.sql_url then env.db = ("%s application_name=%s"):format(db, app_name(label)) end
   local ok, p = pcall(env.start_with, env,
                       { PAWL_WITNESS = witness, PAWL_WITNESS_NODE = label },
                       "--node-id", node_id, "--unsafe-lua",
@@ -190,7 +191,18 @@ end
 local function wait_all_terminal(env, timeout, hint)
   local deadline = P.mono() + timeout
   while true do
-    local left = env:scalar("SELECT count(*) FROM pawl_jobs WHERE state NOT IN (2, 3, 4)")
+    local left
+    if env.sql_url then
+      left = env:scalar("SELECT count(*) FROM pawl_jobs WHERE state NOT IN (2, 3, 4)")
+    else
+      -- SQLite: the counts `pawl stats` gives.
+      local c = cjson.decode(env:ok("stats", "--json")).all.counts
+      left = c.pending + c.running + c.paused + c.blocked
+      if left > 0 and P.mono() > deadline then
+        error(("after %ds, %d jobs are still not terminal (%s)%s\n%s"):format(timeout, left,
+              cjson.encode(c), hint and ("; " .. hint) or "", procs_report(env)), 2)
+      end
+    end
     if left == 0 then return end
     if P.mono() > deadline then
       local stuck = env:rows("SELECT id, state, attempt, lease_owner, lease_token, "
@@ -295,18 +307,18 @@ local function overlaps(execs, ended)
   return problems
 end
 
--- Problems with jobs that are not succeeded (all of `ids` must be).
+-- Problems with jobs that are not succeeded (all of `ids` must be), as
+-- `pawl jobs` lists them (either store).
 local function not_succeeded(env, ids)
   local problems = {}
-  local rows = env:rows("SELECT id, state, attempt, last_error FROM pawl_jobs")
   local seen = {}
-  for _, r in ipairs(rows) do
-    seen[r[1]] = true
-    if not ids[r[1]] then
-      problems[#problems + 1] = ("job %s is not one the test enqueued"):format(r[1])
-    elseif tonumber(r[2]) ~= SUCCEEDED then
-      problems[#problems + 1] = ("job %s: state %s, attempt %s, last error %q")
-                                :format(r[1], r[2], r[3], r[4])
+  for _, j in ipairs(env:all_jobs()) do
+    seen[j.id] = true
+    if not ids[j.id] then
+      problems[#problems + 1] = ("job %s is not one the test enqueued"):format(j.id)
+    elseif j.state ~= "succeeded" then
+      problems[#problems + 1] = ("job %s: state %s, attempt %s, last error %s")
+                                :format(j.id, j.state, tostring(j.attempt), cjson.encode(j.last_error))
     end
   end
   for _, id in ipairs(sorted_keys(ids)) do
@@ -316,6 +328,83 @@ local function not_succeeded(env, ids)
 end
 
 -- ---- the tests --------------------------------------------------------------
+
+-- Every job exactly once, on each store (on SQLite three processes
+-- sharing the database file).
+for _, be in ipairs(P.backends(it, pending)) do
+  describe("several nodes on one " .. be.name .. " database", function()
+    local env
+    after_each(function()
+      if env then env:cleanup() end
+      env = nil
+    end)
+
+    be.test("3 nodes on " .. be.name .. " share the work: every job runs exactly once", function()
+      env = be.env("multinode")
+      env:script("work", WORK)
+      env:ok("migrate")
+      local N = 5000
+      -- No node dies here: a lease (heartbeat every third of it) that a
+      -- loaded machine cannot miss, so that exactly once is what to expect.
+      local NODE_OPTS = { "--workers", "8", "--lease", "5", "--poll", "0.1" }
+      local nodes = {}
+      for _, name in ipairs({ "A", "B", "C" }) do
+        nodes[#nodes + 1] = start_node(env, name, name, unpack(NODE_OPTS))
+      end
+      for _, p in ipairs(nodes) do env:wait_node(p.label) end
+      -- 10 to 50 ms each.
+      local ids = enqueue_work(env, N, function(i) return 10 + (i * 7) % 41 end)
+      wait_all_terminal(env, HANG_RUN_S)
+      stop_nodes(nodes)
+
+      no_problems("jobs not succeeded", not_succeeded(env, ids))
+
+      local execs, per_label = read_witnesses(nodes)
+      local problems = {}
+      for _, id in ipairs(sorted_keys(ids)) do
+        local list = execs[id]
+        if not list then
+          problems[#problems + 1] = ("job %s never ran (no witness line)"):format(id)
+        elseif #list ~= 1 then
+          problems[#problems + 1] = ("job %s ran %d times: %s"):format(id, #list, describe_execs(list))
+        elseif not list[1].finish then
+          problems[#problems + 1] = ("job %s started but never finished: %s")
+                                    :format(id, describe_execs(list))
+        end
+      end
+      for id, list in pairs(execs) do
+        if not ids[id] then
+          problems[#problems + 1] = ("witness names job %s, never enqueued: %s"):format(id, describe_execs(list))
+        end
+      end
+      no_problems("witness files (each job exactly once)", problems)
+      no_problems("overlapping executions", overlaps(execs, {}))
+
+      -- Nothing lost, retried or recovered on the way: one attempt each (a
+      -- lost or retried attempt would have used up the first).
+      local again = {}
+      for _, j in ipairs(env:all_jobs()) do
+        if j.attempt ~= 1 then
+          again[#again + 1] = ("job %s: attempt %s"):format(j.id, tostring(j.attempt))
+        end
+      end
+      no_problems("jobs with more than one attempt", again)
+
+      local shares = {}
+      for _, label in ipairs(sorted_keys(per_label)) do
+        shares[#shares + 1] = ("%s: %d"):format(label, per_label[label])
+      end
+      -- Each node did a fair part. An even split is a third each; a machine
+      -- that starves one node process for a while shifts that by some, while
+      -- a node that never claims, or one that hoards the queue, leaves
+      -- another near nothing.
+      for label, n in pairs(per_label) do
+        assert(n >= N * 0.1, ("node %s ran %d of %d jobs, under 10%% (%s)")
+                             :format(label, n, N, table.concat(shares, ", ")))
+      end
+    end)
+  end)
+end
 
 describe("several nodes on one PostgreSQL database", function()
   local env
@@ -337,67 +426,6 @@ describe("several nodes on one PostgreSQL database", function()
   after_each(function()
     if env then env:cleanup() end
     env = nil
-  end)
-
-  test("3 nodes share the work: every job runs exactly once", function()
-    setup()
-    local N = 5000
-    -- No node dies here: a lease (heartbeat every third of it) that a
-    -- loaded machine cannot miss, so that exactly once is what to expect.
-    local NODE_OPTS = { "--workers", "8", "--lease", "5", "--poll", "0.1" }
-    local nodes = {}
-    for _, name in ipairs({ "A", "B", "C" }) do
-      nodes[#nodes + 1] = start_node(env, name, name, unpack(NODE_OPTS))
-    end
-    for _, p in ipairs(nodes) do wait_node(env, p.label) end
-    -- 10 to 50 ms each.
-    local ids = enqueue_work(env, N, function(i) return 10 + (i * 7) % 41 end)
-    wait_all_terminal(env, HANG_RUN_S)
-    stop_nodes(nodes)
-
-    no_problems("jobs not succeeded", not_succeeded(env, ids))
-
-    local execs, per_label = read_witnesses(nodes)
-    local problems = {}
-    for _, id in ipairs(sorted_keys(ids)) do
-      local list = execs[id]
-      if not list then
-        problems[#problems + 1] = ("job %s never ran (no witness line)"):format(id)
-      elseif #list ~= 1 then
-        problems[#problems + 1] = ("job %s ran %d times: %s"):format(id, #list, describe_execs(list))
-      elseif not list[1].finish then
-        problems[#problems + 1] = ("job %s started but never finished: %s")
-                                  :format(id, describe_execs(list))
-      end
-    end
-    for id, list in pairs(execs) do
-      if not ids[id] then
-        problems[#problems + 1] = ("witness names job %s, never enqueued: %s"):format(id, describe_execs(list))
-      end
-    end
-    no_problems("witness files (each job exactly once)", problems)
-    no_problems("overlapping executions", overlaps(execs, {}))
-
-    -- Nothing lost, retried or recovered on the way: one attempt each.
-    local extra = env:rows("SELECT job_id, attempt, node, outcome, error FROM pawl_attempts ORDER BY seq LIMIT 25")
-    local lines = {}
-    for _, r in ipairs(extra) do lines[#lines + 1] = table.concat(r, " | ") end
-    no_problems("attempts other than the successful one", lines)
-    assert.are.equal(0, env:scalar("SELECT count(*) FROM pawl_jobs WHERE attempt <> 1"),
-                     "jobs with more than one attempt")
-
-    local shares = {}
-    for _, label in ipairs(sorted_keys(per_label)) do
-      shares[#shares + 1] = ("%s: %d"):format(label, per_label[label])
-    end
-    -- Each node did a fair part. An even split is a third each; a machine
-    -- that starves one node process for a while shifts that by some, while
-    -- a node that never claims, or one that hoards the queue, leaves
-    -- another near nothing.
-    for label, n in pairs(per_label) do
-      assert(n >= N * 0.1, ("node %s ran %d of %d jobs, under 10%% (%s)")
-                           :format(label, n, N, table.concat(shares, ", ")))
-    end
   end)
 
   test("a killed node's jobs are recovered, also when it comes back under the same id", function()
