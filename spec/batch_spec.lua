@@ -285,7 +285,8 @@ end }]])
         parts[#parts + 1] = owner .. "=" .. n
       end
       table.sort(parts)
-      assert.is_true(#parts >= 2, "one node ended every child: " .. table.concat(parts, " "))
+      -- (How the nodes share the children depends on the machine's speed:
+      -- printed, not asserted.)
       io.stderr:write(("\nbatch_spec (%s): children ended per node: %s\n")
                       :format(be.name, table.concat(parts, " ")))
     end)
