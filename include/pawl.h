@@ -740,9 +740,11 @@ PAWL_EXTERN void pawl_signal_free(pawl_signal_info_t *s);
 /* Fails the jobs whose wait for a signal has run out (timeout_at <= now by
  * the handle's clock): blocked -> failed, the signal expired, in batches
  * of at most 100 per transaction until none is left. *out_n (may be NULL)
- * receives how many. A running host does it in its lease-recovery sweep
- * (every half lease, on one node at a time); programs that drive the
- * store themselves call it. */
+ * receives how many. A running host does it at the earliest deadline of
+ * a wait (it looks for new waits at least once a second); programs that
+ * drive the store themselves call it. A decision that comes after the
+ * deadline is refused (pawl_signal: PAWL_ESTATE) and expires the wait
+ * itself, whether or not this ran. */
 PAWL_EXTERN int pawl_signal_expire(pawl_t *p, size_t *out_n);
 
 /* What pawl_replace() changes in the replacement; everything else is the

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "iso8601.h"
 #include "redact.h"
 #include "store.h"
 
@@ -811,6 +812,24 @@ int pawl__store_limit_window(const store_limit_t *lim, int64_t *start,
 }
 
 /* ---- signals (issue 15) ---------------------------------------------------- */
+
+int pawl__store_signal_late(store_t *st, const pawl_id_t *id, const char *key,
+                            int64_t deadline, int jstate) {
+  char text[PAWL_ID_STRLEN], at[ISO8601_STRLEN];
+  pawl_id_format(id, text);
+  pawl__iso8601_format(deadline, at);
+  return pawl__store_fail(st, PAWL_ESTATE,
+                          "job %s: signal \"%s\" refused: its deadline "
+                          "passed at %s; the wait timed out (the job is %s)",
+                          text, key, at, pawl_state_name(jstate));
+}
+
+void pawl__store_signal_why(char *out, size_t len, const char *key,
+                            int64_t deadline) {
+  char by[ISO8601_STRLEN];
+  pawl__iso8601_format(deadline, by);
+  snprintf(out, len, "signal %s: no decision by %s", key, by);
+}
 
 pawl_signal_info_t *pawl__store_signal_new(
     const pawl_id_t *job, const char *key, int state, int64_t created_at,

@@ -599,6 +599,10 @@ struct store_ops {
     int (*replace)(store_t *st, const store_replace_t *r);
     /* The links of job `id` (zeroed when none); PAWL_ENOTFOUND: no job. */
     int (*links)(store_t *st, const pawl_id_t *id, pawl_replace_links_t *out);
+    /* The earliest deadline of a wait still waiting (ms; 0: none), read
+     * through the partial index pawl_signals_due: when the next expire
+     * has work. */
+    int (*next_deadline)(store_t *st, int64_t *at);
   } flow;
   /* Batches (issue 15): children counted as they end, callbacks fired by
    * the database when the counters reach the total (the trigger
@@ -1076,6 +1080,19 @@ pawl_signal_info_t *pawl__store_signal_new(
     const pawl_id_t *job, const char *key, int state, int64_t created_at,
     int64_t timeout_at, const char *decision, const char *payload,
     int64_t delivered_at, const char *delivered_by);
+
+/* A decision for `key` that came after the deadline (`deadline`, ms) of
+ * the wait of job `id`, now in state `jstate`: refused with PAWL_ESTATE
+ * and a message naming the job, the key and the deadline. The wait has
+ * expired (by the caller, or before): the job's outcome is the
+ * timeout's. */
+int pawl__store_signal_late(store_t *st, const pawl_id_t *id, const char *key,
+                            int64_t deadline, int jstate);
+
+/* The reason recorded in a job's history when its wait for `key` ran out at
+ * `deadline` (ms): "signal KEY: no decision by TIME". */
+void pawl__store_signal_why(char *out, size_t len, const char *key,
+                            int64_t deadline);
 
 /* A backend's migrations, embedded at build time from schema/<backend>/. */
 typedef struct store_migration {

@@ -137,6 +137,10 @@ int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
 /* Removes nodes silent for longer than silent_ms; *n: how many. */
 int pawl__nodes_reap(pawl_t *p, int64_t silent_ms, size_t *n);
 
+/* The earliest deadline of a wait for a signal still waiting (store
+ * clock ms; 0: none): when pawl_signal_expire() next has work. */
+int pawl__signal_next_deadline(pawl_t *p, int64_t *at);
+
 /* The distributed lock under which one node at a time sweeps expired
  * leases (pawl_recover): held by this node for a lease, freed by its TTL
  * if the node dies. *got: 1 if this node holds it now. */

@@ -150,6 +150,7 @@ enum {
   /* signals and replace (issue 15; pg_flow_sql.h) */
   PG_SIG_RELEASE,
   PG_SIG_HOLDER,
+  PG_SIG_NEXT,
   PG_SIG_ADD,
   PG_SIG_DELIVER,
   PG_SIG_GET,
@@ -540,6 +541,7 @@ static const char *const pg_sql[PG_COUNT] = {
     /* signals and replace (pg_flow_sql.h) */
     [PG_SIG_RELEASE] = PG_SQL_SIG_RELEASE,
     [PG_SIG_HOLDER] = PG_SQL_SIG_HOLDER,
+    [PG_SIG_NEXT] = PG_SQL_SIG_NEXT,
     [PG_SIG_ADD] = PG_SQL_SIG_ADD,
     [PG_SIG_DELIVER] = PG_SQL_SIG_DELIVER,
     [PG_SIG_GET] = PG_SQL_SIG_GET,
@@ -2815,6 +2817,35 @@ static int pg_sig_add(pg_store_t *s, const store_new_job_t *j) {
                           j->signal_key, text);
 }
 
+/* Expires the wait of job `id` for `key` whose deadline was `deadline`
+ * (in the caller's transaction, its row locked by the caller): the row
+ * leaves state waiting and the job goes blocked -> failed. *done: 1 if
+ * this call ended the wait (0: it had ended already). A job that stopped
+ * waiting otherwise (canceled) keeps its state; its wait is over all the
+ * same. */
+static int pg_sig_expire_one(pg_store_t *s, int64_t now, const pawl_id_t *id,
+                             const char *key, int64_t deadline, int *done) {
+  *done = 0;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  PGresult *res;
+  int rc = pg_run(s, PG_SIG_EXPIRE, 1, pp.v, &res, "expire signal wait");
+  if (rc) return rc;
+  long changed = pg_changed(res);
+  PQclear(res);
+  if (!changed) return 0;
+  *done = 1;
+  char why[300];
+  pawl__store_signal_why(why, sizeof why, key, deadline);
+  rc = pawl__store_transition_in(&s->base, &pg_transition_steps, now, id,
+                                 STORE_OP_EXPIRE, "timeout", why, -1);
+  if (rc == PAWL_ESTATE) {
+    rc = 0;
+    s->base.errmsg[0] = 0;
+  }
+  return rc;
+}
+
 static int pg_sig_deliver(store_t *base, const char *key,
                           const char *decision, const char *payload,
                           const char *actor, const char *owner,
@@ -2830,12 +2861,14 @@ static int pg_sig_deliver(store_t *base, const char *key,
     rc = pg_run(s, PG_SIG_HOLDER, 1, pp.v, &res, "look up signal key");
   if (rc) return pg_end(s, rc);
   pawl_id_t id;
-  int found = PQntuples(res) > 0, sstate = 0, jstate = 0, was = 0;
+  int found = PQntuples(res) > 0, sstate = 0, jstate = 0, was = 0, late = 0;
+  int64_t deadline = 0;
   char text[PAWL_ID_STRLEN] = "";
   if (found) {
     pg_id(res, 0, 0, &id);
     sstate = (int)pg_int(res, 0, 1);
     jstate = (int)pg_int(res, 0, 2);
+    deadline = pg_int(res, 0, 5); /* NULL reads 0: none */
     pawl_id_format(&id, text);
     /* Job code signals only the jobs it enqueued, unless granted: decided
      * on the row locked above, before anything is written. */
@@ -2851,14 +2884,24 @@ static int pg_sig_deliver(store_t *base, const char *key,
   else if (sstate == PAWL_SIGNAL_DELIVERED)
     was = 1;
   else if (sstate == PAWL_SIGNAL_EXPIRED)
-    rc = pawl__store_fail(base, PAWL_ESTATE,
-                          "job %s waited for signal \"%s\" until its timeout "
-                          "and failed",
-                          text, key);
+    rc = pawl__store_signal_late(base, &id, key, deadline, jstate);
   else if (jstate != PAWL_BLOCKED)
     rc = pawl__store_fail(base, PAWL_ESTATE,
                           "job %s no longer waits for signal \"%s\": it is %s",
                           text, key, pawl_state_name(jstate));
+  else if (deadline && deadline <= now)
+    late = 1;
+  if (late) {
+    /* Too late: the deadline decided, whether or not a sweep has got to
+     * it yet (the row is locked: a sweep at this instant skips it). The
+     * wait expires here, as the sweep would have expired it, and that is
+     * committed; the decision is refused. */
+    int done = 0;
+    rc = pg_end(s, pg_sig_expire_one(s, now, &id, key, deadline, &done));
+    return rc ? rc
+              : pawl__store_signal_late(base, &id, key, deadline,
+                                        done ? PAWL_FAILED : jstate);
+  }
   if (!rc && !was) {
     pp_id(&pp, 0, &id);
     pp_str(&pp, 1, decision);
@@ -2917,31 +2960,25 @@ static int pg_sig_expire(store_t *base, size_t max, size_t *n) {
   for (int i = 0; !rc && i < PQntuples(due); i++) {
     pawl_id_t id;
     pg_id(due, i, 0, &id);
-    pp_id(&pp, 0, &id);
-    PGresult *res;
-    if ((rc = pg_run(s, PG_SIG_EXPIRE, 1, pp.v, &res, "expire signal wait")))
-      break;
-    long changed = pg_changed(res);
-    PQclear(res);
-    if (!changed) continue;
-    done++;
-    char why[300], by[ISO8601_STRLEN];
-    pawl__iso8601_format(pg_int(due, i, 2), by);
-    snprintf(why, sizeof why, "signal %s: no decision by %s",
-             pg_val(due, i, 1), by);
-    rc = pawl__store_transition_in(base, &pg_transition_steps, now, &id,
-                                   STORE_OP_EXPIRE, "timeout", why, -1);
-    /* A job that stopped waiting otherwise (canceled) keeps its state;
-     * its wait is over all the same. */
-    if (rc == PAWL_ESTATE) {
-      rc = 0;
-      s->base.errmsg[0] = 0;
-    }
+    int one = 0;
+    rc = pg_sig_expire_one(s, now, &id, pg_val(due, i, 1), pg_int(due, i, 2),
+                           &one);
+    done += (size_t)one;
   }
   PQclear(due);
   rc = pg_end(s, rc);
   if (!rc) *n = done;
   return rc;
+}
+
+static int pg_sig_next(store_t *base, int64_t *at) {
+  pg_store_t *s = (pg_store_t *)base;
+  PGresult *res;
+  int rc = pg_run(s, PG_SIG_NEXT, 0, NULL, &res, "read signal deadlines");
+  if (rc) return rc;
+  *at = PQntuples(res) > 0 ? pg_int(res, 0, 0) : 0;
+  PQclear(res);
+  return 0;
 }
 
 /* The job linked to `id` by statement `which` (PG_REP_NEXT, PG_REP_PREV):
@@ -3615,7 +3652,7 @@ static const struct store_ops pg_ops = {
     .limits = {pg_limit_set, pg_limit_remove, pg_limit_list},
     .types = {pg_types_sync, pg_type_get},
     .flow = {pg_sig_deliver, pg_sig_get, pg_sig_expire, pg_replace,
-             pg_replace_links},
+             pg_replace_links, pg_sig_next},
     .batch = {pg_batch_create, pg_batch_get, pg_batch_of},
     .deps = {pg_deps_list},
     .steps = {pg_steps_get, pg_step_begin, pg_step_save, pg_step_end,

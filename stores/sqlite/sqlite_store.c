@@ -159,6 +159,7 @@ enum {
   SQ_SIG_GET,
   SQ_SIG_DUE,
   SQ_SIG_EXPIRE,
+  SQ_SIG_NEXT,
   SQ_REP_ADD,
   SQ_REP_CARRY,
   SQ_REP_INSTANCE,
@@ -512,6 +513,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_SIG_GET] = SQLITE_SIG_GET,
     [SQ_SIG_DUE] = SQLITE_SIG_DUE,
     [SQ_SIG_EXPIRE] = SQLITE_SIG_EXPIRE,
+    [SQ_SIG_NEXT] = SQLITE_SIG_NEXT,
     [SQ_REP_ADD] = SQLITE_REP_ADD,
     [SQ_REP_CARRY] = SQLITE_REP_CARRY,
     [SQ_REP_INSTANCE] = SQLITE_REP_INSTANCE,
@@ -2396,6 +2398,31 @@ static int sq_sig_add(sq_store_t *s, const store_new_job_t *j, int64_t now) {
   return sq_exec(s, st, "record signal wait");
 }
 
+/* Expires the wait of job `id` for `key` whose deadline was `deadline`
+ * (in the caller's transaction): the row leaves state waiting and the job
+ * goes blocked -> failed. *done: 1 if this call ended the wait (0: it had
+ * ended already). A job that stopped waiting otherwise (canceled) keeps
+ * its state; its wait is over all the same. */
+static int sq_sig_expire_one(sq_store_t *s, int64_t now, const pawl_id_t *id,
+                             const char *key, int64_t deadline, int *done) {
+  *done = 0;
+  sqlite3_stmt *st = sq_stmt(s, SQ_SIG_EXPIRE);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int rc = sq_exec(s, st, "expire signal wait");
+  if (rc || sqlite3_changes(s->db) != 1) return rc;
+  *done = 1;
+  char why[300];
+  pawl__store_signal_why(why, sizeof why, key, deadline);
+  rc = pawl__store_transition_in(&s->base, &sq_transition_steps, now, id,
+                                 STORE_OP_EXPIRE, "timeout", why, -1);
+  if (rc == PAWL_ESTATE) {
+    rc = 0;
+    s->base.errmsg[0] = 0;
+  }
+  return rc;
+}
+
 static int sq_sig_deliver(store_t *base, const char *key,
                           const char *decision, const char *payload,
                           const char *actor, const char *owner,
@@ -2409,11 +2436,13 @@ static int sq_sig_deliver(store_t *base, const char *key,
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   int step = sqlite3_step(st);
   pawl_id_t id;
-  int sstate = 0, jstate = 0, was = 0;
+  int sstate = 0, jstate = 0, was = 0, late = 0;
+  int64_t deadline = 0;
   if (step == SQLITE_ROW) {
     sq_col_id(st, 0, &id);
     sstate = sqlite3_column_int(st, 1);
     jstate = sqlite3_column_int(st, 2);
+    deadline = sqlite3_column_int64(st, 5); /* NULL reads 0: none */
     /* Job code signals only the jobs it enqueued, unless granted: decided
      * on the row read in this write transaction, before anything is
      * written. */
@@ -2435,14 +2464,23 @@ static int sq_sig_deliver(store_t *base, const char *key,
   else if (sstate == PAWL_SIGNAL_DELIVERED)
     was = 1;
   else if (sstate == PAWL_SIGNAL_EXPIRED)
-    rc = pawl__store_fail(base, PAWL_ESTATE,
-                          "job %s waited for signal \"%s\" until its timeout "
-                          "and failed",
-                          text, key);
+    rc = pawl__store_signal_late(base, &id, key, deadline, jstate);
   else if (jstate != PAWL_BLOCKED)
     rc = pawl__store_fail(base, PAWL_ESTATE,
                           "job %s no longer waits for signal \"%s\": it is %s",
                           text, key, pawl_state_name(jstate));
+  else if (deadline && deadline <= now)
+    late = 1;
+  if (late) {
+    /* Too late: the deadline decided, whether or not a sweep has got to
+     * it yet. The wait expires here, as the sweep would have expired it,
+     * and that is committed; the decision is refused. */
+    int done = 0;
+    rc = sq_end(s, sq_sig_expire_one(s, now, &id, key, deadline, &done));
+    return rc ? rc
+              : pawl__store_signal_late(base, &id, key, deadline,
+                                        done ? PAWL_FAILED : jstate);
+  }
   if (!rc && !was) {
     if (!(st = sq_stmt(s, SQ_SIG_DELIVER))) return sq_end(s, PAWL_ESTORE);
     sq_bind_id(st, 1, &id);
@@ -2525,31 +2563,25 @@ static int sq_sig_expire(store_t *base, size_t max, size_t *n) {
       rc = sq_fail(s, step, "find expired signal waits");
   }
   for (size_t i = 0; i < ndue && !rc; i++) {
-    if (!(st = sq_stmt(s, SQ_SIG_EXPIRE))) {
-      rc = PAWL_ESTORE;
-      break;
-    }
-    sq_bind_id(st, 1, &due[i].id);
-    if ((rc = sq_exec(s, st, "expire signal wait"))) break;
-    if (sqlite3_changes(s->db) != 1) continue;
-    done++;
-    char why[300], by[ISO8601_STRLEN];
-    pawl__iso8601_format(due[i].timeout_at, by);
-    snprintf(why, sizeof why, "signal %s: no decision by %s", due[i].key, by);
-    rc = pawl__store_transition_in(base, &sq_transition_steps, now,
-                                   &due[i].id, STORE_OP_EXPIRE, "timeout",
-                                   why, -1);
-    /* A job that stopped waiting otherwise (canceled) keeps its state;
-     * its wait is over all the same. */
-    if (rc == PAWL_ESTATE) {
-      rc = 0;
-      s->base.errmsg[0] = 0;
-    }
+    int one = 0;
+    rc = sq_sig_expire_one(s, now, &due[i].id, due[i].key, due[i].timeout_at,
+                           &one);
+    done += (size_t)one;
   }
   pawl__free(due);
   rc = sq_end(s, rc);
   if (!rc) *n = done;
   return rc;
+}
+
+static int sq_sig_next(store_t *base, int64_t *at) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_SIG_NEXT);
+  if (!st) return PAWL_ESTORE;
+  int step = sqlite3_step(st);
+  *at = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_reset(st);
+  return step == SQLITE_ROW ? 0 : sq_fail(s, step, "read signal deadlines");
 }
 
 /* The job linked to `id` by statement `which` (SQ_REP_NEXT, SQ_REP_PREV):
@@ -3265,7 +3297,7 @@ static const struct store_ops sq_ops = {
     .limits = {sq_limit_set, sq_limit_remove, sq_limit_list},
     .types = {sq_types_sync, sq_type_get},
     .flow = {sq_sig_deliver, sq_sig_get, sq_sig_expire, sq_replace,
-             sq_replace_links},
+             sq_replace_links, sq_sig_next},
     .batch = {sq_batch_create, sq_batch_get, sq_batch_of},
     .deps = {sq_deps_list},
     .steps = {sq_steps_get, sq_step_begin, sq_step_save, sq_step_end,
