@@ -678,7 +678,11 @@ PAWL_EXTERN int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, voi
  *   cancel: pending, running, blocked, paused -> canceled
  *   pause:  pending, failed -> paused (remembering which)
  *   resume: paused -> the state it came from
- *   retry:  failed -> pending (attempts reset, error cleared, due now) */
+ *   retry:  failed -> pending (attempts reset, error cleared, due now);
+ *           in the same transaction the children its failure canceled
+ *           (not those an operator canceled) go back to blocked, waiting
+ *           for it again, and theirs in turn (README "Dependencies and
+ *           chains") */
 PAWL_EXTERN int pawl_cancel(pawl_t *p, const pawl_id_t *id, const char *reason,
                 pawl_job_t **out);
 PAWL_EXTERN int pawl_pause(pawl_t *p, const pawl_id_t *id, const char *reason,

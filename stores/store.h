@@ -159,7 +159,9 @@ typedef enum store_op {
   STORE_OP_RESUME,  /* paused -> the state it came from */
   STORE_OP_RETRY,   /* failed -> pending, attempts reset */
   STORE_OP_UNBLOCK, /* blocked -> pending (its condition is met) */
-  STORE_OP_EXPIRE   /* blocked -> failed (its wait timed out) */
+  STORE_OP_EXPIRE,  /* blocked -> failed (its wait timed out) */
+  STORE_OP_REOPEN   /* canceled -> blocked (a dependency's cancel undone:
+                       the parent whose end canceled it was retried) */
 } store_op_t;
 
 /* A node as recorded in the node table. */
@@ -1038,11 +1040,46 @@ typedef struct store_transition_steps {
   int (*finished)(store_t *st, const pawl_job_t *j, int to, int64_t now);
   /* The job went back to pending: tell other nodes (NULL: nothing to do). */
   int (*pending)(store_t *st);
-  /* Dependencies (issue 15): a manual retry of the failed job `id`; its
-   * children still blocked stop counting its end (they count the next
-   * one). NULL: nothing to do. */
-  int (*reopen)(store_t *st, const pawl_id_t *id);
+  /* Dependencies (issue 15): a manual retry of the failed job `id` by
+   * `actor`, at `now`; its children still blocked stop counting its end
+   * (they count the next one), and those its end canceled go back to
+   * blocked, waiting for it again (STORE_OP_REOPEN, in turn for their
+   * own children: pawl__store_deps_reopen). NULL: nothing to do. */
+  int (*reopen)(store_t *st, const pawl_id_t *id, int64_t now,
+                const char *actor);
 } store_transition_steps_t;
+
+/* What a backend does for pawl__store_deps_reopen(), each in the caller's
+ * transaction. `state` is the state the parent's end was counted in
+ * (failed, or canceled for a child reopened in turn). */
+typedef struct store_reopen_steps {
+  /* The parent's children still blocked stop counting that end
+   * (deps_left up by one, deps_unmet down if it did not meet their
+   * condition), their rows locked first where the backend locks. */
+  int (*uncount)(store_t *st, const pawl_id_t *parent, int state);
+  /* The children that end canceled: canceled by the dependencies
+   * (deps_left 0 and deps_unmet above 0: an operator's cancel leaves one
+   * of them otherwise) with the parent's end among the unmet, and not in
+   * a batch (it counted them), not waiting for a signal, and not holding
+   * a business key another live job has taken since. *out (pawl__free):
+   * their ids, oldest first. */
+  int (*canceled)(store_t *st, const pawl_id_t *parent, int state,
+                  pawl_id_t **out, size_t *n);
+  /* A reopened child counts the parent again: deps_left up by one,
+   * deps_unmet down by one. */
+  int (*recount)(store_t *st, const pawl_id_t *child);
+  /* The parent counts as not ended again if it has children. */
+  int (*open)(store_t *st, const pawl_id_t *parent);
+} store_reopen_steps_t;
+
+/* A manual retry of the failed job `id` by `actor` (store_transition_steps_t
+ * .reopen): its blocked children stop counting its end, and the children
+ * its end canceled go back to blocked (STORE_OP_REOPEN, each with an event
+ * naming the parent and why), waiting for it again; each of those does
+ * the same for its own children, whose cancel was its end's. */
+int pawl__store_deps_reopen(store_t *st, const store_transition_steps_t *x,
+                            const store_reopen_steps_t *r, const pawl_id_t *id,
+                            int64_t now, const char *actor);
 
 /* An operator transition (store_ops.control.transition), the same on every
  * backend: read the job, plan the transition (pawl__store_plan_transition),

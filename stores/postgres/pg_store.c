@@ -178,7 +178,11 @@ enum {
   /* dependencies (issue 15): see the section "dependencies" */
   PG_DEPS_RELEASE,
   PG_DEPS_LINK,
-  PG_DEPS_REOPEN,
+  PG_DEPS_LOCK_KIDS,
+  PG_DEPS_UNCOUNT,
+  PG_DEPS_CANCELED,
+  PG_DEPS_RECOUNT,
+  PG_DEPS_REOPEN_SELF,
   PG_DEPS_BRANCHES,
   PG_DEPS_LIST,
   PG_DEPS_HAND_LOCK,
@@ -612,7 +616,35 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_DEPS_RELEASE] = "SELECT pawl_deps_release($1::uuid[], $2::bigint)",
     [PG_DEPS_LINK] = "SELECT pawl_deps_link($1::uuid, $2::uuid[], "
                      "$3::text[], $4::bigint)",
-    [PG_DEPS_REOPEN] = "SELECT pawl_deps_reopen($1::uuid)",
+    /* A manual retry (pawl__store_deps_reopen; see SQLITE_DEPS_UNCOUNT
+     * and the ones after it): the children of parent $1 that may change,
+     * blocked or canceled, are locked first, in id order, as
+     * pawl_deps_release locks them. $2: the state the parent's end was
+     * counted in. */
+    [PG_DEPS_LOCK_KIDS] =
+        "SELECT 1 FROM pawl_jobs AS j JOIN pawl_deps AS d ON d.child = j.id "
+        "WHERE d.parent = $1::uuid AND j.state IN (4, 6) ORDER BY j.id FOR "
+        "NO KEY UPDATE OF j",
+    [PG_DEPS_UNCOUNT] =
+        "UPDATE pawl_jobs AS j SET deps_left = j.deps_left + 1, deps_unmet "
+        "= j.deps_unmet - (NOT pawl_deps_met(d.cond, $2::smallint, "
+        "NULL))::integer FROM pawl_deps AS d WHERE d.parent = $1::uuid AND "
+        "j.id = d.child AND j.state = 6",
+    [PG_DEPS_CANCELED] =
+        "SELECT j.id FROM pawl_deps AS d JOIN pawl_jobs AS j ON j.id = "
+        "d.child WHERE d.parent = $1::uuid AND j.state = 4 AND j.deps_left "
+        "= 0 AND j.deps_unmet > 0 AND NOT pawl_deps_met(d.cond, "
+        "$2::smallint, NULL) AND j.batch_id IS NULL AND NOT EXISTS (SELECT "
+        "1 FROM pawl_signals AS s WHERE s.job_id = j.id) AND "
+        "(j.business_key IS NULL OR NOT EXISTS (SELECT 1 FROM pawl_jobs AS "
+        "o WHERE o.business_key = j.business_key AND o.state IN (0, 1, 5, "
+        "6))) ORDER BY j.id",
+    [PG_DEPS_RECOUNT] =
+        "UPDATE pawl_jobs SET deps_left = deps_left + 1, deps_unmet = "
+        "deps_unmet - 1 WHERE id = $1::uuid",
+    [PG_DEPS_REOPEN_SELF] =
+        "UPDATE pawl_jobs SET deps_open = EXISTS (SELECT 1 FROM pawl_deps "
+        "WHERE parent = $1::uuid) WHERE id = $1::uuid",
     /* The branches that fired (issue 15), for the batch's successes that
      * carry them: $1 ids, $2 JSON arrays, $3 the lease token. */
     [PG_DEPS_BRANCHES] =
@@ -2754,7 +2786,8 @@ static int pg_tx_pending(store_t *base) {
   return pg_run((pg_store_t *)base, PG_NOTIFY, 0, NULL, NULL, "wake nodes");
 }
 
-static int pg_deps_reopen(store_t *base, const pawl_id_t *id);
+static int pg_deps_reopen(store_t *base, const pawl_id_t *id, int64_t now,
+                          const char *actor);
 
 static const store_transition_steps_t pg_transition_steps = {
     .begin = pg_tx_begin,
@@ -4702,11 +4735,66 @@ static int pg_deps_link(pg_store_t *s, const store_new_job_t *j,
   return rc;
 }
 
-static int pg_deps_reopen(store_t *base, const pawl_id_t *id) {
+static int pg_deps_uncount(store_t *base, const pawl_id_t *parent,
+                           int state) {
+  pg_store_t *s = (pg_store_t *)base;
   pg_params_t pp;
-  pp_id(&pp, 0, id);
-  return pg_run((pg_store_t *)base, PG_DEPS_REOPEN, 1, pp.v, NULL,
+  pp_id(&pp, 0, parent);
+  pp_int(&pp, 1, state);
+  int rc = pg_run(s, PG_DEPS_LOCK_KIDS, 1, pp.v, NULL, "lock the children");
+  if (!rc)
+    rc = pg_run(s, PG_DEPS_UNCOUNT, 2, pp.v, NULL, "reopen a retried parent");
+  return rc;
+}
+
+static int pg_deps_canceled(store_t *base, const pawl_id_t *parent,
+                            int state, pawl_id_t **out, size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  *out = NULL;
+  *n = 0;
+  pg_params_t pp;
+  pp_id(&pp, 0, parent);
+  pp_int(&pp, 1, state);
+  PGresult *res;
+  int rc = pg_run(s, PG_DEPS_CANCELED, 2, pp.v, &res,
+                  "find the children a failure canceled");
+  if (rc) return rc;
+  int rows = PQntuples(res);
+  if (rows > 0) {
+    *out = pawl__calloc((size_t)rows, sizeof **out);
+    if (!*out) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    for (int i = 0; !rc && i < rows; i++) pg_id(res, i, 0, &(*out)[i]);
+    if (!rc) *n = (size_t)rows;
+  }
+  PQclear(res);
+  return rc;
+}
+
+static int pg_deps_recount(store_t *base, const pawl_id_t *child) {
+  pg_params_t pp;
+  pp_id(&pp, 0, child);
+  return pg_run((pg_store_t *)base, PG_DEPS_RECOUNT, 1, pp.v, NULL,
+                "reopen a child");
+}
+
+static int pg_deps_open(store_t *base, const pawl_id_t *parent) {
+  pg_params_t pp;
+  pp_id(&pp, 0, parent);
+  return pg_run((pg_store_t *)base, PG_DEPS_REOPEN_SELF, 1, pp.v, NULL,
                 "reopen a retried parent");
+}
+
+static const store_reopen_steps_t pg_reopen_steps = {
+    .uncount = pg_deps_uncount,
+    .canceled = pg_deps_canceled,
+    .recount = pg_deps_recount,
+    .open = pg_deps_open,
+};
+
+static int pg_deps_reopen(store_t *base, const pawl_id_t *id, int64_t now,
+                          const char *actor) {
+  return pawl__store_deps_reopen(base, &pg_transition_steps, &pg_reopen_steps,
+                                 id, now, actor);
 }
 
 static int pg_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,

@@ -189,7 +189,9 @@ enum {
   SQ_DEPS_MARK_OPEN,
   SQ_DEPS_COUNTS,
   SQ_DEPS_WHY,
-  SQ_DEPS_REOPEN,
+  SQ_DEPS_UNCOUNT,
+  SQ_DEPS_CANCELED,
+  SQ_DEPS_RECOUNT,
   SQ_DEPS_REOPEN_SELF,
   SQ_DEPS_BRANCHES,
   SQ_DEPS_LIST,
@@ -543,7 +545,9 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_DEPS_MARK_OPEN] = SQLITE_DEPS_MARK_OPEN,
     [SQ_DEPS_COUNTS] = SQLITE_DEPS_COUNTS,
     [SQ_DEPS_WHY] = SQLITE_DEPS_WHY,
-    [SQ_DEPS_REOPEN] = SQLITE_DEPS_REOPEN,
+    [SQ_DEPS_UNCOUNT] = SQLITE_DEPS_UNCOUNT,
+    [SQ_DEPS_CANCELED] = SQLITE_DEPS_CANCELED,
+    [SQ_DEPS_RECOUNT] = SQLITE_DEPS_RECOUNT,
     [SQ_DEPS_REOPEN_SELF] = SQLITE_DEPS_REOPEN_SELF,
     [SQ_DEPS_BRANCHES] = SQLITE_DEPS_BRANCHES,
     [SQ_DEPS_LIST] = SQLITE_DEPS_LIST,
@@ -2339,7 +2343,8 @@ static int sq_tx_forget_starts(store_t *base, const pawl_id_t *id) {
   return sq_exec(s, fs, "forget recorded starts");
 }
 
-static int sq_deps_reopen(store_t *base, const pawl_id_t *id);
+static int sq_deps_reopen(store_t *base, const pawl_id_t *id, int64_t now,
+                          const char *actor);
 
 static const store_transition_steps_t sq_transition_steps = {
     .begin = sq_tx_begin,
@@ -4617,17 +4622,78 @@ static int sq_deps_link(sq_store_t *s, const store_new_job_t *j,
   return left ? 0 : sq_deps_settle(s, &j->id, unmet, now);
 }
 
-static int sq_deps_reopen(store_t *base, const pawl_id_t *id) {
+/* Runs statement `which` with ?1 the job `id` and ?2 `state` (-1: none). */
+static int sq_deps_run(store_t *base, int which, const pawl_id_t *id,
+                       int state, const char *what) {
   sq_store_t *s = (sq_store_t *)base;
-  int ids[] = {SQ_DEPS_REOPEN, SQ_DEPS_REOPEN_SELF};
-  for (size_t i = 0; i < 2; i++) {
-    sqlite3_stmt *st = sq_stmt(s, ids[i]);
-    if (!st) return PAWL_ESTORE;
-    sq_bind_id(st, 1, id);
-    int rc = sq_exec(s, st, "reopen a retried parent");
-    if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, which);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  if (state >= 0) sqlite3_bind_int(st, 2, state);
+  return sq_exec(s, st, what);
+}
+
+static int sq_deps_uncount(store_t *base, const pawl_id_t *parent,
+                           int state) {
+  return sq_deps_run(base, SQ_DEPS_UNCOUNT, parent, state,
+                     "reopen a retried parent");
+}
+
+static int sq_deps_canceled(store_t *base, const pawl_id_t *parent,
+                            int state, pawl_id_t **out, size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  *out = NULL;
+  *n = 0;
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_CANCELED);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, parent);
+  sqlite3_bind_int(st, 2, state);
+  size_t cap = 0;
+  int step, rc = 0;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      size_t ncap = cap ? cap * 2 : 8;
+      pawl_id_t *g = pawl__realloc(*out, ncap * sizeof *g);
+      if (!g) {
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+        break;
+      }
+      *out = g;
+      cap = ncap;
+    }
+    sq_col_id(st, 0, &(*out)[(*n)++]);
   }
-  return 0;
+  sqlite3_reset(st);
+  if (!rc && step != SQLITE_DONE)
+    rc = sq_fail(s, step, "find the children a failure canceled");
+  if (rc) {
+    pawl__free(*out);
+    *out = NULL;
+    *n = 0;
+  }
+  return rc;
+}
+
+static int sq_deps_recount(store_t *base, const pawl_id_t *child) {
+  return sq_deps_run(base, SQ_DEPS_RECOUNT, child, -1, "reopen a child");
+}
+
+static int sq_deps_open(store_t *base, const pawl_id_t *parent) {
+  return sq_deps_run(base, SQ_DEPS_REOPEN_SELF, parent, -1,
+                     "reopen a retried parent");
+}
+
+static const store_reopen_steps_t sq_reopen_steps = {
+    .uncount = sq_deps_uncount,
+    .canceled = sq_deps_canceled,
+    .recount = sq_deps_recount,
+    .open = sq_deps_open,
+};
+
+static int sq_deps_reopen(store_t *base, const pawl_id_t *id, int64_t now,
+                          const char *actor) {
+  return pawl__store_deps_reopen(base, &sq_transition_steps, &sq_reopen_steps,
+                                 id, now, actor);
 }
 
 static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
