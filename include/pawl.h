@@ -2131,6 +2131,10 @@ typedef struct pawl_recurring {
   pawl_id_t last_job_id;
   int64_t created_at, updated_at;
   int64_t version;         /* bumped by every change */
+  char *load_error;        /* a script-born definition whose script fails
+                              to load: what a node said ("node N: ..."),
+                              the definition kept as it was; NULL when it
+                              loads */
 } pawl_recurring_t;
 
 /* What an operator gives for pawl_recurring_add() and _set(). Pointers are

@@ -515,6 +515,7 @@ int pawl__store_rec_fill(pawl_recurring_t *d, const store_row_t *r) {
   d->created_at = r->int64(r, 18);
   d->updated_at = r->int64(r, 19);
   d->version = r->int64(r, 20);
+  bad |= store_rec_text(&d->load_error, r, 21);
   if (!d->name || !d->expr || !d->tz || !d->type || !d->payload) bad = -1;
   return bad ? -1 : 0;
 }

@@ -520,9 +520,13 @@ struct store_ops {
      * last_job_id (the last job's id) written. */
     int (*advance)(store_t *st, store_rec_advance_t *a, size_t n);
     /* Disables the enabled script-born definitions whose script is not
-     * one of scripts[0..n) (a script gone at a reload); *count: how many. */
+     * one of scripts[0..n) (listed 0: the scripts there are), or is one of
+     * them (listed 1: the scripts that went); *count: how many. */
     int (*disable_gone)(store_t *st, const char *const *scripts, size_t n,
-                        size_t *count);
+                        int listed, size_t *count);
+    /* Notes `error` on the script-born definitions of `script`, which
+     * fails to load (cleared by the next put of the script's). */
+    int (*load_error)(store_t *st, const char *script, const char *error);
   } recurring;
 
   /* Queues (issue 14, queues): pause and resume, and the age boost of one

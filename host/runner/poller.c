@@ -608,6 +608,7 @@ int64_t pawl__poller_next_chore(const struct poller *pl) {
 void pawl__poller_free(struct poller *pl) {
   if (!pl) return;
   pawl__retention_stop(pl->p, &pl->retention);
+  pawl__ticker_free(&pl->ticker);
   if (!pl->borrowed) pawl_close(pl->p);
   pawl__free(pl);
 }

@@ -123,6 +123,8 @@ enum {
   PG_REC_KEYS,
   PG_REC_LAST_JOB,
   PG_REC_DISABLE_GONE,
+  PG_REC_DISABLE_LISTED,
+  PG_REC_LOAD_ERROR,
   /* queues (issue 14): see the section "queues" */
   PG_QUEUE_BOOSTS,
   PG_QUEUE_PAUSE,
@@ -440,6 +442,8 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_REC_KEYS] = PG_REC_KEYS_SQL,
     [PG_REC_LAST_JOB] = PG_REC_LAST_JOB_SQL,
     [PG_REC_DISABLE_GONE] = PG_REC_DISABLE_GONE_SQL,
+    [PG_REC_DISABLE_LISTED] = PG_REC_DISABLE_LISTED_SQL,
+    [PG_REC_LOAD_ERROR] = PG_REC_LOAD_ERROR_SQL,
     /* queues (issue 14) */
     [PG_QUEUE_BOOSTS] = "SELECT name, age_boost_ms FROM pawl_queues WHERE "
                         "age_boost_ms IS NOT NULL",
@@ -3444,7 +3448,9 @@ static int pg_rec_due(store_t *base, int64_t now, size_t max,
                       pawl_recurring_t **out, size_t *n);
 static int pg_rec_advance(store_t *base, store_rec_advance_t *a, size_t n);
 static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
-                               size_t n, size_t *count);
+                               size_t n, int listed, size_t *count);
+static int pg_rec_load_error(store_t *base, const char *script,
+                             const char *error);
 /* ---- queues (issue 14: pause, resume, per-queue age boost) ---------------- */
 
 static int pg_queue_pause(store_t *base, const char *name, int paused,
@@ -3680,7 +3686,7 @@ static const struct store_ops pg_ops = {
               pg_adm_locks, pg_adm_running},
     .recurring = {pg_rec_put, pg_rec_get, pg_rec_list, pg_rec_update,
                   pg_rec_remove, pg_rec_due, pg_rec_advance,
-                  pg_rec_disable_gone},
+                  pg_rec_disable_gone, pg_rec_load_error},
     .queues = {pg_queue_pause, pg_queue_set_boost, pg_queue_list},
     .limits = {pg_limit_set, pg_limit_remove, pg_limit_list},
     .types = {pg_types_sync, pg_type_get},
@@ -4432,7 +4438,7 @@ static int pg_rec_advance(store_t *base, store_rec_advance_t *a, size_t n) {
 }
 
 static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
-                               size_t n, size_t *count) {
+                               size_t n, int listed, size_t *count) {
   pg_store_t *s = (pg_store_t *)base;
   pawl_buf_t b;
   arr_begin(&b);
@@ -4446,13 +4452,25 @@ static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
   pp_str(&pp, 0, pawl__buf_cstr(&b));
   pp_now(s, &pp, 1);
   PGresult *res;
-  int rc = pg_run(s, PG_REC_DISABLE_GONE, 2, pp.v, &res,
+  int rc = pg_run(s, listed ? PG_REC_DISABLE_LISTED : PG_REC_DISABLE_GONE, 2,
+                  pp.v, &res,
                   "disable recurring definitions");
   pawl__buf_free(&b);
   if (rc) return rc;
   if (count) *count = (size_t)pg_changed(res);
   PQclear(res);
   return 0;
+}
+
+static int pg_rec_load_error(store_t *base, const char *script,
+                             const char *error) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_str(&pp, 0, script);
+  pp_str(&pp, 1, error);
+  pp_now(s, &pp, 2);
+  return pg_run(s, PG_REC_LOAD_ERROR, 3, pp.v, NULL,
+                "note a script's load error");
 }
 
 /* ---- batches (issue 15; schema/postgres/V009__batch.sql) ------------------ */

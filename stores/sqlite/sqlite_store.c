@@ -126,6 +126,8 @@ enum {
   SQ_REC_ADVANCE,
   SQ_REC_LAST_JOB,
   SQ_REC_DISABLE_GONE,
+  SQ_REC_DISABLE_LISTED,
+  SQ_REC_LOAD_ERROR,
   /* queues (issue 14): see the section "queues" */
   SQ_QUEUE_BOOST,
   SQ_QUEUE_PAUSE,
@@ -424,6 +426,8 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_REC_ADVANCE] = SQLITE_REC_ADVANCE,
     [SQ_REC_LAST_JOB] = SQLITE_REC_LAST_JOB,
     [SQ_REC_DISABLE_GONE] = SQLITE_REC_DISABLE_GONE,
+    [SQ_REC_DISABLE_LISTED] = SQLITE_REC_DISABLE_LISTED,
+    [SQ_REC_LOAD_ERROR] = SQLITE_REC_LOAD_ERROR,
     /* queues (issue 14) */
     [SQ_QUEUE_BOOST] = "SELECT age_boost_ms FROM pawl_queues WHERE name = ?1",
     /* ?1 name, ?2 now, ?3 by, ?4 reason. Changes a row only when the queue
@@ -3094,7 +3098,9 @@ static int sq_rec_due(store_t *base, int64_t now, size_t max,
                       pawl_recurring_t **out, size_t *n);
 static int sq_rec_advance(store_t *base, store_rec_advance_t *a, size_t n);
 static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
-                               size_t n, size_t *count);
+                               size_t n, int listed, size_t *count);
+static int sq_rec_load_error(store_t *base, const char *script,
+                             const char *error);
 
 static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
                         void *data);
@@ -3297,7 +3303,7 @@ static const struct store_ops sq_ops = {
               sq_adm_locks, sq_adm_running},
     .recurring = {sq_rec_put, sq_rec_get, sq_rec_list, sq_rec_update,
                   sq_rec_remove, sq_rec_due, sq_rec_advance,
-                  sq_rec_disable_gone},
+                  sq_rec_disable_gone, sq_rec_load_error},
     .queues = {sq_queue_pause, sq_queue_set_boost, sq_queue_list},
     .limits = {sq_limit_set, sq_limit_remove, sq_limit_list},
     .types = {sq_types_sync, sq_type_get},
@@ -4139,7 +4145,7 @@ static int sq_rec_advance(store_t *base, store_rec_advance_t *a, size_t n) {
 }
 
 static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
-                               size_t n, size_t *count) {
+                               size_t n, int listed, size_t *count) {
   sq_store_t *s = (sq_store_t *)base;
   pawl_buf_t b;
   pawl__buf_init(&b);
@@ -4153,7 +4159,8 @@ static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
     pawl__buf_free(&b);
     return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
-  sqlite3_stmt *st = sq_stmt(s, SQ_REC_DISABLE_GONE);
+  sqlite3_stmt *st =
+      sq_stmt(s, listed ? SQ_REC_DISABLE_LISTED : SQ_REC_DISABLE_GONE);
   int rc = PAWL_ESTORE;
   if (st) {
     sqlite3_bind_text(st, 1, pawl__buf_cstr(&b), -1, SQLITE_STATIC);
@@ -4163,6 +4170,17 @@ static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
   }
   pawl__buf_free(&b);
   return rc;
+}
+
+static int sq_rec_load_error(store_t *base, const char *script,
+                             const char *error) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_REC_LOAD_ERROR);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, script, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, error, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, pawl__store_now(base));
+  return sq_exec_write(s, st, "note a script's load error");
 }
 
 /* ---- batches (issue 15; schema/sqlite/V010__batch.sql) -------------------- */
