@@ -598,7 +598,10 @@ int64_t pawl__poller_next_chore(const struct poller *pl) {
   int64_t next = pl->next_heartbeat < pl->next_recover ? pl->next_heartbeat
                                                        : pl->next_recover;
   if (pl->ticker.next_tick < next) next = pl->ticker.next_tick;
-  if (pl->next_signal_look < next) next = pl->next_signal_look;
+  /* A step (a game loop) is not woken only to look for new waits: it
+   * looks when it runs its chores anyway (poll_ms is how often an idle
+   * step looks at the database); a known deadline wakes it. */
+  if (!pl->h->step && pl->next_signal_look < next) next = pl->next_signal_look;
   if (pl->signal_due && pl->signal_due < next) next = pl->signal_due;
   if (pl->h->retention && pl->retention.next_at < next)
     next = pl->retention.next_at;
