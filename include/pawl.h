@@ -678,7 +678,11 @@ PAWL_EXTERN int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, voi
  *   cancel: pending, running, blocked, paused -> canceled
  *   pause:  pending, failed -> paused (remembering which)
  *   resume: paused -> the state it came from
- *   retry:  failed -> pending (attempts reset, error cleared, due now) */
+ *   retry:  failed -> pending (attempts reset, error cleared, due now);
+ *           in the same transaction the children its failure canceled
+ *           (not those an operator canceled) go back to blocked, waiting
+ *           for it again, and theirs in turn (README "Dependencies and
+ *           chains") */
 PAWL_EXTERN int pawl_cancel(pawl_t *p, const pawl_id_t *id, const char *reason,
                 pawl_job_t **out);
 PAWL_EXTERN int pawl_pause(pawl_t *p, const pawl_id_t *id, const char *reason,
@@ -740,9 +744,11 @@ PAWL_EXTERN void pawl_signal_free(pawl_signal_info_t *s);
 /* Fails the jobs whose wait for a signal has run out (timeout_at <= now by
  * the handle's clock): blocked -> failed, the signal expired, in batches
  * of at most 100 per transaction until none is left. *out_n (may be NULL)
- * receives how many. A running host does it in its lease-recovery sweep
- * (every half lease, on one node at a time); programs that drive the
- * store themselves call it. */
+ * receives how many. A running host does it at the earliest deadline of
+ * a wait (it looks for new waits at least once a second); programs that
+ * drive the store themselves call it. A decision that comes after the
+ * deadline is refused (pawl_signal: PAWL_ESTATE) and expires the wait
+ * itself, whether or not this ran. */
 PAWL_EXTERN int pawl_signal_expire(pawl_t *p, size_t *out_n);
 
 /* What pawl_replace() changes in the replacement; everything else is the
@@ -2125,6 +2131,10 @@ typedef struct pawl_recurring {
   pawl_id_t last_job_id;
   int64_t created_at, updated_at;
   int64_t version;         /* bumped by every change */
+  char *load_error;        /* a script-born definition whose script fails
+                              to load: what a node said ("node N: ..."),
+                              the definition kept as it was; NULL when it
+                              loads */
 } pawl_recurring_t;
 
 /* What an operator gives for pawl_recurring_add() and _set(). Pointers are

@@ -194,6 +194,153 @@ return { tz = "UTC", run = function() end }]])
   end)
 end)
 
+-- A script's load and the cluster: a script that fails to load keeps its
+-- definition; two scripts of a node that declare one cron_name are refused
+-- at load; nodes with different scripts do not flip a definition. Each on
+-- SQLite and on PostgreSQL, with real `pawl run` processes.
+local P = require "pg_helper"
+local C = require "cli_helper"
+local PG_SKIP = P.skip_reason()
+
+local TICK = [[
+return { cron = "0 3 * * *", payload = { v = %d }, run = function() end }]]
+
+for _, backend in ipairs({ "sqlite", "postgres" }) do
+  describe("script definitions and the load (" .. backend .. ")", function()
+    local env
+    before_each(function()
+      if backend == "postgres" and PG_SKIP then return end
+      env = P.env_for(backend)
+    end)
+    after_each(function()
+      if env then env:cleanup() end
+      env = nil
+    end)
+    local run_it = (backend == "postgres" and PG_SKIP) and function(name)
+      pending(name .. " -- SKIPPED: " .. PG_SKIP)
+    end or it
+
+    run_it("a script that fails to load at a fresh start keeps its definition and says why", function()
+      env:script("tick", TICK:format(1))
+      env:script("other", "return { run = function() end }")
+      env:run_idle("--node-id", "n1")
+      local d = find(list(env), "tick")
+      assert.is_true(d.enabled)
+      assert.equal(cjson.null, d.load_error)
+      -- A syntax error, then a top level that raises: each a fresh start.
+      for i, broken in ipairs({ "return { cron = ", "error('no db here')" }) do
+        env:script("tick", broken)
+        local p = env:run_idle("--node-id", "n1")
+        assert.truthy(p:stderr():find("script not loaded", 1, true))
+        d = find(list(env), "tick")
+        assert.is_true(d.enabled, "disabled by a failed load (" .. i .. ")")
+        assert.equal("0 3 * * *", d.cron)
+        assert.truthy(d.load_error:find("^node n1: "), d.load_error)
+        assert.truthy(d.load_error:find("tick", 1, true), d.load_error)
+        local text = env:ok("recurring", "list")
+        assert.truthy(text:find("script:tick (does not load)", 1, true), text)
+        assert.is_nil(text:find("(gone)", 1, true), text)
+        assert.truthy(text:find("tick: script tick does not load (the definition is kept as it was): node n1: ", 1, true), text)
+      end
+      -- An operator's pause of a broken script's definition stays.
+      env:ok("recurring", "pause", "tick")
+      env:run_idle("--node-id", "n1")
+      assert.is_true(find(list(env), "tick").paused)
+      env:ok("recurring", "resume", "tick")
+      -- It loads again: the error is cleared.
+      env:script("tick", TICK:format(2))
+      env:run_idle("--node-id", "n1")
+      d = find(list(env), "tick")
+      assert.is_true(d.enabled)
+      assert.equal(cjson.null, d.load_error)
+      assert.same({ v = 2 }, d.payload)
+      -- It is removed while no node runs: the next node, alone, disables it.
+      os.remove(env.scripts .. "/tick.lua")
+      env:run_idle("--node-id", "n1")
+      d = find(list(env), "tick")
+      assert.is_false(d.enabled)
+      assert.truthy(env:ok("recurring", "list"):find("script:tick (gone)", 1, true))
+    end)
+
+    run_it("two scripts that declare one cron_name: the second is refused at load, naming both", function()
+      env:script("alpha", [[
+return { cron = "0 3 * * *", cron_name = "nightly", run = function() return "a" end }]])
+      env:script("beta", [[
+return { cron = "0 4 * * *", cron_name = "nightly", run = function() return "b" end }]])
+      env:script("gamma", [[
+return { cron = "0 5 * * *", cron_name = "nightly", run = function() return "c" end }]])
+      local a = env:enqueue("alpha", "{}")
+      for round = 1, 2 do
+        local p = env:run_idle()
+        local err = p:stderr()
+        for _, loser in ipairs({ "beta", "gamma" }) do
+          assert.truthy(err:find(env.scripts .. "/" .. loser .. '.lua: cron_name \\?"nightly\\?" is declared by '
+                                 .. env.scripts .. "/alpha.lua too"), err)
+        end
+        local d = find(list(env), "nightly")
+        assert.equal("alpha", d.script, "round " .. round)
+        assert.equal("0 3 * * *", d.cron)
+        assert.equal(1, #list(env))
+      end
+      assert.equal("succeeded", env:show(a).state)
+      -- Renamed: it loads, and serves.
+      env:script("beta", [[
+return { cron = "0 4 * * *", cron_name = "early", run = function() return "b" end }]])
+      local b = env:enqueue("beta", "{}")
+      local p = env:run_idle()
+      assert.is_nil(p:stderr():find("beta.lua: cron_name", 1, true))
+      assert.equal("succeeded", env:show(b).state)
+      assert.equal("beta", find(list(env), "early").script)
+      assert.equal("alpha", find(list(env), "nightly").script)
+    end)
+
+    run_it("nodes with different scripts do not flip a definition", function()
+      -- Node A has tick and a_own; node B has b_own and not tick.
+      local bdir = env:path("scripts_b")
+      assert(C.sh("mkdir " .. C.quote(bdir)))
+      env:script("tick", TICK:format(1))
+      env:script("a_own", [[return { cron = "0 1 * * *", payload = { v = 1 }, run = function() end }]])
+      C.write_file(bdir .. "/b_own.lua",
+        [[return { cron = "0 2 * * *", payload = { v = 1 }, run = function() end }]])
+      local na = env:start("--node-id", "A", "--poll", "0.05")
+      local tick = env:wait_until("A's definitions", function()
+        local d = find(list(env), "tick")
+        return d and find(list(env), "a_own") and d
+      end)
+      assert.is_true(tick.enabled)
+      local nb = env:spawn("--db", env.db, "run", "--scripts", bdir,
+                           "--node-id", "B", "--poll", "0.05")
+      -- Each round, a change on one node makes it sync (seen in its own
+      -- definition's payload); tick stays as A wrote it, enabled.
+      for v = 1, 3 do
+        env:wait_until("B's sync " .. v, function()
+          local d = find(list(env), "b_own")
+          return d and d.payload.v == v
+        end)
+        local d = find(list(env), "tick")
+        assert.is_true(d.enabled, "B disabled tick at its sync " .. v)
+        assert.equal(tick.version, d.version)
+        env:script("a_own", ([[return { cron = "0 1 * * *", payload = { v = %d }, run = function() end }]]):format(v + 1))
+        env:wait_until("A's sync " .. v, function()
+          return find(list(env), "a_own").payload.v == v + 1
+        end)
+        d = find(list(env), "tick")
+        assert.is_true(d.enabled)
+        assert.equal(tick.version, d.version, "A rewrote tick at its sync " .. v)
+        C.write_file(bdir .. "/b_own.lua",
+          ([[return { cron = "0 2 * * *", payload = { v = %d }, run = function() end }]]):format(v + 1))
+      end
+      -- Removed from A while it runs: gone.
+      os.remove(env.scripts .. "/tick.lua")
+      env:wait_until("tick to be disabled", function()
+        return not find(list(env), "tick").enabled
+      end)
+      for _, p in ipairs({ na, nb }) do p:signal("TERM") end
+      for _, p in ipairs({ na, nb }) do assert.truthy(p:wait(2 * H.HANG_S)) end
+    end)
+  end)
+end
+
 describe("the Lua module's db:recurring_*", function()
   local pawl = require "pawl"
   local env, db

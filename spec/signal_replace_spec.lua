@@ -3,8 +3,8 @@
 --
 -- A job enqueued with a signal key waits (blocked) until `pawl signal KEY
 -- approve|reject [JSON]` delivers a decision, which its code reads as
--- job.signal, or until its timeout fails it (the node's recovery sweep,
--- every half lease: --lease 2 sweeps every second). `pawl replace` enqueues
+-- job.signal, or until its timeout fails it (at its deadline: the node's
+-- poller wakes then; a decision after it is refused). `pawl replace` enqueues
 -- a copy with changes and cancels the job; a running one sees
 -- ctx:canceled() and stops. Nothing waits on time (issue 17): the tests
 -- wait for states, with hang guards as caps, and a gate holds the job that
@@ -169,7 +169,121 @@ local function scenarios(backend, make_env)
       assert.matches("^signal late%-1: no decision by %d%d%d%d%-", last.reason)
       local code, _, err = pawl_run(env, "signal", "late-1", "approve")
       assert.are.equal(1, code)
-      assert.matches("no live job waits", err, 1, true)
+      assert.matches(("job %s: signal \"late-1\" refused: its deadline passed at %s"):format(
+        id, j.signal.timeout_at), err, 1, true)
+    end)
+
+    -- Waits until the wall clock is past job `id`'s signal deadline (no
+    -- sleep that bets on a duration: the condition is read).
+    local function past_deadline(id)
+      local at = H.ms(env:show(id).signal.timeout_at)
+      env:wait_until("the deadline to pass", function()
+        return P.wall() * 1000 > at + 5
+      end)
+      return at
+    end
+
+    -- The decision that comes after the deadline: refused (exit 1), naming
+    -- the job, the key and the deadline; the job's outcome is the
+    -- timeout's (failed, never run), whether or not a sweep got there
+    -- first. No node runs here: nothing but the decision can see the
+    -- deadline pass.
+    it("a decision after the deadline is refused and the timeout decides", function()
+      node:signal("TERM")
+      node:wait(H.HANG_S)
+      node = nil
+      for _, d in ipairs({ "approve", "reject" }) do
+        local key = "late-" .. d
+        local id = env:enqueue("order", "{}", "--signal", key,
+                               "--signal-timeout", "0.2")
+        local at = past_deadline(id)
+        local code, out, err = pawl_run(env, "signal", key, d, '{"note":"late"}')
+        assert.are.equal(1, code, err)
+        assert.are.equal("", out)
+        local iso = env:show(id).signal.timeout_at
+        assert.are.equal(at, H.ms(iso))
+        assert.matches(("pawl: job %s: signal \"%s\" refused: its deadline passed at %s; the wait timed out (the job is failed)"):format(
+          id, key, iso), err, 1, true)
+        local j = env:show(id)
+        assert.are.equal("failed", j.state)
+        assert.are.equal("wait timed out", j.last_error)
+        assert.are.equal("expired", j.signal.state)
+        assert.is_nil(j.signal.decision)
+        local last = j.events[#j.events]
+        assert.are.equal("timeout", last.actor)
+        assert.are.equal(("signal %s: no decision by %s"):format(key, iso), last.reason)
+        -- Again: the same refusal, nothing written.
+        code, _, err = pawl_run(env, "signal", key, "approve")
+        assert.are.equal(1, code)
+        assert.matches("its deadline passed at " .. iso, err, 1, true)
+        assert.are.equal(#j.events, #env:show(id).events)
+      end
+      -- A node started now has nothing to run: the jobs stay failed.
+      local ok = env:enqueue("order", "{}", "--signal", "in-time",
+                             "--signal-timeout", "3600")
+      env:ok("signal", "in-time", "approve")
+      node = env:start("--workers", "2", "--poll", "0.1", "--lease", "2")
+      env:wait_state(ok, "succeeded")
+      assert.are.equal(2, env:count_state("failed"))
+      -- The key of a job that timed out is free for a new job.
+      local again = env:enqueue("order", "{}", "--signal", "late-approve")
+      env:ok("signal", "late-approve", "approve")
+      env:wait_state(again, "succeeded")
+    end)
+
+    -- The node expires a wait at its deadline, not at its next lease
+    -- sweep (a half lease: 30 s here); a decision after it is refused as
+    -- above. The bound (deadline + 2 s, read from the stored history) is
+    -- generous: the poller wakes at the deadline.
+    it("a wait fails at its deadline, and a decision after it is refused", function()
+      node:signal("TERM")
+      node:wait(H.HANG_S)
+      node = env:start("--workers", "2", "--poll", "5", "--lease", "60")
+      local ids = {}
+      for i, t in ipairs({ "1", "2.5", "0.3" }) do
+        ids[i] = env:enqueue("order", "{}", "--signal", "due-" .. i,
+                             "--signal-timeout", t)
+      end
+      for i, id in ipairs(ids) do
+        local j = env:wait_state(id, "failed")
+        local at = H.ms(j.signal.timeout_at)
+        local failed = H.ms(j.events[#j.events].at)
+        assert.is_true(failed >= at, "failed before its deadline")
+        assert.is_true(failed <= at + 2000,
+          ("job %d failed %d ms after its deadline"):format(i, failed - at))
+        local code, _, err = pawl_run(env, "signal", "due-" .. i, "approve")
+        assert.are.equal(1, code)
+        assert.matches("its deadline passed at " .. j.signal.timeout_at, err, 1, true)
+      end
+    end)
+
+    -- An approve racing the timeout: each decision either counts (exit 0,
+    -- the job runs and reads it, delivered before the deadline) or is
+    -- refused (exit 1, the job failed on the timeout), never both.
+    it("a decision racing the deadline either counts or is refused, never both", function()
+      local ids = {}
+      for i = 1, 12 do
+        ids[i] = env:enqueue("order", "{}", "--signal", "race-" .. i,
+                             "--signal-timeout", "0.3")
+      end
+      local counted, refused = 0, 0
+      for i, id in ipairs(ids) do
+        local code, _, err = pawl_run(env, "signal", "race-" .. i, "approve")
+        if code == 0 then
+          counted = counted + 1
+          local j = env:wait_state(id, "succeeded")
+          assert.are.equal("approve", j.result.decision)
+          assert.is_true(H.ms(j.signal.at) <= H.ms(j.signal.timeout_at))
+        else
+          refused = refused + 1
+          assert.are.equal(1, code, err)
+          assert.matches("its deadline passed at", err, 1, true)
+          local j = env:wait_state(id, "failed")
+          assert.are.equal("expired", j.signal.state)
+          assert.is_nil(j.result ~= cjson.null and j.result or nil)
+        end
+      end
+      assert.are.equal(#ids, counted + refused)
     end)
 
     it("replaces a pending job and a running one (which stops cooperatively)", function()

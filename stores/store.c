@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "iso8601.h"
 #include "redact.h"
 #include "store.h"
 
@@ -112,6 +113,7 @@ const char *pawl__store_op_name(store_op_t op) {
   case STORE_OP_RETRY: return "retry";
   case STORE_OP_UNBLOCK: return "unblock";
   case STORE_OP_EXPIRE: return "expire";
+  case STORE_OP_REOPEN: return "reopen";
   }
   return "?";
 }
@@ -172,6 +174,13 @@ void pawl__store_plan_transition(const pawl_job_t *j, store_op_t op, int64_t now
       out->finished_at = now;
       out->finishes = 1;
       out->last_error = "wait timed out";
+    }
+    break;
+  case STORE_OP_REOPEN:
+    if (from == PAWL_BLOCKED) out->noop = 1;
+    else if (from == PAWL_CANCELED) {
+      out->to = PAWL_BLOCKED;
+      out->finished_at = 0;
     }
     break;
   }
@@ -506,6 +515,7 @@ int pawl__store_rec_fill(pawl_recurring_t *d, const store_row_t *r) {
   d->created_at = r->int64(r, 18);
   d->updated_at = r->int64(r, 19);
   d->version = r->int64(r, 20);
+  bad |= store_rec_text(&d->load_error, r, 21);
   if (!d->name || !d->expr || !d->tz || !d->type || !d->payload) bad = -1;
   return bad ? -1 : 0;
 }
@@ -590,8 +600,65 @@ static int store_transition_write(store_t *st,
   if (!rc && plan->finishes) rc = x->finished(st, j, plan->to, now);
   /* Dependencies (issue 15): a failed parent retried by hand. */
   if (!rc && op == STORE_OP_RETRY && from == PAWL_FAILED && x->reopen)
-    rc = x->reopen(st, id);
+    rc = x->reopen(st, id, now, actor);
   if (!rc && plan->to == PAWL_PENDING && x->pending) rc = x->pending(st);
+  return rc;
+}
+
+int pawl__store_deps_reopen(store_t *st, const store_transition_steps_t *x,
+                            const store_reopen_steps_t *r, const pawl_id_t *id,
+                            int64_t now, const char *actor) {
+  /* Breadth first over the graph below `id`: edges point from older jobs
+   * to newer ones, so it ends. A child reached twice (a diamond) is
+   * reopened once; the second parent finds it blocked and uncounts. */
+  struct item {
+    pawl_id_t id;
+    int state;
+  } *q = pawl__malloc(sizeof *q);
+  if (!q) return pawl__store_fail(st, PAWL_ENOMEM, "out of memory");
+  size_t n = 1, cap = 1;
+  q[0].id = *id;
+  q[0].state = PAWL_FAILED;
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    pawl_id_t parent = q[i].id, *kids = NULL;
+    size_t nkids = 0;
+    char ptext[PAWL_ID_STRLEN];
+    pawl_id_format(&parent, ptext);
+    rc = r->uncount(st, &parent, q[i].state);
+    if (!rc) rc = r->canceled(st, &parent, q[i].state, &kids, &nkids);
+    for (size_t k = 0; k < nkids && !rc; k++) {
+      char why[300];
+      if (i == 0)
+        snprintf(why, sizeof why,
+                 "reopened: parent %s was retried by %s; this job, "
+                 "canceled by its failure, waits for it again",
+                 ptext, actor ? actor : "?");
+      else
+        snprintf(why, sizeof why,
+                 "reopened: parent %s was reopened (a retry by %s); this "
+                 "job, canceled by its cancel, waits for it again",
+                 ptext, actor ? actor : "?");
+      rc = pawl__store_transition_in(st, x, now, &kids[k], STORE_OP_REOPEN,
+                                     actor, why, -1);
+      if (!rc) rc = r->recount(st, &kids[k]);
+      if (!rc && n == cap) {
+        struct item *g = pawl__realloc(q, cap * 2 * sizeof *q);
+        if (!g) rc = pawl__store_fail(st, PAWL_ENOMEM, "out of memory");
+        else {
+          q = g;
+          cap *= 2;
+        }
+      }
+      if (!rc) {
+        q[n].id = kids[k];
+        q[n++].state = PAWL_CANCELED;
+      }
+    }
+    pawl__free(kids);
+    if (!rc) rc = r->open(st, &parent);
+  }
+  pawl__free(q);
   return rc;
 }
 
@@ -811,6 +878,24 @@ int pawl__store_limit_window(const store_limit_t *lim, int64_t *start,
 }
 
 /* ---- signals (issue 15) ---------------------------------------------------- */
+
+int pawl__store_signal_late(store_t *st, const pawl_id_t *id, const char *key,
+                            int64_t deadline, int jstate) {
+  char text[PAWL_ID_STRLEN], at[ISO8601_STRLEN];
+  pawl_id_format(id, text);
+  pawl__iso8601_format(deadline, at);
+  return pawl__store_fail(st, PAWL_ESTATE,
+                          "job %s: signal \"%s\" refused: its deadline "
+                          "passed at %s; the wait timed out (the job is %s)",
+                          text, key, at, pawl_state_name(jstate));
+}
+
+void pawl__store_signal_why(char *out, size_t len, const char *key,
+                            int64_t deadline) {
+  char by[ISO8601_STRLEN];
+  pawl__iso8601_format(deadline, by);
+  snprintf(out, len, "signal %s: no decision by %s", key, by);
+}
 
 pawl_signal_info_t *pawl__store_signal_new(
     const pawl_id_t *job, const char *key, int state, int64_t created_at,

@@ -159,7 +159,9 @@ typedef enum store_op {
   STORE_OP_RESUME,  /* paused -> the state it came from */
   STORE_OP_RETRY,   /* failed -> pending, attempts reset */
   STORE_OP_UNBLOCK, /* blocked -> pending (its condition is met) */
-  STORE_OP_EXPIRE   /* blocked -> failed (its wait timed out) */
+  STORE_OP_EXPIRE,  /* blocked -> failed (its wait timed out) */
+  STORE_OP_REOPEN   /* canceled -> blocked (a dependency's cancel undone:
+                       the parent whose end canceled it was retried) */
 } store_op_t;
 
 /* A node as recorded in the node table. */
@@ -518,9 +520,13 @@ struct store_ops {
      * last_job_id (the last job's id) written. */
     int (*advance)(store_t *st, store_rec_advance_t *a, size_t n);
     /* Disables the enabled script-born definitions whose script is not
-     * one of scripts[0..n) (a script gone at a reload); *count: how many. */
+     * one of scripts[0..n) (listed 0: the scripts there are), or is one of
+     * them (listed 1: the scripts that went); *count: how many. */
     int (*disable_gone)(store_t *st, const char *const *scripts, size_t n,
-                        size_t *count);
+                        int listed, size_t *count);
+    /* Notes `error` on the script-born definitions of `script`, which
+     * fails to load (cleared by the next put of the script's). */
+    int (*load_error)(store_t *st, const char *script, const char *error);
   } recurring;
 
   /* Queues (issue 14, queues): pause and resume, and the age boost of one
@@ -599,6 +605,10 @@ struct store_ops {
     int (*replace)(store_t *st, const store_replace_t *r);
     /* The links of job `id` (zeroed when none); PAWL_ENOTFOUND: no job. */
     int (*links)(store_t *st, const pawl_id_t *id, pawl_replace_links_t *out);
+    /* The earliest deadline of a wait still waiting (ms; 0: none), read
+     * through the partial index pawl_signals_due: when the next expire
+     * has work. */
+    int (*next_deadline)(store_t *st, int64_t *at);
   } flow;
   /* Batches (issue 15): children counted as they end, callbacks fired by
    * the database when the counters reach the total (the trigger
@@ -1034,11 +1044,46 @@ typedef struct store_transition_steps {
   int (*finished)(store_t *st, const pawl_job_t *j, int to, int64_t now);
   /* The job went back to pending: tell other nodes (NULL: nothing to do). */
   int (*pending)(store_t *st);
-  /* Dependencies (issue 15): a manual retry of the failed job `id`; its
-   * children still blocked stop counting its end (they count the next
-   * one). NULL: nothing to do. */
-  int (*reopen)(store_t *st, const pawl_id_t *id);
+  /* Dependencies (issue 15): a manual retry of the failed job `id` by
+   * `actor`, at `now`; its children still blocked stop counting its end
+   * (they count the next one), and those its end canceled go back to
+   * blocked, waiting for it again (STORE_OP_REOPEN, in turn for their
+   * own children: pawl__store_deps_reopen). NULL: nothing to do. */
+  int (*reopen)(store_t *st, const pawl_id_t *id, int64_t now,
+                const char *actor);
 } store_transition_steps_t;
+
+/* What a backend does for pawl__store_deps_reopen(), each in the caller's
+ * transaction. `state` is the state the parent's end was counted in
+ * (failed, or canceled for a child reopened in turn). */
+typedef struct store_reopen_steps {
+  /* The parent's children still blocked stop counting that end
+   * (deps_left up by one, deps_unmet down if it did not meet their
+   * condition), their rows locked first where the backend locks. */
+  int (*uncount)(store_t *st, const pawl_id_t *parent, int state);
+  /* The children that end canceled: canceled by the dependencies
+   * (deps_left 0 and deps_unmet above 0: an operator's cancel leaves one
+   * of them otherwise) with the parent's end among the unmet, and not in
+   * a batch (it counted them), not waiting for a signal, and not holding
+   * a business key another live job has taken since. *out (pawl__free):
+   * their ids, oldest first. */
+  int (*canceled)(store_t *st, const pawl_id_t *parent, int state,
+                  pawl_id_t **out, size_t *n);
+  /* A reopened child counts the parent again: deps_left up by one,
+   * deps_unmet down by one. */
+  int (*recount)(store_t *st, const pawl_id_t *child);
+  /* The parent counts as not ended again if it has children. */
+  int (*open)(store_t *st, const pawl_id_t *parent);
+} store_reopen_steps_t;
+
+/* A manual retry of the failed job `id` by `actor` (store_transition_steps_t
+ * .reopen): its blocked children stop counting its end, and the children
+ * its end canceled go back to blocked (STORE_OP_REOPEN, each with an event
+ * naming the parent and why), waiting for it again; each of those does
+ * the same for its own children, whose cancel was its end's. */
+int pawl__store_deps_reopen(store_t *st, const store_transition_steps_t *x,
+                            const store_reopen_steps_t *r, const pawl_id_t *id,
+                            int64_t now, const char *actor);
 
 /* An operator transition (store_ops.control.transition), the same on every
  * backend: read the job, plan the transition (pawl__store_plan_transition),
@@ -1076,6 +1121,19 @@ pawl_signal_info_t *pawl__store_signal_new(
     const pawl_id_t *job, const char *key, int state, int64_t created_at,
     int64_t timeout_at, const char *decision, const char *payload,
     int64_t delivered_at, const char *delivered_by);
+
+/* A decision for `key` that came after the deadline (`deadline`, ms) of
+ * the wait of job `id`, now in state `jstate`: refused with PAWL_ESTATE
+ * and a message naming the job, the key and the deadline. The wait has
+ * expired (by the caller, or before): the job's outcome is the
+ * timeout's. */
+int pawl__store_signal_late(store_t *st, const pawl_id_t *id, const char *key,
+                            int64_t deadline, int jstate);
+
+/* The reason recorded in a job's history when its wait for `key` ran out at
+ * `deadline` (ms): "signal KEY: no decision by TIME". */
+void pawl__store_signal_why(char *out, size_t len, const char *key,
+                            int64_t deadline);
 
 /* A backend's migrations, embedded at build time from schema/<backend>/. */
 typedef struct store_migration {

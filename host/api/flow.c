@@ -74,6 +74,12 @@ int pawl_signal_expire(pawl_t *p, size_t *out_n) {
   return rc;
 }
 
+int pawl__signal_next_deadline(pawl_t *p, int64_t *at) {
+  p->errmsg[0] = 0;
+  *at = 0;
+  return pawl__from_store(p, p->store->ops->flow.next_deadline(p->store, at));
+}
+
 void pawl_replace_opts_init(pawl_replace_opts_t *o) { memset(o, 0, sizeof *o); }
 
 int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,

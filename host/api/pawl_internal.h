@@ -137,6 +137,10 @@ int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
 /* Removes nodes silent for longer than silent_ms; *n: how many. */
 int pawl__nodes_reap(pawl_t *p, int64_t silent_ms, size_t *n);
 
+/* The earliest deadline of a wait for a signal still waiting (store
+ * clock ms; 0: none): when pawl_signal_expire() next has work. */
+int pawl__signal_next_deadline(pawl_t *p, int64_t *at);
+
 /* The distributed lock under which one node at a time sweeps expired
  * leases (pawl_recover): held by this node for a lease, freed by its TTL
  * if the node dies. *got: 1 if this node holds it now. */
@@ -191,13 +195,19 @@ int pawl__data_version(pawl_t *p, uint64_t *v);
  * no write.
  * pawl__recurring_sync: writes the definitions the loaded scripts declare
  * (defs[0..n), each with its script's name in `script`; borrowed), keeping
- * the schedule of one whose expression and zone did not change, and
- * disables the script-born ones whose script declares none any more.
- * Definitions it could not write (an operator's holds the name) are
- * counted in *nerr, the first one's reason in err. */
+ * the schedule of one whose expression and zone did not change. The
+ * scripts that fail to load (broken[0..nbroken), by type) keep their
+ * definitions as they are, enabled or not, with the error noted. It
+ * disables the script-born definitions of the scripts that went from this
+ * node since its last sync (lost[0..nlost)); at the first sync of a node
+ * (`first`), when no other node is alive to have them, those of every
+ * script it does not have. Definitions it could not write (an operator's
+ * holds the name) are counted in *nerr, the first one's reason in err. */
 int pawl__recurring_tick(pawl_t *p, size_t max_defs, size_t *enqueued,
                          int *more, int64_t *next_at);
 int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
+                         const pawl_script_error_t *broken, size_t nbroken,
+                         const char *const *lost, size_t nlost, int first,
                          char *err, size_t errlen, size_t *nerr);
 
 /* Job types (issue 16; types.c): records the redact lists of the loaded

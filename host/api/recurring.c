@@ -539,9 +539,12 @@ static int rec_same_str(const char *a, const char *b) {
   return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* 1 if the stored script-born `old` already says what `d` says. */
-static int rec_same(const pawl_recurring_t *old, const pawl_recurring_t *d) {
-  return old->enabled && rec_same_str(old->expr, d->expr) &&
+/* 1 if the stored script-born `old` already says what `d` says (a load
+ * error noted on it stands while the script is `broken`). */
+static int rec_same(const pawl_recurring_t *old, const pawl_recurring_t *d,
+                    int broken) {
+  return old->enabled && (!old->load_error || broken) &&
+         rec_same_str(old->expr, d->expr) &&
          rec_same_str(old->tz, d->tz) && old->misfire == d->misfire &&
          old->catch_up_limit == d->catch_up_limit &&
          rec_same_str(old->type, d->type) &&
@@ -552,13 +555,43 @@ static int rec_same(const pawl_recurring_t *old, const pawl_recurring_t *d) {
          rec_same_str(old->script, d->script);
 }
 
+/* 1 if `script` is among the scripts that failed to load. */
+static int rec_broken(const pawl_script_error_t *broken, size_t nbroken,
+                      const char *script) {
+  for (size_t i = 0; script && i < nbroken; i++)
+    if (broken[i].type && strcmp(broken[i].type, script) == 0) return 1;
+  return 0;
+}
+
+/* *alive: 1 if a node other than this one has beaten within a lease (it
+ * may have scripts this one has not). */
+static int rec_others_alive(pawl_t *p, int *alive) {
+  pawl_node_info_t *nodes = NULL;
+  size_t n = 0;
+  *alive = 0;
+  int rc = pawl_nodes(p, &nodes, &n);
+  if (rc) return rc;
+  int64_t now = pawl__store_now(p->store);
+  for (size_t i = 0; i < n; i++)
+    if (nodes[i].id && (!p->node_id || strcmp(nodes[i].id, p->node_id)) &&
+        nodes[i].last_beat >= now - p->lease_ms)
+      *alive = 1;
+  pawl_nodes_free(nodes, n);
+  return 0;
+}
+
 int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
+                         const pawl_script_error_t *broken, size_t nbroken,
+                         const char *const *lost, size_t nlost, int first,
                          char *err, size_t errlen, size_t *nerr) {
   p->errmsg[0] = 0;
   *nerr = 0;
   if (errlen) err[0] = 0;
   int rc = 0;
-  const char **scripts = pawl__calloc(n ? n : 1, sizeof *scripts);
+  /* The scripts this node has: those that declare a definition, and
+   * those that fail to load (not gone: their definitions stay). */
+  const char **scripts = pawl__calloc(n + nbroken ? n + nbroken : 1,
+                                      sizeof *scripts);
   if (!scripts) return pawl__fail(p, PAWL_ENOMEM, "out of memory");
   size_t nscripts = 0;
   for (size_t i = 0; i < n && !rc; i++) {
@@ -593,7 +626,8 @@ int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
                  d.script ? d.script : d.name, d.name);
       ++*nerr;
       write = 0;
-    } else if (old && rec_same(old, &d)) {
+    } else if (old && rec_same(old, &d, rec_broken(broken, nbroken,
+                                                   d.script))) {
       write = 0;
     } else if (old && old->enabled && rec_same_str(old->expr, d.expr) &&
                rec_same_str(old->tz, d.tz)) {
@@ -607,10 +641,30 @@ int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
     rc = pawl__from_store(p, p->store->ops->recurring.put(
                                p->store, &d, STORE_REC_SCRIPT, &done));
   }
+  /* A script that fails to load is not a script that is gone: its
+   * definitions keep their state, and say why they do not change. */
+  for (size_t i = 0; i < nbroken && !rc; i++) {
+    if (!broken[i].type || !broken[i].error) continue;
+    scripts[nscripts++] = broken[i].type;
+    char note[1024];
+    snprintf(note, sizeof note, "node %s: %s",
+             p->node_id ? p->node_id : "?", broken[i].error);
+    rc = pawl__from_store(p, p->store->ops->recurring.load_error(
+                               p->store, broken[i].type, note));
+  }
+  /* Gone: what went from this node since its last sync. At its first, it
+   * cannot tell a script removed meanwhile from one only other nodes
+   * have: it disables what it does not have only when it is alone (nodes
+   * with different scripts must not flip a definition at each sync). */
   size_t off = 0;
-  if (!rc)
+  int alive = 0;
+  if (!rc && first) rc = rec_others_alive(p, &alive);
+  if (!rc && first && !alive)
     rc = pawl__from_store(p, p->store->ops->recurring.disable_gone(
-                               p->store, scripts, nscripts, &off));
+                               p->store, scripts, nscripts, 0, &off));
+  else if (!rc && !first && nlost)
+    rc = pawl__from_store(p, p->store->ops->recurring.disable_gone(
+                               p->store, lost, nlost, 1, &off));
   pawl__free(scripts);
   return rc;
 }

@@ -236,6 +236,9 @@ static int rec_json(pawl_buf_t *b, cli_redact_t *red,
                    d->from_script ? "script" : "operator");
   pawl__buf_puts(b, ",\"script\":");
   rec_json_str(b, d->script);
+  pawl__buf_puts(b, ",\"load_error\":");
+  rec_json_str(b, d->load_error);
+  pawl__buf_printf(b, ",\"version\":%lld", (long long)d->version);
   pawl__buf_puts(b, ",\"next_fire_at\":");
   rec_json_time(b, d, d->next_fire_at);
   pawl__buf_puts(b, ",\"last_fire_at\":");
@@ -294,6 +297,9 @@ static void rec_table(pawl_buf_t *out, const pawl_recurring_t *d, size_t n) {
             pawl__buf_puts(&b, "script:");
             rec_text(&b, x->script);
             if (!x->enabled) pawl__buf_puts(&b, " (gone)");
+            /* A script that fails to load is not gone: the definition
+             * stays as it was; why is printed below the table. */
+            if (x->load_error) pawl__buf_puts(&b, " (does not load)");
           } else {
             pawl__buf_puts(&b, "operator");
           }
@@ -320,6 +326,17 @@ static void rec_table(pawl_buf_t *out, const pawl_recurring_t *d, size_t n) {
     }
   }
   free(cell);
+  for (size_t i = 0; i < n; i++) {
+    if (!d[i].load_error) continue;
+    pawl__buf_puts(out, "\n");
+    rec_text(out, d[i].name);
+    pawl__buf_puts(out, ": script ");
+    rec_text(out, d[i].script);
+    pawl__buf_puts(out, " does not load (the definition is kept as it "
+                        "was): ");
+    rec_text(out, d[i].load_error);
+    pawl__buf_putc(out, '\n');
+  }
 }
 
 static int rec_lib_fail(pawl_t *p, int rc, char *err, size_t errlen) {

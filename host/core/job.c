@@ -147,6 +147,7 @@ void pawl_recurring_free(pawl_recurring_t *defs, size_t n) {
     pawl__free(d->payload);
     pawl__free(d->queue);
     pawl__free(d->script);
+    pawl__free(d->load_error);
   }
   pawl__free(defs);
 }

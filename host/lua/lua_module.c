@@ -2477,6 +2477,7 @@ static void lpawl_push_rec(lua_State *L, const pawl_recurring_t *d) {
   lua_setfield(L, -2, "enabled");
   lpawl_set_str(L, "source", d->from_script ? "script" : "operator");
   lpawl_set_str(L, "script", d->script);
+  lpawl_set_str(L, "load_error", d->load_error);
   lpawl_set_time(L, "next_fire_at", d->next_fire_at);
   lpawl_set_time(L, "last_fire_at", d->last_fire_at);
   if (d->has_last_job) {

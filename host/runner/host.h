@@ -399,7 +399,15 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe);
 typedef struct host_ticker {
   int64_t next_tick;         /* mono ms */
   uint64_t synced_gen;       /* the crons_gen written */
+  int synced;                /* 1 once a sync was written */
+  /* The scripts this node had at its last sync (those that declared a
+   * definition, and those that failed to load): a script gone since is
+   * one of these that it does not have now. Owned. */
+  char **had;
+  size_t nhad;
 } host_ticker_t;
+/* Frees what the ticker holds (the poller's end). */
+void pawl__ticker_free(host_ticker_t *t);
 void pawl__ticker_chore(host_t *h, pawl_t *p, host_ticker_t *t, int64_t now);
 
 /* pawl__types_chore (types_sync.c, issue 16), a poller chore too: once the

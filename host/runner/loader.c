@@ -206,6 +206,72 @@ static void host_add_defs(host_t *h, host_script_t **list, size_t *n,
   *sig = (*sig ^ gen ^ 0x9e3779b97f4a7c15u) * 1099511628211u;
 }
 
+/* The name of the script that held recurring definition `name` in the
+ * list installed before (NULL: none). */
+static const char *loader_cron_holder(const host_t *h, const char *name) {
+  for (size_t i = 0; i < h->ncrons; i++)
+    if (h->crons[i].name && strcmp(h->crons[i].name, name) == 0)
+      return h->crons[i].script;
+  return NULL;
+}
+
+/* Two scripts that loaded and declare the same cron_name would write one
+ * definition over the other at every sync: the second is refused as a
+ * script that fails to load (errors[k], naming both files), so it serves
+ * no jobs and its previous version, if any, keeps serving. Which one is
+ * second: the one that did not hold the name before, else the later in
+ * name order. refused[k] is set for each (its cron is not collected: the
+ * probe holds its new version). */
+static void loader_refuse_twins(host_t *h, worker_t *probe,
+                                const host_script_t *list, size_t n,
+                                char **errors, char *refused) {
+  if (!errors || !refused) return;
+  char **names = pawl__calloc(n ? n : 1, sizeof *names);
+  if (!names) return;
+  for (size_t i = 0; i < n; i++) {
+    pawl_recurring_t d;
+    if (errors[i] || pawl__lua_cron_of(probe->lua, list[i].name, &d) != 1)
+      continue;
+    names[i] = d.name;
+    d.name = NULL;
+    pawl_recurring_t *copy = pawl__malloc(sizeof *copy);
+    if (copy) {
+      *copy = d;
+      pawl_recurring_free(copy, 1);
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    for (size_t k = i + 1; names[i] && k < n; k++) {
+      if (!names[k] || strcmp(names[i], names[k]) != 0) continue;
+      const char *holder = loader_cron_holder(h, names[i]);
+      size_t keep = holder && strcmp(holder, list[k].name) == 0 ? k : i;
+      size_t drop = keep == i ? k : i;
+      const char *kp = list[keep].path ? list[keep].path : list[keep].name;
+      const char *dp = list[drop].path ? list[drop].path : list[drop].name;
+      size_t len = strlen(kp) + strlen(dp) + strlen(names[i]) + 120;
+      char *msg = pawl__malloc(len);
+      if (msg)
+        snprintf(msg, len,
+                 "%s: cron_name \"%s\" is declared by %s too: this one is "
+                 "refused (give each a name of its own)",
+                 dp, names[i], kp);
+      errors[drop] = msg ? msg : pawl__strdup("cron_name declared twice");
+      refused[drop] = 1;
+      log_line_t line;
+      pawl__log_begin(&line, &h->log, PAWL_LOG_ERROR,
+                      "script not loaded (a previous version, if any, keeps "
+                      "serving)");
+      pawl__log_str(&line, "script", list[drop].name);
+      pawl__log_str(&line, "error", errors[drop] ? errors[drop] : "");
+      pawl__log_end(&line);
+      pawl__free(names[drop]);
+      names[drop] = NULL;
+    }
+  }
+  for (size_t i = 0; i < n; i++) pawl__free(names[i]);
+  pawl__free(names);
+}
+
 /* Looks at the scripts directory; if it changed, loads the new list in the
  * loader's `probe` state (which logs each broken script) and installs it,
  * bumping the generation. A script that does not load is installed with
@@ -235,6 +301,8 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
     return -1;
   }
   *last_sig = sig;
+  char *refused = pawl__calloc(n ? n : 1, 1);
+  loader_refuse_twins(h, probe, list, n, errors, refused);
   size_t kept = 0, nbroken = 0, nfailed = 0;
   pawl_script_error_t *broken = pawl__calloc(n ? n : 1, sizeof *broken);
   for (size_t i = 0; i < n; i++) {
@@ -265,6 +333,7 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
         continue;
       }
     }
+    if (refused) refused[kept] = refused[i];
     list[kept++] = list[i];
   }
   pawl__free(errors);
@@ -279,8 +348,10 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
   pawl_recurring_t *crons = pawl__calloc(kept ? kept : 1, sizeof *crons);
   size_t ncrons = 0;
   for (size_t i = 0; crons && i < kept; i++)
-    if (pawl__lua_cron_of(probe->lua, list[i].name, &crons[ncrons]) == 1)
+    if (!(refused && refused[i]) &&
+        pawl__lua_cron_of(probe->lua, list[i].name, &crons[ncrons]) == 1)
       ncrons++;
+  pawl__free(refused);
   /* Their redact lists (issue 16), for the views without the scripts. */
   char *types = pawl__lua_types_json(probe->lua, list, kept);
   pthread_mutex_lock(&h->mu);

@@ -44,7 +44,17 @@ typedef struct poller {
   host_ticker_t ticker;      /* recurring definitions (ticker.c) */
   uint64_t types_synced;     /* types_gen written (types_sync.c) */
   host_retention_t retention; /* old finished jobs (retention.c) */
+  /* Waits for a signal (mono ms): when to look again for the earliest
+   * deadline (new waits are found this way, at least once a second), and
+   * that deadline (0: none known). */
+  int64_t next_signal_look, signal_due;
 } poller_t;
+
+/* How often the poller looks for waits added since (the bound on how late
+ * a wait added elsewhere expires), and how soon after an expiry round (a
+ * row a delivery held was left to it). */
+#define SIGNAL_LOOK_MS 500
+#define SIGNAL_RELOOK_MS 100
 
 /* Logs a failed database call (and counts it for the metrics). */
 static void host_log_rc(host_t *h, pawl_t *p, const char *what) {
@@ -107,8 +117,8 @@ static void poller_heartbeat(poller_t *pl, int64_t now) {
 }
 
 /* Lease recovery: one node sweeps at a time (the lock's TTL frees it if we
- * die), taking back the jobs of nodes that died, failing jobs whose wait
- * for a signal ran out, and removing nodes silent for five leases (their jobs were taken back long ago; the node table
+ * die), taking back the jobs of nodes that died, and removing nodes
+ * silent for five leases (their jobs were taken back long ago; the node table
  * lists the living). */
 static void poller_sweep(poller_t *pl) {
   host_t *h = pl->h;
@@ -125,17 +135,6 @@ static void poller_sweep(poller_t *pl) {
     pawl__log_int(&line, "jobs", (int64_t)n);
     pawl__log_end(&line);
   }
-  /* Waits for a signal that ran out fail (issue 15: signal_timeout). */
-  size_t expired = 0;
-  if (pawl_signal_expire(pl->p, &expired) != 0)
-    host_log_rc(h, pl->p, "expiring signal waits failed");
-  else if (expired > 0) {
-    log_line_t line;
-    pawl__log_begin(&line, &h->log, PAWL_LOG_INFO,
-                    "failed jobs whose wait for a signal timed out");
-    pawl__log_int(&line, "jobs", (int64_t)expired);
-    pawl__log_end(&line);
-  }
   size_t reaped = 0;
   if (pawl__nodes_reap(pl->p, 5 * pawl__lease_ms(pl->p), &reaped) == 0 &&
       reaped) {
@@ -147,6 +146,39 @@ static void poller_sweep(poller_t *pl) {
   pawl__recover_unlock(pl->p);
 }
 
+/* Waits for a signal that ran out fail (issue 15: signal_timeout), at
+ * their deadline: the poller's wake considers the earliest one (read
+ * through the index pawl_signals_due), and looks again for new waits
+ * every SIGNAL_LOOK_MS. Every node does it (an expiry is a compare-and-set
+ * on the wait's row: of two nodes, one expires it). */
+static void poller_signals(poller_t *pl, int64_t now) {
+  host_t *h = pl->h;
+  int64_t at = 0;
+  pl->signal_due = 0;
+  pl->next_signal_look = now + SIGNAL_LOOK_MS;
+  if (pawl__signal_next_deadline(pl->p, &at) != 0) {
+    host_log_rc(h, pl->p, "reading signal deadlines failed");
+    return;
+  }
+  if (!at) return;
+  int64_t until = at - pawl_now(pl->p);
+  if (until > 0) {
+    if (until < SIGNAL_LOOK_MS) pl->signal_due = now + until;
+    return;
+  }
+  size_t expired = 0;
+  pl->next_signal_look = now + SIGNAL_RELOOK_MS;
+  if (pawl_signal_expire(pl->p, &expired) != 0)
+    host_log_rc(h, pl->p, "expiring signal waits failed");
+  else if (expired > 0) {
+    log_line_t line;
+    pawl__log_begin(&line, &h->log, PAWL_LOG_INFO,
+                    "failed jobs whose wait for a signal timed out");
+    pawl__log_int(&line, "jobs", (int64_t)expired);
+    pawl__log_end(&line);
+  }
+}
+
 void pawl__poller_chores(poller_t *pl, int64_t now) {
   if (now >= pl->next_heartbeat) {
     pl->next_heartbeat = now + pl->h->opts.heartbeat_ms;
@@ -156,6 +188,9 @@ void pawl__poller_chores(poller_t *pl, int64_t now) {
     pl->next_recover = now + pawl__lease_ms(pl->p) / 2;
     poller_sweep(pl);
   }
+  if (now >= pl->next_signal_look ||
+      (pl->signal_due && now >= pl->signal_due))
+    poller_signals(pl, now);
   pawl__ticker_chore(pl->h, pl->p, &pl->ticker, now);
   pawl__types_chore(pl->h, pl->p, &pl->types_synced);
   pawl__retention_chore(pl->h, pl->p, &pl->retention, now);
@@ -563,6 +598,11 @@ int64_t pawl__poller_next_chore(const struct poller *pl) {
   int64_t next = pl->next_heartbeat < pl->next_recover ? pl->next_heartbeat
                                                        : pl->next_recover;
   if (pl->ticker.next_tick < next) next = pl->ticker.next_tick;
+  /* A step (a game loop) is not woken only to look for new waits: it
+   * looks when it runs its chores anyway (poll_ms is how often an idle
+   * step looks at the database); a known deadline wakes it. */
+  if (!pl->h->step && pl->next_signal_look < next) next = pl->next_signal_look;
+  if (pl->signal_due && pl->signal_due < next) next = pl->signal_due;
   if (pl->h->retention && pl->retention.next_at < next)
     next = pl->retention.next_at;
   return next;
@@ -571,6 +611,7 @@ int64_t pawl__poller_next_chore(const struct poller *pl) {
 void pawl__poller_free(struct poller *pl) {
   if (!pl) return;
   pawl__retention_stop(pl->p, &pl->retention);
+  pawl__ticker_free(&pl->ticker);
   if (!pl->borrowed) pawl_close(pl->p);
   pawl__free(pl);
 }

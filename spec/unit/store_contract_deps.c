@@ -228,9 +228,132 @@ void contract_deps_manual_retry(const char *url) {
   finish(p, jobs, 1 - ia, 2 - ia, PAWL_OUT_SUCCEEDED, NULL); /* b */
   pawl_jobs_free(jobs, n);
   CHECK_INT(state_of(p, &c), ==, PAWL_BLOCKED); /* a runs again */
+  /* The child a's failure canceled waits for a again. */
+  CHECK_INT(state_of(p, &only), ==, PAWL_BLOCKED);
   run_one(p, &a, PAWL_OUT_SUCCEEDED, NULL);
   CHECK_INT(state_of(p, &c), ==, PAWL_PENDING);
-  CHECK_INT(state_of(p, &only), ==, PAWL_CANCELED);
+  CHECK_INT(state_of(p, &only), ==, PAWL_PENDING);
+  pawl_close(p);
+}
+
+/* The last event of job `id`: from, to, actor and reason. */
+static void check_last(pawl_t *p, const pawl_id_t *id, int from, int to,
+                       const char *actor, const char *reason) {
+  pawl_history_t *h;
+  if (pawl_history(p, id, &h))
+    unit_fail(__FILE__, __LINE__, "history: %s", pawl_errmsg(p));
+  CHECK(h->nevents > 0);
+  const pawl_event_t *e = &h->events[h->nevents - 1];
+  CHECK_INT(e->from_state, ==, from);
+  CHECK_INT(e->to_state, ==, to);
+  if (actor) CHECK_STR(e->actor, actor);
+  if (reason) CHECK_STR(e->reason, reason);
+  pawl_history_free(h);
+}
+
+/* A manual retry of a failed parent reopens the children its failure
+ * canceled (back to blocked, each with an event saying why), and theirs
+ * in turn, once each (a diamond); an operator's cancel stays, and so does
+ * a child whose condition the failure met, one that ran, and one whose
+ * business key another live job has taken since. Done twice: a second
+ * failure cancels them again and a second retry reopens them again. */
+void contract_deps_retry_reopens(const char *url) {
+  pawl_t *p = open_db(url);
+  pawl_id_t a = enq(p, "a", NULL, 0, NULL);
+  pawl_id_t kid = enq(p, "kid", &a, 1, NULL);        /* on a's success */
+  pawl_id_t grand = enq(p, "grand", &kid, 1, NULL);  /* on kid's */
+  pawl_id_t d1 = enq(p, "d1", &a, 1, NULL);
+  pawl_id_t d2 = enq(p, "d2", &a, 1, "branch:x");
+  pawl_id_t d12[2] = {d1, d2};
+  pawl_id_t tip = enq(p, "tip", d12, 2, NULL);       /* a diamond */
+  pawl_id_t ops = enq(p, "ops", &a, 1, NULL);        /* an operator's */
+  pawl_id_t onfail = enq(p, "onfail", &a, 1, "failure");
+  pawl_id_t z = enq(p, "z", NULL, 0, NULL);
+  pawl_id_t az[2] = {a, z};
+  pawl_id_t both = enq(p, "both", az, 2, NULL);      /* z fails too */
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.after = &a;
+  o.nafter = 1;
+  o.business_key = "bk-1";
+  pawl_id_t keyed;
+  CHECK_OK(pawl_enqueue(p, "keyed", "{}", &o, &keyed, NULL));
+  CHECK_OK(pawl_cancel(p, &ops, "not wanted", NULL));
+  for (int round = 0; round < 2; round++) {
+    size_t n;
+    pawl_job_t **jobs = claim_all(p, &n);
+    CHECK_INT(n, ==, round ? 1 : 2); /* a (and z, the first time) */
+    for (size_t i = 0; i < n; i++) finish(p, jobs, i, i + 1, PAWL_OUT_FAILED, NULL);
+    pawl_jobs_free(jobs, n);
+    const pawl_id_t *gone[] = {&kid, &grand, &d1, &d2, &tip, &both, &keyed};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+      CHECK_INT(state_of(p, gone[i]), ==, PAWL_CANCELED);
+    CHECK_INT(state_of(p, &onfail), ==, round ? PAWL_SUCCEEDED : PAWL_PENDING);
+    if (round == 0) {
+      /* onfail runs; another job takes keyed's business key meanwhile. */
+      run_one(p, &onfail, PAWL_OUT_SUCCEEDED, NULL);
+      pawl_enqueue_opts_init(&o);
+      o.business_key = "bk-1";
+      o.run_at = T0 + INT64_C(86400000);
+      pawl_id_t taker;
+      CHECK_OK(pawl_enqueue(p, "taker", "{}", &o, &taker, NULL));
+    }
+    CHECK_OK(pawl_retry(p, &a, "fixed", NULL));
+    char text[PAWL_ID_STRLEN], why[300];
+    pawl_id_format(&a, text);
+    snprintf(why, sizeof why,
+             "reopened: parent %s was retried by tester; this job, canceled "
+             "by its failure, waits for it again",
+             text);
+    const pawl_id_t *direct[] = {&kid, &d1, &d2, &both};
+    for (size_t i = 0; i < sizeof direct / sizeof *direct; i++) {
+      CHECK_INT(state_of(p, direct[i]), ==, PAWL_BLOCKED);
+      check_last(p, direct[i], PAWL_CANCELED, PAWL_BLOCKED, "tester", why);
+    }
+    pawl_id_format(&kid, text);
+    snprintf(why, sizeof why,
+             "reopened: parent %s was reopened (a retry by tester); this "
+             "job, canceled by its cancel, waits for it again",
+             text);
+    CHECK_INT(state_of(p, &grand), ==, PAWL_BLOCKED);
+    check_last(p, &grand, PAWL_CANCELED, PAWL_BLOCKED, "tester", why);
+    CHECK_INT(state_of(p, &tip), ==, PAWL_BLOCKED);
+    pawl_history_t *h;
+    CHECK_OK(pawl_history(p, &tip, &h));
+    size_t reopened = 0;
+    for (size_t i = 0; i < h->nevents; i++)
+      reopened += h->events[i].to_state == PAWL_BLOCKED &&
+                  h->events[i].from_state == PAWL_CANCELED;
+    pawl_history_free(h);
+    CHECK_INT(reopened, ==, (size_t)round + 1); /* once per retry */
+    /* Kept: the operator's cancel, the child whose key was taken, the one
+     * that ran. */
+    CHECK_INT(state_of(p, &ops), ==, PAWL_CANCELED);
+    check_last(p, &ops, PAWL_BLOCKED, PAWL_CANCELED, "tester", "not wanted");
+    CHECK_INT(state_of(p, &keyed), ==, PAWL_CANCELED);
+    CHECK_INT(state_of(p, &onfail), ==, PAWL_SUCCEEDED);
+  }
+  /* a succeeds: its children run, and theirs after them; `both` is
+   * canceled again, for z. */
+  run_one(p, &a, PAWL_OUT_SUCCEEDED, "[\"x\"]");
+  CHECK_INT(state_of(p, &kid), ==, PAWL_PENDING);
+  CHECK_INT(state_of(p, &d1), ==, PAWL_PENDING);
+  CHECK_INT(state_of(p, &d2), ==, PAWL_PENDING);
+  CHECK_INT(state_of(p, &grand), ==, PAWL_BLOCKED);
+  CHECK_INT(state_of(p, &tip), ==, PAWL_BLOCKED);
+  CHECK_INT(state_of(p, &both), ==, PAWL_CANCELED);
+  char text[PAWL_ID_STRLEN], why[300];
+  pawl_id_format(&z, text);
+  snprintf(why, sizeof why,
+           "dependency not met: parent %s failed (when = success)", text);
+  check_last(p, &both, PAWL_BLOCKED, PAWL_CANCELED, "pawl", why);
+  size_t n;
+  pawl_job_t **jobs = claim_all(p, &n);
+  CHECK_INT(n, ==, 3); /* kid, d1 and d2 */
+  finish(p, jobs, 0, 3, PAWL_OUT_SUCCEEDED, NULL);
+  pawl_jobs_free(jobs, n);
+  CHECK_INT(state_of(p, &grand), ==, PAWL_PENDING);
+  CHECK_INT(state_of(p, &tip), ==, PAWL_PENDING);
   pawl_close(p);
 }
 

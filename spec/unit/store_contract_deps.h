@@ -12,6 +12,7 @@
   X(deps_fan_out_cascade)      \
   X(deps_retry_keeps_blocked)  \
   X(deps_manual_retry)         \
+  X(deps_retry_reopens)        \
   X(deps_ended_parent)         \
   X(deps_chain)                \
   X(deps_branches)             \

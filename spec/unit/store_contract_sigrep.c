@@ -232,9 +232,12 @@ void contract_sig_timeout(const char *url) {
   CHECK_INT(sig->state, ==, PAWL_SIGNAL_EXPIRED);
   CHECK_INT(sig->timeout_at, ==, T0 + 60000);
   pawl_signal_free(sig);
-  /* Expired: the key is given up at once. */
+  /* Expired: a decision now is refused naming the deadline that passed
+   * (contract_sig_late); the key is free for a new job. */
   CHECK_INT(pawl_signal(p, "late", "approve", NULL, NULL, NULL), ==,
-            PAWL_ENOTFOUND);
+            PAWL_ESTATE);
+  CHECK(strstr(pawl_errmsg(p), "deadline passed at 2027-01-15T08:01:00.000Z"));
+  CHECK_INT(state_of(p, &id), ==, PAWL_FAILED);
   CHECK_OK(pawl_signal_expire(p, &n));
   CHECK_INT(n, ==, 0);
   advance(INT64_C(86400000) * 365);
@@ -250,6 +253,77 @@ void contract_sig_timeout(const char *url) {
   advance(1000);
   CHECK_OK(pawl_signal_expire(p, &n));
   CHECK_INT(n, ==, 130);
+  pawl_close(p);
+}
+
+/* A decision at or after the deadline is refused, whether or not an
+ * expiry has run: the wait expires in the decision's transaction (the job
+ * fails on its timeout, never runs) and the error names the job, the key
+ * and the deadline. One millisecond before, it counts. */
+void contract_sig_late(const char *url) {
+  pawl_t *p = open_db(url);
+  pawl_id_t on_time = enq_sig(p, "on-time", 60000);
+  const char *late[2] = {"late-approve", "late-reject"};
+  pawl_id_t ids[2];
+  for (int i = 0; i < 2; i++) ids[i] = enq_sig(p, late[i], 60000);
+  pawl_id_t gone = enq_sig(p, "canceled", 60000);
+  CHECK_OK(pawl_cancel(p, &gone, NULL, NULL));
+  advance(59999);
+  pawl_id_t got;
+  int status = 0;
+  CHECK_OK(pawl_signal(p, "on-time", "approve", NULL, &got, &status));
+  CHECK(same(&got, &on_time));
+  CHECK_INT(status, ==, PAWL_SIG_DELIVERED);
+  CHECK_INT(state_of(p, &on_time), ==, PAWL_PENDING);
+  advance(1);
+  for (int i = 0; i < 2; i++) {
+    const char *decision = i ? "reject" : "approve";
+    char text[PAWL_ID_STRLEN], want[300];
+    pawl_id_format(&ids[i], text);
+    snprintf(want, sizeof want,
+             "job %s: signal \"%s\" refused: its deadline passed at "
+             "2027-01-15T08:01:00.000Z; the wait timed out (the job is "
+             "failed)",
+             text, late[i]);
+    CHECK_INT(pawl_signal(p, late[i], decision, "{\"n\":1}", NULL, NULL), ==,
+              PAWL_ESTATE);
+    CHECK_STR(pawl_errmsg(p), want);
+    CHECK_INT(state_of(p, &ids[i]), ==, PAWL_FAILED);
+    char why[100];
+    snprintf(why, sizeof why,
+             "signal %s: no decision by 2027-01-15T08:01:00.000Z", late[i]);
+    check_last_event(p, &ids[i], PAWL_BLOCKED, PAWL_FAILED, "timeout", why);
+    pawl_signal_info_t *sig = NULL;
+    CHECK_OK(pawl_signal_get(p, &ids[i], &sig));
+    CHECK_INT(sig->state, ==, PAWL_SIGNAL_EXPIRED);
+    CHECK(sig->decision == NULL);
+    pawl_signal_free(sig);
+    /* Again: the same refusal, and nothing more written. */
+    CHECK_INT(pawl_signal(p, late[i], "approve", NULL, NULL, NULL), ==,
+              PAWL_ESTATE);
+    CHECK_STR(pawl_errmsg(p), want);
+  }
+  /* A canceled job's wait is not expired by a late decision: it says the
+   * job no longer waits. */
+  CHECK_INT(pawl_signal(p, "canceled", "approve", NULL, NULL, NULL), ==,
+            PAWL_ESTATE);
+  CHECK(strstr(pawl_errmsg(p), "it is canceled") != NULL);
+  CHECK_INT(state_of(p, &gone), ==, PAWL_CANCELED);
+  /* The expiry finds only the canceled job's wait left (its job keeps
+   * its state). */
+  size_t n = 99;
+  CHECK_OK(pawl_signal_expire(p, &n));
+  CHECK_INT(n, ==, 1);
+  CHECK_INT(pawl_signal(p, "canceled", "approve", NULL, NULL, NULL), ==,
+            PAWL_ESTATE);
+  CHECK(strstr(pawl_errmsg(p), "deadline passed at 2027-01-15T08:01:00.000Z; "
+                               "the wait timed out (the job is canceled)"));
+  CHECK_INT(state_of(p, &gone), ==, PAWL_CANCELED);
+  /* The key of the job that timed out is free for a new one. */
+  pawl_id_t again = enq_sig(p, "late-approve", 0);
+  CHECK_OK(pawl_signal(p, "late-approve", "approve", NULL, &got, &status));
+  CHECK(same(&got, &again));
+  CHECK_INT(state_of(p, &ids[0]), ==, PAWL_FAILED);
   pawl_close(p);
 }
 

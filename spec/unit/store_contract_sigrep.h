@@ -11,6 +11,7 @@
   X(sig_double)                  \
   X(sig_unknown_and_keys)        \
   X(sig_timeout)                 \
+  X(sig_late)                    \
   X(replace_pending)             \
   X(replace_running)             \
   X(replace_terminal)            \

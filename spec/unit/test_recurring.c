@@ -32,7 +32,9 @@
   X(advance_cas)     \
   X(advance_batch)   \
   X(two_nodes)       \
-  X(script_sync)
+  X(script_sync)     \
+  X(script_broken)   \
+  X(script_nodes)
 
 static _Atomic int64_t rec_now = T0;
 
@@ -587,6 +589,18 @@ static void rec_two_nodes(const char *url) {
   pawl_close(p);
 }
 
+/* One sync: `first` as at a node's first, `lost` the scripts gone since
+ * its last (NULL: none). */
+static void rec_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
+                     const pawl_script_error_t *broken, size_t nbroken,
+                     const char *lost, int first, char *err, size_t errlen,
+                     size_t *nerr) {
+  const char *l[1] = {lost};
+  if (pawl__recurring_sync(p, defs, n, broken, nbroken, l, lost ? 1 : 0,
+                           first, err, errlen, nerr))
+    unit_fail(__FILE__, __LINE__, "sync: %s", pawl_errmsg(p));
+}
+
 static void rec_script_sync(const char *url) {
   atomic_store(&rec_now, T0 + 1000);
   pawl_t *p = rec_open(url, "n1");
@@ -610,7 +624,7 @@ static void rec_script_sync(const char *url) {
                                .script = "other"};
   char err[512];
   size_t nerr = 0;
-  CHECK_OK(pawl__recurring_sync(p, defs, 3, err, sizeof err, &nerr));
+  rec_sync(p, defs, 3, NULL, 0, NULL, 1, err, sizeof err, &nerr);
   CHECK_INT(nerr, ==, 1);
   CHECK(strstr(err, "operator") != NULL);
   pawl_recurring_t *d = rec_get(p, "report");
@@ -630,25 +644,25 @@ static void rec_script_sync(const char *url) {
 
   /* A reload with the same scripts writes nothing (the schedule kept). */
   atomic_store(&rec_now, T0 + 2 * MIN);
-  CHECK_OK(pawl__recurring_sync(p, defs, 2, err, sizeof err, &nerr));
+  rec_sync(p, defs, 2, NULL, 0, "other", 0, err, sizeof err, &nerr);
   d = rec_get(p, "report");
   CHECK_INT(d->version, ==, version);
   pawl_recurring_free(d, 1);
   /* A changed payload keeps the schedule; a changed expression does not. */
   defs[0].payload = "{\"v\":2}";
-  CHECK_OK(pawl__recurring_sync(p, defs, 2, err, sizeof err, &nerr));
+  rec_sync(p, defs, 2, NULL, 0, NULL, 0, err, sizeof err, &nerr);
   d = rec_get(p, "report");
   CHECK_INT(d->next_fire_at, ==, T0 + 5 * MIN);
   pawl_recurring_free(d, 1);
   defs[0].expr = "*/7 * * * *";
-  CHECK_OK(pawl__recurring_sync(p, defs, 2, err, sizeof err, &nerr));
+  rec_sync(p, defs, 2, NULL, 0, NULL, 0, err, sizeof err, &nerr);
   d = rec_get(p, "report");
   CHECK_INT(d->next_fire_at, ==, T0 + 7 * MIN);
   pawl_recurring_free(d, 1);
 
   /* The script `clean` is gone: its definition is disabled, not deleted,
    * and does not fire; the operator's is untouched. */
-  CHECK_OK(pawl__recurring_sync(p, defs, 1, err, sizeof err, &nerr));
+  rec_sync(p, defs, 1, NULL, 0, "clean", 0, err, sizeof err, &nerr);
   d = rec_get(p, "hourly");
   CHECK_INT(d->enabled, ==, 0);
   pawl_recurring_free(d, 1);
@@ -660,11 +674,118 @@ static void rec_script_sync(const char *url) {
   CHECK_INT(rec_jobs(p, "clean").n, ==, 0);
   CHECK(rec_jobs(p, "report").n > 0);
   /* It comes back with its script, enabled. */
-  CHECK_OK(pawl__recurring_sync(p, defs, 2, err, sizeof err, &nerr));
+  rec_sync(p, defs, 2, NULL, 0, NULL, 0, err, sizeof err, &nerr);
   d = rec_get(p, "hourly");
   CHECK_INT(d->enabled, ==, 1);
   pawl_recurring_free(d, 1);
   pawl_close(p);
+}
+
+
+/* A script that fails to load is not gone: at a node's first sync (a
+ * fresh start, where it never loaded) and at a later one, its definition
+ * keeps its state, enabled or disabled, and carries the load error, which
+ * the next sync where it loads clears. */
+static void rec_script_broken(const char *url) {
+  atomic_store(&rec_now, T0 + 1000);
+  pawl_t *p = rec_open(url, "n1");
+  pawl_recurring_t defs[2];
+  memset(defs, 0, sizeof defs);
+  defs[0] = (pawl_recurring_t){.name = "report", .expr = "*/5 * * * *",
+                               .tz = "UTC", .catch_up_limit = 10,
+                               .type = "report", .payload = "{}",
+                               .script = "report"};
+  defs[1] = (pawl_recurring_t){.name = "daily", .expr = "0 3 * * *",
+                               .tz = "UTC", .catch_up_limit = 10,
+                               .type = "clean", .payload = "{}",
+                               .script = "clean"};
+  char err[512];
+  size_t nerr = 0;
+  rec_sync(p, defs, 2, NULL, 0, NULL, 1, err, sizeof err, &nerr);
+  pawl_recurring_t *d = rec_get(p, "daily");
+  int64_t next = d->next_fire_at, version = d->version;
+  CHECK(d->load_error == NULL);
+  pawl_recurring_free(d, 1);
+  pawl_close(p);
+  /* A fresh start where clean.lua has a syntax error: kept, enabled. */
+  pawl_script_error_t broken[1] = {
+      {.type = "clean", .error = "clean.lua:3: '=' expected near 'end'"}};
+  for (int first = 1; first >= 0; first--) {
+    p = rec_open(url, "n1");
+    rec_sync(p, defs, 1, broken, 1, NULL, first, err, sizeof err, &nerr);
+    d = rec_get(p, "daily");
+    CHECK_INT(d->enabled, ==, 1);
+    CHECK_INT(d->next_fire_at, ==, next);
+    CHECK_INT(d->version, ==, version);
+    CHECK_STR(d->load_error, "node n1: clean.lua:3: '=' expected near 'end'");
+    pawl_recurring_free(d, 1);
+    pawl_close(p);
+  }
+  /* It fires all the same (its jobs' type is served by the version the
+   * nodes had, or waits for one that loads). */
+  p = rec_open(url, "n1");
+  atomic_store(&rec_now, next + 1000);
+  rec_tick(p);
+  CHECK(rec_jobs(p, "clean").n > 0);
+  /* Paused by an operator, broken: stays paused. */
+  CHECK_OK(pawl_recurring_pause(p, "daily"));
+  rec_sync(p, defs, 1, broken, 1, NULL, 1, err, sizeof err, &nerr);
+  d = rec_get(p, "daily");
+  CHECK_INT(d->paused, ==, 1);
+  pawl_recurring_free(d, 1);
+  /* It loads again: written, the error cleared. */
+  rec_sync(p, defs, 2, NULL, 0, NULL, 0, err, sizeof err, &nerr);
+  d = rec_get(p, "daily");
+  CHECK(d->load_error == NULL);
+  CHECK_INT(d->enabled, ==, 1);
+  pawl_recurring_free(d, 1);
+  /* A script that went is still disabled when it goes. */
+  rec_sync(p, defs, 1, NULL, 0, "clean", 0, err, sizeof err, &nerr);
+  d = rec_get(p, "daily");
+  CHECK_INT(d->enabled, ==, 0);
+  pawl_recurring_free(d, 1);
+  pawl_close(p);
+}
+
+/* Two nodes with different scripts: the one without a script neither
+ * disables it at its first sync (the other is alive) nor later, so no
+ * sync flips the definition; alone, a node's first sync disables what it
+ * has not (a script removed while every node was down). */
+static void rec_script_nodes(const char *url) {
+  atomic_store(&rec_now, T0 + 1000);
+  pawl_t *a = rec_open(url, "node-a");
+  pawl_t *b = rec_open(url, "node-b");
+  pawl_recurring_t defs[1];
+  memset(defs, 0, sizeof defs);
+  defs[0] = (pawl_recurring_t){.name = "report", .expr = "*/5 * * * *",
+                               .tz = "UTC", .catch_up_limit = 10,
+                               .type = "report", .payload = "{}",
+                               .script = "report"};
+  char err[512];
+  size_t nerr = 0;
+  CHECK_OK(pawl__node_beat(a, "test", "", T0));
+  CHECK_OK(pawl__node_beat(b, "test", "", T0));
+  rec_sync(a, defs, 1, NULL, 0, NULL, 1, err, sizeof err, &nerr);
+  pawl_recurring_t *d = rec_get(a, "report");
+  int64_t version = d->version;
+  pawl_recurring_free(d, 1);
+  for (int round = 0; round < 3; round++) {
+    rec_sync(b, NULL, 0, NULL, 0, NULL, round == 0, err, sizeof err, &nerr);
+    rec_sync(a, defs, 1, NULL, 0, NULL, 0, err, sizeof err, &nerr);
+    d = rec_get(a, "report");
+    CHECK_INT(d->enabled, ==, 1);
+    CHECK_INT(d->version, ==, version);
+    pawl_recurring_free(d, 1);
+  }
+  /* a is silent for longer than a lease: b, starting alone, disables. */
+  atomic_store(&rec_now, T0 + 1000 + 10001);
+  CHECK_OK(pawl__node_beat(b, "test", "", T0));
+  rec_sync(b, NULL, 0, NULL, 0, NULL, 1, err, sizeof err, &nerr);
+  d = rec_get(b, "report");
+  CHECK_INT(d->enabled, ==, 0);
+  pawl_recurring_free(d, 1);
+  pawl_close(a);
+  pawl_close(b);
 }
 
 /* ---- registration ------------------------------------------------------------- */

@@ -14,9 +14,11 @@
  * (job code may signal only its own: pawl__store_owner_check), locked: of two
  * deliveries at once, the second waits here for the first to commit and
  * then reads the row as the first left it (READ COMMITTED re-reads a
- * locked row that changed), delivered. */
+ * locked row that changed), delivered. Last, the wait's deadline (a
+ * decision after it is refused). */
 #define PG_SQL_SIG_HOLDER                                                    \
-  "SELECT s.job_id, s.state, j.state, j.type, j.enqueued_by FROM "          \
+  "SELECT s.job_id, s.state, j.state, j.type, j.enqueued_by, "               \
+  "pawl_ms(s.timeout_at) FROM "                                              \
   "pawl_signals AS s JOIN "                                                  \
   "pawl_jobs AS j ON j.id = s.job_id WHERE s.key = $1 AND s.live FOR "       \
   "UPDATE OF s"
@@ -49,9 +51,15 @@
   "<= pawl_now($1::bigint) ORDER BY timeout_at LIMIT $2 FOR UPDATE SKIP "    \
   "LOCKED"
 
+/* The earliest deadline of a wait (NULL: none); one seek of the partial
+ * index pawl_signals_due. */
+#define PG_SQL_SIG_NEXT                                                      \
+  "SELECT pawl_ms(min(timeout_at)) FROM pawl_signals WHERE state = 0 AND "   \
+  "timeout_at IS NOT NULL"
+
+/* See SQLITE_SIG_EXPIRE: the row keeps its key. */
 #define PG_SQL_SIG_EXPIRE                                                    \
-  "UPDATE pawl_signals SET state = 2, live = NULL WHERE job_id = $1::uuid "  \
-  "AND state = 0"
+  "UPDATE pawl_signals SET state = 2 WHERE job_id = $1::uuid AND state = 0"
 
 /* $1 old, $2 new, $3 now, $4 actor. */
 #define PG_SQL_REP_ADD                                                       \

@@ -9,7 +9,7 @@
   "name, expr, tz, misfire, catch_up_limit, type, payload, queue, "          \
   "priority, max_attempts, timeout_s, enabled::int, paused::int, source, "   \
   "script, pawl_ms(next_fire_at), pawl_ms(last_fire_at), last_job_id, "      \
-  "pawl_ms(created_at), pawl_ms(updated_at), version"
+  "pawl_ms(created_at), pawl_ms(updated_at), version, load_error"
 
 /* $1..$16 as pg_rec_params() sets them, $17 now (NULL: the database's). */
 #define PG_REC_INSERT                                                        \
@@ -23,15 +23,17 @@
 
 #define PG_REC_ADD_SQL PG_REC_INSERT "NOTHING"
 
-/* A script's definition: written over a script-born one (enabled again;
- * paused and the last fire kept), never over an operator's. */
+/* A script's definition: written over a script-born one (enabled again,
+ * its load error cleared; paused and the last fire kept), never over an
+ * operator's. */
 #define PG_REC_PUT_SCRIPT_SQL                                                \
   PG_REC_INSERT                                                              \
   "UPDATE SET expr = excluded.expr, tz = excluded.tz, misfire = "            \
   "excluded.misfire, catch_up_limit = excluded.catch_up_limit, type = "      \
   "excluded.type, payload = excluded.payload, queue = excluded.queue, "      \
   "priority = excluded.priority, max_attempts = excluded.max_attempts, "     \
-  "timeout_s = excluded.timeout_s, enabled = true, script = "                \
+  "timeout_s = excluded.timeout_s, enabled = true, load_error = NULL, "     \
+  "script = "                                                                \
   "excluded.script, next_fire_at = excluded.next_fire_at, updated_at = "     \
   "excluded.updated_at, version = pawl_recurring.version + 1 WHERE "         \
   "pawl_recurring.source = 'script'"
@@ -112,5 +114,15 @@
   "UPDATE pawl_recurring SET enabled = false, updated_at = "                 \
   "pawl_now($2::bigint), version = version + 1 WHERE source = 'script' AND " \
   "enabled AND NOT (script = ANY ($1::text[]))"
+/* $1 an array of the scripts that went, $2 now. */
+#define PG_REC_DISABLE_LISTED_SQL                                            \
+  "UPDATE pawl_recurring SET enabled = false, updated_at = "                 \
+  "pawl_now($2::bigint), version = version + 1 WHERE source = 'script' AND " \
+  "enabled AND script = ANY ($1::text[])"
+/* See SQLITE_REC_LOAD_ERROR. */
+#define PG_REC_LOAD_ERROR_SQL                                                \
+  "UPDATE pawl_recurring SET load_error = $2::text, updated_at = "           \
+  "pawl_now($3::bigint) WHERE source = 'script' AND script = $1::text AND "  \
+  "load_error IS DISTINCT FROM $2::text"
 
 #endif

@@ -123,6 +123,8 @@ enum {
   PG_REC_KEYS,
   PG_REC_LAST_JOB,
   PG_REC_DISABLE_GONE,
+  PG_REC_DISABLE_LISTED,
+  PG_REC_LOAD_ERROR,
   /* queues (issue 14): see the section "queues" */
   PG_QUEUE_BOOSTS,
   PG_QUEUE_PAUSE,
@@ -150,6 +152,7 @@ enum {
   /* signals and replace (issue 15; pg_flow_sql.h) */
   PG_SIG_RELEASE,
   PG_SIG_HOLDER,
+  PG_SIG_NEXT,
   PG_SIG_ADD,
   PG_SIG_DELIVER,
   PG_SIG_GET,
@@ -177,7 +180,11 @@ enum {
   /* dependencies (issue 15): see the section "dependencies" */
   PG_DEPS_RELEASE,
   PG_DEPS_LINK,
-  PG_DEPS_REOPEN,
+  PG_DEPS_LOCK_KIDS,
+  PG_DEPS_UNCOUNT,
+  PG_DEPS_CANCELED,
+  PG_DEPS_RECOUNT,
+  PG_DEPS_REOPEN_SELF,
   PG_DEPS_BRANCHES,
   PG_DEPS_LIST,
   PG_DEPS_HAND_LOCK,
@@ -435,6 +442,8 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_REC_KEYS] = PG_REC_KEYS_SQL,
     [PG_REC_LAST_JOB] = PG_REC_LAST_JOB_SQL,
     [PG_REC_DISABLE_GONE] = PG_REC_DISABLE_GONE_SQL,
+    [PG_REC_DISABLE_LISTED] = PG_REC_DISABLE_LISTED_SQL,
+    [PG_REC_LOAD_ERROR] = PG_REC_LOAD_ERROR_SQL,
     /* queues (issue 14) */
     [PG_QUEUE_BOOSTS] = "SELECT name, age_boost_ms FROM pawl_queues WHERE "
                         "age_boost_ms IS NOT NULL",
@@ -540,6 +549,7 @@ static const char *const pg_sql[PG_COUNT] = {
     /* signals and replace (pg_flow_sql.h) */
     [PG_SIG_RELEASE] = PG_SQL_SIG_RELEASE,
     [PG_SIG_HOLDER] = PG_SQL_SIG_HOLDER,
+    [PG_SIG_NEXT] = PG_SQL_SIG_NEXT,
     [PG_SIG_ADD] = PG_SQL_SIG_ADD,
     [PG_SIG_DELIVER] = PG_SQL_SIG_DELIVER,
     [PG_SIG_GET] = PG_SQL_SIG_GET,
@@ -610,7 +620,35 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_DEPS_RELEASE] = "SELECT pawl_deps_release($1::uuid[], $2::bigint)",
     [PG_DEPS_LINK] = "SELECT pawl_deps_link($1::uuid, $2::uuid[], "
                      "$3::text[], $4::bigint)",
-    [PG_DEPS_REOPEN] = "SELECT pawl_deps_reopen($1::uuid)",
+    /* A manual retry (pawl__store_deps_reopen; see SQLITE_DEPS_UNCOUNT
+     * and the ones after it): the children of parent $1 that may change,
+     * blocked or canceled, are locked first, in id order, as
+     * pawl_deps_release locks them. $2: the state the parent's end was
+     * counted in. */
+    [PG_DEPS_LOCK_KIDS] =
+        "SELECT 1 FROM pawl_jobs AS j JOIN pawl_deps AS d ON d.child = j.id "
+        "WHERE d.parent = $1::uuid AND j.state IN (4, 6) ORDER BY j.id FOR "
+        "NO KEY UPDATE OF j",
+    [PG_DEPS_UNCOUNT] =
+        "UPDATE pawl_jobs AS j SET deps_left = j.deps_left + 1, deps_unmet "
+        "= j.deps_unmet - (NOT pawl_deps_met(d.cond, $2::smallint, "
+        "NULL))::integer FROM pawl_deps AS d WHERE d.parent = $1::uuid AND "
+        "j.id = d.child AND j.state = 6",
+    [PG_DEPS_CANCELED] =
+        "SELECT j.id FROM pawl_deps AS d JOIN pawl_jobs AS j ON j.id = "
+        "d.child WHERE d.parent = $1::uuid AND j.state = 4 AND j.deps_left "
+        "= 0 AND j.deps_unmet > 0 AND NOT pawl_deps_met(d.cond, "
+        "$2::smallint, NULL) AND j.batch_id IS NULL AND NOT EXISTS (SELECT "
+        "1 FROM pawl_signals AS s WHERE s.job_id = j.id) AND "
+        "(j.business_key IS NULL OR NOT EXISTS (SELECT 1 FROM pawl_jobs AS "
+        "o WHERE o.business_key = j.business_key AND o.state IN (0, 1, 5, "
+        "6))) ORDER BY j.id",
+    [PG_DEPS_RECOUNT] =
+        "UPDATE pawl_jobs SET deps_left = deps_left + 1, deps_unmet = "
+        "deps_unmet - 1 WHERE id = $1::uuid",
+    [PG_DEPS_REOPEN_SELF] =
+        "UPDATE pawl_jobs SET deps_open = EXISTS (SELECT 1 FROM pawl_deps "
+        "WHERE parent = $1::uuid) WHERE id = $1::uuid",
     /* The branches that fired (issue 15), for the batch's successes that
      * carry them: $1 ids, $2 JSON arrays, $3 the lease token. */
     [PG_DEPS_BRANCHES] =
@@ -2752,7 +2790,8 @@ static int pg_tx_pending(store_t *base) {
   return pg_run((pg_store_t *)base, PG_NOTIFY, 0, NULL, NULL, "wake nodes");
 }
 
-static int pg_deps_reopen(store_t *base, const pawl_id_t *id);
+static int pg_deps_reopen(store_t *base, const pawl_id_t *id, int64_t now,
+                          const char *actor);
 
 static const store_transition_steps_t pg_transition_steps = {
     .begin = pg_tx_begin,
@@ -2815,6 +2854,35 @@ static int pg_sig_add(pg_store_t *s, const store_new_job_t *j) {
                           j->signal_key, text);
 }
 
+/* Expires the wait of job `id` for `key` whose deadline was `deadline`
+ * (in the caller's transaction, its row locked by the caller): the row
+ * leaves state waiting and the job goes blocked -> failed. *done: 1 if
+ * this call ended the wait (0: it had ended already). A job that stopped
+ * waiting otherwise (canceled) keeps its state; its wait is over all the
+ * same. */
+static int pg_sig_expire_one(pg_store_t *s, int64_t now, const pawl_id_t *id,
+                             const char *key, int64_t deadline, int *done) {
+  *done = 0;
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  PGresult *res;
+  int rc = pg_run(s, PG_SIG_EXPIRE, 1, pp.v, &res, "expire signal wait");
+  if (rc) return rc;
+  long changed = pg_changed(res);
+  PQclear(res);
+  if (!changed) return 0;
+  *done = 1;
+  char why[300];
+  pawl__store_signal_why(why, sizeof why, key, deadline);
+  rc = pawl__store_transition_in(&s->base, &pg_transition_steps, now, id,
+                                 STORE_OP_EXPIRE, "timeout", why, -1);
+  if (rc == PAWL_ESTATE) {
+    rc = 0;
+    s->base.errmsg[0] = 0;
+  }
+  return rc;
+}
+
 static int pg_sig_deliver(store_t *base, const char *key,
                           const char *decision, const char *payload,
                           const char *actor, const char *owner,
@@ -2830,12 +2898,14 @@ static int pg_sig_deliver(store_t *base, const char *key,
     rc = pg_run(s, PG_SIG_HOLDER, 1, pp.v, &res, "look up signal key");
   if (rc) return pg_end(s, rc);
   pawl_id_t id;
-  int found = PQntuples(res) > 0, sstate = 0, jstate = 0, was = 0;
+  int found = PQntuples(res) > 0, sstate = 0, jstate = 0, was = 0, late = 0;
+  int64_t deadline = 0;
   char text[PAWL_ID_STRLEN] = "";
   if (found) {
     pg_id(res, 0, 0, &id);
     sstate = (int)pg_int(res, 0, 1);
     jstate = (int)pg_int(res, 0, 2);
+    deadline = pg_int(res, 0, 5); /* NULL reads 0: none */
     pawl_id_format(&id, text);
     /* Job code signals only the jobs it enqueued, unless granted: decided
      * on the row locked above, before anything is written. */
@@ -2851,14 +2921,24 @@ static int pg_sig_deliver(store_t *base, const char *key,
   else if (sstate == PAWL_SIGNAL_DELIVERED)
     was = 1;
   else if (sstate == PAWL_SIGNAL_EXPIRED)
-    rc = pawl__store_fail(base, PAWL_ESTATE,
-                          "job %s waited for signal \"%s\" until its timeout "
-                          "and failed",
-                          text, key);
+    rc = pawl__store_signal_late(base, &id, key, deadline, jstate);
   else if (jstate != PAWL_BLOCKED)
     rc = pawl__store_fail(base, PAWL_ESTATE,
                           "job %s no longer waits for signal \"%s\": it is %s",
                           text, key, pawl_state_name(jstate));
+  else if (deadline && deadline <= now)
+    late = 1;
+  if (late) {
+    /* Too late: the deadline decided, whether or not a sweep has got to
+     * it yet (the row is locked: a sweep at this instant skips it). The
+     * wait expires here, as the sweep would have expired it, and that is
+     * committed; the decision is refused. */
+    int done = 0;
+    rc = pg_end(s, pg_sig_expire_one(s, now, &id, key, deadline, &done));
+    return rc ? rc
+              : pawl__store_signal_late(base, &id, key, deadline,
+                                        done ? PAWL_FAILED : jstate);
+  }
   if (!rc && !was) {
     pp_id(&pp, 0, &id);
     pp_str(&pp, 1, decision);
@@ -2917,31 +2997,25 @@ static int pg_sig_expire(store_t *base, size_t max, size_t *n) {
   for (int i = 0; !rc && i < PQntuples(due); i++) {
     pawl_id_t id;
     pg_id(due, i, 0, &id);
-    pp_id(&pp, 0, &id);
-    PGresult *res;
-    if ((rc = pg_run(s, PG_SIG_EXPIRE, 1, pp.v, &res, "expire signal wait")))
-      break;
-    long changed = pg_changed(res);
-    PQclear(res);
-    if (!changed) continue;
-    done++;
-    char why[300], by[ISO8601_STRLEN];
-    pawl__iso8601_format(pg_int(due, i, 2), by);
-    snprintf(why, sizeof why, "signal %s: no decision by %s",
-             pg_val(due, i, 1), by);
-    rc = pawl__store_transition_in(base, &pg_transition_steps, now, &id,
-                                   STORE_OP_EXPIRE, "timeout", why, -1);
-    /* A job that stopped waiting otherwise (canceled) keeps its state;
-     * its wait is over all the same. */
-    if (rc == PAWL_ESTATE) {
-      rc = 0;
-      s->base.errmsg[0] = 0;
-    }
+    int one = 0;
+    rc = pg_sig_expire_one(s, now, &id, pg_val(due, i, 1), pg_int(due, i, 2),
+                           &one);
+    done += (size_t)one;
   }
   PQclear(due);
   rc = pg_end(s, rc);
   if (!rc) *n = done;
   return rc;
+}
+
+static int pg_sig_next(store_t *base, int64_t *at) {
+  pg_store_t *s = (pg_store_t *)base;
+  PGresult *res;
+  int rc = pg_run(s, PG_SIG_NEXT, 0, NULL, &res, "read signal deadlines");
+  if (rc) return rc;
+  *at = PQntuples(res) > 0 ? pg_int(res, 0, 0) : 0;
+  PQclear(res);
+  return 0;
 }
 
 /* The job linked to `id` by statement `which` (PG_REP_NEXT, PG_REP_PREV):
@@ -3374,7 +3448,9 @@ static int pg_rec_due(store_t *base, int64_t now, size_t max,
                       pawl_recurring_t **out, size_t *n);
 static int pg_rec_advance(store_t *base, store_rec_advance_t *a, size_t n);
 static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
-                               size_t n, size_t *count);
+                               size_t n, int listed, size_t *count);
+static int pg_rec_load_error(store_t *base, const char *script,
+                             const char *error);
 /* ---- queues (issue 14: pause, resume, per-queue age boost) ---------------- */
 
 static int pg_queue_pause(store_t *base, const char *name, int paused,
@@ -3610,12 +3686,12 @@ static const struct store_ops pg_ops = {
               pg_adm_locks, pg_adm_running},
     .recurring = {pg_rec_put, pg_rec_get, pg_rec_list, pg_rec_update,
                   pg_rec_remove, pg_rec_due, pg_rec_advance,
-                  pg_rec_disable_gone},
+                  pg_rec_disable_gone, pg_rec_load_error},
     .queues = {pg_queue_pause, pg_queue_set_boost, pg_queue_list},
     .limits = {pg_limit_set, pg_limit_remove, pg_limit_list},
     .types = {pg_types_sync, pg_type_get},
     .flow = {pg_sig_deliver, pg_sig_get, pg_sig_expire, pg_replace,
-             pg_replace_links},
+             pg_replace_links, pg_sig_next},
     .batch = {pg_batch_create, pg_batch_get, pg_batch_of},
     .deps = {pg_deps_list},
     .steps = {pg_steps_get, pg_step_begin, pg_step_save, pg_step_end,
@@ -4362,7 +4438,7 @@ static int pg_rec_advance(store_t *base, store_rec_advance_t *a, size_t n) {
 }
 
 static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
-                               size_t n, size_t *count) {
+                               size_t n, int listed, size_t *count) {
   pg_store_t *s = (pg_store_t *)base;
   pawl_buf_t b;
   arr_begin(&b);
@@ -4376,13 +4452,25 @@ static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
   pp_str(&pp, 0, pawl__buf_cstr(&b));
   pp_now(s, &pp, 1);
   PGresult *res;
-  int rc = pg_run(s, PG_REC_DISABLE_GONE, 2, pp.v, &res,
+  int rc = pg_run(s, listed ? PG_REC_DISABLE_LISTED : PG_REC_DISABLE_GONE, 2,
+                  pp.v, &res,
                   "disable recurring definitions");
   pawl__buf_free(&b);
   if (rc) return rc;
   if (count) *count = (size_t)pg_changed(res);
   PQclear(res);
   return 0;
+}
+
+static int pg_rec_load_error(store_t *base, const char *script,
+                             const char *error) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_str(&pp, 0, script);
+  pp_str(&pp, 1, error);
+  pp_now(s, &pp, 2);
+  return pg_run(s, PG_REC_LOAD_ERROR, 3, pp.v, NULL,
+                "note a script's load error");
 }
 
 /* ---- batches (issue 15; schema/postgres/V009__batch.sql) ------------------ */
@@ -4665,11 +4753,66 @@ static int pg_deps_link(pg_store_t *s, const store_new_job_t *j,
   return rc;
 }
 
-static int pg_deps_reopen(store_t *base, const pawl_id_t *id) {
+static int pg_deps_uncount(store_t *base, const pawl_id_t *parent,
+                           int state) {
+  pg_store_t *s = (pg_store_t *)base;
   pg_params_t pp;
-  pp_id(&pp, 0, id);
-  return pg_run((pg_store_t *)base, PG_DEPS_REOPEN, 1, pp.v, NULL,
+  pp_id(&pp, 0, parent);
+  pp_int(&pp, 1, state);
+  int rc = pg_run(s, PG_DEPS_LOCK_KIDS, 1, pp.v, NULL, "lock the children");
+  if (!rc)
+    rc = pg_run(s, PG_DEPS_UNCOUNT, 2, pp.v, NULL, "reopen a retried parent");
+  return rc;
+}
+
+static int pg_deps_canceled(store_t *base, const pawl_id_t *parent,
+                            int state, pawl_id_t **out, size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  *out = NULL;
+  *n = 0;
+  pg_params_t pp;
+  pp_id(&pp, 0, parent);
+  pp_int(&pp, 1, state);
+  PGresult *res;
+  int rc = pg_run(s, PG_DEPS_CANCELED, 2, pp.v, &res,
+                  "find the children a failure canceled");
+  if (rc) return rc;
+  int rows = PQntuples(res);
+  if (rows > 0) {
+    *out = pawl__calloc((size_t)rows, sizeof **out);
+    if (!*out) rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    for (int i = 0; !rc && i < rows; i++) pg_id(res, i, 0, &(*out)[i]);
+    if (!rc) *n = (size_t)rows;
+  }
+  PQclear(res);
+  return rc;
+}
+
+static int pg_deps_recount(store_t *base, const pawl_id_t *child) {
+  pg_params_t pp;
+  pp_id(&pp, 0, child);
+  return pg_run((pg_store_t *)base, PG_DEPS_RECOUNT, 1, pp.v, NULL,
+                "reopen a child");
+}
+
+static int pg_deps_open(store_t *base, const pawl_id_t *parent) {
+  pg_params_t pp;
+  pp_id(&pp, 0, parent);
+  return pg_run((pg_store_t *)base, PG_DEPS_REOPEN_SELF, 1, pp.v, NULL,
                 "reopen a retried parent");
+}
+
+static const store_reopen_steps_t pg_reopen_steps = {
+    .uncount = pg_deps_uncount,
+    .canceled = pg_deps_canceled,
+    .recount = pg_deps_recount,
+    .open = pg_deps_open,
+};
+
+static int pg_deps_reopen(store_t *base, const pawl_id_t *id, int64_t now,
+                          const char *actor) {
+  return pawl__store_deps_reopen(base, &pg_transition_steps, &pg_reopen_steps,
+                                 id, now, actor);
 }
 
 static int pg_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,

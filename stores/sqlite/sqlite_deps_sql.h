@@ -57,12 +57,31 @@
   "p.id = d.parent WHERE d.child = ?1 AND p.state IN (2, 3, 4) AND NOT "     \
   SQLITE_DEPS_MET("d.cond", "p.state") " ORDER BY p.id LIMIT 1"
 
-/* A manual retry of the failed parent ?1: its blocked children stop
- * counting its end; it is open again if it has children. */
-#define SQLITE_DEPS_REOPEN                                                   \
+/* Did a parent that ended in state `st` (failed 3 or canceled 4, the
+ * states a retry reopens) leave condition `c` unmet? 1 or 0. */
+#define SQLITE_DEPS_UNMET_ENDED(c, st)                                       \
+  "(CASE " c " WHEN 'failure' THEN " st " <> 3 WHEN 'done' THEN 0 ELSE 1 "   \
+  "END)"
+
+/* A manual retry (pawl__store_deps_reopen): the blocked children of
+ * parent ?1, whose end they counted in state ?2, stop counting it. */
+#define SQLITE_DEPS_UNCOUNT                                                  \
   "UPDATE pawl_jobs AS c SET deps_left = c.deps_left + 1, deps_unmet = "     \
-  "c.deps_unmet - (d.cond NOT IN ('failure', 'done')) FROM pawl_deps AS d "  \
-  "WHERE d.parent = ?1 AND c.id = d.child AND c.state = 6"
+  "c.deps_unmet - " SQLITE_DEPS_UNMET_ENDED("d.cond", "?2") " FROM "         \
+  "pawl_deps AS d WHERE d.parent = ?1 AND c.id = d.child AND c.state = 6"
+/* The children of parent ?1 (its end counted in state ?2) that its end
+ * canceled: see store_reopen_steps_t.canceled. */
+#define SQLITE_DEPS_CANCELED                                                 \
+  "SELECT c.id FROM pawl_deps AS d JOIN pawl_jobs AS c ON c.id = d.child "   \
+  "WHERE d.parent = ?1 AND c.state = 4 AND c.deps_left = 0 AND "             \
+  "c.deps_unmet > 0 AND " SQLITE_DEPS_UNMET_ENDED("d.cond", "?2") " = 1 "    \
+  "AND c.batch_id IS NULL AND NOT EXISTS (SELECT 1 FROM pawl_signals AS s "  \
+  "WHERE s.job_id = c.id) AND (c.business_key IS NULL OR NOT EXISTS "        \
+  "(SELECT 1 FROM pawl_jobs AS o WHERE o.business_key = c.business_key "     \
+  "AND o.state IN (0, 1, 5, 6))) ORDER BY c.id"
+#define SQLITE_DEPS_RECOUNT                                                  \
+  "UPDATE pawl_jobs SET deps_left = deps_left + 1, deps_unmet = deps_unmet " \
+  "- 1 WHERE id = ?1"
 #define SQLITE_DEPS_REOPEN_SELF                                              \
   "UPDATE pawl_jobs SET deps_open = EXISTS (SELECT 1 FROM pawl_deps WHERE "  \
   "parent = ?1) WHERE id = ?1"

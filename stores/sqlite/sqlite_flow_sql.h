@@ -12,9 +12,11 @@
   "IN (2, 3, 4)"
 
 /* The row that holds key ?1, with its job's state, type and enqueuer
- * (job code may signal only its own: pawl__store_owner_check). */
+ * (job code may signal only its own: pawl__store_owner_check) and the
+ * wait's deadline (a decision after it is refused). */
 #define SQLITE_SIG_HOLDER                                                    \
-  "SELECT s.job_id, s.state, j.state, j.type, j.enqueued_by FROM "           \
+  "SELECT s.job_id, s.state, j.state, j.type, j.enqueued_by, s.timeout_at " \
+  "FROM "                                                                    \
   "pawl_signals AS s JOIN "                                                  \
   "pawl_jobs AS j ON j.id = s.job_id WHERE s.key = ?1 AND s.live = 1"
 
@@ -39,9 +41,17 @@
   "state = 0 AND timeout_at IS NOT NULL AND timeout_at <= ?1 ORDER BY "      \
   "timeout_at LIMIT ?2"
 
+/* The earliest deadline of a wait (NULL: none); one seek of the partial
+ * index pawl_signals_due. */
+#define SQLITE_SIG_NEXT                                                      \
+  "SELECT min(timeout_at) FROM pawl_signals WHERE state = 0 AND timeout_at " \
+  "IS NOT NULL"
+
+/* The row keeps its key until its job has ended and the key is taken
+ * again (SIG_RELEASE): a decision that comes late then finds the wait that
+ * timed out and is refused naming it and its deadline. */
 #define SQLITE_SIG_EXPIRE                                                    \
-  "UPDATE pawl_signals SET state = 2, live = NULL WHERE job_id = ?1 AND "    \
-  "state = 0"
+  "UPDATE pawl_signals SET state = 2 WHERE job_id = ?1 AND state = 0"
 
 /* ?1 old, ?2 new, ?3 now, ?4 actor. */
 #define SQLITE_REP_ADD                                                       \

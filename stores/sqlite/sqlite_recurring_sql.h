@@ -7,7 +7,8 @@
 #define SQLITE_REC_COLS                                                      \
   "name, expr, tz, misfire, catch_up_limit, type, payload, queue, "          \
   "priority, max_attempts, timeout_s, enabled, paused, source, script, "     \
-  "next_fire_at, last_fire_at, last_job_id, created_at, updated_at, version"
+  "next_fire_at, last_fire_at, last_job_id, created_at, updated_at, version, " \
+  "load_error"
 
 /* ?1..?16 as sq_rec_bind() binds them, ?17 now. */
 #define SQLITE_REC_INSERT                                                    \
@@ -19,9 +20,9 @@
 
 #define SQLITE_REC_ADD SQLITE_REC_INSERT "NOTHING"
 
-/* A script's definition: written over a script-born one (enabled again;
- * paused and the last fire are the operator's and the schedule's, kept),
- * never over an operator's. */
+/* A script's definition: written over a script-born one (enabled again,
+ * its load error cleared; paused and the last fire are the operator's and
+ * the schedule's, kept), never over an operator's. */
 #define SQLITE_REC_PUT_SCRIPT                                                \
   SQLITE_REC_INSERT                                                          \
   "UPDATE SET expr = excluded.expr, tz = excluded.tz, misfire = "            \
@@ -29,6 +30,7 @@
   "excluded.type, payload = excluded.payload, queue = excluded.queue, "      \
   "priority = excluded.priority, max_attempts = excluded.max_attempts, "     \
   "timeout_s = excluded.timeout_s, enabled = 1, script = excluded.script, "  \
+  "load_error = NULL, "                                                      \
   "next_fire_at = excluded.next_fire_at, updated_at = excluded.updated_at, " \
   "version = pawl_recurring.version + 1 WHERE pawl_recurring.source = "      \
   "'script'"
@@ -72,5 +74,16 @@
   "UPDATE pawl_recurring SET enabled = 0, updated_at = ?2, version = "       \
   "version + 1 WHERE source = 'script' AND enabled = 1 AND script NOT IN "   \
   "(SELECT value FROM json_each(?1))"
+/* ?1 a JSON array of the scripts that went, ?2 now. */
+#define SQLITE_REC_DISABLE_LISTED                                            \
+  "UPDATE pawl_recurring SET enabled = 0, updated_at = ?2, version = "       \
+  "version + 1 WHERE source = 'script' AND enabled = 1 AND script IN "       \
+  "(SELECT value FROM json_each(?1))"
+/* ?1 a script that failed to load, ?2 what the node said, ?3 now: noted on
+ * its definitions, which are otherwise left as they are (the version too:
+ * an operator's compare-and-set is not disturbed by a note). */
+#define SQLITE_REC_LOAD_ERROR                                                \
+  "UPDATE pawl_recurring SET load_error = ?2, updated_at = ?3 WHERE source " \
+  "= 'script' AND script = ?1 AND load_error IS NOT ?2"
 
 #endif

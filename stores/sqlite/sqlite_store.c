@@ -126,6 +126,8 @@ enum {
   SQ_REC_ADVANCE,
   SQ_REC_LAST_JOB,
   SQ_REC_DISABLE_GONE,
+  SQ_REC_DISABLE_LISTED,
+  SQ_REC_LOAD_ERROR,
   /* queues (issue 14): see the section "queues" */
   SQ_QUEUE_BOOST,
   SQ_QUEUE_PAUSE,
@@ -159,6 +161,7 @@ enum {
   SQ_SIG_GET,
   SQ_SIG_DUE,
   SQ_SIG_EXPIRE,
+  SQ_SIG_NEXT,
   SQ_REP_ADD,
   SQ_REP_CARRY,
   SQ_REP_INSTANCE,
@@ -188,7 +191,9 @@ enum {
   SQ_DEPS_MARK_OPEN,
   SQ_DEPS_COUNTS,
   SQ_DEPS_WHY,
-  SQ_DEPS_REOPEN,
+  SQ_DEPS_UNCOUNT,
+  SQ_DEPS_CANCELED,
+  SQ_DEPS_RECOUNT,
   SQ_DEPS_REOPEN_SELF,
   SQ_DEPS_BRANCHES,
   SQ_DEPS_LIST,
@@ -421,6 +426,8 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_REC_ADVANCE] = SQLITE_REC_ADVANCE,
     [SQ_REC_LAST_JOB] = SQLITE_REC_LAST_JOB,
     [SQ_REC_DISABLE_GONE] = SQLITE_REC_DISABLE_GONE,
+    [SQ_REC_DISABLE_LISTED] = SQLITE_REC_DISABLE_LISTED,
+    [SQ_REC_LOAD_ERROR] = SQLITE_REC_LOAD_ERROR,
     /* queues (issue 14) */
     [SQ_QUEUE_BOOST] = "SELECT age_boost_ms FROM pawl_queues WHERE name = ?1",
     /* ?1 name, ?2 now, ?3 by, ?4 reason. Changes a row only when the queue
@@ -512,6 +519,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_SIG_GET] = SQLITE_SIG_GET,
     [SQ_SIG_DUE] = SQLITE_SIG_DUE,
     [SQ_SIG_EXPIRE] = SQLITE_SIG_EXPIRE,
+    [SQ_SIG_NEXT] = SQLITE_SIG_NEXT,
     [SQ_REP_ADD] = SQLITE_REP_ADD,
     [SQ_REP_CARRY] = SQLITE_REP_CARRY,
     [SQ_REP_INSTANCE] = SQLITE_REP_INSTANCE,
@@ -541,7 +549,9 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_DEPS_MARK_OPEN] = SQLITE_DEPS_MARK_OPEN,
     [SQ_DEPS_COUNTS] = SQLITE_DEPS_COUNTS,
     [SQ_DEPS_WHY] = SQLITE_DEPS_WHY,
-    [SQ_DEPS_REOPEN] = SQLITE_DEPS_REOPEN,
+    [SQ_DEPS_UNCOUNT] = SQLITE_DEPS_UNCOUNT,
+    [SQ_DEPS_CANCELED] = SQLITE_DEPS_CANCELED,
+    [SQ_DEPS_RECOUNT] = SQLITE_DEPS_RECOUNT,
     [SQ_DEPS_REOPEN_SELF] = SQLITE_DEPS_REOPEN_SELF,
     [SQ_DEPS_BRANCHES] = SQLITE_DEPS_BRANCHES,
     [SQ_DEPS_LIST] = SQLITE_DEPS_LIST,
@@ -2337,7 +2347,8 @@ static int sq_tx_forget_starts(store_t *base, const pawl_id_t *id) {
   return sq_exec(s, fs, "forget recorded starts");
 }
 
-static int sq_deps_reopen(store_t *base, const pawl_id_t *id);
+static int sq_deps_reopen(store_t *base, const pawl_id_t *id, int64_t now,
+                          const char *actor);
 
 static const store_transition_steps_t sq_transition_steps = {
     .begin = sq_tx_begin,
@@ -2396,6 +2407,31 @@ static int sq_sig_add(sq_store_t *s, const store_new_job_t *j, int64_t now) {
   return sq_exec(s, st, "record signal wait");
 }
 
+/* Expires the wait of job `id` for `key` whose deadline was `deadline`
+ * (in the caller's transaction): the row leaves state waiting and the job
+ * goes blocked -> failed. *done: 1 if this call ended the wait (0: it had
+ * ended already). A job that stopped waiting otherwise (canceled) keeps
+ * its state; its wait is over all the same. */
+static int sq_sig_expire_one(sq_store_t *s, int64_t now, const pawl_id_t *id,
+                             const char *key, int64_t deadline, int *done) {
+  *done = 0;
+  sqlite3_stmt *st = sq_stmt(s, SQ_SIG_EXPIRE);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  int rc = sq_exec(s, st, "expire signal wait");
+  if (rc || sqlite3_changes(s->db) != 1) return rc;
+  *done = 1;
+  char why[300];
+  pawl__store_signal_why(why, sizeof why, key, deadline);
+  rc = pawl__store_transition_in(&s->base, &sq_transition_steps, now, id,
+                                 STORE_OP_EXPIRE, "timeout", why, -1);
+  if (rc == PAWL_ESTATE) {
+    rc = 0;
+    s->base.errmsg[0] = 0;
+  }
+  return rc;
+}
+
 static int sq_sig_deliver(store_t *base, const char *key,
                           const char *decision, const char *payload,
                           const char *actor, const char *owner,
@@ -2409,11 +2445,13 @@ static int sq_sig_deliver(store_t *base, const char *key,
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   int step = sqlite3_step(st);
   pawl_id_t id;
-  int sstate = 0, jstate = 0, was = 0;
+  int sstate = 0, jstate = 0, was = 0, late = 0;
+  int64_t deadline = 0;
   if (step == SQLITE_ROW) {
     sq_col_id(st, 0, &id);
     sstate = sqlite3_column_int(st, 1);
     jstate = sqlite3_column_int(st, 2);
+    deadline = sqlite3_column_int64(st, 5); /* NULL reads 0: none */
     /* Job code signals only the jobs it enqueued, unless granted: decided
      * on the row read in this write transaction, before anything is
      * written. */
@@ -2435,14 +2473,23 @@ static int sq_sig_deliver(store_t *base, const char *key,
   else if (sstate == PAWL_SIGNAL_DELIVERED)
     was = 1;
   else if (sstate == PAWL_SIGNAL_EXPIRED)
-    rc = pawl__store_fail(base, PAWL_ESTATE,
-                          "job %s waited for signal \"%s\" until its timeout "
-                          "and failed",
-                          text, key);
+    rc = pawl__store_signal_late(base, &id, key, deadline, jstate);
   else if (jstate != PAWL_BLOCKED)
     rc = pawl__store_fail(base, PAWL_ESTATE,
                           "job %s no longer waits for signal \"%s\": it is %s",
                           text, key, pawl_state_name(jstate));
+  else if (deadline && deadline <= now)
+    late = 1;
+  if (late) {
+    /* Too late: the deadline decided, whether or not a sweep has got to
+     * it yet. The wait expires here, as the sweep would have expired it,
+     * and that is committed; the decision is refused. */
+    int done = 0;
+    rc = sq_end(s, sq_sig_expire_one(s, now, &id, key, deadline, &done));
+    return rc ? rc
+              : pawl__store_signal_late(base, &id, key, deadline,
+                                        done ? PAWL_FAILED : jstate);
+  }
   if (!rc && !was) {
     if (!(st = sq_stmt(s, SQ_SIG_DELIVER))) return sq_end(s, PAWL_ESTORE);
     sq_bind_id(st, 1, &id);
@@ -2525,31 +2572,25 @@ static int sq_sig_expire(store_t *base, size_t max, size_t *n) {
       rc = sq_fail(s, step, "find expired signal waits");
   }
   for (size_t i = 0; i < ndue && !rc; i++) {
-    if (!(st = sq_stmt(s, SQ_SIG_EXPIRE))) {
-      rc = PAWL_ESTORE;
-      break;
-    }
-    sq_bind_id(st, 1, &due[i].id);
-    if ((rc = sq_exec(s, st, "expire signal wait"))) break;
-    if (sqlite3_changes(s->db) != 1) continue;
-    done++;
-    char why[300], by[ISO8601_STRLEN];
-    pawl__iso8601_format(due[i].timeout_at, by);
-    snprintf(why, sizeof why, "signal %s: no decision by %s", due[i].key, by);
-    rc = pawl__store_transition_in(base, &sq_transition_steps, now,
-                                   &due[i].id, STORE_OP_EXPIRE, "timeout",
-                                   why, -1);
-    /* A job that stopped waiting otherwise (canceled) keeps its state;
-     * its wait is over all the same. */
-    if (rc == PAWL_ESTATE) {
-      rc = 0;
-      s->base.errmsg[0] = 0;
-    }
+    int one = 0;
+    rc = sq_sig_expire_one(s, now, &due[i].id, due[i].key, due[i].timeout_at,
+                           &one);
+    done += (size_t)one;
   }
   pawl__free(due);
   rc = sq_end(s, rc);
   if (!rc) *n = done;
   return rc;
+}
+
+static int sq_sig_next(store_t *base, int64_t *at) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_SIG_NEXT);
+  if (!st) return PAWL_ESTORE;
+  int step = sqlite3_step(st);
+  *at = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_reset(st);
+  return step == SQLITE_ROW ? 0 : sq_fail(s, step, "read signal deadlines");
 }
 
 /* The job linked to `id` by statement `which` (SQ_REP_NEXT, SQ_REP_PREV):
@@ -3057,7 +3098,9 @@ static int sq_rec_due(store_t *base, int64_t now, size_t max,
                       pawl_recurring_t **out, size_t *n);
 static int sq_rec_advance(store_t *base, store_rec_advance_t *a, size_t n);
 static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
-                               size_t n, size_t *count);
+                               size_t n, int listed, size_t *count);
+static int sq_rec_load_error(store_t *base, const char *script,
+                             const char *error);
 
 static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
                         void *data);
@@ -3260,12 +3303,12 @@ static const struct store_ops sq_ops = {
               sq_adm_locks, sq_adm_running},
     .recurring = {sq_rec_put, sq_rec_get, sq_rec_list, sq_rec_update,
                   sq_rec_remove, sq_rec_due, sq_rec_advance,
-                  sq_rec_disable_gone},
+                  sq_rec_disable_gone, sq_rec_load_error},
     .queues = {sq_queue_pause, sq_queue_set_boost, sq_queue_list},
     .limits = {sq_limit_set, sq_limit_remove, sq_limit_list},
     .types = {sq_types_sync, sq_type_get},
     .flow = {sq_sig_deliver, sq_sig_get, sq_sig_expire, sq_replace,
-             sq_replace_links},
+             sq_replace_links, sq_sig_next},
     .batch = {sq_batch_create, sq_batch_get, sq_batch_of},
     .deps = {sq_deps_list},
     .steps = {sq_steps_get, sq_step_begin, sq_step_save, sq_step_end,
@@ -4102,7 +4145,7 @@ static int sq_rec_advance(store_t *base, store_rec_advance_t *a, size_t n) {
 }
 
 static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
-                               size_t n, size_t *count) {
+                               size_t n, int listed, size_t *count) {
   sq_store_t *s = (sq_store_t *)base;
   pawl_buf_t b;
   pawl__buf_init(&b);
@@ -4116,7 +4159,8 @@ static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
     pawl__buf_free(&b);
     return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
-  sqlite3_stmt *st = sq_stmt(s, SQ_REC_DISABLE_GONE);
+  sqlite3_stmt *st =
+      sq_stmt(s, listed ? SQ_REC_DISABLE_LISTED : SQ_REC_DISABLE_GONE);
   int rc = PAWL_ESTORE;
   if (st) {
     sqlite3_bind_text(st, 1, pawl__buf_cstr(&b), -1, SQLITE_STATIC);
@@ -4126,6 +4170,17 @@ static int sq_rec_disable_gone(store_t *base, const char *const *scripts,
   }
   pawl__buf_free(&b);
   return rc;
+}
+
+static int sq_rec_load_error(store_t *base, const char *script,
+                             const char *error) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_REC_LOAD_ERROR);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, script, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, error, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, pawl__store_now(base));
+  return sq_exec_write(s, st, "note a script's load error");
 }
 
 /* ---- batches (issue 15; schema/sqlite/V010__batch.sql) -------------------- */
@@ -4585,17 +4640,78 @@ static int sq_deps_link(sq_store_t *s, const store_new_job_t *j,
   return left ? 0 : sq_deps_settle(s, &j->id, unmet, now);
 }
 
-static int sq_deps_reopen(store_t *base, const pawl_id_t *id) {
+/* Runs statement `which` with ?1 the job `id` and ?2 `state` (-1: none). */
+static int sq_deps_run(store_t *base, int which, const pawl_id_t *id,
+                       int state, const char *what) {
   sq_store_t *s = (sq_store_t *)base;
-  int ids[] = {SQ_DEPS_REOPEN, SQ_DEPS_REOPEN_SELF};
-  for (size_t i = 0; i < 2; i++) {
-    sqlite3_stmt *st = sq_stmt(s, ids[i]);
-    if (!st) return PAWL_ESTORE;
-    sq_bind_id(st, 1, id);
-    int rc = sq_exec(s, st, "reopen a retried parent");
-    if (rc) return rc;
+  sqlite3_stmt *st = sq_stmt(s, which);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, id);
+  if (state >= 0) sqlite3_bind_int(st, 2, state);
+  return sq_exec(s, st, what);
+}
+
+static int sq_deps_uncount(store_t *base, const pawl_id_t *parent,
+                           int state) {
+  return sq_deps_run(base, SQ_DEPS_UNCOUNT, parent, state,
+                     "reopen a retried parent");
+}
+
+static int sq_deps_canceled(store_t *base, const pawl_id_t *parent,
+                            int state, pawl_id_t **out, size_t *n) {
+  sq_store_t *s = (sq_store_t *)base;
+  *out = NULL;
+  *n = 0;
+  sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_CANCELED);
+  if (!st) return PAWL_ESTORE;
+  sq_bind_id(st, 1, parent);
+  sqlite3_bind_int(st, 2, state);
+  size_t cap = 0;
+  int step, rc = 0;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      size_t ncap = cap ? cap * 2 : 8;
+      pawl_id_t *g = pawl__realloc(*out, ncap * sizeof *g);
+      if (!g) {
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+        break;
+      }
+      *out = g;
+      cap = ncap;
+    }
+    sq_col_id(st, 0, &(*out)[(*n)++]);
   }
-  return 0;
+  sqlite3_reset(st);
+  if (!rc && step != SQLITE_DONE)
+    rc = sq_fail(s, step, "find the children a failure canceled");
+  if (rc) {
+    pawl__free(*out);
+    *out = NULL;
+    *n = 0;
+  }
+  return rc;
+}
+
+static int sq_deps_recount(store_t *base, const pawl_id_t *child) {
+  return sq_deps_run(base, SQ_DEPS_RECOUNT, child, -1, "reopen a child");
+}
+
+static int sq_deps_open(store_t *base, const pawl_id_t *parent) {
+  return sq_deps_run(base, SQ_DEPS_REOPEN_SELF, parent, -1,
+                     "reopen a retried parent");
+}
+
+static const store_reopen_steps_t sq_reopen_steps = {
+    .uncount = sq_deps_uncount,
+    .canceled = sq_deps_canceled,
+    .recount = sq_deps_recount,
+    .open = sq_deps_open,
+};
+
+static int sq_deps_reopen(store_t *base, const pawl_id_t *id, int64_t now,
+                          const char *actor) {
+  return pawl__store_deps_reopen(base, &sq_transition_steps, &sq_reopen_steps,
+                                 id, now, actor);
 }
 
 static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
