@@ -61,6 +61,7 @@ enum {
   SQ_CLAIM_QUEUES_UNPAUSED,
   SQ_ANY_PAUSED,
   SQ_CLAIM_TAKE,
+  SQ_PROMOTE, /* the rows due later that have come due join the ready ones */
   SQ_SUCCEED,
   SQ_SUCCEED_SEQ,
   SQ_ATTEMPT_ADD,
@@ -264,6 +265,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_CLAIM_QUEUES_UNPAUSED] = SQLITE_SQL_CLAIM_QUEUES_UNPAUSED,
     [SQ_ANY_PAUSED] = SQLITE_SQL_ANY_PAUSED,
     [SQ_CLAIM_TAKE] = SQLITE_SQL_CLAIM_TAKE,
+    [SQ_PROMOTE] = SQLITE_SQL_PROMOTE,
     [SQ_SUCCEED] = SQLITE_SQL_SUCCEED,
     [SQ_SUCCEED_SEQ] = SQLITE_SQL_SUCCEED_SEQ,
     /* Records the attempt being finished from the row as it is before the
@@ -447,14 +449,9 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_CLAIM_LIM_UNPAUSED] = SQLITE_SQL_CLAIM_LIM_UNPAUSED,
     [SQ_CLAIM_LIM_QUEUE_UNPAUSED] = SQLITE_SQL_CLAIM_LIM_QUEUE_UNPAUSED,
     [SQ_CLAIM_LIM_QUEUES_UNPAUSED] = SQLITE_SQL_CLAIM_LIM_QUEUES_UNPAUSED,
-    [SQ_LIMITS_READ] = "SELECT name, max_running, rate, rate_window_ms, "
-                       "window_start, window_count FROM pawl_limits",
-    /* Permits in use: running rows, through pawl_jobs_running (a few per
-     * worker; no index of their own: see V008__limits.sql). */
-    [SQ_LIMIT_RUNNING_RES] = "SELECT count(*) FROM pawl_jobs WHERE "
-                             "state = 1 AND resource = ?1",
-    [SQ_LIMIT_RUNNING_QUEUE] = "SELECT count(*) FROM pawl_jobs WHERE "
-                               "state = 1 AND queue = ?1",
+    [SQ_LIMITS_READ] = SQLITE_SQL_LIMITS_READ,
+    [SQ_LIMIT_RUNNING_RES] = SQLITE_SQL_LIMIT_RUNNING_RES,
+    [SQ_LIMIT_RUNNING_QUEUE] = SQLITE_SQL_LIMIT_RUNNING_QUEUE,
     [SQ_LIMIT_WINDOW] = "UPDATE pawl_limits SET window_start = ?2, "
                         "window_count = ?3 WHERE name = ?1",
     /* The window's count survives a change that keeps its length. */
@@ -488,22 +485,10 @@ static const char *const sq_sql[SQ_COUNT] = {
         "substr(pawl_limits.name, 7)) ELSE (SELECT count(*) FROM pawl_jobs "
         "WHERE state = 1 AND resource = pawl_limits.name) END FROM "
         "pawl_limits ORDER BY name",
-    /* next_due with limits: the earliest pending job of ?1's queues (NULL:
-     * all) under no limit with nothing left (?2 resources, ?3 queues, JSON
-     * arrays); and the earliest pending job of one resource (?1) or queue
-     * (?1) whose rate window is used up. Paused queues' jobs are not due
-     * (queues). */
-    [SQ_NEXT_DUE_LIM] =
-        "SELECT min(run_at) FROM pawl_jobs WHERE " SQLITE_SQL_UNPAUSED
-        "state = 0 AND (?1 IS NULL "
-        "OR queue IN (SELECT value FROM json_each(?1))) AND (resource IS "
-        "NULL OR resource NOT IN (SELECT value FROM json_each(?2))) AND "
-        "queue NOT IN (SELECT value FROM json_each(?3))",
-    [SQ_NEXT_DUE_LIM_RES] =
-        "SELECT min(run_at) FROM pawl_jobs WHERE " SQLITE_SQL_UNPAUSED
-        "state = 0 AND resource = ?1 AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2)))",
-    [SQ_NEXT_DUE_LIM_QUEUE] = "SELECT min(run_at) FROM pawl_jobs WHERE "
-                              SQLITE_SQL_UNPAUSED "state = 0 AND queue = ?1",
+    /* next_due with limits (sqlite_sql.h) */
+    [SQ_NEXT_DUE_LIM] = SQLITE_SQL_NEXT_DUE_LIM,
+    [SQ_NEXT_DUE_LIM_RES] = SQLITE_SQL_NEXT_DUE_LIM_RES,
+    [SQ_NEXT_DUE_LIM_QUEUE] = SQLITE_SQL_NEXT_DUE_LIM_QUEUE,
     /* signals and replace (sqlite_flow_sql.h) */
     [SQ_SIG_RELEASE] = SQLITE_SIG_RELEASE,
     [SQ_SIG_HOLDER] = SQLITE_SIG_HOLDER,
@@ -1625,6 +1610,16 @@ static int sq_claim_paused(sq_store_t *s, int *which) {
   return 0;
 }
 
+/* The jobs written with a later run_at that are due by `now` become ready
+ * (SQLITE_SQL_PROMOTE): a seek of pawl_jobs_early, in the claim's
+ * transaction. */
+static int sq_promote(sq_store_t *s, int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_PROMOTE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, now);
+  return sq_exec(s, st, "promote due jobs");
+}
+
 /* Picks the due jobs in claim order and leases them, in one transaction
  * (see SQLITE_SQL_CLAIM). The jobs come out as CLAIM_TAKE leaves their
  * rows. */
@@ -1657,6 +1652,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   int64_t now = pawl__store_now(base);
   size_t got = 0;
   if (!rc) rc = sq_claim_paused(s, &which);
+  if (!rc) rc = sq_promote(s, now);
   /* Limits (issue 14): with any, the pick leaves out the jobs of limits
    * with nothing left, and each picked job is admitted or skipped. */
   store_limits_t lim = {0};
