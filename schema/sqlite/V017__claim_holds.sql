@@ -59,6 +59,12 @@ CREATE INDEX pawl_jobs_claim ON pawl_jobs (rank DESC, run_at, id)
 -- (every pending row) stays for the counts per queue and the age boost.
 CREATE INDEX pawl_jobs_ready_queue ON pawl_jobs (queue, rank DESC, run_at, id)
   WHERE state = 0 AND held = 0 AND early = 0;
+-- The same by lane (queue, resource), for a claim with a lane blocked (a
+-- paused queue, a limit with nothing left): it picks from each open lane
+-- and never walks a blocked one.
+CREATE INDEX pawl_jobs_lane ON pawl_jobs
+  (queue, resource, rank DESC, run_at, id)
+  WHERE state = 0 AND held = 0 AND early = 0;
 -- Not held, due later: promoted by the claim when due; next_due()'s min.
 CREATE INDEX pawl_jobs_early ON pawl_jobs (run_at)
   WHERE state = 0 AND held = 0 AND early = 1;

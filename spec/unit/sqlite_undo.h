@@ -11,7 +11,8 @@
   "DROP TRIGGER pawl_jobs_update_hold; DROP TRIGGER pawl_jobs_delete_hold; " \
   "DROP TRIGGER pawl_key_refresh_do; DROP VIEW pawl_key_refresh; "           \
   "DROP INDEX pawl_jobs_key; DROP INDEX pawl_jobs_ready_queue; "             \
-  "DROP INDEX pawl_jobs_early; DROP INDEX pawl_jobs_claim; "                 \
+  "DROP INDEX pawl_jobs_early; DROP INDEX pawl_jobs_lane; "                  \
+  "DROP INDEX pawl_jobs_claim; "                                             \
   "CREATE INDEX pawl_jobs_claim ON pawl_jobs (rank DESC, run_at, id) "       \
   "WHERE state = 0; CREATE INDEX pawl_jobs_ordering ON pawl_jobs "           \
   "(ordering_key, state, seq) WHERE ordering_key IS NOT NULL AND state IN "  \

@@ -148,6 +148,10 @@ static const struct {
     {"NEXT_DUE_LIM_QUEUE", SQLITE_SQL_NEXT_DUE_LIM_QUEUE},
     {"LIMIT_RUNNING_RES", SQLITE_SQL_LIMIT_RUNNING_RES},
     {"LIMIT_RUNNING_QUEUE", SQLITE_SQL_LIMIT_RUNNING_QUEUE},
+    {"CLAIM_LANE", SQLITE_SQL_CLAIM_LANE},
+    {"LANE_QUEUE", SQLITE_SQL_LANE_QUEUE},
+    {"LANE_NONE", SQLITE_SQL_LANE_NONE},
+    {"LANE_RES", SQLITE_SQL_LANE_RES},
     {"CLAIM_TAKE", SQLITE_SQL_CLAIM_TAKE},
 };
 #define CH_NSTMTS (sizeof ch_stmts / sizeof *ch_stmts)
@@ -179,6 +183,14 @@ static void ch_bind(sqlite3_stmt *st, const char *name) {
     }
   }
   if (!strcmp(name, "CLAIM_TAKE")) sqlite3_bind_text(st, 5, "[1]", -1, SQLITE_STATIC);
+  if (!strcmp(name, "CLAIM_LANE")) {
+    sqlite3_bind_text(st, 3, "q0", -1, SQLITE_STATIC);
+    sqlite3_bind_null(st, 4);
+  }
+  if (!strncmp(name, "LANE_", 5)) {
+    sqlite3_bind_text(st, 1, strcmp(name, "LANE_QUEUE") ? "q0" : "", -1, SQLITE_STATIC);
+    if (!strcmp(name, "LANE_RES")) sqlite3_bind_text(st, 2, "", -1, SQLITE_STATIC);
+  }
   if (!strncmp(name, "LIMIT_RUNNING", 13)) sqlite3_bind_text(st, 1, "q0", -1, SQLITE_STATIC);
 }
 
@@ -210,8 +222,8 @@ static const char *ch_bad_line(sqlite3 *db, const char *line) {
                ? NULL
                : "a probe of a key that does not seek its free rows";
   static const char *const ready[] = {"pawl_jobs_claim", "pawl_jobs_ready_queue",
-                                      "pawl_jobs_early"};
-  for (size_t i = 0; i < 3; i++) {
+                                      "pawl_jobs_early", "pawl_jobs_lane"};
+  for (size_t i = 0; i < 4; i++) {
     const char *at = strstr(line, ready[i]);
     size_t len = strlen(ready[i]);
     if (!at || (at[len] && at[len] != ' ')) continue;
@@ -312,6 +324,93 @@ void test_sqlite_claim_hold_cost_flat(void) {
                     "%s, %s jobs: %ld steps with 300 held, %ld with 3,000",
                     ch_stmts[i].name, ch_kind_name[k], steps[0][i], steps[1][i]);
       }
+    }
+  }
+}
+
+/* ---- lanes ------------------------------------------------------------- */
+
+static long g_steps; /* VM steps of the statements run since reset */
+
+static int ch_count(unsigned type, void *ctx, void *p, void *x) {
+  (void)type, (void)ctx, (void)x;
+  g_steps += sqlite3_stmt_status((sqlite3_stmt *)p, SQLITE_STMTSTATUS_VM_STEP, 1);
+  return 0;
+}
+
+/* Holds that change without touching rows: n jobs of a resource at its
+ * max_running (one of them running), of a resource whose rate window is
+ * used up, of a paused queue; ranked above 30 free jobs. */
+enum { CL_RES_FULL, CL_RATE_USED, CL_PAUSED, CL_KINDS };
+static const char *const cl_kind_name[CL_KINDS] = {
+    "resource at its max_running", "rate window used up", "paused queue"};
+
+static void cl_fill(sqlite3 *db, int kind, long n) {
+  char vals[256];
+  long long t0 = (long long)T0;
+  ch_exec(db, "BEGIN");
+  const char *cols = "queue, state, priority, rank, run_at, updated_at, resource";
+  if (kind == CL_PAUSED) {
+    snprintf(vals, sizeof vals, "'qp', 0, 5, 5, %lld, %lld, NULL", t0, t0);
+    ch_rows(db, n, cols, vals);
+    ch_exec(db, "INSERT INTO pawl_queues (name, paused, updated_at) VALUES "
+                "('qp', 1, 0)");
+  } else {
+    snprintf(vals, sizeof vals, "'q0', 1, 5, 5, %lld, %lld, 'r'", t0, t0);
+    ch_rows(db, 1, cols, vals);
+    snprintf(vals, sizeof vals, "'q0', 0, 5, 5, %lld, %lld, 'r'", t0, t0);
+    ch_rows(db, n, cols, vals);
+    /* The rate window of T0 (windows of a day from the epoch) used up. */
+    ch_exec(db, kind == CL_RES_FULL
+                    ? "INSERT INTO pawl_limits (name, max_running, updated_at) "
+                      "VALUES ('r', 1, 0)"
+                    : "INSERT INTO pawl_limits (name, rate, rate_window_ms, "
+                      "window_start, window_count, updated_at) VALUES ('r', 1, "
+                      "86400000, 1799971200000, 1, 0)");
+  }
+  /* A resource with room, so that open resource lanes are read too. */
+  snprintf(vals, sizeof vals, "'q' || (i %% 3), 0, 0, 0, %lld, %lld, "
+           "CASE WHEN i %% 2 THEN 'open' END", t0, t0);
+  ch_rows(db, 30, cols, vals);
+  ch_exec(db, "COMMIT");
+}
+
+/* The work of a whole claim (every statement it runs, counted by
+ * tracing) with 300 and with 3,000 jobs in a blocked lane, for a claim
+ * of every queue, of one and of two: the same, give or take a little.
+ * The claim takes only free jobs. */
+void test_sqlite_claim_hold_lanes_flat(void) {
+  static const char *const one[] = {"q0"}, *const two[] = {"q0", "qp"};
+  for (int k = 0; k < CL_KINDS; k++) {
+    for (int qi = 0; qi < 3; qi++) {
+      long steps[2];
+      for (int big = 0; big < 2; big++) {
+        char name[64];
+        snprintf(name, sizeof name, "lanes_%d_%d_%d", k, qi, big);
+        pawl_t *p = ch_open(name);
+        sqlite3 *db = ch_db(p);
+        cl_fill(db, k, big ? 3000 : 300);
+        pawl_claim_opts_t c = {.queues = qi == 1 ? one : qi == 2 ? two : NULL,
+                               .nqueues = (size_t)qi};
+        pawl_job_t **jobs = NULL;
+        size_t got = 0;
+        g_steps = 0;
+        sqlite3_trace_v2(db, SQLITE_TRACE_PROFILE, ch_count, NULL);
+        CHECK_OK(pawl_claim(p, &c, 10, &jobs, &got));
+        sqlite3_trace_v2(db, 0, NULL, NULL);
+        steps[big] = g_steps;
+        CHECK_INT(got, ==, 10);
+        for (size_t i = 0; i < got; i++) {
+          CHECK_INT(jobs[i]->priority, ==, 0);
+          if (qi == 1) CHECK_STR(jobs[i]->queue, "q0");
+        }
+        pawl_jobs_free(jobs, got);
+        pawl_close(p);
+      }
+      if (steps[1] > steps[0] + steps[0] / 5 + 100)
+        unit_fail(__FILE__, __LINE__,
+                  "claim of %d queues, %s: %ld steps with 300 held, %ld with 3,000",
+                  qi, cl_kind_name[k], steps[0], steps[1]);
     }
   }
 }

@@ -146,6 +146,29 @@
   SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_UNPAUSED                              \
   "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
 
+/* Lanes (V017): with a queue paused or a limit with nothing left, the
+ * claim picks per lane, a (queue, resource) pair, from pawl_jobs_lane,
+ * skipping the blocked lanes as ranges, and merges the picks in claim
+ * order in C (sq_claim_lanes()). LANE_QUEUE: the next queue with ready
+ * jobs after ?1; LANE_NONE: whether queue ?1 has ready jobs without a
+ * resource; LANE_RES: its next resource after ?2; CLAIM_LANE: the first
+ * ?2 due jobs of lane (?3, ?4), with their resource and rank. Each is a
+ * seek; names are never empty, so '' comes before every one. */
+#define SQLITE_SQL_LANE_QUEUE                                                \
+  "SELECT min(queue) FROM pawl_jobs INDEXED BY pawl_jobs_lane WHERE "        \
+  SQLITE_SQL_READY "queue > ?1"
+#define SQLITE_SQL_LANE_NONE                                                 \
+  "SELECT 1 FROM pawl_jobs INDEXED BY pawl_jobs_lane WHERE " SQLITE_SQL_READY \
+  "queue = ?1 AND resource IS NULL LIMIT 1"
+#define SQLITE_SQL_LANE_RES                                                  \
+  "SELECT min(resource) FROM pawl_jobs INDEXED BY pawl_jobs_lane WHERE "     \
+  SQLITE_SQL_READY "queue = ?1 AND resource > ?2"
+#define SQLITE_SQL_CLAIM_LANE                                                \
+  "SELECT " SQLITE_JOB_COLS ", resource, rank FROM pawl_jobs INDEXED BY "    \
+  "pawl_jobs_lane WHERE " SQLITE_SQL_READY "queue = ?3 AND resource IS ?4 "  \
+  "AND " SQLITE_SQL_CLAIM_TAIL
+#define SQLITE_SQL_PAUSED_QUEUES "SELECT name FROM pawl_queues WHERE paused = 1"
+
 /* CLAIM_TAKE: ?1 now, ?2 owner, ?3 lease token, ?4 lease expiry, ?5 a JSON
  * array of the picked seqs. Progress belongs to an attempt, so a new
  * attempt starts without any. sq_claim() applies the same changes to the

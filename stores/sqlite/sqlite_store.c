@@ -62,6 +62,11 @@ enum {
   SQ_ANY_PAUSED,
   SQ_CLAIM_TAKE,
   SQ_PROMOTE, /* the rows due later that have come due join the ready ones */
+  SQ_LANE_QUEUE, /* lanes (sq_claim_lanes()) */
+  SQ_LANE_NONE,
+  SQ_LANE_RES,
+  SQ_CLAIM_LANE,
+  SQ_PAUSED_QUEUES,
   SQ_SUCCEED,
   SQ_SUCCEED_SEQ,
   SQ_ATTEMPT_ADD,
@@ -266,6 +271,11 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_ANY_PAUSED] = SQLITE_SQL_ANY_PAUSED,
     [SQ_CLAIM_TAKE] = SQLITE_SQL_CLAIM_TAKE,
     [SQ_PROMOTE] = SQLITE_SQL_PROMOTE,
+    [SQ_LANE_QUEUE] = SQLITE_SQL_LANE_QUEUE,
+    [SQ_LANE_NONE] = SQLITE_SQL_LANE_NONE,
+    [SQ_LANE_RES] = SQLITE_SQL_LANE_RES,
+    [SQ_CLAIM_LANE] = SQLITE_SQL_CLAIM_LANE,
+    [SQ_PAUSED_QUEUES] = SQLITE_SQL_PAUSED_QUEUES,
     [SQ_SUCCEED] = SQLITE_SQL_SUCCEED,
     [SQ_SUCCEED_SEQ] = SQLITE_SQL_SUCCEED_SEQ,
     /* Records the attempt being finished from the row as it is before the
@@ -1620,6 +1630,207 @@ static int sq_promote(sq_store_t *s, int64_t now) {
   return sq_exec(s, st, "promote due jobs");
 }
 
+/* ---- lanes (V017__claim_holds.sql) --------------------------------------
+ *
+ * A paused queue or a limit with nothing left holds its jobs without
+ * touching their rows. Walking the claim's index past them would cost a
+ * claim as much as they are many, so a claim with any such lane blocked
+ * picks from each open lane (queue, resource) of pawl_jobs_lane instead,
+ * at most c->max jobs each, and merges the picks in claim order: its cost
+ * grows with the lanes, not with the jobs in the blocked ones. */
+
+/* One job picked from a lane, for the merge. */
+typedef struct sq_pick {
+  pawl_job_t *job;
+  char *resource; /* NULL: none */
+  int64_t rank;
+} sq_pick_t;
+
+/* Claim order: rank descending, then run_at, then id. */
+static int sq_pick_cmp(const void *a, const void *b) {
+  const sq_pick_t *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank > y->rank ? -1 : 1;
+  if (x->job->run_at != y->job->run_at)
+    return x->job->run_at < y->job->run_at ? -1 : 1;
+  return memcmp(x->job->id.bytes, y->job->id.bytes, sizeof x->job->id.bytes);
+}
+
+typedef struct sq_lanes {
+  sq_store_t *s;
+  const store_claim_t *c;
+  const store_limits_t *lim;
+  char **paused;
+  size_t npaused;
+  sq_pick_t *picks;
+  size_t npicks;
+  int64_t now;
+} sq_lanes_t;
+
+/* Whether limit `name` (a resource, or a queue when `queue`) is blocked. */
+static int sq_lane_blocked(const sq_lanes_t *ln, const char *name, int queue) {
+  for (size_t i = 0; i < ln->lim->n; i++) {
+    const store_limit_t *l = &ln->lim->v[i];
+    const char *q = pawl__store_limit_queue(l);
+    if (!q != !queue || !pawl__store_limit_blocked(l)) continue;
+    if (!strcmp(queue ? q : l->name, name)) return 1;
+  }
+  return 0;
+}
+
+static int sq_lane_queue_open(const sq_lanes_t *ln, const char *q) {
+  for (size_t i = 0; i < ln->npaused; i++)
+    if (!strcmp(ln->paused[i], q)) return 0;
+  return !sq_lane_blocked(ln, q, 1);
+}
+
+/* Picks the first c->max due jobs of lane (q, res). */
+static int sq_lane_pick(sq_lanes_t *ln, const char *q, const char *res) {
+  sq_store_t *s = ln->s;
+  sqlite3_stmt *st = sq_stmt(s, SQ_CLAIM_LANE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, ln->now);
+  sqlite3_bind_int64(st, 2, (sqlite3_int64)ln->c->max);
+  sqlite3_bind_text(st, 3, q, -1, SQLITE_TRANSIENT);
+  sq_bind_text(st, 4, res);
+  int step, rc = 0;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    sq_pick_t *pk = pawl__store_push((void **)&ln->picks, &ln->npicks, sizeof *pk);
+    if (!pk || !(pk->job = sq_row_to_job(st, ln->c->owner)) ||
+        pawl__store_dup(&pk->resource, (const char *)sqlite3_column_text(
+                                           st, SQLITE_JOB_RESOURCE_COL))) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    pk->rank = sqlite3_column_int64(st, SQLITE_JOB_RESOURCE_COL + 1);
+  }
+  if (!rc && step != SQLITE_DONE) rc = sq_fail(s, step, "pick jobs of a lane");
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return rc;
+}
+
+/* The text of a one-column, one-row statement `id` bound with a and b
+ * (b may be NULL), copied into *out (NULL: none). */
+static int sq_lane_text(sq_store_t *s, int id, const char *a, const char *b,
+                        char **out) {
+  *out = NULL;
+  sqlite3_stmt *st = sq_stmt(s, id);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, a, -1, SQLITE_TRANSIENT);
+  if (b) sqlite3_bind_text(st, 2, b, -1, SQLITE_TRANSIENT);
+  int step = sqlite3_step(st), rc = 0;
+  if (step == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
+      pawl__store_dup(out, (const char *)sqlite3_column_text(st, 0)))
+    rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  else if (step != SQLITE_ROW && step != SQLITE_DONE)
+    rc = sq_fail(s, step, "find lanes");
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return rc;
+}
+
+/* Every open lane of queue q. */
+static int sq_lanes_of_queue(sq_lanes_t *ln, const char *q) {
+  if (!sq_lane_queue_open(ln, q)) return 0;
+  char *one = NULL;
+  int rc = sq_lane_text(ln->s, SQ_LANE_NONE, q, NULL, &one);
+  if (!rc && one) rc = sq_lane_pick(ln, q, NULL);
+  pawl__free(one);
+  char *res = pawl__strdup("");
+  if (!res) return pawl__store_fail(&ln->s->base, PAWL_ENOMEM, "out of memory");
+  while (!rc) {
+    char *next = NULL;
+    rc = sq_lane_text(ln->s, SQ_LANE_RES, q, res, &next);
+    pawl__free(res);
+    res = next;
+    if (rc || !res) break;
+    if (!sq_lane_blocked(ln, res, 0)) rc = sq_lane_pick(ln, q, res);
+  }
+  pawl__free(res);
+  return rc;
+}
+
+/* The queues paused now, into ln->paused. */
+static int sq_lanes_paused(sq_lanes_t *ln) {
+  sqlite3_stmt *st = sq_stmt(ln->s, SQ_PAUSED_QUEUES);
+  if (!st) return PAWL_ESTORE;
+  int step, rc = 0;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    char **slot = pawl__store_push((void **)&ln->paused, &ln->npaused, sizeof *slot);
+    if (!slot || pawl__store_dup(slot, (const char *)sqlite3_column_text(st, 0))) {
+      rc = pawl__store_fail(&ln->s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+  }
+  if (!rc && step != SQLITE_DONE) rc = sq_fail(ln->s, step, "read paused queues");
+  sqlite3_reset(st);
+  return rc;
+}
+
+/* Picks from every open lane of the claimer's queues (every queue with
+ * ready jobs when it names none) and keeps, in claim order, the first
+ * c->max jobs its limits admit: into jobs[], their seqs into `seqs`. */
+static int sq_claim_lanes(sq_store_t *s, const store_claim_t *c, int64_t now,
+                          store_limits_t *lim, pawl_job_t **jobs, size_t *got,
+                          pawl_buf_t *seqs) {
+  sq_lanes_t ln = {.s = s, .c = c, .lim = lim, .now = now};
+  int rc = sq_lanes_paused(&ln);
+  if (c->nqueues) {
+    for (size_t i = 0; !rc && i < c->nqueues; i++) {
+      int dup = 0; /* a queue named twice is one lane */
+      for (size_t k = 0; k < i; k++) dup |= !strcmp(c->queues[k], c->queues[i]);
+      if (!dup) rc = sq_lanes_of_queue(&ln, c->queues[i]);
+    }
+  } else {
+    char *q = rc ? NULL : pawl__strdup("");
+    if (!rc && !q) rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+    while (!rc && q) {
+      char *next = NULL;
+      rc = sq_lane_text(s, SQ_LANE_QUEUE, q, NULL, &next);
+      pawl__free(q);
+      q = next;
+      if (!rc && q) rc = sq_lanes_of_queue(&ln, q);
+    }
+    pawl__free(q);
+  }
+  if (!rc && ln.npicks)
+    qsort(ln.picks, ln.npicks, sizeof *ln.picks, sq_pick_cmp);
+  pawl__buf_putc(seqs, '[');
+  for (size_t i = 0; i < ln.npicks; i++) {
+    sq_pick_t *pk = &ln.picks[i];
+    if (!rc && *got < c->max &&
+        (!lim->n || pawl__store_limits_admit(lim, pk->job->queue, pk->resource))) {
+      pawl_job_t *j = pk->job;
+      /* What CLAIM_TAKE writes to the row. */
+      j->state = PAWL_RUNNING;
+      j->attempt++;
+      j->started_at = j->updated_at = now;
+      j->lease_expires = now + c->lease_ms;
+      j->progress_done = j->progress_total = 0;
+      j->version++;
+      pawl__buf_printf(seqs, "%s%lld", *got ? "," : "", (long long)j->store_key);
+      jobs[(*got)++] = j;
+      pk->job = NULL;
+    }
+    pawl_job_free(pk->job);
+    pawl__free(pk->resource);
+  }
+  pawl__buf_putc(seqs, ']');
+  pawl__free(ln.picks);
+  for (size_t i = 0; i < ln.npaused; i++) pawl__free(ln.paused[i]);
+  pawl__free(ln.paused);
+  return rc;
+}
+
+/* Whether a claim must go by lanes: a queue is paused or a limit has
+ * nothing left. */
+static int sq_lanes_needed(int paused, const store_limits_t *lim) {
+  if (paused) return 1;
+  for (size_t i = 0; i < lim->n; i++)
+    if (pawl__store_limit_blocked(&lim->v[i])) return 1;
+  return 0;
+}
+
 /* Picks the due jobs in claim order and leases them, in one transaction
  * (see SQLITE_SQL_CLAIM). The jobs come out as CLAIM_TAKE leaves their
  * rows. */
@@ -1651,6 +1862,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
    * not record its start before that finish. */
   int64_t now = pawl__store_now(base);
   size_t got = 0;
+  int unpaused_which = which;
   if (!rc) rc = sq_claim_paused(s, &which);
   if (!rc) rc = sq_promote(s, now);
   /* Limits (issue 14): with any, the pick leaves out the jobs of limits
@@ -1666,6 +1878,13 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
       rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   if (rc) {
+    rc = sq_end(s, rc);
+  } else if (sq_lanes_needed(which != unpaused_which &&
+                                 which != unpaused_which + SQ_CLAIM_LIM - SQ_CLAIM,
+                             &lim)) {
+    rc = sq_claim_lanes(s, c, now, &lim, jobs, &got, &seqs);
+    if (!rc && got > 0) rc = sq_claim_take(s, c, now, &seqs, got);
+    if (!rc && got > 0 && lim.n) rc = sq_limits_save(s, &lim);
     rc = sq_end(s, rc);
   } else {
     sqlite3_stmt *st = sq_stmt(s, which);
