@@ -161,6 +161,7 @@ static void ch_bind(sqlite3_stmt *st, const char *name) {
   int next_due = strncmp(name, "NEXT_DUE", 8) == 0;
   int one_queue = strstr(name, "_QUEUE") && !strstr(name, "_QUEUES");
   for (int i = 1; i <= sqlite3_bind_parameter_count(st); i++) {
+    if (next_due && i == 9) continue; /* NULL: the ready rows too */
     if (next_due) {
       if (i == 1)
         sqlite3_bind_text(st, 1, one_queue || strstr(name, "_RES") ? "q0"
@@ -340,7 +341,7 @@ static int ch_count(unsigned type, void *ctx, void *p, void *x) {
 
 /* Holds that change without touching rows: n jobs of a resource at its
  * max_running (one of them running), of a resource whose rate window is
- * used up, of a paused queue; ranked above 30 free jobs. */
+ * used up, of a paused queue; ranked above 60 free jobs. */
 enum { CL_RES_FULL, CL_RATE_USED, CL_PAUSED, CL_KINDS };
 static const char *const cl_kind_name[CL_KINDS] = {
     "resource at its max_running", "rate window used up", "paused queue"};
@@ -371,19 +372,21 @@ static void cl_fill(sqlite3 *db, int kind, long n) {
   /* A resource with room, so that open resource lanes are read too. */
   snprintf(vals, sizeof vals, "'q' || (i %% 3), 0, 0, 0, %lld, %lld, "
            "CASE WHEN i %% 2 THEN 'open' END", t0, t0);
-  ch_rows(db, 30, cols, vals);
+  ch_rows(db, 60, cols, vals);
   ch_exec(db, "COMMIT");
 }
 
-/* The work of a whole claim (every statement it runs, counted by
- * tracing) with 300 and with 3,000 jobs in a blocked lane, for a claim
- * of every queue, of one and of two: the same, give or take a little.
- * The claim takes only free jobs. */
+/* The work of a whole claim and of next_due (every statement each runs,
+ * counted by tracing) with 300 and with 3,000 jobs in a blocked lane, for
+ * a claim of every queue, of one and of two: the same, give or take a
+ * little. The claim takes only free jobs; next_due says the free ones
+ * left are due, and, once they are gone, that nothing is (the end of a
+ * used-up rate window for its jobs). */
 void test_sqlite_claim_hold_lanes_flat(void) {
   static const char *const one[] = {"q0"}, *const two[] = {"q0", "qp"};
   for (int k = 0; k < CL_KINDS; k++) {
     for (int qi = 0; qi < 3; qi++) {
-      long steps[2];
+      long steps[2], due_steps[2];
       for (int big = 0; big < 2; big++) {
         char name[64];
         snprintf(name, sizeof name, "lanes_%d_%d_%d", k, qi, big);
@@ -405,12 +408,34 @@ void test_sqlite_claim_hold_lanes_flat(void) {
           if (qi == 1) CHECK_STR(jobs[i]->queue, "q0");
         }
         pawl_jobs_free(jobs, got);
+        /* The free jobs left are due now; nothing else is. */
+        int64_t at = -1;
+        g_steps = 0;
+        sqlite3_trace_v2(db, SQLITE_TRACE_PROFILE, ch_count, NULL);
+        CHECK_OK(pawl_next_due(p, &c, &at));
+        sqlite3_trace_v2(db, 0, NULL, NULL);
+        due_steps[big] = g_steps;
+        if (at != T0)
+          unit_fail(__FILE__, __LINE__, "next_due of %d queues, %s: %lld",
+                    qi, cl_kind_name[k], (long long)at);
+        /* Without them, no job is due (a used-up rate window: its end). */
+        ch_exec(db, "UPDATE pawl_jobs SET state = 4 WHERE priority = 0");
+        CHECK_OK(pawl_next_due(p, &c, &at));
+        int64_t want = k == CL_RATE_USED ? INT64_C(1799971200000) + 86400000 : 0;
+        if (at != want)
+          unit_fail(__FILE__, __LINE__, "next_due of %d queues, %s, only held "
+                    "jobs: %lld, not %lld", qi, cl_kind_name[k], (long long)at,
+                    (long long)want);
         pawl_close(p);
       }
       if (steps[1] > steps[0] + steps[0] / 5 + 100)
         unit_fail(__FILE__, __LINE__,
                   "claim of %d queues, %s: %ld steps with 300 held, %ld with 3,000",
                   qi, cl_kind_name[k], steps[0], steps[1]);
+      if (due_steps[1] > due_steps[0] + due_steps[0] / 5 + 100)
+        unit_fail(__FILE__, __LINE__,
+                  "next_due of %d queues, %s: %ld steps with 300 held, %ld "
+                  "with 3,000", qi, cl_kind_name[k], due_steps[0], due_steps[1]);
     }
   }
 }

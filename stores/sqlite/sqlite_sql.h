@@ -215,7 +215,8 @@
  * `filter` ends in "AND "; ?1 the queue or a JSON array of queues. */
 #define SQLITE_SQL_NEXT_DUE_OF(idx, filter)                                  \
   "SELECT min(t) FROM (SELECT (SELECT run_at FROM pawl_jobs INDEXED BY "     \
-  idx " WHERE " filter SQLITE_SQL_READY "1 LIMIT 1) AS t UNION ALL SELECT "  \
+  idx " WHERE ?9 IS NULL AND " filter SQLITE_SQL_READY "1 LIMIT 1) AS t "    \
+  "UNION ALL SELECT "                                                        \
   "(SELECT min(run_at) FROM pawl_jobs INDEXED BY pawl_jobs_early WHERE "     \
   filter "state = 0 AND held = 0 AND early = 1))"
 #define SQLITE_SQL_NEXT_DUE                                                  \

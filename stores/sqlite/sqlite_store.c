@@ -1456,7 +1456,8 @@ static int sq_limits_due(sq_store_t *s, sqlite3_stmt *st, int64_t floor,
  * their next poll). `queues_json` is the claimer's queues, NULL for all. */
 static int sq_next_due_limited(sq_store_t *s, store_limits_t *l,
                                const char *const *queues, size_t nqueues,
-                               const char *queues_json, int64_t *run_at) {
+                               const char *queues_json, int later_only,
+                               int64_t *run_at) {
   char *res = sq_limits_blocked(l, 0), *qs = sq_limits_blocked(l, 1);
   int rc = 0;
   int64_t at = 0;
@@ -1467,6 +1468,7 @@ static int sq_next_due_limited(sq_store_t *s, store_limits_t *l,
     sq_bind_text(st, 1, queues_json);
     sqlite3_bind_text(st, 2, res, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, qs, -1, SQLITE_STATIC);
+    if (later_only) sqlite3_bind_int(st, 9, 1);
     rc = sq_limits_due(s, st, 0, &at);
   }
   for (size_t i = 0; !rc && i < l->n; i++) {
@@ -1604,6 +1606,18 @@ static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
                     "claim: %d of %zu picked jobs were still pending",
                     sqlite3_changes(s->db), n);
   return rc;
+}
+
+/* Whether any queue is paused, into *paused. */
+static int sq_any_paused(sq_store_t *s, int *paused) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_ANY_PAUSED);
+  if (!st) return PAWL_ESTORE;
+  int step = sqlite3_step(st);
+  sqlite3_reset(st);
+  *paused = step == SQLITE_ROW;
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return sq_fail(s, step, "read paused queues");
+  return 0;
 }
 
 /* Queues (issue 14): with a queue paused, the claim `*which` becomes its
@@ -1767,6 +1781,42 @@ static int sq_lanes_paused(sq_lanes_t *ln) {
   return rc;
 }
 
+/* Picks from every open lane of `queues` (every queue with ready jobs
+ * when none) into ln->picks: at most ln->c->max jobs each. */
+static int sq_lanes_collect(sq_lanes_t *ln, const char *const *queues,
+                            size_t nqueues) {
+  int rc = sq_lanes_paused(ln);
+  if (nqueues) {
+    for (size_t i = 0; !rc && i < nqueues; i++) {
+      int dup = 0; /* a queue named twice is one lane */
+      for (size_t k = 0; k < i; k++) dup |= !strcmp(queues[k], queues[i]);
+      if (!dup) rc = sq_lanes_of_queue(ln, queues[i]);
+    }
+    return rc;
+  }
+  char *q = rc ? NULL : pawl__strdup("");
+  if (!rc && !q) rc = pawl__store_fail(&ln->s->base, PAWL_ENOMEM, "out of memory");
+  while (!rc && q) {
+    char *next = NULL;
+    rc = sq_lane_text(ln->s, SQ_LANE_QUEUE, q, NULL, &next);
+    pawl__free(q);
+    q = next;
+    if (!rc && q) rc = sq_lanes_of_queue(ln, q);
+  }
+  pawl__free(q);
+  return rc;
+}
+
+static void sq_lanes_free(sq_lanes_t *ln) {
+  for (size_t i = 0; i < ln->npicks; i++) {
+    pawl_job_free(ln->picks[i].job);
+    pawl__free(ln->picks[i].resource);
+  }
+  pawl__free(ln->picks);
+  for (size_t i = 0; i < ln->npaused; i++) pawl__free(ln->paused[i]);
+  pawl__free(ln->paused);
+}
+
 /* Picks from every open lane of the claimer's queues (every queue with
  * ready jobs when it names none) and keeps, in claim order, the first
  * c->max jobs its limits admit: into jobs[], their seqs into `seqs`. */
@@ -1774,25 +1824,7 @@ static int sq_claim_lanes(sq_store_t *s, const store_claim_t *c, int64_t now,
                           store_limits_t *lim, pawl_job_t **jobs, size_t *got,
                           pawl_buf_t *seqs) {
   sq_lanes_t ln = {.s = s, .c = c, .lim = lim, .now = now};
-  int rc = sq_lanes_paused(&ln);
-  if (c->nqueues) {
-    for (size_t i = 0; !rc && i < c->nqueues; i++) {
-      int dup = 0; /* a queue named twice is one lane */
-      for (size_t k = 0; k < i; k++) dup |= !strcmp(c->queues[k], c->queues[i]);
-      if (!dup) rc = sq_lanes_of_queue(&ln, c->queues[i]);
-    }
-  } else {
-    char *q = rc ? NULL : pawl__strdup("");
-    if (!rc && !q) rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
-    while (!rc && q) {
-      char *next = NULL;
-      rc = sq_lane_text(s, SQ_LANE_QUEUE, q, NULL, &next);
-      pawl__free(q);
-      q = next;
-      if (!rc && q) rc = sq_lanes_of_queue(&ln, q);
-    }
-    pawl__free(q);
-  }
+  int rc = sq_lanes_collect(&ln, c->queues, c->nqueues);
   if (!rc && ln.npicks)
     qsort(ln.picks, ln.npicks, sizeof *ln.picks, sq_pick_cmp);
   pawl__buf_putc(seqs, '[');
@@ -1812,13 +1844,24 @@ static int sq_claim_lanes(sq_store_t *s, const store_claim_t *c, int64_t now,
       jobs[(*got)++] = j;
       pk->job = NULL;
     }
-    pawl_job_free(pk->job);
-    pawl__free(pk->resource);
   }
   pawl__buf_putc(seqs, ']');
-  pawl__free(ln.picks);
-  for (size_t i = 0; i < ln.npaused; i++) pawl__free(ln.paused[i]);
-  pawl__free(ln.paused);
+  sq_lanes_free(&ln);
+  return rc;
+}
+
+/* next_due() with a lane blocked: the run_at of a job an open lane would
+ * give a claim now, into *at (0: none), one row per open lane. */
+static int sq_next_due_lanes(sq_store_t *s, const char *const *queues,
+                             size_t nqueues, store_limits_t *lim,
+                             int64_t now, int64_t *at) {
+  store_claim_t one = {.queues = queues, .nqueues = nqueues, .max = 1};
+  sq_lanes_t ln = {.s = s, .c = &one, .lim = lim, .now = now};
+  int rc = sq_lanes_collect(&ln, queues, nqueues);
+  *at = 0;
+  for (size_t i = 0; !rc && i < ln.npicks; i++)
+    if (!*at || ln.picks[i].job->run_at < *at) *at = ln.picks[i].job->run_at;
+  sq_lanes_free(&ln);
   return rc;
 }
 
@@ -1980,13 +2023,30 @@ static int sq_next_due(store_t *base, const char *const *queues,
   int which = SQ_NEXT_DUE;
   /* Limits (issue 14): a job held back by one is not due. */
   store_limits_t lim = {0};
-  int rc = sq_limits_read(s, pawl__store_now(base), SIZE_MAX, &lim);
+  int64_t now = pawl__store_now(base);
+  int rc = sq_limits_read(s, now, SIZE_MAX, &lim);
+  /* With a lane blocked (a paused queue, a limit with nothing left), a
+   * ready job is looked for lane by lane; when there is none, the
+   * statements below look at the jobs due later only (?9). */
+  int paused = 0, later_only = 0;
+  if (!rc) rc = sq_any_paused(s, &paused);
+  if (!rc && sq_lanes_needed(paused, &lim)) {
+    int64_t at = 0;
+    rc = sq_next_due_lanes(s, queues, nqueues, &lim, now, &at);
+    if (!rc && at) {
+      pawl__store_limits_free(&lim);
+      *run_at = at;
+      return 0;
+    }
+    later_only = 1;
+  }
   if (!rc && lim.n) {
     json = nqueues ? sq_queues_json(queues, nqueues) : NULL;
     if (nqueues && !json)
       rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     else
-      rc = sq_next_due_limited(s, &lim, queues, nqueues, json, run_at);
+      rc = sq_next_due_limited(s, &lim, queues, nqueues, json, later_only,
+                               run_at);
   }
   if (rc || lim.n) {
     pawl__store_limits_free(&lim);
@@ -2009,6 +2069,7 @@ static int sq_next_due(store_t *base, const char *const *queues,
     sqlite3_bind_text(st, 1, queues[0], -1, SQLITE_STATIC);
   else if (which == SQ_NEXT_DUE_QUEUES)
     sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
+  if (later_only) sqlite3_bind_int(st, 9, 1);
   int step = sqlite3_step(st);
   /* min() over no rows is one NULL row: 0, "none pending". */
   int64_t v = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
