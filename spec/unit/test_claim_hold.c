@@ -314,9 +314,9 @@ void test_sqlite_claim_hold_cost_flat(void) {
       }
       for (size_t i = 0; i < CH_NSTMTS; i++) {
         /* NEXT_DUE_LIM_RES (the next job of a resource whose rate window
-         * is used up) reads the rows due later in run_at order until one
-         * of its resource: the resource lanes have no index of their own
-         * yet (README, "Limits"), so it is left out here. */
+         * is used up, asked only when no open lane has a ready job) reads
+         * the rows due later in run_at order until one of its resource:
+         * there is no index by resource alone, so it is left out here. */
         if (!strcmp(ch_stmts[i].name, "CLAIM_TAKE") ||
             !strcmp(ch_stmts[i].name, "NEXT_DUE_LIM_RES"))
           continue;
