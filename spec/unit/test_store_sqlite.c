@@ -430,7 +430,7 @@ void test_sqlite_claim_uses_live_index(void) {
       strstr(plan, "SCAN pawl_jobs\n"))
     unit_fail(__FILE__, __LINE__, "claim plan:\n%s", plan);
   plan_of(db, SQLITE_SQL_CLAIM_QUEUE, plan, sizeof plan);
-  if (!strstr(plan, "USING INDEX pawl_jobs_claim") ||
+  if (!strstr(plan, "USING INDEX pawl_jobs_ready_queue (queue=?)") ||
       strstr(plan, "TEMP B-TREE") || strstr(plan, "SCAN pawl_jobs\n"))
     unit_fail(__FILE__, __LINE__, "queue claim plan:\n%s", plan);
   plan_of(db, SQLITE_SQL_CLAIM_QUEUES, plan, sizeof plan);
@@ -454,7 +454,8 @@ void test_sqlite_limits_claim_uses_live_index(void) {
                          SQLITE_SQL_CLAIM_LIM_QUEUES};
   for (int i = 0; i < 3; i++) {
     plan_of(db, sqls[i], plan, sizeof plan);
-    if (!strstr(plan, "USING INDEX pawl_jobs_claim") ||
+    if (!strstr(plan, i == 1 ? "USING INDEX pawl_jobs_ready_queue"
+                             : "USING INDEX pawl_jobs_claim") ||
         strstr(plan, "SCAN pawl_jobs\n") ||
         (i < 2 && strstr(plan, "TEMP B-TREE")))
       unit_fail(__FILE__, __LINE__, "limited claim plan %d:\n%s", i, plan);
@@ -479,8 +480,8 @@ void test_sqlite_next_due_uses_live_index(void) {
   char plan[4096];
   /* Every queue: the claim index; one or several: its queue prefix. */
   const char *want[3] = {"INDEX pawl_jobs_claim",
-                         "INDEX pawl_jobs_claim_queue (queue=?)",
-                         "INDEX pawl_jobs_claim_queue (queue=?)"};
+                         "INDEX pawl_jobs_ready_queue (queue=?)",
+                         "INDEX pawl_jobs_claim"};
   for (int i = 0; i < 3; i++) {
     plan_of(db, sqls[i], plan, sizeof plan);
     if (!strstr(plan, want[i]) || strstr(plan, "SCAN pawl_jobs\n") ||

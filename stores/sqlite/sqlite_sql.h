@@ -24,31 +24,41 @@
   "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18, ?19, "  \
   "?20, ?21)"
 
-/* Per-key ordering (issue 14; schema/sqlite/V007__ordering.sql): a pending
- * job with an ordering key is claimable only if no job with its key is
- * running, and no job with its key enqueued before it (lower seq) still
- * holds its place in line: pending, blocked, or paused from pending
- * (paused from failed is dead), unless it is waiting out a retry that its
- * type's ordering = "skip_failed" lets later jobs pass (ordering_skip,
- * until it is due: then it goes first). At most one job per key passes,
- * so a claimed batch never holds two of one key: of two that pass, the
- * earlier is pending and due, and so holds its place against the later.
- * Every claim runs under SQLite's one write lock (BEGIN IMMEDIATE), so no
- * other claim can start a job of the key between this test and the
- * take. Jobs without a key (nearly all) cost the test of one column; the
- * two probes read the partial index of live keyed rows only (O(log n));
- * ORDERING_LIVE repeats its WHERE, which SQLite must find in a query to
- * use a partial index. ?1 is now. */
-#define SQLITE_SQL_ORDERING_LIVE "o.state IN (0, 1, 5, 6) AND "
+/* Per-key ordering (issue 14; schema/sqlite/V007__ordering.sql,
+ * V018__claim_holds.sql): a pending job with an ordering key is claimable
+ * only if no job with its key is running, and no job with its key enqueued
+ * before it (lower seq) still holds its place in line: pending, blocked,
+ * or paused from pending (paused from failed is dead), unless it is
+ * waiting out a retry that its type's ordering = "skip_failed" lets later
+ * jobs pass (ordering_skip, until it is due: then it goes first).
+ * The triggers of V018 keep every part of that rule that does not depend
+ * on the time in the row: a pending job that is not one of its key's
+ * candidates has held = 1 and is in none of the claim's indexes, so the
+ * claim never reads it. What is left for the claim is the time: a
+ * candidate waits for an earlier candidate (one waiting out a skip_failed
+ * retry) that has come due. That probe seeks the key's unheld pending
+ * rows in pawl_jobs_key (ordering_key, state, held, seq) and reads the
+ * candidates before this one: nearly always none. At most one job per key
+ * passes, so a claimed batch never holds two of one key. Every claim runs
+ * under SQLite's one write lock (BEGIN IMMEDIATE), so no other claim can
+ * start a job of the key between this test and the take. Jobs without a
+ * key (nearly all) cost the test of one column. ?1 is now. */
 #define SQLITE_SQL_ORDERING_FREE                                             \
-  "(ordering_key IS NULL OR (NOT EXISTS (SELECT 1 FROM pawl_jobs AS o "      \
-  "WHERE o.ordering_key = pawl_jobs.ordering_key AND "                       \
-  SQLITE_SQL_ORDERING_LIVE "o.state = 1) AND "                               \
-  "NOT EXISTS (SELECT 1 FROM pawl_jobs AS o WHERE o.ordering_key = "         \
-  "pawl_jobs.ordering_key AND " SQLITE_SQL_ORDERING_LIVE "o.state IN "       \
-  "(0, 5, 6) AND o.seq < pawl_jobs.seq AND NOT (o.state = 5 AND "            \
-  "o.paused_from = 3) AND (o.ordering_skip = 0 OR (o.state = 0 AND "         \
-  "o.run_at <= ?1)))))"
+  "(ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM pawl_jobs AS o "       \
+  "INDEXED BY pawl_jobs_key WHERE o.ordering_key = pawl_jobs.ordering_key "  \
+  "AND o.state = 0 AND o.held = 0 AND o.seq < pawl_jobs.seq AND "            \
+  "o.ordering_skip = 1 AND o.run_at <= ?1))"
+
+/* The rows a claim may take (V018__claim_holds.sql): pending, not held
+ * behind their key, due when written. A claim first promotes the rows of
+ * pawl_jobs_early that have come due (PROMOTE, ?1 now), so that they
+ * join these. The claim's statements name their index: the planner could
+ * otherwise take pawl_jobs_claim_queue (every pending row, held ones
+ * included) for a claim of one queue. */
+#define SQLITE_SQL_READY "state = 0 AND held = 0 AND early = 0 AND "
+#define SQLITE_SQL_PROMOTE                                                   \
+  "UPDATE pawl_jobs SET early = 0 WHERE state = 0 AND held = 0 AND "         \
+  "early = 1 AND run_at <= ?1"
 
 /* Queues (issue 14): the jobs of a paused queue are neither claimed nor
  * waited for (next_due). The subquery does not depend on the row, so
@@ -78,15 +88,18 @@
  * keeps the picked rows pending in between.
  * CLAIM: ?1 now, ?2 limit, ?3 the queue (or a JSON array of queues). */
 #define SQLITE_SQL_ANY_PAUSED "SELECT 1 FROM pawl_queues WHERE paused = 1"
-#define SQLITE_SQL_CLAIM_HEAD                                                \
-  "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs WHERE state = 0 AND "
+#define SQLITE_SQL_CLAIM_HEAD_IN(idx)                                        \
+  "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs INDEXED BY " idx " WHERE "      \
+  SQLITE_SQL_READY
+#define SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_CLAIM_HEAD_IN("pawl_jobs_claim")
+#define SQLITE_SQL_CLAIM_HEAD_Q SQLITE_SQL_CLAIM_HEAD_IN("pawl_jobs_ready_queue")
 #define SQLITE_SQL_CLAIM_TAIL                                                \
   "run_at <= ?1 AND " SQLITE_SQL_ORDERING_FREE                               \
   " ORDER BY rank DESC, run_at, id LIMIT ?2"
 
 #define SQLITE_SQL_CLAIM SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_QUEUE                                               \
-  SQLITE_SQL_CLAIM_HEAD "queue = ?3 AND " SQLITE_SQL_CLAIM_TAIL
+  SQLITE_SQL_CLAIM_HEAD_Q "queue = ?3 AND " SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_QUEUES                                              \
   SQLITE_SQL_CLAIM_HEAD                                                      \
   "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
@@ -94,7 +107,7 @@
 #define SQLITE_SQL_CLAIM_UNPAUSED                                            \
   SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_UNPAUSED SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_QUEUE_UNPAUSED                                      \
-  SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_UNPAUSED "queue = ?3 AND "                \
+  SQLITE_SQL_CLAIM_HEAD_Q SQLITE_SQL_UNPAUSED "queue = ?3 AND "                \
   SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_QUEUES_UNPAUSED                                     \
   SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_UNPAUSED                                  \
@@ -105,14 +118,19 @@
  * the limits with nothing left: ?4 a JSON array of such resources, ?5 of
  * such queues (the other parameters as above). The resource comes after
  * the job's columns, for the admission of each picked job. */
-#define SQLITE_SQL_CLAIM_LIM_HEAD                                            \
-  "SELECT " SQLITE_JOB_COLS ", resource FROM pawl_jobs WHERE state = 0 AND " \
+#define SQLITE_SQL_CLAIM_LIM_HEAD_IN(idx)                                    \
+  "SELECT " SQLITE_JOB_COLS ", resource FROM pawl_jobs INDEXED BY " idx      \
+  " WHERE " SQLITE_SQL_READY                                                 \
   "(resource IS NULL OR resource NOT IN (SELECT value FROM json_each(?4))) " \
   "AND queue NOT IN (SELECT value FROM json_each(?5)) AND "
+#define SQLITE_SQL_CLAIM_LIM_HEAD                                            \
+  SQLITE_SQL_CLAIM_LIM_HEAD_IN("pawl_jobs_claim")
+#define SQLITE_SQL_CLAIM_LIM_HEAD_Q                                          \
+  SQLITE_SQL_CLAIM_LIM_HEAD_IN("pawl_jobs_ready_queue")
 #define SQLITE_JOB_RESOURCE_COL (SQLITE_JOB_SEQ_COL + 1)
 #define SQLITE_SQL_CLAIM_LIM SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_LIM_QUEUE                                           \
-  SQLITE_SQL_CLAIM_LIM_HEAD "queue = ?3 AND " SQLITE_SQL_CLAIM_TAIL
+  SQLITE_SQL_CLAIM_LIM_HEAD_Q "queue = ?3 AND " SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_LIM_QUEUES                                          \
   SQLITE_SQL_CLAIM_LIM_HEAD                                                  \
   "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
@@ -122,11 +140,34 @@
 #define SQLITE_SQL_CLAIM_LIM_UNPAUSED                                        \
   SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_UNPAUSED SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_LIM_QUEUE_UNPAUSED                                  \
-  SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_UNPAUSED "queue = ?3 AND "            \
+  SQLITE_SQL_CLAIM_LIM_HEAD_Q SQLITE_SQL_UNPAUSED "queue = ?3 AND "            \
   SQLITE_SQL_CLAIM_TAIL
 #define SQLITE_SQL_CLAIM_LIM_QUEUES_UNPAUSED                                 \
   SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_UNPAUSED                              \
   "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
+
+/* Lanes (V018): with a queue paused or a limit with nothing left, the
+ * claim picks per lane, a (queue, resource) pair, from pawl_jobs_lane,
+ * skipping the blocked lanes as ranges, and merges the picks in claim
+ * order in C (sq_claim_lanes()). LANE_QUEUE: the next queue with ready
+ * jobs after ?1; LANE_NONE: whether queue ?1 has ready jobs without a
+ * resource; LANE_RES: its next resource after ?2; CLAIM_LANE: the first
+ * ?2 due jobs of lane (?3, ?4), with their resource and rank. Each is a
+ * seek; names are never empty, so '' comes before every one. */
+#define SQLITE_SQL_LANE_QUEUE                                                \
+  "SELECT min(queue) FROM pawl_jobs INDEXED BY pawl_jobs_lane WHERE "        \
+  SQLITE_SQL_READY "queue > ?1"
+#define SQLITE_SQL_LANE_NONE                                                 \
+  "SELECT 1 FROM pawl_jobs INDEXED BY pawl_jobs_lane WHERE " SQLITE_SQL_READY \
+  "queue = ?1 AND resource IS NULL LIMIT 1"
+#define SQLITE_SQL_LANE_RES                                                  \
+  "SELECT min(resource) FROM pawl_jobs INDEXED BY pawl_jobs_lane WHERE "     \
+  SQLITE_SQL_READY "queue = ?1 AND resource > ?2"
+#define SQLITE_SQL_CLAIM_LANE                                                \
+  "SELECT " SQLITE_JOB_COLS ", resource, rank FROM pawl_jobs INDEXED BY "    \
+  "pawl_jobs_lane WHERE " SQLITE_SQL_READY "queue = ?3 AND resource IS ?4 "  \
+  "AND " SQLITE_SQL_CLAIM_TAIL
+#define SQLITE_SQL_PAUSED_QUEUES "SELECT name FROM pawl_queues WHERE paused = 1"
 
 /* CLAIM_TAKE: ?1 now, ?2 owner, ?3 lease token, ?4 lease expiry, ?5 a JSON
  * array of the picked seqs. Progress belongs to an attempt, so a new
@@ -166,16 +207,53 @@
   " ON CONFLICT (minute, state, queue) DO UPDATE SET count = "               \
   "count + excluded.count"
 
-/* The earliest run_at among pending jobs, for a poller with nothing due:
- * all queues, one (?1), or a JSON array of them (?1). A min() over the
- * pending rows' partial indexes (pawl_jobs_claim, or the queue prefix of
- * pawl_jobs_claim_queue), never the finished history: its cost grows with
- * the pending jobs only (see V002__logs_progress.sql for why no index of
- * its own). */
+/* When the next job a claim could take is due, for a poller with nothing
+ * due: the run_at of any ready row (all are due), else the earliest of
+ * the rows due later (pawl_jobs_early; min() reads its first match in
+ * run_at order). Held jobs are not due: a keyed job behind a running,
+ * blocked or paused head is not waited for (`pawl run --until-idle` ends).
+ * `filter` ends in "AND "; ?1 the queue or a JSON array of queues. */
+#define SQLITE_SQL_NEXT_DUE_OF(idx, filter)                                  \
+  "SELECT min(t) FROM (SELECT (SELECT run_at FROM pawl_jobs INDEXED BY "     \
+  idx " WHERE ?9 IS NULL AND " filter SQLITE_SQL_READY "1 LIMIT 1) AS t "    \
+  "UNION ALL SELECT "                                                        \
+  "(SELECT min(run_at) FROM pawl_jobs INDEXED BY pawl_jobs_early WHERE "     \
+  filter "state = 0 AND held = 0 AND early = 1))"
 #define SQLITE_SQL_NEXT_DUE                                                  \
-  "SELECT min(run_at) FROM pawl_jobs WHERE " SQLITE_SQL_UNPAUSED "state = 0"
-#define SQLITE_SQL_NEXT_DUE_QUEUE SQLITE_SQL_NEXT_DUE " AND queue = ?1"
+  SQLITE_SQL_NEXT_DUE_OF("pawl_jobs_claim", SQLITE_SQL_UNPAUSED)
+#define SQLITE_SQL_NEXT_DUE_QUEUE                                            \
+  SQLITE_SQL_NEXT_DUE_OF("pawl_jobs_ready_queue",                            \
+                         SQLITE_SQL_UNPAUSED "queue = ?1 AND ")
 #define SQLITE_SQL_NEXT_DUE_QUEUES                                           \
-  SQLITE_SQL_NEXT_DUE " AND queue IN (SELECT value FROM json_each(?1))"
+  SQLITE_SQL_NEXT_DUE_OF("pawl_jobs_claim", SQLITE_SQL_UNPAUSED              \
+                         "queue IN (SELECT value FROM json_each(?1)) AND ")
+/* next_due with limits: the next due job of ?1's queues (NULL: all)
+ * under no limit with nothing left (?2 resources, ?3 queues, JSON
+ * arrays); and that of one resource (?1) or queue (?1) whose rate window
+ * is used up. Paused queues' jobs are not due (queues). */
+#define SQLITE_SQL_NEXT_DUE_LIM                                              \
+  SQLITE_SQL_NEXT_DUE_OF(                                                    \
+      "pawl_jobs_claim", SQLITE_SQL_UNPAUSED "(?1 IS NULL "                  \
+      "OR queue IN (SELECT value FROM json_each(?1))) AND (resource IS "     \
+      "NULL OR resource NOT IN (SELECT value FROM json_each(?2))) AND "      \
+      "queue NOT IN (SELECT value FROM json_each(?3)) AND ")
+#define SQLITE_SQL_NEXT_DUE_LIM_RES                                          \
+  SQLITE_SQL_NEXT_DUE_OF(                                                    \
+      "pawl_jobs_claim", SQLITE_SQL_UNPAUSED "resource = ?1 AND (?2 IS "     \
+      "NULL OR queue IN (SELECT value FROM json_each(?2))) AND ")
+#define SQLITE_SQL_NEXT_DUE_LIM_QUEUE                                        \
+  SQLITE_SQL_NEXT_DUE_OF("pawl_jobs_ready_queue",                            \
+                         SQLITE_SQL_UNPAUSED "queue = ?1 AND ")
+
+/* The limits a claim reads first; the permits in use, on the running
+ * rows through pawl_jobs_running (a few per worker; no index of their
+ * own: see V008__limits.sql). */
+#define SQLITE_SQL_LIMITS_READ                                               \
+  "SELECT name, max_running, rate, rate_window_ms, window_start, "           \
+  "window_count FROM pawl_limits"
+#define SQLITE_SQL_LIMIT_RUNNING_RES                                         \
+  "SELECT count(*) FROM pawl_jobs WHERE state = 1 AND resource = ?1"
+#define SQLITE_SQL_LIMIT_RUNNING_QUEUE                                       \
+  "SELECT count(*) FROM pawl_jobs WHERE state = 1 AND queue = ?1"
 
 #endif

@@ -61,6 +61,12 @@ enum {
   SQ_CLAIM_QUEUES_UNPAUSED,
   SQ_ANY_PAUSED,
   SQ_CLAIM_TAKE,
+  SQ_PROMOTE, /* the rows due later that have come due join the ready ones */
+  SQ_LANE_QUEUE, /* lanes (sq_claim_lanes()) */
+  SQ_LANE_NONE,
+  SQ_LANE_RES,
+  SQ_CLAIM_LANE,
+  SQ_PAUSED_QUEUES,
   SQ_SUCCEED,
   SQ_SUCCEED_SEQ,
   SQ_ATTEMPT_ADD,
@@ -269,6 +275,12 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_CLAIM_QUEUES_UNPAUSED] = SQLITE_SQL_CLAIM_QUEUES_UNPAUSED,
     [SQ_ANY_PAUSED] = SQLITE_SQL_ANY_PAUSED,
     [SQ_CLAIM_TAKE] = SQLITE_SQL_CLAIM_TAKE,
+    [SQ_PROMOTE] = SQLITE_SQL_PROMOTE,
+    [SQ_LANE_QUEUE] = SQLITE_SQL_LANE_QUEUE,
+    [SQ_LANE_NONE] = SQLITE_SQL_LANE_NONE,
+    [SQ_LANE_RES] = SQLITE_SQL_LANE_RES,
+    [SQ_CLAIM_LANE] = SQLITE_SQL_CLAIM_LANE,
+    [SQ_PAUSED_QUEUES] = SQLITE_SQL_PAUSED_QUEUES,
     [SQ_SUCCEED] = SQLITE_SQL_SUCCEED,
     [SQ_SUCCEED_SEQ] = SQLITE_SQL_SUCCEED_SEQ,
     /* Records the attempt being finished from the row as it is before the
@@ -454,14 +466,9 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_CLAIM_LIM_UNPAUSED] = SQLITE_SQL_CLAIM_LIM_UNPAUSED,
     [SQ_CLAIM_LIM_QUEUE_UNPAUSED] = SQLITE_SQL_CLAIM_LIM_QUEUE_UNPAUSED,
     [SQ_CLAIM_LIM_QUEUES_UNPAUSED] = SQLITE_SQL_CLAIM_LIM_QUEUES_UNPAUSED,
-    [SQ_LIMITS_READ] = "SELECT name, max_running, rate, rate_window_ms, "
-                       "window_start, window_count FROM pawl_limits",
-    /* Permits in use: running rows, through pawl_jobs_running (a few per
-     * worker; no index of their own: see V008__limits.sql). */
-    [SQ_LIMIT_RUNNING_RES] = "SELECT count(*) FROM pawl_jobs WHERE "
-                             "state = 1 AND resource = ?1",
-    [SQ_LIMIT_RUNNING_QUEUE] = "SELECT count(*) FROM pawl_jobs WHERE "
-                               "state = 1 AND queue = ?1",
+    [SQ_LIMITS_READ] = SQLITE_SQL_LIMITS_READ,
+    [SQ_LIMIT_RUNNING_RES] = SQLITE_SQL_LIMIT_RUNNING_RES,
+    [SQ_LIMIT_RUNNING_QUEUE] = SQLITE_SQL_LIMIT_RUNNING_QUEUE,
     [SQ_LIMIT_WINDOW] = "UPDATE pawl_limits SET window_start = ?2, "
                         "window_count = ?3 WHERE name = ?1",
     /* The window's count survives a change that keeps its length. */
@@ -495,22 +502,10 @@ static const char *const sq_sql[SQ_COUNT] = {
         "substr(pawl_limits.name, 7)) ELSE (SELECT count(*) FROM pawl_jobs "
         "WHERE state = 1 AND resource = pawl_limits.name) END FROM "
         "pawl_limits ORDER BY name",
-    /* next_due with limits: the earliest pending job of ?1's queues (NULL:
-     * all) under no limit with nothing left (?2 resources, ?3 queues, JSON
-     * arrays); and the earliest pending job of one resource (?1) or queue
-     * (?1) whose rate window is used up. Paused queues' jobs are not due
-     * (queues). */
-    [SQ_NEXT_DUE_LIM] =
-        "SELECT min(run_at) FROM pawl_jobs WHERE " SQLITE_SQL_UNPAUSED
-        "state = 0 AND (?1 IS NULL "
-        "OR queue IN (SELECT value FROM json_each(?1))) AND (resource IS "
-        "NULL OR resource NOT IN (SELECT value FROM json_each(?2))) AND "
-        "queue NOT IN (SELECT value FROM json_each(?3))",
-    [SQ_NEXT_DUE_LIM_RES] =
-        "SELECT min(run_at) FROM pawl_jobs WHERE " SQLITE_SQL_UNPAUSED
-        "state = 0 AND resource = ?1 AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2)))",
-    [SQ_NEXT_DUE_LIM_QUEUE] = "SELECT min(run_at) FROM pawl_jobs WHERE "
-                              SQLITE_SQL_UNPAUSED "state = 0 AND queue = ?1",
+    /* next_due with limits (sqlite_sql.h) */
+    [SQ_NEXT_DUE_LIM] = SQLITE_SQL_NEXT_DUE_LIM,
+    [SQ_NEXT_DUE_LIM_RES] = SQLITE_SQL_NEXT_DUE_LIM_RES,
+    [SQ_NEXT_DUE_LIM_QUEUE] = SQLITE_SQL_NEXT_DUE_LIM_QUEUE,
     /* signals and replace (sqlite_flow_sql.h) */
     [SQ_SIG_RELEASE] = SQLITE_SIG_RELEASE,
     [SQ_SIG_HOLDER] = SQLITE_SIG_HOLDER,
@@ -1471,7 +1466,8 @@ static int sq_limits_due(sq_store_t *s, sqlite3_stmt *st, int64_t floor,
  * their next poll). `queues_json` is the claimer's queues, NULL for all. */
 static int sq_next_due_limited(sq_store_t *s, store_limits_t *l,
                                const char *const *queues, size_t nqueues,
-                               const char *queues_json, int64_t *run_at) {
+                               const char *queues_json, int later_only,
+                               int64_t *run_at) {
   char *res = sq_limits_blocked(l, 0), *qs = sq_limits_blocked(l, 1);
   int rc = 0;
   int64_t at = 0;
@@ -1482,6 +1478,7 @@ static int sq_next_due_limited(sq_store_t *s, store_limits_t *l,
     sq_bind_text(st, 1, queues_json);
     sqlite3_bind_text(st, 2, res, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, qs, -1, SQLITE_STATIC);
+    if (later_only) sqlite3_bind_int(st, 9, 1);
     rc = sq_limits_due(s, st, 0, &at);
   }
   for (size_t i = 0; !rc && i < l->n; i++) {
@@ -1621,6 +1618,18 @@ static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
   return rc;
 }
 
+/* Whether any queue is paused, into *paused. */
+static int sq_any_paused(sq_store_t *s, int *paused) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_ANY_PAUSED);
+  if (!st) return PAWL_ESTORE;
+  int step = sqlite3_step(st);
+  sqlite3_reset(st);
+  *paused = step == SQLITE_ROW;
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return sq_fail(s, step, "read paused queues");
+  return 0;
+}
+
 /* Queues (issue 14): with a queue paused, the claim `*which` becomes its
  * variant that leaves paused queues alone. Read in the claim's transaction;
  * with none paused (one step over an empty table) the claim costs what it
@@ -1632,6 +1641,246 @@ static int sq_claim_paused(sq_store_t *s, int *which) {
   sqlite3_reset(st);
   if (step == SQLITE_ROW) *which += SQ_CLAIM_UNPAUSED - SQ_CLAIM;
   else if (step != SQLITE_DONE) return sq_fail(s, step, "read paused queues");
+  return 0;
+}
+
+/* The jobs written with a later run_at that are due by `now` become ready
+ * (SQLITE_SQL_PROMOTE): a seek of pawl_jobs_early, in the claim's
+ * transaction. */
+static int sq_promote(sq_store_t *s, int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_PROMOTE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, now);
+  return sq_exec(s, st, "promote due jobs");
+}
+
+/* ---- lanes (V018__claim_holds.sql) --------------------------------------
+ *
+ * A paused queue or a limit with nothing left holds its jobs without
+ * touching their rows. Walking the claim's index past them would cost a
+ * claim as much as they are many, so a claim with any such lane blocked
+ * picks from each open lane (queue, resource) of pawl_jobs_lane instead,
+ * at most c->max jobs each, and merges the picks in claim order: its cost
+ * grows with the lanes, not with the jobs in the blocked ones. */
+
+/* One job picked from a lane, for the merge. */
+typedef struct sq_pick {
+  pawl_job_t *job;
+  char *resource; /* NULL: none */
+  int64_t rank;
+} sq_pick_t;
+
+/* Claim order: rank descending, then run_at, then id. */
+static int sq_pick_cmp(const void *a, const void *b) {
+  const sq_pick_t *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank > y->rank ? -1 : 1;
+  if (x->job->run_at != y->job->run_at)
+    return x->job->run_at < y->job->run_at ? -1 : 1;
+  return memcmp(x->job->id.bytes, y->job->id.bytes, sizeof x->job->id.bytes);
+}
+
+typedef struct sq_lanes {
+  sq_store_t *s;
+  const store_claim_t *c;
+  const store_limits_t *lim;
+  char **paused;
+  size_t npaused;
+  sq_pick_t *picks;
+  size_t npicks;
+  int64_t now;
+} sq_lanes_t;
+
+/* Whether limit `name` (a resource, or a queue when `queue`) is blocked. */
+static int sq_lane_blocked(const sq_lanes_t *ln, const char *name, int queue) {
+  for (size_t i = 0; i < ln->lim->n; i++) {
+    const store_limit_t *l = &ln->lim->v[i];
+    const char *q = pawl__store_limit_queue(l);
+    if (!q != !queue || !pawl__store_limit_blocked(l)) continue;
+    if (!strcmp(queue ? q : l->name, name)) return 1;
+  }
+  return 0;
+}
+
+static int sq_lane_queue_open(const sq_lanes_t *ln, const char *q) {
+  for (size_t i = 0; i < ln->npaused; i++)
+    if (!strcmp(ln->paused[i], q)) return 0;
+  return !sq_lane_blocked(ln, q, 1);
+}
+
+/* Picks the first c->max due jobs of lane (q, res). */
+static int sq_lane_pick(sq_lanes_t *ln, const char *q, const char *res) {
+  sq_store_t *s = ln->s;
+  sqlite3_stmt *st = sq_stmt(s, SQ_CLAIM_LANE);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, ln->now);
+  sqlite3_bind_int64(st, 2, (sqlite3_int64)ln->c->max);
+  sqlite3_bind_text(st, 3, q, -1, SQLITE_TRANSIENT);
+  sq_bind_text(st, 4, res);
+  int step, rc = 0;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    sq_pick_t *pk = pawl__store_push((void **)&ln->picks, &ln->npicks, sizeof *pk);
+    if (!pk || !(pk->job = sq_row_to_job(st, ln->c->owner)) ||
+        pawl__store_dup(&pk->resource, (const char *)sqlite3_column_text(
+                                           st, SQLITE_JOB_RESOURCE_COL))) {
+      rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+    pk->rank = sqlite3_column_int64(st, SQLITE_JOB_RESOURCE_COL + 1);
+  }
+  if (!rc && step != SQLITE_DONE) rc = sq_fail(s, step, "pick jobs of a lane");
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return rc;
+}
+
+/* The text of a one-column, one-row statement `id` bound with a and b
+ * (b may be NULL), copied into *out (NULL: none). */
+static int sq_lane_text(sq_store_t *s, int id, const char *a, const char *b,
+                        char **out) {
+  *out = NULL;
+  sqlite3_stmt *st = sq_stmt(s, id);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, a, -1, SQLITE_TRANSIENT);
+  if (b) sqlite3_bind_text(st, 2, b, -1, SQLITE_TRANSIENT);
+  int step = sqlite3_step(st), rc = 0;
+  if (step == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
+      pawl__store_dup(out, (const char *)sqlite3_column_text(st, 0)))
+    rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  else if (step != SQLITE_ROW && step != SQLITE_DONE)
+    rc = sq_fail(s, step, "find lanes");
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return rc;
+}
+
+/* Every open lane of queue q. */
+static int sq_lanes_of_queue(sq_lanes_t *ln, const char *q) {
+  if (!sq_lane_queue_open(ln, q)) return 0;
+  char *one = NULL;
+  int rc = sq_lane_text(ln->s, SQ_LANE_NONE, q, NULL, &one);
+  if (!rc && one) rc = sq_lane_pick(ln, q, NULL);
+  pawl__free(one);
+  char *res = pawl__strdup("");
+  if (!res) return pawl__store_fail(&ln->s->base, PAWL_ENOMEM, "out of memory");
+  while (!rc) {
+    char *next = NULL;
+    rc = sq_lane_text(ln->s, SQ_LANE_RES, q, res, &next);
+    pawl__free(res);
+    res = next;
+    if (rc || !res) break;
+    if (!sq_lane_blocked(ln, res, 0)) rc = sq_lane_pick(ln, q, res);
+  }
+  pawl__free(res);
+  return rc;
+}
+
+/* The queues paused now, into ln->paused. */
+static int sq_lanes_paused(sq_lanes_t *ln) {
+  sqlite3_stmt *st = sq_stmt(ln->s, SQ_PAUSED_QUEUES);
+  if (!st) return PAWL_ESTORE;
+  int step, rc = 0;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    char **slot = pawl__store_push((void **)&ln->paused, &ln->npaused, sizeof *slot);
+    if (!slot || pawl__store_dup(slot, (const char *)sqlite3_column_text(st, 0))) {
+      rc = pawl__store_fail(&ln->s->base, PAWL_ENOMEM, "out of memory");
+      break;
+    }
+  }
+  if (!rc && step != SQLITE_DONE) rc = sq_fail(ln->s, step, "read paused queues");
+  sqlite3_reset(st);
+  return rc;
+}
+
+/* Picks from every open lane of `queues` (every queue with ready jobs
+ * when none) into ln->picks: at most ln->c->max jobs each. */
+static int sq_lanes_collect(sq_lanes_t *ln, const char *const *queues,
+                            size_t nqueues) {
+  int rc = sq_lanes_paused(ln);
+  if (nqueues) {
+    for (size_t i = 0; !rc && i < nqueues; i++) {
+      int dup = 0; /* a queue named twice is one lane */
+      for (size_t k = 0; k < i; k++) dup |= !strcmp(queues[k], queues[i]);
+      if (!dup) rc = sq_lanes_of_queue(ln, queues[i]);
+    }
+    return rc;
+  }
+  char *q = rc ? NULL : pawl__strdup("");
+  if (!rc && !q) rc = pawl__store_fail(&ln->s->base, PAWL_ENOMEM, "out of memory");
+  while (!rc && q) {
+    char *next = NULL;
+    rc = sq_lane_text(ln->s, SQ_LANE_QUEUE, q, NULL, &next);
+    pawl__free(q);
+    q = next;
+    if (!rc && q) rc = sq_lanes_of_queue(ln, q);
+  }
+  pawl__free(q);
+  return rc;
+}
+
+static void sq_lanes_free(sq_lanes_t *ln) {
+  for (size_t i = 0; i < ln->npicks; i++) {
+    pawl_job_free(ln->picks[i].job);
+    pawl__free(ln->picks[i].resource);
+  }
+  pawl__free(ln->picks);
+  for (size_t i = 0; i < ln->npaused; i++) pawl__free(ln->paused[i]);
+  pawl__free(ln->paused);
+}
+
+/* Picks from every open lane of the claimer's queues (every queue with
+ * ready jobs when it names none) and keeps, in claim order, the first
+ * c->max jobs its limits admit: into jobs[], their seqs into `seqs`. */
+static int sq_claim_lanes(sq_store_t *s, const store_claim_t *c, int64_t now,
+                          store_limits_t *lim, pawl_job_t **jobs, size_t *got,
+                          pawl_buf_t *seqs) {
+  sq_lanes_t ln = {.s = s, .c = c, .lim = lim, .now = now};
+  int rc = sq_lanes_collect(&ln, c->queues, c->nqueues);
+  if (!rc && ln.npicks)
+    qsort(ln.picks, ln.npicks, sizeof *ln.picks, sq_pick_cmp);
+  pawl__buf_putc(seqs, '[');
+  for (size_t i = 0; i < ln.npicks; i++) {
+    sq_pick_t *pk = &ln.picks[i];
+    if (!rc && *got < c->max &&
+        (!lim->n || pawl__store_limits_admit(lim, pk->job->queue, pk->resource))) {
+      pawl_job_t *j = pk->job;
+      /* What CLAIM_TAKE writes to the row. */
+      j->state = PAWL_RUNNING;
+      j->attempt++;
+      j->started_at = j->updated_at = now;
+      j->lease_expires = now + c->lease_ms;
+      j->progress_done = j->progress_total = 0;
+      j->version++;
+      pawl__buf_printf(seqs, "%s%lld", *got ? "," : "", (long long)j->store_key);
+      jobs[(*got)++] = j;
+      pk->job = NULL;
+    }
+  }
+  pawl__buf_putc(seqs, ']');
+  sq_lanes_free(&ln);
+  return rc;
+}
+
+/* next_due() with a lane blocked: the run_at of a job an open lane would
+ * give a claim now, into *at (0: none), one row per open lane. */
+static int sq_next_due_lanes(sq_store_t *s, const char *const *queues,
+                             size_t nqueues, store_limits_t *lim,
+                             int64_t now, int64_t *at) {
+  store_claim_t one = {.queues = queues, .nqueues = nqueues, .max = 1};
+  sq_lanes_t ln = {.s = s, .c = &one, .lim = lim, .now = now};
+  int rc = sq_lanes_collect(&ln, queues, nqueues);
+  *at = 0;
+  for (size_t i = 0; !rc && i < ln.npicks; i++)
+    if (!*at || ln.picks[i].job->run_at < *at) *at = ln.picks[i].job->run_at;
+  sq_lanes_free(&ln);
+  return rc;
+}
+
+/* Whether a claim must go by lanes: a queue is paused or a limit has
+ * nothing left. */
+static int sq_lanes_needed(int paused, const store_limits_t *lim) {
+  if (paused) return 1;
+  for (size_t i = 0; i < lim->n; i++)
+    if (pawl__store_limit_blocked(&lim->v[i])) return 1;
   return 0;
 }
 
@@ -1666,7 +1915,9 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
    * not record its start before that finish. */
   int64_t now = pawl__store_now(base);
   size_t got = 0;
+  int unpaused_which = which;
   if (!rc) rc = sq_claim_paused(s, &which);
+  if (!rc) rc = sq_promote(s, now);
   /* Limits (issue 14): with any, the pick leaves out the jobs of limits
    * with nothing left, and each picked job is admitted or skipped. */
   store_limits_t lim = {0};
@@ -1680,6 +1931,13 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
       rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   }
   if (rc) {
+    rc = sq_end(s, rc);
+  } else if (sq_lanes_needed(which != unpaused_which &&
+                                 which != unpaused_which + SQ_CLAIM_LIM - SQ_CLAIM,
+                             &lim)) {
+    rc = sq_claim_lanes(s, c, now, &lim, jobs, &got, &seqs);
+    if (!rc && got > 0) rc = sq_claim_take(s, c, now, &seqs, got);
+    if (!rc && got > 0 && lim.n) rc = sq_limits_save(s, &lim);
     rc = sq_end(s, rc);
   } else {
     sqlite3_stmt *st = sq_stmt(s, which);
@@ -1775,13 +2033,30 @@ static int sq_next_due(store_t *base, const char *const *queues,
   int which = SQ_NEXT_DUE;
   /* Limits (issue 14): a job held back by one is not due. */
   store_limits_t lim = {0};
-  int rc = sq_limits_read(s, pawl__store_now(base), SIZE_MAX, &lim);
+  int64_t now = pawl__store_now(base);
+  int rc = sq_limits_read(s, now, SIZE_MAX, &lim);
+  /* With a lane blocked (a paused queue, a limit with nothing left), a
+   * ready job is looked for lane by lane; when there is none, the
+   * statements below look at the jobs due later only (?9). */
+  int paused = 0, later_only = 0;
+  if (!rc) rc = sq_any_paused(s, &paused);
+  if (!rc && sq_lanes_needed(paused, &lim)) {
+    int64_t at = 0;
+    rc = sq_next_due_lanes(s, queues, nqueues, &lim, now, &at);
+    if (!rc && at) {
+      pawl__store_limits_free(&lim);
+      *run_at = at;
+      return 0;
+    }
+    later_only = 1;
+  }
   if (!rc && lim.n) {
     json = nqueues ? sq_queues_json(queues, nqueues) : NULL;
     if (nqueues && !json)
       rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     else
-      rc = sq_next_due_limited(s, &lim, queues, nqueues, json, run_at);
+      rc = sq_next_due_limited(s, &lim, queues, nqueues, json, later_only,
+                               run_at);
   }
   if (rc || lim.n) {
     pawl__store_limits_free(&lim);
@@ -1804,6 +2079,7 @@ static int sq_next_due(store_t *base, const char *const *queues,
     sqlite3_bind_text(st, 1, queues[0], -1, SQLITE_STATIC);
   else if (which == SQ_NEXT_DUE_QUEUES)
     sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
+  if (later_only) sqlite3_bind_int(st, 9, 1);
   int step = sqlite3_step(st);
   /* min() over no rows is one NULL row: 0, "none pending". */
   int64_t v = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;

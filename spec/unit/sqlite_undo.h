@@ -1,0 +1,24 @@
+/* sqlite_undo.h: SQL that takes the newest SQLite migrations back out, for
+ * the tests that build a database as an older version left it and let
+ * the store migrate it again. Newest first. */
+#ifndef PAWL_SQLITE_UNDO_H
+#define PAWL_SQLITE_UNDO_H
+
+/* V018__claim_holds.sql: the hold columns, their triggers and indexes;
+ * the claim and ordering indexes as V001 and V007 made them. */
+#define SQLITE_UNDO_V018                                                     \
+  "DROP TRIGGER pawl_jobs_insert_hold; DROP TRIGGER pawl_jobs_update_early; "\
+  "DROP TRIGGER pawl_jobs_update_hold; DROP TRIGGER pawl_jobs_delete_hold; " \
+  "DROP TRIGGER pawl_key_refresh_do; DROP VIEW pawl_key_refresh; "           \
+  "DROP INDEX pawl_jobs_key; DROP INDEX pawl_jobs_ready_queue; "             \
+  "DROP INDEX pawl_jobs_early; DROP INDEX pawl_jobs_lane; "                  \
+  "DROP INDEX pawl_jobs_claim; "                                             \
+  "CREATE INDEX pawl_jobs_claim ON pawl_jobs (rank DESC, run_at, id) "       \
+  "WHERE state = 0; CREATE INDEX pawl_jobs_ordering ON pawl_jobs "           \
+  "(ordering_key, state, seq) WHERE ordering_key IS NOT NULL AND state IN "  \
+  "(0, 1, 5, 6); ALTER TABLE pawl_jobs DROP COLUMN held; ALTER TABLE "       \
+  "pawl_jobs DROP COLUMN early; ALTER TABLE pawl_jobs_archive DROP COLUMN "  \
+  "held; ALTER TABLE pawl_jobs_archive DROP COLUMN early; DELETE FROM "      \
+  "pawl_schema WHERE name = 'V018__claim_holds.sql'; "
+
+#endif
