@@ -1241,9 +1241,11 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
 static int sq_insert(store_t *base, const store_new_job_t *jobs, size_t n,
                      pawl_id_t *ids, int *status) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  /* Read under the write lock, as every transaction here: the times of
+   * transactions follow their order of commit. */
+  int64_t now = pawl__store_now(base);
   for (size_t i = 0; i < n && !rc; i++)
     rc = sq_insert_one(s, &jobs[i], now, i ? &ids[i - 1] : NULL, &ids[i],
                        &status[i]);
@@ -2132,10 +2134,10 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
  * count). */
 static int sq_recover(store_t *base, size_t *n) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   size_t count = 0;
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   sqlite3_stmt *sel = sq_stmt(s, SQ_EXPIRED);
   if (!sel) return sq_end(s, PAWL_ESTORE);
   sqlite3_bind_int64(sel, 1, now);
@@ -3106,9 +3108,9 @@ static int sq_alert_take(store_t *base, const char *owner, int64_t lease_ms,
   sq_store_t *s = (sq_store_t *)base;
   *out = NULL;
   *n = 0;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   rc = sq_alert_roll(s, now);
   sqlite3_stmt *st = rc ? NULL : sq_stmt(s, SQ_ALERT_TAKE);
   if (!rc && !st) rc = PAWL_ESTORE;
@@ -3163,9 +3165,9 @@ static int sq_alert_take(store_t *base, const char *owner, int64_t lease_ms,
 static int sq_alert_note(store_t *base, const char *owner, int64_t fp,
                          int64_t window_ms, store_alert_t *a) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   sqlite3_stmt *st = sq_stmt(s, SQ_ALERT_GET);
   if (!st) rc = PAWL_ESTORE;
   int step = SQLITE_DONE, decided = 0;
@@ -3633,10 +3635,10 @@ static int sq_adm_apply(store_t *base, store_op_t op, const char *actor,
                         const char *reason, const store_pick_t *picks,
                         size_t n, pawl_bulk_result_t *r) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   pawl_bulk_result_t got = {0, 0, 0};
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_adm_exec(s, SQ_ADM_SAVEPOINT, "savepoint"))) break;
     int one = pawl__store_transition_in(
@@ -4092,8 +4094,8 @@ static int sq_rec_advance_one(sq_store_t *s, store_rec_advance_t *a,
 static int sq_rec_advance(store_t *base, store_rec_advance_t *a, size_t n) {
   sq_store_t *s = (sq_store_t *)base;
   if (n == 0) return 0;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
+  int64_t now = rc ? 0 : pawl__store_now(base); /* under the write lock */
   for (size_t i = 0; i < n && !rc; i++) rc = sq_rec_advance_one(s, &a[i], now);
   rc = sq_end(s, rc);
   if (rc)
@@ -4233,9 +4235,9 @@ static int sq_batch_find(sq_store_t *s, const store_batch_new_t *b, size_t n,
 static int sq_batch_create(store_t *base, const store_batch_new_t *b,
                            const store_new_job_t *jobs, size_t n) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   if (b->ident) {
     int found = 0;
     rc = sq_batch_find(s, b, n, &found);
@@ -4741,9 +4743,9 @@ static int sq_step_begin(store_t *base, const pawl_id_t *id,
                          int32_t index, const char *name,
                          const char *checkpoint, int64_t *exec) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   sqlite3_stmt *st = sq_stmt(s, SQ_STEP_BEGIN);
   if (!st) rc = PAWL_ESTORE;
   if (!rc) {
@@ -4923,10 +4925,10 @@ static int sq_ret_run(sq_store_t *s, int id, const store_retain_row_t *r,
 static int sq_ret_remove(store_t *base, const store_retain_row_t *rows,
                          size_t n, int archive, int *removed) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   for (size_t i = 0; i < n; i++) removed[i] = 0;
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   for (size_t i = 0; i < n && !rc; i++) {
     const store_retain_row_t *r = &rows[i];
     int ch = 0;
