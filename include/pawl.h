@@ -870,6 +870,17 @@ typedef struct pawl_outcome {
    * predicates on the result), a JSON array of strings, or NULL for none:
    * children enqueued with when = "branch:NAME" run if NAME is in it. */
   const char *branches;
+  /* When the attempt's body started and when it returned, by the handle's
+   * clock (pawl_now()), as measured by whoever ran it; 0: not measured.
+   * They are what the attempt's run time is (pawl_attempt_t, a batch's
+   * exec_ms): started_at replaces the time of the claim (the time from
+   * the claim to it counts as queue wait), ended_at the time of the
+   * finish. The store keeps them within the claim and the finish: a
+   * start before the claim is the claim's time, an end after the finish
+   * the finish's. 0..PAWL_TIME_MAX_MS; ended_at, when both are given, not
+   * before started_at. */
+  int64_t started_at;
+  int64_t ended_at;
 } pawl_outcome_t;
 
 /* Writes `n` outcomes in one transaction (group commit), each with its

@@ -1066,6 +1066,15 @@ static int pawl_check_outcome(pawl_t *p, const pawl_outcome_t *o) {
       (rc = pawl_check_int(p, "run_at", o->run_at, 0, PAWL_TIME_MAX_MS,
                            "ms since the epoch")))
     return rc;
+  if ((rc = pawl_check_int(p, "started_at", o->started_at, 0,
+                           PAWL_TIME_MAX_MS, "ms since the epoch")) ||
+      (rc = pawl_check_int(p, "ended_at", o->ended_at, 0, PAWL_TIME_MAX_MS,
+                           "ms since the epoch")))
+    return rc;
+  if (o->started_at && o->ended_at && o->ended_at < o->started_at)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "ended_at (%lld) is before started_at (%lld)",
+                      (long long)o->ended_at, (long long)o->started_at);
   if (o->nlogs && !o->logs)
     return pawl__fail(p, PAWL_EINVAL, "%zu log lines but no array", o->nlogs);
   for (size_t i = 0; i < o->nlogs; i++) {

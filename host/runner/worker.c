@@ -385,17 +385,27 @@ void pawl__worker_run(worker_t *w, pawl_job_t *job) {
   /* STARTED before the code runs; step mode delivers it now, on its own
    * thread (the threaded host's completer does it for workers). */
   pawl__host_event(w->h, PAWL_EV_STARTED, job, job->attempt);
+  if (w->step) pawl__host_events_deliver(w->h);
+  /* The attempt's run is the body's, measured here: from the moment it
+   * starts to the moment it returns. The time it waited after its claim
+   * (a job claimed ahead of a free worker) is queue wait, not run time;
+   * the outcome carries both ends to the store (pawl_outcome_t). */
+  int64_t started = pawl_now(w->p);
   if (w->h->metrics) /* its queue wait: due (run_at) to now */
     pawl__metrics_started(w->h->metrics, job->type, job->queue,
-                          (double)(pawl_now(w->p) - job->run_at));
-  if (w->step) pawl__host_events_deliver(w->h);
+                          (double)(started - job->run_at));
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   pawl__lua_outcome_t r;
   pawl__lua_run(w->lua, job, &r);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  int64_t ended = pawl_now(w->p);
   worker_set_current(w, NULL);
   worker_take(o, &r);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
+  /* The wall clock may step back while the body runs: an end before its
+   * start is the start. */
+  o->out.started_at = started;
+  o->out.ended_at = ended < started ? started : ended;
   o->duration_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
   pawl__host_push_outcome(w->h, o);

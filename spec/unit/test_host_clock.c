@@ -359,3 +359,58 @@ void test_host_wakeup_from_job(void) {
   pawl_job_free(j);
   hc_stop(p);
 }
+
+/* ---- run time and queue wait -------------------------------------------- */
+
+/* A job claimed ahead of a free worker waits without running: its
+ * attempt's run is its body's, measured by the worker, and the wait is
+ * queue wait. One worker; `hold` runs until the test opens its gate (a
+ * file), and `quick`, claimed with it, waits behind it. The clock is
+ * frozen at T0 while both are claimed and `hold` starts, and moved 10 s on
+ * before the gate opens: `quick` starts and ends at T0 + 10 s (it ran 0 ms
+ * and waited 10 s), `hold` ran from T0 to T0 + 10 s. Before the worker
+ * measured the run, `quick` was recorded as running from its claim. */
+void test_host_clock_claimed_ahead_run_time(void) {
+  pawl_t *p = hc_open(1);
+  hc_script("hold",
+            "return {\n"
+            "  run = function(job)\n"
+            "    assert(io.open(\"reached\", \"w\")):close()\n"
+            "    for i = 1, 12000 do\n"
+            "      local f = io.open(\"open\", \"r\")\n"
+            "      if f then f:close() return \"opened\" end\n"
+            "      pawl.sleep(0.005)\n"
+            "    end\n"
+            "    error(\"the gate was not opened within 60 s\")\n"
+            "  end,\n"
+            "}\n");
+  hc_script("quick", "return { run = function(job) return 1 end }\n");
+  pawl_id_t hold = hc_enqueue(p, "hold", 1);
+  pawl_id_t quick = hc_enqueue(p, "quick", 1);
+  hc_start(p, 1, HC_NEVER_MS);
+  /* Both claimed by the first round; `hold` runs. */
+  pawl_job_free(hc_wait(p, &quick, PAWL_RUNNING, 1));
+  double deadline = hc_mono_ms() + HC_HANG_MS;
+  while (access("reached", F_OK) != 0) {
+    if (hc_mono_ms() > deadline) unit_fail(__FILE__, __LINE__, "hold hangs");
+    hc_nap();
+  }
+  atomic_store(&hc_now, T0 + 10000);
+  FILE *f = fopen("open", "w");
+  CHECK(f != NULL);
+  fclose(f);
+  pawl_job_free(hc_wait(p, &quick, PAWL_SUCCEEDED, 1));
+  pawl_job_free(hc_wait(p, &hold, PAWL_SUCCEEDED, 1));
+  pawl_history_t *h = NULL;
+  CHECK_OK(pawl_history(p, &quick, &h));
+  CHECK_INT(h->nattempts, ==, 1);
+  CHECK_INT(h->attempts[0].scheduled_at, ==, T0);
+  CHECK_INT(h->attempts[0].started_at, ==, T0 + 10000); /* queue wait 10 s */
+  CHECK_INT(h->attempts[0].ended_at, ==, T0 + 10000);   /* ran 0 ms */
+  pawl_history_free(h);
+  CHECK_OK(pawl_history(p, &hold, &h));
+  CHECK_INT(h->attempts[0].started_at, ==, T0);
+  CHECK_INT(h->attempts[0].ended_at, ==, T0 + 10000);
+  pawl_history_free(h);
+  hc_stop(p);
+}

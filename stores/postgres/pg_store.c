@@ -250,7 +250,9 @@ static const char *const pg_sql[PG_COUNT] = {
      * $6 attempt, $7 new state, $8 event reason, $9 run_at (NULL: now),
      * $10 attempts given back (0 or 1), $11 age boost, $12 last error (NULL:
      * keep), $13 recoveries added (0 or 1), $14 ordering_skip of a requeue
-     * (a retry under ordering = "skip_failed"; a recovery keeps it). A job
+     * (a retry under ordering = "skip_failed"; a recovery keeps it), $15
+     * and $16 the body's start and end as its worker measured them (NULL:
+     * not measured: the claim's time and now). A job
      * that fails for good ($7 = 3) is added to its throughput bucket, and
      * to its batch's counters if it has one. */
     [PG_END_ATTEMPT] =
@@ -261,8 +263,10 @@ static const char *const pg_sql[PG_COUNT] = {
         "$6::int)) FOR UPDATE), "
         "att AS (INSERT INTO pawl_attempts (job_id, attempt, node, "
         "scheduled_at, started_at, ended_at, outcome, error) SELECT id, "
-        "attempt, lease_owner, run_at, started_at, pawl_now($1::bigint), "
-        "$3::text, $4::text FROM cur), "
+        "attempt, lease_owner, run_at, "
+        PG_SQL_RUN_START("$15::bigint", "pawl_now($1::bigint)") ", "
+        PG_SQL_RUN_END("$15::bigint", "$16::bigint", "pawl_now($1::bigint)")
+        ", $3::text, $4::text FROM cur AS j), "
         "ev AS (INSERT INTO pawl_events (job_id, at, from_state, to_state, "
         "actor, reason, attempt) SELECT id, pawl_now($1::bigint), 1, "
         "$7::smallint, lease_owner, $8::text, attempt FROM cur), "
@@ -2285,10 +2289,11 @@ static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
                                 int32_t attempt, int to, const char *reason,
                                 int64_t run_at, int give_back,
                                 const char *last_error, int recovered,
-                                int ordering_skip) {
+                                int ordering_skip, int64_t started_at,
+                                int64_t ended_at) {
   pg_params_t *p = &c->p;
   c->stmt = PG_END_ATTEMPT;
-  c->n = 14;
+  c->n = 16;
   pp_now(s, p, 0);
   pp_id(p, 1, id);
   pp_str(p, 2, outcome);
@@ -2306,6 +2311,14 @@ static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
   pp_str(p, 11, last_error);
   pp_int(p, 12, recovered);
   pp_str(p, 13, ordering_skip ? "true" : "false");
+  if (started_at)
+    pp_int(p, 14, started_at);
+  else
+    pp_str(p, 14, NULL);
+  if (ended_at)
+    pp_int(p, 15, ended_at);
+  else
+    pp_str(p, 15, NULL);
 }
 
 static int pg_id_cmp(const void *a, const void *b) {
@@ -2327,7 +2340,7 @@ typedef struct pg_batch {
   size_t *call_of;           /* each outcome's call; SIZE_MAX: none */
   size_t succ_call;          /* the successes' call; SIZE_MAX: none */
   size_t nsucc, nlogs;
-  pawl_buf_t ids, attempts, results;
+  pawl_buf_t ids, attempts, results, starts, ends;
   pawl_buf_t lids, latt, lat, llevel, lmsg, lfields;
   /* Dependencies (issue 15): the jobs the batch ends (succeeded, failed),
    * whose children it releases; the successes with fired branches. */
@@ -2338,7 +2351,7 @@ typedef struct pg_batch {
 #define PG_BATCH_BUFS(b)                                                     \
   {&(b)->ids, &(b)->attempts, &(b)->results, &(b)->lids, &(b)->latt,         \
    &(b)->lat, &(b)->llevel, &(b)->lmsg, &(b)->lfields, &(b)->ended,          \
-   &(b)->bids, &(b)->branches}
+   &(b)->bids, &(b)->branches, &(b)->starts, &(b)->ends}
 
 static void pg_batch_free(pg_batch_t *b) {
   pawl_buf_t *bufs[] = PG_BATCH_BUFS(b);
@@ -2406,6 +2419,8 @@ static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
       arr_id(&b->ids, &o->id);
       arr_int(&b->attempts, o->attempt);
       arr_str(&b->results, o->result);
+      arr_opt_int(&b->starts, o->started_at);
+      arr_opt_int(&b->ends, o->ended_at);
       b->nsucc++;
       arr_id(&b->ended, &o->id);
       b->nended++;
@@ -2434,7 +2449,8 @@ static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
     pg_end_attempt_call(s, &b->calls[b->ncalls++], &o->id, e.outcome, e.error,
                         token, o->attempt, e.to, b->why[i],
                         e.run_at < 0 ? 0 : e.run_at, e.give_back, e.error, 0,
-                        o->kind == PAWL_OUT_RETRY && o->ordering_skip);
+                        o->kind == PAWL_OUT_RETRY && o->ordering_skip,
+                        o->started_at, o->ended_at);
   }
 }
 
@@ -2452,12 +2468,14 @@ static int pg_batch_arrays(pg_store_t *s, pg_batch_t *b,
     b->succ_call = b->ncalls;
     pg_call_t *c = &b->calls[b->ncalls++];
     c->stmt = PG_SUCCEED_MANY;
-    c->n = 5;
+    c->n = 7;
     pp_now(s, &c->p, 0);
     pp_str(&c->p, 1, b->ids.data);
     pp_str(&c->p, 2, b->attempts.data);
     pp_str(&c->p, 3, b->results.data);
     pp_id(&c->p, 4, token);
+    pp_str(&c->p, 5, b->starts.data);
+    pp_str(&c->p, 6, b->ends.data);
   }
   if (b->nlogs) {
     pg_call_t *c = &b->calls[b->ncalls++];
@@ -2586,7 +2604,7 @@ static int pg_recover(store_t *base, size_t *n) {
     pg_call_t c;
     memset(&c, 0, sizeof c);
     pg_end_attempt_call(s, &c, &id, "lost", plan.why, NULL, 0, plan.to,
-                        plan.why, 0, 0, plan.why, 1, 0);
+                        plan.why, 0, 0, plan.why, 1, 0, 0, 0);
     PGresult *res;
     rc = pg_run(s, PG_END_ATTEMPT, c.n, c.p.v, &res, "recover job");
     if (!rc) {

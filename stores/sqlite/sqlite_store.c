@@ -268,11 +268,13 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_SUCCEED_SEQ] = SQLITE_SQL_SUCCEED_SEQ,
     /* Records the attempt being finished from the row as it is before the
      * change; with a token (?5) it only matches the holder's attempt ?6,
-     * which is how a stale outcome is detected. */
+     * which is how a stale outcome is detected. ?7, ?8: the body's start
+     * and end as its worker measured them (NULL: not measured). */
     [SQ_ATTEMPT_ADD] =
         "INSERT INTO pawl_attempts (job_id, attempt, node, scheduled_at, "
         "started_at, ended_at, outcome, error) SELECT id, attempt, "
-        "lease_owner, run_at, started_at, ?2, ?3, ?4 FROM pawl_jobs "
+        "lease_owner, run_at, " SQLITE_SQL_RUN_START("?7") ", "
+        SQLITE_SQL_RUN_END("?7", "?8", "?2") ", ?3, ?4 FROM pawl_jobs "
         "WHERE id = ?1 AND state = 1 AND (?5 IS NULL OR "
         "(lease_token = ?5 AND attempt = ?6))",
     /* An event whose actor is the node that held the job. */
@@ -1807,11 +1809,46 @@ static int sq_next_due(store_t *base, const char *const *queues,
   return 0;
 }
 
+/* The body's start and end an outcome carries, capped at the finish's
+ * `now` (SQLITE_SQL_RUN_START keeps the start after the claim); an end
+ * before the start is the start. 0: not measured (bound as NULL). */
+static void sq_run_times(const pawl_outcome_t *o, int64_t now, int64_t *start,
+                         int64_t *end) {
+  *start = o && o->started_at ? (o->started_at < now ? o->started_at : now)
+                              : 0;
+  *end = o && o->ended_at ? (o->ended_at < now ? o->ended_at : now) : 0;
+  if (*end && *start && *end < *start) *end = *start;
+}
+
+static void sq_bind_time(sqlite3_stmt *st, int i, int64_t v) {
+  if (v)
+    sqlite3_bind_int64(st, i, v);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+static int sq_add_attempt_run(sq_store_t *s, const pawl_id_t *id,
+                              int64_t now, const char *outcome,
+                              const char *error, const pawl_id_t *token,
+                              int32_t attempt, const pawl_outcome_t *o);
+
 static int sq_add_attempt(sq_store_t *s, const pawl_id_t *id, int64_t now,
                           const char *outcome, const char *error,
                           const pawl_id_t *token, int32_t attempt) {
+  return sq_add_attempt_run(s, id, now, outcome, error, token, attempt, NULL);
+}
+
+/* sq_add_attempt() for an outcome `o` that may carry the body's times. */
+static int sq_add_attempt_run(sq_store_t *s, const pawl_id_t *id,
+                              int64_t now, const char *outcome,
+                              const char *error, const pawl_id_t *token,
+                              int32_t attempt, const pawl_outcome_t *o) {
   sqlite3_stmt *st = sq_stmt(s, SQ_ATTEMPT_ADD);
   if (!st) return PAWL_ESTORE;
+  int64_t start, end;
+  sq_run_times(o, now, &start, &end);
+  sq_bind_time(st, 7, start);
+  sq_bind_time(st, 8, end);
   sq_bind_id(st, 1, id);
   sqlite3_bind_int64(st, 2, now);
   sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
@@ -2061,6 +2098,10 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
       sq_bind_id(st, 4, token);
       sqlite3_bind_int(st, 5, o->attempt);
       if (by_key) sqlite3_bind_int64(st, 6, o->store_key);
+      int64_t start, end;
+      sq_run_times(o, now, &start, &end);
+      sq_bind_time(st, 7, start);
+      sq_bind_time(st, 8, end);
       /* The statement notes the row's queue (pawl_tp_note()). */
       if ((rc = sq_exec(s, st, "complete job"))) return rc;
       if (s->tp_oom)
@@ -2073,7 +2114,8 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
   }
   store_ending_t e;
   if ((rc = pawl__store_plan_ending(&s->base, o, now, &e))) return rc;
-  rc = sq_add_attempt(s, &o->id, now, e.outcome, e.error, token, o->attempt);
+  rc = sq_add_attempt_run(s, &o->id, now, e.outcome, e.error, token,
+                          o->attempt, o);
   if (!rc) rc = sq_event_from_row(s, &o->id, now, e.to, e.why);
   if (rc) return rc;
   if (e.to == PAWL_FAILED) return sq_fail_job(s, &o->id, e.error, now);
