@@ -804,7 +804,12 @@ typedef struct pawl_claim_opts {
   /* 0: the claimed jobs start now (a program that runs what it claims):
    * the starts that matter are recorded by the claim (see pawl_recover()).
    * 1: they may wait in the caller's queue (a prefetch): call pawl_begin()
-   * on each just before running it. */
+   * on each just before running it (or write a PAWL_OUT_STARTED outcome).
+   * With a prefetch, the jobs claimed ahead of a free worker (the last
+   * ones of the array, past max - prefetch) are claimed, not running:
+   * their started_at is 0 (NULL in the database), and pawl jobs, pawl
+   * show and pawl top show them as claimed, until their start is
+   * recorded. */
   int defer_start;
   /* Limits (issue 14): how many of the `max` jobs are claimed ahead of a
    * free worker (a prefetch), 0..max. A job under a limit with a
@@ -832,8 +837,15 @@ typedef enum pawl_outcome_kind {
   PAWL_OUT_RETRY,     /* running -> pending at `run_at`, with `error` */
   PAWL_OUT_SNOOZE,    /* running -> pending at `run_at`; the attempt is not
                          counted */
-  PAWL_OUT_RELEASE    /* running -> pending now, attempt not counted: the
-                         node is stopping */
+  PAWL_OUT_RELEASE,   /* running -> pending now, attempt not counted: the
+                         node is stopping, or it hands back a job it
+                         claimed ahead */
+  PAWL_OUT_STARTED    /* not an end: the body of a job claimed ahead
+                         started at `started_at` (required), so the job
+                         shows as running from then on, not as claimed
+                         (what pawl_begin() records, written with other
+                         outcomes in one transaction). The job stays
+                         running; PAWL_ELEASE if it is not held. */
 } pawl_outcome_kind_t;
 
 /* A log line written by job code (ctx:log). Pointers are borrowed. */
@@ -909,11 +921,14 @@ PAWL_EXTERN int pawl_heartbeat(pawl_t *p, size_t *out_n);
 PAWL_EXTERN int pawl_recover(pawl_t *p, size_t *out_n);
 
 /* Call just before running a job claimed with defer_start (borrowed; its
- * id, attempt and recoveries are read). For a job never recovered before
- * (recoveries 0, nearly all jobs) it does nothing and returns 0; for one
- * that was, it records in the database that this attempt starts now (one
- * write), and returns PAWL_ELEASE if the attempt is no longer held (do
- * not run it), or a database error (do not run it: hand it back with a
+ * id, attempt, started_at and recoveries are read). For a job that was
+ * not claimed ahead (started_at set) and never recovered before (nearly
+ * all jobs when workers are free) it does nothing and returns 0; for one
+ * claimed ahead (started_at 0), it records that its body starts now, so
+ * that it shows as running instead of claimed, and for one recovered
+ * before, that this attempt started (for the poison count): one write.
+ * It returns PAWL_ELEASE if the attempt is no longer held (do not run
+ * it), or a database error (do not run it: hand it back with a
  * PAWL_OUT_RELEASE outcome, or let its lease expire). */
 PAWL_EXTERN int pawl_begin(pawl_t *p, const pawl_job_t *job);
 
@@ -965,7 +980,9 @@ typedef struct pawl_attempt {
   int64_t started_at;
   int64_t ended_at;     /* 0 while running */
   char *outcome;        /* "succeeded", "failed", "retry", "snoozed",
-                           "released", "lost", "canceled", "running" */
+                           "released", "lost", "canceled", "running",
+                           "claimed" (running, claimed ahead of a free
+                           worker: started_at 0 until its body starts) */
   char *error;          /* sanitized, or NULL */
 } pawl_attempt_t;
 
@@ -1483,7 +1500,9 @@ typedef struct pawl_node_info {
   char *queues;            /* the queues it serves, comma-separated; "" all */
   int64_t started_at;
   int64_t last_beat;
-  int64_t running;         /* jobs running under its leases now */
+  int64_t running;         /* jobs running under its leases now (their
+                              bodies started: busy workers; jobs claimed
+                              ahead of a free worker are not counted) */
 } pawl_node_info_t;
 
 /* The nodes, by id. On success *out (NULL when there are none) holds *n

@@ -1473,7 +1473,7 @@ static int cli_list_cb(const pawl_job_t *j, void *data) {
   else
     snprintf(att, sizeof att, "%d/script", (int)j->attempt);
   cli_time(j->run_at, run_at);
-  const char *row[7] = {id,   j->type, j->queue, pawl_state_name(j->state),
+  const char *row[7] = {id,   j->type, j->queue, cli_job_state(j),
                         prio, att,     run_at};
   cli_table_row(&l->table, row);
   l->oom = l->table.oom;

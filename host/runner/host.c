@@ -85,6 +85,17 @@ void pawl__host_outcome_free(host_outcome_t *o) {
 void pawl__host_push_outcome(host_t *h, host_outcome_t *o) {
   o->next = NULL;
   pthread_mutex_lock(&h->mu);
+  if (o->slot && o->out.kind == PAWL_OUT_STARTED) {
+    *o->slot = o; /* host_outcome_t.slot */
+  } else if (o->slot) {
+    /* The attempt's end: its start, still queued, goes with it. */
+    if (*o->slot) {
+      (*o->slot)->superseded = 1;
+      (*o->slot)->slot = NULL;
+      *o->slot = NULL;
+    }
+    o->slot = NULL;
+  }
   if (h->out_tail)
     h->out_tail->next = o;
   else

@@ -57,6 +57,16 @@ typedef struct host_outcome {
   int rc;                    /* store's verdict, after the write */
   int refusals;              /* times the store refused it as bad data: the
                                 completer rewrites it, then drops it */
+  /* The start of a job claimed ahead (PAWL_OUT_STARTED) is written by the
+   * completer with the outcomes around it, not by its worker, so that a
+   * job costs no write of its own to start. Its worker's slot (`slot`,
+   * guarded by h->mu) points to it while it waits in the queue: the
+   * worker's outcome for that attempt, pushed before the completer took
+   * the start, marks it `superseded` (the outcome carries the start), and
+   * the completer drops it unwritten. The completer clears the slot when
+   * it takes the start. NULL for other outcomes. */
+  struct host_outcome **slot;
+  int superseded;
   struct host_outcome *next;
 } host_outcome_t;
 

@@ -395,13 +395,29 @@ void test_host_clock_claimed_ahead_run_time(void) {
     if (hc_mono_ms() > deadline) unit_fail(__FILE__, __LINE__, "hold hangs");
     hc_nap();
   }
+  /* `quick` waits claimed, not running: no start, and its attempt says so;
+   * `hold` runs. */
+  pawl_job_t *q = NULL;
+  CHECK_OK(pawl_get(p, &quick, &q));
+  CHECK_INT(q->state, ==, PAWL_RUNNING);
+  CHECK_INT(q->started_at, ==, 0);
+  pawl_job_free(q);
+  pawl_history_t *h = NULL;
+  CHECK_OK(pawl_history(p, &quick, &h));
+  CHECK_INT(h->nattempts, ==, 1);
+  CHECK_STR(h->attempts[0].outcome, "claimed");
+  CHECK_INT(h->attempts[0].started_at, ==, 0);
+  pawl_history_free(h);
+  CHECK_OK(pawl_history(p, &hold, &h));
+  CHECK_STR(h->attempts[0].outcome, "running");
+  CHECK_INT(h->attempts[0].started_at, ==, T0);
+  pawl_history_free(h);
   atomic_store(&hc_now, T0 + 10000);
   FILE *f = fopen("open", "w");
   CHECK(f != NULL);
   fclose(f);
   pawl_job_free(hc_wait(p, &quick, PAWL_SUCCEEDED, 1));
   pawl_job_free(hc_wait(p, &hold, PAWL_SUCCEEDED, 1));
-  pawl_history_t *h = NULL;
   CHECK_OK(pawl_history(p, &quick, &h));
   CHECK_INT(h->nattempts, ==, 1);
   CHECK_INT(h->attempts[0].scheduled_at, ==, T0);
@@ -411,6 +427,82 @@ void test_host_clock_claimed_ahead_run_time(void) {
   CHECK_OK(pawl_history(p, &hold, &h));
   CHECK_INT(h->attempts[0].started_at, ==, T0);
   CHECK_INT(h->attempts[0].ended_at, ==, T0 + 10000);
+  pawl_history_free(h);
+  hc_stop(p);
+}
+
+/* A job claimed ahead shows as running once its body starts, while it
+ * runs, not only once it ends: its start is written (by the completer,
+ * with the outcomes around it) without waiting for its end. One worker,
+ * two gated jobs claimed together: the second waits claimed until the
+ * first's gate opens, then runs, held at its own gate, and its row gets
+ * its start (the clock's T0 + 10 s) while it is held. */
+void test_host_clock_claimed_ahead_started_while_running(void) {
+  pawl_t *p = hc_open(1);
+  hc_script("gated",
+            "return {\n"
+            "  run = function(job)\n"
+            "    assert(io.open(job.payload.reached, \"w\")):close()\n"
+            "    for i = 1, 12000 do\n"
+            "      local f = io.open(job.payload.gate, \"r\")\n"
+            "      if f then f:close() return \"opened\" end\n"
+            "      pawl.sleep(0.005)\n"
+            "    end\n"
+            "    error(\"the gate was not opened within 60 s\")\n"
+            "  end,\n"
+            "}\n");
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.max_attempts = 1;
+  pawl_id_t first, second;
+  CHECK_OK(pawl_enqueue(p, "gated", "{\"gate\":\"g1\",\"reached\":\"r1\"}", &o,
+                        &first, NULL));
+  CHECK_OK(pawl_enqueue(p, "gated", "{\"gate\":\"g2\",\"reached\":\"r2\"}", &o,
+                        &second, NULL));
+  hc_start(p, 1, HC_NEVER_MS);
+  double deadline = hc_mono_ms() + HC_HANG_MS;
+  while (access("r1", F_OK) != 0) {
+    if (hc_mono_ms() > deadline) unit_fail(__FILE__, __LINE__, "first hangs");
+    hc_nap();
+  }
+  pawl_job_t *j = NULL;
+  CHECK_OK(pawl_get(p, &second, &j));
+  CHECK_INT(j->state, ==, PAWL_RUNNING);
+  CHECK_INT(j->started_at, ==, 0); /* claimed, waiting for the worker */
+  pawl_job_free(j);
+  atomic_store(&hc_now, T0 + 10000);
+  FILE *f = fopen("g1", "w");
+  CHECK(f != NULL);
+  fclose(f);
+  while (access("r2", F_OK) != 0) {
+    if (hc_mono_ms() > deadline) unit_fail(__FILE__, __LINE__, "second hangs");
+    hc_nap();
+  }
+  /* Held at its gate: its start is written while it runs. */
+  for (;;) {
+    CHECK_OK(pawl_get(p, &second, &j));
+    int64_t started = j->started_at;
+    int state = j->state;
+    pawl_job_free(j);
+    CHECK_INT(state, ==, PAWL_RUNNING);
+    if (started) {
+      CHECK_INT(started, ==, T0 + 10000);
+      break;
+    }
+    if (hc_mono_ms() > deadline)
+      unit_fail(__FILE__, __LINE__, "the second job's start was never written");
+    hc_nap();
+  }
+  pawl_history_t *h = NULL;
+  CHECK_OK(pawl_history(p, &second, &h));
+  CHECK_STR(h->attempts[0].outcome, "running");
+  pawl_history_free(h);
+  f = fopen("g2", "w");
+  CHECK(f != NULL);
+  fclose(f);
+  pawl_job_free(hc_wait(p, &second, PAWL_SUCCEEDED, 1));
+  CHECK_OK(pawl_history(p, &second, &h));
+  CHECK_INT(h->attempts[0].started_at, ==, T0 + 10000);
   pawl_history_free(h);
   hc_stop(p);
 }

@@ -206,11 +206,118 @@ static void rt_batch(const char *url) {
   pawl_close(p);
 }
 
+/* Events of job `id` are in non-decreasing time. */
+static void rt_events_ordered(pawl_t *p, const pawl_id_t *id) {
+  pawl_history_t *h = NULL;
+  CHECK_OK(pawl_history(p, id, &h));
+  for (size_t i = 1; i < h->nevents; i++)
+    if (h->events[i].at < h->events[i - 1].at)
+      unit_fail(__FILE__, __LINE__, "event %zu (%s) at %lld before %lld", i,
+                h->events[i].reason, (long long)h->events[i].at,
+                (long long)h->events[i - 1].at);
+  pawl_history_free(h);
+}
+
+/* A claim with a prefetch: the jobs past max - prefetch are claimed
+ * ahead, not started (started_at 0, their attempt "claimed", their claim
+ * event at the claim); pawl_begin() or a STARTED outcome records the
+ * start, capped at now; a job handed back unstarted keeps no start, and
+ * its events stay in order. */
+static void rt_ahead(const char *url) {
+  pawl_t *p = rt_open(url);
+  pawl_id_t ids[4];
+  for (int i = 0; i < 4; i++) ids[i] = rt_enqueue(p, 3);
+  atomic_store(&rt_now, T0 + 1000);
+  pawl_job_t **jobs = NULL;
+  CHECK_INT(rt_claim(p, 4, 3, &jobs), ==, 4); /* one free worker */
+  CHECK_INT(jobs[0]->started_at, ==, T0 + 1000);
+  for (int i = 1; i < 4; i++) CHECK_INT(jobs[i]->started_at, ==, 0);
+  for (int i = 0; i < 4; i++) {
+    pawl_job_t *j = NULL;
+    CHECK_OK(pawl_get(p, &jobs[i]->id, &j));
+    CHECK_INT(j->state, ==, PAWL_RUNNING);
+    CHECK_INT(j->started_at, ==, i ? 0 : T0 + 1000);
+    pawl_job_free(j);
+    pawl_history_t *h = NULL;
+    CHECK_OK(pawl_history(p, &jobs[i]->id, &h));
+    CHECK_INT(h->nattempts, ==, 1);
+    CHECK_STR(h->attempts[0].outcome, i ? "claimed" : "running");
+    CHECK_INT(h->nevents, ==, 2);
+    CHECK_STR(h->events[1].reason, "claimed");
+    CHECK_INT(h->events[1].at, ==, T0 + 1000);
+    pawl_history_free(h);
+  }
+  /* pawl_begin() starts jobs[1] now; a STARTED outcome jobs[2] at a time
+   * in the past, and one in the future is capped at now. */
+  atomic_store(&rt_now, T0 + 3000);
+  CHECK_OK(pawl_begin(p, jobs[1]));
+  pawl_job_t *j = NULL;
+  CHECK_OK(pawl_get(p, &jobs[1]->id, &j));
+  CHECK_INT(j->started_at, ==, T0 + 3000);
+  pawl_job_free(j);
+  pawl_outcome_t st[2];
+  memset(st, 0, sizeof st);
+  st[0].id = jobs[2]->id;
+  st[0].attempt = jobs[2]->attempt;
+  st[0].kind = PAWL_OUT_STARTED;
+  st[0].started_at = T0 + 2500;
+  st[1] = st[0];
+  st[1].id = jobs[3]->id;
+  st[1].started_at = T0 + 9999;
+  int rcs[2] = {-1, -1};
+  CHECK_OK(pawl_finish(p, st, 2, rcs));
+  CHECK_INT(rcs[0], ==, 0);
+  CHECK_INT(rcs[1], ==, 0);
+  CHECK_OK(pawl_get(p, &jobs[2]->id, &j));
+  CHECK_INT(j->state, ==, PAWL_RUNNING);
+  CHECK_INT(j->started_at, ==, T0 + 2500);
+  pawl_job_free(j);
+  CHECK_OK(pawl_get(p, &jobs[3]->id, &j));
+  CHECK_INT(j->started_at, ==, T0 + 3000);
+  pawl_job_free(j);
+  /* A second start does not move the first. */
+  st[0].started_at = T0 + 2900;
+  CHECK_OK(pawl_finish(p, st, 1, rcs));
+  CHECK_INT(rcs[0], ==, 0);
+  CHECK_OK(pawl_get(p, &jobs[2]->id, &j));
+  CHECK_INT(j->started_at, ==, T0 + 2500);
+  pawl_job_free(j);
+  /* A STARTED outcome needs its time. */
+  st[0].started_at = 0;
+  CHECK_INT(pawl_finish(p, st, 1, rcs), ==, PAWL_EINVAL);
+  /* A start for an attempt no longer held is refused. */
+  CHECK_OK(pawl_cancel(p, &jobs[3]->id, "no", NULL));
+  st[1].started_at = T0 + 3000;
+  CHECK_OK(pawl_finish(p, &st[1], 1, rcs));
+  CHECK_INT(rcs[0], ==, PAWL_ELEASE);
+  CHECK_INT(pawl_begin(p, jobs[3]), ==, PAWL_ELEASE);
+  /* A job claimed ahead and handed back unstarted: its attempt has no
+   * start, and its events stay in order. */
+  pawl_job_t **more = NULL;
+  pawl_id_t extra = rt_enqueue(p, 3);
+  atomic_store(&rt_now, T0 + 4000);
+  CHECK_INT(rt_claim(p, 2, 2, &more), ==, 1);
+  CHECK(memcmp(more[0]->id.bytes, extra.bytes, 16) == 0);
+  CHECK_INT(more[0]->started_at, ==, 0);
+  atomic_store(&rt_now, T0 + 5000);
+  CHECK_INT(rt_finish(p, more[0], PAWL_OUT_RELEASE, 0, 0), ==, 0);
+  pawl_attempt_t a = rt_attempt(p, &extra, 1);
+  CHECK_INT(a.started_at, ==, 0);
+  CHECK_INT(a.ended_at, ==, T0 + 5000);
+  rt_events_ordered(p, &extra);
+  for (int i = 0; i < 4; i++) rt_events_ordered(p, &ids[i]);
+  pawl_jobs_free(more, 1);
+  pawl_jobs_free(jobs, 4);
+  pawl_close(p);
+}
+
 void test_runtime_sqlite_measured(void) {
   rt_measured(rt_sqlite_url("measured"));
 }
 void test_runtime_sqlite_bounds(void) { rt_bounds(rt_sqlite_url("bounds")); }
 void test_runtime_sqlite_batch(void) { rt_batch(rt_sqlite_url("batch")); }
+void test_runtime_sqlite_ahead(void) { rt_ahead(rt_sqlite_url("ahead")); }
+void test_store_pg_runtime_ahead(void) { rt_ahead(pgtest_url("ahead")); }
 void test_store_pg_runtime_measured(void) { rt_measured(pgtest_url("measured")); }
 void test_store_pg_runtime_bounds(void) { rt_bounds(pgtest_url("bounds")); }
 void test_store_pg_runtime_batch(void) { rt_batch(pgtest_url("batch")); }

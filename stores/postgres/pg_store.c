@@ -75,6 +75,8 @@ enum {
   PG_EXPIRED,
   PG_CRASHED,
   PG_START,
+  PG_RUN_START,
+  PG_AHEAD,
   PG_FORGET_START,
   PG_TRANSITION,
   PG_ATTEMPTS,
@@ -334,6 +336,20 @@ static const char *const pg_sql[PG_COUNT] = {
                  "j.attempt = $3::int ON CONFLICT (job_id) DO UPDATE SET "
                  "version = excluded.version",
     [PG_FORGET_START] = "DELETE FROM pawl_started WHERE job_id = $1::uuid",
+    /* The body of a job claimed ahead started at $4 (capped at $1 now):
+     * its started_at was NULL. Matches the held attempt whatever its
+     * started_at, so that no row means "not held". */
+    [PG_RUN_START] =
+        "UPDATE pawl_jobs AS j SET started_at = coalesce(j.started_at, "
+        "least(pawl_ts($4::bigint), pawl_now($1::bigint))) WHERE j.id = "
+        "$2::uuid AND " PG_RUNNING_BY_ID " AND j.lease_token = $3::uuid AND "
+        "j.attempt = $5::int RETURNING j.id",
+    /* The jobs a claim took ahead of a free worker (store_claim_t.
+     * ahead_from): not started, so not running, until their start is
+     * recorded. */
+    [PG_AHEAD] = "UPDATE pawl_jobs AS j SET started_at = NULL WHERE j.id = "
+                 "ANY($1::uuid[]) AND " PG_RUNNING_BY_ID " AND j.lease_token "
+                 "= $2::uuid",
     /* Every operator transition: C decides the new values from the row it
      * read, the version check makes it a compare-and-set. */
     [PG_TRANSITION] =
@@ -2111,8 +2127,8 @@ static int pg_limit_list(store_t *base, pawl_limit_t **out, size_t *n) {
   return 0;
 }
 
-static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
-                    size_t *n) {
+static int pg_claim_pick(store_t *base, const store_claim_t *c,
+                         pawl_job_t ***out, size_t *n) {
   pg_store_t *s = (pg_store_t *)base;
   *out = NULL;
   *n = 0;
@@ -2157,6 +2173,31 @@ static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     return pg_claim_limited(s, c, out, n, &none);
   }
   return pg_claimed_jobs(s, res, out, n);
+}
+
+/* Claims (pg_claim_pick), then marks the jobs claimed ahead of a free
+ * worker (from c->ahead_from on, in claim order) as not started, in a
+ * statement of their own: until it commits they show as running since
+ * their claim, as every claimed job did before. If it fails they stay so
+ * (the claim holds); their outcomes carry their true start anyway. */
+static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
+                    size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_claim_pick(base, c, out, n);
+  if (rc || *n <= c->ahead_from) return rc;
+  pawl_buf_t ids;
+  arr_begin(&ids);
+  for (size_t i = c->ahead_from; i < *n; i++) arr_id(&ids, &(*out)[i]->id);
+  arr_end(&ids);
+  if (!ids.oom) {
+    pg_params_t pp;
+    pp_str(&pp, 0, ids.data);
+    pp_id(&pp, 1, c->token);
+    if (pg_run(s, PG_AHEAD, 2, pp.v, NULL, "mark jobs claimed ahead") == 0)
+      for (size_t i = c->ahead_from; i < *n; i++) (*out)[i]->started_at = 0;
+  }
+  pawl__buf_free(&ids);
+  return 0;
 }
 
 /* The jobs of a claim's result (RETURNING PG_JOB_COLS), in claim order;
@@ -2283,6 +2324,17 @@ static int pg_next_due(store_t *base, const char *const *queues,
 /* ---- finishing attempts --------------------------------------------------- */
 
 /* Fills an END_ATTEMPT call (see its SQL for the parameters). */
+/* The parameters of PG_RUN_START. */
+static void pg_run_start_params(pg_store_t *s, pg_params_t *pp,
+                                const pawl_id_t *id, const pawl_id_t *token,
+                                int32_t attempt, int64_t at) {
+  pp_now(s, pp, 0);
+  pp_id(pp, 1, id);
+  pp_id(pp, 2, token);
+  pp_int(pp, 3, at);
+  pp_int(pp, 4, attempt);
+}
+
 static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
                                 const pawl_id_t *id, const char *outcome,
                                 const char *error, const pawl_id_t *token,
@@ -2429,6 +2481,15 @@ static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
         arr_str(&b->branches, o->branches);
         b->nbranches++;
       }
+      continue;
+    }
+    if (o->kind == PAWL_OUT_STARTED) {
+      /* Not an end: the body of a job claimed ahead started. */
+      b->call_of[i] = b->ncalls;
+      pg_call_t *c = &b->calls[b->ncalls++];
+      c->stmt = PG_RUN_START;
+      c->n = 5;
+      pg_run_start_params(s, &c->p, &o->id, token, o->attempt, o->started_at);
       continue;
     }
     /* Delays in reasons are measured from the batch's clock reading; with
@@ -2640,8 +2701,20 @@ static int pg_recover(store_t *base, size_t *n) {
 }
 
 static int pg_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
-                    int32_t attempt) {
+                    int32_t attempt, int64_t at, int poison) {
   pg_store_t *s = (pg_store_t *)base;
+  if (at) {
+    pg_params_t rp;
+    pg_run_start_params(s, &rp, id, token, attempt, at);
+    PGresult *res;
+    int rc = pg_run(s, PG_RUN_START, 5, rp.v, &res,
+                    "record the start of an attempt");
+    if (rc) return rc;
+    int held = PQntuples(res) == 1;
+    PQclear(res);
+    if (!held) return pawl__store_not_held(base, id, attempt);
+    if (!poison) return 0;
+  }
   pg_params_t pp;
   pp_id(&pp, 0, id);
   pp_id(&pp, 1, token);

@@ -129,11 +129,15 @@
   "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
 
 /* CLAIM_TAKE: ?1 now, ?2 owner, ?3 lease token, ?4 lease expiry, ?5 a JSON
- * array of the picked seqs. Progress belongs to an attempt, so a new
+ * array of the picked seqs, ?6 one of those claimed ahead of a free
+ * worker (store_claim_t.ahead_from), whose started_at stays NULL until
+ * their start is recorded. Progress belongs to an attempt, so a new
  * attempt starts without any. sq_claim() applies the same changes to the
  * jobs it hands out. */
 #define SQLITE_SQL_CLAIM_TAKE                                                \
-  "UPDATE pawl_jobs SET state = 1, attempt = attempt + 1, started_at = ?1, " \
+  "UPDATE pawl_jobs SET state = 1, attempt = attempt + 1, started_at = "     \
+  "CASE WHEN ?6 IS NOT NULL AND seq IN (SELECT value FROM json_each(?6)) "   \
+  "THEN NULL ELSE ?1 END, "                                                  \
   "lease_owner = ?2, lease_token = ?3, lease_expires = ?4, updated_at = ?1, "\
   "progress_done = NULL, progress_total = NULL, version = version + 1 "      \
   "WHERE seq IN (SELECT value FROM json_each(?5)) AND state = 0"

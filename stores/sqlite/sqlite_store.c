@@ -73,6 +73,7 @@ enum {
   SQ_RECOVER,
   SQ_CRASHED,
   SQ_START,
+  SQ_RUN_START,
   SQ_FORGET_START,
   SQ_TRANSITION,
   SQ_ATTEMPTS,
@@ -322,6 +323,12 @@ static const char *const sq_sql[SQ_COUNT] = {
                  "lease_token = ?2 AND attempt = ?3 ON CONFLICT (job_id) DO "
                  "UPDATE SET version = excluded.version",
     [SQ_FORGET_START] = "DELETE FROM pawl_started WHERE job_id = ?1",
+    /* The body of a job claimed ahead started at ?4 (its started_at was
+     * NULL); matches the held attempt whatever its started_at, so that
+     * PAWL_ELEASE means "not held". */
+    [SQ_RUN_START] = "UPDATE pawl_jobs SET started_at = coalesce(started_at, "
+                     "?4) WHERE id = ?1 AND state = 1 AND lease_token = ?2 "
+                     "AND attempt = ?3",
     /* Every operator transition: C decides the new values from the row it
      * read, the version check makes it a compare-and-set. */
     [SQ_TRANSITION] =
@@ -571,7 +578,7 @@ static const char *const sq_sql[SQ_COUNT] = {
                   "WHERE minute >= ?1 ORDER BY minute, state, queue",
     [SQ_TOP_RUNNING] = "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs INDEXED BY "
                        "pawl_jobs_running WHERE state = 1 ORDER BY "
-                       "started_at, id LIMIT ?1",
+                       "started_at IS NULL, started_at, id LIMIT ?1",
     [SQ_ALERT_ADD] = SQLITE_ALERT_ADD,
     [SQ_ALERT_ROLL] = SQLITE_ALERT_ROLL,
     [SQ_ALERT_ROLL_DEL] = SQLITE_ALERT_ROLL_DEL,
@@ -1598,8 +1605,10 @@ static int sq_type_get(store_t *base, const char *type, char **out,
  * must still be pending: the transaction has held the write lock since
  * they were picked. */
 static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
-                         const pawl_buf_t *seqs, size_t n) {
-  if (seqs->oom) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+                         const pawl_buf_t *seqs, const pawl_buf_t *ahead,
+                         size_t n) {
+  if (seqs->oom || ahead->oom)
+    return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   sqlite3_stmt *st = sq_stmt(s, SQ_CLAIM_TAKE);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_int64(st, 1, now);
@@ -1607,6 +1616,10 @@ static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
   sq_bind_id(st, 3, c->token);
   sqlite3_bind_int64(st, 4, now + c->lease_ms);
   sqlite3_bind_text(st, 5, seqs->data, (int)seqs->len, SQLITE_STATIC);
+  if (ahead->len)
+    sqlite3_bind_text(st, 6, ahead->data, (int)ahead->len, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, 6);
   int rc = sq_exec(s, st, "claim jobs");
   if (!rc && (size_t)sqlite3_changes(s->db) != n)
     rc = pawl__store_fail(&s->base, PAWL_ESTORE,
@@ -1648,8 +1661,9 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     which = SQ_CLAIM_QUEUES;
   }
   pawl_job_t **jobs = pawl__calloc(c->max, sizeof *jobs);
-  pawl_buf_t seqs;
+  pawl_buf_t seqs, ahead; /* ahead: empty, or a JSON array */
   pawl__buf_init(&seqs);
+  pawl__buf_init(&ahead);
   if (!jobs) {
     pawl__free(queues_json);
     return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
@@ -1704,6 +1718,12 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
         j->state = PAWL_RUNNING;
         j->attempt++;
         j->started_at = j->updated_at = now;
+        if (got >= c->ahead_from) {
+          /* Claimed ahead: not started (CLAIM_TAKE's ?6). */
+          j->started_at = 0;
+          pawl__buf_printf(&ahead, "%s%lld", ahead.len ? "," : "[",
+                           (long long)j->store_key);
+        }
         j->lease_expires = now + c->lease_ms;
         j->progress_done = j->progress_total = 0;
         j->version++;
@@ -1711,11 +1731,12 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
         jobs[got++] = j;
       }
       pawl__buf_putc(&seqs, ']');
+      if (ahead.len) pawl__buf_putc(&ahead, ']');
       if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
         rc = sq_fail(s, step, "pick jobs to claim");
       sqlite3_reset(st);
     }
-    if (!rc && got > 0) rc = sq_claim_take(s, c, now, &seqs, got);
+    if (!rc && got > 0) rc = sq_claim_take(s, c, now, &seqs, &ahead, got);
     if (!rc && got > 0 && lim.n) rc = sq_limits_save(s, &lim);
     rc = sq_end(s, rc);
   }
@@ -1724,6 +1745,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   pawl__free(lim_qs);
   pawl__free(queues_json);
   pawl__buf_free(&seqs);
+  pawl__buf_free(&ahead);
   if (rc || got == 0) {
     /* Nothing was committed (or the commit failed): drop what we read. */
     for (size_t i = 0; i < got; i++) pawl_job_free(jobs[i]);
@@ -2078,12 +2100,18 @@ static int sq_deps_branches(sq_store_t *s, const pawl_outcome_t *o) {
   return sq_exec(s, st, "record fired branches");
 }
 
+static int sq_run_start(sq_store_t *s, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt, int64_t at,
+                        int64_t now);
+
 /* One outcome inside the finish transaction. PAWL_ELEASE when the job is not
  * held by `token` under that attempt any more. A success is noted for the
  * batch's throughput count (sq_tp_note()); a failure is counted here. */
 static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
                          const pawl_outcome_t *o, int64_t now) {
   int rc;
+  if (o->kind == PAWL_OUT_STARTED)
+    return sq_run_start(s, &o->id, token, o->attempt, o->started_at, now);
   if (o->kind == PAWL_OUT_SUCCEEDED) {
     /* The claim's store_key finds the row without the id index. It is a
      * hint, the id is the truth: a key that names another row falls back
@@ -2259,17 +2287,43 @@ static int sq_recover(store_t *base, size_t *n) {
   return rc;
 }
 
-static int sq_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
-                    int32_t attempt) {
-  sq_store_t *s = (sq_store_t *)base;
-  sqlite3_stmt *st = sq_stmt(s, SQ_START);
+/* The body of a job claimed ahead started at `at` (capped at `now`):
+ * inside a write transaction. PAWL_ELEASE if the attempt is not held. */
+static int sq_run_start(sq_store_t *s, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt, int64_t at,
+                        int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_RUN_START);
   if (!st) return PAWL_ESTORE;
   sq_bind_id(st, 1, id);
   sq_bind_id(st, 2, token);
   sqlite3_bind_int(st, 3, attempt);
-  int rc = sq_exec_write(s, st, "record the start of an attempt");
-  if (!rc && sqlite3_changes(s->db) != 1) rc = pawl__store_not_held(base, id, attempt);
+  sqlite3_bind_int64(st, 4, at < now ? at : now);
+  int rc = sq_exec(s, st, "record the start of an attempt");
+  if (!rc && sqlite3_changes(s->db) != 1) rc = PAWL_ELEASE;
   return rc;
+}
+
+static int sq_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
+                    int32_t attempt, int64_t at, int poison) {
+  sq_store_t *s = (sq_store_t *)base;
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
+  if (at) rc = sq_run_start(s, id, token, attempt, at, now);
+  if (!rc && poison) {
+    sqlite3_stmt *st = sq_stmt(s, SQ_START);
+    if (!st) return sq_end(s, PAWL_ESTORE);
+    sq_bind_id(st, 1, id);
+    sq_bind_id(st, 2, token);
+    sqlite3_bind_int(st, 3, attempt);
+    rc = sq_exec(s, st, "record the start of an attempt");
+    if (!rc && sqlite3_changes(s->db) != 1) rc = PAWL_ELEASE;
+  }
+  if (rc == PAWL_ELEASE) {
+    sq_end(s, 0);
+    return pawl__store_not_held(base, id, attempt);
+  }
+  return sq_end(s, rc);
 }
 
 /* ---- operator transitions ----------------------------------------------- */
