@@ -1254,8 +1254,16 @@ typedef struct pawl_host_opts {
   const int *queue_concurrency;
   int prefetch;              /* jobs claimed ahead of free workers, 0 or
                                 more; -1 (or less): adaptive, about 10 ms
-                                of work per worker (at least one job, at
-                                most 1000) */
+                                of work per worker by the average job's
+                                time (none for jobs that take longer than
+                                10 ms, at most 1000) */
+  int64_t ahead_hold_ms;     /* every worker busy and no job started or
+                                ended for this long: the jobs claimed ahead
+                                go back to pending (their attempts not
+                                counted), so that another node runs them,
+                                and none is claimed ahead until a job
+                                starts or ends; 0: 100; at most
+                                PAWL_DELAY_MAX_MS */
   int64_t poll_ms;           /* poll interval when nothing wakes us; 0:
                                 1000; at most PAWL_DELAY_MAX_MS */
   int64_t heartbeat_ms;      /* lease extension period; 0: lease / 3; at

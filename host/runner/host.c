@@ -145,6 +145,22 @@ void pawl__host_release_queued(host_t *h) {
   pawl__host_hand_back_items(h, own);
 }
 
+size_t pawl__host_release_stalled(host_t *h, int64_t now, int64_t hold_ms) {
+  pthread_mutex_lock(&h->mu);
+  host_item_t *items = NULL;
+  size_t n = 0;
+  if (h->pool > 0 && h->pool_running >= h->pool && h->queue_head &&
+      now - h->pool_moved_mono >= hold_ms && !h->stopping) {
+    items = h->queue_head;
+    h->queue_head = h->queue_tail = NULL;
+    for (host_item_t *it = items; it; it = it->next) n++;
+    h->queued -= (int)n;
+  }
+  pthread_mutex_unlock(&h->mu);
+  pawl__host_hand_back_items(h, items);
+  return n;
+}
+
 host_item_t *pawl__host_take_locked(host_t *h) {
   host_item_t *it = NULL;
   if (h->own_head) {
@@ -157,6 +173,7 @@ host_item_t *pawl__host_take_locked(host_t *h) {
     h->queue_head = it->next;
     if (!h->queue_head) h->queue_tail = NULL;
     h->pool_running++;
+    h->pool_moved_mono = pawl__mono_ms();
   }
   if (it) {
     h->queued--;
@@ -169,10 +186,12 @@ host_item_t *pawl__host_take_locked(host_t *h) {
 void pawl__host_item_done_locked(host_t *h, const host_item_t *it) {
   h->running--;
   pawl__metrics_busy(h->metrics, h->running);
-  if (it->slot >= 0)
+  if (it->slot >= 0) {
     h->qslots[it->slot].held--;
-  else
+  } else {
     h->pool_running--;
+    h->pool_moved_mono = pawl__mono_ms();
+  }
 }
 
 size_t pawl__host_items_make(pawl_job_t **jobs, size_t n, int64_t claimed_mono,
@@ -383,6 +402,7 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
     int64_t v, min, max;
   } nums[] = {
       {"poll_ms", o->poll_ms, 0, PAWL_DELAY_MAX_MS},
+      {"ahead_hold_ms", o->ahead_hold_ms, 0, PAWL_DELAY_MAX_MS},
       {"heartbeat_ms", o->heartbeat_ms, 0, PAWL_LEASE_MAX_MS},
       {"grace_ms", o->grace_ms, 0, PAWL_DELAY_MAX_MS},
       {"reload_ms", o->reload_ms, 0, PAWL_DELAY_MAX_MS},
@@ -402,6 +422,7 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
   h->interrupt_signal = sig;
   int64_t lease_ms = pawl__lease_ms(p);
   if (o->poll_ms <= 0) o->poll_ms = 1000;
+  if (o->ahead_hold_ms <= 0) o->ahead_hold_ms = 100;
   if (o->heartbeat_ms <= 0) o->heartbeat_ms = lease_ms / 3 > 0 ? lease_ms / 3 : 1;
   if (o->grace_ms <= 0) o->grace_ms = 30000;
   if (o->reload_ms <= 0) o->reload_ms = 1000;

@@ -138,6 +138,12 @@ typedef struct host {
   host_item_t *own_head, *own_tail;
   int own_queued;            /* in own_head's list */
   int pool;                  /* the shared pool's workers (0: none) */
+  int64_t pool_moved_mono;   /* when a job of the pool last started or
+                                ended (monotonic ms): with every worker of
+                                the pool busy and nothing moved for
+                                opts.ahead_hold_ms, they are busy on long
+                                jobs, and the jobs claimed ahead go back
+                                (poller.c) */
   int pool_running;          /* its jobs being run */
   char **pool_queues;        /* the queues it claims (borrowed from
                                 h->queues); npool_queues 0: every queue */
@@ -309,6 +315,12 @@ void pawl__host_hand_back_items(host_t *h, host_item_t *items);
 /* Hands back the jobs claimed ahead and waiting for a worker (takes
  * h->mu for the queue). */
 void pawl__host_release_queued(host_t *h);
+
+/* Hands back the shared pool's queued jobs (claimed ahead of a free
+ * worker) if every worker of the pool is busy and none of its jobs has
+ * started or ended for `hold_ms` by `now` (monotonic ms); returns how many
+ * went back. */
+size_t pawl__host_release_stalled(host_t *h, int64_t now, int64_t hold_ms);
 
 /* Makes the list of queue items for the `n` jobs a claim returned at
  * `claimed_mono` (takes the jobs; frees the array): *first..*last, NULL

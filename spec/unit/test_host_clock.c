@@ -82,9 +82,11 @@ static pawl_t *hc_open(int frozen) {
  * every HC_NEVER_MS. The clock tests never poll either: a retry or a
  * snooze that runs once due shows that the poller sleeps until the next
  * due time (and that enqueues and outcomes wake it), not that it polls. */
-static void hc_start(pawl_t *p, int workers, int64_t poll_ms) {
+static void hc_start_hold(pawl_t *p, int workers, int64_t poll_ms,
+                          int64_t ahead_hold_ms) {
   pawl_host_opts_t o;
   pawl_host_opts_init(&o);
+  o.ahead_hold_ms = ahead_hold_ms;
   o.scripts_dir = "scripts";
   o.workers = workers;
   o.poll_ms = poll_ms;
@@ -93,6 +95,12 @@ static void hc_start(pawl_t *p, int workers, int64_t poll_ms) {
   o.log_level = PAWL_LOG_WARN;
   o.allow_io = 1; /* the jobs' gates and markers are files */
   CHECK_OK(pawl_start(p, &o));
+}
+
+/* Jobs claimed ahead stay claimed however long the workers are busy (the
+ * tests that hand them back say how soon). */
+static void hc_start(pawl_t *p, int workers, int64_t poll_ms) {
+  hc_start_hold(p, workers, poll_ms, HC_NEVER_MS);
 }
 
 static void hc_stop(pawl_t *p) {
@@ -504,5 +512,60 @@ void test_host_clock_claimed_ahead_started_while_running(void) {
   CHECK_OK(pawl_history(p, &second, &h));
   CHECK_INT(h->attempts[0].started_at, ==, T0 + 10000);
   pawl_history_free(h);
+  hc_stop(p);
+}
+
+/* Every worker busy on a long job: a job claimed ahead goes back to
+ * pending, unstarted and its attempt not counted, once no job has
+ * started or ended for ahead_hold_ms (here 50 ms), and runs once the
+ * worker is free. One worker held at a gate; `quick` claimed with it. */
+void test_host_clock_claimed_ahead_handed_back(void) {
+  pawl_t *p = hc_open(1);
+  hc_script("hold",
+            "return {\n"
+            "  run = function(job)\n"
+            "    assert(io.open(\"reached\", \"w\")):close()\n"
+            "    for i = 1, 12000 do\n"
+            "      local f = io.open(\"open\", \"r\")\n"
+            "      if f then f:close() return \"opened\" end\n"
+            "      pawl.sleep(0.005)\n"
+            "    end\n"
+            "    error(\"the gate was not opened within 60 s\")\n"
+            "  end,\n"
+            "}\n");
+  hc_script("quick", "return { run = function(job) return 1 end }\n");
+  pawl_id_t hold = hc_enqueue(p, "hold", 1);
+  pawl_id_t quick = hc_enqueue(p, "quick", 1);
+  hc_start_hold(p, 1, HC_NEVER_MS, 50);
+  /* Handed back: pending again, attempt 0, one released attempt that
+   * never started. */
+  pawl_history_t *h = NULL;
+  double deadline = hc_mono_ms() + HC_HANG_MS;
+  for (;;) {
+    CHECK_OK(pawl_history(p, &quick, &h));
+    if (h->nattempts > 0 && strcmp(h->attempts[0].outcome, "claimed") != 0)
+      break;
+    pawl_history_free(h);
+    if (hc_mono_ms() > deadline)
+      unit_fail(__FILE__, __LINE__, "quick was never handed back");
+    hc_nap();
+  }
+  CHECK_INT(h->nattempts, ==, 1);
+  CHECK_STR(h->attempts[0].outcome, "released");
+  CHECK_INT(h->attempts[0].started_at, ==, 0);
+  pawl_history_free(h);
+  pawl_job_t *j = NULL;
+  CHECK_OK(pawl_get(p, &quick, &j));
+  CHECK_INT(j->state, ==, PAWL_PENDING);
+  CHECK_INT(j->attempt, ==, 0);
+  pawl_job_free(j);
+  CHECK_OK(pawl_get(p, &hold, &j));
+  CHECK_INT(j->state, ==, PAWL_RUNNING);
+  pawl_job_free(j);
+  FILE *f = fopen("open", "w");
+  CHECK(f != NULL);
+  fclose(f);
+  pawl_job_free(hc_wait(p, &quick, PAWL_SUCCEEDED, 1));
+  pawl_job_free(hc_wait(p, &hold, PAWL_SUCCEEDED, 1));
   hc_stop(p);
 }
