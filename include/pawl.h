@@ -839,7 +839,8 @@ typedef enum pawl_outcome_kind {
                          counted */
   PAWL_OUT_RELEASE,   /* running -> pending now, attempt not counted: the
                          node is stopping, or it hands back a job it
-                         claimed ahead */
+                         claimed ahead; `error` (may be NULL: "node
+                         stopping") says why in the history event */
   PAWL_OUT_STARTED    /* not an end: the body of a job claimed ahead
                          started at `started_at` (required), so the job
                          shows as running from then on, not as claimed

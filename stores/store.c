@@ -559,7 +559,10 @@ int pawl__store_plan_ending(store_t *st, const pawl_outcome_t *o, int64_t now,
     out->outcome = "released";
     out->give_back = 1;
     out->run_at = -1;
-    snprintf(out->why, sizeof out->why, "released: node stopping");
+    /* Why its node gave it back: the error text when it says (a job
+     * claimed ahead of workers busy on long jobs), else a stop. */
+    snprintf(out->why, sizeof out->why, "released: %.80s",
+             o->error ? o->error : "node stopping");
     return 0;
   default:
     return pawl__store_fail(st, PAWL_EINVAL, "unknown outcome kind %d",

@@ -107,11 +107,18 @@ void pawl__host_push_outcome(host_t *h, host_outcome_t *o) {
 }
 
 void pawl__host_hand_back(host_t *h, pawl_job_t *job) {
+  pawl__host_hand_back_why(h, job, NULL);
+}
+
+void pawl__host_hand_back_why(host_t *h, pawl_job_t *job, const char *why) {
   host_outcome_t *o = pawl__calloc(1, sizeof *o);
   if (!o) {
     pawl_job_free(job);
     return; /* its lease expires and recovery takes it back */
   }
+  /* Out of memory for the reason: the event says "node stopping". */
+  if (why) o->error = pawl__strdup(why);
+  o->out.error = o->error;
   o->job = job;
   o->worker = -1;
   o->hook_ref = PAWL__LUA_NOREF;
@@ -157,7 +164,13 @@ size_t pawl__host_release_stalled(host_t *h, int64_t now, int64_t hold_ms) {
     h->queued -= (int)n;
   }
   pthread_mutex_unlock(&h->mu);
-  pawl__host_hand_back_items(h, items);
+  while (items) {
+    host_item_t *it = items;
+    items = it->next;
+    pawl__host_hand_back_why(h, it->job, "claimed ahead; every worker of its "
+                                         "node was busy on a long job");
+    pawl__free(it);
+  }
   return n;
 }
 

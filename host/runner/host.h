@@ -298,6 +298,9 @@ int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono);
 /* Hands a claimed job that never started back to the store (pending again,
  * no attempt used) through the completer. Takes ownership of `job`. */
 void pawl__host_hand_back(host_t *h, pawl_job_t *job);
+/* pawl__host_hand_back() saying why (a static string, copied; NULL: the
+ * node is stopping): the reason of the job's history event. */
+void pawl__host_hand_back_why(host_t *h, pawl_job_t *job, const char *why);
 
 /* Takes the next job a worker may run now (h->mu held): one of a queue
  * with workers of its own first, else the shared pool's while it has a

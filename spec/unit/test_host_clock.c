@@ -553,6 +553,7 @@ void test_host_clock_claimed_ahead_handed_back(void) {
   CHECK_INT(h->nattempts, ==, 1);
   CHECK_STR(h->attempts[0].outcome, "released");
   CHECK_INT(h->attempts[0].started_at, ==, 0);
+  CHECK(strstr(h->events[h->nevents - 1].reason, "busy on a long job") != NULL);
   pawl_history_free(h);
   pawl_job_t *j = NULL;
   CHECK_OK(pawl_get(p, &quick, &j));
