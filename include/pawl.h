@@ -810,7 +810,12 @@ typedef struct pawl_claim_opts {
   /* 0: the claimed jobs start now (a program that runs what it claims):
    * the starts that matter are recorded by the claim (see pawl_recover()).
    * 1: they may wait in the caller's queue (a prefetch): call pawl_begin()
-   * on each just before running it. */
+   * on each just before running it (or write a PAWL_OUT_STARTED outcome).
+   * With a prefetch, the jobs claimed ahead of a free worker (the last
+   * ones of the array, past max - prefetch) are claimed, not running:
+   * their started_at is 0 (NULL in the database), and pawl jobs, pawl
+   * show and pawl top show them as claimed, until their start is
+   * recorded. */
   int defer_start;
   /* Limits (issue 14): how many of the `max` jobs are claimed ahead of a
    * free worker (a prefetch), 0..max. A job under a limit with a
@@ -838,8 +843,16 @@ typedef enum pawl_outcome_kind {
   PAWL_OUT_RETRY,     /* running -> pending at `run_at`, with `error` */
   PAWL_OUT_SNOOZE,    /* running -> pending at `run_at`; the attempt is not
                          counted */
-  PAWL_OUT_RELEASE    /* running -> pending now, attempt not counted: the
-                         node is stopping */
+  PAWL_OUT_RELEASE,   /* running -> pending now, attempt not counted: the
+                         node is stopping, or it hands back a job it
+                         claimed ahead; `error` (may be NULL: "node
+                         stopping") says why in the history event */
+  PAWL_OUT_STARTED    /* not an end: the body of a job claimed ahead
+                         started at `started_at` (required), so the job
+                         shows as running from then on, not as claimed
+                         (what pawl_begin() records, written with other
+                         outcomes in one transaction). The job stays
+                         running; PAWL_ELEASE if it is not held. */
 } pawl_outcome_kind_t;
 
 /* A log line written by job code (ctx:log). Pointers are borrowed. */
@@ -876,6 +889,17 @@ typedef struct pawl_outcome {
    * predicates on the result), a JSON array of strings, or NULL for none:
    * children enqueued with when = "branch:NAME" run if NAME is in it. */
   const char *branches;
+  /* When the attempt's body started and when it returned, by the handle's
+   * clock (pawl_now()), as measured by whoever ran it; 0: not measured.
+   * They are what the attempt's run time is (pawl_attempt_t, a batch's
+   * exec_ms): started_at replaces the time of the claim (the time from
+   * the claim to it counts as queue wait), ended_at the time of the
+   * finish. The store keeps them within the claim and the finish: a
+   * start before the claim is the claim's time, an end after the finish
+   * the finish's. 0..PAWL_TIME_MAX_MS; ended_at, when both are given, not
+   * before started_at. */
+  int64_t started_at;
+  int64_t ended_at;
 } pawl_outcome_t;
 
 /* Writes `n` outcomes in one transaction (group commit), each with its
@@ -904,11 +928,14 @@ PAWL_EXTERN int pawl_heartbeat(pawl_t *p, size_t *out_n);
 PAWL_EXTERN int pawl_recover(pawl_t *p, size_t *out_n);
 
 /* Call just before running a job claimed with defer_start (borrowed; its
- * id, attempt and recoveries are read). For a job never recovered before
- * (recoveries 0, nearly all jobs) it does nothing and returns 0; for one
- * that was, it records in the database that this attempt starts now (one
- * write), and returns PAWL_ELEASE if the attempt is no longer held (do
- * not run it), or a database error (do not run it: hand it back with a
+ * id, attempt, started_at and recoveries are read). For a job that was
+ * not claimed ahead (started_at set) and never recovered before (nearly
+ * all jobs when workers are free) it does nothing and returns 0; for one
+ * claimed ahead (started_at 0), it records that its body starts now, so
+ * that it shows as running instead of claimed, and for one recovered
+ * before, that this attempt started (for the poison count): one write.
+ * It returns PAWL_ELEASE if the attempt is no longer held (do not run
+ * it), or a database error (do not run it: hand it back with a
  * PAWL_OUT_RELEASE outcome, or let its lease expire). */
 PAWL_EXTERN int pawl_begin(pawl_t *p, const pawl_job_t *job);
 
@@ -960,7 +987,9 @@ typedef struct pawl_attempt {
   int64_t started_at;
   int64_t ended_at;     /* 0 while running */
   char *outcome;        /* "succeeded", "failed", "retry", "snoozed",
-                           "released", "lost", "canceled", "running" */
+                           "released", "lost", "canceled", "running",
+                           "claimed" (running, claimed ahead of a free
+                           worker: started_at 0 until its body starts) */
   char *error;          /* sanitized, or NULL */
 } pawl_attempt_t;
 
@@ -1232,8 +1261,16 @@ typedef struct pawl_host_opts {
   const int *queue_concurrency;
   int prefetch;              /* jobs claimed ahead of free workers, 0 or
                                 more; -1 (or less): adaptive, about 10 ms
-                                of work per worker (at least one job, at
-                                most 1000) */
+                                of work per worker by the average job's
+                                time (none for jobs that take longer than
+                                10 ms, at most 1000) */
+  int64_t ahead_hold_ms;     /* every worker busy and no job started or
+                                ended for this long: the jobs claimed ahead
+                                go back to pending (their attempts not
+                                counted), so that another node runs them,
+                                and none is claimed ahead until a job
+                                starts or ends; 0: 100; at most
+                                PAWL_DELAY_MAX_MS */
   int64_t poll_ms;           /* poll interval when nothing wakes us; 0:
                                 1000; at most PAWL_DELAY_MAX_MS */
   int64_t heartbeat_ms;      /* lease extension period; 0: lease / 3; at
@@ -1478,7 +1515,9 @@ typedef struct pawl_node_info {
   char *queues;            /* the queues it serves, comma-separated; "" all */
   int64_t started_at;
   int64_t last_beat;
-  int64_t running;         /* jobs running under its leases now */
+  int64_t running;         /* jobs running under its leases now (their
+                              bodies started: busy workers; jobs claimed
+                              ahead of a free worker are not counted) */
 } pawl_node_info_t;
 
 /* The nodes, by id. On success *out (NULL when there are none) holds *n

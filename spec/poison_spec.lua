@@ -40,7 +40,10 @@ return {
     for i = 1, INNOCENT do innocent[i] = env:enqueue("innocent", "{}") end
 
     local function start()
+      -- --ahead-hold: the innocent jobs stay claimed behind the poison one
+      -- (by default a node hands them back once its worker is stuck).
       return env:start("--workers", "1", "--prefetch", tostring(INNOCENT),
+                       "--ahead-hold", "600",
                        "--lease", LEASE, "--poll", "0.2")
     end
 

@@ -248,11 +248,12 @@ int pawl__store_dup(char **dst, const char *src) {
   return *dst ? 0 : -1;
 }
 
-/* Appends a claim event (pending -> running) for an attempt. */
-static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a) {
+/* Appends a claim event (pending -> running) for an attempt, at `at`. */
+static int store_push_claim(pawl_history_t *h, const pawl_attempt_t *a,
+                            int64_t at) {
   pawl_event_t *e = pawl__store_push((void **)&h->events, &h->nevents, sizeof *e);
   if (!e) return -1;
-  e->at = a->started_at;
+  e->at = at;
   e->from_state = PAWL_PENDING;
   e->to_state = PAWL_RUNNING;
   e->attempt = a->attempt;
@@ -290,8 +291,15 @@ int pawl__store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
   size_t next_attempt = 0;
   for (size_t i = 0; !oom && i < nrows; i++) {
     pawl_event_t *row = &rows[i];
-    if (row->from_state == PAWL_RUNNING && next_attempt < h->nattempts &&
-        store_push_claim(h, &h->attempts[next_attempt++])) {
+    /* A recorded attempt keeps no claim time: its event is at the body's
+     * start, or, for an attempt that never started (claimed ahead, then
+     * handed back or lost), at its end. */
+    const pawl_attempt_t *ra =
+        row->from_state == PAWL_RUNNING && next_attempt < h->nattempts
+            ? &h->attempts[next_attempt++]
+            : NULL;
+    if (ra && store_push_claim(h, ra, ra->started_at ? ra->started_at
+                                                     : ra->ended_at)) {
       oom = 1;
       break;
     }
@@ -321,9 +329,19 @@ int pawl__store_history_assemble(pawl_history_t *h, const pawl_job_t *j,
       a->started_at = j->started_at;
       a->ended_at = j->state == PAWL_SUCCEEDED ? j->finished_at : 0;
       oom |= pawl__store_dup(&a->node, j->lease_owner);
+      /* Running with no start: claimed ahead of a free worker, waiting
+       * for one. */
       oom |= pawl__store_dup(&a->outcome,
-                       j->state == PAWL_SUCCEEDED ? "succeeded" : "running");
-      if (!oom && store_push_claim(h, a)) oom = 1;
+                             j->state == PAWL_SUCCEEDED ? "succeeded"
+                             : j->started_at            ? "running"
+                                                        : "claimed");
+      /* A running job's updated_at is its claim's time (nothing else
+       * writes it while it runs); a succeeded one's claim is its body's
+       * start. */
+      if (!oom && store_push_claim(h, a,
+                                   j->state == PAWL_RUNNING ? j->updated_at
+                                                            : a->started_at))
+        oom = 1;
     }
     if (!oom && j->state == PAWL_SUCCEEDED) {
       e = pawl__store_push((void **)&h->events, &h->nevents, sizeof *e);
@@ -551,7 +569,10 @@ int pawl__store_plan_ending(store_t *st, const pawl_outcome_t *o, int64_t now,
     out->outcome = "released";
     out->give_back = 1;
     out->run_at = -1;
-    snprintf(out->why, sizeof out->why, "released: node stopping");
+    /* Why its node gave it back: the error text when it says (a job
+     * claimed ahead of workers busy on long jobs), else a stop. */
+    snprintf(out->why, sizeof out->why, "released: %.80s",
+             o->error ? o->error : "node stopping");
     return 0;
   default:
     return pawl__store_fail(st, PAWL_EINVAL, "unknown outcome kind %d",

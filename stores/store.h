@@ -150,6 +150,12 @@ typedef struct store_claim {
    * prefetch, which jobs under rate-only limits may fill (see
    * pawl_claim_opts_t). */
   size_t limited_max;
+  /* The jobs picked from this index on are claimed ahead of a free
+   * worker (pawl_claim_opts_t.defer_start with a prefetch): their
+   * started_at stays NULL (they show as claimed, not running) until
+   * their start is recorded (claim.start, or a PAWL_OUT_STARTED
+   * outcome). max (or more): none is. */
+  size_t ahead_from;
 } store_claim_t;
 
 /* Operator and flow transitions, each a compare-and-set. */
@@ -373,12 +379,14 @@ struct store_ops {
     /* Takes back jobs whose lease expired (see pawl_recover() and
      * pawl__store_plan_recovery()). */
     int (*recover)(store_t *st, size_t *n);
-    /* Records that the attempt `token` holds under `attempt` starts now
-     * (a pawl_started row with the job's version), which pawl_begin() and
-     * pawl_claim() do only for jobs recovered before. PAWL_ELEASE if the
-     * attempt is not held. */
+    /* Records that the attempt `token` holds under `attempt` starts now:
+     * with `poison`, a pawl_started row with the job's version (what
+     * pawl_begin() and pawl_claim() do for jobs recovered before); with
+     * `at` (not 0), the job's started_at if it has none (a job claimed
+     * ahead: store_claim_t.ahead_from), at most the store's now.
+     * PAWL_ELEASE if the attempt is not held. */
     int (*start)(store_t *st, const pawl_id_t *id, const pawl_id_t *token,
-                 int32_t attempt);
+                 int32_t attempt, int64_t at, int poison);
     /* Extends the lease of one attempt held by `token`; *held is 1 if it
      * was (running, same token and attempt), else 0 and nothing changes. */
     int (*extend_one)(store_t *st, const pawl_id_t *id, const pawl_id_t *token,

@@ -993,6 +993,10 @@ int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
       .token = &p->incarnation,
       .lease_ms = opts && opts->lease_ms > 0 ? opts->lease_ms : p->lease_ms,
       .limited_max = max - (opts ? opts->prefetch : 0),
+      /* Claimed ahead: the last `prefetch` of `max`, which the caller
+       * starts later (defer_start); without defer_start each job claimed
+       * starts now. */
+      .ahead_from = opts && opts->defer_start ? max - opts->prefetch : max,
   };
   for (size_t i = 0; i < c.nqueues; i++) {
     int rc = pawl_check_name(p, "queue name", c.queues[i]);
@@ -1009,7 +1013,7 @@ int pawl_claim(pawl_t *p, const pawl_claim_opts_t *opts, size_t max,
   for (size_t i = 0; !(opts && opts->defer_start) && i < n; i++)
     if (jobs[i]->recoveries > 0)
       p->store->ops->claim.start(p->store, &jobs[i]->id, &p->incarnation,
-                                 jobs[i]->attempt);
+                                 jobs[i]->attempt, 0, 1);
   *out_jobs = jobs;
   *out_n = n;
   return 0;
@@ -1066,6 +1070,17 @@ static int pawl_check_outcome(pawl_t *p, const pawl_outcome_t *o) {
       (rc = pawl_check_int(p, "run_at", o->run_at, 0, PAWL_TIME_MAX_MS,
                            "ms since the epoch")))
     return rc;
+  if ((rc = pawl_check_int(p, "started_at", o->started_at, 0,
+                           PAWL_TIME_MAX_MS, "ms since the epoch")) ||
+      (rc = pawl_check_int(p, "ended_at", o->ended_at, 0, PAWL_TIME_MAX_MS,
+                           "ms since the epoch")))
+    return rc;
+  if (o->kind == PAWL_OUT_STARTED && !o->started_at)
+    return pawl__fail(p, PAWL_EINVAL, "a started outcome needs started_at");
+  if (o->started_at && o->ended_at && o->ended_at < o->started_at)
+    return pawl__fail(p, PAWL_EINVAL,
+                      "ended_at (%lld) is before started_at (%lld)",
+                      (long long)o->ended_at, (long long)o->started_at);
   if (o->nlogs && !o->logs)
     return pawl__fail(p, PAWL_EINVAL, "%zu log lines but no array", o->nlogs);
   for (size_t i = 0; i < o->nlogs; i++) {
@@ -1118,11 +1133,14 @@ int pawl_recover(pawl_t *p, size_t *out_n) {
 int pawl_begin(pawl_t *p, const pawl_job_t *job) {
   PAWL__CHECK(p);
   p->errmsg[0] = 0;
-  /* Never recovered: the common case costs nothing (see pawl_recover()). */
-  if (job->recoveries <= 0) return 0;
+  /* Started by its claim and never recovered: the common case costs
+   * nothing (see pawl_recover()). */
+  int ahead = job->started_at == 0, poison = job->recoveries > 0;
+  if (!ahead && !poison) return 0;
   return pawl__from_store(p, p->store->ops->claim.start(
                                 p->store, &job->id, &p->incarnation,
-                                job->attempt));
+                                job->attempt, ahead ? pawl_now(p) : 0,
+                                poison));
 }
 
 int pawl_progress(pawl_t *p, const pawl_id_t *id, int32_t attempt,

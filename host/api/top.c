@@ -160,6 +160,12 @@ static int top_job_cb(const pawl_job_t *j, void *data) {
     pawl__buf_putc(b, ',');
     top_int(b, "running_ms",
             j->started_at && c->at > j->started_at ? c->at - j->started_at : 0);
+    /* Claimed ahead of a free worker: its body has not started, it waits
+     * (since its claim: a running job's updated_at). */
+    pawl__buf_printf(b, ",\"claimed\":%s,", j->started_at ? "false" : "true");
+    top_int(b, "claimed_ms",
+            !j->started_at && c->at > j->updated_at ? c->at - j->updated_at
+                                                    : 0);
     pawl__buf_putc(b, ',');
     top_num(b, "progress_done", j->progress_done);
     pawl__buf_putc(b, ',');

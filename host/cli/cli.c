@@ -113,6 +113,7 @@ typedef enum cli_opt_id {
   CLI_O_GRACE,
   CLI_O_LEASE,
   CLI_O_PREFETCH,
+  CLI_O_AHEAD_HOLD,
   CLI_O_IDLE_WAIT,
   CLI_O_GIVE_UP,
   CLI_O_LOAD_TIMEOUT,
@@ -224,6 +225,7 @@ static const struct cli_opt {
     {"--grace", CLI_O_GRACE, 1, CLI_BIT(CLI_RUN)},
     {"--lease", CLI_O_LEASE, 1, CLI_BIT(CLI_RUN)},
     {"--prefetch", CLI_O_PREFETCH, 1, CLI_BIT(CLI_RUN)},
+    {"--ahead-hold", CLI_O_AHEAD_HOLD, 1, CLI_BIT(CLI_RUN)},
     {"--idle-wait", CLI_O_IDLE_WAIT, 1, CLI_BIT(CLI_RUN)},
     {"--give-up", CLI_O_GIVE_UP, 1, CLI_BIT(CLI_RUN)},
     {"--load-timeout", CLI_O_LOAD_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
@@ -399,6 +401,9 @@ static const char cli_usage_text[] =
     "                            at once\n"
     "      --prefetch N          jobs claimed ahead of free workers (default:\n"
     "                            about 10 ms of work per worker)\n"
+    "      --ahead-hold SECONDS  every worker busy with no job started or\n"
+    "                            ended for this long: hand back the jobs\n"
+    "                            claimed ahead (default 0.1)\n"
     "      --allow-io            let job code read and write files (io.open,\n"
     "                            io.lines, io.read, io.write, io.type)\n"
     "      --allow-env           let job code read the environment (os.getenv)\n"
@@ -920,6 +925,13 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   case CLI_O_PREFETCH:
     if (!(rc = cli_parse_int(o->name, v, 0, 100000, &n, err)))
       a->host.prefetch = (int)n;
+    break;
+  case CLI_O_AHEAD_HOLD:
+    rc = cli_parse_seconds(o->name, v, PAWL_DELAY_MAX_MS, &a->host.ahead_hold_ms,
+                           err);
+    if (!rc && a->host.ahead_hold_ms == 0)
+      rc = cli_fail(err, CLI_USAGE, "%s must be more than 0 seconds (got %s)",
+                    o->name, v);
     break;
   case CLI_O_GIVE_UP:
     rc = cli_parse_seconds(o->name, v, PAWL_GIVE_UP_MAX_MS,
@@ -1506,7 +1518,7 @@ static int cli_list_cb(const pawl_job_t *j, void *data) {
   else
     snprintf(att, sizeof att, "%d/script", (int)j->attempt);
   cli_time(j->run_at, run_at);
-  const char *row[7] = {id,   j->type, j->queue, pawl_state_name(j->state),
+  const char *row[7] = {id,   j->type, j->queue, cli_job_state(j),
                         prio, att,     run_at};
   cli_table_row(&l->table, row);
   l->oom = l->table.oom;

@@ -70,6 +70,10 @@ int cli_print_job_json(const pawl_job_t *j, char *err);
 /* Text: "field: value" rows of every job field, and the rows of the
  * attempts, transitions and log lines tables of `pawl show`. */
 void cli_job_fields(cli_table_t *t, const pawl_job_t *j);
+/* The state to show for a job: its state's name, or "claimed" for a
+ * running job whose body has not started (claimed ahead of a free
+ * worker: started_at 0). Static. */
+const char *cli_job_state(const pawl_job_t *j);
 void cli_attempt_rows(cli_table_t *t, const pawl_history_t *h);
 void cli_event_rows(cli_table_t *t, const pawl_history_t *h);
 void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs, size_t n);

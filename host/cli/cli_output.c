@@ -199,6 +199,10 @@ void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
   pawl__buf_puts(b, ",\"queue\":");
   cli_json_str(b, j->queue);
   pawl__buf_printf(b, ",\"state\":\"%s\"", pawl_state_name(j->state));
+  /* Running but claimed ahead of a free worker: its body has not started
+   * (started_at is null). */
+  if (j->state == PAWL_RUNNING)
+    pawl__buf_printf(b, ",\"claimed\":%s", j->started_at ? "false" : "true");
   if (j->state == PAWL_PAUSED)
     pawl__buf_printf(b, ",\"paused_from\":\"%s\"", pawl_state_name(j->paused_from));
   pawl__buf_printf(b, ",\"priority\":%d,\"attempt\":%d,\"max_attempts\":",
@@ -347,6 +351,11 @@ static void cli_field_time(cli_table_t *t, const char *name, int64_t ms) {
   cli_field(t, name, s);
 }
 
+const char *cli_job_state(const pawl_job_t *j) {
+  return j->state == PAWL_RUNNING && !j->started_at ? "claimed"
+                                                    : pawl_state_name(j->state);
+}
+
 /* "field: value" lines for every job field. */
 void cli_job_fields(cli_table_t *t, const pawl_job_t *j) {
   char id[PAWL_ID_STRLEN];
@@ -354,7 +363,7 @@ void cli_job_fields(cli_table_t *t, const pawl_job_t *j) {
   cli_field(t, "id:", id);
   cli_field(t, "type:", j->type);
   cli_field(t, "queue:", j->queue);
-  cli_field(t, "state:", pawl_state_name(j->state));
+  cli_field(t, "state:", cli_job_state(j));
   if (j->state == PAWL_PAUSED)
     cli_field(t, "paused_from:", pawl_state_name(j->paused_from));
   cli_field_int(t, "priority:", j->priority);

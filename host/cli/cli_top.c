@@ -588,6 +588,18 @@ static void top_span(int64_t ms, char *out, size_t len) {
              ms / 3600000 % 24);
 }
 
+/* How long a job of the running list has run ("12s"), or, claimed ahead
+ * of a free worker and not started, that it waits ("claimed 3s"). */
+static void top_for(const tj_t *j, char *out, size_t len) {
+  if (!tj_int(j, "claimed")) {
+    top_span(tj_int(j, "running_ms"), out, len);
+    return;
+  }
+  char w[24];
+  top_span(tj_int(j, "claimed_ms"), w, sizeof w);
+  snprintf(out, len, "claimed %s", w);
+}
+
 static void top_rate_text(double r, char *out, size_t len) {
   if (r >= 100)
     snprintf(out, len, "%.0f", r);
@@ -679,9 +691,9 @@ static void top_plain(const tj_t *snap, const top_rates_t *r, const char *db) {
   cli_table_row(&tr, rh);
   for (size_t i = 0; i < tj_len(snap, "running"); i++) {
     const tj_t *j = tj_at(snap, "running", i);
-    char c1[24], c2[24];
+    char c1[24], c2[40];
     top_cell_int(c1, sizeof c1, tj_int(j, "attempt"));
-    top_span(tj_int(j, "running_ms"), c2, sizeof c2);
+    top_for(j, c2, sizeof c2);
     const char *id = tj_str(j, "id"), *ty = tj_str(j, "type"),
                *q = tj_str(j, "queue"), *nd = tj_str(j, "node");
     const char *row[] = {
@@ -1019,8 +1031,8 @@ static void top_draw(top_ui_t *ui, const tj_t *snap, const top_rates_t *r,
            nr);
   for (int i = from; i < to; i++) {
     const tj_t *j = tj_at(snap, "running", (size_t)i);
-    char f[24];
-    top_span(tj_int(j, "running_ms"), f, sizeof f);
+    char f[40];
+    top_for(j, f, sizeof f);
     const char *id = tj_str(j, "id"), *ty = tj_str(j, "type"),
                *q = tj_str(j, "queue"), *nd = tj_str(j, "node");
     char prog[32] = "";

@@ -23,6 +23,8 @@
 #define HOST_BATCH 1024
 
 static void completer_log(host_t *h, const host_outcome_t *o) {
+  /* A start is not an outcome to log (a refused one is: completer_unstored). */
+  if (o->out.kind == PAWL_OUT_STARTED) return;
   static const char *const msgs[] = {
       [PAWL_OUT_SUCCEEDED] = "job succeeded",
       [PAWL_OUT_FAILED] = "job failed: dead-lettered",
@@ -320,7 +322,7 @@ static int completer_rewrite(host_outcome_t *o, const char *why) {
 static const char *const completer_kinds[] = {
     [PAWL_OUT_SUCCEEDED] = "succeeded", [PAWL_OUT_FAILED] = "failed",
     [PAWL_OUT_RETRY] = "retry", [PAWL_OUT_SNOOZE] = "snooze",
-    [PAWL_OUT_RELEASE] = "release"};
+    [PAWL_OUT_RELEASE] = "release", [PAWL_OUT_STARTED] = "started"};
 
 /* An outcome that will not be stored: logged with its job id, counted for
  * pawl_host_status(), and sent on its way with `rc` (its hooks, if any,
@@ -509,6 +511,16 @@ static size_t completer_grab(completer_t *c) {
     h->out_head = o->next;
     if (!h->out_head) h->out_tail = NULL;
     h->outcomes--;
+    /* A start whose attempt's end came before it was taken: the end
+     * carries it (host_outcome_t.slot). */
+    if (o->superseded) {
+      pawl__host_outcome_free(o);
+      continue;
+    }
+    if (o->slot) {
+      *o->slot = NULL;
+      o->slot = NULL;
+    }
     c->batch[n++] = o;
   }
   h->writing = (int)n;

@@ -85,6 +85,17 @@ void pawl__host_outcome_free(host_outcome_t *o) {
 void pawl__host_push_outcome(host_t *h, host_outcome_t *o) {
   o->next = NULL;
   pthread_mutex_lock(&h->mu);
+  if (o->slot && o->out.kind == PAWL_OUT_STARTED) {
+    *o->slot = o; /* host_outcome_t.slot */
+  } else if (o->slot) {
+    /* The attempt's end: its start, still queued, goes with it. */
+    if (*o->slot) {
+      (*o->slot)->superseded = 1;
+      (*o->slot)->slot = NULL;
+      *o->slot = NULL;
+    }
+    o->slot = NULL;
+  }
   if (h->out_tail)
     h->out_tail->next = o;
   else
@@ -96,11 +107,18 @@ void pawl__host_push_outcome(host_t *h, host_outcome_t *o) {
 }
 
 void pawl__host_hand_back(host_t *h, pawl_job_t *job) {
+  pawl__host_hand_back_why(h, job, NULL);
+}
+
+void pawl__host_hand_back_why(host_t *h, pawl_job_t *job, const char *why) {
   host_outcome_t *o = pawl__calloc(1, sizeof *o);
   if (!o) {
     pawl_job_free(job);
     return; /* its lease expires and recovery takes it back */
   }
+  /* Out of memory for the reason: the event says "node stopping". */
+  if (why) o->error = pawl__strdup(why);
+  o->out.error = o->error;
   o->job = job;
   o->worker = -1;
   o->hook_ref = PAWL__LUA_NOREF;
@@ -134,6 +152,28 @@ void pawl__host_release_queued(host_t *h) {
   pawl__host_hand_back_items(h, own);
 }
 
+size_t pawl__host_release_stalled(host_t *h, int64_t now, int64_t hold_ms) {
+  pthread_mutex_lock(&h->mu);
+  host_item_t *items = NULL;
+  size_t n = 0;
+  if (h->pool > 0 && h->pool_running >= h->pool && h->queue_head &&
+      now - h->pool_moved_mono >= hold_ms && !h->stopping) {
+    items = h->queue_head;
+    h->queue_head = h->queue_tail = NULL;
+    for (host_item_t *it = items; it; it = it->next) n++;
+    h->queued -= (int)n;
+  }
+  pthread_mutex_unlock(&h->mu);
+  while (items) {
+    host_item_t *it = items;
+    items = it->next;
+    pawl__host_hand_back_why(h, it->job, "claimed ahead; every worker of its "
+                                         "node was busy on a long job");
+    pawl__free(it);
+  }
+  return n;
+}
+
 host_item_t *pawl__host_take_locked(host_t *h) {
   host_item_t *it = NULL;
   if (h->own_head) {
@@ -146,6 +186,7 @@ host_item_t *pawl__host_take_locked(host_t *h) {
     h->queue_head = it->next;
     if (!h->queue_head) h->queue_tail = NULL;
     h->pool_running++;
+    h->pool_moved_mono = pawl__mono_ms();
   }
   if (it) {
     h->queued--;
@@ -158,10 +199,12 @@ host_item_t *pawl__host_take_locked(host_t *h) {
 void pawl__host_item_done_locked(host_t *h, const host_item_t *it) {
   h->running--;
   pawl__metrics_busy(h->metrics, h->running);
-  if (it->slot >= 0)
+  if (it->slot >= 0) {
     h->qslots[it->slot].held--;
-  else
+  } else {
     h->pool_running--;
+    h->pool_moved_mono = pawl__mono_ms();
+  }
 }
 
 size_t pawl__host_items_make(pawl_job_t **jobs, size_t n, int64_t claimed_mono,
@@ -372,6 +415,7 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
     int64_t v, min, max;
   } nums[] = {
       {"poll_ms", o->poll_ms, 0, PAWL_DELAY_MAX_MS},
+      {"ahead_hold_ms", o->ahead_hold_ms, 0, PAWL_DELAY_MAX_MS},
       {"heartbeat_ms", o->heartbeat_ms, 0, PAWL_LEASE_MAX_MS},
       {"grace_ms", o->grace_ms, 0, PAWL_DELAY_MAX_MS},
       {"reload_ms", o->reload_ms, 0, PAWL_DELAY_MAX_MS},
@@ -391,6 +435,7 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
   h->interrupt_signal = sig;
   int64_t lease_ms = pawl__lease_ms(p);
   if (o->poll_ms <= 0) o->poll_ms = 1000;
+  if (o->ahead_hold_ms <= 0) o->ahead_hold_ms = 100;
   if (o->heartbeat_ms <= 0) o->heartbeat_ms = lease_ms / 3 > 0 ? lease_ms / 3 : 1;
   if (o->grace_ms <= 0) o->grace_ms = 30000;
   if (o->reload_ms <= 0) o->reload_ms = 1000;

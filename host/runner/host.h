@@ -57,6 +57,16 @@ typedef struct host_outcome {
   int rc;                    /* store's verdict, after the write */
   int refusals;              /* times the store refused it as bad data: the
                                 completer rewrites it, then drops it */
+  /* The start of a job claimed ahead (PAWL_OUT_STARTED) is written by the
+   * completer with the outcomes around it, not by its worker, so that a
+   * job costs no write of its own to start. Its worker's slot (`slot`,
+   * guarded by h->mu) points to it while it waits in the queue: the
+   * worker's outcome for that attempt, pushed before the completer took
+   * the start, marks it `superseded` (the outcome carries the start), and
+   * the completer drops it unwritten. The completer clears the slot when
+   * it takes the start. NULL for other outcomes. */
+  struct host_outcome **slot;
+  int superseded;
   struct host_outcome *next;
 } host_outcome_t;
 
@@ -128,6 +138,12 @@ typedef struct host {
   host_item_t *own_head, *own_tail;
   int own_queued;            /* in own_head's list */
   int pool;                  /* the shared pool's workers (0: none) */
+  int64_t pool_moved_mono;   /* when a job of the pool last started or
+                                ended (monotonic ms): with every worker of
+                                the pool busy and nothing moved for
+                                opts.ahead_hold_ms, they are busy on long
+                                jobs, and the jobs claimed ahead go back
+                                (poller.c) */
   int pool_running;          /* its jobs being run */
   char **pool_queues;        /* the queues it claims (borrowed from
                                 h->queues); npool_queues 0: every queue */
@@ -282,6 +298,9 @@ int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono);
 /* Hands a claimed job that never started back to the store (pending again,
  * no attempt used) through the completer. Takes ownership of `job`. */
 void pawl__host_hand_back(host_t *h, pawl_job_t *job);
+/* pawl__host_hand_back() saying why (a static string, copied; NULL: the
+ * node is stopping): the reason of the job's history event. */
+void pawl__host_hand_back_why(host_t *h, pawl_job_t *job, const char *why);
 
 /* Takes the next job a worker may run now (h->mu held): one of a queue
  * with workers of its own first, else the shared pool's while it has a
@@ -299,6 +318,12 @@ void pawl__host_hand_back_items(host_t *h, host_item_t *items);
 /* Hands back the jobs claimed ahead and waiting for a worker (takes
  * h->mu for the queue). */
 void pawl__host_release_queued(host_t *h);
+
+/* Hands back the shared pool's queued jobs (claimed ahead of a free
+ * worker) if every worker of the pool is busy and none of its jobs has
+ * started or ended for `hold_ms` by `now` (monotonic ms); returns how many
+ * went back. */
+size_t pawl__host_release_stalled(host_t *h, int64_t now, int64_t hold_ms);
 
 /* Makes the list of queue items for the `n` jobs a claim returned at
  * `claimed_mono` (takes the jobs; frees the array): *first..*last, NULL

@@ -21,6 +21,16 @@
 
 /* Jobs claimed per transaction, at most. */
 #define HOST_CLAIM_MAX 1000
+/* How much work the adaptive prefetch claims ahead of the free workers:
+ * about this many ms of jobs per worker, so that the jobs claimed ahead
+ * wait about that long for a worker. */
+#define HOST_AHEAD_WORK_MS 10.0
+/* Every worker of the pool busy and none of its jobs started or ended
+ * for h->opts.ahead_hold_ms: they are busy on long jobs. The jobs claimed
+ * ahead would wait for them; they go back to pending (without using an
+ * attempt), so that another node runs them on time, or this one once a
+ * worker is free, and nothing more is claimed ahead until a job starts or
+ * ends. */
 /* Running jobs looked at by --until-idle (jobs left by a dead node). */
 #define HOST_RUNNING_SCAN 1000
 
@@ -146,8 +156,8 @@ static void poller_sweep(poller_t *pl) {
   pawl__recover_unlock(pl->p);
 }
 
-/* Waits for a signal that ran out fail (issue 15: signal_timeout), at
- * their deadline: the poller's wake considers the earliest one (read
+/* Waits for a signal that ran out fail (signal_timeout), at their
+ * deadline: the poller's wake considers the earliest one (read
  * through the index pawl_signals_due), and looks again for new waits
  * every SIGNAL_LOOK_MS. Every node does it (an expiry is a compare-and-set
  * on the wait's row: of two nodes, one expires it). */
@@ -179,6 +189,20 @@ static void poller_signals(poller_t *pl, int64_t now) {
   }
 }
 
+/* Every worker of the pool busy on long jobs: the jobs claimed ahead go
+ * back to pending, their attempts given back (host_stalled()). */
+static void poller_release_stalled(poller_t *pl, int64_t now) {
+  host_t *h = pl->h;
+  size_t n = pawl__host_release_stalled(h, now, h->opts.ahead_hold_ms);
+  if (!n) return;
+  log_line_t line;
+  pawl__log_begin(&line, &h->log, PAWL_LOG_INFO,
+                  "handed back jobs claimed ahead: every worker is busy on "
+                  "a long job");
+  pawl__log_int(&line, "jobs", (int64_t)n);
+  pawl__log_end(&line);
+}
+
 void pawl__poller_chores(poller_t *pl, int64_t now) {
   if (now >= pl->next_heartbeat) {
     pl->next_heartbeat = now + pl->h->opts.heartbeat_ms;
@@ -196,20 +220,33 @@ void pawl__poller_chores(poller_t *pl, int64_t now) {
   pawl__retention_chore(pl->h, pl->p, &pl->retention, now);
 }
 
-/* How many jobs this node holds at most: the workers plus a prefetch.
- * Unless set, the prefetch adapts to how long jobs take: about 10 ms of
- * work per worker, so short jobs are claimed in big batches (the claim's
- * cost is per transaction) while long ones are not hoarded by one node.
- * Called with h->mu held. */
-static int host_capacity(host_t *h) {
+/* True when every worker of the pool is busy and none of its jobs has
+ * started or ended for h->opts.ahead_hold_ms: a job claimed ahead now would
+ * wait for a long job to end. Called with h->mu held. */
+static int host_stalled(host_t *h, int64_t now) {
+  return h->pool > 0 && h->pool_running >= h->pool &&
+         now - h->pool_moved_mono >= h->opts.ahead_hold_ms;
+}
+
+/* How many jobs this node holds at most: the workers plus a prefetch, the
+ * jobs claimed ahead of a free worker, which wait for one. Only what the
+ * workers will take soon is claimed ahead: unless set, the prefetch is
+ * about HOST_AHEAD_WORK_MS of work per worker, by how long jobs take on
+ * average, so short jobs are claimed in big batches (the claim's cost is
+ * per transaction) while long ones are not claimed ahead at all (each is
+ * claimed when a worker is free for it); and none is, set or not, while
+ * the pool is stalled on long jobs (host_stalled()). Called with h->mu
+ * held. */
+static int host_capacity(host_t *h, int64_t now) {
   /* The shared pool's workers: a queue with workers of its own claims for
    * itself (poller_claim_own). */
   int workers = h->pool, prefetch = h->opts.prefetch;
   if (workers <= 0) return 0;
+  if (host_stalled(h, now)) return workers;
   if (prefetch < 0) {
     double avg = h->avg_job_ms > 0.01 ? h->avg_job_ms : 0.01;
-    double n = 10.0 / avg * workers;
-    prefetch = n > 1000 ? 1000 : n < workers ? workers : (int)n;
+    double n = HOST_AHEAD_WORK_MS / avg * workers;
+    prefetch = n > 1000 ? 1000 : (int)n;
   }
   return workers + prefetch;
 }
@@ -329,7 +366,7 @@ static size_t poller_claim(poller_t *pl) {
    * workers of their own are not the pool's. */
   int pool_queued = h->queued - h->own_queued;
   int outstanding = pool_queued + h->pool_running + h->backlog;
-  int capacity = host_capacity(h);
+  int capacity = host_capacity(h, pawl__mono_ms());
   int want = capacity - outstanding;
   /* Claim in batches: when a good part of the capacity is free, or a
    * worker is idle with nothing queued. */
@@ -517,6 +554,7 @@ void *pawl__poller_main(void *arg) {
       pawl__poller_chores(pl, now); /* leases of running jobs stay fresh */
     } else {
       pawl__poller_chores(pl, now);
+      poller_release_stalled(pl, now);
       pl->claimed_at = 0;
       size_t got = ready && !draining ? poller_claim(pl) : 0;
       if (got > 0) continue;
@@ -549,6 +587,15 @@ void *pawl__poller_main(void *arg) {
     }
     int64_t chores = pawl__poller_next_chore(pl);
     if (chores - now < wait) wait = chores - now > 1 ? chores - now : 1;
+    /* Jobs claimed ahead while every worker is busy: look again when they
+     * would have waited too long (poller_release_stalled()). */
+    pthread_mutex_lock(&h->mu);
+    if (!stopping && h->queue_head && h->pool > 0 &&
+        h->pool_running >= h->pool) {
+      int64_t at = h->pool_moved_mono + h->opts.ahead_hold_ms - now;
+      if (at < wait) wait = at > 1 ? at : 1;
+    }
+    pthread_mutex_unlock(&h->mu);
     pthread_mutex_lock(&h->mu);
     if (!h->wake && h->stopping == stopping) {
       struct timespec ts = pawl__mono_deadline(wait);

@@ -308,10 +308,13 @@ void pawl__worker_reload(worker_t *w, int report) {
 
 /* Records the start of `job` if it was recovered before (one write, for
  * such jobs only), so that its next loss counts towards the poison limit;
- * one never started is not blamed (see pawl_recover()). Returns 0 when it
- * may run; otherwise it is not run: gone to another node (PAWL_ELEASE:
- * dropped), or handed back while the database is away. */
+ * one never started is not blamed (see pawl_recover()). A job claimed
+ * ahead (started_at 0) and never recovered has its start written by the
+ * completer instead (worker_note_start()). Returns 0 when it may run;
+ * otherwise it is not run: gone to another node (PAWL_ELEASE: dropped), or
+ * handed back while the database is away. */
 static int worker_begin(worker_t *w, pawl_job_t *job) {
+  if (job->recoveries <= 0) return 0;
   int begun = pawl_begin(w->p, job);
   if (begun == 0) return 0;
   int gone = begun == PAWL_ELEASE;
@@ -342,6 +345,25 @@ static void worker_set_current(worker_t *w, const pawl_job_t *job) {
     w->current_since = pawl__mono_ms();
   }
   pthread_mutex_unlock(&w->dl);
+}
+
+/* The body of `job`, claimed ahead of a free worker, starts at `at`: the
+ * completer writes it (PAWL_OUT_STARTED) with the outcomes around it, so
+ * that the job shows as running from then on, or drops it when the
+ * attempt's end comes first (the end carries the start: host_outcome_t.
+ * slot). Out of memory: the job shows as claimed until it ends. */
+static void worker_note_start(worker_t *w, const pawl_job_t *job, int64_t at) {
+  host_outcome_t *n = pawl__calloc(1, sizeof *n);
+  if (!n) return;
+  n->worker = -1;
+  n->hook_ref = PAWL__LUA_NOREF;
+  n->out.id = job->id;
+  n->out.attempt = job->attempt;
+  n->out.store_key = job->store_key;
+  n->out.kind = PAWL_OUT_STARTED;
+  n->out.started_at = at;
+  n->slot = &w->start_note;
+  pawl__host_push_outcome(w->h, n);
 }
 
 /* Takes over what the bridge made of the attempt. */
@@ -385,17 +407,32 @@ void pawl__worker_run(worker_t *w, pawl_job_t *job) {
   /* STARTED before the code runs; step mode delivers it now, on its own
    * thread (the threaded host's completer does it for workers). */
   pawl__host_event(w->h, PAWL_EV_STARTED, job, job->attempt);
+  if (w->step) pawl__host_events_deliver(w->h);
+  /* The attempt's run is the body's, measured here: from the moment it
+   * starts to the moment it returns. The time it waited after its claim
+   * (a job claimed ahead of a free worker) is queue wait, not run time;
+   * the outcome carries both ends to the store (pawl_outcome_t). */
+  int64_t started = pawl_now(w->p);
+  /* Claimed ahead (its start not recorded by its claim), and not
+   * recorded by worker_begin() either. */
+  int noted = job->started_at == 0 && job->recoveries <= 0;
+  if (noted) worker_note_start(w, job, started);
+  o->slot = noted ? &w->start_note : NULL;
   if (w->h->metrics) /* its queue wait: due (run_at) to now */
     pawl__metrics_started(w->h->metrics, job->type, job->queue,
-                          (double)(pawl_now(w->p) - job->run_at));
-  if (w->step) pawl__host_events_deliver(w->h);
+                          (double)(started - job->run_at));
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   pawl__lua_outcome_t r;
   pawl__lua_run(w->lua, job, &r);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  int64_t ended = pawl_now(w->p);
   worker_set_current(w, NULL);
   worker_take(o, &r);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
+  /* The wall clock may step back while the body runs: an end before its
+   * start is the start. */
+  o->out.started_at = started;
+  o->out.ended_at = ended < started ? started : ended;
   o->duration_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
   pawl__host_push_outcome(w->h, o);

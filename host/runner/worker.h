@@ -52,6 +52,9 @@ struct worker {
 
   /* Outcomes stored whose hooks this worker must run (guarded by h->mu). */
   host_outcome_t *inbox;
+  /* The start of its job claimed ahead, while it waits in the completer's
+   * queue (host_outcome_t.slot; guarded by h->mu). */
+  host_outcome_t *start_note;
 
   /* Step mode (step.c): no watchdog thread; a timer of the owning thread
    * delivers the interrupt signal when a call's deadline or the next

@@ -940,7 +940,13 @@ function Session:render_jobs(out, list)
     elseif j.started_at then
       when = "started " .. span(now - j.started_at) .. " ago"
     end
-    rows[#rows + 1] = { j.id, safe(j.type), safe(j.queue), j.state,
+    -- Running with no start: claimed ahead of a free worker, waiting.
+    local state = j.state
+    if state == "running" and not j.started_at then
+      state = "claimed"
+      when = "claimed " .. span(now - (j.updated_at or now)) .. " ago"
+    end
+    rows[#rows + 1] = { j.id, safe(j.type), safe(j.queue), state,
                         attempt_text(j), when, j.last_error and safe(j.last_error) or "" }
   end
   table_lines(out, rows, self.width())
@@ -962,6 +968,10 @@ function Session:render_job(out, j)
   for _, k in ipairs(JOB_FIELDS) do
     local v = j[k]
     if k == "attempt" then v = attempt_text(j) end
+    -- Running with no start: claimed ahead of a free worker.
+    if k == "state" and v == "running" and not j.started_at then
+      v = "claimed"
+    end
     if v ~= nil and v ~= "" then
       if TIMES[k] then v = iso(v) end
       rows[#rows + 1] = { k .. ":", safe(v) }

@@ -2107,12 +2107,18 @@ void contract_recover_poison_deferred(const char *url) {
  * attempt is held; a snooze (or any change) makes an old mark stale. */
 void contract_begin(const char *url) {
   pawl_t *p = contract_open(url);
-  /* Never recovered: nothing to do, not even a lookup. */
+  /* Started by its claim and never recovered: nothing to do, not even a
+   * lookup. Claimed ahead (no start yet) or recovered before: its start
+   * is written, for an attempt held. */
   pawl_job_t fake;
   memset(&fake, 0, sizeof fake);
   pawl_id_new(&fake.id);
   fake.attempt = 1;
+  fake.started_at = T0;
   CHECK_OK(pawl_begin(p, &fake));
+  fake.started_at = 0;
+  CHECK_INT(pawl_begin(p, &fake), ==, PAWL_ELEASE);
+  fake.started_at = T0;
   fake.recoveries = 1;
   CHECK_INT(pawl_begin(p, &fake), ==, PAWL_ELEASE);
   CHECK(strstr(pawl_errmsg(p), "not running under attempt 1") != NULL);

@@ -82,9 +82,11 @@ static pawl_t *hc_open(int frozen) {
  * every HC_NEVER_MS. The clock tests never poll either: a retry or a
  * snooze that runs once due shows that the poller sleeps until the next
  * due time (and that enqueues and outcomes wake it), not that it polls. */
-static void hc_start(pawl_t *p, int workers, int64_t poll_ms) {
+static void hc_start_hold(pawl_t *p, int workers, int64_t poll_ms,
+                          int64_t ahead_hold_ms) {
   pawl_host_opts_t o;
   pawl_host_opts_init(&o);
+  o.ahead_hold_ms = ahead_hold_ms;
   o.scripts_dir = "scripts";
   o.workers = workers;
   o.poll_ms = poll_ms;
@@ -93,6 +95,12 @@ static void hc_start(pawl_t *p, int workers, int64_t poll_ms) {
   o.log_level = PAWL_LOG_WARN;
   o.allow_io = 1; /* the jobs' gates and markers are files */
   CHECK_OK(pawl_start(p, &o));
+}
+
+/* Jobs claimed ahead stay claimed however long the workers are busy (the
+ * tests that hand them back say how soon). */
+static void hc_start(pawl_t *p, int workers, int64_t poll_ms) {
+  hc_start_hold(p, workers, poll_ms, HC_NEVER_MS);
 }
 
 static void hc_stop(pawl_t *p) {
@@ -357,5 +365,209 @@ void test_host_wakeup_from_job(void) {
   CHECK_STR(j->result, "\"child ran\"");
   CHECK_INT(j->attempt, ==, 1);
   pawl_job_free(j);
+  hc_stop(p);
+}
+
+/* ---- run time and queue wait -------------------------------------------- */
+
+/* A job claimed ahead of a free worker waits without running: its
+ * attempt's run is its body's, measured by the worker, and the wait is
+ * queue wait. One worker; `hold` runs until the test opens its gate (a
+ * file), and `quick`, claimed with it, waits behind it. The clock is
+ * frozen at T0 while both are claimed and `hold` starts, and moved 10 s on
+ * before the gate opens: `quick` starts and ends at T0 + 10 s (it ran 0 ms
+ * and waited 10 s), `hold` ran from T0 to T0 + 10 s. Before the worker
+ * measured the run, `quick` was recorded as running from its claim. */
+void test_host_clock_claimed_ahead_run_time(void) {
+  pawl_t *p = hc_open(1);
+  hc_script("hold",
+            "return {\n"
+            "  run = function(job)\n"
+            "    assert(io.open(\"reached\", \"w\")):close()\n"
+            "    for i = 1, 12000 do\n"
+            "      local f = io.open(\"open\", \"r\")\n"
+            "      if f then f:close() return \"opened\" end\n"
+            "      pawl.sleep(0.005)\n"
+            "    end\n"
+            "    error(\"the gate was not opened within 60 s\")\n"
+            "  end,\n"
+            "}\n");
+  hc_script("quick", "return { run = function(job) return 1 end }\n");
+  pawl_id_t hold = hc_enqueue(p, "hold", 1);
+  pawl_id_t quick = hc_enqueue(p, "quick", 1);
+  hc_start(p, 1, HC_NEVER_MS);
+  /* Both claimed by the first round; `hold` runs. */
+  pawl_job_free(hc_wait(p, &quick, PAWL_RUNNING, 1));
+  double deadline = hc_mono_ms() + HC_HANG_MS;
+  while (access("reached", F_OK) != 0) {
+    if (hc_mono_ms() > deadline) unit_fail(__FILE__, __LINE__, "hold hangs");
+    hc_nap();
+  }
+  /* `quick` waits claimed, not running: no start, and its attempt says so;
+   * `hold` runs. */
+  pawl_job_t *q = NULL;
+  CHECK_OK(pawl_get(p, &quick, &q));
+  CHECK_INT(q->state, ==, PAWL_RUNNING);
+  CHECK_INT(q->started_at, ==, 0);
+  pawl_job_free(q);
+  pawl_history_t *h = NULL;
+  CHECK_OK(pawl_history(p, &quick, &h));
+  CHECK_INT(h->nattempts, ==, 1);
+  CHECK_STR(h->attempts[0].outcome, "claimed");
+  CHECK_INT(h->attempts[0].started_at, ==, 0);
+  pawl_history_free(h);
+  CHECK_OK(pawl_history(p, &hold, &h));
+  CHECK_STR(h->attempts[0].outcome, "running");
+  CHECK_INT(h->attempts[0].started_at, ==, T0);
+  pawl_history_free(h);
+  atomic_store(&hc_now, T0 + 10000);
+  FILE *f = fopen("open", "w");
+  CHECK(f != NULL);
+  fclose(f);
+  pawl_job_free(hc_wait(p, &quick, PAWL_SUCCEEDED, 1));
+  pawl_job_free(hc_wait(p, &hold, PAWL_SUCCEEDED, 1));
+  CHECK_OK(pawl_history(p, &quick, &h));
+  CHECK_INT(h->nattempts, ==, 1);
+  CHECK_INT(h->attempts[0].scheduled_at, ==, T0);
+  CHECK_INT(h->attempts[0].started_at, ==, T0 + 10000); /* queue wait 10 s */
+  CHECK_INT(h->attempts[0].ended_at, ==, T0 + 10000);   /* ran 0 ms */
+  pawl_history_free(h);
+  CHECK_OK(pawl_history(p, &hold, &h));
+  CHECK_INT(h->attempts[0].started_at, ==, T0);
+  CHECK_INT(h->attempts[0].ended_at, ==, T0 + 10000);
+  pawl_history_free(h);
+  hc_stop(p);
+}
+
+/* A job claimed ahead shows as running once its body starts, while it
+ * runs, not only once it ends: its start is written (by the completer,
+ * with the outcomes around it) without waiting for its end. One worker,
+ * two gated jobs claimed together: the second waits claimed until the
+ * first's gate opens, then runs, held at its own gate, and its row gets
+ * its start (the clock's T0 + 10 s) while it is held. */
+void test_host_clock_claimed_ahead_started_while_running(void) {
+  pawl_t *p = hc_open(1);
+  hc_script("gated",
+            "return {\n"
+            "  run = function(job)\n"
+            "    assert(io.open(job.payload.reached, \"w\")):close()\n"
+            "    for i = 1, 12000 do\n"
+            "      local f = io.open(job.payload.gate, \"r\")\n"
+            "      if f then f:close() return \"opened\" end\n"
+            "      pawl.sleep(0.005)\n"
+            "    end\n"
+            "    error(\"the gate was not opened within 60 s\")\n"
+            "  end,\n"
+            "}\n");
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.max_attempts = 1;
+  pawl_id_t first, second;
+  CHECK_OK(pawl_enqueue(p, "gated", "{\"gate\":\"g1\",\"reached\":\"r1\"}", &o,
+                        &first, NULL));
+  CHECK_OK(pawl_enqueue(p, "gated", "{\"gate\":\"g2\",\"reached\":\"r2\"}", &o,
+                        &second, NULL));
+  hc_start(p, 1, HC_NEVER_MS);
+  double deadline = hc_mono_ms() + HC_HANG_MS;
+  while (access("r1", F_OK) != 0) {
+    if (hc_mono_ms() > deadline) unit_fail(__FILE__, __LINE__, "first hangs");
+    hc_nap();
+  }
+  pawl_job_t *j = NULL;
+  CHECK_OK(pawl_get(p, &second, &j));
+  CHECK_INT(j->state, ==, PAWL_RUNNING);
+  CHECK_INT(j->started_at, ==, 0); /* claimed, waiting for the worker */
+  pawl_job_free(j);
+  atomic_store(&hc_now, T0 + 10000);
+  FILE *f = fopen("g1", "w");
+  CHECK(f != NULL);
+  fclose(f);
+  while (access("r2", F_OK) != 0) {
+    if (hc_mono_ms() > deadline) unit_fail(__FILE__, __LINE__, "second hangs");
+    hc_nap();
+  }
+  /* Held at its gate: its start is written while it runs. */
+  for (;;) {
+    CHECK_OK(pawl_get(p, &second, &j));
+    int64_t started = j->started_at;
+    int state = j->state;
+    pawl_job_free(j);
+    CHECK_INT(state, ==, PAWL_RUNNING);
+    if (started) {
+      CHECK_INT(started, ==, T0 + 10000);
+      break;
+    }
+    if (hc_mono_ms() > deadline)
+      unit_fail(__FILE__, __LINE__, "the second job's start was never written");
+    hc_nap();
+  }
+  pawl_history_t *h = NULL;
+  CHECK_OK(pawl_history(p, &second, &h));
+  CHECK_STR(h->attempts[0].outcome, "running");
+  pawl_history_free(h);
+  f = fopen("g2", "w");
+  CHECK(f != NULL);
+  fclose(f);
+  pawl_job_free(hc_wait(p, &second, PAWL_SUCCEEDED, 1));
+  CHECK_OK(pawl_history(p, &second, &h));
+  CHECK_INT(h->attempts[0].started_at, ==, T0 + 10000);
+  pawl_history_free(h);
+  hc_stop(p);
+}
+
+/* Every worker busy on a long job: a job claimed ahead goes back to
+ * pending, unstarted and its attempt not counted, once no job has
+ * started or ended for ahead_hold_ms (here 50 ms), and runs once the
+ * worker is free. One worker held at a gate; `quick` claimed with it. */
+void test_host_clock_claimed_ahead_handed_back(void) {
+  pawl_t *p = hc_open(1);
+  hc_script("hold",
+            "return {\n"
+            "  run = function(job)\n"
+            "    assert(io.open(\"reached\", \"w\")):close()\n"
+            "    for i = 1, 12000 do\n"
+            "      local f = io.open(\"open\", \"r\")\n"
+            "      if f then f:close() return \"opened\" end\n"
+            "      pawl.sleep(0.005)\n"
+            "    end\n"
+            "    error(\"the gate was not opened within 60 s\")\n"
+            "  end,\n"
+            "}\n");
+  hc_script("quick", "return { run = function(job) return 1 end }\n");
+  pawl_id_t hold = hc_enqueue(p, "hold", 1);
+  pawl_id_t quick = hc_enqueue(p, "quick", 1);
+  hc_start_hold(p, 1, HC_NEVER_MS, 50);
+  /* Handed back: pending again, attempt 0, one released attempt that
+   * never started. */
+  pawl_history_t *h = NULL;
+  double deadline = hc_mono_ms() + HC_HANG_MS;
+  for (;;) {
+    CHECK_OK(pawl_history(p, &quick, &h));
+    if (h->nattempts > 0 && strcmp(h->attempts[0].outcome, "claimed") != 0)
+      break;
+    pawl_history_free(h);
+    if (hc_mono_ms() > deadline)
+      unit_fail(__FILE__, __LINE__, "quick was never handed back");
+    hc_nap();
+  }
+  CHECK_INT(h->nattempts, ==, 1);
+  CHECK_STR(h->attempts[0].outcome, "released");
+  CHECK_INT(h->attempts[0].started_at, ==, 0);
+  if (!strstr(h->events[h->nevents - 1].reason, "busy on a long job"))
+    unit_fail(__FILE__, __LINE__, "reason: %s", h->events[h->nevents - 1].reason);
+  pawl_history_free(h);
+  pawl_job_t *j = NULL;
+  CHECK_OK(pawl_get(p, &quick, &j));
+  CHECK_INT(j->state, ==, PAWL_PENDING);
+  CHECK_INT(j->attempt, ==, 0);
+  pawl_job_free(j);
+  CHECK_OK(pawl_get(p, &hold, &j));
+  CHECK_INT(j->state, ==, PAWL_RUNNING);
+  pawl_job_free(j);
+  FILE *f = fopen("open", "w");
+  CHECK(f != NULL);
+  fclose(f);
+  pawl_job_free(hc_wait(p, &quick, PAWL_SUCCEEDED, 1));
+  pawl_job_free(hc_wait(p, &hold, PAWL_SUCCEEDED, 1));
   hc_stop(p);
 }

@@ -42,3 +42,5 @@
 #include "test_list_metrics.h"
 #include "test_list_metrics_unit.h"
 #include "test_list_weburl.h"
+#include "test_list_txtime.h"
+#include "test_list_runtime.h"

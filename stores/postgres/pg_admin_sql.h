@@ -61,8 +61,10 @@
   "SELECT state, queue, sum(count) FROM pawl_throughput WHERE minute >= "    \
   "$1::bigint GROUP BY state, queue"
 
+/* The jobs each node runs: the ones whose body started (a job claimed
+ * ahead of a free worker has no started_at yet: it is not running). */
 #define PG_ADM_RUNNING                                                       \
-  "SELECT lease_owner, count(*) FROM pawl_jobs WHERE state = 1 "             \
+  "SELECT lease_owner, count(started_at) FROM pawl_jobs WHERE state = 1 "    \
   "GROUP BY lease_owner"
 #define PG_ADM_LOCKS                                                         \
   "SELECT name, owner, pawl_ms(acquired_at), pawl_ms(expires_at) FROM "      \

@@ -177,17 +177,31 @@
   "bb.id = d.batch_id AND bb.id IN (SELECT id FROM bl)) "
 
 /* Success of a whole batch in one statement, its history on the row:
- * $1 now, $2 ids, $3 attempts, $4 results (NULL for none), $5 lease token.
+ * $1 now, $2 ids, $3 attempts, $4 results (NULL for none), $5 lease token,
+ * $6 and $7 the bodies' starts and ends (NULL: not measured), which are
+ * the attempts' run times (started_at to finished_at).
  * The rows written are counted into their throughput buckets (one row per
  * queue of the batch), and children into their batches, by the same
  * statement. The result names the rows
  * written; an outcome whose row is missing is stale (canceled, or
  * recovered by another node). */
+/* The run time of the attempt ending, as its worker measured it (`start`
+ * and `end`, ms since the epoch; NULL: not measured), kept within the
+ * claim (the row's started_at) and the finish (`now`). */
+#define PG_SQL_RUN_START(start, now)                                         \
+  "CASE WHEN " start " IS NULL THEN j.started_at ELSE greatest(j.started_at, "\
+  "least(pawl_ts(" start "), " now ")) END"
+#define PG_SQL_RUN_END(start, end, now)                                      \
+  "CASE WHEN " end " IS NULL THEN " now " ELSE greatest(least(pawl_ts("      \
+  end "), " now "), " PG_SQL_RUN_START(start, now) ") END"
 #define PG_SQL_SUCCEED_MANY                                                  \
   "WITH done AS (UPDATE pawl_jobs AS j SET state = 2, result = b.result, "   \
-  "finished_at = pawl_now($1::bigint), updated_at = pawl_now($1::bigint), "  \
+  "started_at = " PG_SQL_RUN_START("b.rs", "pawl_now($1::bigint)") ", "      \
+  "finished_at = " PG_SQL_RUN_END("b.rs", "b.re", "pawl_now($1::bigint)")   \
+  ", updated_at = pawl_now($1::bigint), "                                    \
   "lease_expires = NULL, version = j.version + 1 FROM unnest($2::uuid[], "   \
-  "$3::int[], $4::jsonb[]) AS b(id, attempt, result) WHERE j.id = b.id AND " \
+  "$3::int[], $4::jsonb[], $6::bigint[], $7::bigint[]) AS b(id, attempt, "   \
+  "result, rs, re) WHERE j.id = b.id AND "                                   \
   PG_RUNNING_BY_ID " AND j.lease_token = $5::uuid AND "                      \
   "j.attempt = b.attempt "                                                   \
   "RETURNING j.id, j.queue, j.batch_id), "                                   \

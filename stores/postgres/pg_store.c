@@ -75,6 +75,8 @@ enum {
   PG_EXPIRED,
   PG_CRASHED,
   PG_START,
+  PG_RUN_START,
+  PG_AHEAD,
   PG_FORGET_START,
   PG_TRANSITION,
   PG_ATTEMPTS,
@@ -257,7 +259,9 @@ static const char *const pg_sql[PG_COUNT] = {
      * $6 attempt, $7 new state, $8 event reason, $9 run_at (NULL: now),
      * $10 attempts given back (0 or 1), $11 age boost, $12 last error (NULL:
      * keep), $13 recoveries added (0 or 1), $14 ordering_skip of a requeue
-     * (a retry under ordering = "skip_failed"; a recovery keeps it). A job
+     * (a retry under ordering = "skip_failed"; a recovery keeps it), $15
+     * and $16 the body's start and end as its worker measured them (NULL:
+     * not measured: the claim's time and now). A job
      * that fails for good ($7 = 3) is added to its throughput bucket, and
      * to its batch's counters if it has one. */
     [PG_END_ATTEMPT] =
@@ -268,8 +272,10 @@ static const char *const pg_sql[PG_COUNT] = {
         "$6::int)) FOR UPDATE), "
         "att AS (INSERT INTO pawl_attempts (job_id, attempt, node, "
         "scheduled_at, started_at, ended_at, outcome, error) SELECT id, "
-        "attempt, lease_owner, run_at, started_at, pawl_now($1::bigint), "
-        "$3::text, $4::text FROM cur), "
+        "attempt, lease_owner, run_at, "
+        PG_SQL_RUN_START("$15::bigint", "pawl_now($1::bigint)") ", "
+        PG_SQL_RUN_END("$15::bigint", "$16::bigint", "pawl_now($1::bigint)")
+        ", $3::text, $4::text FROM cur AS j), "
         "ev AS (INSERT INTO pawl_events (job_id, at, from_state, to_state, "
         "actor, reason, attempt) SELECT id, pawl_now($1::bigint), 1, "
         "$7::smallint, lease_owner, $8::text, attempt FROM cur), "
@@ -337,6 +343,20 @@ static const char *const pg_sql[PG_COUNT] = {
                  "j.attempt = $3::int ON CONFLICT (job_id) DO UPDATE SET "
                  "version = excluded.version",
     [PG_FORGET_START] = "DELETE FROM pawl_started WHERE job_id = $1::uuid",
+    /* The body of a job claimed ahead started at $4 (capped at $1 now):
+     * its started_at was NULL. Matches the held attempt whatever its
+     * started_at, so that no row means "not held". */
+    [PG_RUN_START] =
+        "UPDATE pawl_jobs AS j SET started_at = coalesce(j.started_at, "
+        "least(pawl_ts($4::bigint), pawl_now($1::bigint))) WHERE j.id = "
+        "$2::uuid AND " PG_RUNNING_BY_ID " AND j.lease_token = $3::uuid AND "
+        "j.attempt = $5::int RETURNING j.id",
+    /* The jobs a claim took ahead of a free worker (store_claim_t.
+     * ahead_from): not started, so not running, until their start is
+     * recorded. */
+    [PG_AHEAD] = "UPDATE pawl_jobs AS j SET started_at = NULL WHERE j.id = "
+                 "ANY($1::uuid[]) AND " PG_RUNNING_BY_ID " AND j.lease_token "
+                 "= $2::uuid",
     /* Every operator transition: C decides the new values from the row it
      * read, the version check makes it a compare-and-set. */
     [PG_TRANSITION] =
@@ -2145,8 +2165,8 @@ static int pg_limit_list(store_t *base, pawl_limit_t **out, size_t *n) {
   return 0;
 }
 
-static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
-                    size_t *n) {
+static int pg_claim_pick(store_t *base, const store_claim_t *c,
+                         pawl_job_t ***out, size_t *n) {
   pg_store_t *s = (pg_store_t *)base;
   *out = NULL;
   *n = 0;
@@ -2191,6 +2211,31 @@ static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     return pg_claim_limited(s, c, out, n, &none);
   }
   return pg_claimed_jobs(s, res, out, n);
+}
+
+/* Claims (pg_claim_pick), then marks the jobs claimed ahead of a free
+ * worker (from c->ahead_from on, in claim order) as not started, in a
+ * statement of their own: until it commits they show as running since
+ * their claim, as every claimed job did before. If it fails they stay so
+ * (the claim holds); their outcomes carry their true start anyway. */
+static int pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
+                    size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_claim_pick(base, c, out, n);
+  if (rc || *n <= c->ahead_from) return rc;
+  pawl_buf_t ids;
+  arr_begin(&ids);
+  for (size_t i = c->ahead_from; i < *n; i++) arr_id(&ids, &(*out)[i]->id);
+  arr_end(&ids);
+  if (!ids.oom) {
+    pg_params_t pp;
+    pp_str(&pp, 0, ids.data);
+    pp_id(&pp, 1, c->token);
+    if (pg_run(s, PG_AHEAD, 2, pp.v, NULL, "mark jobs claimed ahead") == 0)
+      for (size_t i = c->ahead_from; i < *n; i++) (*out)[i]->started_at = 0;
+  }
+  pawl__buf_free(&ids);
+  return 0;
 }
 
 /* The jobs of a claim's result (RETURNING PG_JOB_COLS), in claim order;
@@ -2317,16 +2362,28 @@ static int pg_next_due(store_t *base, const char *const *queues,
 /* ---- finishing attempts --------------------------------------------------- */
 
 /* Fills an END_ATTEMPT call (see its SQL for the parameters). */
+/* The parameters of PG_RUN_START. */
+static void pg_run_start_params(pg_store_t *s, pg_params_t *pp,
+                                const pawl_id_t *id, const pawl_id_t *token,
+                                int32_t attempt, int64_t at) {
+  pp_now(s, pp, 0);
+  pp_id(pp, 1, id);
+  pp_id(pp, 2, token);
+  pp_int(pp, 3, at);
+  pp_int(pp, 4, attempt);
+}
+
 static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
                                 const pawl_id_t *id, const char *outcome,
                                 const char *error, const pawl_id_t *token,
                                 int32_t attempt, int to, const char *reason,
                                 int64_t run_at, int give_back,
                                 const char *last_error, int recovered,
-                                int ordering_skip) {
+                                int ordering_skip, int64_t started_at,
+                                int64_t ended_at) {
   pg_params_t *p = &c->p;
   c->stmt = PG_END_ATTEMPT;
-  c->n = 14;
+  c->n = 16;
   pp_now(s, p, 0);
   pp_id(p, 1, id);
   pp_str(p, 2, outcome);
@@ -2344,6 +2401,14 @@ static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
   pp_str(p, 11, last_error);
   pp_int(p, 12, recovered);
   pp_str(p, 13, ordering_skip ? "true" : "false");
+  if (started_at)
+    pp_int(p, 14, started_at);
+  else
+    pp_str(p, 14, NULL);
+  if (ended_at)
+    pp_int(p, 15, ended_at);
+  else
+    pp_str(p, 15, NULL);
 }
 
 static int pg_id_cmp(const void *a, const void *b) {
@@ -2365,7 +2430,7 @@ typedef struct pg_batch {
   size_t *call_of;           /* each outcome's call; SIZE_MAX: none */
   size_t succ_call;          /* the successes' call; SIZE_MAX: none */
   size_t nsucc, nlogs;
-  pawl_buf_t ids, attempts, results;
+  pawl_buf_t ids, attempts, results, starts, ends;
   pawl_buf_t lids, latt, lat, llevel, lmsg, lfields;
   /* Dependencies (issue 15): the jobs the batch ends (succeeded, failed),
    * whose children it releases; the successes with fired branches. */
@@ -2376,7 +2441,7 @@ typedef struct pg_batch {
 #define PG_BATCH_BUFS(b)                                                     \
   {&(b)->ids, &(b)->attempts, &(b)->results, &(b)->lids, &(b)->latt,         \
    &(b)->lat, &(b)->llevel, &(b)->lmsg, &(b)->lfields, &(b)->ended,          \
-   &(b)->bids, &(b)->branches}
+   &(b)->bids, &(b)->branches, &(b)->starts, &(b)->ends}
 
 static void pg_batch_free(pg_batch_t *b) {
   pawl_buf_t *bufs[] = PG_BATCH_BUFS(b);
@@ -2444,6 +2509,8 @@ static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
       arr_id(&b->ids, &o->id);
       arr_int(&b->attempts, o->attempt);
       arr_str(&b->results, o->result);
+      arr_opt_int(&b->starts, o->started_at);
+      arr_opt_int(&b->ends, o->ended_at);
       b->nsucc++;
       arr_id(&b->ended, &o->id);
       b->nended++;
@@ -2452,6 +2519,15 @@ static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
         arr_str(&b->branches, o->branches);
         b->nbranches++;
       }
+      continue;
+    }
+    if (o->kind == PAWL_OUT_STARTED) {
+      /* Not an end: the body of a job claimed ahead started. */
+      b->call_of[i] = b->ncalls;
+      pg_call_t *c = &b->calls[b->ncalls++];
+      c->stmt = PG_RUN_START;
+      c->n = 5;
+      pg_run_start_params(s, &c->p, &o->id, token, o->attempt, o->started_at);
       continue;
     }
     /* Delays in reasons are measured from the batch's clock reading; with
@@ -2472,7 +2548,8 @@ static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
     pg_end_attempt_call(s, &b->calls[b->ncalls++], &o->id, e.outcome, e.error,
                         token, o->attempt, e.to, b->why[i],
                         e.run_at < 0 ? 0 : e.run_at, e.give_back, e.error, 0,
-                        o->kind == PAWL_OUT_RETRY && o->ordering_skip);
+                        o->kind == PAWL_OUT_RETRY && o->ordering_skip,
+                        o->started_at, o->ended_at);
   }
 }
 
@@ -2490,12 +2567,14 @@ static int pg_batch_arrays(pg_store_t *s, pg_batch_t *b,
     b->succ_call = b->ncalls;
     pg_call_t *c = &b->calls[b->ncalls++];
     c->stmt = PG_SUCCEED_MANY;
-    c->n = 5;
+    c->n = 7;
     pp_now(s, &c->p, 0);
     pp_str(&c->p, 1, b->ids.data);
     pp_str(&c->p, 2, b->attempts.data);
     pp_str(&c->p, 3, b->results.data);
     pp_id(&c->p, 4, token);
+    pp_str(&c->p, 5, b->starts.data);
+    pp_str(&c->p, 6, b->ends.data);
   }
   if (b->nlogs) {
     pg_call_t *c = &b->calls[b->ncalls++];
@@ -2624,7 +2703,7 @@ static int pg_recover(store_t *base, size_t *n) {
     pg_call_t c;
     memset(&c, 0, sizeof c);
     pg_end_attempt_call(s, &c, &id, "lost", plan.why, NULL, 0, plan.to,
-                        plan.why, 0, 0, plan.why, 1, 0);
+                        plan.why, 0, 0, plan.why, 1, 0, 0, 0);
     PGresult *res;
     rc = pg_run(s, PG_END_ATTEMPT, c.n, c.p.v, &res, "recover job");
     if (!rc) {
@@ -2660,8 +2739,20 @@ static int pg_recover(store_t *base, size_t *n) {
 }
 
 static int pg_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
-                    int32_t attempt) {
+                    int32_t attempt, int64_t at, int poison) {
   pg_store_t *s = (pg_store_t *)base;
+  if (at) {
+    pg_params_t rp;
+    pg_run_start_params(s, &rp, id, token, attempt, at);
+    PGresult *res;
+    int rc = pg_run(s, PG_RUN_START, 5, rp.v, &res,
+                    "record the start of an attempt");
+    if (rc) return rc;
+    int held = PQntuples(res) == 1;
+    PQclear(res);
+    if (!held) return pawl__store_not_held(base, id, attempt);
+    if (!poison) return 0;
+  }
   pg_params_t pp;
   pp_id(&pp, 0, id);
   pp_id(&pp, 1, token);

@@ -67,8 +67,10 @@
   "GROUP BY state, queue"
 
 /* Running jobs per node, through the running rows' index. */
+/* The jobs each node runs: the ones whose body started (a job claimed
+ * ahead of a free worker has no started_at yet: it is not running). */
 #define SQLITE_ADM_RUNNING                                                   \
-  "SELECT lease_owner, count(*) FROM pawl_jobs WHERE state = 1 "             \
+  "SELECT lease_owner, count(started_at) FROM pawl_jobs WHERE state = 1 "    \
   "GROUP BY lease_owner"
 #define SQLITE_ADM_LOCKS                                                     \
   "SELECT name, owner, acquired_at, expires_at FROM pawl_locks ORDER BY name"

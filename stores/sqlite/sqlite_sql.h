@@ -170,17 +170,22 @@
 #define SQLITE_SQL_PAUSED_QUEUES "SELECT name FROM pawl_queues WHERE paused = 1"
 
 /* CLAIM_TAKE: ?1 now, ?2 owner, ?3 lease token, ?4 lease expiry, ?5 a JSON
- * array of the picked seqs. Progress belongs to an attempt, so a new
+ * array of the picked seqs, ?6 one of those claimed ahead of a free
+ * worker (store_claim_t.ahead_from), whose started_at stays NULL until
+ * their start is recorded. Progress belongs to an attempt, so a new
  * attempt starts without any. sq_claim() applies the same changes to the
  * jobs it hands out. */
 #define SQLITE_SQL_CLAIM_TAKE                                                \
-  "UPDATE pawl_jobs SET state = 1, attempt = attempt + 1, started_at = ?1, " \
+  "UPDATE pawl_jobs SET state = 1, attempt = attempt + 1, started_at = "     \
+  "CASE WHEN ?6 IS NOT NULL AND seq IN (SELECT value FROM json_each(?6)) "   \
+  "THEN NULL ELSE ?1 END, "                                                  \
   "lease_owner = ?2, lease_token = ?3, lease_expires = ?4, updated_at = ?1, "\
   "progress_done = NULL, progress_total = NULL, version = version + 1 "      \
   "WHERE seq IN (SELECT value FROM json_each(?5)) AND state = 0"
 
 /* Success, the common path: one UPDATE per job, its history on the row.
- * ?1 result, ?2 now, ?3 id, ?4 lease token, ?5 attempt; SUCCEED_SEQ finds
+ * ?1 result, ?2 now, ?3 id, ?4 lease token, ?5 attempt, ?7 and ?8 the
+ * body's start and end (its run: started_at to finished_at); SUCCEED_SEQ finds
  * the row by its rowid ?6 (the store_key the claim handed out) and still
  * checks the id, so a stale or foreign key cannot complete another job.
  * One UPDATE per row by rowid costs less than one UPDATE for the whole
@@ -190,8 +195,19 @@
  * row's queue for the throughput count, its batch (issue 15; NULL for
  * nearly every job) for the batch's counters, and its seq when it has
  * children to release (deps_open, issue 15), once per row written. */
+/* The run time of the attempt ending, as the worker measured it (?7 its
+ * start, ?8 its end; NULL: not measured), kept within the claim (the
+ * row's started_at) and the finish (?2, which the store caps them at). */
+#define SQLITE_SQL_RUN_START(start)                                          \
+  "CASE WHEN " start " IS NULL THEN started_at ELSE max(coalesce("           \
+  "started_at, " start "), " start ") END"
+#define SQLITE_SQL_RUN_END(start, end, now)                                  \
+  "CASE WHEN " end " IS NULL THEN " now " ELSE max(" end ", coalesce("       \
+  SQLITE_SQL_RUN_START(start) ", " end ")) END"
 #define SQLITE_SQL_SUCCEED_SET                                               \
-  "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
+  "UPDATE pawl_jobs SET state = 2, result = ?1, started_at = "               \
+  SQLITE_SQL_RUN_START("?7") ", finished_at = "                              \
+  SQLITE_SQL_RUN_END("?7", "?8", "?2") ", "                                  \
   "updated_at = pawl_tp_note(queue, ?2, batch_id, CASE WHEN deps_open "      \
   "THEN seq END), lease_expires = NULL, version = version + 1 WHERE "
 #define SQLITE_SQL_SUCCEED                                                   \

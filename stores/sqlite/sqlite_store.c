@@ -79,6 +79,7 @@ enum {
   SQ_RECOVER,
   SQ_CRASHED,
   SQ_START,
+  SQ_RUN_START,
   SQ_FORGET_START,
   SQ_TRANSITION,
   SQ_ATTEMPTS,
@@ -285,11 +286,13 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_SUCCEED_SEQ] = SQLITE_SQL_SUCCEED_SEQ,
     /* Records the attempt being finished from the row as it is before the
      * change; with a token (?5) it only matches the holder's attempt ?6,
-     * which is how a stale outcome is detected. */
+     * which is how a stale outcome is detected. ?7, ?8: the body's start
+     * and end as its worker measured them (NULL: not measured). */
     [SQ_ATTEMPT_ADD] =
         "INSERT INTO pawl_attempts (job_id, attempt, node, scheduled_at, "
         "started_at, ended_at, outcome, error) SELECT id, attempt, "
-        "lease_owner, run_at, started_at, ?2, ?3, ?4 FROM pawl_jobs "
+        "lease_owner, run_at, " SQLITE_SQL_RUN_START("?7") ", "
+        SQLITE_SQL_RUN_END("?7", "?8", "?2") ", ?3, ?4 FROM pawl_jobs "
         "WHERE id = ?1 AND state = 1 AND (?5 IS NULL OR "
         "(lease_token = ?5 AND attempt = ?6))",
     /* An event whose actor is the node that held the job. */
@@ -337,6 +340,12 @@ static const char *const sq_sql[SQ_COUNT] = {
                  "lease_token = ?2 AND attempt = ?3 ON CONFLICT (job_id) DO "
                  "UPDATE SET version = excluded.version",
     [SQ_FORGET_START] = "DELETE FROM pawl_started WHERE job_id = ?1",
+    /* The body of a job claimed ahead started at ?4 (its started_at was
+     * NULL); matches the held attempt whatever its started_at, so that
+     * PAWL_ELEASE means "not held". */
+    [SQ_RUN_START] = "UPDATE pawl_jobs SET started_at = coalesce(started_at, "
+                     "?4) WHERE id = ?1 AND state = 1 AND lease_token = ?2 "
+                     "AND attempt = ?3",
     /* Every operator transition: C decides the new values from the row it
      * read, the version check makes it a compare-and-set. */
     [SQ_TRANSITION] =
@@ -574,7 +583,7 @@ static const char *const sq_sql[SQ_COUNT] = {
                   "WHERE minute >= ?1 ORDER BY minute, state, queue",
     [SQ_TOP_RUNNING] = "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs INDEXED BY "
                        "pawl_jobs_running WHERE state = 1 ORDER BY "
-                       "started_at, id LIMIT ?1",
+                       "started_at IS NULL, started_at, id LIMIT ?1",
     [SQ_ALERT_ADD] = SQLITE_ALERT_ADD,
     [SQ_ALERT_ROLL] = SQLITE_ALERT_ROLL,
     [SQ_ALERT_ROLL_DEL] = SQLITE_ALERT_ROLL_DEL,
@@ -1246,9 +1255,11 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
 static int sq_insert(store_t *base, const store_new_job_t *jobs, size_t n,
                      pawl_id_t *ids, int *status) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  /* Read under the write lock, as every transaction here: the times of
+   * transactions follow their order of commit. */
+  int64_t now = pawl__store_now(base);
   for (size_t i = 0; i < n && !rc; i++)
     rc = sq_insert_one(s, &jobs[i], now, i ? &ids[i - 1] : NULL, &ids[i],
                        &status[i]);
@@ -1601,8 +1612,10 @@ static int sq_type_get(store_t *base, const char *type, char **out,
  * must still be pending: the transaction has held the write lock since
  * they were picked. */
 static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
-                         const pawl_buf_t *seqs, size_t n) {
-  if (seqs->oom) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+                         const pawl_buf_t *seqs, const pawl_buf_t *ahead,
+                         size_t n) {
+  if (seqs->oom || ahead->oom)
+    return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   sqlite3_stmt *st = sq_stmt(s, SQ_CLAIM_TAKE);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_int64(st, 1, now);
@@ -1610,6 +1623,10 @@ static int sq_claim_take(sq_store_t *s, const store_claim_t *c, int64_t now,
   sq_bind_id(st, 3, c->token);
   sqlite3_bind_int64(st, 4, now + c->lease_ms);
   sqlite3_bind_text(st, 5, seqs->data, (int)seqs->len, SQLITE_STATIC);
+  if (ahead->len)
+    sqlite3_bind_text(st, 6, ahead->data, (int)ahead->len, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, 6);
   int rc = sq_exec(s, st, "claim jobs");
   if (!rc && (size_t)sqlite3_changes(s->db) != n)
     rc = pawl__store_fail(&s->base, PAWL_ESTORE,
@@ -1903,8 +1920,9 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     which = SQ_CLAIM_QUEUES;
   }
   pawl_job_t **jobs = pawl__calloc(c->max, sizeof *jobs);
-  pawl_buf_t seqs;
+  pawl_buf_t seqs, ahead; /* ahead: empty, or a JSON array */
   pawl__buf_init(&seqs);
+  pawl__buf_init(&ahead);
   if (!jobs) {
     pawl__free(queues_json);
     return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
@@ -1968,6 +1986,12 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
         j->state = PAWL_RUNNING;
         j->attempt++;
         j->started_at = j->updated_at = now;
+        if (got >= c->ahead_from) {
+          /* Claimed ahead: not started (CLAIM_TAKE's ?6). */
+          j->started_at = 0;
+          pawl__buf_printf(&ahead, "%s%lld", ahead.len ? "," : "[",
+                           (long long)j->store_key);
+        }
         j->lease_expires = now + c->lease_ms;
         j->progress_done = j->progress_total = 0;
         j->version++;
@@ -1975,11 +1999,12 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
         jobs[got++] = j;
       }
       pawl__buf_putc(&seqs, ']');
+      if (ahead.len) pawl__buf_putc(&ahead, ']');
       if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
         rc = sq_fail(s, step, "pick jobs to claim");
       sqlite3_reset(st);
     }
-    if (!rc && got > 0) rc = sq_claim_take(s, c, now, &seqs, got);
+    if (!rc && got > 0) rc = sq_claim_take(s, c, now, &seqs, &ahead, got);
     if (!rc && got > 0 && lim.n) rc = sq_limits_save(s, &lim);
     rc = sq_end(s, rc);
   }
@@ -1988,6 +2013,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   pawl__free(lim_qs);
   pawl__free(queues_json);
   pawl__buf_free(&seqs);
+  pawl__buf_free(&ahead);
   if (rc || got == 0) {
     /* Nothing was committed (or the commit failed): drop what we read. */
     for (size_t i = 0; i < got; i++) pawl_job_free(jobs[i]);
@@ -2091,11 +2117,46 @@ static int sq_next_due(store_t *base, const char *const *queues,
   return 0;
 }
 
+/* The body's start and end an outcome carries, capped at the finish's
+ * `now` (SQLITE_SQL_RUN_START keeps the start after the claim); an end
+ * before the start is the start. 0: not measured (bound as NULL). */
+static void sq_run_times(const pawl_outcome_t *o, int64_t now, int64_t *start,
+                         int64_t *end) {
+  *start = o && o->started_at ? (o->started_at < now ? o->started_at : now)
+                              : 0;
+  *end = o && o->ended_at ? (o->ended_at < now ? o->ended_at : now) : 0;
+  if (*end && *start && *end < *start) *end = *start;
+}
+
+static void sq_bind_time(sqlite3_stmt *st, int i, int64_t v) {
+  if (v)
+    sqlite3_bind_int64(st, i, v);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+static int sq_add_attempt_run(sq_store_t *s, const pawl_id_t *id,
+                              int64_t now, const char *outcome,
+                              const char *error, const pawl_id_t *token,
+                              int32_t attempt, const pawl_outcome_t *o);
+
 static int sq_add_attempt(sq_store_t *s, const pawl_id_t *id, int64_t now,
                           const char *outcome, const char *error,
                           const pawl_id_t *token, int32_t attempt) {
+  return sq_add_attempt_run(s, id, now, outcome, error, token, attempt, NULL);
+}
+
+/* sq_add_attempt() for an outcome `o` that may carry the body's times. */
+static int sq_add_attempt_run(sq_store_t *s, const pawl_id_t *id,
+                              int64_t now, const char *outcome,
+                              const char *error, const pawl_id_t *token,
+                              int32_t attempt, const pawl_outcome_t *o) {
   sqlite3_stmt *st = sq_stmt(s, SQ_ATTEMPT_ADD);
   if (!st) return PAWL_ESTORE;
+  int64_t start, end;
+  sq_run_times(o, now, &start, &end);
+  sq_bind_time(st, 7, start);
+  sq_bind_time(st, 8, end);
   sq_bind_id(st, 1, id);
   sqlite3_bind_int64(st, 2, now);
   sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
@@ -2325,12 +2386,18 @@ static int sq_deps_branches(sq_store_t *s, const pawl_outcome_t *o) {
   return sq_exec(s, st, "record fired branches");
 }
 
+static int sq_run_start(sq_store_t *s, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt, int64_t at,
+                        int64_t now);
+
 /* One outcome inside the finish transaction. PAWL_ELEASE when the job is not
  * held by `token` under that attempt any more. A success is noted for the
  * batch's throughput count (sq_tp_note()); a failure is counted here. */
 static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
                          const pawl_outcome_t *o, int64_t now) {
   int rc;
+  if (o->kind == PAWL_OUT_STARTED)
+    return sq_run_start(s, &o->id, token, o->attempt, o->started_at, now);
   if (o->kind == PAWL_OUT_SUCCEEDED) {
     /* The claim's store_key finds the row without the id index. It is a
      * hint, the id is the truth: a key that names another row falls back
@@ -2345,6 +2412,10 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
       sq_bind_id(st, 4, token);
       sqlite3_bind_int(st, 5, o->attempt);
       if (by_key) sqlite3_bind_int64(st, 6, o->store_key);
+      int64_t start, end;
+      sq_run_times(o, now, &start, &end);
+      sq_bind_time(st, 7, start);
+      sq_bind_time(st, 8, end);
       /* The statement notes the row's queue (pawl_tp_note()). */
       if ((rc = sq_exec(s, st, "complete job"))) return rc;
       if (s->tp_oom)
@@ -2357,7 +2428,8 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
   }
   store_ending_t e;
   if ((rc = pawl__store_plan_ending(&s->base, o, now, &e))) return rc;
-  rc = sq_add_attempt(s, &o->id, now, e.outcome, e.error, token, o->attempt);
+  rc = sq_add_attempt_run(s, &o->id, now, e.outcome, e.error, token,
+                          o->attempt, o);
   if (!rc) rc = sq_event_from_row(s, &o->id, now, e.to, e.why);
   if (rc) return rc;
   if (e.to == PAWL_FAILED) return sq_fail_job(s, &o->id, e.error, now);
@@ -2418,10 +2490,10 @@ static int sq_finish(store_t *base, const pawl_id_t *token,
  * count). */
 static int sq_recover(store_t *base, size_t *n) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   size_t count = 0;
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   sqlite3_stmt *sel = sq_stmt(s, SQ_EXPIRED);
   if (!sel) return sq_end(s, PAWL_ESTORE);
   sqlite3_bind_int64(sel, 1, now);
@@ -2501,17 +2573,43 @@ static int sq_recover(store_t *base, size_t *n) {
   return rc;
 }
 
-static int sq_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
-                    int32_t attempt) {
-  sq_store_t *s = (sq_store_t *)base;
-  sqlite3_stmt *st = sq_stmt(s, SQ_START);
+/* The body of a job claimed ahead started at `at` (capped at `now`):
+ * inside a write transaction. PAWL_ELEASE if the attempt is not held. */
+static int sq_run_start(sq_store_t *s, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt, int64_t at,
+                        int64_t now) {
+  sqlite3_stmt *st = sq_stmt(s, SQ_RUN_START);
   if (!st) return PAWL_ESTORE;
   sq_bind_id(st, 1, id);
   sq_bind_id(st, 2, token);
   sqlite3_bind_int(st, 3, attempt);
-  int rc = sq_exec_write(s, st, "record the start of an attempt");
-  if (!rc && sqlite3_changes(s->db) != 1) rc = pawl__store_not_held(base, id, attempt);
+  sqlite3_bind_int64(st, 4, at < now ? at : now);
+  int rc = sq_exec(s, st, "record the start of an attempt");
+  if (!rc && sqlite3_changes(s->db) != 1) rc = PAWL_ELEASE;
   return rc;
+}
+
+static int sq_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
+                    int32_t attempt, int64_t at, int poison) {
+  sq_store_t *s = (sq_store_t *)base;
+  int rc = sq_begin(s);
+  if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
+  if (at) rc = sq_run_start(s, id, token, attempt, at, now);
+  if (!rc && poison) {
+    sqlite3_stmt *st = sq_stmt(s, SQ_START);
+    if (!st) return sq_end(s, PAWL_ESTORE);
+    sq_bind_id(st, 1, id);
+    sq_bind_id(st, 2, token);
+    sqlite3_bind_int(st, 3, attempt);
+    rc = sq_exec(s, st, "record the start of an attempt");
+    if (!rc && sqlite3_changes(s->db) != 1) rc = PAWL_ELEASE;
+  }
+  if (rc == PAWL_ELEASE) {
+    sq_end(s, 0);
+    return pawl__store_not_held(base, id, attempt);
+  }
+  return sq_end(s, rc);
 }
 
 /* ---- operator transitions ----------------------------------------------- */
@@ -3425,9 +3523,9 @@ static int sq_alert_take(store_t *base, const char *owner, int64_t lease_ms,
   sq_store_t *s = (sq_store_t *)base;
   *out = NULL;
   *n = 0;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   rc = sq_alert_roll(s, now);
   sqlite3_stmt *st = rc ? NULL : sq_stmt(s, SQ_ALERT_TAKE);
   if (!rc && !st) rc = PAWL_ESTORE;
@@ -3482,9 +3580,9 @@ static int sq_alert_take(store_t *base, const char *owner, int64_t lease_ms,
 static int sq_alert_note(store_t *base, const char *owner, int64_t fp,
                          int64_t window_ms, store_alert_t *a) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   sqlite3_stmt *st = sq_stmt(s, SQ_ALERT_GET);
   if (!st) rc = PAWL_ESTORE;
   int step = SQLITE_DONE, decided = 0;
@@ -3952,10 +4050,10 @@ static int sq_adm_apply(store_t *base, store_op_t op, const char *actor,
                         const char *reason, const store_pick_t *picks,
                         size_t n, pawl_bulk_result_t *r) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   pawl_bulk_result_t got = {0, 0, 0};
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_adm_exec(s, SQ_ADM_SAVEPOINT, "savepoint"))) break;
     int one = pawl__store_transition_in(
@@ -4411,8 +4509,8 @@ static int sq_rec_advance_one(sq_store_t *s, store_rec_advance_t *a,
 static int sq_rec_advance(store_t *base, store_rec_advance_t *a, size_t n) {
   sq_store_t *s = (sq_store_t *)base;
   if (n == 0) return 0;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
+  int64_t now = rc ? 0 : pawl__store_now(base); /* under the write lock */
   for (size_t i = 0; i < n && !rc; i++) rc = sq_rec_advance_one(s, &a[i], now);
   rc = sq_end(s, rc);
   if (rc)
@@ -4564,9 +4662,9 @@ static int sq_batch_find(sq_store_t *s, const store_batch_new_t *b, size_t n,
 static int sq_batch_create(store_t *base, const store_batch_new_t *b,
                            const store_new_job_t *jobs, size_t n) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   if (b->ident) {
     int found = 0;
     rc = sq_batch_find(s, b, n, &found);
@@ -5133,9 +5231,9 @@ static int sq_step_begin(store_t *base, const pawl_id_t *id,
                          int32_t index, const char *name,
                          const char *checkpoint, int64_t *exec) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   sqlite3_stmt *st = sq_stmt(s, SQ_STEP_BEGIN);
   if (!st) rc = PAWL_ESTORE;
   if (!rc) {
@@ -5315,10 +5413,10 @@ static int sq_ret_run(sq_store_t *s, int id, const store_retain_row_t *r,
 static int sq_ret_remove(store_t *base, const store_retain_row_t *rows,
                          size_t n, int archive, int *removed) {
   sq_store_t *s = (sq_store_t *)base;
-  int64_t now = pawl__store_now(base);
   for (size_t i = 0; i < n; i++) removed[i] = 0;
   int rc = sq_begin(s);
   if (rc) return rc;
+  int64_t now = pawl__store_now(base); /* under the write lock */
   for (size_t i = 0; i < n && !rc; i++) {
     const store_retain_row_t *r = &rows[i];
     int ch = 0;
