@@ -1808,6 +1808,25 @@ static int sq_lanes_paused(sq_lanes_t *ln) {
   return rc;
 }
 
+/* Applies to `j`, the got-th job of a claim, what CLAIM_TAKE writes to
+ * its row, and lists its seq in `seqs` (and in `ahead` when it is claimed
+ * ahead of a free worker: CLAIM_TAKE leaves its start NULL). */
+static void sq_claim_mark(const store_claim_t *c, pawl_job_t *j, int64_t now,
+                          size_t got, pawl_buf_t *seqs, pawl_buf_t *ahead) {
+  j->state = PAWL_RUNNING;
+  j->attempt++;
+  j->started_at = j->updated_at = now;
+  if (got >= c->ahead_from) {
+    j->started_at = 0;
+    pawl__buf_printf(ahead, "%s%lld", ahead->len ? "," : "[",
+                     (long long)j->store_key);
+  }
+  j->lease_expires = now + c->lease_ms;
+  j->progress_done = j->progress_total = 0;
+  j->version++;
+  pawl__buf_printf(seqs, "%s%lld", got ? "," : "", (long long)j->store_key);
+}
+
 /* Picks from every open lane of `queues` (every queue with ready jobs
  * when none) into ln->picks: at most ln->c->max jobs each. */
 static int sq_lanes_collect(sq_lanes_t *ln, const char *const *queues,
@@ -1846,10 +1865,11 @@ static void sq_lanes_free(sq_lanes_t *ln) {
 
 /* Picks from every open lane of the claimer's queues (every queue with
  * ready jobs when it names none) and keeps, in claim order, the first
- * c->max jobs its limits admit: into jobs[], their seqs into `seqs`. */
+ * c->max jobs its limits admit: into jobs[], their seqs into `seqs`
+ * (and `ahead`, sq_claim_mark()). */
 static int sq_claim_lanes(sq_store_t *s, const store_claim_t *c, int64_t now,
                           store_limits_t *lim, pawl_job_t **jobs, size_t *got,
-                          pawl_buf_t *seqs) {
+                          pawl_buf_t *seqs, pawl_buf_t *ahead) {
   sq_lanes_t ln = {.s = s, .c = c, .lim = lim, .now = now};
   int rc = sq_lanes_collect(&ln, c->queues, c->nqueues);
   if (!rc && ln.npicks)
@@ -1860,14 +1880,7 @@ static int sq_claim_lanes(sq_store_t *s, const store_claim_t *c, int64_t now,
     if (!rc && *got < c->max &&
         (!lim->n || pawl__store_limits_admit(lim, pk->job->queue, pk->resource))) {
       pawl_job_t *j = pk->job;
-      /* What CLAIM_TAKE writes to the row. */
-      j->state = PAWL_RUNNING;
-      j->attempt++;
-      j->started_at = j->updated_at = now;
-      j->lease_expires = now + c->lease_ms;
-      j->progress_done = j->progress_total = 0;
-      j->version++;
-      pawl__buf_printf(seqs, "%s%lld", *got ? "," : "", (long long)j->store_key);
+      sq_claim_mark(c, j, now, *got, seqs, ahead);
       jobs[(*got)++] = j;
       pk->job = NULL;
     }
@@ -1953,8 +1966,9 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   } else if (sq_lanes_needed(which != unpaused_which &&
                                  which != unpaused_which + SQ_CLAIM_LIM - SQ_CLAIM,
                              &lim)) {
-    rc = sq_claim_lanes(s, c, now, &lim, jobs, &got, &seqs);
-    if (!rc && got > 0) rc = sq_claim_take(s, c, now, &seqs, got);
+    rc = sq_claim_lanes(s, c, now, &lim, jobs, &got, &seqs, &ahead);
+    if (ahead.len) pawl__buf_putc(&ahead, ']');
+    if (!rc && got > 0) rc = sq_claim_take(s, c, now, &seqs, &ahead, got);
     if (!rc && got > 0 && lim.n) rc = sq_limits_save(s, &lim);
     rc = sq_end(s, rc);
   } else {
@@ -1982,20 +1996,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
           rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
           break;
         }
-        /* What CLAIM_TAKE writes to the row. */
-        j->state = PAWL_RUNNING;
-        j->attempt++;
-        j->started_at = j->updated_at = now;
-        if (got >= c->ahead_from) {
-          /* Claimed ahead: not started (CLAIM_TAKE's ?6). */
-          j->started_at = 0;
-          pawl__buf_printf(&ahead, "%s%lld", ahead.len ? "," : "[",
-                           (long long)j->store_key);
-        }
-        j->lease_expires = now + c->lease_ms;
-        j->progress_done = j->progress_total = 0;
-        j->version++;
-        pawl__buf_printf(&seqs, "%s%lld", got ? "," : "", (long long)j->store_key);
+        sq_claim_mark(c, j, now, got, &seqs, &ahead);
         jobs[got++] = j;
       }
       pawl__buf_putc(&seqs, ']');
