@@ -210,6 +210,48 @@ describe("pawl CLI", function()
       assert.are.equal(cjson.null, j.max_attempts)
     end)
 
+    it("warns when the scripts directory it sees has no script for the type", function()
+      local dir = env:path("scripts")
+      os.execute("mkdir -p '" .. dir .. "'")
+      H.write_file(dir .. "/mailer.lua", "return { run = function() end }")
+      -- A misspelt type: stored (another node may have the script), with a
+      -- warning naming the type and the directory --scripts gave.
+      local r = env:pawl("enqueue", "mailr", "--scripts", dir)
+      assert.are.equal(0, r.code, r.err)
+      local id = r.out:match("^(%x+%-[%x%-]+)")
+      assert.truthy(id, r.out)
+      assert.are.equal("mailr", env:show_json(id).type)
+      assert.truthy(r.err:find("warning", 1, true), r.err)
+      assert.truthy(r.err:find("no script for job type mailr", 1, true), r.err)
+      assert.truthy(r.err:find(dir, 1, true), r.err)
+      assert.truthy(r.err:find("--scripts DIR", 1, true), r.err)
+      -- The type it has: no warning.
+      r = env:pawl("enqueue", "mailer", "--scripts", dir)
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("", r.err)
+      -- The default directory, ./scripts of the working directory.
+      r = H.run({ "--db", env.db, "enqueue", "nosuch_type" }, { cwd = env.dir })
+      assert.are.equal(0, r.code, r.err)
+      assert.truthy(r.err:find("no script for job type nosuch_type in ./scripts", 1, true), r.err)
+      assert.truthy(r.err:find("--scripts DIR", 1, true), r.err)
+      -- A type the enqueue refuses: its error, and no warning before it.
+      r = env:pawl("enqueue", "x\27[2Jy", "--scripts", dir)
+      assert.are.equal(2, r.code, r.err)
+      assert.falsy(r.err:find("warning", 1, true), r.err)
+      assert.falsy(r.err:find("\27", 1, true), r.err)
+      -- A type naming a path is no script of the directory either.
+      r = env:pawl("enqueue", "../mailer", "--scripts", dir)
+      assert.are.equal(0, r.code, r.err)
+      assert.truthy(r.err:find("no script for job type ../mailer", 1, true), r.err)
+      -- No scripts directory here: this machine only enqueues; silence.
+      r = env:pawl("enqueue", "mailr", "--scripts", env:path("absent"))
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("", r.err)
+      r = H.run({ "--db", env.db, "enqueue", "nosuch_type" }, { cwd = env:path("scripts") })
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("", r.err)
+    end)
+
     it("runs a delayed job at now + delay", function()
       -- run_at is the delay after the moment `pawl enqueue` read the clock,
       -- which lies between the whole seconds read before and after it

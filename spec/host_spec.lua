@@ -639,6 +639,37 @@ return {
   -- ---- scripts -----------------------------------------------------------
 
   describe("scripts", function()
+    it("fail the jobs of a script that did not load with its load error", function()
+      -- Four ways a script does not load: each job's error names the
+      -- file and says why, not "no script for job type".
+      local paths = {
+        syntax = env:script("syntax", "return { run = function() end"),
+        raises = env:script("raises", [[error("top level says no")]]),
+        norun = env:script("norun", "return { queue = 'x' }"),
+        slow = env:script("slow", "while true do end"),
+      }
+      local ids = {}
+      for name in pairs(paths) do
+        ids[name] = env:enqueue(name, "{}", "--max-attempts", "1")
+      end
+      local ghost = env:enqueue("ghost", "{}", "--max-attempts", "1")
+      local p = env:run_idle("--poll", "0.05", "--load-timeout", "0.5")
+      assert.are.equal(0, p.code, p:stderr())
+      local why = { syntax = "'}' expected", raises = "top level says no",
+                    norun = "run", slow = "longer than 0.5 s" }
+      for name, id in pairs(ids) do
+        local j = env:show(id)
+        assert.are.equal("failed", j.state, name)
+        local e = j.attempts[1].error
+        assert.falsy(has(e, "no script for job type"), name .. ": " .. e)
+        assert.truthy(has(e, "did not load"), name .. ": " .. e)
+        assert.truthy(has(e, paths[name]), name .. ": " .. e)
+        assert.truthy(has(e, why[name]), name .. ": " .. e)
+      end
+      -- A type that has no file at all still says so.
+      assert.are.equal("no script for job type ghost", env:show(ghost).attempts[1].error)
+    end)
+
     it("are reloaded when they change; a broken one keeps the old version", function()
       env:script("A", [[return { run = function() return "v1" end }]])
       -- B runs until the test opens its gate.

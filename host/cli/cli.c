@@ -1267,13 +1267,23 @@ static int cli_migrate(pawl_t *p, const cli_args_t *a, char *err) {
 
 /* The job's script, if this machine has it, says where and how the job
  * runs; what the command line says wins. A broken script is reported and
- * the job enqueued anyway: the workers may have a good version. */
+ * the job enqueued anyway: the workers may have a good version. *missing:
+ * 1 when this machine has a scripts directory without the type's script. */
 static int cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
-                               pawl_script_info_t *info, char *cerr) {
+                               pawl_script_info_t *info, int *missing,
+                               char *cerr) {
   char err[CLI_ERRLEN];
   const char *dir = a->host.scripts_dir ? a->host.scripts_dir : "./scripts";
   int rc = pawl_script_info(dir, a->pos[0], info, err, sizeof err);
-  if (rc == PAWL_ENOTFOUND) return 0;
+  if (rc == PAWL_ENOTFOUND) {
+    /* A directory of scripts without this one: most likely a misspelt
+     * type, which the workers would retry for hours. The job is stored
+     * all the same (another node may have the script); with no directory
+     * here at all, this machine only enqueues, and says nothing. */
+    struct stat sb;
+    *missing = stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode);
+    return 0;
+  }
   if (rc) {
     fprintf(stderr, "pawl: warning: %s; enqueuing with the given options\n", err);
     return 0;
@@ -1307,7 +1317,8 @@ static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
   int status = PAWL_ENQ_NEW;
   pawl_enqueue_opts_t o = a->enq;
   pawl_script_info_t info;
-  int drc = cli_script_defaults(a, &o, &info, err);
+  int missing = 0;
+  int drc = cli_script_defaults(a, &o, &info, &missing, err);
   if (drc) return drc;
   int rc = pawl_enqueue(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL, &o,
                         &id, &status);
@@ -1315,6 +1326,23 @@ static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
   char text[PAWL_ID_STRLEN];
   pawl_id_format(&id, text);
   printf("%s\n", text);
+  if (missing) {
+    /* Most likely a misspelt type, which the workers would retry for
+     * hours. The job is stored all the same (another node may have the
+     * script); with no scripts directory here at all, this machine only
+     * enqueues, and nothing is said. */
+    pawl_buf_t w;
+    pawl__buf_init(&w);
+    pawl__buf_puts(&w, "pawl: warning: no script for job type ");
+    cli_text(&w, a->pos[0]);
+    pawl__buf_puts(&w, " in ");
+    cli_text(&w, a->host.scripts_dir ? a->host.scripts_dir : "./scripts");
+    pawl__buf_puts(&w, " (where --scripts DIR says the scripts are; "
+                   "default ./scripts); the job is stored anyway, for a "
+                   "node that has its script");
+    if (!w.oom) fprintf(stderr, "%s\n", pawl__buf_cstr(&w));
+    pawl__buf_free(&w);
+  }
   /* The id goes to stdout either way, so scripts get the job they meant;
    * the note on stderr says it was not a new one. */
   pawl_buf_t note;

@@ -231,6 +231,12 @@ void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
 int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
                           pawl_script_info_t *out);
 
+/* Tells pawl.worker which scripts of `dir` did not load (the loader's
+ * list, e[0..n)), so that their jobs fail with that error (W.set_load_errors).
+ * Borrowed; failures leave the previous list. */
+void pawl__lua_set_load_errors(pawl__lua_t *w, const char *dir,
+                               const pawl_script_error_t *e, size_t n);
+
 /* The recurring definition `type` declares in its script (cron = ...),
  * for the loader (issue 14): 1 with *out filled (malloc'd strings: the
  * caller frees them as pawl_recurring_free() does an element), 0 when it

@@ -78,6 +78,9 @@ local types = {}      -- type name -> checked script table
 -- looked up when no script has the name. nil in pawl's own states.
 local hosted = nil
 local spec_of -- name -> checked script table, or nil (after check_script)
+-- name -> { path =, err = } of a script that did not load and has no
+-- earlier version serving (W.load_failed); cleared when it loads or goes.
+local load_errors = {}
 local unsafe = false
 local max_error_length = 2000
 
@@ -1395,6 +1398,9 @@ function W.load_begin(files, opts)
   for name in pairs(types) do
     if not files[name] then types[name] = nil end
   end
+  for name in pairs(load_errors) do
+    if not files[name] then load_errors[name] = nil end
+  end
 end
 
 -- Loads one script (`src`, its text as the host read it, or else the file
@@ -1427,8 +1433,12 @@ function W.load_one(name, path, src)
     return nil
   end
   local t, err = load_script(path, false, src)
-  if not t then return err end
+  if not t then
+    W.load_failed(name, path, err)
+    return err
+  end
   types[name] = t
+  load_errors[name] = nil
   return nil
 end
 
@@ -1446,9 +1456,21 @@ function W.load_c(name, run, settings)
 end
 
 -- A script that did not load: its previous version keeps serving; for the
--- defaults file with none, the built-in defaults.
-function W.load_failed(name)
+-- defaults file with none, the built-in defaults. A type with no version
+-- to serve remembers why (`path` and `err`), so that its jobs fail with
+-- the load error rather than with "no script for job type".
+function W.load_failed(name, path, err)
   if name == "_defaults" and not file_defaults then builtin_defaults() end
+  if name ~= "_defaults" and path and not types[name] then
+    load_errors[name] = { path = path, err = tostring(err or "(no error message)") }
+  end
+end
+
+-- The scripts that did not load in the host's loader and have no version
+-- serving (name -> { path =, err = }), for the workers, which never see
+-- them: their jobs fail with that error.
+function W.set_load_errors(t)
+  load_errors = t
 end
 
 -- Loads the scripts in `files` in one go (see load_begin and load_one);
@@ -1591,6 +1613,11 @@ prepare = function(job, seq)
   local timeout = (job.timeout_s > 0 and job.timeout_s)
                   or (spec and spec.timeout) or defaults.timeout
   if not spec then
+    local le = load_errors[job.type]
+    if le then
+      return nil, ("the script of job type %s (%s) did not load: %s")
+                  :format(job.type, le.path, le.err), timeout, 0
+    end
     return nil, ("no script for job type %s"):format(job.type), timeout, 0
   end
   if spec.bad then
