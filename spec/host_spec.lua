@@ -819,6 +819,69 @@ return {
       end)
     end
 
+    -- `pawl run 2>&1 | READER` in a shell: the host's pid, its exit status
+    -- and a mark that the reader has gone go to files of the env.
+    -- READER reads `nbytes` (0: none) and exits, often mid-line.
+    local function run_into_pipe(nbytes, ...)
+      local q = H.quote
+      local words = { q(H.bin), "--db", q(env.db), "--create", "run",
+                      "--scripts", q(env.scripts), "--poll", "0.05" }
+      for _, a in ipairs({ ... }) do words[#words + 1] = q(a) end
+      local reader = nbytes > 0 and ("head -c %d >/dev/null"):format(nbytes) or "true"
+      local files = { pid = env:path("host.pid"), code = env:path("host.code"),
+                      gone = env:path("reader.gone") }
+      for _, path in pairs(files) do os.remove(path) end
+      local cmd = ("{ %s 2>&1 & echo $! >%s; wait $!; echo $? >%s; } | "
+                   .. "{ %s; echo gone >%s; }")
+                  :format(table.concat(words, " "), q(files.pid), q(files.code),
+                          reader, q(files.gone))
+      env:spawn_program({ "/bin/sh", "-c", cmd })
+      env:wait_until("the reader to go", function() return H.exists(files.gone) end)
+      files.host = tonumber(env:wait_until("the host's pid", function()
+        return (H.read_file(files.pid) or ""):match("^(%d+)\n") end))
+      return files
+    end
+
+    local function host_code(files)
+      return tonumber(env:wait_until("the host to exit", function()
+        return (H.read_file(files.code) or ""):match("^(%d+)\n") end, 2 * H.HANG_S))
+    end
+
+    it("stops cleanly and removes its socket when the pipe it logs to is gone", function()
+      local sock = env.db_path .. ".sock"
+      -- A signal: the stop's log lines go to a pipe nobody reads.
+      for _, nbytes in ipairs({ 1, 0, 7 }) do
+        local f = run_into_pipe(nbytes)
+        env:wait_until("the socket", function() return H.exists(sock) end)
+        os.execute("kill -INT " .. f.host)
+        local code = host_code(f)
+        assert.are_not.equal(141, code, "killed by SIGPIPE")
+        assert.are.equal(0, code)
+        assert.is_false(H.exists(sock), "the admin socket was left behind")
+      end
+      -- --until-idle: a job, held until the reader has gone, logs as it
+      -- ends and the host stops by itself.
+      local gate = env:gate()
+      env:script("held", H.GATE_LUA .. [[
+return { run = function(job) pawl_gate(job.payload.gate) return "ok" end }]])
+      local id = env:enqueue("held", H.json { gate = gate.path })
+      local f = run_into_pipe(1, "--until-idle", "--allow-io")
+      gate:wait_reached()
+      gate:open()
+      local code = host_code(f)
+      assert.are_not.equal(141, code, "killed by SIGPIPE")
+      assert.are.equal(0, code)
+      assert.are.equal("succeeded", env:show(id).state)
+      assert.is_false(H.exists(sock), "the admin socket was left behind")
+      -- An error stop (its database file deleted), into the same pipe.
+      f = run_into_pipe(3)
+      env:wait_until("the socket", function() return H.exists(sock) end)
+      os.remove(env.db_path)
+      code = host_code(f)
+      assert.are.equal(1, code)
+      assert.is_false(H.exists(sock), "the admin socket was left behind")
+    end)
+
     it("SIGTERM hands the running and the queued jobs back", function()
       local gate = env:gate()
       env:script("long", HELD)

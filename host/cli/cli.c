@@ -1588,6 +1588,11 @@ static int cli_dbfile_changed(const cli_dbfile_t *f) {
  * that the SQLite database file is still the one it opened; if not, it
  * stops gracefully and exits with a failure. */
 static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
+  /* `pawl run | tee log` and Ctrl-C: the terminal's SIGINT ends the reader
+   * too, and the stop's log lines would kill the host by SIGPIPE halfway
+   * through its stop, its socket left behind. A write to a pipe nobody
+   * reads fails instead (the log line is lost), and the stop goes on. */
+  signal(SIGPIPE, SIG_IGN);
   sigset_t set, old;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
