@@ -870,6 +870,9 @@ typedef struct pawl_outcome {
    * predicates on the result), a JSON array of strings, or NULL for none:
    * children enqueued with when = "branch:NAME" run if NAME is in it. */
   const char *branches;
+  /* FAILED, RETRY: the Lua traceback of the error (sanitized), kept apart
+   * from `error` (the message alone) in the attempt's row; NULL for none. */
+  const char *trace;
 } pawl_outcome_t;
 
 /* Writes `n` outcomes in one transaction (group commit), each with its
@@ -955,7 +958,8 @@ typedef struct pawl_attempt {
   int64_t ended_at;     /* 0 while running */
   char *outcome;        /* "succeeded", "failed", "retry", "snoozed",
                            "released", "lost", "canceled", "running" */
-  char *error;          /* sanitized, or NULL */
+  char *error;          /* sanitized, or NULL: the message alone */
+  char *trace;          /* its Lua traceback (sanitized), or NULL */
 } pawl_attempt_t;
 
 typedef struct pawl_event {
@@ -1473,6 +1477,11 @@ typedef struct pawl_node_info {
   int64_t started_at;
   int64_t last_beat;
   int64_t running;         /* jobs running under its leases now */
+  int64_t stopped_at;      /* when it stopped cleanly; 0 while it runs */
+  /* "running"; "stopped" (stopped cleanly, at stopped_at); "dead" (it
+   * has not beaten for longer than a lease of this handle: it died, or
+   * lost the database; its jobs are recovered). Static. */
+  const char *state;
 } pawl_node_info_t;
 
 /* The nodes, by id. On success *out (NULL when there are none) holds *n

@@ -141,6 +141,7 @@ typedef enum cli_opt_id {
   CLI_O_SIGNAL_TIMEOUT,
   CLI_O_PAYLOAD,
   CLI_O_RAW,            /* issue 16 */
+  CLI_O_TRACE,          /* show: the attempts' tracebacks */
   CLI_O_DRY_RUN,        /* issue 16: retention */
   CLI_O_RETAIN,
   CLI_O_METRICS,        /* issue 16: the metrics endpoint */
@@ -238,6 +239,7 @@ static const struct cli_opt {
     {"--from", CLI_O_FROM, 1, CLI_BIT(CLI_CRON)},
     {"--count", CLI_O_COUNT, 1, CLI_BIT(CLI_CRON)},
     {"--raw", CLI_O_RAW, 0, CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS)},
+    {"--trace", CLI_O_TRACE, 0, CLI_BIT(CLI_SHOW)},
 };
 
 #define CLI_NOPTS (sizeof cli_opts / sizeof cli_opts[0])
@@ -291,7 +293,9 @@ static const char cli_usage_text[] =
     "                            unless given\n"
     "                            here (max_attempts and timeout apply when\n"
     "                            the job runs, from the worker's script)\n"
-    "  show ID [--json]        a job with its attempts, events and logs\n"
+    "  show ID [--json] [--trace]\n"
+    "                          a job with its attempts, events and logs;\n"
+    "                          --trace: each attempt's Lua traceback\n"
     "  jobs [--json]           jobs, newest first\n"
     "      --raw                 (show, jobs) payloads as stored: by default\n"
     "                            secret fields (password, token, key, ...,\n"
@@ -474,6 +478,7 @@ typedef struct cli_args {
   unsigned db_mode;        /* --db-mode: bits of a new SQLite file; 0: 0600 */
   int json;
   int raw;                 /* show, jobs: --raw (issue 16) */
+  int trace;               /* show: --trace */
   const char *pos[3];      /* positional arguments after the command */
   size_t npos;
   pawl_enqueue_opts_t enq;
@@ -751,6 +756,7 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   switch (o->id) {
   case CLI_O_JSON: a->json = 1; break;
   case CLI_O_RAW: a->raw = 1; break;
+  case CLI_O_TRACE: a->trace = 1; break;
   case CLI_O_QUEUE:
     if (a->cmd == CLI_ENQUEUE || a->cmd == CLI_REPLACE) a->enq.queue = v;
     else a->filter.queue = v, a->has_filter = 1;
@@ -1432,6 +1438,8 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
       if (h->nattempts) {
         printf("attempts:\n");
         cli_table_print(&attempts, "  ");
+        if (cli_traces_print(h, a->trace) != 0)
+          rc = cli_fail(err, CLI_FAIL, "out of memory");
       } else {
         printf("attempts: none\n");
       }

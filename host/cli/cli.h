@@ -71,6 +71,11 @@ int cli_print_job_json(const pawl_job_t *j, char *err);
  * attempts, transitions and log lines tables of `pawl show`. */
 void cli_job_fields(cli_table_t *t, const pawl_job_t *j);
 void cli_attempt_rows(cli_table_t *t, const pawl_history_t *h);
+/* pawl show: with `full` (--trace), each attempt's Lua traceback, a line
+ * of the trace a line on the screen, made safe by cli_text; without, one
+ * line saying how to see them, if any attempt has one. 0, or -1 out of
+ * memory. */
+int cli_traces_print(const pawl_history_t *h, int full);
 void cli_event_rows(cli_table_t *t, const pawl_history_t *h);
 void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs, size_t n);
 /* Restartable steps (issue 15): a job's step executions, exit code and

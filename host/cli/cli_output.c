@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "buf.h"
 #include "cli.h"
 #include "iso8601.h"
@@ -273,6 +274,8 @@ void cli_json_history(pawl_buf_t *b, const pawl_history_t *h) {
     cli_json_str(b, at->outcome);
     pawl__buf_puts(b, ",\"error\":");
     cli_json_str(b, at->error);
+    pawl__buf_puts(b, ",\"trace\":");
+    cli_json_str(b, at->trace);
     pawl__buf_putc(b, '}');
   }
   pawl__buf_puts(b, "],\"events\":[");
@@ -422,6 +425,46 @@ void cli_attempt_rows(cli_table_t *t, const pawl_history_t *h) {
                           at->error};
     cli_table_row(t, row);
   }
+}
+
+int cli_traces_print(const pawl_history_t *h, int full) {
+  size_t n = 0;
+  for (size_t i = 0; i < h->nattempts; i++) n += h->attempts[i].trace != NULL;
+  if (!n) return 0;
+  if (!full) {
+    printf("  (%zu attempt%s with a traceback: pawl show ID --trace)\n", n,
+           n == 1 ? "" : "s");
+    return 0;
+  }
+  pawl_buf_t b;
+  pawl__buf_init(&b);
+  for (size_t i = 0; i < h->nattempts; i++) {
+    const char *t = h->attempts[i].trace;
+    if (!t) continue;
+    pawl__buf_printf(&b, "traceback of attempt %d:\n",
+                     (int)h->attempts[i].attempt);
+    /* Line by line: each made safe, the newlines between them kept. */
+    for (const char *s = t; *s;) {
+      size_t len = strcspn(s, "\n");
+      char *line = pawl__strndup(s, len);
+      if (!line) {
+        pawl__buf_free(&b);
+        return -1;
+      }
+      /* A traceback's frames start with a tab: an indent, not "\t". */
+      for (char *c = line; *c; c++)
+        if (*c == '\t') *c = ' ';
+      pawl__buf_puts(&b, "  ");
+      cli_text(&b, line);
+      pawl__buf_putc(&b, '\n');
+      pawl__free(line);
+      s += len + (s[len] == '\n');
+    }
+  }
+  int oom = b.oom;
+  if (!oom) fputs(pawl__buf_cstr(&b), stdout);
+  pawl__buf_free(&b);
+  return oom ? -1 : 0;
 }
 
 void cli_event_rows(cli_table_t *t, const pawl_history_t *h) {

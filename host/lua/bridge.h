@@ -156,7 +156,9 @@ typedef struct pawl__lua_config {
 typedef struct pawl__lua_outcome {
   int kind;                  /* PAWL_OUT_* */
   char *result;              /* JSON text, or NULL (success without one) */
-  char *error;               /* sanitized, for failures and retries */
+  char *error;               /* sanitized, for failures and retries: the
+                                message alone */
+  char *trace;               /* its Lua traceback, sanitized, or NULL */
   int64_t run_at;            /* retry, snooze: when (store clock ms) */
   int ordering_skip;         /* retry: pawl_outcome_t.ordering_skip (the
                                 type's ordering = "skip_failed") */

@@ -46,6 +46,7 @@ typedef struct host_outcome {
   pawl_job_t *job;           /* owned */
   char *result;              /* owned */
   char *error;               /* owned */
+  char *trace;               /* owned: the error's traceback, or NULL */
   char *branches;            /* owned: the branches that fired (issue 15) */
   pawl_log_entry_t *logs;    /* owned, with their strings */
   size_t nlogs;

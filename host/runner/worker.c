@@ -363,6 +363,8 @@ static void worker_take(host_outcome_t *o, pawl__lua_outcome_t *r) {
   o->branches = r->branches;
   o->out.branches = o->branches;
   o->error = r->error;
+  o->trace = r->trace;
+  o->out.trace = o->trace;
   o->logs = r->logs;
   o->nlogs = r->nlogs;
   o->hooks = r->hooks;

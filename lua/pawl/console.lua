@@ -621,7 +621,7 @@ function Session:help(what)
     local rows = {}
     for _, e in ipairs(functions_of(self)) do rows[#rows + 1] = { e.name, e.help } end
     rows[#rows + 1] = { "db", "the pawl handle: db:jobs{...}, db:get(id), ... (README, Embedding)" }
-    rows[#rows + 1] = { ":trace", "the traceback of the last error" }
+    rows[#rows + 1] = { ":trace", "the traceback of the last error, or of the attempts of the job last shown" }
     return kind(rows, "help")
   end
   for _, e in ipairs(functions_of(self)) do
@@ -954,7 +954,8 @@ local JOB_FIELDS = { "id", "type", "queue", "state", "paused_from", "priority",
                      "enqueued_by", "recoveries", "version" }
 local TIMES = set_of{ "run_at", "created_at", "updated_at", "started_at",
                       "finished_at", "lease_expires", "at", "scheduled_at",
-                      "ended_at", "last_beat", "acquired_at", "expires_at" }
+                      "ended_at", "last_beat", "acquired_at", "expires_at",
+                      "stopped_at" }
 
 function Session:render_job(out, j)
   local w = self.width()
@@ -983,11 +984,23 @@ function Session:render_job(out, j)
     if #j.attempts == 0 then out:line("attempts: none") else
       out:line("attempts:")
       local r = { { "  #", "NODE", "STARTED", "ENDED", "OUTCOME", "ERROR" } }
+      local traces = {}
       for _, a in ipairs(j.attempts) do
         r[#r + 1] = { "  " .. a.attempt, safe(a.node or "-"), iso(a.started_at),
                       iso(a.ended_at), a.outcome or "-", safe(a.error or "") }
+        if a.trace then
+          -- Each line made safe, the lines kept: :trace shows them.
+          traces[#traces + 1] = ("traceback of attempt %d:"):format(a.attempt)
+          for line in (a.trace .. "\n"):gmatch("([^\n]*)\n") do
+            traces[#traces + 1] = "  " .. safe((line:gsub("\t", " ")))
+          end
+        end
       end
       table_lines(out, r, w)
+      if #traces > 0 then
+        self.last_trace = table.concat(traces, "\n")
+        out:line("  (tracebacks of its attempts: :trace)")
+      end
     end
   end
   if j.events then
@@ -1032,9 +1045,11 @@ end
 function Session:render_nodes(out, list)
   if #list == 0 then out:line("(no nodes)") return end
   local now = self.db:now()
-  local rows = { { "ID", "VERSION", "QUEUES", "LAST_BEAT", "RUNNING", "STARTED", "INCARNATION" } }
+  local rows = { { "ID", "STATE", "VERSION", "QUEUES", "LAST_BEAT", "RUNNING", "STARTED", "INCARNATION" } }
   for _, n in ipairs(list) do
-    rows[#rows + 1] = { safe(n.id), safe(n.version),
+    local state = n.state or "-"
+    if n.stopped_at then state = "stopped " .. iso(n.stopped_at) end
+    rows[#rows + 1] = { safe(n.id), safe(state), safe(n.version),
       #n.queues > 0 and safe(table.concat(n.queues, ",")) or "(all)",
       n.last_beat and (span(now - n.last_beat) .. " ago") or "-",
       tostring(n.running), iso(n.started_at), n.incarnation }

@@ -1756,8 +1756,21 @@ function clean(spec, msg, job) -- declared above, with ctx
   return "(error message withheld: the sanitizer failed)"
 end
 
+-- The message of an error text and its traceback (what the message
+-- handler appended, from "stack traceback:" on), or nil when it has none.
+local TRACE_MARK = "\nstack traceback:"
+local function split_trace(s)
+  local at = s:find(TRACE_MARK, 1, true)
+  if not at then return s, nil end
+  return s:sub(1, at - 1), s:sub(at + 1)
+end
+W.split_trace = split_trace
+
 -- After a failed attempt: returns kind ("failed" | "retry" | "snooze"),
--- the sanitized error text, and the delay in seconds.
+-- the sanitized error text (the message alone), the delay in seconds,
+-- whether a retry lets later jobs of its ordering key pass, and the
+-- sanitized traceback (nil: none). The traceback goes through the
+-- sanitizer as the message does, and is cut to the same length.
 function W.failed(job, err)
   local spec = spec_of(job.type)
   if type(err) == "table" and err[SENTINEL] == "snooze" then
@@ -1766,22 +1779,28 @@ function W.failed(job, err)
   if type(err) == "table" and err[SENTINEL] == "fatal" then
     return "failed", clean(spec, err.message, job), 0
   end
-  local text = clean(spec, message_of(err, spec), job)
-  if job.attempt >= max_attempts_of(job, spec) then return "failed", text, 0 end
+  local msg, tb = split_trace(message_of(err, spec))
+  local text = clean(spec, msg, job)
+  local trace = tb and clean(spec, tb, job) or nil
+  if job.attempt >= max_attempts_of(job, spec) then
+    return "failed", text, 0, false, trace
+  end
   local policy = (spec and spec.retry) or defaults.retry
   local ok, delay = pcall(policy, job.attempt, err, job)
   if not ok then
     after_error(delay)
     return "failed", text .. "\nretry policy failed: "
-      .. clean(spec, message_of(delay, spec), job), 0
+      .. clean(spec, (split_trace(message_of(delay, spec))), job), 0, false,
+      trace
   end
-  if delay == nil then return "failed", text, 0 end
+  if delay == nil then return "failed", text, 0, false, trace end
   if out_of_range("delay", delay, 0, limits.delay_max_s) then
     return "failed", text .. "\nretry policy returned "
       .. clean(spec, tostring(delay), job) .. ", not a delay in seconds "
-      .. "(between 0 and " .. tostring(limits.delay_max_s) .. ")", 0
+      .. "(between 0 and " .. tostring(limits.delay_max_s) .. ")", 0, false,
+      trace
   end
-  return "retry", text, delay, W.ordering_of(spec) == "skip_failed"
+  return "retry", text, delay, W.ordering_of(spec) == "skip_failed", trace
 end
 
 -- The ordering a type's jobs keep when one fails and will be retried:

@@ -185,6 +185,7 @@
  * recovered by another node). */
 #define PG_SQL_SUCCEED_MANY                                                  \
   "WITH done AS (UPDATE pawl_jobs AS j SET state = 2, result = b.result, "   \
+  "last_error = NULL, "                                                      \
   "finished_at = pawl_now($1::bigint), updated_at = pawl_now($1::bigint), "  \
   "lease_expires = NULL, version = j.version + 1 FROM unnest($2::uuid[], "   \
   "$3::int[], $4::jsonb[]) AS b(id, attempt, result) WHERE j.id = b.id AND " \

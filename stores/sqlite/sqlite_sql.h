@@ -150,7 +150,8 @@
  * nearly every job) for the batch's counters, and its seq when it has
  * children to release (deps_open, issue 15), once per row written. */
 #define SQLITE_SQL_SUCCEED_SET                                               \
-  "UPDATE pawl_jobs SET state = 2, result = ?1, finished_at = ?2, "          \
+  "UPDATE pawl_jobs SET state = 2, result = ?1, last_error = NULL, "         \
+  "finished_at = ?2, "                                                       \
   "updated_at = pawl_tp_note(queue, ?2, batch_id, CASE WHEN deps_open "      \
   "THEN seq END), lease_expires = NULL, version = version + 1 WHERE "
 #define SQLITE_SQL_SUCCEED                                                   \
