@@ -1106,6 +1106,12 @@ typedef struct pawl_script_info {
   char identity[16][201];
   const char *identity_ptrs[16];
   size_t nidentity;
+  /* What applies to a job of the type enqueued without max_attempts or a
+   * timeout: the script's, else _defaults.lua's, else the built-in ones
+   * (PAWL_DEFAULT_MAX_ATTEMPTS; a timeout of 300 s, which a program
+   * embedding the host may change: pawl_host_opts_t.default_timeout_s). */
+  int32_t applied_max_attempts;
+  int32_t applied_timeout_s;
 } pawl_script_info_t;
 
 /* Loads the script for `type` from `scripts_dir` (and _defaults.lua) the

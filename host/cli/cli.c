@@ -213,7 +213,8 @@ static const struct cli_opt {
      CLI_ACTIONS | CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_REPLACE)},
     {"--age-boost", CLI_O_AGE_BOOST, 1, CLI_BIT(CLI_QUEUE)},
     {"--scripts", CLI_O_SCRIPTS, 1,
-     CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_CONSOLE)},
+     CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_CONSOLE) |
+         CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS)},
     {"--workers", CLI_O_WORKERS, 1, CLI_BIT(CLI_RUN)},
     {"--queues", CLI_O_QUEUES, 1, CLI_BIT(CLI_RUN)},
     {"--node-id", CLI_O_NODE_ID, 1, CLI_BIT(CLI_RUN)},
@@ -301,6 +302,9 @@ static const char cli_usage_text[] =
     "                            secret fields (password, token, key, ...,\n"
     "                            and the script's redact list) show as\n"
     "                            \"<redacted>\"\n"
+    "      --scripts DIR         (show, jobs) the scripts that tell the\n"
+    "                            max_attempts and timeout of jobs enqueued\n"
+    "                            without them (default ./scripts)\n"
     "      --state S             pending, running, succeeded, failed, "
     "canceled,\n"
     "                            paused or blocked\n"
@@ -1478,6 +1482,7 @@ typedef struct cli_list {
   cli_redact_t red;        /* issue 16 */
   int failed;              /* red could not read a type's list: err says */
   char *err;
+  int unknown;             /* a row's max_attempts no script here can tell */
 } cli_list_t;
 
 static int cli_list_cb(const pawl_job_t *j, void *data) {
@@ -1503,11 +1508,14 @@ static int cli_list_cb(const pawl_job_t *j, void *data) {
   char id[PAWL_ID_STRLEN], prio[16], att[32], run_at[ISO8601_STRLEN];
   pawl_id_format(&j->id, id);
   snprintf(prio, sizeof prio, "%d", (int)j->priority);
-  /* "2/script": max_attempts comes from the job's script when it runs. */
-  if (j->max_attempts)
-    snprintf(att, sizeof att, "%d/%d", (int)j->attempt, (int)j->max_attempts);
+  /* "2/5"; "2/?" when no script here can tell the max_attempts. */
+  int32_t max;
+  cli_limit_of(j, 0, &max);
+  if (max)
+    snprintf(att, sizeof att, "%d/%d", (int)j->attempt, (int)max);
   else
-    snprintf(att, sizeof att, "%d/script", (int)j->attempt);
+    snprintf(att, sizeof att, "%d/?", (int)j->attempt);
+  l->unknown |= !max;
   cli_time(j->run_at, run_at);
   const char *row[7] = {id,   j->type, j->queue, pawl_state_name(j->state),
                         prio, att,     run_at};
@@ -1528,6 +1536,9 @@ static int cli_jobs(pawl_t *p, const cli_args_t *a, char *err) {
   else if (rc) rc = cli_lib_fail(p, rc, err);
   else if (l.oom || l.table.oom) rc = cli_fail(err, CLI_FAIL, "out of memory");
   else if (!l.json) cli_table_print(&l.table, "");
+  if (!rc && l.unknown)
+    printf("(N/?: " CLI_NO_SCRIPT " for the type in %s)\n",
+           a->host.scripts_dir ? a->host.scripts_dir : "./scripts");
   cli_table_free(&l.table);
   pawl__buf_free(&l.line);
   cli_redact_free(&l.red);
@@ -1692,6 +1703,7 @@ static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
 }
 
 static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
+  cli_limits_scripts(a->host.scripts_dir); /* the views' limits */
   switch (a->cmd) {
   case CLI_RUN: return cli_host(p, a, err);
   case CLI_MIGRATE: return cli_migrate(p, a, err);

@@ -193,10 +193,15 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
   lua_getfield(L, -1, "defaults_of");
   lua_remove(L, -2);
   lua_pushstring(L, type);
-  if (pawl__lua_call(w, 1, 8, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
+  if (pawl__lua_call(w, 1, 10, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
     lua_pop(L, 1);
     return -1;
   }
+  /* What applies to jobs that set none: checked values (max_attempts
+   * 1..10000, a timeout of at most PAWL_TIMEOUT_MAX_S). */
+  out->applied_max_attempts = (int32_t)lua_tonumber(L, -2);
+  out->applied_timeout_s = (int32_t)ceil(lua_tonumber(L, -1));
+  lua_pop(L, 2);
   /* Identifying fields (issue 15): pawl.worker checked them (1..16
    * names of at most 200 bytes). */
   if (lua_istable(L, -1)) {

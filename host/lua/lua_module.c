@@ -2338,9 +2338,10 @@ static int lpawl_adm_strcmp(const void *a, const void *b) {
 }
 
 /* pawl.scripts(dir) [-0, +1|3, e] { {type =, queue =, priority =,
- * max_attempts =, timeout =, error =}, ... } by type: what each script
- * in `dir` sets, loaded the way `pawl run` loads it (pawl_script_info),
- * or why it does not load. */
+ * max_attempts =, timeout =, applies_max_attempts =, applies_timeout =,
+ * error =}, ... } by type: what each script in `dir` sets, loaded the way
+ * `pawl run` loads it (pawl_script_info), with the max_attempts and
+ * timeout its jobs that set none run with, or why it does not load. */
 static int lpawl_adm_scripts(lua_State *L) {
   const char *dir = luaL_optstring(L, 1, "./scripts");
   lua_settop(L, 1);
@@ -2395,6 +2396,9 @@ static int lpawl_adm_scripts(lua_State *L) {
       if (info.max_attempts) lpawl_set_num(L, "max_attempts", info.max_attempts);
       if (info.timeout_s) lpawl_set_num(L, "timeout", info.timeout_s);
       if (info.resource[0]) lpawl_set_str(L, "resource", info.resource);
+      /* What applies to its jobs that set none (defaults included). */
+      lpawl_set_num(L, "applies_max_attempts", info.applied_max_attempts);
+      lpawl_set_num(L, "applies_timeout", info.applied_timeout_s);
     }
     lua_rawseti(L, 3, (int)i + 1);
     lua_pop(L, 1);

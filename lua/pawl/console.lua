@@ -417,6 +417,7 @@ local function action(S, name, arg, reason)
     S:remember(j.id)
     -- The job after the action, shown as job(id) shows it.
     S:redact(j, {})
+    S:applied(j, {})
     return kind(j, "job")
   end
   if type(arg) ~= "table" then
@@ -466,10 +467,11 @@ M.functions = {
         fail("jobs: raw must be true or false (got %s)", type(raw))
       end
       local list = check(S.db:jobs(filter))
-      local names = {}
+      local names, limits = {}, {}
       for _, j in ipairs(list) do
         S:remember(j.id)
         if not raw then S:redact(j, names) end
+        S:applied(j, limits)
       end
       return kind(list, "jobs")
     end },
@@ -486,6 +488,7 @@ M.functions = {
       local j = check(S.db:job(id))
       S:remember(j.id)
       if not (o and o.raw) then S:redact(j, {}) end
+      S:applied(j, {})
       return kind(j, "job")
     end },
   { name = "enqueue", help = "enqueue(type, payload, opts): add a job (opts as in pawl enqueue: queue=, priority=, delay_ms=, tags=, ...); returns its id",
@@ -919,11 +922,52 @@ function Session:redact(j, names)
   end
 end
 
+-- What a view says of a limit no script here can tell (pawl show and pawl
+-- jobs say the same words).
+local NO_SCRIPT = "no script visible"
+local BROKEN_SCRIPT = "its script does not load"
+
+-- Sets, in job table `j`, max_attempts and timeout_s to what applies when
+-- it runs: what its enqueue set, else what its script in the scripts
+-- directory says (its _defaults.lua and the built-in defaults included);
+-- nil when no script here can say. max_attempts_from and timeout_from
+-- say which ("enqueue", "script", NO_SCRIPT or BROKEN_SCRIPT). `cache`
+-- keeps the scripts' settings for one listing.
+function Session:applied(j, cache)
+  if not cache.types then
+    cache.types = {}
+    for _, s in ipairs(pawl.scripts(self.scripts_dir) or {}) do
+      cache.types[s.type] = s
+    end
+  end
+  local s = cache.types[j.type]
+  local from = not s and NO_SCRIPT or s.error and BROKEN_SCRIPT or "script"
+  if (j.max_attempts or 0) > 0 then
+    j.max_attempts_from = "enqueue"
+  else
+    j.max_attempts = from == "script" and s.applies_max_attempts or nil
+    j.max_attempts_from = from
+  end
+  if (j.timeout_s or 0) > 0 then
+    j.timeout_from = "enqueue"
+  else
+    j.timeout_s = from == "script" and s.applies_timeout or nil
+    j.timeout_from = from
+  end
+end
+
 -- ---- showing results ---------------------------------------------------------
 
 local function attempt_text(j)
-  local max = j.max_attempts and j.max_attempts > 0 and tostring(j.max_attempts) or "script"
-  return ("%d/%s"):format(j.attempt or 0, max)
+  return ("%d/%s"):format(j.attempt or 0, j.max_attempts or "?")
+end
+
+-- A limit as pawl show says it: "5", "5 (the script's)", "? (no script
+-- visible)".
+local function limit_text(v, from)
+  if from == nil or from == "enqueue" then return v and tostring(v) or nil end
+  if from == "script" then return ("%s (the script's)"):format(tostring(v)) end
+  return ("? (%s)"):format(from)
 end
 
 function Session:render_jobs(out, list)
@@ -945,10 +989,16 @@ function Session:render_jobs(out, list)
   end
   table_lines(out, rows, self.width())
   if #list > 1 then out:line(("(%d jobs)"):format(#list)) end
+  for _, j in ipairs(list) do
+    if j.max_attempts == nil then
+      out:line(("(N/?: %s for the type in %s)"):format(NO_SCRIPT, safe(self.scripts_dir)))
+      break
+    end
+  end
 end
 
 local JOB_FIELDS = { "id", "type", "queue", "state", "paused_from", "priority",
-                     "attempt", "run_at", "created_at", "started_at",
+                     "attempt", "max_attempts", "run_at", "created_at", "started_at",
                      "finished_at", "lease_owner", "lease_expires", "timeout_s",
                      "idempotency_key", "business_key", "correlation_id",
                      "enqueued_by", "recoveries", "version" }
@@ -963,6 +1013,8 @@ function Session:render_job(out, j)
   for _, k in ipairs(JOB_FIELDS) do
     local v = j[k]
     if k == "attempt" then v = attempt_text(j) end
+    if k == "max_attempts" then v = limit_text(v, j.max_attempts_from) end
+    if k == "timeout_s" then v = limit_text(v, j.timeout_from) end
     if v ~= nil and v ~= "" then
       if TIMES[k] then v = iso(v) end
       rows[#rows + 1] = { k .. ":", safe(v) }

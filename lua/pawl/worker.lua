@@ -1506,7 +1506,9 @@ end
 -- apply when a job runs; see max_attempts_of), its ordering_key when it
 -- is a string, whether it is a function of the payload instead, and its
 -- resource (limits), identity (the list of identifying payload fields, or
--- nil).
+-- nil); then the max_attempts and the timeout that apply to its jobs that
+-- set none (the built-in defaults and the host's default timeout
+-- included).
 function W.defaults_of(name)
   local t = spec_of(name)
   if not t then return nil end
@@ -1514,7 +1516,9 @@ function W.defaults_of(name)
   return t.queue or defaults.queue, t.priority or defaults.priority,
          t.max_attempts or defaults.max_attempts, t.timeout,
          type(k) == "string" and k or nil, type(k) == "function", t.resource,
-         t.identity
+         t.identity,
+         t.max_attempts or defaults.max_attempts or limits.default_max_attempts,
+         t.timeout or defaults.timeout
 end
 
 -- The recurring definition a loaded type declares (cron = ...): its name,
