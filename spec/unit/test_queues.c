@@ -627,6 +627,10 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  "ALTER TABLE pawl_attempts_archive DROP COLUMN trace; ALTER TABLE "       \
+  "pawl_attempts DROP COLUMN trace; ALTER TABLE pawl_nodes DROP COLUMN "     \
+  "stopped_at; DELETE FROM pawl_schema WHERE name = "                        \
+  "'V017__node_state_attempt_trace.sql'; "                                   \
   "ALTER TABLE pawl_jobs DROP COLUMN depth; DELETE FROM pawl_schema WHERE "  \
   "name = 'V016__fanout.sql'; "                                              \
   "DROP TABLE pawl_jobs_archive; DROP TABLE pawl_attempts_archive; DROP "    \
@@ -652,6 +656,10 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  "ALTER TABLE pawl_attempts_archive DROP COLUMN trace; ALTER TABLE "       \
+  "pawl_attempts DROP COLUMN trace; ALTER TABLE pawl_nodes DROP COLUMN "     \
+  "stopped_at; DELETE FROM pawl_schema WHERE name = "                        \
+  "'V016__node_state_attempt_trace.sql'; "                                   \
   "ALTER TABLE pawl_jobs DROP COLUMN depth; DELETE FROM pawl_schema WHERE "  \
   "name = 'V015__fanout.sql'; "                                              \
   "DROP TABLE pawl_jobs_archive; DROP TABLE pawl_attempts_archive; DROP "    \
