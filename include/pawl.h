@@ -900,6 +900,9 @@ typedef struct pawl_outcome {
    * before started_at. */
   int64_t started_at;
   int64_t ended_at;
+  /* FAILED, RETRY: the Lua traceback of the error (sanitized), kept apart
+   * from `error` (the message alone) in the attempt's row; NULL for none. */
+  const char *trace;
 } pawl_outcome_t;
 
 /* Writes `n` outcomes in one transaction (group commit), each with its
@@ -990,7 +993,8 @@ typedef struct pawl_attempt {
                            "released", "lost", "canceled", "running",
                            "claimed" (running, claimed ahead of a free
                            worker: started_at 0 until its body starts) */
-  char *error;          /* sanitized, or NULL */
+  char *error;          /* sanitized, or NULL: the message alone */
+  char *trace;          /* its Lua traceback (sanitized), or NULL */
 } pawl_attempt_t;
 
 typedef struct pawl_event {
@@ -1137,6 +1141,12 @@ typedef struct pawl_script_info {
   char identity[16][201];
   const char *identity_ptrs[16];
   size_t nidentity;
+  /* What applies to a job of the type enqueued without max_attempts or a
+   * timeout: the script's, else _defaults.lua's, else the built-in ones
+   * (PAWL_DEFAULT_MAX_ATTEMPTS; a timeout of 300 s, which a program
+   * embedding the host may change: pawl_host_opts_t.default_timeout_s). */
+  int32_t applied_max_attempts;
+  int32_t applied_timeout_s;
 } pawl_script_info_t;
 
 /* Loads the script for `type` from `scripts_dir` (and _defaults.lua) the
@@ -1518,6 +1528,11 @@ typedef struct pawl_node_info {
   int64_t running;         /* jobs running under its leases now (their
                               bodies started: busy workers; jobs claimed
                               ahead of a free worker are not counted) */
+  int64_t stopped_at;      /* when it stopped cleanly; 0 while it runs */
+  /* "running"; "stopped" (stopped cleanly, at stopped_at); "dead" (it
+   * has not beaten for longer than a lease of this handle: it died, or
+   * lost the database; its jobs are recovered). Static. */
+  const char *state;
 } pawl_node_info_t;
 
 /* The nodes, by id. On success *out (NULL when there are none) holds *n

@@ -188,9 +188,12 @@ return {
       assert_has(err, "priority must be a whole number " .. PRIORITY .. " (got 1.5)",
                  "max_attempts must be a whole number between 1 and 10000 (got 10001)",
                  "timeout must be a number of seconds above 0 and at most 86400 (got 1000000000)")
-      for _, id in ipairs(ids) do
+      -- Their jobs fail with the load error, naming the file.
+      local why = { "priority must be a whole number", "max_attempts must be",
+                    "timeout must be" }
+      for i, id in ipairs(ids) do
         local j = env:show(id)
-        assert_has(j.last_error, "no script for job type")
+        assert_has(j.last_error, "did not load", why[i], ({ "prio", "att", "tmo" })[i] .. ".lua")
       end
     end)
   end)

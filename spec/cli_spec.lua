@@ -70,7 +70,9 @@ describe("pawl CLI", function()
 
   describe("enqueue", function()
     it("prints a new UUIDv7 id on one line", function()
-      local r = env:pawl("enqueue", "email", '{"to":"a@example.com"}')
+      -- No scripts directory: nothing to warn about on stderr.
+      local r = env:pawl("enqueue", "email", '{"to":"a@example.com"}', "--scripts",
+                         env:path("absent"))
       assert.are.equal(0, r.code, r.err)
       assert.are.equal("", r.err)
       assert.are.equal(1, #H.lines(r.out))
@@ -162,9 +164,12 @@ describe("pawl CLI", function()
       assert.are.same({}, j.payload)
       assert.are.equal(cjson.null, j.params)
       assert.are.same({}, j.tags)
-      -- Not set: the script's applies when the job runs (else 25).
+      -- Not set: the script's applies when the job runs, and no script
+      -- here (./scripts of the source tree has no "noop") can tell it.
       assert.are.equal(cjson.null, j.max_attempts)
-      assert.are.equal(0, j.timeout_s)
+      assert.are.equal("no script visible", j.max_attempts_from)
+      assert.are.equal(cjson.null, j.timeout_s)
+      assert.are.equal("no script visible", j.timeout_from)
       assert.are.equal(cjson.null, j.idempotency_key)
       assert.are.equal(cjson.null, j.business_key)
       assert.are.equal(cjson.null, j.correlation_id)
@@ -181,9 +186,10 @@ describe("pawl CLI", function()
       assert.are.equal("mail", j.queue)
       assert.are.equal(3, j.priority)
       -- max_attempts and the timeout are left to the worker, which applies
-      -- the script's own when the job runs.
+      -- the script's own when the job runs: not stored, so a viewer
+      -- without the script cannot tell them (see "shows the limits").
       assert.are.equal(cjson.null, j.max_attempts)
-      assert.are.equal(0, j.timeout_s)
+      assert.are.equal(cjson.null, j.timeout_s)
       -- What the command line says wins.
       j = env:show_json(env:enqueue("mailer", "--scripts", dir, "--queue", "bulk",
                                     "--priority", "0", "--max-attempts", "9"))
@@ -208,6 +214,137 @@ describe("pawl CLI", function()
       j = env:show_json(env:enqueue("unknown_type", "--scripts", dir))
       assert.are.equal("default", j.queue)
       assert.are.equal(cjson.null, j.max_attempts)
+    end)
+
+    it("warns when the scripts directory it sees has no script for the type", function()
+      local dir = env:path("scripts")
+      os.execute("mkdir -p '" .. dir .. "'")
+      H.write_file(dir .. "/mailer.lua", "return { run = function() end }")
+      -- A misspelt type: stored (another node may have the script), with a
+      -- warning naming the type and the directory --scripts gave.
+      local r = env:pawl("enqueue", "mailr", "--scripts", dir)
+      assert.are.equal(0, r.code, r.err)
+      local id = r.out:match("^(%x+%-[%x%-]+)")
+      assert.truthy(id, r.out)
+      assert.are.equal("mailr", env:show_json(id).type)
+      assert.truthy(r.err:find("warning", 1, true), r.err)
+      assert.truthy(r.err:find("no script for job type mailr", 1, true), r.err)
+      assert.truthy(r.err:find(dir, 1, true), r.err)
+      assert.truthy(r.err:find("--scripts DIR", 1, true), r.err)
+      -- The type it has: no warning.
+      r = env:pawl("enqueue", "mailer", "--scripts", dir)
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("", r.err)
+      -- The default directory, ./scripts of the working directory.
+      r = H.run({ "--db", env.db, "enqueue", "nosuch_type" }, { cwd = env.dir })
+      assert.are.equal(0, r.code, r.err)
+      assert.truthy(r.err:find("no script for job type nosuch_type in ./scripts", 1, true), r.err)
+      assert.truthy(r.err:find("--scripts DIR", 1, true), r.err)
+      -- A type the enqueue refuses: its error, and no warning before it.
+      r = env:pawl("enqueue", "x\27[2Jy", "--scripts", dir)
+      assert.are.equal(2, r.code, r.err)
+      assert.falsy(r.err:find("warning", 1, true), r.err)
+      assert.falsy(r.err:find("\27", 1, true), r.err)
+      -- A type naming a path is no script of the directory either.
+      r = env:pawl("enqueue", "../mailer", "--scripts", dir)
+      assert.are.equal(0, r.code, r.err)
+      assert.truthy(r.err:find("no script for job type ../mailer", 1, true), r.err)
+      -- No scripts directory here: this machine only enqueues; silence.
+      r = env:pawl("enqueue", "mailr", "--scripts", env:path("absent"))
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("", r.err)
+      r = H.run({ "--db", env.db, "enqueue", "nosuch_type" }, { cwd = env:path("scripts") })
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("", r.err)
+    end)
+
+    it("shows the limits that apply, the same in every view", function()
+      local dir = env:path("scripts")
+      os.execute("mkdir -p '" .. dir .. "'")
+      H.write_file(dir .. "/mailer.lua",
+                   "return { max_attempts = 4, timeout = 2.5, run = function() end }")
+      H.write_file(dir .. "/plain.lua", "return { run = function() end }")
+      H.write_file(dir .. "/broken.lua", "return { run = ")
+      local ids = {
+        mailer = env:enqueue("mailer", "--scripts", dir),
+        set = env:enqueue("mailer", "--scripts", dir, "--max-attempts", "9",
+                          "--timeout", "7"),
+        plain = env:enqueue("plain", "--scripts", dir),
+        broken = env:enqueue("broken", "--scripts", dir),
+        ghost = env:enqueue("ghost", "--scripts", dir),
+      }
+      -- { max_attempts, timeout, where from } as each view must say it.
+      local want = {
+        mailer = { 4, 3, "script" }, set = { 9, 7, "enqueue" },
+        plain = { 25, 300, "script" },
+        broken = { nil, nil, "its script does not load" },
+        ghost = { nil, nil, "no script visible" },
+      }
+      local function check(label, with_dir, defaults_ma)
+        local extra = with_dir and { "--scripts", dir } or {}
+        local function ok(...)
+          local args = { ... }
+          for _, a in ipairs(extra) do args[#args + 1] = a end
+          return env:ok(unpack(args))
+        end
+        local listed = {}
+        for _, line in ipairs(H.lines(ok("jobs", "--json"))) do
+          local j = cjson.decode(line)
+          listed[j.id] = j
+        end
+        local table_text = ok("jobs")
+        for name, id in pairs(ids) do
+          local w = want[name]
+          if not with_dir and w[3] ~= "enqueue" then w = { nil, nil, "no script visible" } end
+          local ma = w[1]
+          if name == "plain" and ma and defaults_ma then ma = defaults_ma end
+          local what = label .. " " .. name
+          for view, j in pairs({ show = cjson.decode(ok("show", id, "--json")),
+                                 jobs = listed[id] }) do
+            assert.are.equal(ma or cjson.null, j.max_attempts, what .. " " .. view)
+            assert.are.equal(w[2] or cjson.null, j.timeout_s, what .. " " .. view)
+            assert.are.equal(w[3], j.max_attempts_from, what .. " " .. view)
+            assert.are.equal(w[3], j.timeout_from, what .. " " .. view)
+          end
+          local text = ok("show", id)
+          local function field(k) return text:match("\n" .. k .. ":%s+([^\n]+)") end
+          if w[3] == "enqueue" then
+            assert.are.equal(tostring(ma), field("max_attempts"), what)
+            assert.are.equal(tostring(w[2]), field("timeout_s"), what)
+          elseif w[3] == "script" then
+            assert.are.equal(ma .. " (the script's)", field("max_attempts"), what)
+            assert.are.equal(w[2] .. " (the script's)", field("timeout_s"), what)
+          else
+            assert.are.equal("? (" .. w[3] .. ")", field("max_attempts"), what)
+            assert.are.equal("? (" .. w[3] .. ")", field("timeout_s"), what)
+          end
+          local row = table_text:match(id:gsub("%-", "%%-") .. "[^\n]+")
+          assert.truthy(row:find(" 0/" .. (ma or "?") .. " ", 1, true), what .. ": " .. row)
+          -- The console, as text and as JSON.
+          local con = H.run({ "--db", env.db, "console", "--scripts",
+                              with_dir and dir or "./scripts", "-e", ("job(%q)"):format(id) })
+          assert.are.equal(0, con.code, con.err)
+          local ctext = con.out
+          local cf = ctext:match("\nmax_attempts:%s+([^\n]+)")
+          assert.are.equal(field("max_attempts"), cf, what .. " console")
+          assert.are.equal(field("timeout_s"), ctext:match("\ntimeout_s:%s+([^\n]+)"),
+                           what .. " console")
+          con = H.run({ "--db", env.db, "console", "--json", "--scripts",
+                        with_dir and dir or "./scripts", "-e", ("job(%q)"):format(id) })
+          local cj = cjson.decode(con.out)
+          assert.are.equal(ma or nil, cj.max_attempts, what .. " console --json")
+          assert.are.equal(w[2] or nil, cj.timeout_s, what .. " console --json")
+          assert.are.equal(w[3], cj.max_attempts_from, what .. " console --json")
+        end
+        if with_dir then
+          assert.truthy(table_text:find("no script visible", 1, true), table_text)
+        end
+      end
+      check("with --scripts", true)
+      check("without a script here", false)
+      -- _defaults.lua's max_attempts speaks for the script that sets none.
+      H.write_file(dir .. "/_defaults.lua", "return { max_attempts = 7 }")
+      check("with _defaults.lua", true, 7)
     end)
 
     it("runs a delayed job at now + delay", function()
@@ -252,7 +389,8 @@ describe("pawl CLI", function()
     it("prints the same id for a repeated idempotency key", function()
       local id = env:enqueue("charge", '{"amount":5}', "--key", "order-7")
       local before = env:ok("jobs", "--json")
-      local r = env:pawl("enqueue", "charge", '{"amount":6}', "--key", "order-7")
+      local r = env:pawl("enqueue", "charge", '{"amount":6}', "--key", "order-7",
+                         "--scripts", env:path("absent"))
       assert.are.equal(0, r.code)
       assert.are.equal(id .. "\n", r.out)
       assert.are.equal("duplicate: job already enqueued with key order-7\n", r.err)
@@ -331,13 +469,15 @@ describe("pawl CLI", function()
 
     it("prints a table", function()
       local lines = H.lines(env:ok("jobs"))
-      assert.are.equal(4, #lines)
+      assert.are.equal(5, #lines)
+      -- No script here for "resize" or "mail": N/?, and a note says why.
+      assert.are.equal("(N/?: no script visible for the type in ./scripts)", lines[5])
       assert.truthy(lines[1]:match("^ID%s+TYPE%s+QUEUE%s+STATE%s+PRIORITY%s+ATTEMPT%s+RUN_AT$"),
                     lines[1])
       local f = {}
       for w in lines[2]:gmatch("%S+") do f[#f + 1] = w end
       assert.are.equal(c, f[1])
-      assert.are.same({ "resize", "mail", "pending", "3", "0/script" },
+      assert.are.same({ "resize", "mail", "pending", "3", "0/?" },
                       { f[2], f[3], f[4], f[5], f[6] })
       assert.truthy(f[7]:match("^%d%d%d%d%-%d%d%-%d%dT.*Z$"))
       assert.truthy(lines[3]:find(b, 1, true) and lines[3]:find("canceled", 1, true))

@@ -158,7 +158,9 @@ describe("pawl console on a terminal", function()
     t:line("jobs{}")
     local screen = t:wait_text("ATTEMPT")
     assert.matches("ID%s+TYPE%s+QUEUE%s+STATE%s+ATTEMPT%s+RUN_AT", screen)
-    assert.matches(id:gsub("%p", "%%%0") .. "%s+report%s+slow%s+failed%s+1/script", screen)
+    -- 1/?: no script for "report" here tells its max_attempts.
+    assert.matches(id:gsub("%p", "%%%0") .. "%s+report%s+slow%s+failed%s+1/%?", screen)
+    assert.matches("%(N/%?: no script visible for the type in %./scripts%)", screen)
     for line in screen:gmatch("[^\n]+") do
       assert.is_true(#line <= 80 * 3 and select(2, line:gsub("[^\128-\191]", "")) <= 80,
                      "line wider than the terminal: " .. line)
@@ -401,7 +403,157 @@ for _, backend in ipairs({ "sqlite", "postgres" }) do
       assert.is_truthy(p:wait(2 * H.HANG_S))
       local nodes = C.json_lines(run("nodes", "--json").out)
       assert.are.equal("n1", nodes[1].id)
-      assert.matches("n1%s+" .. pawl.VERSION:gsub("%p", "%%%0"), run("nodes").out)
+      assert.matches("n1%s+stopped [%d%-T:.]+Z%s+" .. pawl.VERSION:gsub("%p", "%%%0"),
+                     run("nodes").out)
+    end)
+
+    it("keep an attempt's traceback apart from its error, sanitized, in every view", function()
+      if backend == "postgres" and not env then pending(PG.skip_reason()) return end
+      -- boom: its first attempt fails deep in a chunk whose name holds a
+      -- secret (so the traceback does), its second succeeds. doom: fails
+      -- for good. forged: its message holds its own "stack traceback:".
+      -- huge: a message of a megabyte, a traceback of hundreds of frames.
+      env:script("boom", [[
+return { max_attempts = 2, retry = function() return 0 end, run = function(job)
+  local function inner() error("boom password=tr-secret") end
+  if job.attempt == 1 then load("local t = ... ; t()", "=token=tr-chunk")(inner) end
+  return { ok = true }
+end }]])
+      env:script("doom", [[return { max_attempts = 1, run = function() error("fatal thing") end }]])
+      env:script("forged", [[return { max_attempts = 1, run = function()
+  error("real\nstack traceback:\n\t\27[2Jfake frame") end }]])
+      env:script("huge", [[return { max_attempts = 1, run = function()
+  local function f(n) if n == 0 then error(("m"):rep(1000000)) end return 1 + f(n - 1) end
+  return f(500) end }]])
+      local boom, doom = env:enqueue("boom"), env:enqueue("doom")
+      local forged, huge = env:enqueue("forged"), env:enqueue("huge")
+      local p = env:spawn("--db", env.db, "run", "--scripts", env.scripts, "--until-idle")
+      assert.is_truthy(p:wait(2 * H.HANG_S))
+      local function shown(id, ...) return run("show", id, ...).out end
+      local j = cjson.decode(shown(boom, "--json"))
+      assert.are.equal("succeeded", j.state)
+      -- A succeeded job has no last error, whatever its attempts said.
+      assert.are.equal(cjson.null, j.last_error)
+      local a = j.attempts[1]
+      assert.are.equal("retry", a.outcome)
+      assert.matches("boom password=<redacted>$", a.error)
+      assert.falsy(a.error:find("traceback", 1, true), a.error)
+      assert.matches("^stack traceback:\n", a.trace)
+      assert.truthy(a.trace:find("in function", 1, true), a.trace)
+      assert.truthy(a.trace:find("token=<redacted>", 1, true), a.trace)
+      assert.are.equal(cjson.null, j.attempts[2].trace)
+      local d = cjson.decode(shown(doom, "--json"))
+      assert.matches("fatal thing$", d.last_error)
+      assert.matches("fatal thing$", d.attempts[1].error)
+      assert.matches("^stack traceback:\n", d.attempts[1].trace)
+      -- Every view: the secrets nowhere, the traceback only where asked.
+      local views = {
+        show = shown(boom), show_trace = shown(boom, "--trace"),
+        json = shown(boom, "--json"), jobs = run("jobs", "--json").out,
+        raw = shown(boom, "--json", "--raw"), doom = shown(doom),
+        console = eval_ok(env, ("job(%q)"):format(boom)),
+        console_json = eval_ok(env, ("job(%q)"):format(boom), "--json"),
+      }
+      for name, text in pairs(views) do
+        assert.falsy(text:find("tr-secret", 1, true), name .. ": " .. text)
+        assert.falsy(text:find("tr-chunk", 1, true), name .. ": " .. text)
+      end
+      assert.falsy(views.show:find("stack traceback", 1, true), views.show)
+      assert.truthy(views.show:find("pawl show ID --trace", 1, true), views.show)
+      assert.falsy(views.doom:find("stack traceback", 1, true), views.doom)
+      -- --trace: the frames a line each, nothing escaped into one line.
+      assert.matches("\ntraceback of attempt 1:\n  stack traceback:\n   ", views.show_trace)
+      assert.falsy(views.show_trace:find("\\n", 1, true), views.show_trace)
+      assert.truthy(views.console:find("(tracebacks of its attempts: :trace)", 1, true), views.console)
+      -- The console's :trace, after the job was shown.
+      local f = env:path("console.in")
+      C.write_file(f, ("job(%q)\n:trace\n"):format(doom))
+      local out = C.capture(("%s --db %s console <%s 2>&1"):format(q(C.bin), q(env.db), q(f)))
+      assert.matches("traceback of attempt 1:\n  stack traceback:\n   ", out)
+      assert.truthy(out:find("doom.lua:1: in function", 1, true), out)
+      -- A message that forges the mark: still one error, one traceback.
+      local fj = cjson.decode(shown(forged, "--json"))
+      assert.matches("real$", fj.attempts[1].error)
+      assert.truthy(fj.attempts[1].trace:find("fake frame", 1, true))
+      -- Its escape sequence reaches no terminal: --trace and :trace escape it.
+      local ft = shown(forged, "--trace")
+      assert.falsy(ft:find("\27", 1, true), ft)
+      assert.truthy(ft:find("\\x1b[2Jfake frame", 1, true), ft)
+      C.write_file(f, ("job(%q)\n:trace\n"):format(forged))
+      out = C.capture(("%s --db %s console <%s 2>&1"):format(q(C.bin), q(env.db), q(f)))
+      assert.falsy(out:find("\27", 1, true), out)
+      assert.truthy(out:find("\\x1b[2Jfake frame", 1, true), out)
+      -- A huge message and a deep stack: both cut to the error's bound.
+      local hj = cjson.decode(shown(huge, "--json"))
+      assert.is_true(#hj.attempts[1].error <= 2000, #hj.attempts[1].error)
+      assert.is_true(#hj.attempts[1].trace <= 2000, #hj.attempts[1].trace)
+      assert.matches("^stack traceback:", hj.attempts[1].trace)
+    end)
+
+    it("mark a node that stopped at once, and one that died when its beat lapses", function()
+      if backend == "postgres" and not env then pending(PG.skip_reason()) return end
+      local function node(id)
+        for _, n in ipairs(C.json_lines(run("nodes", "--json").out)) do
+          if n.id == id then return n end
+        end
+      end
+      local function top_node(id)
+        local r = run("top", "--once", "--json")
+        assert.are.equal(0, r.code, r.err)
+        for _, n in ipairs(cjson.decode(r.out).nodes) do
+          if n.id == id then return n end
+        end
+      end
+      -- A running node, then stopped by a signal: "stopped" with the time
+      -- in the very next listing, not after its beat has grown old.
+      local p = env:spawn("--db", env.db, "run", "--scripts", env.scripts,
+                          "--node-id", "sig")
+      env:wait_until("node sig to beat", function() return node("sig") end)
+      assert.are.equal("running", node("sig").state)
+      assert.are.equal(cjson.null, node("sig").stopped_at)
+      p:signal("TERM")
+      assert.is_truthy(p:wait(2 * H.HANG_S))
+      local before = C.now_ms() + 1000
+      local n = node("sig")
+      assert.are.equal("stopped", n.state)
+      assert.is_true(C.iso_ms(n.stopped_at) >= C.iso_ms(n.started_at))
+      assert.is_true(C.iso_ms(n.stopped_at) <= before)
+      assert.matches("sig%s+stopped " .. n.stopped_at:gsub("%p", "%%%0"), run("nodes").out)
+      -- --until-idle stops it as well.
+      p = env:spawn("--db", env.db, "run", "--scripts", env.scripts,
+                    "--until-idle", "--idle-wait", "0", "--node-id", "idle")
+      assert.is_truthy(p:wait(2 * H.HANG_S))
+      assert.are.equal("stopped", node("idle").state)
+      -- Started again under the same id: running, the mark gone.
+      p = env:spawn("--db", env.db, "run", "--scripts", env.scripts,
+                    "--node-id", "sig")
+      env:wait_until("node sig to run again", function()
+        local m = node("sig")
+        return m and m.state == "running"
+      end)
+      assert.are.equal(cjson.null, node("sig").stopped_at)
+      -- Killed: no stop is recorded; it stays "running" while its beat is
+      -- fresh, and is "dead" once its beat is older than a lease (30 s;
+      -- the row's beat is moved back instead of waiting for it).
+      p:signal("KILL")
+      p:wait(H.HANG_S)
+      assert.are.equal("running", node("sig").state)
+      if backend == "postgres" then
+        PG.psql(env.sql_url, "UPDATE pawl_nodes SET last_beat = last_beat - "
+                .. "interval '31 seconds' WHERE id = 'sig'")
+      else
+        C.sqlite3(env.db_path, "UPDATE pawl_nodes SET last_beat = last_beat - "
+                  .. "31000 WHERE id = 'sig'")
+      end
+      assert.are.equal("dead", node("sig").state)
+      assert.matches("sig%s+dead%s", run("nodes").out)
+      assert.are.equal("stopped", node("idle").state)
+      -- top says the same, in its snapshot and its plain table.
+      assert.are.equal("dead", top_node("sig").state)
+      assert.are.equal("stopped", top_node("idle").state)
+      local out = run("top", "--once").out
+      assert.matches("sig%s+dead%s", out)
+      assert.matches("idle%s+stopped %S+ ago%s", out)
     end)
 
     it("move every matching job, asking for --yes above 100 without a terminal", function()

@@ -641,6 +641,37 @@ return {
   -- ---- scripts -----------------------------------------------------------
 
   describe("scripts", function()
+    it("fail the jobs of a script that did not load with its load error", function()
+      -- Four ways a script does not load: each job's error names the
+      -- file and says why, not "no script for job type".
+      local paths = {
+        syntax = env:script("syntax", "return { run = function() end"),
+        raises = env:script("raises", [[error("top level says no")]]),
+        norun = env:script("norun", "return { queue = 'x' }"),
+        slow = env:script("slow", "while true do end"),
+      }
+      local ids = {}
+      for name in pairs(paths) do
+        ids[name] = env:enqueue(name, "{}", "--max-attempts", "1")
+      end
+      local ghost = env:enqueue("ghost", "{}", "--max-attempts", "1")
+      local p = env:run_idle("--poll", "0.05", "--load-timeout", "0.5")
+      assert.are.equal(0, p.code, p:stderr())
+      local why = { syntax = "'}' expected", raises = "top level says no",
+                    norun = "run", slow = "longer than 0.5 s" }
+      for name, id in pairs(ids) do
+        local j = env:show(id)
+        assert.are.equal("failed", j.state, name)
+        local e = j.attempts[1].error
+        assert.falsy(has(e, "no script for job type"), name .. ": " .. e)
+        assert.truthy(has(e, "did not load"), name .. ": " .. e)
+        assert.truthy(has(e, paths[name]), name .. ": " .. e)
+        assert.truthy(has(e, why[name]), name .. ": " .. e)
+      end
+      -- A type that has no file at all still says so.
+      assert.are.equal("no script for job type ghost", env:show(ghost).attempts[1].error)
+    end)
+
     it("are reloaded when they change; a broken one keeps the old version", function()
       env:script("A", [[return { run = function() return "v1" end }]])
       -- B runs until the test opens its gate.
@@ -789,6 +820,69 @@ return {
         return p:count("stopping: no new jobs") > 0
       end)
     end
+
+    -- `pawl run 2>&1 | READER` in a shell: the host's pid, its exit status
+    -- and a mark that the reader has gone go to files of the env.
+    -- READER reads `nbytes` (0: none) and exits, often mid-line.
+    local function run_into_pipe(nbytes, ...)
+      local q = H.quote
+      local words = { q(H.bin), "--db", q(env.db), "--create", "run",
+                      "--scripts", q(env.scripts), "--poll", "0.05" }
+      for _, a in ipairs({ ... }) do words[#words + 1] = q(a) end
+      local reader = nbytes > 0 and ("head -c %d >/dev/null"):format(nbytes) or "true"
+      local files = { pid = env:path("host.pid"), code = env:path("host.code"),
+                      gone = env:path("reader.gone") }
+      for _, path in pairs(files) do os.remove(path) end
+      local cmd = ("{ %s 2>&1 & echo $! >%s; wait $!; echo $? >%s; } | "
+                   .. "{ %s; echo gone >%s; }")
+                  :format(table.concat(words, " "), q(files.pid), q(files.code),
+                          reader, q(files.gone))
+      env:spawn_program({ "/bin/sh", "-c", cmd })
+      env:wait_until("the reader to go", function() return H.exists(files.gone) end)
+      files.host = tonumber(env:wait_until("the host's pid", function()
+        return (H.read_file(files.pid) or ""):match("^(%d+)\n") end))
+      return files
+    end
+
+    local function host_code(files)
+      return tonumber(env:wait_until("the host to exit", function()
+        return (H.read_file(files.code) or ""):match("^(%d+)\n") end, 2 * H.HANG_S))
+    end
+
+    it("stops cleanly and removes its socket when the pipe it logs to is gone", function()
+      local sock = env.db_path .. ".sock"
+      -- A signal: the stop's log lines go to a pipe nobody reads.
+      for _, nbytes in ipairs({ 1, 0, 7 }) do
+        local f = run_into_pipe(nbytes)
+        env:wait_until("the socket", function() return H.exists(sock) end)
+        os.execute("kill -INT " .. f.host)
+        local code = host_code(f)
+        assert.are_not.equal(141, code, "killed by SIGPIPE")
+        assert.are.equal(0, code)
+        assert.is_false(H.exists(sock), "the admin socket was left behind")
+      end
+      -- --until-idle: a job, held until the reader has gone, logs as it
+      -- ends and the host stops by itself.
+      local gate = env:gate()
+      env:script("held", H.GATE_LUA .. [[
+return { run = function(job) pawl_gate(job.payload.gate) return "ok" end }]])
+      local id = env:enqueue("held", H.json { gate = gate.path })
+      local f = run_into_pipe(1, "--until-idle", "--allow-io")
+      gate:wait_reached()
+      gate:open()
+      local code = host_code(f)
+      assert.are_not.equal(141, code, "killed by SIGPIPE")
+      assert.are.equal(0, code)
+      assert.are.equal("succeeded", env:show(id).state)
+      assert.is_false(H.exists(sock), "the admin socket was left behind")
+      -- An error stop (its database file deleted), into the same pipe.
+      f = run_into_pipe(3)
+      env:wait_until("the socket", function() return H.exists(sock) end)
+      os.remove(env.db_path)
+      code = host_code(f)
+      assert.are.equal(1, code)
+      assert.is_false(H.exists(sock), "the admin socket was left behind")
+    end)
 
     it("SIGTERM hands the running and the queued jobs back", function()
       local gate = env:gate()

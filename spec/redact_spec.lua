@@ -5,7 +5,8 @@
 -- (keys with the built-in words at any depth, inside arrays, one escaped,
 -- and `ssn`, a field its script lists in `redact`), the result, a signal's
 -- payload, a step checkpoint, ctx:log fields, print, an error raised as a
--- table (error(job.payload)), a recurring definition's payload, and a
+-- table (error(job.payload)), an error's message and its Lua traceback
+-- (a chunk named with a secret), a recurring definition's payload, and a
 -- webhook URL with a key in its query. Then VIEWS, one row per view, is
 -- walked: every row's text must hold none of SECRETS and must show what
 -- proves it is looking at the data (its `shows`: usually "<redacted>").
@@ -33,7 +34,8 @@ local R = "<redacted>"
 local SECRETS = { "hunter2", "k-one", "t-two", "Bearer xyz", "123-45-6789",
                   "esc-secret", "r-secret", "log-secret", "cp-secret",
                   "sig-secret", "cookie-val", "prm-secret", "rec-secret",
-                  "wh-secret", "hook-pw", "hook-q-secret", "print-secret" }
+                  "wh-secret", "hook-pw", "hook-q-secret", "print-secret",
+                  "tb-secret" }
 
 local PAYLOAD = [[{"user":"ada","password":"hunter2","ssn":"123-45-6789",]]
   .. [["items":[{"name":"a","api_key":"k-one"},{"name":"b","Token":"t-two"},]]
@@ -83,6 +85,18 @@ return { redact = { "ssn" }, max_attempts = 1,
            local p = job.payload
            error({ reason = "declined", customer = { name = p.user, ssn = p.ssn },
                    keys = { { api_key = p.items[1].api_key } } })
+         end }
+]]
+
+-- traced: its attempt fails with a string error, a secret in the message
+-- and in its traceback (a chunk whose name holds one); the retry waits an
+-- hour, so the job stays pending with the attempt (and no alert).
+local TRACED = [[
+return { redact = { "ssn" }, max_attempts = 2, retry = function() return 3600 end,
+         run = function(job)
+           load("local f = ... ; f()", "=token=tb-secret")(function()
+             error("traced password=tb-secret")
+           end)
          end }
 ]]
 
@@ -187,7 +201,9 @@ end
 -- and attached to the running host (`--connect`), as text and --json.
 local CONSOLE = {
   { "job(id)", function(x) return ("job(%q)"):format(x.signup) end },
-  { "jobs{}", function() return "jobs{type = 'signup'}" end },
+  -- The text list shows no payload, and a succeeded job no last error
+  -- (its failed first attempt's, redacted, showed here before).
+  { "jobs{}", shows = "signup", function() return "jobs{type = 'signup'}" end },
   { "jobs{} of the dead", function() return "jobs{state = 'failed'}" end },
   { "print(job(id))", function(x) return ("print(job(%q))"):format(x.signup) end },
   { "show(job(id))", function(x) return ("show(job(%q))"):format(x.signup) end },
@@ -219,6 +235,14 @@ local VIEWS = {
   { "pawl show (the dead job)", function(x) return x.env:ok("show", x.doomed) end },
   { "pawl show --json (the dead job)", function(x) return x.env:ok("show", x.doomed, "--json") end },
   { "pawl show (a batch child)", function(x) return x.env:ok("show", x.kid) end },
+  { "pawl show --trace (a traceback)", function(x)
+      return x.env:ok("show", x.traced, "--trace") end },
+  { "pawl show --json (a traceback)", function(x)
+      return x.env:ok("show", x.traced, "--json") end },
+  { "console direct: job(id) then :trace", shows = "traceback of attempt 1",
+    function(x) return x.console_lines("direct", ("job(%q)\n:trace"):format(x.traced)) end },
+  { "console attached: job(id) then :trace", shows = "traceback of attempt 1",
+    function(x) return x.console_lines("attached", ("job(%q)\n:trace"):format(x.traced)) end },
   { "pawl jobs", shows = "signup", function(x) return x.env:ok("jobs") end },
   { "pawl jobs --json", function(x) return x.env:ok("jobs", "--json") end },
   { "pawl jobs --json --state failed", function(x)
@@ -333,6 +357,7 @@ local function scenarios(backend)
       env:script("fanout", FANOUT)
       env:script("kid", KID)
       env:script("badhook", BADHOOK)
+      env:script("traced", TRACED)
       env:script("_defaults", ([[
 return { on_dead = pawl.alert.webhook{
   url = "http://127.0.0.1:%d/hook?api_key=wh-secret", attempts = 1 } }
@@ -341,6 +366,7 @@ return { on_dead = pawl.alert.webhook{
       x.signup = env:enqueue("signup", PAYLOAD, "--signal", "ok-1", "--params", PARAMS)
       env:ok("signal", "ok-1", "approve", '{"token":"sig-secret","note":"fine"}')
       x.doomed = env:enqueue("doomed", PAYLOAD)
+      x.traced = env:enqueue("traced", PAYLOAD)
       local fan = env:enqueue("fanout", PAYLOAD)
 
       -- Before any host loaded the scripts, the database has no list for
@@ -359,6 +385,10 @@ return { on_dead = pawl.alert.webhook{
       env:wait_state(x.signup, "succeeded")
       env:wait_state(x.doomed, "failed")
       env:wait_state(fan, "succeeded")
+      env:wait_until("the traced job's failed attempt", function()
+        local a = env:show(x.traced).attempts[1]
+        return a and a.outcome == "retry"
+      end)
       x.batch = assert(env:show(fan).result.batch)
       env:wait_until("the batch's child to succeed", function()
         for line in env:ok("jobs", "--json", "--type", "kid", "--raw"):gmatch("[^\n]+") do
@@ -399,6 +429,20 @@ return { on_dead = pawl.alert.webhook{
         local r = mode == "attached" and C.run(args) or env:pawl(unpack(args))
         assert(r.code == 0, code .. ": " .. r.err)
         return r.out .. r.err
+      end
+
+      -- Lines typed into the console (its commands too, such as :trace).
+      function x.console_lines(mode, lines)
+        local f = env:path("console.in")
+        C.write_file(f, lines .. "\n")
+        local words = { C.quote(C.bin) }
+        if mode == "attached" then
+          words[#words + 1] = "console --connect " .. C.quote(x.sock)
+        else
+          words[#words + 1] = "--db " .. C.quote(env.db) .. " console --scripts "
+                              .. C.quote(env.scripts)
+        end
+        return C.capture(table.concat(words, " ") .. " <" .. C.quote(f) .. " 2>&1")
       end
 
       -- Every row is read; the failures are reported together.

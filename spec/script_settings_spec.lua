@@ -59,9 +59,11 @@ describe("script settings at run time", function()
       -- Stored as "not set": the script speaks when the job runs.
       assert.are.equal(cjson.null, j.max_attempts)
     end
-    local text = env:ok("show", ids[1])
-    assert.is_true(has(text, "max_attempts:") and
-                   has(text, "the script's (25 if it sets none)"), text)
+    -- The views show what applies, from the scripts they can see.
+    local text = env:ok("show", ids[1], "--scripts", env.scripts)
+    assert.truthy(text:find("\nmax_attempts:%s+1 %(the script's%)\n"), text)
+    text = env:ok("show", ids[1])
+    assert.truthy(text:find("\nmax_attempts:%s+%? %(no script visible%)\n"), text)
   end)
 
   it("an explicit max_attempts wins; _defaults.lua speaks for scripts that say nothing", function()

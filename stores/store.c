@@ -451,6 +451,7 @@ int pawl__store_attempt_fill(pawl_attempt_t *a, const store_row_t *r) {
   int oom = store_col_dup(&a->node, r, 1);
   oom |= store_col_dup(&a->outcome, r, 5);
   oom |= store_col_dup(&a->error, r, 6);
+  oom |= store_col_dup(&a->trace, r, 7);
   return oom ? -1 : 0;
 }
 

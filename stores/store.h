@@ -178,6 +178,8 @@ typedef struct store_node {
   const char *queues;       /* comma-separated, "" for all */
   int64_t started_at;
   int64_t last_beat;        /* filled by list() */
+  int64_t stopped_at;       /* filled by list(): 0 while it runs, else
+                               when it stopped cleanly (nodes.stop) */
 } store_node_t;
 
 typedef int (*store_node_cb)(const store_node_t *node, void *data);
@@ -435,6 +437,9 @@ struct store_ops {
     int (*list)(store_t *st, store_node_cb cb, void *data);
     /* Removes nodes silent for longer than silent_ms. */
     int (*reap)(store_t *st, int64_t silent_ms, size_t *n);
+    /* Marks the node (id and incarnation) as stopped cleanly, now; its
+     * next beat (a restart under the same id) clears the mark. */
+    int (*stop)(store_t *st, const char *id, const pawl_id_t *incarnation);
   } nodes;
 
   struct {

@@ -232,6 +232,7 @@ int pawl_stats(pawl_t *p, pawl_stats_t **out) {
 typedef struct admin_nodes_ctx {
   pawl_node_info_t *nodes;
   size_t n;
+  int64_t now, lease_ms; /* what tells a dead node (state) */
 } admin_nodes_ctx_t;
 
 static int admin_node_cb(const store_node_t *nd, void *data) {
@@ -247,6 +248,12 @@ static int admin_node_cb(const store_node_t *nd, void *data) {
   if (nd->incarnation) ni->incarnation = *nd->incarnation;
   ni->started_at = nd->started_at;
   ni->last_beat = nd->last_beat;
+  ni->stopped_at = nd->stopped_at;
+  /* Silent for longer than a lease: its leases have run out, its jobs are
+   * recovered, and a living node beats several times a lease. */
+  ni->state = nd->stopped_at                         ? "stopped"
+              : c->now - nd->last_beat > c->lease_ms ? "dead"
+                                                     : "running";
   return !ni->id || !ni->version || !ni->queues;
 }
 
@@ -270,7 +277,7 @@ void pawl_nodes_free(pawl_node_info_t *nodes, size_t n) {
 int pawl_nodes(pawl_t *p, pawl_node_info_t **out, size_t *n) {
   PAWL__CHECK(p);
   p->errmsg[0] = 0;
-  admin_nodes_ctx_t c = {NULL, 0};
+  admin_nodes_ctx_t c = {NULL, 0, pawl_now(p), pawl__lease_ms(p)};
   int rc = p->store->ops->nodes.list(p->store, admin_node_cb, &c);
   if (!rc && c.n && c.nodes[c.n - 1].id == NULL) rc = PAWL_ENOMEM;
   if (!rc && c.n)

@@ -412,6 +412,12 @@ int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
   return pawl__from_store(p, p->store->ops->nodes.beat(p->store, &nd));
 }
 
+int pawl__node_stop(pawl_t *p) {
+  p->errmsg[0] = 0;
+  return pawl__from_store(p, p->store->ops->nodes.stop(p->store, p->node_id,
+                                                       &p->incarnation));
+}
+
 int pawl__nodes_reap(pawl_t *p, int64_t silent_ms, size_t *n) {
   p->errmsg[0] = 0;
   return pawl__from_store(p, p->store->ops->nodes.reap(p->store, silent_ms, n));

@@ -134,6 +134,9 @@ int64_t pawl__skew_ms(pawl_t *p);
 int pawl__node_beat(pawl_t *p, const char *version, const char *queues,
                     int64_t started_at);
 
+/* Marks this node (its id and incarnation) as stopped cleanly. */
+int pawl__node_stop(pawl_t *p);
+
 /* Removes nodes silent for longer than silent_ms; *n: how many. */
 int pawl__nodes_reap(pawl_t *p, int64_t silent_ms, size_t *n);
 

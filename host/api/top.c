@@ -213,6 +213,10 @@ static void top_nodes_json(pawl_buf_t *b, const pawl_node_info_t *nd,
     top_int(b, "last_beat", nd[i].last_beat);
     pawl__buf_putc(b, ',');
     top_int(b, "running", nd[i].running);
+    pawl__buf_putc(b, ',');
+    top_str(b, "state", nd[i].state);
+    pawl__buf_putc(b, ',');
+    top_int(b, "stopped_at", nd[i].stopped_at);
     pawl__buf_putc(b, '}');
   }
   pawl__buf_putc(b, ']');

@@ -143,6 +143,7 @@ typedef enum cli_opt_id {
   CLI_O_SIGNAL_TIMEOUT,
   CLI_O_PAYLOAD,
   CLI_O_RAW,            /* issue 16 */
+  CLI_O_TRACE,          /* show: the attempts' tracebacks */
   CLI_O_DRY_RUN,        /* issue 16: retention */
   CLI_O_RETAIN,
   CLI_O_METRICS,        /* issue 16: the metrics endpoint */
@@ -214,7 +215,8 @@ static const struct cli_opt {
      CLI_ACTIONS | CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_REPLACE)},
     {"--age-boost", CLI_O_AGE_BOOST, 1, CLI_BIT(CLI_QUEUE)},
     {"--scripts", CLI_O_SCRIPTS, 1,
-     CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_CONSOLE)},
+     CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_CONSOLE) |
+         CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS)},
     {"--workers", CLI_O_WORKERS, 1, CLI_BIT(CLI_RUN)},
     {"--queues", CLI_O_QUEUES, 1, CLI_BIT(CLI_RUN)},
     {"--node-id", CLI_O_NODE_ID, 1, CLI_BIT(CLI_RUN)},
@@ -241,6 +243,7 @@ static const struct cli_opt {
     {"--from", CLI_O_FROM, 1, CLI_BIT(CLI_CRON)},
     {"--count", CLI_O_COUNT, 1, CLI_BIT(CLI_CRON)},
     {"--raw", CLI_O_RAW, 0, CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS)},
+    {"--trace", CLI_O_TRACE, 0, CLI_BIT(CLI_SHOW)},
 };
 
 #define CLI_NOPTS (sizeof cli_opts / sizeof cli_opts[0])
@@ -294,12 +297,17 @@ static const char cli_usage_text[] =
     "                            unless given\n"
     "                            here (max_attempts and timeout apply when\n"
     "                            the job runs, from the worker's script)\n"
-    "  show ID [--json]        a job with its attempts, events and logs\n"
+    "  show ID [--json] [--trace]\n"
+    "                          a job with its attempts, events and logs;\n"
+    "                          --trace: each attempt's Lua traceback\n"
     "  jobs [--json]           jobs, newest first\n"
     "      --raw                 (show, jobs) payloads as stored: by default\n"
     "                            secret fields (password, token, key, ...,\n"
     "                            and the script's redact list) show as\n"
     "                            \"<redacted>\"\n"
+    "      --scripts DIR         (show, jobs) the scripts that tell the\n"
+    "                            max_attempts and timeout of jobs enqueued\n"
+    "                            without them (default ./scripts)\n"
     "      --state S             pending, running, succeeded, failed, "
     "canceled,\n"
     "                            paused or blocked\n"
@@ -481,6 +489,7 @@ typedef struct cli_args {
   unsigned db_mode;        /* --db-mode: bits of a new SQLite file; 0: 0600 */
   int json;
   int raw;                 /* show, jobs: --raw (issue 16) */
+  int trace;               /* show: --trace */
   const char *pos[3];      /* positional arguments after the command */
   size_t npos;
   pawl_enqueue_opts_t enq;
@@ -758,6 +767,7 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   switch (o->id) {
   case CLI_O_JSON: a->json = 1; break;
   case CLI_O_RAW: a->raw = 1; break;
+  case CLI_O_TRACE: a->trace = 1; break;
   case CLI_O_QUEUE:
     if (a->cmd == CLI_ENQUEUE || a->cmd == CLI_REPLACE) a->enq.queue = v;
     else a->filter.queue = v, a->has_filter = 1;
@@ -1312,13 +1322,23 @@ static int cli_migrate(pawl_t *p, const cli_args_t *a, char *err) {
 
 /* The job's script, if this machine has it, says where and how the job
  * runs; what the command line says wins. A broken script is reported and
- * the job enqueued anyway: the workers may have a good version. */
+ * the job enqueued anyway: the workers may have a good version. *missing:
+ * 1 when this machine has a scripts directory without the type's script. */
 static int cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
-                               pawl_script_info_t *info, char *cerr) {
+                               pawl_script_info_t *info, int *missing,
+                               char *cerr) {
   char err[CLI_ERRLEN];
   const char *dir = a->host.scripts_dir ? a->host.scripts_dir : "./scripts";
   int rc = pawl_script_info(dir, a->pos[0], info, err, sizeof err);
-  if (rc == PAWL_ENOTFOUND) return 0;
+  if (rc == PAWL_ENOTFOUND) {
+    /* A directory of scripts without this one: most likely a misspelt
+     * type, which the workers would retry for hours. The job is stored
+     * all the same (another node may have the script); with no directory
+     * here at all, this machine only enqueues, and says nothing. */
+    struct stat sb;
+    *missing = stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode);
+    return 0;
+  }
   if (rc) {
     fprintf(stderr, "pawl: warning: %s; enqueuing with the given options\n", err);
     return 0;
@@ -1352,7 +1372,8 @@ static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
   int status = PAWL_ENQ_NEW;
   pawl_enqueue_opts_t o = a->enq;
   pawl_script_info_t info;
-  int drc = cli_script_defaults(a, &o, &info, err);
+  int missing = 0;
+  int drc = cli_script_defaults(a, &o, &info, &missing, err);
   if (drc) return drc;
   int rc = pawl_enqueue(p, a->pos[0], a->npos > 1 ? a->pos[1] : NULL, &o,
                         &id, &status);
@@ -1360,6 +1381,23 @@ static int cli_enqueue(pawl_t *p, const cli_args_t *a, char *err) {
   char text[PAWL_ID_STRLEN];
   pawl_id_format(&id, text);
   printf("%s\n", text);
+  if (missing) {
+    /* Most likely a misspelt type, which the workers would retry for
+     * hours. The job is stored all the same (another node may have the
+     * script); with no scripts directory here at all, this machine only
+     * enqueues, and nothing is said. */
+    pawl_buf_t w;
+    pawl__buf_init(&w);
+    pawl__buf_puts(&w, "pawl: warning: no script for job type ");
+    cli_text(&w, a->pos[0]);
+    pawl__buf_puts(&w, " in ");
+    cli_text(&w, a->host.scripts_dir ? a->host.scripts_dir : "./scripts");
+    pawl__buf_puts(&w, " (where --scripts DIR says the scripts are; "
+                   "default ./scripts); the job is stored anyway, for a "
+                   "node that has its script");
+    if (!w.oom) fprintf(stderr, "%s\n", pawl__buf_cstr(&w));
+    pawl__buf_free(&w);
+  }
   /* The id goes to stdout either way, so scripts get the job they meant;
    * the note on stderr says it was not a new one. */
   pawl_buf_t note;
@@ -1449,6 +1487,8 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
       if (h->nattempts) {
         printf("attempts:\n");
         cli_table_print(&attempts, "  ");
+        if (cli_traces_print(h, a->trace) != 0)
+          rc = cli_fail(err, CLI_FAIL, "out of memory");
       } else {
         printf("attempts: none\n");
       }
@@ -1487,6 +1527,7 @@ typedef struct cli_list {
   cli_redact_t red;        /* issue 16 */
   int failed;              /* red could not read a type's list: err says */
   char *err;
+  int unknown;             /* a row's max_attempts no script here can tell */
 } cli_list_t;
 
 static int cli_list_cb(const pawl_job_t *j, void *data) {
@@ -1512,11 +1553,14 @@ static int cli_list_cb(const pawl_job_t *j, void *data) {
   char id[PAWL_ID_STRLEN], prio[16], att[32], run_at[ISO8601_STRLEN];
   pawl_id_format(&j->id, id);
   snprintf(prio, sizeof prio, "%d", (int)j->priority);
-  /* "2/script": max_attempts comes from the job's script when it runs. */
-  if (j->max_attempts)
-    snprintf(att, sizeof att, "%d/%d", (int)j->attempt, (int)j->max_attempts);
+  /* "2/5"; "2/?" when no script here can tell the max_attempts. */
+  int32_t max;
+  cli_limit_of(j, 0, &max);
+  if (max)
+    snprintf(att, sizeof att, "%d/%d", (int)j->attempt, (int)max);
   else
-    snprintf(att, sizeof att, "%d/script", (int)j->attempt);
+    snprintf(att, sizeof att, "%d/?", (int)j->attempt);
+  l->unknown |= !max;
   cli_time(j->run_at, run_at);
   const char *row[7] = {id,   j->type, j->queue, cli_job_state(j),
                         prio, att,     run_at};
@@ -1537,6 +1581,9 @@ static int cli_jobs(pawl_t *p, const cli_args_t *a, char *err) {
   else if (rc) rc = cli_lib_fail(p, rc, err);
   else if (l.oom || l.table.oom) rc = cli_fail(err, CLI_FAIL, "out of memory");
   else if (!l.json) cli_table_print(&l.table, "");
+  if (!rc && l.unknown)
+    printf("(N/?: " CLI_NO_SCRIPT " for the type in %s)\n",
+           a->host.scripts_dir ? a->host.scripts_dir : "./scripts");
   cli_table_free(&l.table);
   pawl__buf_free(&l.line);
   cli_redact_free(&l.red);
@@ -1605,6 +1652,11 @@ static int cli_dbfile_changed(const cli_dbfile_t *f) {
  * that the SQLite database file is still the one it opened; if not, it
  * stops gracefully and exits with a failure. */
 static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
+  /* `pawl run | tee log` and Ctrl-C: the terminal's SIGINT ends the reader
+   * too, and the stop's log lines would kill the host by SIGPIPE halfway
+   * through its stop, its socket left behind. A write to a pipe nobody
+   * reads fails instead (the log line is lost), and the stop goes on. */
+  signal(SIGPIPE, SIG_IGN);
   sigset_t set, old;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -1696,6 +1748,7 @@ static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
 }
 
 static int cli_run(pawl_t *p, const cli_args_t *a, char *err) {
+  cli_limits_scripts(a->host.scripts_dir); /* the views' limits */
   switch (a->cmd) {
   case CLI_RUN: return cli_host(p, a, err);
   case CLI_MIGRATE: return cli_migrate(p, a, err);

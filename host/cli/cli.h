@@ -75,6 +75,22 @@ void cli_job_fields(cli_table_t *t, const pawl_job_t *j);
  * worker: started_at 0). Static. */
 const char *cli_job_state(const pawl_job_t *j);
 void cli_attempt_rows(cli_table_t *t, const pawl_history_t *h);
+
+/* What the views say of a limit no script here can tell (the console says
+ * the same). */
+#define CLI_NO_SCRIPT "no script visible"
+#define CLI_BROKEN_SCRIPT "its script does not load"
+/* The scripts directory the views resolve limits from (NULL: ./scripts). */
+void cli_limits_scripts(const char *dir);
+/* The max_attempts (timeout 0) or the timeout in seconds (timeout 1) that
+ * applies to job j, in *v (0 when no script here can tell); returns where
+ * it comes from: "enqueue", "script", CLI_NO_SCRIPT or CLI_BROKEN_SCRIPT. */
+const char *cli_limit_of(const pawl_job_t *j, int timeout, int32_t *v);
+/* pawl show: with `full` (--trace), each attempt's Lua traceback, a line
+ * of the trace a line on the screen, made safe by cli_text; without, one
+ * line saying how to see them, if any attempt has one. 0, or -1 out of
+ * memory. */
+int cli_traces_print(const pawl_history_t *h, int full);
 void cli_event_rows(cli_table_t *t, const pawl_history_t *h);
 void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs, size_t n);
 /* Restartable steps (issue 15): a job's step executions, exit code and

@@ -209,9 +209,10 @@ int cli_admin_nodes(pawl_t *p, int json, char *err, size_t errlen) {
   int rc = pawl_nodes(p, &nodes, &n);
   if (rc) return adm_lib_fail(p, rc, err, errlen);
   int64_t now = pawl_now(p);
-  adm_table_t t = {.ncols = 7};
-  static const char *const head[7] = {"ID", "VERSION", "QUEUES", "STARTED",
-                                      "LAST_BEAT", "RUNNING", "INCARNATION"};
+  adm_table_t t = {.ncols = 8};
+  static const char *const head[8] = {"ID",      "STATE",   "VERSION",
+                                      "QUEUES",  "STARTED", "LAST_BEAT",
+                                      "RUNNING", "INCARNATION"};
   if (!json) adm_row(&t, head);
   pawl_buf_t b;
   pawl__buf_init(&b);
@@ -223,6 +224,10 @@ int cli_admin_nodes(pawl_t *p, int json, char *err, size_t errlen) {
       pawl__buf_reset(&b);
       pawl__buf_puts(&b, "{\"id\":");
       adm_json_str(&b, nd->id);
+      pawl__buf_puts(&b, ",\"state\":");
+      adm_json_str(&b, nd->state);
+      pawl__buf_puts(&b, ",\"stopped_at\":");
+      adm_json_time(&b, nd->stopped_at);
       pawl__buf_printf(&b, ",\"incarnation\":\"%s\",\"version\":", inc);
       adm_json_str(&b, nd->version);
       pawl__buf_puts(&b, ",\"queues\":");
@@ -235,11 +240,19 @@ int cli_admin_nodes(pawl_t *p, int json, char *err, size_t errlen) {
       rc = adm_emit(&b, err, errlen);
     } else {
       char started[ISO8601_STRLEN], beat[64], age[32], running[24];
+      char state[ISO8601_STRLEN + 16];
       adm_time(nd->started_at, started);
+      if (nd->stopped_at) {
+        char at[ISO8601_STRLEN];
+        adm_time(nd->stopped_at, at);
+        snprintf(state, sizeof state, "stopped %s", at);
+      } else {
+        snprintf(state, sizeof state, "%s", nd->state);
+      }
       adm_age(now - nd->last_beat, age, sizeof age);
       snprintf(beat, sizeof beat, "%s ago", now > nd->last_beat ? age : "0s");
       snprintf(running, sizeof running, "%lld", (long long)nd->running);
-      const char *row[7] = {nd->id, nd->version,
+      const char *row[8] = {nd->id, state, nd->version,
                             nd->queues[0] ? nd->queues : "(all)", started,
                             beat, running, inc};
       adm_row(&t, row);

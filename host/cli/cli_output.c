@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "buf.h"
 #include "cli.h"
 #include "iso8601.h"
@@ -191,6 +192,71 @@ static void cli_json_num(pawl_buf_t *b, double v) {
 }
 
 /* The job as one JSON object, every field of pawl_job_t. */
+/* ---- the limits that apply -------------------------------------------------
+ *
+ * A job enqueued without max_attempts or a timeout (stored as 0) runs with
+ * its script's, resolved (the script, _defaults.lua, the built-in
+ * defaults). pawl show, pawl jobs and --json show that value, read from
+ * the scripts directory this command sees (--scripts DIR, default
+ * ./scripts), with where it came from; or say that no script here can
+ * tell, in the same words as the console. The CLI is one thread: the
+ * directory and the types' settings are kept for the command's run. */
+
+static const char *cli_limits_dir = "./scripts";
+static struct {
+  char type[201];
+  int rc;                  /* pawl_script_info()'s */
+  int32_t max_attempts, timeout_s;
+} cli_limits_seen[32];
+static size_t cli_limits_nseen;
+
+void cli_limits_scripts(const char *dir) {
+  if (dir) cli_limits_dir = dir;
+}
+
+const char *cli_limit_of(const pawl_job_t *j, int timeout, int32_t *v) {
+  *v = timeout ? j->timeout_s : j->max_attempts;
+  if (*v) return "enqueue";
+  size_t i = 0;
+  while (i < cli_limits_nseen && strcmp(cli_limits_seen[i].type, j->type) != 0) i++;
+  if (i == cli_limits_nseen) {
+    pawl_script_info_t info;
+    char err[512];
+    int rc = pawl_script_info(cli_limits_dir, j->type, &info, err, sizeof err);
+    if (i == sizeof cli_limits_seen / sizeof cli_limits_seen[0]) i = 0;
+    else cli_limits_nseen++;
+    snprintf(cli_limits_seen[i].type, sizeof cli_limits_seen[i].type, "%s",
+             j->type);
+    cli_limits_seen[i].rc = rc;
+    cli_limits_seen[i].max_attempts = rc ? 0 : info.applied_max_attempts;
+    cli_limits_seen[i].timeout_s = rc ? 0 : info.applied_timeout_s;
+  }
+  if (cli_limits_seen[i].rc == PAWL_ENOTFOUND) return CLI_NO_SCRIPT;
+  if (cli_limits_seen[i].rc) return CLI_BROKEN_SCRIPT;
+  *v = timeout ? cli_limits_seen[i].timeout_s : cli_limits_seen[i].max_attempts;
+  return "script";
+}
+
+/* "5", "5 (the script's)", "? (no script visible)". */
+static void cli_limit_text(const pawl_job_t *j, int timeout, char *out,
+                           size_t len) {
+  int32_t v;
+  const char *from = cli_limit_of(j, timeout, &v);
+  if (strcmp(from, "enqueue") == 0) snprintf(out, len, "%d", (int)v);
+  else if (strcmp(from, "script") == 0) snprintf(out, len, "%d (the script's)", (int)v);
+  else snprintf(out, len, "? (%s)", from);
+}
+
+static void cli_json_limit(pawl_buf_t *b, const pawl_job_t *j, int timeout) {
+  int32_t v;
+  const char *from = cli_limit_of(j, timeout, &v);
+  pawl__buf_puts(b, timeout ? ",\"timeout_s\":" : ",\"max_attempts\":");
+  if (v) pawl__buf_printf(b, "%d", (int)v);
+  else pawl__buf_puts(b, "null");
+  pawl__buf_puts(b, timeout ? ",\"timeout_from\":" : ",\"max_attempts_from\":");
+  cli_json_str(b, from);
+}
+
 void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
   char id[PAWL_ID_STRLEN];
   pawl_id_format(&j->id, id);
@@ -205,12 +271,12 @@ void cli_json_job_fields(pawl_buf_t *b, const pawl_job_t *j) {
     pawl__buf_printf(b, ",\"claimed\":%s", j->started_at ? "false" : "true");
   if (j->state == PAWL_PAUSED)
     pawl__buf_printf(b, ",\"paused_from\":\"%s\"", pawl_state_name(j->paused_from));
-  pawl__buf_printf(b, ",\"priority\":%d,\"attempt\":%d,\"max_attempts\":",
+  pawl__buf_printf(b, ",\"priority\":%d,\"attempt\":%d",
              (int)j->priority, (int)j->attempt);
-  /* null: not set at enqueue; the script's applies when the job runs. */
-  if (j->max_attempts) pawl__buf_printf(b, "%d", (int)j->max_attempts);
-  else pawl__buf_puts(b, "null");
-  pawl__buf_printf(b, ",\"timeout_s\":%d,\"run_at\":", (int)j->timeout_s);
+  /* What applies: null when no script here can tell. */
+  cli_json_limit(b, j, 0);
+  cli_json_limit(b, j, 1);
+  pawl__buf_puts(b, ",\"run_at\":");
   cli_json_time(b, j->run_at);
   pawl__buf_puts(b, ",\"payload\":");
   cli_json_raw(b, j->payload);
@@ -277,6 +343,8 @@ void cli_json_history(pawl_buf_t *b, const pawl_history_t *h) {
     cli_json_str(b, at->outcome);
     pawl__buf_puts(b, ",\"error\":");
     cli_json_str(b, at->error);
+    pawl__buf_puts(b, ",\"trace\":");
+    cli_json_str(b, at->trace);
     pawl__buf_putc(b, '}');
   }
   pawl__buf_puts(b, "],\"events\":[");
@@ -368,10 +436,11 @@ void cli_job_fields(cli_table_t *t, const pawl_job_t *j) {
     cli_field(t, "paused_from:", pawl_state_name(j->paused_from));
   cli_field_int(t, "priority:", j->priority);
   cli_field_int(t, "attempt:", j->attempt);
-  if (j->max_attempts) cli_field_int(t, "max_attempts:", j->max_attempts);
-  else cli_field(t, "max_attempts:", "the script's (25 if it sets none)");
-  if (j->timeout_s) cli_field_int(t, "timeout_s:", j->timeout_s);
-  else cli_field(t, "timeout_s:", "none");
+  char limit[64];
+  cli_limit_text(j, 0, limit, sizeof limit);
+  cli_field(t, "max_attempts:", limit);
+  cli_limit_text(j, 1, limit, sizeof limit);
+  cli_field(t, "timeout_s:", limit);
   cli_field_time(t, "run_at:", j->run_at);
   cli_field(t, "payload:", j->payload);
   cli_field(t, "params:", j->params);
@@ -431,6 +500,46 @@ void cli_attempt_rows(cli_table_t *t, const pawl_history_t *h) {
                           at->error};
     cli_table_row(t, row);
   }
+}
+
+int cli_traces_print(const pawl_history_t *h, int full) {
+  size_t n = 0;
+  for (size_t i = 0; i < h->nattempts; i++) n += h->attempts[i].trace != NULL;
+  if (!n) return 0;
+  if (!full) {
+    printf("  (%zu attempt%s with a traceback: pawl show ID --trace)\n", n,
+           n == 1 ? "" : "s");
+    return 0;
+  }
+  pawl_buf_t b;
+  pawl__buf_init(&b);
+  for (size_t i = 0; i < h->nattempts; i++) {
+    const char *t = h->attempts[i].trace;
+    if (!t) continue;
+    pawl__buf_printf(&b, "traceback of attempt %d:\n",
+                     (int)h->attempts[i].attempt);
+    /* Line by line: each made safe, the newlines between them kept. */
+    for (const char *s = t; *s;) {
+      size_t len = strcspn(s, "\n");
+      char *line = pawl__strndup(s, len);
+      if (!line) {
+        pawl__buf_free(&b);
+        return -1;
+      }
+      /* A traceback's frames start with a tab: an indent, not "\t". */
+      for (char *c = line; *c; c++)
+        if (*c == '\t') *c = ' ';
+      pawl__buf_puts(&b, "  ");
+      cli_text(&b, line);
+      pawl__buf_putc(&b, '\n');
+      pawl__free(line);
+      s += len + (s[len] == '\n');
+    }
+  }
+  int oom = b.oom;
+  if (!oom) fputs(pawl__buf_cstr(&b), stdout);
+  pawl__buf_free(&b);
+  return oom ? -1 : 0;
 }
 
 void cli_event_rows(cli_table_t *t, const pawl_history_t *h) {

@@ -600,6 +600,20 @@ static void top_for(const tj_t *j, char *out, size_t len) {
   snprintf(out, len, "claimed %s", w);
 }
 
+/* A node's state as the nodes table says it: "running", "dead" (its beat
+ * lapsed) or "stopped" with how long ago. */
+static void top_node_state(const tj_t *nd, int64_t at, char *out, size_t len) {
+  const char *st = tj_str(nd, "state");
+  int64_t stopped = tj_int(nd, "stopped_at");
+  if (st && strcmp(st, "stopped") == 0 && stopped) {
+    char ago[24];
+    top_span(at - stopped, ago, sizeof ago);
+    snprintf(out, len, "stopped %s ago", strcmp(ago, "-") ? ago : "0s");
+  } else {
+    snprintf(out, len, "%s", st ? st : "-");
+  }
+}
+
 static void top_rate_text(double r, char *out, size_t len) {
   if (r >= 100)
     snprintf(out, len, "%.0f", r);
@@ -669,16 +683,18 @@ static void top_plain(const tj_t *snap, const top_rates_t *r, const char *db) {
   cli_table_print(&tb, "  ");
   cli_table_free(&tb);
 
-  cli_table_t tn = {.ncols = 4};
-  static const char *const nh[] = {"NODE", "VERSION", "RUNNING", "LAST BEAT"};
+  cli_table_t tn = {.ncols = 5};
+  static const char *const nh[] = {"NODE", "STATE", "VERSION", "RUNNING",
+                                   "LAST BEAT"};
   cli_table_row(&tn, nh);
   for (size_t i = 0; i < tj_len(snap, "nodes"); i++) {
     const tj_t *nd = tj_at(snap, "nodes", i);
-    char c1[24], c2[24];
+    char c1[24], c2[24], st[48];
     top_cell_int(c1, sizeof c1, tj_int(nd, "running"));
     top_span(tj_int(snap, "at") - tj_int(nd, "last_beat"), c2, sizeof c2);
+    top_node_state(nd, tj_int(snap, "at"), st, sizeof st);
     const char *id = tj_str(nd, "id"), *v = tj_str(nd, "version");
-    const char *row[] = {id ? id : "?", v ? v : "?", c1, c2};
+    const char *row[] = {id ? id : "?", st, v ? v : "?", c1, c2};
     cli_table_row(&tn, row);
   }
   printf("nodes:\n");
@@ -1016,11 +1032,12 @@ static void top_draw(top_ui_t *ui, const tj_t *snap, const top_rates_t *r,
   top_head(&sc, 0, "NODES", "", from, to, nn);
   for (int i = from; i < to; i++) {
     const tj_t *nd = tj_at(snap, "nodes", (size_t)i);
-    char beat[24];
+    char beat[24], st[48];
     top_span(tj_int(snap, "at") - tj_int(nd, "last_beat"), beat, sizeof beat);
+    top_node_state(nd, tj_int(snap, "at"), st, sizeof st);
     const char *id = tj_str(nd, "id"), *qs = tj_str(nd, "queues");
-    top_linef(&sc, 0, "  %-32s busy %-6" PRId64 " beat %s ago  queues %s",
-              id ? id : "?", tj_int(nd, "running"), beat,
+    top_linef(&sc, 0, "  %-32s %-14s busy %-6" PRId64 " beat %s ago  queues %s",
+              id ? id : "?", st, tj_int(nd, "running"), beat,
               qs && *qs ? qs : "all");
   }
   if (!nn) top_line(&sc, 0, "  (none)");

@@ -84,6 +84,7 @@ void pawl_history_free(pawl_history_t *h) {
     pawl__free(h->attempts[i].node);
     pawl__free(h->attempts[i].outcome);
     pawl__free(h->attempts[i].error);
+    pawl__free(h->attempts[i].trace);
   }
   for (size_t i = 0; i < h->nevents; i++) {
     pawl__free(h->events[i].actor);

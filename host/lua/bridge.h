@@ -156,7 +156,9 @@ typedef struct pawl__lua_config {
 typedef struct pawl__lua_outcome {
   int kind;                  /* PAWL_OUT_* */
   char *result;              /* JSON text, or NULL (success without one) */
-  char *error;               /* sanitized, for failures and retries */
+  char *error;               /* sanitized, for failures and retries: the
+                                message alone */
+  char *trace;               /* its Lua traceback, sanitized, or NULL */
   int64_t run_at;            /* retry, snooze: when (store clock ms) */
   int ordering_skip;         /* retry: pawl_outcome_t.ordering_skip (the
                                 type's ordering = "skip_failed") */
@@ -230,6 +232,12 @@ void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
  * them, for pawl_script_info(). 0, or -1 if pawl.worker could not say. */
 int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
                           pawl_script_info_t *out);
+
+/* Tells pawl.worker which scripts of `dir` did not load (the loader's
+ * list, e[0..n)), so that their jobs fail with that error (W.set_load_errors).
+ * Borrowed; failures leave the previous list. */
+void pawl__lua_set_load_errors(pawl__lua_t *w, const char *dir,
+                               const pawl_script_error_t *e, size_t n);
 
 /* The recurring definition `type` declares in its script (cron = ...),
  * for the loader (issue 14): 1 with *out filled (malloc'd strings: the

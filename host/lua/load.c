@@ -18,13 +18,16 @@
  * for pawl_script_info; the host's own loads use its load_timeout_ms). */
 #define LOAD_TIMEOUT_S 10.0
 
-/* Calls W.load_failed(name): a script whose load was cut short keeps its
+/* Calls W.load_failed(name, path, msg): a script whose load was cut short keeps its
  * previous version. [-0, +0, -] */
-static void load_failed(pawl__lua_t *w, int wi, const char *name) {
+static void load_failed(pawl__lua_t *w, int wi, const char *name,
+                        const char *path, const char *msg) {
   lua_State *L = w->L;
   lua_getfield(L, wi, "load_failed");
   lua_pushstring(L, name);
-  if (pawl__lua_call(w, 1, 0, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) lua_pop(L, 1);
+  lua_pushstring(L, path);
+  lua_pushstring(L, msg);
+  if (pawl__lua_call(w, 3, 0, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) lua_pop(L, 1);
 }
 
 /* The files' text as the host read it (src), so that every worker serves
@@ -128,7 +131,7 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
           msg = pawl__lua_strdup(lua_tostring(L, -1));
         }
         if (!msg) msg = pawl__lua_strdup("(no error message)");
-        load_failed(w, wi, name);
+        load_failed(w, wi, name, list[i].path, msg);
       } else if (!lua_isnil(L, -1) && why == PAWL__LUA_MEMORY) {
         /* pawl.worker caught the top level's memory error. */
         char mem[200];
@@ -160,6 +163,29 @@ int pawl__lua_load(pawl__lua_t *w, const pawl__script_t *list, size_t n,
   return stopped ? -1 : 0;
 }
 
+void pawl__lua_set_load_errors(pawl__lua_t *w, const char *dir,
+                               const pawl_script_error_t *e, size_t n) {
+  lua_State *L = pawl__lua_enter(w);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, w->ref_worker);
+  lua_getfield(L, -1, "set_load_errors");
+  lua_remove(L, -2);
+  lua_createtable(L, 0, (int)(n < 64 ? n : 64));
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(e[i].type, "_defaults") == 0) continue;
+    lua_createtable(L, 0, 2);
+    if (dir)
+      lua_pushfstring(L, "%s/%s.lua", dir, e[i].type);
+    else
+      lua_pushstring(L, e[i].type);
+    lua_setfield(L, -2, "path");
+    lua_pushstring(L, e[i].error);
+    lua_setfield(L, -2, "err");
+    lua_setfield(L, -2, e[i].type);
+  }
+  if (pawl__lua_call(w, 1, 0, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0)
+    lua_pop(L, 1);
+}
+
 int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
                           pawl_script_info_t *out) {
   lua_State *L = pawl__lua_enter(w);
@@ -167,10 +193,15 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
   lua_getfield(L, -1, "defaults_of");
   lua_remove(L, -2);
   lua_pushstring(L, type);
-  if (pawl__lua_call(w, 1, 8, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
+  if (pawl__lua_call(w, 1, 10, PAWL__LUA_STEP_TIMEOUT_S, NULL) != 0) {
     lua_pop(L, 1);
     return -1;
   }
+  /* What applies to jobs that set none: checked values (max_attempts
+   * 1..10000, a timeout of at most PAWL_TIMEOUT_MAX_S). */
+  out->applied_max_attempts = (int32_t)lua_tonumber(L, -2);
+  out->applied_timeout_s = (int32_t)ceil(lua_tonumber(L, -1));
+  lua_pop(L, 2);
   /* Identifying fields (issue 15): pawl.worker checked them (1..16
    * names of at most 200 bytes). */
   if (lua_istable(L, -1)) {

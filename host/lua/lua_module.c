@@ -1439,6 +1439,7 @@ static int lpawl_history(lua_State *L) {
     lpawl_set_time(L, "ended_at", a->ended_at);
     lpawl_set_str(L, "outcome", a->outcome);
     lpawl_set_str(L, "error", a->error);
+    lpawl_set_str(L, "trace", a->trace);
     lua_rawseti(L, -2, (int)i + 1);
   }
   lua_setfield(L, -2, "attempts");
@@ -1975,7 +1976,8 @@ static int lpawl_adm_stats(lua_State *L) {
 }
 
 /* db:nodes() [-0, +1|3, e] { {id =, incarnation =, version =, queues =
- * {...} (empty: all), started_at =, last_beat =, running =}, ... } */
+ * {...} (empty: all), started_at =, last_beat =, running =, state =, stopped_at = (when
+ * stopped)}, ... } */
 static int lpawl_adm_nodes(lua_State *L) {
   pawl_t *p = lpawl_check(L, 1)->p;
   lpawl_adm_box_t *b = lpawl_adm_box_new(L);
@@ -2004,6 +2006,8 @@ static int lpawl_adm_nodes(lua_State *L) {
     lpawl_set_time(L, "started_at", n->started_at);
     lpawl_set_time(L, "last_beat", n->last_beat);
     lpawl_set_num(L, "running", (double)n->running);
+    lpawl_set_str(L, "state", n->state);
+    if (n->stopped_at) lpawl_set_time(L, "stopped_at", n->stopped_at);
     lua_rawseti(L, -2, (int)i + 1);
   }
   lpawl_adm_box_free(b);
@@ -2334,9 +2338,10 @@ static int lpawl_adm_strcmp(const void *a, const void *b) {
 }
 
 /* pawl.scripts(dir) [-0, +1|3, e] { {type =, queue =, priority =,
- * max_attempts =, timeout =, error =}, ... } by type: what each script
- * in `dir` sets, loaded the way `pawl run` loads it (pawl_script_info),
- * or why it does not load. */
+ * max_attempts =, timeout =, applies_max_attempts =, applies_timeout =,
+ * error =}, ... } by type: what each script in `dir` sets, loaded the way
+ * `pawl run` loads it (pawl_script_info), with the max_attempts and
+ * timeout its jobs that set none run with, or why it does not load. */
 static int lpawl_adm_scripts(lua_State *L) {
   const char *dir = luaL_optstring(L, 1, "./scripts");
   lua_settop(L, 1);
@@ -2391,6 +2396,9 @@ static int lpawl_adm_scripts(lua_State *L) {
       if (info.max_attempts) lpawl_set_num(L, "max_attempts", info.max_attempts);
       if (info.timeout_s) lpawl_set_num(L, "timeout", info.timeout_s);
       if (info.resource[0]) lpawl_set_str(L, "resource", info.resource);
+      /* What applies to its jobs that set none (defaults included). */
+      lpawl_set_num(L, "applies_max_attempts", info.applied_max_attempts);
+      lpawl_set_num(L, "applies_timeout", info.applied_timeout_s);
     }
     lua_rawseti(L, 3, (int)i + 1);
     lua_pop(L, 1);

@@ -129,7 +129,7 @@ static void run_fail(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index) {
   lua_remove(L, -2);
   lua_pushvalue(L, job_index);
   lua_pushvalue(L, err_index);
-  int rc = pawl__lua_call(w, 2, 4, PAWL__LUA_STEP_TIMEOUT_S, NULL);
+  int rc = pawl__lua_call(w, 2, 5, PAWL__LUA_STEP_TIMEOUT_S, NULL);
   if (rc != 0) {
     /* Only a bug in pawl.worker gets here; never store the raw error. */
     o->kind = PAWL_OUT_FAILED;
@@ -137,11 +137,11 @@ static void run_fail(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index) {
                       "retry step failed)");
     lua_pop(L, 1);
   } else {
-    /* kind, error text, delay, and whether a retry lets later jobs of
-     * its ordering key pass (ordering = "skip_failed"). */
-    const char *kind = lua_tostring(L, -4);
-    double delay = lua_tonumber(L, -2);
-    o->ordering_skip = lua_toboolean(L, -1);
+    /* kind, error text, delay, whether a retry lets later jobs of its
+     * ordering key pass (ordering = "skip_failed"), and the traceback. */
+    const char *kind = lua_tostring(L, -5);
+    double delay = lua_tonumber(L, -3);
+    o->ordering_skip = lua_toboolean(L, -2);
     int again = kind && (strcmp(kind, "retry") == 0 ||
                          strcmp(kind, "snooze") == 0);
     o->kind = !again                      ? PAWL_OUT_FAILED
@@ -150,8 +150,10 @@ static void run_fail(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index) {
     {
       /* Valid UTF-8 without NUL, as every backend stores it. */
       size_t len = 0;
-      const char *text = lua_tolstring(L, -3, &len);
+      const char *text = lua_tolstring(L, -4, &len);
       o->error = text ? pawl__utf8_scrub(text, len, NULL) : NULL;
+      text = lua_tolstring(L, -1, &len);
+      o->trace = text ? pawl__utf8_scrub(text, len, NULL) : NULL;
     }
     /* pawl.worker bounds the delay already; converting a double that is
      * not in range would be undefined, so check again here, and the sum
@@ -175,7 +177,7 @@ static void run_fail(pawl__lua_t *w, pawl__lua_outcome_t *o, int job_index) {
       o->kind = PAWL_OUT_FAILED;
     }
     o->run_at = run_at;
-    lua_pop(L, 4);
+    lua_pop(L, 5);
   }
   lua_settop(L, err_index - 1);
 }
@@ -462,6 +464,7 @@ void pawl__lua_outcome_free(pawl__lua_outcome_t *o) {
   pawl__free(o->result);
   pawl__free(o->branches);
   pawl__free(o->error);
+  pawl__free(o->trace);
   for (size_t i = 0; i < o->nlogs; i++) {
     pawl__free((char *)o->logs[i].level);
     pawl__free((char *)o->logs[i].message);

@@ -314,6 +314,9 @@ static int completer_rewrite(host_outcome_t *o, const char *why) {
   o->out.branches = NULL;
   pawl__free(o->error);
   o->error = msg;
+  pawl__free(o->trace);
+  o->trace = NULL;
+  o->out.trace = NULL;
   o->out.result = NULL;
   o->out.error = msg;
   return 0;

@@ -73,10 +73,8 @@ void pawl_script_errors_free(pawl_script_error_t *e, size_t n) {
   pawl__free(e);
 }
 
-/* A copy of the loader's list of broken scripts (called with h->mu held).
- * -1 when out of memory. */
-static int control_copy_errors(host_t *h, pawl_script_error_t **out,
-                               size_t *n) {
+int pawl__host_copy_load_errors(host_t *h, pawl_script_error_t **out,
+                                size_t *n) {
   *out = NULL;
   *n = 0;
   if (!h->nload_errors) return 0;
@@ -121,7 +119,7 @@ int pawl_reload(pawl_t *p, int64_t timeout_ms, pawl_script_error_t **errors,
     pthread_cond_timedwait(&h->stop_cv, &h->mu, &ts);
   }
   if (!rc && h->reload_done < ticket) rc = PAWL_ESTATE; /* the host stopped */
-  int oom = !rc && control_copy_errors(h, errors, nerrors) != 0;
+  int oom = !rc && pawl__host_copy_load_errors(h, errors, nerrors) != 0;
   if (!rc && !oom && nfiles) *nfiles = h->nscripts;
   pthread_mutex_unlock(&h->mu);
   if (rc == PAWL_EBUSY)

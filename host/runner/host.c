@@ -73,6 +73,7 @@ void pawl__host_outcome_free(host_outcome_t *o) {
   pawl__free(o->result);
   pawl__free(o->branches);
   pawl__free(o->error);
+  pawl__free(o->trace);
   for (size_t i = 0; i < o->nlogs; i++) {
     pawl__free((char *)o->logs[i].level);
     pawl__free((char *)o->logs[i].message);

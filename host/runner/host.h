@@ -46,6 +46,7 @@ typedef struct host_outcome {
   pawl_job_t *job;           /* owned */
   char *result;              /* owned */
   char *error;               /* owned */
+  char *trace;               /* owned: the error's traceback, or NULL */
   char *branches;            /* owned: the branches that fired (issue 15) */
   pawl_log_entry_t *logs;    /* owned, with their strings */
   size_t nlogs;
@@ -341,6 +342,12 @@ void pawl__host_outcome_free(host_outcome_t *o);
 /* A copy of the current script list (caller frees with
  * pawl__host_scripts_free); *gen receives its generation. */
 host_script_t *pawl__host_scripts_copy(host_t *h, size_t *n, uint64_t *gen);
+
+/* A copy of the loader's list of broken scripts (called with h->mu held):
+ * the caller frees it with pawl_script_errors_free(). -1 when out of
+ * memory. */
+int pawl__host_copy_load_errors(host_t *h, pawl_script_error_t **out,
+                                size_t *n);
 void pawl__host_scripts_free(host_script_t *s, size_t n);
 
 /* ---- events (events.c) -------------------------------------------------- */

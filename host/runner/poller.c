@@ -605,6 +605,12 @@ void *pawl__poller_main(void *arg) {
     }
     pthread_mutex_unlock(&h->mu);
   }
+  /* Its jobs are finished or handed back: the node table says at once
+   * that this node stopped, instead of listing it as silent for minutes.
+   * A database that is away keeps the mark from being written; the node
+   * is then told dead by its lapsed beat, later. */
+  if (pawl__node_stop(pl->p) != 0)
+    host_log_rc(h, pl->p, "recording the node's stop failed");
   pthread_mutex_lock(&h->mu);
   h->poller_done = 1;
   pthread_cond_broadcast(&h->work_cv);

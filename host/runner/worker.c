@@ -302,6 +302,16 @@ void pawl__worker_reload(worker_t *w, int report) {
   if (pawl__lua_load(w->lua, scripts, n, report, NULL) == 0)
     w->scripts_gen = gen;
   pawl__host_scripts_free(scripts, n);
+  /* The scripts that never loaded are not in the list: their jobs fail
+   * with the loader's error, which names the file. Out of memory: they
+   * say "no script for job type" until the next reload. */
+  pawl_script_error_t *errs = NULL;
+  size_t nerrs = 0;
+  pthread_mutex_lock(&w->h->mu);
+  int oom = pawl__host_copy_load_errors(w->h, &errs, &nerrs) != 0;
+  pthread_mutex_unlock(&w->h->mu);
+  if (!oom) pawl__lua_set_load_errors(w->lua, w->h->scripts_dir, errs, nerrs);
+  pawl_script_errors_free(errs, nerrs);
 }
 
 /* ---- running one job ---------------------------------------------------- */
@@ -375,6 +385,8 @@ static void worker_take(host_outcome_t *o, pawl__lua_outcome_t *r) {
   o->branches = r->branches;
   o->out.branches = o->branches;
   o->error = r->error;
+  o->trace = r->trace;
+  o->out.trace = o->trace;
   o->logs = r->logs;
   o->nlogs = r->nlogs;
   o->hooks = r->hooks;

@@ -417,6 +417,7 @@ local function action(S, name, arg, reason)
     S:remember(j.id)
     -- The job after the action, shown as job(id) shows it.
     S:redact(j, {})
+    S:applied(j, {})
     return kind(j, "job")
   end
   if type(arg) ~= "table" then
@@ -466,10 +467,11 @@ M.functions = {
         fail("jobs: raw must be true or false (got %s)", type(raw))
       end
       local list = check(S.db:jobs(filter))
-      local names = {}
+      local names, limits = {}, {}
       for _, j in ipairs(list) do
         S:remember(j.id)
         if not raw then S:redact(j, names) end
+        S:applied(j, limits)
       end
       return kind(list, "jobs")
     end },
@@ -486,6 +488,7 @@ M.functions = {
       local j = check(S.db:job(id))
       S:remember(j.id)
       if not (o and o.raw) then S:redact(j, {}) end
+      S:applied(j, {})
       return kind(j, "job")
     end },
   { name = "enqueue", help = "enqueue(type, payload, opts): add a job (opts as in pawl enqueue: queue=, priority=, delay_ms=, tags=, ...); returns its id",
@@ -621,7 +624,7 @@ function Session:help(what)
     local rows = {}
     for _, e in ipairs(functions_of(self)) do rows[#rows + 1] = { e.name, e.help } end
     rows[#rows + 1] = { "db", "the pawl handle: db:jobs{...}, db:get(id), ... (README, Embedding)" }
-    rows[#rows + 1] = { ":trace", "the traceback of the last error" }
+    rows[#rows + 1] = { ":trace", "the traceback of the last error, or of the attempts of the job last shown" }
     return kind(rows, "help")
   end
   for _, e in ipairs(functions_of(self)) do
@@ -919,11 +922,52 @@ function Session:redact(j, names)
   end
 end
 
+-- What a view says of a limit no script here can tell (pawl show and pawl
+-- jobs say the same words).
+local NO_SCRIPT = "no script visible"
+local BROKEN_SCRIPT = "its script does not load"
+
+-- Sets, in job table `j`, max_attempts and timeout_s to what applies when
+-- it runs: what its enqueue set, else what its script in the scripts
+-- directory says (its _defaults.lua and the built-in defaults included);
+-- nil when no script here can say. max_attempts_from and timeout_from
+-- say which ("enqueue", "script", NO_SCRIPT or BROKEN_SCRIPT). `cache`
+-- keeps the scripts' settings for one listing.
+function Session:applied(j, cache)
+  if not cache.types then
+    cache.types = {}
+    for _, s in ipairs(pawl.scripts(self.scripts_dir) or {}) do
+      cache.types[s.type] = s
+    end
+  end
+  local s = cache.types[j.type]
+  local from = not s and NO_SCRIPT or s.error and BROKEN_SCRIPT or "script"
+  if (j.max_attempts or 0) > 0 then
+    j.max_attempts_from = "enqueue"
+  else
+    j.max_attempts = from == "script" and s.applies_max_attempts or nil
+    j.max_attempts_from = from
+  end
+  if (j.timeout_s or 0) > 0 then
+    j.timeout_from = "enqueue"
+  else
+    j.timeout_s = from == "script" and s.applies_timeout or nil
+    j.timeout_from = from
+  end
+end
+
 -- ---- showing results ---------------------------------------------------------
 
 local function attempt_text(j)
-  local max = j.max_attempts and j.max_attempts > 0 and tostring(j.max_attempts) or "script"
-  return ("%d/%s"):format(j.attempt or 0, max)
+  return ("%d/%s"):format(j.attempt or 0, j.max_attempts or "?")
+end
+
+-- A limit as pawl show says it: "5", "5 (the script's)", "? (no script
+-- visible)".
+local function limit_text(v, from)
+  if from == nil or from == "enqueue" then return v and tostring(v) or nil end
+  if from == "script" then return ("%s (the script's)"):format(tostring(v)) end
+  return ("? (%s)"):format(from)
 end
 
 function Session:render_jobs(out, list)
@@ -951,16 +995,23 @@ function Session:render_jobs(out, list)
   end
   table_lines(out, rows, self.width())
   if #list > 1 then out:line(("(%d jobs)"):format(#list)) end
+  for _, j in ipairs(list) do
+    if j.max_attempts == nil then
+      out:line(("(N/?: %s for the type in %s)"):format(NO_SCRIPT, safe(self.scripts_dir)))
+      break
+    end
+  end
 end
 
 local JOB_FIELDS = { "id", "type", "queue", "state", "paused_from", "priority",
-                     "attempt", "run_at", "created_at", "started_at",
+                     "attempt", "max_attempts", "run_at", "created_at", "started_at",
                      "finished_at", "lease_owner", "lease_expires", "timeout_s",
                      "idempotency_key", "business_key", "correlation_id",
                      "enqueued_by", "recoveries", "version" }
 local TIMES = set_of{ "run_at", "created_at", "updated_at", "started_at",
                       "finished_at", "lease_expires", "at", "scheduled_at",
-                      "ended_at", "last_beat", "acquired_at", "expires_at" }
+                      "ended_at", "last_beat", "acquired_at", "expires_at",
+                      "stopped_at" }
 
 function Session:render_job(out, j)
   local w = self.width()
@@ -972,6 +1023,8 @@ function Session:render_job(out, j)
     if k == "state" and v == "running" and not j.started_at then
       v = "claimed"
     end
+    if k == "max_attempts" then v = limit_text(v, j.max_attempts_from) end
+    if k == "timeout_s" then v = limit_text(v, j.timeout_from) end
     if v ~= nil and v ~= "" then
       if TIMES[k] then v = iso(v) end
       rows[#rows + 1] = { k .. ":", safe(v) }
@@ -993,11 +1046,23 @@ function Session:render_job(out, j)
     if #j.attempts == 0 then out:line("attempts: none") else
       out:line("attempts:")
       local r = { { "  #", "NODE", "STARTED", "ENDED", "OUTCOME", "ERROR" } }
+      local traces = {}
       for _, a in ipairs(j.attempts) do
         r[#r + 1] = { "  " .. a.attempt, safe(a.node or "-"), iso(a.started_at),
                       iso(a.ended_at), a.outcome or "-", safe(a.error or "") }
+        if a.trace then
+          -- Each line made safe, the lines kept: :trace shows them.
+          traces[#traces + 1] = ("traceback of attempt %d:"):format(a.attempt)
+          for line in (a.trace .. "\n"):gmatch("([^\n]*)\n") do
+            traces[#traces + 1] = "  " .. safe((line:gsub("\t", " ")))
+          end
+        end
       end
       table_lines(out, r, w)
+      if #traces > 0 then
+        self.last_trace = table.concat(traces, "\n")
+        out:line("  (tracebacks of its attempts: :trace)")
+      end
     end
   end
   if j.events then
@@ -1042,9 +1107,11 @@ end
 function Session:render_nodes(out, list)
   if #list == 0 then out:line("(no nodes)") return end
   local now = self.db:now()
-  local rows = { { "ID", "VERSION", "QUEUES", "LAST_BEAT", "RUNNING", "STARTED", "INCARNATION" } }
+  local rows = { { "ID", "STATE", "VERSION", "QUEUES", "LAST_BEAT", "RUNNING", "STARTED", "INCARNATION" } }
   for _, n in ipairs(list) do
-    rows[#rows + 1] = { safe(n.id), safe(n.version),
+    local state = n.state or "-"
+    if n.stopped_at then state = "stopped " .. iso(n.stopped_at) end
+    rows[#rows + 1] = { safe(n.id), safe(state), safe(n.version),
       #n.queues > 0 and safe(table.concat(n.queues, ",")) or "(all)",
       n.last_beat and (span(now - n.last_beat) .. " ago") or "-",
       tostring(n.running), iso(n.started_at), n.incarnation }

@@ -78,6 +78,9 @@ local types = {}      -- type name -> checked script table
 -- looked up when no script has the name. nil in pawl's own states.
 local hosted = nil
 local spec_of -- name -> checked script table, or nil (after check_script)
+-- name -> { path =, err = } of a script that did not load and has no
+-- earlier version serving (W.load_failed); cleared when it loads or goes.
+local load_errors = {}
 local unsafe = false
 local max_error_length = 2000
 
@@ -1395,6 +1398,9 @@ function W.load_begin(files, opts)
   for name in pairs(types) do
     if not files[name] then types[name] = nil end
   end
+  for name in pairs(load_errors) do
+    if not files[name] then load_errors[name] = nil end
+  end
 end
 
 -- Loads one script (`src`, its text as the host read it, or else the file
@@ -1427,8 +1433,12 @@ function W.load_one(name, path, src)
     return nil
   end
   local t, err = load_script(path, false, src)
-  if not t then return err end
+  if not t then
+    W.load_failed(name, path, err)
+    return err
+  end
   types[name] = t
+  load_errors[name] = nil
   return nil
 end
 
@@ -1446,9 +1456,21 @@ function W.load_c(name, run, settings)
 end
 
 -- A script that did not load: its previous version keeps serving; for the
--- defaults file with none, the built-in defaults.
-function W.load_failed(name)
+-- defaults file with none, the built-in defaults. A type with no version
+-- to serve remembers why (`path` and `err`), so that its jobs fail with
+-- the load error rather than with "no script for job type".
+function W.load_failed(name, path, err)
   if name == "_defaults" and not file_defaults then builtin_defaults() end
+  if name ~= "_defaults" and path and not types[name] then
+    load_errors[name] = { path = path, err = tostring(err or "(no error message)") }
+  end
+end
+
+-- The scripts that did not load in the host's loader and have no version
+-- serving (name -> { path =, err = }), for the workers, which never see
+-- them: their jobs fail with that error.
+function W.set_load_errors(t)
+  load_errors = t
 end
 
 -- Loads the scripts in `files` in one go (see load_begin and load_one);
@@ -1484,7 +1506,9 @@ end
 -- apply when a job runs; see max_attempts_of), its ordering_key when it
 -- is a string, whether it is a function of the payload instead, and its
 -- resource (limits), identity (the list of identifying payload fields, or
--- nil).
+-- nil); then the max_attempts and the timeout that apply to its jobs that
+-- set none (the built-in defaults and the host's default timeout
+-- included).
 function W.defaults_of(name)
   local t = spec_of(name)
   if not t then return nil end
@@ -1492,7 +1516,9 @@ function W.defaults_of(name)
   return t.queue or defaults.queue, t.priority or defaults.priority,
          t.max_attempts or defaults.max_attempts, t.timeout,
          type(k) == "string" and k or nil, type(k) == "function", t.resource,
-         t.identity
+         t.identity,
+         t.max_attempts or defaults.max_attempts or limits.default_max_attempts,
+         t.timeout or defaults.timeout
 end
 
 -- The recurring definition a loaded type declares (cron = ...): its name,
@@ -1591,6 +1617,11 @@ prepare = function(job, seq)
   local timeout = (job.timeout_s > 0 and job.timeout_s)
                   or (spec and spec.timeout) or defaults.timeout
   if not spec then
+    local le = load_errors[job.type]
+    if le then
+      return nil, ("the script of job type %s (%s) did not load: %s")
+                  :format(job.type, le.path, le.err), timeout, 0
+    end
     return nil, ("no script for job type %s"):format(job.type), timeout, 0
   end
   if spec.bad then
@@ -1729,8 +1760,21 @@ function clean(spec, msg, job) -- declared above, with ctx
   return "(error message withheld: the sanitizer failed)"
 end
 
+-- The message of an error text and its traceback (what the message
+-- handler appended, from "stack traceback:" on), or nil when it has none.
+local TRACE_MARK = "\nstack traceback:"
+local function split_trace(s)
+  local at = s:find(TRACE_MARK, 1, true)
+  if not at then return s, nil end
+  return s:sub(1, at - 1), s:sub(at + 1)
+end
+W.split_trace = split_trace
+
 -- After a failed attempt: returns kind ("failed" | "retry" | "snooze"),
--- the sanitized error text, and the delay in seconds.
+-- the sanitized error text (the message alone), the delay in seconds,
+-- whether a retry lets later jobs of its ordering key pass, and the
+-- sanitized traceback (nil: none). The traceback goes through the
+-- sanitizer as the message does, and is cut to the same length.
 function W.failed(job, err)
   local spec = spec_of(job.type)
   if type(err) == "table" and err[SENTINEL] == "snooze" then
@@ -1739,22 +1783,28 @@ function W.failed(job, err)
   if type(err) == "table" and err[SENTINEL] == "fatal" then
     return "failed", clean(spec, err.message, job), 0
   end
-  local text = clean(spec, message_of(err, spec), job)
-  if job.attempt >= max_attempts_of(job, spec) then return "failed", text, 0 end
+  local msg, tb = split_trace(message_of(err, spec))
+  local text = clean(spec, msg, job)
+  local trace = tb and clean(spec, tb, job) or nil
+  if job.attempt >= max_attempts_of(job, spec) then
+    return "failed", text, 0, false, trace
+  end
   local policy = (spec and spec.retry) or defaults.retry
   local ok, delay = pcall(policy, job.attempt, err, job)
   if not ok then
     after_error(delay)
     return "failed", text .. "\nretry policy failed: "
-      .. clean(spec, message_of(delay, spec), job), 0
+      .. clean(spec, (split_trace(message_of(delay, spec))), job), 0, false,
+      trace
   end
-  if delay == nil then return "failed", text, 0 end
+  if delay == nil then return "failed", text, 0, false, trace end
   if out_of_range("delay", delay, 0, limits.delay_max_s) then
     return "failed", text .. "\nretry policy returned "
       .. clean(spec, tostring(delay), job) .. ", not a delay in seconds "
-      .. "(between 0 and " .. tostring(limits.delay_max_s) .. ")", 0
+      .. "(between 0 and " .. tostring(limits.delay_max_s) .. ")", 0, false,
+      trace
   end
-  return "retry", text, delay, W.ordering_of(spec) == "skip_failed"
+  return "retry", text, delay, W.ordering_of(spec) == "skip_failed", trace
 end
 
 -- The ordering a type's jobs keep when one fails and will be retried:

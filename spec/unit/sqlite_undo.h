@@ -4,6 +4,14 @@
 #ifndef PAWL_SQLITE_UNDO_H
 #define PAWL_SQLITE_UNDO_H
 
+/* V019__node_state_attempt_trace.sql: the attempts' traces and the
+ * nodes' stop times. */
+#define SQLITE_UNDO_V019                                                     \
+  "ALTER TABLE pawl_attempts_archive DROP COLUMN trace; ALTER TABLE "       \
+  "pawl_attempts DROP COLUMN trace; ALTER TABLE pawl_nodes DROP COLUMN "     \
+  "stopped_at; DELETE FROM pawl_schema WHERE name = "                        \
+  "'V019__node_state_attempt_trace.sql'; "
+
 /* V018__claim_holds.sql: the hold columns, their triggers and indexes;
  * the claim and ordering indexes as V001 and V007 made them. */
 #define SQLITE_UNDO_V018                                                     \

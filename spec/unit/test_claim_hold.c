@@ -627,7 +627,7 @@ void test_sqlite_claim_hold_next_due(void) {
 void test_sqlite_claim_hold_migrates(void) {
   pawl_t *p = ch_open("migrate");
   sqlite3 *db = ch_db(p);
-  ch_exec(db, SQLITE_UNDO_V018);
+  ch_exec(db, SQLITE_UNDO_V019 SQLITE_UNDO_V018);
   /* Key r: running head, two behind. Key b: blocked head, one behind.
    * Key s: a head waiting for a retry that lets the next pass, then two.
    * Key f: a failed head (gone from the line), one behind. One future. */

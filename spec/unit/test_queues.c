@@ -628,6 +628,7 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  SQLITE_UNDO_V019                                                           \
   SQLITE_UNDO_V018                                                           \
   "ALTER TABLE pawl_recurring DROP COLUMN load_error; DELETE FROM "          \
   "pawl_schema WHERE name = 'V017__cron_load_error.sql'; "                   \
@@ -656,6 +657,10 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  "ALTER TABLE pawl_attempts_archive DROP COLUMN trace; ALTER TABLE "       \
+  "pawl_attempts DROP COLUMN trace; ALTER TABLE pawl_nodes DROP COLUMN "     \
+  "stopped_at; DELETE FROM pawl_schema WHERE name = "                        \
+  "'V018__node_state_attempt_trace.sql'; "                                   \
   "ALTER TABLE pawl_recurring DROP COLUMN load_error; DELETE FROM "          \
   "pawl_schema WHERE name = 'V016__cron_load_error.sql'; "                   \
   "ALTER TABLE pawl_jobs DROP COLUMN depth; DELETE FROM pawl_schema WHERE "  \

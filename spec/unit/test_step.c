@@ -180,7 +180,8 @@ static void st_retry_sanitize_hooks(void) {
   CHECK_INT(j->state, ==, PAWL_PENDING);
   CHECK_INT(j->attempt, ==, 1);
   CHECK_INT(j->run_at, ==, ST_T0 + 10000);
-  CHECK(strncmp(j->last_error, "boom token=<x>\n", 15) == 0);
+  /* The message alone: its traceback is in the attempt's trace. */
+  CHECK(strcmp(j->last_error, "boom token=<x>") == 0);
   pawl_job_free(j);
   /* Not due yet: nothing runs, and the next deadline is the retry's. */
   CHECK_INT(pawl_step(p, 100), ==, 0);

@@ -196,6 +196,7 @@
   end "), " now "), " PG_SQL_RUN_START(start, now) ") END"
 #define PG_SQL_SUCCEED_MANY                                                  \
   "WITH done AS (UPDATE pawl_jobs AS j SET state = 2, result = b.result, "   \
+  "last_error = NULL, "                                                      \
   "started_at = " PG_SQL_RUN_START("b.rs", "pawl_now($1::bigint)") ", "      \
   "finished_at = " PG_SQL_RUN_END("b.rs", "b.re", "pawl_now($1::bigint)")   \
   ", updated_at = pawl_now($1::bigint), "                                    \

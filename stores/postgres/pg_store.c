@@ -87,6 +87,7 @@ enum {
   PG_NODE_BEAT,
   PG_NODE_LIST,
   PG_NODE_REAP,
+  PG_NODE_STOP,
   PG_SETTING_GET,
   PG_SETTING_SET,
   PG_RERANK,
@@ -261,7 +262,8 @@ static const char *const pg_sql[PG_COUNT] = {
      * keep), $13 recoveries added (0 or 1), $14 ordering_skip of a requeue
      * (a retry under ordering = "skip_failed"; a recovery keeps it), $15
      * and $16 the body's start and end as its worker measured them (NULL:
-     * not measured: the claim's time and now). A job
+     * not measured: the claim's time and now), $17 the attempt's traceback
+     * (NULL: none). A job
      * that fails for good ($7 = 3) is added to its throughput bucket, and
      * to its batch's counters if it has one. */
     [PG_END_ATTEMPT] =
@@ -271,11 +273,11 @@ static const char *const pg_sql[PG_COUNT] = {
         " AND ($5::uuid IS NULL OR (j.lease_token = $5::uuid AND j.attempt = "
         "$6::int)) FOR UPDATE), "
         "att AS (INSERT INTO pawl_attempts (job_id, attempt, node, "
-        "scheduled_at, started_at, ended_at, outcome, error) SELECT id, "
-        "attempt, lease_owner, run_at, "
+        "scheduled_at, started_at, ended_at, outcome, error, trace) SELECT "
+        "id, attempt, lease_owner, run_at, "
         PG_SQL_RUN_START("$15::bigint", "pawl_now($1::bigint)") ", "
         PG_SQL_RUN_END("$15::bigint", "$16::bigint", "pawl_now($1::bigint)")
-        ", $3::text, $4::text FROM cur AS j), "
+        ", $3::text, $4::text, $17::text FROM cur AS j), "
         "ev AS (INSERT INTO pawl_events (job_id, at, from_state, to_state, "
         "actor, reason, attempt) SELECT id, pawl_now($1::bigint), 1, "
         "$7::smallint, lease_owner, $8::text, attempt FROM cur), "
@@ -369,8 +371,9 @@ static const char *const pg_sql[PG_COUNT] = {
         "pawl_ts($13::bigint), updated_at = pawl_now($1::bigint), version = "
         "version + 1 WHERE id = $2::uuid AND version = $3::bigint",
     [PG_ATTEMPTS] = "SELECT attempt, node, pawl_ms(scheduled_at), "
-                    "pawl_ms(started_at), pawl_ms(ended_at), outcome, error "
-                    "FROM pawl_attempts WHERE job_id = $1::uuid ORDER BY seq",
+                    "pawl_ms(started_at), pawl_ms(ended_at), outcome, error, "
+                    "trace FROM pawl_attempts WHERE job_id = $1::uuid ORDER "
+                    "BY seq",
     [PG_EVENTS] = "SELECT pawl_ms(at), from_state, to_state, actor, reason, "
                   "attempt FROM pawl_events WHERE job_id = $1::uuid "
                   "ORDER BY seq",
@@ -395,10 +398,16 @@ static const char *const pg_sql[PG_COUNT] = {
         "$4::text, pawl_ts($5::bigint), pawl_now($6::bigint)) "
         "ON CONFLICT (id) DO UPDATE SET incarnation = excluded.incarnation, "
         "version = excluded.version, queues = excluded.queues, "
-        "started_at = excluded.started_at, last_beat = excluded.last_beat",
+        "started_at = excluded.started_at, last_beat = excluded.last_beat, "
+        "stopped_at = NULL",
     [PG_NODE_LIST] = "SELECT id, incarnation, version, queues, "
-                     "pawl_ms(started_at), pawl_ms(last_beat) FROM pawl_nodes "
-                     "ORDER BY id",
+                     "pawl_ms(started_at), pawl_ms(last_beat), "
+                     "pawl_ms(stopped_at) FROM pawl_nodes ORDER BY id",
+    /* The stop is the node's last beat too: listed as stopped from now,
+     * removed five leases later like any silent node. */
+    [PG_NODE_STOP] = "UPDATE pawl_nodes SET stopped_at = pawl_now($3::bigint), "
+                     "last_beat = pawl_now($3::bigint) WHERE id = $1::text "
+                     "AND incarnation = $2::uuid",
     [PG_NODE_REAP] = "DELETE FROM pawl_nodes WHERE last_beat < "
                      "pawl_now($1::bigint) - $2::float8 * interval "
                      "'1 millisecond'",
@@ -2380,10 +2389,10 @@ static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
                                 int64_t run_at, int give_back,
                                 const char *last_error, int recovered,
                                 int ordering_skip, int64_t started_at,
-                                int64_t ended_at) {
+                                int64_t ended_at, const char *trace) {
   pg_params_t *p = &c->p;
   c->stmt = PG_END_ATTEMPT;
-  c->n = 16;
+  c->n = 17;
   pp_now(s, p, 0);
   pp_id(p, 1, id);
   pp_str(p, 2, outcome);
@@ -2409,6 +2418,7 @@ static void pg_end_attempt_call(pg_store_t *s, pg_call_t *c,
     pp_int(p, 15, ended_at);
   else
     pp_str(p, 15, NULL);
+  pp_str(p, 16, trace);
 }
 
 static int pg_id_cmp(const void *a, const void *b) {
@@ -2549,7 +2559,10 @@ static void pg_batch_plan(pg_store_t *s, pg_batch_t *b, const pawl_id_t *token,
                         token, o->attempt, e.to, b->why[i],
                         e.run_at < 0 ? 0 : e.run_at, e.give_back, e.error, 0,
                         o->kind == PAWL_OUT_RETRY && o->ordering_skip,
-                        o->started_at, o->ended_at);
+                        o->started_at, o->ended_at,
+                        o->kind == PAWL_OUT_FAILED || o->kind == PAWL_OUT_RETRY
+                            ? o->trace
+                            : NULL);
   }
 }
 
@@ -2703,7 +2716,7 @@ static int pg_recover(store_t *base, size_t *n) {
     pg_call_t c;
     memset(&c, 0, sizeof c);
     pg_end_attempt_call(s, &c, &id, "lost", plan.why, NULL, 0, plan.to,
-                        plan.why, 0, 0, plan.why, 1, 0, 0, 0);
+                        plan.why, 0, 0, plan.why, 1, 0, 0, 0, NULL);
     PGresult *res;
     rc = pg_run(s, PG_END_ATTEMPT, c.n, c.p.v, &res, "recover job");
     if (!rc) {
@@ -3411,6 +3424,7 @@ static int pg_node_list(store_t *base, store_node_cb cb, void *data) {
         .queues = pg_val(res, i, 3),
         .started_at = pg_int(res, i, 4),
         .last_beat = pg_int(res, i, 5),
+        .stopped_at = PQgetisnull(res, i, 6) ? 0 : pg_int(res, i, 6),
     };
     if (cb(&nd, data)) break;
   }
@@ -3429,6 +3443,16 @@ static int pg_node_reap(store_t *base, int64_t silent_ms, size_t *n) {
   if (n) *n = (size_t)pg_changed(res);
   PQclear(res);
   return 0;
+}
+
+static int pg_node_stop(store_t *base, const char *id,
+                        const pawl_id_t *incarnation) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_str(&pp, 0, id);
+  pp_id(&pp, 1, incarnation);
+  pp_now(s, &pp, 2);
+  return pg_run(s, PG_NODE_STOP, 3, pp.v, NULL, "record node stop");
 }
 
 /* ---- wakeup --------------------------------------------------------------- */
@@ -3768,7 +3792,7 @@ static const struct store_ops pg_ops = {
     .control = {pg_transition},
     .history = {pg_history},
     .locks = {pg_lock_acquire, pg_lock_extend, pg_lock_release},
-    .nodes = {pg_node_beat, pg_node_list, pg_node_reap},
+    .nodes = {pg_node_beat, pg_node_list, pg_node_reap, pg_node_stop},
     .settings = {pg_age_boost},
     .maintenance = {NULL, NULL},
     .wakeup = {pg_listen, pg_wait},

@@ -205,7 +205,8 @@
   "CASE WHEN " end " IS NULL THEN " now " ELSE max(" end ", coalesce("       \
   SQLITE_SQL_RUN_START(start) ", " end ")) END"
 #define SQLITE_SQL_SUCCEED_SET                                               \
-  "UPDATE pawl_jobs SET state = 2, result = ?1, started_at = "               \
+  "UPDATE pawl_jobs SET state = 2, result = ?1, last_error = NULL, "         \
+  "started_at = "                                                          \
   SQLITE_SQL_RUN_START("?7") ", finished_at = "                              \
   SQLITE_SQL_RUN_END("?7", "?8", "?2") ", "                                  \
   "updated_at = pawl_tp_note(queue, ?2, batch_id, CASE WHEN deps_open "      \

@@ -90,6 +90,7 @@ enum {
   SQ_NODE_BEAT,
   SQ_NODE_LIST,
   SQ_NODE_REAP,
+  SQ_NODE_STOP,
   SQ_SETTING_GET,
   SQ_SETTING_SET,
   SQ_RERANK,
@@ -287,12 +288,13 @@ static const char *const sq_sql[SQ_COUNT] = {
     /* Records the attempt being finished from the row as it is before the
      * change; with a token (?5) it only matches the holder's attempt ?6,
      * which is how a stale outcome is detected. ?7, ?8: the body's start
-     * and end as its worker measured them (NULL: not measured). */
+     * and end as its worker measured them (NULL: not measured); ?9 the
+     * error's traceback (NULL: none). */
     [SQ_ATTEMPT_ADD] =
         "INSERT INTO pawl_attempts (job_id, attempt, node, scheduled_at, "
-        "started_at, ended_at, outcome, error) SELECT id, attempt, "
+        "started_at, ended_at, outcome, error, trace) SELECT id, attempt, "
         "lease_owner, run_at, " SQLITE_SQL_RUN_START("?7") ", "
-        SQLITE_SQL_RUN_END("?7", "?8", "?2") ", ?3, ?4 FROM pawl_jobs "
+        SQLITE_SQL_RUN_END("?7", "?8", "?2") ", ?3, ?4, ?9 FROM pawl_jobs "
         "WHERE id = ?1 AND state = 1 AND (?5 IS NULL OR "
         "(lease_token = ?5 AND attempt = ?6))",
     /* An event whose actor is the node that held the job. */
@@ -355,7 +357,7 @@ static const char *const sq_sql[SQ_COUNT] = {
         "updated_at = ?1, version = version + 1 WHERE id = ?2 AND "
         "version = ?3",
     [SQ_ATTEMPTS] = "SELECT attempt, node, scheduled_at, started_at, "
-                    "ended_at, outcome, error FROM pawl_attempts WHERE "
+                    "ended_at, outcome, error, trace FROM pawl_attempts WHERE "
                     "job_id = ?1 ORDER BY seq",
     [SQ_EVENTS] = "SELECT at, from_state, to_state, actor, reason, attempt "
                   "FROM pawl_events WHERE job_id = ?1 ORDER BY seq",
@@ -375,10 +377,15 @@ static const char *const sq_sql[SQ_COUNT] = {
         "started_at, last_beat) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
         "ON CONFLICT (id) DO UPDATE SET incarnation = excluded.incarnation, "
         "version = excluded.version, queues = excluded.queues, "
-        "started_at = excluded.started_at, last_beat = excluded.last_beat",
+        "started_at = excluded.started_at, last_beat = excluded.last_beat, "
+        "stopped_at = NULL",
     [SQ_NODE_LIST] = "SELECT id, incarnation, version, queues, started_at, "
-                     "last_beat FROM pawl_nodes ORDER BY id",
+                     "last_beat, stopped_at FROM pawl_nodes ORDER BY id",
     [SQ_NODE_REAP] = "DELETE FROM pawl_nodes WHERE last_beat < ?1",
+    /* The stop is the node's last beat too: listed as stopped from now,
+     * removed five leases later like any silent node. */
+    [SQ_NODE_STOP] = "UPDATE pawl_nodes SET stopped_at = ?3, last_beat = ?3 "
+                     "WHERE id = ?1 AND incarnation = ?2",
     [SQ_SETTING_GET] = "SELECT value FROM pawl_settings WHERE name = ?1",
     [SQ_SETTING_SET] = "INSERT INTO pawl_settings (name, value) VALUES "
                        "(?1, ?2) ON CONFLICT (name) DO UPDATE SET "
@@ -2164,6 +2171,11 @@ static int sq_add_attempt_run(sq_store_t *s, const pawl_id_t *id,
   sq_bind_text(st, 4, error);
   sq_bind_id(st, 5, token);
   sqlite3_bind_int(st, 6, attempt);
+  /* Only a failure or a retry has a traceback of its error. */
+  sq_bind_text(st, 9,
+               o && (o->kind == PAWL_OUT_FAILED || o->kind == PAWL_OUT_RETRY)
+                   ? o->trace
+                   : NULL);
   int rc = sq_exec(s, st, "record attempt");
   if (rc) return rc;
   return sqlite3_changes(s->db) == 1 ? 0 : PAWL_ELEASE;
@@ -3307,6 +3319,7 @@ static int sq_node_list(store_t *base, store_node_cb cb, void *data) {
         .queues = (const char *)sqlite3_column_text(st, 3),
         .started_at = sqlite3_column_int64(st, 4),
         .last_beat = sqlite3_column_int64(st, 5),
+        .stopped_at = sqlite3_column_int64(st, 6), /* NULL: 0 */
     };
     if (cb(&nd, data)) break;
   }
@@ -3323,6 +3336,17 @@ static int sq_node_reap(store_t *base, int64_t silent_ms, size_t *n) {
   int rc = sq_exec_write(s, st, "remove silent nodes");
   if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
   return rc;
+}
+
+static int sq_node_stop(store_t *base, const char *id,
+                        const pawl_id_t *incarnation) {
+  sq_store_t *s = (sq_store_t *)base;
+  sqlite3_stmt *st = sq_stmt(s, SQ_NODE_STOP);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  sq_bind_id(st, 2, incarnation);
+  sqlite3_bind_int64(st, 3, pawl__store_now(base));
+  return sq_exec_write(s, st, "record node stop");
 }
 
 /* ---- open and close ----------------------------------------------------- */
@@ -3669,7 +3693,7 @@ static const struct store_ops sq_ops = {
     .control = {sq_transition},
     .history = {sq_history},
     .locks = {sq_lock_acquire, sq_lock_extend, sq_lock_release},
-    .nodes = {sq_node_beat, sq_node_list, sq_node_reap},
+    .nodes = {sq_node_beat, sq_node_list, sq_node_reap, sq_node_stop},
     .settings = {sq_age_boost},
     .maintenance = {sq_checkpoint, sq_data_version},
     .wakeup = {NULL, NULL},

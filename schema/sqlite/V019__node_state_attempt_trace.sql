@@ -1,0 +1,15 @@
+-- pawl schema, SQLite, version 19: a node's clean stop, and an attempt's
+-- traceback apart from its error.
+-- Shipped migrations are never edited: add V020__*.sql instead.
+--
+-- stopped_at: when the node stopped cleanly (its last act, after its jobs
+-- were finished or handed back); NULL while it runs. A heartbeat (the node
+-- started again under its id) clears it. A node that died has NULL here
+-- and a last_beat that lapsed: the views tell it from the lease.
+ALTER TABLE pawl_nodes ADD COLUMN stopped_at INTEGER;
+
+-- trace: the Lua traceback of a failed attempt (sanitized like error),
+-- NULL for none; error keeps the message alone. The archive keeps the
+-- same columns in the same order (it is filled with SELECT *).
+ALTER TABLE pawl_attempts ADD COLUMN trace TEXT;
+ALTER TABLE pawl_attempts_archive ADD COLUMN trace TEXT;
