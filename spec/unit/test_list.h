@@ -41,3 +41,4 @@
 #include "test_list_metrics.h"
 #include "test_list_metrics_unit.h"
 #include "test_list_weburl.h"
+#include "test_list_claim_holds.h"

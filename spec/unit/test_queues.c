@@ -652,6 +652,17 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  "DROP TRIGGER pawl_jobs_key_insert ON pawl_jobs; DROP TRIGGER "            \
+  "pawl_jobs_key_update ON pawl_jobs; DROP TRIGGER pawl_jobs_key_delete ON " \
+  "pawl_jobs; DROP TRIGGER pawl_jobs_time_hold ON pawl_jobs; DROP FUNCTION " \
+  "pawl_claim_prepare(timestamptz, integer); DROP FUNCTION "                 \
+  "pawl_key_settle(text); DROP FUNCTION pawl_key_changed(); DROP FUNCTION "  \
+  "pawl_time_hold(); DROP TABLE pawl_key_dirty; ALTER TABLE pawl_jobs DROP " \
+  "COLUMN ordering_held, DROP COLUMN time_held; ALTER TABLE "                \
+  "pawl_jobs_archive DROP COLUMN ordering_held, DROP COLUMN time_held; "     \
+  "CREATE INDEX pawl_jobs_claim ON pawl_jobs (rank DESC, run_at, id) WHERE " \
+  "state = 0; DELETE FROM pawl_schema WHERE name = "                         \
+  "'V016__claim_holds.sql'; "                                                \
   "ALTER TABLE pawl_jobs DROP COLUMN depth; DELETE FROM pawl_schema WHERE "  \
   "name = 'V015__fanout.sql'; "                                              \
   "DROP TABLE pawl_jobs_archive; DROP TABLE pawl_attempts_archive; DROP "    \

@@ -1,0 +1,256 @@
+/* test_claim_holds_pg.c: on PostgreSQL, no statement on the claim path
+ * walks the jobs that cannot run now (schema/postgres/V016__claim_holds.sql).
+ *
+ * The table is filled with HELD rows of every kind a claim must not look
+ * at: jobs behind a key whose head runs, is blocked, is paused, or waits
+ * for its retry; jobs due tomorrow at a higher priority than today's;
+ * jobs waiting on dependencies; jobs of a paused queue; jobs of a resource
+ * whose permits are all in use. A few free jobs are due. Each statement of
+ * the claim path then runs under EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+ * in a transaction rolled back, with the planner's custom and generic
+ * plans, and fails the test when
+ *  - a plan node of it removed more rows by a filter than a claim takes
+ *    (a walk over held rows that a filter throws away, the old claims'
+ *    shape: pawl_ordering_free() called on every row of a key), or
+ *  - it touched more buffers than a walk of held rows would leave it (the
+ *    count includes what functions called from the statement read, which
+ *    no plan shows).
+ * Both bounds are far below what one walk over the HELD rows costs, and
+ * far above what a claim of FREE jobs does, so the test does not depend on
+ * the machine or on the planner's exact choices. */
+#include "pawl.h"
+#include "pg_sql.h"
+#include "pgtest.h"
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { HELD = 3000, FREE = 20 };
+
+/* The claim's first step, run to settle every key the fill logged. */
+#define SETTLE "SELECT pawl_claim_prepare(now(), 100000)"
+
+/* Most rows a plan node may drop by its filter, and most buffers a
+ * statement may touch. A walk over one kind of HELD rows drops HELD rows
+ * and touches at least HELD / 60 heap pages plus its index pages. */
+#define MAX_REMOVED 50
+#define MAX_BUFFERS 400
+
+/* The fill: every kind of hold, in the columns the store writes at
+ * enqueue; the holds come from the schema's triggers and the claim's first
+ * step (SETTLE), as for jobs the store enqueued. */
+static void fill(PGconn *c) {
+#define JOB_COLS                                                             \
+  "INSERT INTO pawl_jobs (id, type, queue, state, paused_from, priority, "   \
+  "rank, payload, run_at, max_attempts, created_at, updated_at, "            \
+  "ordering_key, ordering_seq, resource, lease_owner, lease_expires) "
+  /* A key's head in `state` (from `paused_from`), then HELD jobs behind. */
+  static const struct {
+    const char *key;
+    int state, paused_from;
+    const char *run_at;
+  } heads[] = {
+      {"k-running", 1, -1, "now()"},
+      {"k-blocked", 6, -1, "now()"},
+      {"k-paused", 5, 0, "now()"},
+      {"k-retrying", 0, -1, "now() + interval '1 hour'"},
+  };
+  char sql[2048];
+  for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+    snprintf(sql, sizeof sql,
+             JOB_COLS "SELECT gen_random_uuid(), 't', 'q', %d, %s, 0, "
+             "pawl_rank(0, %s, 0), '{}', %s, 25, now(), now(), '%s', "
+             "nextval('pawl_ordering_seq'), NULL, %s, %s",
+             heads[i].state,
+             heads[i].paused_from < 0 ? "NULL" : "0::smallint",
+             heads[i].run_at, heads[i].run_at, heads[i].key,
+             heads[i].state == 1 ? "'node-x'" : "NULL",
+             heads[i].state == 1 ? "now() + interval '1 hour'" : "NULL");
+    pgtest_exec(c, sql);
+    snprintf(sql, sizeof sql,
+             JOB_COLS "SELECT gen_random_uuid(), 't', 'q', 0, NULL, 0, "
+             "pawl_rank(0, now() - interval '1 minute', 0), '{}', now() - "
+             "interval '1 minute', 25, now(), now(), '%s', "
+             "nextval('pawl_ordering_seq'), NULL, NULL, NULL FROM "
+             "generate_series(1, %d)",
+             heads[i].key, HELD);
+    pgtest_exec(c, sql);
+  }
+  /* Due tomorrow, ranked above today's jobs. */
+  snprintf(sql, sizeof sql,
+           JOB_COLS "SELECT gen_random_uuid(), 't', 'q', 0, NULL, 9, "
+           "pawl_rank(9, now() + interval '1 day', 0), '{}', now() + "
+           "interval '1 day', 25, now(), now(), NULL, NULL, NULL, NULL, NULL "
+           "FROM generate_series(1, %d)",
+           HELD);
+  pgtest_exec(c, sql);
+  /* Waiting on dependencies (blocked). */
+  snprintf(sql, sizeof sql,
+           JOB_COLS "SELECT gen_random_uuid(), 't', 'q', 6, NULL, 5, "
+           "pawl_rank(5, now(), 0), '{}', now(), 25, now(), now(), NULL, "
+           "NULL, NULL, NULL, NULL FROM generate_series(1, %d)",
+           HELD);
+  pgtest_exec(c, sql);
+  /* A paused queue's due jobs, ranked above the free ones. */
+  pgtest_exec(c, "INSERT INTO pawl_queues (name, paused, updated_at) VALUES "
+                 "('paused', true, now())");
+  snprintf(sql, sizeof sql,
+           JOB_COLS "SELECT gen_random_uuid(), 't', 'paused', 0, NULL, 5, "
+           "pawl_rank(5, now(), 0), '{}', now(), 25, now(), now(), NULL, "
+           "NULL, NULL, NULL, NULL FROM generate_series(1, %d)",
+           HELD);
+  pgtest_exec(c, sql);
+  /* A resource with its one permit in use, and its due jobs. */
+  pgtest_exec(c, "INSERT INTO pawl_limits (name, max_running, updated_at) "
+                 "VALUES ('smtp', 1, now())");
+  snprintf(sql, sizeof sql,
+           JOB_COLS "SELECT gen_random_uuid(), 't', 'q', CASE WHEN i = 0 "
+           "THEN 1 ELSE 0 END, NULL, 5, pawl_rank(5, now(), 0), '{}', now(), "
+           "25, now(), now(), NULL, NULL, 'smtp', NULL, now() + "
+           "interval '1 hour' FROM generate_series(0, %d) AS i",
+           HELD);
+  pgtest_exec(c, sql);
+  /* The free jobs, due, in two queues. */
+  snprintf(sql, sizeof sql,
+           JOB_COLS "SELECT gen_random_uuid(), 't', CASE WHEN i %% 2 = 0 "
+           "THEN 'q' ELSE 'q2' END, 0, NULL, 0, pawl_rank(0, now() - "
+           "interval '1 minute', 0), '{}', now() - interval '1 minute', 25, "
+           "now(), now(), NULL, NULL, NULL, NULL, NULL FROM "
+           "generate_series(1, %d) AS i",
+           FREE);
+  pgtest_exec(c, sql);
+#undef JOB_COLS
+  /* What the claim's first step does before every claim: settles the
+   * keys the inserts logged. */
+  pgtest_exec(c, SETTLE);
+  pgtest_exec(c, "VACUUM ANALYZE pawl_jobs");
+}
+
+/* Fails unless the EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of `run` (an
+ * EXECUTE of a prepared statement) stays within the bounds above. */
+static void check(PGconn *c, const char *mode, const char *what,
+                  const char *run) {
+  char sql[1024];
+  pgtest_exec(c, "BEGIN");
+  snprintf(sql, sizeof sql, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) %s", run);
+  PGresult *r = PQexec(c, sql);
+  if (PQresultStatus(r) != PGRES_TUPLES_OK)
+    unit_fail(__FILE__, __LINE__, "%s: %s", sql, PQerrorMessage(c));
+  char *plan = strdup(PQgetvalue(r, 0, 0));
+  PQclear(r);
+  pgtest_exec(c, "ROLLBACK");
+  const char *v[1] = {plan};
+  /* Every plan node: the most rows one removed by a filter (a join
+   * filter, an index recheck), and the statement's buffers. */
+  r = PQexecParams(
+      c,
+      "SELECT coalesce(max(greatest((n->>'Rows Removed by Filter')::bigint, "
+      "(n->>'Rows Removed by Join Filter')::bigint, (n->>'Rows Removed by "
+      "Index Recheck')::bigint)), 0), (SELECT (p->>'Shared Hit Blocks')::"
+      "bigint + (p->>'Shared Read Blocks')::bigint FROM (SELECT $1::jsonb"
+      "->0->'Plan' AS p) AS t) FROM jsonb_path_query($1::jsonb, 'strict "
+      "$.**') AS n WHERE jsonb_typeof(n) = 'object' AND n ? 'Node Type'",
+      1, NULL, v, NULL, NULL, 0);
+  if (PQresultStatus(r) != PGRES_TUPLES_OK)
+    unit_fail(__FILE__, __LINE__, "reading the plan: %s", PQerrorMessage(c));
+  long long removed = atoll(PQgetvalue(r, 0, 0));
+  long long buffers = atoll(PQgetvalue(r, 0, 1));
+  PQclear(r);
+  if (removed > MAX_REMOVED || buffers > MAX_BUFFERS)
+    unit_fail(__FILE__, __LINE__,
+              "%s, %s: %lld rows removed by a filter (at most %d), %lld "
+              "buffers (at most %d): it walks held jobs. Plan:\n%s",
+              mode, what, removed, MAX_REMOVED, buffers, MAX_BUFFERS, plan);
+  free(plan);
+}
+
+#define TOKEN "'018f0000-0000-7000-8000-000000000001'"
+
+void test_pg_claim_holds_plans(void) {
+  const char *url = pgtest_url("claim_holds");
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = url;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  pawl_close(p);
+  PGconn *c = pgtest_connect(url);
+  fill(c);
+  /* Sanity: the free jobs are claimable, the held ones are there. */
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs WHERE state = 0"),
+            >, 7 * HELD);
+
+  /* Each statement the store runs in the state it runs it in: phase 0
+   * with the queue paused and the resource full (limits: the claim picks
+   * by lanes), 1 with the limit gone (the one-statement claim, by lanes
+   * while the queue is paused), 2 with the queue resumed too (the plain
+   * claim; the pick under limits that finds nothing full). */
+  static const struct {
+    int phase;
+    const char *name, *sql, *run;
+  } stmts[] = {
+      {0, "prepare", PG_SQL_CLAIM_PREPARE, "EXECUTE s(NULL, 1000)"},
+      {0, "pick by lanes", PG_SQL_CLAIM_LIM_LANES,
+       "EXECUTE s(NULL, '{smtp}', '{}', 10)"},
+      {0, "pick by lanes, one queue", PG_SQL_CLAIM_LIM_LANES_QUEUE,
+       "EXECUTE s(NULL, '{smtp}', '{}', 10, 'q')"},
+      {0, "pick by lanes, queues", PG_SQL_CLAIM_LIM_LANES_QUEUES,
+       "EXECUTE s(NULL, '{smtp}', '{}', 10, '{q,q2,paused}')"},
+      {0, "pick by lanes, a queue limit full", PG_SQL_CLAIM_LIM_LANES,
+       "EXECUTE s(NULL, '{smtp}', '{q}', 10)"},
+      {0, "next due", PG_SQL_NEXT_DUE, "EXECUTE s"},
+      {0, "next due, one queue", PG_SQL_NEXT_DUE_QUEUE, "EXECUTE s('q')"},
+      {0, "next due, queues", PG_SQL_NEXT_DUE_QUEUES,
+       "EXECUTE s('{q,q2,paused}')"},
+      {0, "next due under limits", PG_SQL_NEXT_DUE_LIM,
+       "EXECUTE s(NULL, '{smtp}', '{}')"},
+      {0, "next due of a resource", PG_SQL_NEXT_DUE_LIM_RES,
+       "EXECUTE s('other', NULL)"},
+      {0, "next due of a queue limit", PG_SQL_NEXT_DUE_LIM_QUEUE,
+       "EXECUTE s('q')"},
+      {1, "claim by lanes", PG_SQL_CLAIM_LANES,
+       "EXECUTE s(NULL, 'n', " TOKEN ", 1000, 10)"},
+      {1, "claim by lanes, one queue", PG_SQL_CLAIM_LANES_QUEUE,
+       "EXECUTE s(NULL, 'n', " TOKEN ", 1000, 10, 'q')"},
+      {1, "claim by lanes, queues", PG_SQL_CLAIM_LANES_QUEUES,
+       "EXECUTE s(NULL, 'n', " TOKEN ", 1000, 10, '{q,q2,paused}')"},
+      {1, "next due", PG_SQL_NEXT_DUE, "EXECUTE s"},
+      {2, "claim", PG_SQL_CLAIM, "EXECUTE s(NULL, 'n', " TOKEN ", 1000, 10)"},
+      {2, "claim one queue", PG_SQL_CLAIM_QUEUE,
+       "EXECUTE s(NULL, 'n', " TOKEN ", 1000, 10, 'q')"},
+      {2, "claim queues (by lanes)", PG_SQL_CLAIM_LANES_QUEUES,
+       "EXECUTE s(NULL, 'n', " TOKEN ", 1000, 10, '{q,q2}')"},
+      {2, "pick", PG_SQL_CLAIM_LIM_PICK, "EXECUTE s(NULL, '{}', '{}', 10)"},
+      {2, "pick, one queue", PG_SQL_CLAIM_LIM_PICK_QUEUE,
+       "EXECUTE s(NULL, '{}', '{}', 10, 'q')"},
+      {2, "pick, queues (by lanes)", PG_SQL_CLAIM_LIM_LANES_QUEUES,
+       "EXECUTE s(NULL, '{}', '{}', 10, '{q,q2}')"},
+      {2, "next due", PG_SQL_NEXT_DUE, "EXECUTE s"},
+  };
+  static const char *const phases[3] = {
+      NULL, "DELETE FROM pawl_limits",
+      "UPDATE pawl_queues SET paused = false"};
+  static const char *const modes[2] = {"force_custom_plan",
+                                       "force_generic_plan"};
+  char sql[16384], what[200];
+  for (int ph = 0; ph < 3; ph++) {
+    if (phases[ph]) pgtest_exec(c, phases[ph]);
+    for (int m = 0; m < 2; m++) {
+      snprintf(sql, sizeof sql, "SET plan_cache_mode = %s", modes[m]);
+      pgtest_exec(c, sql);
+      for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
+        if (stmts[i].phase != ph) continue;
+        snprintf(sql, sizeof sql, "PREPARE s AS %s", stmts[i].sql);
+        pgtest_exec(c, sql);
+        snprintf(what, sizeof what, "phase %d, %s", ph, stmts[i].name);
+        check(c, modes[m], what, stmts[i].run);
+        pgtest_exec(c, "DEALLOCATE s");
+      }
+    }
+  }
+  PQfinish(c);
+}

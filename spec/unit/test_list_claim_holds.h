@@ -1,0 +1,3 @@
+/* test_list_claim_holds.h: claims that do not walk the jobs that cannot
+ * run now (PostgreSQL: schema/postgres/V016__claim_holds.sql). */
+TEST_ENTRY(pg_claim_holds_plans)
