@@ -23,6 +23,8 @@
 #include "pgtest.h"
 #include "unit.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,4 +255,210 @@ void test_pg_claim_holds_plans(void) {
     }
   }
   PQfinish(c);
+}
+
+/* ---- as an attacker: nodes racing on keys, a claimer killed ----------- */
+
+enum { RK_KEYS = 4, RK_PER_KEY = 60, RK_FREE = 40, RK_THREADS = 4 };
+enum { RK_JOBS = RK_KEYS * RK_PER_KEY + RK_FREE };
+
+static pawl_id_t rk_ids[RK_JOBS];
+static _Atomic int rk_busy[RK_KEYS];     /* a node holds a job of the key */
+static _Atomic int rk_next[RK_KEYS];     /* the index the key runs next */
+static _Atomic int rk_failures;
+
+/* Job i: key i % RK_KEYS, its (i / RK_KEYS)-th; the last RK_FREE have no
+ * key. -1 for a job without a key. */
+static int rk_key(int i) { return i < RK_KEYS * RK_PER_KEY ? i % RK_KEYS : -1; }
+
+static int rk_find(const pawl_id_t *id) {
+  for (int i = 0; i < RK_JOBS; i++)
+    if (!memcmp(rk_ids[i].bytes, id->bytes, 16)) return i;
+  return -1;
+}
+
+/* A node: claims batches of 3 and ends each job; every 7th job of a key
+ * fails its first attempt and is retried at once, so a key's line also
+ * goes running -> pending -> running. Checks, with flags in memory set
+ * after the claim committed and cleared before the outcome is written:
+ * no two nodes hold a job of one key at once, and a key's jobs start in
+ * enqueue order, a retried job again before the next. */
+static void *rk_node(void *arg) {
+  pawl_t *p = arg;
+  for (;;) {
+    pawl_job_t **jobs = NULL;
+    size_t n = 0;
+    if (pawl_claim(p, NULL, 3, &jobs, &n))
+      unit_fail(__FILE__, __LINE__, "claim: %s", pawl_errmsg(p));
+    if (n == 0) {
+      int64_t due = 0;
+      if (pawl_next_due(p, NULL, &due))
+        unit_fail(__FILE__, __LINE__, "next due: %s", pawl_errmsg(p));
+      if (due == 0) break;
+      continue;
+    }
+    pawl_outcome_t outs[3];
+    memset(outs, 0, sizeof outs);
+    for (size_t j = 0; j < n; j++) {
+      int i = rk_find(&jobs[j]->id), k = i < 0 ? -1 : rk_key(i);
+      if (i < 0) unit_fail(__FILE__, __LINE__, "claimed an unknown job");
+      outs[j].id = jobs[j]->id;
+      outs[j].attempt = jobs[j]->attempt;
+      outs[j].store_key = jobs[j]->store_key;
+      outs[j].kind = PAWL_OUT_SUCCEEDED;
+      if (k < 0) continue;
+      if (atomic_exchange(&rk_busy[k], 1)) atomic_fetch_add(&rk_failures, 1);
+      if (atomic_load(&rk_next[k]) != i / RK_KEYS)
+        atomic_fetch_add(&rk_failures, 1);
+      if ((i / RK_KEYS) % 7 == 0 && jobs[j]->attempt == 1) {
+        outs[j].kind = PAWL_OUT_RETRY;
+        outs[j].error = "once";
+        outs[j].run_at = 0;
+      } else {
+        atomic_fetch_add(&rk_next[k], 1);
+      }
+      atomic_store(&rk_busy[k], 0);
+    }
+    if (pawl_finish(p, outs, n, NULL))
+      unit_fail(__FILE__, __LINE__, "finish: %s", pawl_errmsg(p));
+    pawl_jobs_free(jobs, n);
+  }
+  return NULL;
+}
+
+void test_pg_claim_holds_race_threads(void) {
+  const char *url = pgtest_url("claim_holds_race");
+  pawl_t *nodes[RK_THREADS];
+  for (int t = 0; t < RK_THREADS; t++) {
+    pawl_options_t o;
+    pawl_options_init(&o);
+    o.db = url;
+    char node[16], err[512];
+    snprintf(node, sizeof node, "node-%d", t);
+    o.node_id = node;
+    if (pawl_open(&nodes[t], &o, err, sizeof err))
+      unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  }
+  static const char *const keys[RK_KEYS] = {"a", "b", "c", "d"};
+  for (int i = 0; i < RK_JOBS; i++) {
+    pawl_enqueue_opts_t o;
+    pawl_enqueue_opts_init(&o);
+    o.max_attempts = 3;
+    if (rk_key(i) >= 0) o.ordering_key = keys[rk_key(i)];
+    if (pawl_enqueue(nodes[i % RK_THREADS], "t", "{}", &o, &rk_ids[i], NULL))
+      unit_fail(__FILE__, __LINE__, "enqueue: %s",
+                pawl_errmsg(nodes[i % RK_THREADS]));
+  }
+  pthread_t th[RK_THREADS];
+  for (int t = 0; t < RK_THREADS; t++)
+    CHECK_INT(pthread_create(&th[t], NULL, rk_node, nodes[t]), ==, 0);
+  for (int t = 0; t < RK_THREADS; t++) pthread_join(th[t], NULL);
+  CHECK_INT(atomic_load(&rk_failures), ==, 0);
+  for (int k = 0; k < RK_KEYS; k++)
+    CHECK_INT(atomic_load(&rk_next[k]), ==, RK_PER_KEY);
+  PGconn *c = pgtest_connect(url);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs WHERE state = 2"),
+            ==, RK_JOBS);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_key_dirty"), ==, 0);
+  PQfinish(c);
+  for (int t = 0; t < RK_THREADS; t++) pawl_close(nodes[t]);
+}
+
+/* A claimer that dies in the middle of its claim's first step, or of the
+ * claim itself (its connection cut, its transaction rolled back), holds
+ * nothing afterwards: while it lives, another node takes nothing of the
+ * key (and sees the key's change still to settle: next_due says "now");
+ * once it is gone, the other node takes the key's next job. */
+static size_t kill_claim(pawl_t *p, pawl_job_t ***jobs) {
+  size_t n = 0;
+  if (pawl_claim(p, NULL, 10, jobs, &n))
+    unit_fail(__FILE__, __LINE__, "claim: %s", pawl_errmsg(p));
+  return n;
+}
+
+static void kill_backend(PGconn *admin, PGconn *victim) {
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)::int",
+           PQbackendPID(victim));
+  CHECK_INT(pgtest_int(admin, sql), ==, 1);
+  /* The backend rolls back and lets go of its locks after the call
+   * returns: wait until it is gone (a hang guard bounds the wait). */
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM pg_stat_activity WHERE pid = %d",
+           PQbackendPID(victim));
+  while (pgtest_int(admin, sql) != 0) pgtest_exec(admin, "SELECT pg_sleep(0.01)");
+  PQfinish(victim);
+}
+
+void test_pg_claim_holds_killed_mid_claim(void) {
+  const char *url = pgtest_url("claim_holds_kill");
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = url;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  pawl_enqueue_opts_t eo;
+  pawl_enqueue_opts_init(&eo);
+  eo.ordering_key = "k";
+  pawl_id_t ids[3];
+  for (int i = 0; i < 3; i++)
+    if (pawl_enqueue(p, "t", "{}", &eo, &ids[i], NULL))
+      unit_fail(__FILE__, __LINE__, "enqueue: %s", pawl_errmsg(p));
+  PGconn *admin = pgtest_connect(url);
+
+  for (int round = 0; round < 2; round++) {
+    /* The head runs and ends: its key is logged. */
+    pawl_job_t **jobs = NULL;
+    CHECK_INT(kill_claim(p, &jobs), ==, 1);
+    CHECK(!memcmp(jobs[0]->id.bytes, ids[round].bytes, 16));
+    pawl_outcome_t out = {.id = jobs[0]->id, .attempt = jobs[0]->attempt,
+                          .kind = PAWL_OUT_SUCCEEDED,
+                          .store_key = jobs[0]->store_key};
+    CHECK_OK(pawl_finish(p, &out, 1, NULL));
+    pawl_jobs_free(jobs, 1);
+    /* Another claimer starts and dies mid-way: round 0 in the first step
+     * (the key settled, not committed), round 1 in the claim statement
+     * (the next job taken, not committed). */
+    PGconn *victim = pgtest_connect(url);
+    pgtest_exec(victim, "BEGIN");
+    pgtest_exec(victim, "SELECT pawl_claim_prepare(now(), 1000)");
+    if (round == 1) {
+      pgtest_exec(victim, "COMMIT");
+      pgtest_exec(victim, "BEGIN");
+      CHECK_INT(pgtest_int(victim,
+                           "WITH c AS (UPDATE pawl_jobs SET state = 1 WHERE "
+                           "id = (SELECT id FROM pawl_jobs WHERE state = 0 "
+                           "AND NOT ordering_held AND ordering_key = 'k' FOR "
+                           "UPDATE SKIP LOCKED) RETURNING 1) SELECT count(*) "
+                           "FROM c"),
+                ==, 1);
+    }
+    CHECK_INT(kill_claim(p, &jobs), ==, 0);
+    if (round == 0) {
+      int64_t due = -1;
+      CHECK_OK(pawl_next_due(p, NULL, &due));
+      CHECK(due > 0);
+    }
+    kill_backend(admin, victim);
+    CHECK_INT(kill_claim(p, &jobs), ==, 1);
+    CHECK(!memcmp(jobs[0]->id.bytes, ids[round + 1].bytes, 16));
+    out = (pawl_outcome_t){.id = jobs[0]->id, .attempt = jobs[0]->attempt,
+                           .kind = PAWL_OUT_RETRY, .error = "again",
+                           .store_key = jobs[0]->store_key};
+    /* Back in line at its place: the next claim takes it again. */
+    CHECK_OK(pawl_finish(p, &out, 1, NULL));
+    pawl_jobs_free(jobs, 1);
+    CHECK_INT(kill_claim(p, &jobs), ==, 1);
+    CHECK(!memcmp(jobs[0]->id.bytes, ids[round + 1].bytes, 16));
+    /* Put it back as it was for the next round: pending, its key's head. */
+    out = (pawl_outcome_t){.id = jobs[0]->id, .attempt = jobs[0]->attempt,
+                           .kind = PAWL_OUT_RETRY, .error = "again",
+                           .store_key = jobs[0]->store_key};
+    CHECK_OK(pawl_finish(p, &out, 1, NULL));
+    pawl_jobs_free(jobs, 1);
+  }
+  PQfinish(admin);
+  pawl_close(p);
 }

@@ -1,3 +1,5 @@
 /* test_list_claim_holds.h: claims that do not walk the jobs that cannot
  * run now (PostgreSQL: schema/postgres/V016__claim_holds.sql). */
 TEST_ENTRY(pg_claim_holds_plans)
+TEST_ENTRY(pg_claim_holds_race_threads)
+TEST_ENTRY(pg_claim_holds_killed_mid_claim)
