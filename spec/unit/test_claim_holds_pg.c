@@ -462,3 +462,73 @@ void test_pg_claim_holds_killed_mid_claim(void) {
   PQfinish(admin);
   pawl_close(p);
 }
+
+/* ---- the migration ------------------------------------------------------ */
+
+/* Takes V016 back out of a database, as if it had stopped at V015. */
+#define UNDO_V016                                                            \
+  "DROP TRIGGER pawl_jobs_key_insert ON pawl_jobs; DROP TRIGGER "            \
+  "pawl_jobs_key_update ON pawl_jobs; DROP TRIGGER pawl_jobs_key_delete ON " \
+  "pawl_jobs; DROP TRIGGER pawl_jobs_time_hold ON pawl_jobs; DROP FUNCTION " \
+  "pawl_claim_prepare(timestamptz, integer); DROP FUNCTION "                 \
+  "pawl_key_settle(text); DROP FUNCTION pawl_key_changed(); DROP FUNCTION "  \
+  "pawl_time_hold(); DROP TABLE pawl_key_dirty; ALTER TABLE pawl_jobs DROP " \
+  "COLUMN ordering_held, DROP COLUMN time_held; ALTER TABLE "                \
+  "pawl_jobs_archive DROP COLUMN ordering_held, DROP COLUMN time_held; "     \
+  "CREATE INDEX pawl_jobs_claim ON pawl_jobs (rank DESC, run_at, id) WHERE " \
+  "state = 0; DELETE FROM pawl_schema WHERE name = 'V016__claim_holds.sql'"
+
+/* A database from before V016 with jobs in every position: the migration
+ * computes the holds of the rows already there, and the claim then takes
+ * exactly what it took before. */
+void test_pg_claim_holds_migration(void) {
+  const char *url = pgtest_url("claim_holds_mig");
+  char copy[1024];
+  snprintf(copy, sizeof copy, "%s", url);
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = copy;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  pawl_close(p);
+  PGconn *c = pgtest_connect(copy);
+  pgtest_exec(c, UNDO_V016);
+  /* Key r: its head running, two behind. Key b: its head blocked, one
+   * behind. Key f: one due job, free. A job due in an hour, one due now. */
+  pgtest_exec(
+      c,
+      "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, "
+      "payload, run_at, max_attempts, created_at, updated_at, ordering_key, "
+      "ordering_seq, lease_owner, lease_expires) SELECT gen_random_uuid(), "
+      "'t', 'default', s, 0, pawl_rank(0, r, 0), '{}', r, 3, now(), now(), "
+      "k, CASE WHEN k IS NULL THEN NULL ELSE nextval('pawl_ordering_seq') "
+      "END, CASE WHEN s = 1 THEN 'n' END, CASE WHEN s = 1 THEN now() + "
+      "interval '1 hour' END FROM (VALUES (1, 'r', now()), (0, 'r', now()), "
+      "(0, 'r', now()), (6, 'b', now()), (0, 'b', now()), (0, 'f', now()), "
+      "(0, NULL, now() + interval '1 hour'), (0, NULL, now())) AS v(s, k, r) "
+      "ORDER BY k, s DESC");
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open (migrating): %s", err);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs WHERE state = 0 "
+                          "AND ordering_held"),
+            ==, 3);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs WHERE state = 0 "
+                          "AND ordering_held AND ordering_key = 'f'"),
+            ==, 0);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs WHERE time_held"),
+            ==, 1);
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, NULL, 10, &jobs, &n));
+  CHECK_INT(n, ==, 2); /* key f's job and the keyless one due now */
+  for (size_t i = 0; i < n; i++)
+    CHECK(!jobs[i]->ordering_key || !strcmp(jobs[i]->ordering_key, "f"));
+  pawl_jobs_free(jobs, n);
+  int64_t due = 0;
+  CHECK_OK(pawl_next_due(p, NULL, &due));
+  CHECK(due > pawl_now(p) + 30 * 60 * 1000); /* the job in an hour */
+  PQfinish(c);
+  pawl_close(p);
+}

@@ -3,3 +3,4 @@
 TEST_ENTRY(pg_claim_holds_plans)
 TEST_ENTRY(pg_claim_holds_race_threads)
 TEST_ENTRY(pg_claim_holds_killed_mid_claim)
+TEST_ENTRY(pg_claim_holds_migration)

@@ -143,23 +143,30 @@
  * ('' for none), by skipping through pawl_jobs_ready_lane (one probe per
  * lane), takes the first `lim` rows of each open lane in claim order
  * (rows whose key has a job running are left: the claim below would not
- * take them, and they must not crowd out the rows it would), and keeps
+ * take them, and they must not crowd out the rows it would; a scalar
+ * subquery, one probe of the key's running rows per keyed row, where an
+ * EXISTS may be planned as a hash of every running row), and keeps
  * the first `lim` of those. The closed lanes' rows are never read: the
  * cost is the number of lanes, not of jobs. `closed` is a condition on
  * lane.q and lane.r; `lim` the claim's limit. */
 #define PG_SQL_LANE_KEY "queue, coalesce(resource, '')"
+/* The lane probes order by the whole of pawl_jobs_ready_lane's key, which
+ * only that index gives: pawl_jobs_due_lane also starts with the lane but
+ * holds the rows held by time, which a probe through it would walk. */
+#define PG_SQL_LANE_ORDER PG_SQL_LANE_KEY ", rank DESC, run_at, id"
 #define PG_SQL_LANE_IDS(lim, closed)                                         \
   "ARRAY(WITH RECURSIVE lane(q, r) AS ((SELECT " PG_SQL_LANE_KEY " FROM "    \
-  "pawl_jobs WHERE " PG_SQL_READY "true ORDER BY " PG_SQL_LANE_KEY          \
+  "pawl_jobs WHERE " PG_SQL_READY "true ORDER BY " PG_SQL_LANE_ORDER        \
   " LIMIT 1) UNION ALL SELECT n.q, n.r FROM lane, LATERAL (SELECT "          \
   PG_SQL_LANE_KEY " FROM pawl_jobs WHERE " PG_SQL_READY "("                  \
-  PG_SQL_LANE_KEY ") > (lane.q, lane.r) ORDER BY " PG_SQL_LANE_KEY          \
+  PG_SQL_LANE_KEY ") > (lane.q, lane.r) ORDER BY " PG_SQL_LANE_ORDER        \
   " LIMIT 1) AS n(q, r)) SELECT c.id FROM lane, LATERAL (SELECT x.id, "      \
   "x.rank, x.run_at FROM pawl_jobs AS x WHERE x.state = 0 AND NOT "          \
   "x.ordering_held AND NOT x.time_held AND x.queue = lane.q AND "            \
   "coalesce(x.resource, '') = lane.r AND x.run_at <= pawl_now($1::bigint) " \
-  "AND (x.ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM pawl_jobs AS o " \
-  "WHERE o.ordering_key = x.ordering_key AND o.state = 1)) ORDER BY "        \
+  "AND (x.ordering_key IS NULL OR (SELECT count(*) FROM (SELECT 1 FROM "    \
+  "pawl_jobs AS o WHERE o.ordering_key = x.ordering_key AND o.state = 1 "   \
+  "LIMIT 1) AS o) = 0) ORDER BY "                                            \
   "x.rank DESC, x.run_at, x.id LIMIT " lim ") AS c WHERE lane.q <> ALL ("    \
   "ARRAY(SELECT name FROM pawl_queues WHERE paused)) AND " closed            \
   " ORDER BY c.rank DESC, c.run_at, c.id LIMIT " lim ")"
