@@ -219,9 +219,13 @@ CREATE INDEX pawl_jobs_ready_lane ON pawl_jobs
   (queue, (coalesce(resource, '')), rank DESC, run_at, id)
   WHERE state = 0 AND NOT ordering_held AND NOT time_held;
 -- next_due(): pending rows no key holds (due or not), by lane and run_at.
+-- "run_at > '-infinity'" is true of every row; it is there so that no
+-- claim can use this index (a claim's conditions do not imply it, and
+-- next_due()'s state it): a generic plan of the claim once took it, read
+-- in full for its run_at, over the plain walk of pawl_jobs_ready.
 CREATE INDEX pawl_jobs_due_lane ON pawl_jobs
   (queue, (coalesce(resource, '')), run_at, id)
-  WHERE state = 0 AND NOT ordering_held;
+  WHERE state = 0 AND NOT ordering_held AND run_at > '-infinity';
 
 -- The rows already there.
 UPDATE pawl_jobs SET time_held = true WHERE state = 0 AND run_at > now();

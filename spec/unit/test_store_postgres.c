@@ -374,7 +374,7 @@ void test_pg_claim_uses_live_index(void) {
       /* One queue: its own index (read in order, or as a bitmap of that
        * queue's due rows, sorted: the planner's choice by their number). */
       if ((!uses_index(plan, "pawl_jobs_ready_queue") &&
-           !uses_index(plan, "pawl_jobs_due_lane")) ||
+           !uses_index(plan, "pawl_jobs_ready_lane")) ||
           strstr(plan, "Seq Scan on pawl_jobs"))
         unit_fail(__FILE__, __LINE__, "%s, now %s: queue claim plan:\n%s",
                   modes[m], nows[k], plan);
@@ -385,7 +385,7 @@ void test_pg_claim_uses_live_index(void) {
                nows[k]);
       explain(c, sql, plan, sizeof plan);
       if ((!strstr(plan, "pawl_jobs_ready") &&
-           !strstr(plan, "pawl_jobs_due")) ||
+           !strstr(plan, "pawl_jobs_ready_lane")) ||
           strstr(plan, "Seq Scan on pawl_jobs"))
         unit_fail(__FILE__, __LINE__, "%s, now %s: queues claim plan:\n%s",
                   modes[m], nows[k], plan);

@@ -283,7 +283,9 @@
  * each open lane, so that neither a paused queue's jobs nor those of a
  * limit with nothing left are walked; `open` is a condition on lane.q and
  * lane.r. Never the finished history. */
-#define PG_SQL_DUE_ROWS "pawl_jobs WHERE state = 0 AND NOT ordering_held "
+#define PG_SQL_DUE_ROWS                                                      \
+  "pawl_jobs WHERE state = 0 AND NOT ordering_held AND run_at > "          \
+  "'-infinity' "
 #define PG_SQL_NEXT_DUE_OF(open)                                             \
   "SELECT CASE WHEN EXISTS (SELECT 1 FROM pawl_key_dirty) THEN 1 ELSE "     \
   "(WITH RECURSIVE lane(q, r) AS ((SELECT " PG_SQL_LANE_KEY " FROM "         \
