@@ -57,7 +57,7 @@ BEGIN
   -- snapshot is taken once the lock is held.
   IF TG_OP = 'INSERT' AND NEW.state = 0 AND NEW.ordering_held
      AND pg_try_advisory_xact_lock(1885435757, hashtext(current_schema()
-                                   || chr(31) || NEW.ordering_key)) THEN
+                                   || chr(31) || NEW.ordering_key) & 255) THEN
     IF EXISTS (SELECT 1 FROM pawl_jobs
                WHERE ordering_key = NEW.ordering_key AND state = 1)
        OR EXISTS (SELECT 1 FROM pawl_jobs
@@ -113,7 +113,12 @@ CREATE TRIGGER pawl_jobs_time_hold BEFORE INSERT OR UPDATE OF run_at, state
 
 -- Puts key k's flags right, reading its rows after taking the key's
 -- settle lock (a second advisory lock class, 0x7061776d: never the
--- claim's, so a settle never makes a claim pass a key by). The function
+-- claim's, so a settle never makes a claim pass a key by). The lock is one
+-- of 256, by the key's hash: an enqueue holds its key's to its commit
+-- (pawl_key_changed()), and one transaction enqueuing jobs of 100,000 keys
+-- must not hold 100,000 locks (the server's lock table is shared and
+-- bounded); two keys of one bucket only make each other's settle wait for
+-- the next claim. The function
 -- is VOLATILE: in READ COMMITTED each query in it has a snapshot of its
 -- own, taken after the lock, which sees every change logged before the
 -- log entry that brought us here (a writer's change and its log entry
@@ -132,7 +137,8 @@ DECLARE
   done integer;
 BEGIN
   IF NOT pg_try_advisory_xact_lock(1885435757,
-                                   hashtext(current_schema() || chr(31) || k)) THEN
+                                   hashtext(current_schema() || chr(31) || k)
+                                   & 255) THEN
     RETURN false;
   END IF;
   IF EXISTS (SELECT 1 FROM pawl_jobs WHERE ordering_key = k AND state = 1) THEN
