@@ -50,8 +50,12 @@ CREATE TABLE pawl_key_dirty (
 -- take the lock until this enqueue commits, and logs the key again, so no
 -- settle misses the new row. Without this, enqueuing a million jobs of a
 -- key would log it a million times.
+--
+-- Its probes (and pawl_key_settle()'s) run with enable_seqscan off: a
+-- plan made while the table's statistics still said "empty" (right after
+-- a large enqueue began) would scan the whole table for each row.
 CREATE FUNCTION pawl_key_changed() RETURNS trigger
-  LANGUAGE plpgsql VOLATILE AS $$
+  LANGUAGE plpgsql VOLATILE SET enable_seqscan = off AS $$
 BEGIN
   -- The lock first, the rows in a statement of their own after it: its
   -- snapshot is taken once the lock is held.
@@ -130,7 +134,7 @@ CREATE TRIGGER pawl_jobs_time_hold BEFORE INSERT OR UPDATE OF run_at, state
 -- rows before the first that keeps its place in line (skipped retries,
 -- dead jobs paused), never the key's whole line.
 CREATE FUNCTION pawl_key_settle(k text) RETURNS boolean
-  LANGUAGE plpgsql VOLATILE AS $$
+  LANGUAGE plpgsql VOLATILE SET enable_seqscan = off AS $$
 DECLARE
   first bigint;
   want uuid[];
