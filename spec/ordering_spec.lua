@@ -401,3 +401,75 @@ describe("ordering keys at enqueue", function()
     db:close()
   end)
 end)
+
+-- A job waiting behind its key's head is not due while the head cannot
+-- run (blocked on a dependency or a signal, or paused): `pawl run
+-- --until-idle` ends instead of polling for it forever, and it runs, in
+-- order, once the head is free. Each case starts from a fresh database.
+describe("--until-idle with a key's head held", function()
+  local env
+
+  after_each(function()
+    if env then env:cleanup() end
+    env = nil
+  end)
+
+  local pg_test = PG_SKIP and function(name)
+    pending(name .. " -- SKIPPED: " .. PG_SKIP)
+  end or it
+
+  -- Enqueues the head as `hold` makes it, then `behind` jobs of the same
+  -- key and one without a key; runs --until-idle; checks what ran.
+  local function held_head(hold, behind)
+    env = P.env(nil, "idlehold")
+    env:script("w", "return { run = function() end }")
+    local head = hold(env)
+    local ids = {}
+    for i = 1, behind do
+      ids[i] = env:enqueue("w", "{}", "--ordering-key", "k")
+    end
+    local free = env:enqueue("w", "{}")
+    local p = env:run_idle("--poll", "0.05")
+    assert.are.equal(0, p.code, p:stderr())
+    assert.are.equal("succeeded", env:show(free).state)
+    for _, id in ipairs(ids) do
+      assert.are.equal("pending", env:show(id).state)
+    end
+    return head, ids
+  end
+
+  pg_test("the head blocked by --blocked", function()
+    local head, ids = held_head(function(e)
+      return e:enqueue("w", "{}", "--ordering-key", "k", "--blocked")
+    end, 3)
+    assert.are.equal("blocked", env:show(head).state)
+    assert.are.equal(3, #ids)
+  end)
+
+  pg_test("the head blocked on a parent that never ends", function()
+    held_head(function(e)
+      local parent = e:enqueue("w", "{}", "--blocked")
+      return e:enqueue("w", "{}", "--ordering-key", "k", "--after", parent)
+    end, 2)
+  end)
+
+  pg_test("the head paused; resumed, everything runs in order", function()
+    local head, ids = held_head(function(e)
+      local id = e:enqueue("w", "{}", "--ordering-key", "k")
+      e:ok("pause", id)
+      return id
+    end, 2)
+    env:ok("resume", head)
+    local p = env:run_idle("--poll", "0.05")
+    assert.are.equal(0, p.code, p:stderr())
+    local last = env:show(head)
+    assert.are.equal("succeeded", last.state)
+    for _, id in ipairs(ids) do
+      local j = env:show(id)
+      assert.are.equal("succeeded", j.state)
+      assert.is_true(H.ms(j.started_at) >= H.ms(last.finished_at),
+                     "a job of the key started before the one ahead ended")
+      last = j
+    end
+  end)
+end)

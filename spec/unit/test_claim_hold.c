@@ -622,7 +622,7 @@ void test_sqlite_claim_hold_next_due(void) {
 
 /* ---- the migration ------------------------------------------------------ */
 
-/* A database as V016 left it, with keyed jobs in every state, migrates
+/* A database as V017 left it, with keyed jobs in every state, migrates
  * with the holds the rule gives, and its future jobs due later. */
 void test_sqlite_claim_hold_migrates(void) {
   pawl_t *p = ch_open("migrate");

@@ -44,3 +44,4 @@
 #include "test_list_weburl.h"
 #include "test_list_txtime.h"
 #include "test_list_runtime.h"
+#include "test_list_claim_holds.h"

@@ -50,7 +50,8 @@
   "INSERT INTO pawl_jobs AS j (id, type, queue, state, priority, rank, "     \
   "payload, params, tags, run_at, max_attempts, timeout_s, "                 \
   "idempotency_key, business_key, correlation_id, enqueued_by, created_at, " \
-  "updated_at, ordering_key, ordering_seq, resource, depth) SELECT "       \
+  "updated_at, ordering_key, ordering_seq, resource, depth, ordering_held) " \
+  "SELECT "                                                                  \
   "$1::uuid, "                                                               \
   "$2::text, $3::text, $4::smallint, "                                       \
   "$5::int, pawl_rank($5::int, t.run_at, pawl_queue_boost($3::text, "       \
@@ -58,7 +59,7 @@
   "$7::jsonb, $8::jsonb, t.run_at, $10::int, $11::int, $12::text, "          \
   "$13::text, $14::text, $15::text, t.now, t.now, $18::text, CASE WHEN "     \
   "$18::text IS NULL THEN NULL ELSE nextval('pawl_ordering_seq') END, "      \
-  "$19::text, $20::int FROM (SELECT "                                                  \
+  "$19::text, $20::int, $18::text IS NOT NULL FROM (SELECT "                \
   "pawl_now($16::bigint) AS now, coalesce(pawl_ts($9::bigint), "             \
   "pawl_now($16::bigint)) AS run_at) AS t ON CONFLICT DO NOTHING "           \
   "RETURNING j.id"
@@ -76,8 +77,22 @@
 #define PG_SQL_COPY_BATCH_JOBS                                               \
   PG_SQL_COPY_COLS ", batch_id) FROM STDIN (FORMAT binary)"
 
+/* Pending rows that no hold of their own keeps back (V017__claim_holds.sql):
+ * not behind their ordering key, not held until a later run_at. The claim's
+ * indexes (pawl_jobs_ready, pawl_jobs_ready_queue) hold exactly these rows,
+ * so the rows waiting behind a key or for tomorrow are never walked. */
+#define PG_SQL_READY "state = 0 AND NOT ordering_held AND NOT time_held AND "
+
+/* The claim's first step (V017): rows held by time that are due now lose
+ * their hold, and the ordering keys changed since the last claim get their
+ * flags put right; $1 now, $2 how many of each at most. A statement of its
+ * own, committed before the claim, so that the claim sees what it did. */
+#define PG_SQL_CLAIM_PREPARE                                                 \
+  "SELECT pawl_claim_prepare(pawl_now($1::bigint), $2::int)"
+
 /* Per-key ordering (issue 14): a pending job with an ordering key is
- * claimable only when pawl_ordering_free() says so; see
+ * claimable only when pawl_ordering_free() says so (the claim asks only for
+ * the rows ordering_held leaves, the head of each key); see
  * schema/postgres/V006__ordering.sql for the rule and for why it holds with
  * several nodes claiming at once (an advisory lock per key, and a snapshot
  * taken after it). CASE, not OR: jobs without a key (nearly all) never
@@ -100,7 +115,7 @@
   "progress_done = NULL, progress_total = NULL, version = j.version + 1 "
 #define PG_SQL_CLAIM_HEAD                                                    \
   PG_SQL_CLAIM_SET                                                           \
-  "FROM (SELECT id FROM pawl_jobs WHERE state = 0 AND " PG_SQL_UNPAUSED
+  "FROM (SELECT id FROM pawl_jobs WHERE " PG_SQL_READY PG_SQL_UNPAUSED
 #define PG_SQL_CLAIM_TAIL                                                    \
   "run_at <= pawl_now($1::bigint) AND " PG_SQL_ORDERING_FREE                 \
   " ORDER BY rank DESC, run_at, id "                                         \
@@ -120,6 +135,55 @@
   PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS "queue = ANY($6::text[]) AND "    \
   PG_SQL_CLAIM_TAIL
 
+/* Lanes (V017): the rows of a paused queue, and of a resource or a queue
+ * limit with nothing left, wait without a change to any row, so no flag
+ * keeps them out of the claim's index. When some lane is closed the claim
+ * does not walk that index in claim order (it would pass every row of the
+ * closed lanes): it lists the lanes, a lane being a queue and a resource
+ * ('' for none), by skipping through pawl_jobs_ready_lane (one probe per
+ * lane), takes the first `lim` rows of each open lane in claim order
+ * (rows whose key has a job running are left: the claim below would not
+ * take them, and they must not crowd out the rows it would; a scalar
+ * subquery, one probe of the key's running rows per keyed row, where an
+ * EXISTS may be planned as a hash of every running row), and keeps
+ * the first `lim` of those. The closed lanes' rows are never read: the
+ * cost is the number of lanes, not of jobs. `closed` is a condition on
+ * lane.q and lane.r; `lim` the claim's limit. */
+#define PG_SQL_LANE_KEY "queue, coalesce(resource, '')"
+/* The lane probes order by the whole of pawl_jobs_ready_lane's key, which
+ * only that index gives: pawl_jobs_due_lane also starts with the lane but
+ * holds the rows held by time, which a probe through it would walk. */
+#define PG_SQL_LANE_ORDER PG_SQL_LANE_KEY ", rank DESC, run_at, id"
+#define PG_SQL_LANE_IDS(lim, closed)                                         \
+  "ARRAY(WITH RECURSIVE lane(q, r) AS ((SELECT " PG_SQL_LANE_KEY " FROM "    \
+  "pawl_jobs WHERE " PG_SQL_READY "true ORDER BY " PG_SQL_LANE_ORDER        \
+  " LIMIT 1) UNION ALL SELECT n.q, n.r FROM lane, LATERAL (SELECT "          \
+  PG_SQL_LANE_KEY " FROM pawl_jobs WHERE " PG_SQL_READY "("                  \
+  PG_SQL_LANE_KEY ") > (lane.q, lane.r) ORDER BY " PG_SQL_LANE_ORDER        \
+  " LIMIT 1) AS n(q, r)) SELECT c.id FROM lane, LATERAL (SELECT x.id, "      \
+  "x.rank, x.run_at FROM pawl_jobs AS x WHERE x.state = 0 AND NOT "          \
+  "x.ordering_held AND NOT x.time_held AND x.queue = lane.q AND "            \
+  "coalesce(x.resource, '') = lane.r AND x.run_at <= pawl_now($1::bigint) " \
+  "AND (x.ordering_key IS NULL OR (SELECT count(*) FROM (SELECT 1 FROM "    \
+  "pawl_jobs AS o WHERE o.ordering_key = x.ordering_key AND o.state = 1 "   \
+  "LIMIT 1) AS o) = 0) ORDER BY "                                            \
+  "x.rank DESC, x.run_at, x.id LIMIT " lim ") AS c WHERE lane.q <> ALL ("    \
+  "ARRAY(SELECT name FROM pawl_queues WHERE paused)) AND " closed            \
+  " ORDER BY c.rank DESC, c.run_at, c.id LIMIT " lim ")"
+
+/* The one-statement claim by lanes, while a queue is paused: parameters
+ * as PG_SQL_CLAIM's. The picked rows are locked and tested (due, free by
+ * their key) as the plain claim does; a row another node took meanwhile
+ * is skipped, and the claim comes back short. */
+#define PG_SQL_CLAIM_LANES_OF(closed)                                        \
+  PG_SQL_CLAIM_SET "FROM (SELECT id FROM pawl_jobs WHERE "                   \
+  PG_SQL_CLAIM_NO_LIMITS "id = ANY(" PG_SQL_LANE_IDS("$5::int", closed)     \
+  ") AND " PG_SQL_READY PG_SQL_CLAIM_TAIL
+#define PG_SQL_CLAIM_LANES PG_SQL_CLAIM_LANES_OF("true")
+#define PG_SQL_CLAIM_LANES_QUEUE PG_SQL_CLAIM_LANES_OF("lane.q = $6::text")
+#define PG_SQL_CLAIM_LANES_QUEUES                                            \
+  PG_SQL_CLAIM_LANES_OF("lane.q = ANY($6::text[])")
+
 /* The claim on a database with limits picks the due jobs outside the
  * limits with nothing left ($2 resources, $3 queues), locking them, in
  * claim order: $1 now, $4 limit, $5 the queue (or an array of queues);
@@ -130,7 +194,7 @@
  * not test them again: the picked rows are locked and the transaction
  * holds the keys' locks, and a row the take missed would be an error. */
 #define PG_SQL_CLAIM_LIM_PICK_HEAD                                           \
-  "SELECT id, queue, resource FROM pawl_jobs WHERE state = 0 AND "           \
+  "SELECT id, queue, resource FROM pawl_jobs WHERE " PG_SQL_READY             \
   PG_SQL_UNPAUSED "(resource IS NULL OR resource <> ALL($2::text[])) AND "   \
   "queue <> ALL($3::text[]) AND "
 #define PG_SQL_CLAIM_LIM_PICK_TAIL                                           \
@@ -143,6 +207,18 @@
 #define PG_SQL_CLAIM_LIM_PICK_QUEUES                                         \
   PG_SQL_CLAIM_LIM_PICK_HEAD "queue = ANY($5::text[]) AND "                  \
   PG_SQL_CLAIM_LIM_PICK_TAIL
+/* The same pick by lanes (PG_SQL_LANE_IDS), when a queue is paused or a
+ * limit has nothing left. */
+#define PG_SQL_CLAIM_LIM_LANES_OF(closed)                                    \
+  "SELECT id, queue, resource FROM pawl_jobs WHERE id = ANY("                \
+  PG_SQL_LANE_IDS("$4::int", "lane.r <> ALL($2::text[]) AND lane.q <> "      \
+                  "ALL($3::text[]) AND " closed) ") AND " PG_SQL_READY       \
+  PG_SQL_CLAIM_LIM_PICK_TAIL
+#define PG_SQL_CLAIM_LIM_LANES PG_SQL_CLAIM_LIM_LANES_OF("true")
+#define PG_SQL_CLAIM_LIM_LANES_QUEUE                                         \
+  PG_SQL_CLAIM_LIM_LANES_OF("lane.q = $5::text")
+#define PG_SQL_CLAIM_LIM_LANES_QUEUES                                        \
+  PG_SQL_CLAIM_LIM_LANES_OF("lane.q = ANY($5::text[])")
 #define PG_SQL_CLAIM_LIM_TAKE                                                \
   PG_SQL_CLAIM_SET "FROM (SELECT id FROM pawl_jobs WHERE state = 0 AND "     \
   "id = ANY($6::uuid[]) LIMIT $5::int) AS c WHERE j.id = c.id "              \
@@ -212,13 +288,44 @@
   PG_SQL_BATCH_SUCCEEDED                                                     \
   "SELECT id FROM done"
 
-/* The earliest run_at among pending jobs, for a poller with nothing due:
- * all queues, one ($1), or an array of them ($1). Read from the pending
- * rows' partial indexes, never the finished history. */
-#define PG_SQL_NEXT_DUE                                                      \
-  "SELECT pawl_ms(min(run_at)) FROM pawl_jobs WHERE " PG_SQL_UNPAUSED        \
-  "state = 0"
-#define PG_SQL_NEXT_DUE_QUEUE PG_SQL_NEXT_DUE " AND queue = $1::text"
-#define PG_SQL_NEXT_DUE_QUEUES PG_SQL_NEXT_DUE " AND queue = ANY($1::text[])"
+/* The earliest run_at among pending jobs a claim could take, for a poller
+ * with nothing due: all queues, one ($1), or an array of them ($1). A job
+ * waiting behind its ordering key is not due (V017: ordering_held), so a
+ * node whose only pending jobs wait behind a blocked or paused job of
+ * their key is idle. Keys changed since the last claim (pawl_key_dirty)
+ * may have freed a job: then "now" (1), and the claim settles them. Read
+ * by lanes (see PG_SQL_LANE_IDS) from pawl_jobs_due_lane: the first row of
+ * each open lane, so that neither a paused queue's jobs nor those of a
+ * limit with nothing left are walked; `open` is a condition on lane.q and
+ * lane.r. Never the finished history. */
+#define PG_SQL_DUE_ROWS                                                      \
+  "pawl_jobs WHERE state = 0 AND NOT ordering_held AND run_at > "          \
+  "'-infinity' "
+#define PG_SQL_NEXT_DUE_OF(open)                                             \
+  "SELECT CASE WHEN EXISTS (SELECT 1 FROM pawl_key_dirty) THEN 1 ELSE "     \
+  "(WITH RECURSIVE lane(q, r) AS ((SELECT " PG_SQL_LANE_KEY " FROM "         \
+  PG_SQL_DUE_ROWS "ORDER BY " PG_SQL_LANE_KEY " LIMIT 1) UNION ALL SELECT "  \
+  "n.q, n.r FROM lane, LATERAL (SELECT " PG_SQL_LANE_KEY " FROM "            \
+  PG_SQL_DUE_ROWS "AND (" PG_SQL_LANE_KEY ") > (lane.q, lane.r) ORDER BY "   \
+  PG_SQL_LANE_KEY " LIMIT 1) AS n(q, r)) SELECT pawl_ms(min(m.run_at)) "     \
+  "FROM lane, LATERAL (SELECT run_at FROM " PG_SQL_DUE_ROWS "AND queue = "   \
+  "lane.q AND coalesce(resource, '') = lane.r ORDER BY run_at LIMIT 1) AS " \
+  "m WHERE lane.q <> ALL (ARRAY(SELECT name FROM pawl_queues WHERE "         \
+  "paused)) AND " open ") END"
+#define PG_SQL_NEXT_DUE PG_SQL_NEXT_DUE_OF("true")
+#define PG_SQL_NEXT_DUE_QUEUE PG_SQL_NEXT_DUE_OF("lane.q = $1::text")
+#define PG_SQL_NEXT_DUE_QUEUES PG_SQL_NEXT_DUE_OF("lane.q = ANY($1::text[])")
+
+/* next_due with limits (see sq_next_due_limited(), SQLite): the jobs
+ * outside the limits with nothing left ($1 queues or NULL, $2 resources,
+ * $3 queues of queue limits); one resource's ($1, $2 queues or NULL); one
+ * queue's ($1). */
+#define PG_SQL_NEXT_DUE_LIM                                                  \
+  PG_SQL_NEXT_DUE_OF("($1::text[] IS NULL OR lane.q = ANY($1::text[])) AND " \
+                     "lane.r <> ALL($2::text[]) AND lane.q <> ALL($3::text[])")
+#define PG_SQL_NEXT_DUE_LIM_RES                                              \
+  PG_SQL_NEXT_DUE_OF("lane.r = $1::text AND ($2::text[] IS NULL OR lane.q = " \
+                     "ANY($2::text[]))")
+#define PG_SQL_NEXT_DUE_LIM_QUEUE PG_SQL_NEXT_DUE_OF("lane.q = $1::text")
 
 #endif

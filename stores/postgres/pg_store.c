@@ -96,6 +96,7 @@ enum {
   PG_LOGS,
   PG_EXTEND_ONE,
   PG_NEXT_DUE,
+  PG_CLAIM_PREPARE,
   PG_NEXT_DUE_QUEUE,
   PG_NEXT_DUE_QUEUES,
   PG_NOTIFY,
@@ -138,6 +139,12 @@ enum {
   PG_CLAIM_LIM_PICK,   /* same order as PG_CLAIM, _QUEUE, _QUEUES */
   PG_CLAIM_LIM_PICK_QUEUE,
   PG_CLAIM_LIM_PICK_QUEUES,
+  PG_CLAIM_LIM_LANES, /* same order again */
+  PG_CLAIM_LIM_LANES_QUEUE,
+  PG_CLAIM_LIM_LANES_QUEUES,
+  PG_CLAIM_LANES, /* same order as PG_CLAIM, _QUEUE, _QUEUES */
+  PG_CLAIM_LANES_QUEUE,
+  PG_CLAIM_LANES_QUEUES,
   PG_CLAIM_LIM_TAKE,
   PG_LIMITS_ANY,
   PG_LIMITS_LOCK,
@@ -435,6 +442,7 @@ static const char *const pg_sql[PG_COUNT] = {
                       PG_RUNNING_BY_ID " AND j.lease_token = $4::uuid AND "
                       "j.attempt = $5::int",
     [PG_NEXT_DUE] = PG_SQL_NEXT_DUE,
+    [PG_CLAIM_PREPARE] = PG_SQL_CLAIM_PREPARE,
     [PG_NEXT_DUE_QUEUE] = PG_SQL_NEXT_DUE_QUEUE,
     [PG_NEXT_DUE_QUEUES] = PG_SQL_NEXT_DUE_QUEUES,
     /* A job made pending again by an operator wakes the nodes too. */
@@ -503,6 +511,12 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_CLAIM_LIM_PICK] = PG_SQL_CLAIM_LIM_PICK,
     [PG_CLAIM_LIM_PICK_QUEUE] = PG_SQL_CLAIM_LIM_PICK_QUEUE,
     [PG_CLAIM_LIM_PICK_QUEUES] = PG_SQL_CLAIM_LIM_PICK_QUEUES,
+    [PG_CLAIM_LIM_LANES] = PG_SQL_CLAIM_LIM_LANES,
+    [PG_CLAIM_LIM_LANES_QUEUE] = PG_SQL_CLAIM_LIM_LANES_QUEUE,
+    [PG_CLAIM_LIM_LANES_QUEUES] = PG_SQL_CLAIM_LIM_LANES_QUEUES,
+    [PG_CLAIM_LANES] = PG_SQL_CLAIM_LANES,
+    [PG_CLAIM_LANES_QUEUE] = PG_SQL_CLAIM_LANES_QUEUE,
+    [PG_CLAIM_LANES_QUEUES] = PG_SQL_CLAIM_LANES_QUEUES,
     [PG_CLAIM_LIM_TAKE] = PG_SQL_CLAIM_LIM_TAKE,
     [PG_LIMITS_ANY] = "SELECT 1 FROM pawl_limits LIMIT 1",
     /* Every limit, locked in name order (so claimers never deadlock on
@@ -563,18 +577,9 @@ static const char *const pg_sql[PG_COUNT] = {
         "substr(name, 7)) ELSE (SELECT count(*) FROM pawl_jobs j WHERE "
         "j.state = 1 AND j.resource = pawl_limits.name) END FROM "
         "pawl_limits ORDER BY name COLLATE \"C\"",
-    /* next_due with limits: see sq_next_due_limited() (SQLite). */
-    [PG_NEXT_DUE_LIM] =
-        "SELECT pawl_ms(min(run_at)) FROM pawl_jobs WHERE " PG_SQL_UNPAUSED
-        "state = 0 AND ($1::text[] IS NULL OR queue = ANY($1::text[])) AND (resource IS "
-        "NULL OR resource <> ALL($2::text[])) AND queue <> ALL($3::text[])",
-    [PG_NEXT_DUE_LIM_RES] =
-        "SELECT pawl_ms(min(run_at)) FROM pawl_jobs WHERE " PG_SQL_UNPAUSED
-        "state = 0 AND resource = $1::text AND ($2::text[] IS NULL OR queue = "
-        "ANY($2::text[]))",
-    [PG_NEXT_DUE_LIM_QUEUE] = "SELECT pawl_ms(min(run_at)) FROM pawl_jobs "
-                              "WHERE " PG_SQL_UNPAUSED "state = 0 AND "
-                              "queue = $1::text",
+    [PG_NEXT_DUE_LIM] = PG_SQL_NEXT_DUE_LIM,
+    [PG_NEXT_DUE_LIM_RES] = PG_SQL_NEXT_DUE_LIM_RES,
+    [PG_NEXT_DUE_LIM_QUEUE] = PG_SQL_NEXT_DUE_LIM_QUEUE,
     /* signals and replace (pg_flow_sql.h) */
     [PG_SIG_RELEASE] = PG_SQL_SIG_RELEASE,
     [PG_SIG_HOLDER] = PG_SQL_SIG_HOLDER,
@@ -778,6 +783,8 @@ typedef struct pg_store {
                               throughput buckets at (0: not yet) */
   int limits_seen;         /* the last claim found limits (issue 14): the
                               next goes straight to pg_claim_limited() */
+  int paused;              /* a queue was paused at this claim's first step:
+                              the claim goes by lanes (PG_SQL_LANE_IDS) */
 } pg_store_t;
 
 /* ---- parameters ----------------------------------------------------------- */
@@ -1952,9 +1959,13 @@ static int pg_claim_admit(pg_store_t *s, const store_claim_t *c,
   if (res_b.oom || qs_b.oom)
     rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
   pg_params_t pp;
-  int which = PG_CLAIM_LIM_PICK, np = 4;
+  /* A closed lane (a limit with nothing left, a paused queue), or a claim
+   * for several queues: pick by lanes, so that the jobs of closed lanes and
+   * of other queues are not walked (PG_SQL_LANE_IDS). */
+  int closed = s->paused || res_b.len > 2 || qs_b.len > 2 || c->nqueues > 1;
+  int which = closed ? PG_CLAIM_LIM_LANES : PG_CLAIM_LIM_PICK, np = 4;
   if (c->nqueues) {
-    which = c->nqueues == 1 ? PG_CLAIM_LIM_PICK_QUEUE : PG_CLAIM_LIM_PICK_QUEUES;
+    which += c->nqueues == 1 ? 1 : 2;
     pp_str(&pp, 4, c->nqueues == 1 ? c->queues[0] : queues);
     np = 5;
   }
@@ -2174,12 +2185,28 @@ static int pg_limit_list(store_t *base, pawl_limit_t **out, size_t *n) {
   return 0;
 }
 
+/* How many rows held by time, and how many logged key changes, one claim's
+ * first step settles at most (pawl_claim_prepare(), V017): bounds the
+ * step's cost when a million future jobs come due at once; the next
+ * claims do the rest. */
+#define PG_PREPARE_MAX "1000"
+
 static int pg_claim_pick(store_t *base, const store_claim_t *c,
                          pawl_job_t ***out, size_t *n) {
   pg_store_t *s = (pg_store_t *)base;
   *out = NULL;
   *n = 0;
   if (c->max == 0) return 0;
+  {
+    pg_params_t pp;
+    pp_now(s, &pp, 0);
+    pp_str(&pp, 1, PG_PREPARE_MAX);
+    PGresult *res;
+    int rc = pg_run(s, PG_CLAIM_PREPARE, 2, pp.v, &res, "prepare the claim");
+    if (rc) return rc;
+    s->paused = PQntuples(res) == 1 && !strcmp(pg_val(res, 0, 0), "t");
+    PQclear(res);
+  }
   if (s->limits_seen) {
     /* The last claim found limits: likely still there. */
     int none = 0;
@@ -2188,16 +2215,19 @@ static int pg_claim_pick(store_t *base, const store_claim_t *c,
     s->limits_seen = 0;
   }
   char *queues = NULL;
-  int which = PG_CLAIM, np = 5;
+  /* A paused queue, or several queues: claim by lanes (PG_SQL_LANE_IDS),
+   * so that the jobs of the paused queue or of other queues, which the
+   * claim's index has among the others, are not walked. */
+  int which = s->paused || c->nqueues > 1 ? PG_CLAIM_LANES : PG_CLAIM, np = 5;
   pg_params_t pp;
   if (c->nqueues == 1) {
-    which = PG_CLAIM_QUEUE;
+    which += 1;
     pp_str(&pp, 5, c->queues[0]);
     np = 6;
   } else if (c->nqueues > 1) {
     if (!(queues = pg_queues_array(c->queues, c->nqueues)))
       return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
-    which = PG_CLAIM_QUEUES;
+    which += 2;
     pp_str(&pp, 5, queues);
     np = 6;
   }
