@@ -68,7 +68,9 @@ long long pgtest_int(PGconn *c, const char *sql) {
 
 const char *pgtest_schema(void) { return pgtest_schema_name; }
 
-const char *pgtest_url(const char *name) {
+/* pgtest_url() and pgtest_db_url(): a new schema named after `name`, in
+ * a new database of the same name when `own_db` is set. */
+static const char *pgtest_new(const char *name, int own_db) {
   static char url[1024];
   char admin[1024];
   pgtest_admin_url(admin, sizeof admin);
@@ -76,8 +78,10 @@ const char *pgtest_url(const char *name) {
            (int)getpid());
   PGconn *c = pgtest_connect(admin);
   char sql[128];
-  snprintf(sql, sizeof sql, "CREATE SCHEMA %s", pgtest_schema_name);
-  pgtest_exec(c, sql);
+  if (own_db) {
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", pgtest_schema_name);
+    pgtest_exec(c, sql);
+  }
   /* Host, port and user of the server, as a conninfo string of our own. */
   PQconninfoOption *opts = PQconninfo(c);
   const char *host = "", *port = "", *user = "";
@@ -87,11 +91,21 @@ const char *pgtest_url(const char *name) {
     if (strcmp(o->keyword, "port") == 0) port = o->val;
     if (strcmp(o->keyword, "user") == 0) user = o->val;
   }
+  const char *dbname = own_db ? pgtest_schema_name : "postgres";
   snprintf(url, sizeof url,
-           "postgres:host=%s port=%s user=%s dbname=postgres "
+           "postgres:host=%s port=%s user=%s dbname=%s "
            "options=-csearch_path=%s",
-           host, port, user, pgtest_schema_name);
+           host, port, user, dbname, pgtest_schema_name);
   PQconninfoFree(opts);
+  PQfinish(c);
+  /* The schema, in the database the URL names. */
+  c = pgtest_connect(url);
+  snprintf(sql, sizeof sql, "CREATE SCHEMA %s", pgtest_schema_name);
+  pgtest_exec(c, sql);
   PQfinish(c);
   return url;
 }
+
+const char *pgtest_url(const char *name) { return pgtest_new(name, 0); }
+
+const char *pgtest_db_url(const char *name) { return pgtest_new(name, 1); }

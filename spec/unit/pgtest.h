@@ -16,7 +16,14 @@
  * is static: copy it to keep two. */
 const char *pgtest_url(const char *name);
 
-/* The schema of the last pgtest_url(). */
+/* pgtest_url() in a new database of its own (named as the schema), for a
+ * test that counts what a statement reads: a transaction another test
+ * keeps open in a shared database holds back the removal of dead row
+ * versions there (VACUUM keeps what an older snapshot may still see), and
+ * an index scan then reads past their entries. */
+const char *pgtest_db_url(const char *name);
+
+/* The schema of the last pgtest_url() or pgtest_db_url(). */
 const char *pgtest_schema(void);
 
 /* A plain libpq connection to `url` (as pgtest_url() returned), for

@@ -171,7 +171,7 @@ static void check(PGconn *c, const char *mode, const char *what,
 #define TOKEN "'018f0000-0000-7000-8000-000000000001'"
 
 void test_pg_claim_holds_plans(void) {
-  const char *url = pgtest_url("claim_holds");
+  const char *url = pgtest_db_url("claim_holds");
   pawl_options_t o;
   pawl_options_init(&o);
   o.db = url;
