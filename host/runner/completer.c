@@ -363,6 +363,24 @@ static void completer_unstored(completer_t *c, host_outcome_t *o, int rc,
 static void completer_refused(completer_t *c, host_outcome_t *o, int rc,
                               const char *why_in) {
   char why[1024];
+  if (o->out.kind == PAWL_OUT_STARTED) {
+    /* A start record is not an outcome: nothing is lost without it (the
+     * attempt's end carries its start), and rewriting it as a failure
+     * would end a job that is still running. It is let go, said once. */
+    completer_reason(why, sizeof why, why_in);
+    log_line_t line;
+    pawl__log_begin(&line, &c->h->log, PAWL_LOG_WARN,
+                    "the database refused an attempt's start: its end will "
+                    "record it");
+    pawl__log_id(&line, "job", &o->out.id);
+    pawl__log_int(&line, "attempt", o->out.attempt);
+    pawl__log_str(&line, "error", why);
+    pawl__log_end(&line);
+    o->rc = rc;
+    o->hooks = 0;
+    completer_push(&c->done_tail, o);
+    return;
+  }
   for (;;) {
     completer_reason(why, sizeof why, why_in);
     int step = ++o->refusals;
@@ -591,6 +609,14 @@ static void completer_abandon(completer_t *c) {
   while (c->pending) {
     host_outcome_t *o = c->pending;
     c->pending = o->next;
+    if (o->out.kind == PAWL_OUT_STARTED) {
+      /* Not an outcome (completer_refused()): its lease recovery says
+       * what happened to the attempt. */
+      o->rc = c->down;
+      o->hooks = 0;
+      completer_push(&c->done_tail, o);
+      continue;
+    }
     left++;
     completer_unstored(c, o, c->down,
                        "outcome not stored: the host is stopping and the "
