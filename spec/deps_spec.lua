@@ -2,7 +2,7 @@
 -- nodes: after/when, branches and chains from job code, the CLI's --after
 -- and --when and `pawl show`'s parents and children, and a fan-in whose
 -- parents finish on three nodes on one database (PostgreSQL, and SQLite:
--- three processes on one file) at the same instant. Nothing waits on time (issue 17): gates, and waits for
+-- three processes on one file) at the same instant. Nothing waits on time: gates, and waits for
 -- conditions with hang guards as caps. Only the CLI and psql read the
 -- database (no Lua module: this spec also runs under ThreadSanitizer).
 local cjson = require "cjson"

@@ -19,7 +19,7 @@
 -- the test opens only once all of them are in their bodies at the same
 -- time, so jobs of different keys did run at once; and under
 -- ordering = "skip_failed" the jobs after one waiting for its retry pass
--- it. Nothing waits on time (issue 17): gates, and waits for conditions
+-- it. Nothing waits on time: gates, and waits for conditions
 -- with hang guards as caps. The nodes claim no jobs ahead (--prefetch 0):
 -- a job claimed ahead holds its key from its claim, and one queued behind
 -- a worker held at the gate would keep its key (and the gate) waiting.

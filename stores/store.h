@@ -1057,7 +1057,7 @@ typedef struct store_transition_steps {
   int (*finished)(store_t *st, const pawl_job_t *j, int to, int64_t now);
   /* The job went back to pending: tell other nodes (NULL: nothing to do). */
   int (*pending)(store_t *st);
-  /* Dependencies (issue 15): a manual retry of the failed job `id` by
+  /* Dependencies: a manual retry of the failed job `id` by
    * `actor`, at `now`; its children still blocked stop counting its end
    * (they count the next one), and those its end canceled go back to
    * blocked, waiting for it again (STORE_OP_REOPEN, in turn for their

@@ -24,7 +24,7 @@
   "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18, ?19, "  \
   "?20, ?21)"
 
-/* Per-key ordering (issue 14; schema/sqlite/V007__ordering.sql,
+/* Per-key ordering (schema/sqlite/V007__ordering.sql,
  * V018__claim_holds.sql): a pending job with an ordering key is claimable
  * only if no job with its key is running, and no job with its key enqueued
  * before it (lower seq) still holds its place in line: pending, blocked,
