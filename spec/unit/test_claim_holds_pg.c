@@ -20,6 +20,7 @@
  * the machine or on the planner's exact choices. */
 #include "pawl.h"
 #include "pg_sql.h"
+#include "pg_undo.h"
 #include "pgtest.h"
 #include "unit.h"
 
@@ -465,23 +466,6 @@ void test_pg_claim_holds_killed_mid_claim(void) {
 
 /* ---- the migration ------------------------------------------------------ */
 
-/* Takes V018 and V017 back out of a database, as if it had stopped at V016. */
-#define UNDO_V017                                                            \
-  "ALTER TABLE pawl_attempts_archive DROP COLUMN trace; ALTER TABLE "       \
-  "pawl_attempts DROP COLUMN trace; ALTER TABLE pawl_nodes DROP COLUMN "     \
-  "stopped_at; DELETE FROM pawl_schema WHERE name = "                        \
-  "'V018__node_state_attempt_trace.sql'; "                                   \
-  "DROP TRIGGER pawl_jobs_key_insert ON pawl_jobs; DROP TRIGGER "            \
-  "pawl_jobs_key_update ON pawl_jobs; DROP TRIGGER pawl_jobs_key_delete ON " \
-  "pawl_jobs; DROP TRIGGER pawl_jobs_time_hold ON pawl_jobs; DROP FUNCTION " \
-  "pawl_claim_prepare(timestamptz, integer); DROP FUNCTION "                 \
-  "pawl_key_settle(text); DROP FUNCTION pawl_key_changed(); DROP FUNCTION "  \
-  "pawl_time_hold(); DROP TABLE pawl_key_dirty; ALTER TABLE pawl_jobs DROP " \
-  "COLUMN ordering_held, DROP COLUMN time_held; ALTER TABLE "                \
-  "pawl_jobs_archive DROP COLUMN ordering_held, DROP COLUMN time_held; "     \
-  "CREATE INDEX pawl_jobs_claim ON pawl_jobs (rank DESC, run_at, id) WHERE " \
-  "state = 0; DELETE FROM pawl_schema WHERE name = 'V017__claim_holds.sql'"
-
 /* A database from before V017 with jobs in every position: the migration
  * computes the holds of the rows already there, and the claim then takes
  * exactly what it took before. */
@@ -498,7 +482,7 @@ void test_pg_claim_holds_migration(void) {
     unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
   pawl_close(p);
   PGconn *c = pgtest_connect(copy);
-  pgtest_exec(c, UNDO_V017);
+  pgtest_exec(c, PG_UNDO_V018 PG_UNDO_V017);
   /* Key r: its head running, two behind. Key b: its head blocked, one
    * behind. Key f: one due job, free. A job due in an hour, one due now. */
   pgtest_exec(

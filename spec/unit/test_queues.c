@@ -16,6 +16,7 @@
 
 #include "handle.h"
 #include "pawl.h"
+#include "pg_undo.h"
 #include "pgtest.h"
 #include "sqlite_sql.h"
 #include "sqlite_undo.h"
@@ -657,21 +658,8 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
-  "ALTER TABLE pawl_attempts_archive DROP COLUMN trace; ALTER TABLE "       \
-  "pawl_attempts DROP COLUMN trace; ALTER TABLE pawl_nodes DROP COLUMN "     \
-  "stopped_at; DELETE FROM pawl_schema WHERE name = "                        \
-  "'V018__node_state_attempt_trace.sql'; "                                   \
-  "DROP TRIGGER pawl_jobs_key_insert ON pawl_jobs; DROP TRIGGER "            \
-  "pawl_jobs_key_update ON pawl_jobs; DROP TRIGGER pawl_jobs_key_delete ON " \
-  "pawl_jobs; DROP TRIGGER pawl_jobs_time_hold ON pawl_jobs; DROP FUNCTION " \
-  "pawl_claim_prepare(timestamptz, integer); DROP FUNCTION "                 \
-  "pawl_key_settle(text); DROP FUNCTION pawl_key_changed(); DROP FUNCTION "  \
-  "pawl_time_hold(); DROP TABLE pawl_key_dirty; ALTER TABLE pawl_jobs DROP " \
-  "COLUMN ordering_held, DROP COLUMN time_held; ALTER TABLE "                \
-  "pawl_jobs_archive DROP COLUMN ordering_held, DROP COLUMN time_held; "     \
-  "CREATE INDEX pawl_jobs_claim ON pawl_jobs (rank DESC, run_at, id) WHERE " \
-  "state = 0; DELETE FROM pawl_schema WHERE name = "                         \
-  "'V017__claim_holds.sql'; "                                                \
+  PG_UNDO_V018                                                               \
+  PG_UNDO_V017                                                               \
   "ALTER TABLE pawl_recurring DROP COLUMN load_error; DELETE FROM "          \
   "pawl_schema WHERE name = 'V016__cron_load_error.sql'; "                   \
   "ALTER TABLE pawl_jobs DROP COLUMN depth; DELETE FROM pawl_schema WHERE "  \

@@ -1,0 +1,29 @@
+/* pg_undo.h: SQL that takes the newest PostgreSQL migrations back out,
+ * for the tests that build a database as an older version left it and let
+ * the store migrate it again. Newest first. */
+#ifndef PAWL_PG_UNDO_H
+#define PAWL_PG_UNDO_H
+
+/* V018__node_state_attempt_trace.sql: the attempts' traces and the nodes'
+ * stop times. */
+#define PG_UNDO_V018                                                         \
+  "ALTER TABLE pawl_attempts_archive DROP COLUMN trace; ALTER TABLE "       \
+  "pawl_attempts DROP COLUMN trace; ALTER TABLE pawl_nodes DROP COLUMN "     \
+  "stopped_at; DELETE FROM pawl_schema WHERE name = "                        \
+  "'V018__node_state_attempt_trace.sql'; "
+
+/* V017__claim_holds.sql: the hold flags, their triggers and functions, the
+ * key log, and the claim index as V001 made it. */
+#define PG_UNDO_V017                                                         \
+  "DROP TRIGGER pawl_jobs_key_insert ON pawl_jobs; DROP TRIGGER "            \
+  "pawl_jobs_key_update ON pawl_jobs; DROP TRIGGER pawl_jobs_key_delete ON " \
+  "pawl_jobs; DROP TRIGGER pawl_jobs_time_hold ON pawl_jobs; DROP FUNCTION " \
+  "pawl_claim_prepare(timestamptz, integer); DROP FUNCTION "                 \
+  "pawl_key_settle(text); DROP FUNCTION pawl_key_changed(); DROP FUNCTION "  \
+  "pawl_time_hold(); DROP TABLE pawl_key_dirty; ALTER TABLE pawl_jobs DROP " \
+  "COLUMN ordering_held, DROP COLUMN time_held; ALTER TABLE "                \
+  "pawl_jobs_archive DROP COLUMN ordering_held, DROP COLUMN time_held; "     \
+  "CREATE INDEX pawl_jobs_claim ON pawl_jobs (rank DESC, run_at, id) WHERE " \
+  "state = 0; DELETE FROM pawl_schema WHERE name = 'V017__claim_holds.sql'; "
+
+#endif
