@@ -218,20 +218,27 @@ static int fault_refuses(const fault_rule_t *r, const pawl_outcome_t *o) {
 
 int pawl__fault_finish(const pawl_outcome_t *outs, size_t n, size_t *refused) {
   pthread_mutex_lock(&fault_mu);
+  /* Start records are not counted: a plan names the Nth outcome that
+   * ends an attempt, wherever the completer's batches put the starts. */
+  size_t ends = 0;
+  for (size_t k = 0; k < n; k++) ends += outs[k].kind != PAWL_OUT_STARTED;
   uint64_t base = fault_counts[FAULT_FINISH];
-  fault_counts[FAULT_FINISH] += n;
+  fault_counts[FAULT_FINISH] += ends;
   int transient = 0;
   const pawl_outcome_t *bad = NULL;
   for (size_t i = 0; i < fault_nrules; i++) {
     fault_rule_t *r = &fault_rules[i];
     if (r->site != FAULT_FINISH) continue;
-    int carries = r->n > base && r->n <= base + n;
+    int carries = r->n > base && r->n <= base + ends;
     if (r->mode == FAULT_TRANSIENT) {
-      if (r->plus ? base + n >= r->n : carries) transient = 1;
+      if (r->plus ? base + ends >= r->n : carries) transient = 1;
       continue;
     }
     if (!r->marked && carries) {
-      const pawl_outcome_t *o = &outs[r->n - base - 1];
+      /* The (r->n - base)th end of this call. */
+      const pawl_outcome_t *o = outs;
+      for (uint64_t left = r->n - base;; o++)
+        if (o->kind != PAWL_OUT_STARTED && --left == 0) break;
       r->marked = 1;
       r->id = o->id;
       r->attempt = o->attempt;

@@ -37,7 +37,8 @@
  *                          if out of memory
  *
  * Outcomes are counted as finish calls carry them: an outcome written
- * again after a failure is counted again. */
+ * again after a failure is counted again. The start records the completer
+ * writes for jobs claimed ahead (PAWL_OUT_STARTED) are not counted. */
 #ifndef PAWL_FAULT_H
 #define PAWL_FAULT_H
 
