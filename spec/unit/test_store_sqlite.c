@@ -326,6 +326,30 @@ void test_sqlite_pragmas(void) {
   pawl_close(p);
 }
 
+/* Every command opens the store, and a busy host holds SQLite's one write
+ * lock most of the time: opening a database that is already current must
+ * read alone, or `pawl show` waits its busy timeout behind the host. */
+void test_sqlite_open_current_needs_no_write_lock(void) {
+  pawl_close(open_ok("sqlite:current.db"));
+  sqlite3 *db = raw("current.db");
+  raw_exec(db, "BEGIN IMMEDIATE");
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = "sqlite:current.db";
+  o.busy_timeout_ms = 1;
+  pawl_t *p = NULL;
+  char err[512] = "";
+  int rc = pawl_open(&p, &o, err, sizeof err);
+  if (rc) unit_fail(__FILE__, __LINE__, "open under a held write lock: %s", err);
+  pawl_job_t *j = NULL;
+  pawl_id_t none;
+  memset(&none, 0, sizeof none);
+  CHECK_INT(pawl_get(p, &none, &j), ==, PAWL_ENOTFOUND);
+  pawl_close(p);
+  raw_exec(db, "ROLLBACK");
+  sqlite3_close(db);
+}
+
 /* Temporary files opened through the default VFS, counted by a shim that
  * passes every call on to the real one. */
 static sqlite3_vfs *g_real_vfs;

@@ -1112,9 +1112,20 @@ static int sq_check_schema_table(sq_store_t *s, int create) {
   return 0;
 }
 
+/* Every command opens the store this way, so a database already at this
+ * pawl's version is checked with reads alone: a write lock per migration
+ * would queue `pawl show` behind a busy host's writers, where SQLite's
+ * busy handler can lose the race for the lock until its timeout. */
 static int sq_migrate(store_t *base) {
   sq_store_t *s = (sq_store_t *)base;
-  int rc = sq_prepare_schema_table(s, 1);
+  int exists = 0, applied = 0;
+  int rc = sq_table_exists(s, "pawl_schema", &exists);
+  if (rc) return rc;
+  if (exists) {
+    if ((rc = sq_check_applied(s, &applied))) return rc;
+    if ((size_t)applied == pawl__store_sqlite_migration_count) return 0;
+  }
+  rc = sq_prepare_schema_table(s, 1);
   if (rc) return rc;
   for (size_t i = 0; i < pawl__store_sqlite_migration_count; i++)
     if ((rc = sq_apply(s, &pawl__store_sqlite_migrations[i]))) return rc;
