@@ -83,6 +83,16 @@ static void ch_rows(sqlite3 *db, long n, const char *cols, const char *vals) {
   sqlite3_free(sql);
 }
 
+/* Rows written with plain SQL get their holds as the store gives them
+ * (V020__holds_by_store.sql): each key refreshed, and the pending rows
+ * written due later marked early. */
+static void ch_holds(sqlite3 *db) {
+  ch_exec(db, "INSERT INTO pawl_key_refresh SELECT DISTINCT ordering_key "
+              "FROM pawl_jobs WHERE ordering_key IS NOT NULL");
+  ch_exec(db, "UPDATE pawl_jobs SET early = 1 WHERE state = 0 AND "
+              "run_at > updated_at");
+}
+
 /* The kinds of hold the claim must not walk, each as the raw rows that
  * make it: n jobs held, ranked above the free jobs. */
 enum { CH_KEY_RUNNING, CH_KEY_BLOCKED, CH_KEY_RETRY, CH_FUTURE, CH_DEPS,
@@ -119,6 +129,7 @@ static void ch_fill(sqlite3 *db, int kind, long n, long free_n) {
   snprintf(vals, sizeof vals, "'q' || (i %% 3), 0, 0, 0, %lld, %lld, NULL",
            t0, t0);
   ch_rows(db, free_n, CH_COLS, vals);
+  ch_holds(db);
   ch_exec(db, "COMMIT");
 }
 
@@ -128,18 +139,11 @@ static const struct {
   const char *name, *sql;
 } ch_stmts[] = {
     {"CLAIM", SQLITE_SQL_CLAIM},
-    {"CLAIM_QUEUE", SQLITE_SQL_CLAIM_QUEUE},
-    {"CLAIM_QUEUES", SQLITE_SQL_CLAIM_QUEUES},
     {"CLAIM_UNPAUSED", SQLITE_SQL_CLAIM_UNPAUSED},
-    {"CLAIM_QUEUE_UNPAUSED", SQLITE_SQL_CLAIM_QUEUE_UNPAUSED},
-    {"CLAIM_QUEUES_UNPAUSED", SQLITE_SQL_CLAIM_QUEUES_UNPAUSED},
     {"CLAIM_LIM", SQLITE_SQL_CLAIM_LIM},
-    {"CLAIM_LIM_QUEUE", SQLITE_SQL_CLAIM_LIM_QUEUE},
-    {"CLAIM_LIM_QUEUES", SQLITE_SQL_CLAIM_LIM_QUEUES},
     {"CLAIM_LIM_UNPAUSED", SQLITE_SQL_CLAIM_LIM_UNPAUSED},
-    {"CLAIM_LIM_QUEUE_UNPAUSED", SQLITE_SQL_CLAIM_LIM_QUEUE_UNPAUSED},
-    {"CLAIM_LIM_QUEUES_UNPAUSED", SQLITE_SQL_CLAIM_LIM_QUEUES_UNPAUSED},
     {"PROMOTE", SQLITE_SQL_PROMOTE},
+    {"PROMOTE_ANY", SQLITE_SQL_PROMOTE_ANY},
     {"NEXT_DUE", SQLITE_SQL_NEXT_DUE},
     {"NEXT_DUE_QUEUE", SQLITE_SQL_NEXT_DUE_QUEUE},
     {"NEXT_DUE_QUEUES", SQLITE_SQL_NEXT_DUE_QUEUES},
@@ -210,11 +214,14 @@ static void ch_plan(sqlite3 *db, const char *sql, char *out, size_t n) {
   sqlite3_finalize(st);
 }
 
-/* Why a plan line walks held rows, or NULL. The indexes a claim may walk
- * are those whose WHERE leaves every held row out (checked on their
- * definitions); a key is probed by a seek on (ordering_key, state, held);
- * the running rows are a limit's permits. */
-static const char *ch_bad_line(sqlite3 *db, const char *line) {
+/* Why a plan line of statement `name` walks held rows, or NULL. The
+ * indexes a claim may walk are those whose WHERE leaves every held row
+ * out (checked on their definitions); pawl_jobs_lane holds every pending
+ * row, so it is sought on (queue, held, early), or for LANE_QUEUE's min()
+ * of the queues, one entry; a key is probed by a seek on (ordering_key,
+ * state, held); the running rows are a limit's permits. */
+static const char *ch_bad_line(sqlite3 *db, const char *name,
+                               const char *line) {
   if (!strstr(line, "pawl_jobs") || strstr(line, "pawl_jobs_v")) return NULL;
   if (strstr(line, "USING INTEGER PRIMARY KEY")) return NULL;
   if (strstr(line, "USING INDEX pawl_jobs_running")) return NULL;
@@ -222,9 +229,13 @@ static const char *ch_bad_line(sqlite3 *db, const char *line) {
     return strstr(line, "(ordering_key=? AND state=? AND held=?")
                ? NULL
                : "a probe of a key that does not seek its free rows";
-  static const char *const ready[] = {"pawl_jobs_claim", "pawl_jobs_ready_queue",
-                                      "pawl_jobs_early", "pawl_jobs_lane"};
-  for (size_t i = 0; i < 4; i++) {
+  if (strstr(line, "INDEX pawl_jobs_lane ("))
+    return strstr(line, "(queue=? AND held=? AND early=?") ||
+                   (!strcmp(name, "LANE_QUEUE") && strstr(line, "(queue>?)"))
+               ? NULL
+               : "a walk of a lane that does not seek its free rows";
+  static const char *const ready[] = {"pawl_jobs_claim", "pawl_jobs_early"};
+  for (size_t i = 0; i < 2; i++) {
     const char *at = strstr(line, ready[i]);
     size_t len = strlen(ready[i]);
     if (!at || (at[len] && at[len] != ' ')) continue;
@@ -243,10 +254,9 @@ static void ch_check_plans(sqlite3 *db, const char *when) {
     ch_plan(db, ch_stmts[i].sql, plan, sizeof plan);
     int claim = !strncmp(ch_stmts[i].name, "CLAIM", 5) &&
                 strcmp(ch_stmts[i].name, "CLAIM_TAKE");
-    /* A claim of every queue or of one walks its index in claim order:
-     * a sort would read every ready row first. */
-    if (claim && !strstr(ch_stmts[i].name, "QUEUES") &&
-        strstr(plan, "TEMP B-TREE FOR ORDER BY"))
+    /* A claim walks its index in claim order: a sort would read every
+     * ready row first. */
+    if (claim && strstr(plan, "TEMP B-TREE FOR ORDER BY"))
       unit_fail(__FILE__, __LINE__, "%s (%s) sorts:\n%s", ch_stmts[i].name,
                 when, plan);
     /* A claim probes the key of each keyed candidate. */
@@ -256,7 +266,7 @@ static void ch_check_plans(sqlite3 *db, const char *when) {
     for (char *line = plan, *end; *line; line = end + 1) {
       end = strchr(line, '\n');
       *end = 0;
-      const char *why = ch_bad_line(db, line);
+      const char *why = ch_bad_line(db, ch_stmts[i].name, line);
       if (why)
         unit_fail(__FILE__, __LINE__, "%s (%s): %s: %s", ch_stmts[i].name,
                   when, why, line);
@@ -373,6 +383,7 @@ static void cl_fill(sqlite3 *db, int kind, long n) {
   snprintf(vals, sizeof vals, "'q' || (i %% 3), 0, 0, 0, %lld, %lld, "
            "CASE WHEN i %% 2 THEN 'open' END", t0, t0);
   ch_rows(db, 60, cols, vals);
+  ch_holds(db);
   ch_exec(db, "COMMIT");
 }
 
@@ -457,20 +468,23 @@ void test_sqlite_claim_hold_lanes_flat(void) {
 #define CH_MAXJ 400
 
 /* A random run of every operation that moves a keyed job (enqueue, with
- * and without parents; claim; success, retry holding its place or letting
- * later jobs pass, snooze, failure; pause, resume; cancel; operator
- * retry; time passing), the holds checked after each. Each claimed keyed
- * job must also be the first of its key in line. */
+ * and without parents, waiting for a signal; claim; success, retry
+ * holding its place or letting later jobs pass, snooze, failure; pause,
+ * resume; cancel; operator retry; a signal's decision and a wait's
+ * expiry; lost leases recovered; time passing), the holds checked after
+ * each. Each claimed keyed job must also be the first of its key in
+ * line. */
 void test_sqlite_claim_hold_invariant(void) {
   pawl_t *p = ch_open("invariant");
   sqlite3 *db = ch_db(p);
   pawl_id_t ids[CH_MAXJ];
   int nids = 0;
   pawl_job_t *running[64];
-  int nrun = 0;
+  int nrun = 0, nsig = 0;
+  long long most_held = 0, states_seen = 0;
   srand(20261127);
   for (int step = 0; step < 1500; step++) {
-    int op = rand() % 10;
+    int op = rand() % 11;
     if (op <= 2 && nids < CH_MAXJ) {
       static const char *const keys[] = {"a", "b", "c", NULL};
       pawl_enqueue_opts_t o;
@@ -479,10 +493,15 @@ void test_sqlite_claim_hold_invariant(void) {
       o.priority = rand() % 3;
       o.max_attempts = 3;
       if (rand() % 5 == 0) o.delay_ms = (rand() % 4) * 600000;
+      char sig[32];
       if (nids && rand() % 6 == 0) {
         o.after = &ids[rand() % nids];
         o.nafter = 1;
         o.when = "done";
+      } else if (rand() % 8 == 0) {
+        snprintf(sig, sizeof sig, "sig-%d", nsig++);
+        o.signal = sig;
+        o.signal_timeout_ms = (rand() % 3) * 900000;
       }
       if (pawl_enqueue(p, "t", "{}", &o, &ids[nids], NULL) == 0) nids++;
     } else if (op <= 4 && nrun < 60) {
@@ -521,7 +540,10 @@ void test_sqlite_claim_hold_invariant(void) {
                             : PAWL_OUT_RETRY;
       out.run_at = atomic_load(&ch_now) + (rand() % 3) * 600000;
       out.ordering_skip = how == 4;
-      CHECK_OK(pawl_finish(p, &out, 1, NULL));
+      /* A lease recovered meanwhile (op 10) is no longer held. */
+      int rc = pawl_finish(p, &out, 1, NULL);
+      if (rc && rc != PAWL_ELEASE)
+        unit_fail(__FILE__, __LINE__, "finish: %s", pawl_strerror(rc));
       pawl_job_free(j);
       running[i] = running[--nrun];
     } else if (op == 7 && nids) {
@@ -532,17 +554,33 @@ void test_sqlite_claim_hold_invariant(void) {
       else if (which == 1) (void)pawl_resume(p, id, NULL, NULL);
       else if (which == 2) (void)pawl_cancel(p, id, NULL, NULL);
       else (void)pawl_retry(p, id, NULL, NULL);
-    } else {
+    } else if (op == 8 && nsig) {
+      char sig[32];
+      snprintf(sig, sizeof sig, "sig-%d", rand() % nsig);
+      /* Decided, expired or gone: refusals are fine here. */
+      (void)pawl_signal(p, sig, rand() % 2 ? "approve" : "reject", NULL, NULL,
+                        NULL);
+      CHECK_OK(pawl_signal_expire(p, NULL));
+    } else if (op == 9) {
       atomic_fetch_add(&ch_now, (rand() % 4) * 300000);
+    } else {
+      CHECK_OK(pawl_recover(p, NULL));
     }
+    long long held = ch_num(db, "SELECT count(*) FROM pawl_jobs WHERE held = 1");
+    if (held > most_held) most_held = held;
+    states_seen |= ch_num(db, "SELECT coalesce(sum(DISTINCT 1 << state), 0) "
+                              "FROM pawl_jobs");
     long long wrong = ch_num(db, CH_WRONG_HOLDS);
     if (wrong)
       unit_fail(__FILE__, __LINE__, "step %d (op %d): %lld rows with a wrong "
                 "hold", step, op, wrong);
   }
   for (int i = 0; i < nrun; i++) pawl_job_free(running[i]);
-  /* The run did exercise holds. */
-  CHECK(ch_num(db, "SELECT count(*) FROM pawl_jobs WHERE held = 1") >= 0);
+  /* The run did exercise holds, and every kind of state. */
+  CHECK(most_held >= 5);
+  if (states_seen != 0x7f)
+    unit_fail(__FILE__, __LINE__, "states seen in the run: %llx, not all "
+              "seven", states_seen);
   pawl_close(p);
 }
 
@@ -575,6 +613,59 @@ static int64_t ch_next_due(pawl_t *p, const char *queue) {
   int64_t at = -1;
   CHECK_OK(pawl_next_due(p, &c, &at));
   return at;
+}
+
+/* The `early` of job `id`'s row. */
+static long long ch_early(sqlite3 *db, const pawl_id_t *id) {
+  char hex[33];
+  for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", id->bytes[i]);
+  char *sql = sqlite3_mprintf("SELECT early FROM pawl_jobs WHERE id = x'%s'",
+                              hex);
+  long long v = ch_num(db, sql);
+  sqlite3_free(sql);
+  return v;
+}
+
+/* Every statement that makes a row pending writes its `early` (the store
+ * writes it, no trigger): a job due later stays out of the claim's index
+ * until it is due, and one due now is in it at once. */
+void test_sqlite_claim_hold_early_written(void) {
+  pawl_t *p = ch_open("early");
+  sqlite3 *db = ch_db(p);
+  pawl_id_t later = ch_enq(p, NULL, HOUR, NULL), now = ch_enq(p, NULL, 0, NULL);
+  CHECK_INT(ch_early(db, &later), ==, 1);
+  CHECK_INT(ch_early(db, &now), ==, 0);
+  pawl_job_t **jobs = NULL;
+  size_t got = 0;
+  pawl_claim_opts_t c = {.lease_ms = 600000};
+  CHECK_OK(pawl_claim(p, &c, 5, &jobs, &got));
+  CHECK_INT(got, ==, 1);
+  /* A retry an hour away; then an operator's retry, due now. */
+  pawl_outcome_t out = {.id = jobs[0]->id, .attempt = jobs[0]->attempt,
+                        .store_key = jobs[0]->store_key, .error = "e",
+                        .kind = PAWL_OUT_RETRY,
+                        .run_at = atomic_load(&ch_now) + HOUR};
+  CHECK_OK(pawl_finish(p, &out, 1, NULL));
+  CHECK_INT(ch_early(db, &now), ==, 1);
+  pawl_jobs_free(jobs, got);
+  CHECK_OK(pawl_pause(p, &now, NULL, NULL));
+  CHECK_OK(pawl_resume(p, &now, NULL, NULL));
+  CHECK_INT(ch_early(db, &now), ==, 1); /* still due in an hour */
+  /* Once due, the claim promotes both and takes them. */
+  atomic_fetch_add(&ch_now, HOUR);
+  CHECK_OK(pawl_claim(p, &c, 5, &jobs, &got));
+  CHECK_INT(got, ==, 2);
+  /* Failed, then an operator's retry: due now. */
+  for (size_t i = 0; i < got; i++) {
+    pawl_outcome_t f = {.id = jobs[i]->id, .attempt = jobs[i]->attempt,
+                        .store_key = jobs[i]->store_key, .error = "e",
+                        .kind = PAWL_OUT_FAILED};
+    CHECK_OK(pawl_finish(p, &f, 1, NULL));
+  }
+  pawl_jobs_free(jobs, got);
+  CHECK_OK(pawl_retry(p, &now, NULL, NULL));
+  CHECK_INT(ch_early(db, &now), ==, 0);
+  pawl_close(p);
 }
 
 /* A job no claim can take is not due: jobs behind a running head, a
@@ -627,7 +718,7 @@ void test_sqlite_claim_hold_next_due(void) {
 void test_sqlite_claim_hold_migrates(void) {
   pawl_t *p = ch_open("migrate");
   sqlite3 *db = ch_db(p);
-  ch_exec(db, SQLITE_UNDO_V019 SQLITE_UNDO_V018);
+  ch_exec(db, SQLITE_UNDO_V020 SQLITE_UNDO_V019 SQLITE_UNDO_V018);
   /* Key r: running head, two behind. Key b: blocked head, one behind.
    * Key s: a head waiting for a retry that lets the next pass, then two.
    * Key f: a failed head (gone from the line), one behind. One future. */

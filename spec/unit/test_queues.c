@@ -629,6 +629,7 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
  * database from before the queues migration has none of the later ones
  * either: these take them back out first (newest first). */
 #define Q_UNDO_LATER_SQLITE                                                  \
+  SQLITE_UNDO_V020                                                           \
   SQLITE_UNDO_V019                                                           \
   SQLITE_UNDO_V018                                                           \
   "ALTER TABLE pawl_recurring DROP COLUMN load_error; DELETE FROM "          \
@@ -757,15 +758,13 @@ void test_sqlite_queues_claim_plans(void) {
                 "(i % 7), CASE WHEN i % 100 = 0 THEN 0 ELSE 2 END, 0, 0, "
                 "'{}', i, 25, i, i FROM n");
   q_sqlite_exec(db, "ANALYZE");
-  const char *sqls[] = {SQLITE_SQL_CLAIM_UNPAUSED,
-                        SQLITE_SQL_CLAIM_QUEUE_UNPAUSED,
-                        SQLITE_SQL_CLAIM_QUEUES_UNPAUSED, SQLITE_SQL_NEXT_DUE,
-                        SQLITE_SQL_NEXT_DUE_QUEUE};
+  const char *sqls[] = {SQLITE_SQL_CLAIM_UNPAUSED, SQLITE_SQL_CLAIM_LANE,
+                        SQLITE_SQL_NEXT_DUE, SQLITE_SQL_NEXT_DUE_QUEUE};
   char plan[4096];
   for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
     q_plan(db, sqls[i], plan, sizeof plan);
     if ((!strstr(plan, "INDEX pawl_jobs_claim") &&
-         !strstr(plan, "INDEX pawl_jobs_ready_queue")) ||
+         !strstr(plan, "INDEX pawl_jobs_lane")) ||
         strstr(plan, "SCAN pawl_jobs\n") ||
         (i == 0 && strstr(plan, "TEMP B-TREE FOR ORDER BY")))
       unit_fail(__FILE__, __LINE__, "plan %zu:\n%s", i, plan);

@@ -453,13 +453,12 @@ void test_sqlite_claim_uses_live_index(void) {
   if (!strstr(plan, "USING INDEX pawl_jobs_claim ") || strstr(plan, "TEMP B-TREE") ||
       strstr(plan, "SCAN pawl_jobs\n"))
     unit_fail(__FILE__, __LINE__, "claim plan:\n%s", plan);
-  plan_of(db, SQLITE_SQL_CLAIM_QUEUE, plan, sizeof plan);
-  if (!strstr(plan, "USING INDEX pawl_jobs_ready_queue (queue=?)") ||
+  /* A claim of some queues picks lane by lane, each in claim order. */
+  plan_of(db, SQLITE_SQL_CLAIM_LANE, plan, sizeof plan);
+  if (!strstr(plan, "USING INDEX pawl_jobs_lane (queue=? AND held=? AND "
+                    "early=? AND resource=?)") ||
       strstr(plan, "TEMP B-TREE") || strstr(plan, "SCAN pawl_jobs\n"))
-    unit_fail(__FILE__, __LINE__, "queue claim plan:\n%s", plan);
-  plan_of(db, SQLITE_SQL_CLAIM_QUEUES, plan, sizeof plan);
-  if (!strstr(plan, "pawl_jobs_claim") || strstr(plan, "SCAN pawl_jobs\n"))
-    unit_fail(__FILE__, __LINE__, "queues claim plan:\n%s", plan);
+    unit_fail(__FILE__, __LINE__, "lane claim plan:\n%s", plan);
   /* Taking the picked rows finds each by its rowid. */
   plan_of(db, SQLITE_SQL_CLAIM_TAKE, plan, sizeof plan);
   if (!strstr(plan, "SEARCH pawl_jobs USING INTEGER PRIMARY KEY") ||
@@ -474,14 +473,11 @@ void test_sqlite_claim_uses_live_index(void) {
 void test_sqlite_limits_claim_uses_live_index(void) {
   sqlite3 *db = plan_db("limits_plan");
   char plan[4096];
-  const char *sqls[3] = {SQLITE_SQL_CLAIM_LIM, SQLITE_SQL_CLAIM_LIM_QUEUE,
-                         SQLITE_SQL_CLAIM_LIM_QUEUES};
-  for (int i = 0; i < 3; i++) {
+  const char *sqls[2] = {SQLITE_SQL_CLAIM_LIM, SQLITE_SQL_CLAIM_LIM_UNPAUSED};
+  for (int i = 0; i < 2; i++) {
     plan_of(db, sqls[i], plan, sizeof plan);
-    if (!strstr(plan, i == 1 ? "USING INDEX pawl_jobs_ready_queue"
-                             : "USING INDEX pawl_jobs_claim") ||
-        strstr(plan, "SCAN pawl_jobs\n") ||
-        (i < 2 && strstr(plan, "TEMP B-TREE")))
+    if (!strstr(plan, "USING INDEX pawl_jobs_claim") ||
+        strstr(plan, "SCAN pawl_jobs\n") || strstr(plan, "TEMP B-TREE"))
       unit_fail(__FILE__, __LINE__, "limited claim plan %d:\n%s", i, plan);
   }
   const char *counts[2] = {
@@ -502,9 +498,10 @@ void test_sqlite_next_due_uses_live_index(void) {
   const char *sqls[3] = {SQLITE_SQL_NEXT_DUE, SQLITE_SQL_NEXT_DUE_QUEUE,
                          SQLITE_SQL_NEXT_DUE_QUEUES};
   char plan[4096];
-  /* Every queue: the claim index; one or several: its queue prefix. */
+  /* Every queue or several: the claim index; one: its lane index's
+   * ready rows. */
   const char *want[3] = {"INDEX pawl_jobs_claim",
-                         "INDEX pawl_jobs_ready_queue (queue=?)",
+                         "INDEX pawl_jobs_lane (queue=? AND held=? AND early=?)",
                          "INDEX pawl_jobs_claim"};
   for (int i = 0; i < 3; i++) {
     plan_of(db, sqls[i], plan, sizeof plan);
@@ -696,7 +693,7 @@ void test_sqlite_admin_uses_indexes(void) {
   /* The pending rows' queue index, in queue order (no sort): its cost
    * grows with the pending jobs only. */
   want_plan(db, "pending counts", SQLITE_ADM_STATS_PENDING,
-            "INDEX pawl_jobs_claim_queue");
+            "INDEX pawl_jobs_lane");
   want_plan(db, "running counts", SQLITE_ADM_STATS_RUNNING,
             "INDEX pawl_jobs_running");
   /* Running rows are few (the nodes' workers): grouping them may sort. */

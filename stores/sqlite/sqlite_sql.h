@@ -20,19 +20,19 @@
   "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
   "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
   "business_key, correlation_id, enqueued_by, created_at, updated_at, "     \
-  "ordering_key, resource, batch_id, depth) VALUES (?1, ?2, ?3, ?4, ?5, "   \
-  "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18, ?19, "  \
-  "?20, ?21)"
+  "ordering_key, resource, batch_id, depth, early) VALUES (?1, ?2, ?3, ?4, " \
+  "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18, "   \
+  "?19, ?20, ?21, ?22)"
 
 /* Per-key ordering (schema/sqlite/V007__ordering.sql,
- * V018__claim_holds.sql): a pending job with an ordering key is claimable
+ * V018__claim_holds.sql, V020__holds_by_store.sql): a pending job with an ordering key is claimable
  * only if no job with its key is running, and no job with its key enqueued
  * before it (lower seq) still holds its place in line: pending, blocked,
  * or paused from pending (paused from failed is dead), unless it is
  * waiting out a retry that its type's ordering = "skip_failed" lets later
  * jobs pass (ordering_skip, until it is due: then it goes first).
- * The triggers of V018 keep every part of that rule that does not depend
- * on the time in the row: a pending job that is not one of its key's
+ * The store keeps every part of that rule that does not depend on the
+ * time in the row (sq_keys_flush()): a pending job that is not one of its key's
  * candidates has held = 1 and is in none of the claim's indexes, so the
  * claim never reads it. What is left for the claim is the time: a
  * candidate waits for an earlier candidate (one waiting out a skip_failed
@@ -53,12 +53,18 @@
  * behind their key, due when written. A claim first promotes the rows of
  * pawl_jobs_early that have come due (PROMOTE, ?1 now), so that they
  * join these. The claim's statements name their index: the planner could
- * otherwise take pawl_jobs_claim_queue (every pending row, held ones
- * included) for a claim of one queue. */
+ * otherwise take pawl_jobs_lane (every pending row by lane, held ones
+ * included) and sort. */
 #define SQLITE_SQL_READY "state = 0 AND held = 0 AND early = 0 AND "
 #define SQLITE_SQL_PROMOTE                                                   \
   "UPDATE pawl_jobs SET early = 0 WHERE state = 0 AND held = 0 AND "         \
   "early = 1 AND run_at <= ?1"
+/* Whether any row is there to promote: a read of one index entry, where
+ * the UPDATE opens a cursor on every index the column is in (about a
+ * quarter of a claim's cost on a database with nothing due later). */
+#define SQLITE_SQL_PROMOTE_ANY                                               \
+  "SELECT 1 FROM pawl_jobs INDEXED BY pawl_jobs_early WHERE state = 0 AND "  \
+  "held = 0 AND early = 1 AND run_at <= ?1 LIMIT 1"
 
 /* Queues (issue 14): the jobs of a paused queue are neither claimed nor
  * waited for (next_due). The subquery does not depend on the row, so
@@ -86,77 +92,52 @@
  * UPDATE ... RETURNING, which stages every returned row in a temporary
  * table (bench/RESULTS.md); the write lock held since BEGIN IMMEDIATE
  * keeps the picked rows pending in between.
- * CLAIM: ?1 now, ?2 limit, ?3 the queue (or a JSON array of queues). */
+ * CLAIM: ?1 now, ?2 limit. */
 #define SQLITE_SQL_ANY_PAUSED "SELECT 1 FROM pawl_queues WHERE paused = 1"
-#define SQLITE_SQL_CLAIM_HEAD_IN(idx)                                        \
-  "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs INDEXED BY " idx " WHERE "      \
-  SQLITE_SQL_READY
-#define SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_CLAIM_HEAD_IN("pawl_jobs_claim")
-#define SQLITE_SQL_CLAIM_HEAD_Q SQLITE_SQL_CLAIM_HEAD_IN("pawl_jobs_ready_queue")
+#define SQLITE_SQL_CLAIM_HEAD                                                \
+  "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs INDEXED BY pawl_jobs_claim "   \
+  "WHERE " SQLITE_SQL_READY
 #define SQLITE_SQL_CLAIM_TAIL                                                \
   "run_at <= ?1 AND " SQLITE_SQL_ORDERING_FREE                               \
   " ORDER BY rank DESC, run_at, id LIMIT ?2"
 
+/* A claim of every queue; a claim of some queues picks by lanes
+ * (SQLITE_SQL_CLAIM_LANE). */
 #define SQLITE_SQL_CLAIM SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_CLAIM_TAIL
-#define SQLITE_SQL_CLAIM_QUEUE                                               \
-  SQLITE_SQL_CLAIM_HEAD_Q "queue = ?3 AND " SQLITE_SQL_CLAIM_TAIL
-#define SQLITE_SQL_CLAIM_QUEUES                                              \
-  SQLITE_SQL_CLAIM_HEAD                                                      \
-  "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
-/* The same three with a queue paused (issue 14). */
+/* The same with a queue paused. */
 #define SQLITE_SQL_CLAIM_UNPAUSED                                            \
   SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_UNPAUSED SQLITE_SQL_CLAIM_TAIL
-#define SQLITE_SQL_CLAIM_QUEUE_UNPAUSED                                      \
-  SQLITE_SQL_CLAIM_HEAD_Q SQLITE_SQL_UNPAUSED "queue = ?3 AND "                \
-  SQLITE_SQL_CLAIM_TAIL
-#define SQLITE_SQL_CLAIM_QUEUES_UNPAUSED                                     \
-  SQLITE_SQL_CLAIM_HEAD SQLITE_SQL_UNPAUSED                                  \
-  "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
 
-/* Limits (issue 14; stores/store.h, "limits"): on a database with
- * limits, the claim picks with these instead, which leave out the jobs of
- * the limits with nothing left: ?4 a JSON array of such resources, ?5 of
- * such queues (the other parameters as above). The resource comes after
- * the job's columns, for the admission of each picked job. */
-#define SQLITE_SQL_CLAIM_LIM_HEAD_IN(idx)                                    \
-  "SELECT " SQLITE_JOB_COLS ", resource FROM pawl_jobs INDEXED BY " idx      \
-  " WHERE " SQLITE_SQL_READY                                                 \
+/* Limits (stores/store.h, "limits"): on a database with limits, the claim
+ * picks with these instead, which leave out the jobs of the limits with
+ * nothing left: ?4 a JSON array of such resources, ?5 of such queues (the
+ * other parameters as above). The resource comes after the job's
+ * columns, for the admission of each picked job. */
+#define SQLITE_SQL_CLAIM_LIM_HEAD                                            \
+  "SELECT " SQLITE_JOB_COLS ", resource FROM pawl_jobs INDEXED BY "          \
+  "pawl_jobs_claim WHERE " SQLITE_SQL_READY                                  \
   "(resource IS NULL OR resource NOT IN (SELECT value FROM json_each(?4))) " \
   "AND queue NOT IN (SELECT value FROM json_each(?5)) AND "
-#define SQLITE_SQL_CLAIM_LIM_HEAD                                            \
-  SQLITE_SQL_CLAIM_LIM_HEAD_IN("pawl_jobs_claim")
-#define SQLITE_SQL_CLAIM_LIM_HEAD_Q                                          \
-  SQLITE_SQL_CLAIM_LIM_HEAD_IN("pawl_jobs_ready_queue")
 #define SQLITE_JOB_RESOURCE_COL (SQLITE_JOB_SEQ_COL + 1)
 #define SQLITE_SQL_CLAIM_LIM SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_CLAIM_TAIL
-#define SQLITE_SQL_CLAIM_LIM_QUEUE                                           \
-  SQLITE_SQL_CLAIM_LIM_HEAD_Q "queue = ?3 AND " SQLITE_SQL_CLAIM_TAIL
-#define SQLITE_SQL_CLAIM_LIM_QUEUES                                          \
-  SQLITE_SQL_CLAIM_LIM_HEAD                                                  \
-  "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
-/* The same three with a queue paused (issue 14, queues): the limited claim
- * filters paused queues and keeps per-key ordering (CLAIM_TAIL) as the
- * plain one does. */
+/* The same with a queue paused: the limited claim filters paused queues
+ * and keeps per-key ordering (CLAIM_TAIL) as the plain one does. */
 #define SQLITE_SQL_CLAIM_LIM_UNPAUSED                                        \
   SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_UNPAUSED SQLITE_SQL_CLAIM_TAIL
-#define SQLITE_SQL_CLAIM_LIM_QUEUE_UNPAUSED                                  \
-  SQLITE_SQL_CLAIM_LIM_HEAD_Q SQLITE_SQL_UNPAUSED "queue = ?3 AND "            \
-  SQLITE_SQL_CLAIM_TAIL
-#define SQLITE_SQL_CLAIM_LIM_QUEUES_UNPAUSED                                 \
-  SQLITE_SQL_CLAIM_LIM_HEAD SQLITE_SQL_UNPAUSED                              \
-  "queue IN (SELECT value FROM json_each(?3)) AND " SQLITE_SQL_CLAIM_TAIL
 
-/* Lanes (V018): with a queue paused or a limit with nothing left, the
- * claim picks per lane, a (queue, resource) pair, from pawl_jobs_lane,
- * skipping the blocked lanes as ranges, and merges the picks in claim
- * order in C (sq_claim_lanes()). LANE_QUEUE: the next queue with ready
- * jobs after ?1; LANE_NONE: whether queue ?1 has ready jobs without a
- * resource; LANE_RES: its next resource after ?2; CLAIM_LANE: the first
- * ?2 due jobs of lane (?3, ?4), with their resource and rank. Each is a
- * seek; names are never empty, so '' comes before every one. */
+/* Lanes (V018, V020): a claim of some queues, and any claim with a queue
+ * paused or a limit with nothing left, picks per lane, a (queue,
+ * resource) pair, from pawl_jobs_lane, skipping the blocked lanes as
+ * ranges, and merges the picks in claim order in C (sq_claim_lanes()).
+ * LANE_QUEUE: the next queue with pending jobs after ?1 (held ones too: a
+ * seek, where the next queue with ready jobs would walk the held ones);
+ * LANE_NONE: whether queue ?1 has ready jobs without a resource;
+ * LANE_RES: its next resource with ready jobs after ?2; CLAIM_LANE: the
+ * first ?2 due jobs of lane (?3, ?4), with their resource and rank. Each
+ * is a seek; names are never empty, so '' comes before every one. */
 #define SQLITE_SQL_LANE_QUEUE                                                \
   "SELECT min(queue) FROM pawl_jobs INDEXED BY pawl_jobs_lane WHERE "        \
-  SQLITE_SQL_READY "queue > ?1"
+  "state = 0 AND queue > ?1"
 #define SQLITE_SQL_LANE_NONE                                                 \
   "SELECT 1 FROM pawl_jobs INDEXED BY pawl_jobs_lane WHERE " SQLITE_SQL_READY \
   "queue = ?1 AND resource IS NULL LIMIT 1"
@@ -193,8 +174,9 @@
  * the finish's CPU (bench/RESULTS.md). updated_at goes through
  * pawl_tp_note(), the store's SQL function (sqlite_store.c) that notes the
  * row's queue for the throughput count, its batch (issue 15; NULL for
- * nearly every job) for the batch's counters, and its seq when it has
- * children to release (deps_open, issue 15), once per row written. */
+ * nearly every job) for the batch's counters, its seq when it has
+ * children to release (deps_open, issue 15), and its ordering key (NULL
+ * for nearly every job) for the key's holds, once per row written. */
 /* The run time of the attempt ending, as the worker measured it (?7 its
  * start, ?8 its end; NULL: not measured), kept within the claim (the
  * row's started_at) and the finish (?2, which the store caps them at). */
@@ -210,7 +192,7 @@
   SQLITE_SQL_RUN_START("?7") ", finished_at = "                              \
   SQLITE_SQL_RUN_END("?7", "?8", "?2") ", "                                  \
   "updated_at = pawl_tp_note(queue, ?2, batch_id, CASE WHEN deps_open "      \
-  "THEN seq END), lease_expires = NULL, version = version + 1 WHERE "
+  "THEN seq END, ordering_key), lease_expires = NULL, version = version + 1 WHERE "
 #define SQLITE_SQL_SUCCEED                                                   \
   SQLITE_SQL_SUCCEED_SET                                                     \
   "id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
@@ -239,7 +221,7 @@
 #define SQLITE_SQL_NEXT_DUE                                                  \
   SQLITE_SQL_NEXT_DUE_OF("pawl_jobs_claim", SQLITE_SQL_UNPAUSED)
 #define SQLITE_SQL_NEXT_DUE_QUEUE                                            \
-  SQLITE_SQL_NEXT_DUE_OF("pawl_jobs_ready_queue",                            \
+  SQLITE_SQL_NEXT_DUE_OF("pawl_jobs_lane",                                   \
                          SQLITE_SQL_UNPAUSED "queue = ?1 AND ")
 #define SQLITE_SQL_NEXT_DUE_QUEUES                                           \
   SQLITE_SQL_NEXT_DUE_OF("pawl_jobs_claim", SQLITE_SQL_UNPAUSED              \
@@ -259,7 +241,7 @@
       "pawl_jobs_claim", SQLITE_SQL_UNPAUSED "resource = ?1 AND (?2 IS "     \
       "NULL OR queue IN (SELECT value FROM json_each(?2))) AND ")
 #define SQLITE_SQL_NEXT_DUE_LIM_QUEUE                                        \
-  SQLITE_SQL_NEXT_DUE_OF("pawl_jobs_ready_queue",                            \
+  SQLITE_SQL_NEXT_DUE_OF("pawl_jobs_lane",                                   \
                          SQLITE_SQL_UNPAUSED "queue = ?1 AND ")
 
 /* The limits a claim reads first; the permits in use, on the running

@@ -53,15 +53,12 @@ enum {
   SQ_GET,
   SQ_LIST,
   SQ_LIST_FAILED,
-  SQ_CLAIM,
-  SQ_CLAIM_QUEUE,
-  SQ_CLAIM_QUEUES,
-  SQ_CLAIM_UNPAUSED,        /* the three above in the same order, for when */
-  SQ_CLAIM_QUEUE_UNPAUSED,  /* a queue is paused (issue 14) */
-  SQ_CLAIM_QUEUES_UNPAUSED,
+  SQ_CLAIM,          /* every queue; some queues go by lanes */
+  SQ_CLAIM_UNPAUSED, /* the same, for when a queue is paused */
   SQ_ANY_PAUSED,
   SQ_CLAIM_TAKE,
   SQ_PROMOTE, /* the rows due later that have come due join the ready ones */
+  SQ_PROMOTE_ANY,
   SQ_LANE_QUEUE, /* lanes (sq_claim_lanes()) */
   SQ_LANE_NONE,
   SQ_LANE_RES,
@@ -82,6 +79,7 @@ enum {
   SQ_RUN_START,
   SQ_FORGET_START,
   SQ_TRANSITION,
+  SQ_KEY_REFRESH,
   SQ_ATTEMPTS,
   SQ_EVENTS,
   SQ_LOCK_ACQUIRE,
@@ -143,12 +141,8 @@ enum {
   SQ_QUEUE_SET_BOOST,
   SQ_QUEUE_LIST,
   /* limits (issue 14): see "limits" below */
-  SQ_CLAIM_LIM,        /* same order as SQ_CLAIM, _QUEUE, _QUEUES */
-  SQ_CLAIM_LIM_QUEUE,
-  SQ_CLAIM_LIM_QUEUES,
-  SQ_CLAIM_LIM_UNPAUSED, /* same order as SQ_CLAIM_UNPAUSED, ... */
-  SQ_CLAIM_LIM_QUEUE_UNPAUSED,
-  SQ_CLAIM_LIM_QUEUES_UNPAUSED,
+  SQ_CLAIM_LIM,          /* same order as SQ_CLAIM, SQ_CLAIM_UNPAUSED */
+  SQ_CLAIM_LIM_UNPAUSED,
   SQ_LIMITS_READ,
   SQ_LIMIT_RUNNING_RES,
   SQ_LIMIT_RUNNING_QUEUE,
@@ -246,9 +240,9 @@ enum {
 };
 
 /* sq_claim() picks a variant by offsets from SQ_CLAIM: the limited ones
- * (issue 14) mirror the six plain ones. */
-_Static_assert(SQ_CLAIM_LIM_QUEUES_UNPAUSED - SQ_CLAIM_LIM ==
-                   SQ_CLAIM_QUEUES_UNPAUSED - SQ_CLAIM,
+ * mirror the plain ones. */
+_Static_assert(SQ_CLAIM_LIM_UNPAUSED - SQ_CLAIM_LIM ==
+                   SQ_CLAIM_UNPAUSED - SQ_CLAIM,
                "SQ_CLAIM_LIM* mirror SQ_CLAIM*");
 
 static const char *const sq_sql[SQ_COUNT] = {
@@ -270,14 +264,11 @@ static const char *const sq_sql[SQ_COUNT] = {
                        "state = 3 AND (?2 IS NULL OR queue = ?2) AND "
                        "(?3 IS NULL OR type = ?3) ORDER BY id DESC LIMIT ?4",
     [SQ_CLAIM] = SQLITE_SQL_CLAIM,
-    [SQ_CLAIM_QUEUE] = SQLITE_SQL_CLAIM_QUEUE,
-    [SQ_CLAIM_QUEUES] = SQLITE_SQL_CLAIM_QUEUES,
     [SQ_CLAIM_UNPAUSED] = SQLITE_SQL_CLAIM_UNPAUSED,
-    [SQ_CLAIM_QUEUE_UNPAUSED] = SQLITE_SQL_CLAIM_QUEUE_UNPAUSED,
-    [SQ_CLAIM_QUEUES_UNPAUSED] = SQLITE_SQL_CLAIM_QUEUES_UNPAUSED,
     [SQ_ANY_PAUSED] = SQLITE_SQL_ANY_PAUSED,
     [SQ_CLAIM_TAKE] = SQLITE_SQL_CLAIM_TAKE,
     [SQ_PROMOTE] = SQLITE_SQL_PROMOTE,
+    [SQ_PROMOTE_ANY] = SQLITE_SQL_PROMOTE_ANY,
     [SQ_LANE_QUEUE] = SQLITE_SQL_LANE_QUEUE,
     [SQ_LANE_NONE] = SQLITE_SQL_LANE_NONE,
     [SQ_LANE_RES] = SQLITE_SQL_LANE_RES,
@@ -305,18 +296,21 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_EVENT_ADD] = "INSERT INTO pawl_events (job_id, at, from_state, "
                      "to_state, actor, reason, attempt) VALUES (?1, ?2, ?3, "
                      "?4, ?5, ?6, ?7)",
-    /* pawl_dep_note(): a parent with children to release (issue 15). */
+    /* pawl_dep_note(): a parent with children to release (issue 15),
+     * and the row's ordering key for its holds (sq_keys_flush()). */
     [SQ_FAIL] = "UPDATE pawl_jobs SET state = 3, last_error = ?1, "
                 "finished_at = ?2, updated_at = pawl_dep_note(?2, CASE WHEN "
-                "deps_open THEN seq END), lease_expires = NULL, "
-                "version = version + 1 WHERE id = ?3",
+                "deps_open THEN seq END, ordering_key), lease_expires = NULL, "
+                "held = 0, version = version + 1 WHERE id = ?3",
     /* Back to pending: retry (?3 = 0), snooze or release (?3 = 1: the
      * attempt is given back). ?7: the job lets later jobs of its ordering
-     * key pass while it waits (a retry under ordering = "skip_failed"). */
+     * key pass while it waits (a retry under ordering = "skip_failed").
+     * Due later than now: early (V018); the key noted for its holds. */
     [SQ_REQUEUE] =
         "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = pawl_rank("
         "priority, ?1, " SQLITE_SQL_QUEUE_BOOST("?2") "), attempt = attempt - ?3, "
-        "last_error = coalesce(?4, last_error), updated_at = ?5, "
+        "last_error = coalesce(?4, last_error), updated_at = "
+        "pawl_key_note(?5, ordering_key), early = ?1 > ?5, "
         "lease_expires = NULL, ordering_skip = ?7, version = version + 1 "
         "WHERE id = ?6",
     [SQ_EXTEND] = "UPDATE pawl_jobs SET lease_expires = ?1 WHERE state = 1 "
@@ -331,7 +325,8 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_RECOVER] =
         "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = pawl_rank("
         "priority, ?1, " SQLITE_SQL_QUEUE_BOOST("?2") "), last_error = ?3, "
-        "recoveries = recoveries + 1, updated_at = ?1, lease_expires = NULL, "
+        "recoveries = recoveries + 1, updated_at = pawl_key_note(?1, "
+        "ordering_key), early = 0, lease_expires = NULL, "
         "version = version + 1 WHERE id = ?4",
     [SQ_CRASHED] = "UPDATE pawl_started SET crashes = crashes + 1 WHERE "
                    "job_id = ?1",
@@ -349,13 +344,18 @@ static const char *const sq_sql[SQ_COUNT] = {
                      "?4) WHERE id = ?1 AND state = 1 AND lease_token = ?2 "
                      "AND attempt = ?3",
     /* Every operator transition: C decides the new values from the row it
-     * read, the version check makes it a compare-and-set. */
+     * read, the version check makes it a compare-and-set. A row leaving
+     * pending drops its hold; one made pending due later is early (V018);
+     * sq_tx_update() notes the key for its holds. */
     [SQ_TRANSITION] =
         "UPDATE pawl_jobs SET state = ?4, paused_from = ?5, run_at = ?6, "
         "rank = ?7, attempt = ?8, last_error = ?9, result = ?10, "
         "finished_at = ?11, recoveries = ?12, lease_expires = ?13, "
-        "updated_at = ?1, version = version + 1 WHERE id = ?2 AND "
+        "held = CASE WHEN ?4 = 0 THEN held ELSE 0 END, early = ?4 = 0 AND "
+        "?6 > ?1, updated_at = ?1, version = version + 1 WHERE id = ?2 AND "
         "version = ?3",
+    /* A key's holds computed again (V018's pawl_key_refresh). */
+    [SQ_KEY_REFRESH] = "INSERT INTO pawl_key_refresh VALUES (?1)",
     [SQ_ATTEMPTS] = "SELECT attempt, node, scheduled_at, started_at, "
                     "ended_at, outcome, error, trace FROM pawl_attempts WHERE "
                     "job_id = ?1 ORDER BY seq",
@@ -477,11 +477,7 @@ static const char *const sq_sql[SQ_COUNT] = {
                       "age_boost_ms FROM pawl_queues ORDER BY name",
     /* limits (issue 14) */
     [SQ_CLAIM_LIM] = SQLITE_SQL_CLAIM_LIM,
-    [SQ_CLAIM_LIM_QUEUE] = SQLITE_SQL_CLAIM_LIM_QUEUE,
-    [SQ_CLAIM_LIM_QUEUES] = SQLITE_SQL_CLAIM_LIM_QUEUES,
     [SQ_CLAIM_LIM_UNPAUSED] = SQLITE_SQL_CLAIM_LIM_UNPAUSED,
-    [SQ_CLAIM_LIM_QUEUE_UNPAUSED] = SQLITE_SQL_CLAIM_LIM_QUEUE_UNPAUSED,
-    [SQ_CLAIM_LIM_QUEUES_UNPAUSED] = SQLITE_SQL_CLAIM_LIM_QUEUES_UNPAUSED,
     [SQ_LIMITS_READ] = SQLITE_SQL_LIMITS_READ,
     [SQ_LIMIT_RUNNING_RES] = SQLITE_SQL_LIMIT_RUNNING_RES,
     [SQ_LIMIT_RUNNING_QUEUE] = SQLITE_SQL_LIMIT_RUNNING_QUEUE,
@@ -657,9 +653,18 @@ typedef struct sq_store {
   int64_t *dep_seq;
   size_t ndep, depcap;
   int dep_oom;
+  /* Holds (V020__holds_by_store.sql): the ordering keys of the rows this
+   * write transaction changed, owned copies, refreshed by sq_keys_flush()
+   * before the commit. */
+  char **keys;
+  size_t nkeys, keycap;
+  int key_oom;
 } sq_store_t;
 
 static int sq_deps_flush(sq_store_t *s);
+static int sq_keys_flush(sq_store_t *s);
+static void sq_key_note(sq_store_t *s, const char *key);
+static void sq_keys_clear(sq_store_t *s);
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -762,6 +767,7 @@ static void sq_ungate(sq_store_t *s) {
  * sq_rollback()), which also release the write gate. */
 static int sq_begin(sq_store_t *s) {
   s->tx_seq++; /* what sq_queue_boost() remembers is for one transaction */
+  if (s->nkeys || s->key_oom) sq_keys_clear(s); /* a rollback's leftovers */
   sqlite3_stmt *st = sq_stmt(s, SQ_BEGIN);
   if (!st) return s->base.errmsg[0] ? PAWL_ESTORE : PAWL_ENOMEM;
   sq_gate(s);
@@ -811,6 +817,9 @@ static int sq_end(sq_store_t *s, int rc) {
   if (rc == 0 && (s->ndep || s->dep_oom)) rc = sq_deps_flush(s);
   s->ndep = 0;
   s->dep_oom = 0;
+  /* Holds: after the dependencies, whose releases move keyed rows too. */
+  if (rc == 0 && (s->nkeys || s->key_oom)) rc = sq_keys_flush(s);
+  sq_keys_clear(s);
   if (rc == 0) return sq_commit(s);
   sq_rollback(s);
   return rc;
@@ -1253,7 +1262,10 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   sq_bind_text(st, 19, j->resource);
   if (j->batch_id) sq_bind_id(st, 20, j->batch_id);
   sqlite3_bind_int(st, 21, j->depth);
+  /* Pending and due later: early (V018), promoted by the claim when due. */
+  sqlite3_bind_int(st, 22, !(j->blocked || deps) && run_at > now);
   if ((rc = sq_exec(s, st, "insert job"))) return rc;
+  if (j->ordering_key) sq_key_note(s, j->ordering_key);
   if (j->signal_key && (rc = sq_sig_add(s, j, now))) return rc; /* issue 15 */
   if (j->instance_key && (rc = sq_instance_take(s, j, now))) return rc;
   if (j->idempotency_key) {
@@ -1683,7 +1695,14 @@ static int sq_claim_paused(sq_store_t *s, int *which) {
  * (SQLITE_SQL_PROMOTE): a seek of pawl_jobs_early, in the claim's
  * transaction. */
 static int sq_promote(sq_store_t *s, int64_t now) {
-  sqlite3_stmt *st = sq_stmt(s, SQ_PROMOTE);
+  sqlite3_stmt *st = sq_stmt(s, SQ_PROMOTE_ANY);
+  if (!st) return PAWL_ESTORE;
+  sqlite3_bind_int64(st, 1, now);
+  int step = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (step == SQLITE_DONE) return 0;
+  if (step != SQLITE_ROW) return sq_fail(s, step, "find due jobs to promote");
+  st = sq_stmt(s, SQ_PROMOTE);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_int64(st, 1, now);
   return sq_exec(s, st, "promote due jobs");
@@ -1828,9 +1847,12 @@ static int sq_lanes_paused(sq_lanes_t *ln) {
 
 /* Applies to `j`, the got-th job of a claim, what CLAIM_TAKE writes to
  * its row, and lists its seq in `seqs` (and in `ahead` when it is claimed
- * ahead of a free worker: CLAIM_TAKE leaves its start NULL). */
-static void sq_claim_mark(const store_claim_t *c, pawl_job_t *j, int64_t now,
-                          size_t got, pawl_buf_t *seqs, pawl_buf_t *ahead) {
+ * ahead of a free worker: CLAIM_TAKE leaves its start NULL). A job of a
+ * key that starts holds the key's other jobs: its key is noted. */
+static void sq_claim_mark(sq_store_t *s, const store_claim_t *c,
+                          pawl_job_t *j, int64_t now, size_t got,
+                          pawl_buf_t *seqs, pawl_buf_t *ahead) {
+  if (j->ordering_key) sq_key_note(s, j->ordering_key);
   j->state = PAWL_RUNNING;
   j->attempt++;
   j->started_at = j->updated_at = now;
@@ -1898,7 +1920,7 @@ static int sq_claim_lanes(sq_store_t *s, const store_claim_t *c, int64_t now,
     if (!rc && *got < c->max &&
         (!lim->n || pawl__store_limits_admit(lim, pk->job->queue, pk->resource))) {
       pawl_job_t *j = pk->job;
-      sq_claim_mark(c, j, now, *got, seqs, ahead);
+      sq_claim_mark(s, c, j, now, *got, seqs, ahead);
       jobs[(*got)++] = j;
       pk->job = NULL;
     }
@@ -1923,10 +1945,11 @@ static int sq_next_due_lanes(sq_store_t *s, const char *const *queues,
   return rc;
 }
 
-/* Whether a claim must go by lanes: a queue is paused or a limit has
- * nothing left. */
-static int sq_lanes_needed(int paused, const store_limits_t *lim) {
-  if (paused) return 1;
+/* Whether a claim must go by lanes: it names its queues, a queue is
+ * paused or a limit has nothing left. */
+static int sq_lanes_needed(size_t nqueues, int paused,
+                           const store_limits_t *lim) {
+  if (nqueues || paused) return 1;
   for (size_t i = 0; i < lim->n; i++)
     if (pawl__store_limit_blocked(&lim->v[i])) return 1;
   return 0;
@@ -1941,23 +1964,12 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   *out = NULL;
   *n = 0;
   if (c->max == 0) return 0;
-  char *queues_json = NULL;
   int which = SQ_CLAIM;
-  if (c->nqueues == 1) {
-    which = SQ_CLAIM_QUEUE;
-  } else if (c->nqueues > 1) {
-    queues_json = sq_queues_json(c->queues, c->nqueues);
-    if (!queues_json) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
-    which = SQ_CLAIM_QUEUES;
-  }
   pawl_job_t **jobs = pawl__calloc(c->max, sizeof *jobs);
   pawl_buf_t seqs, ahead; /* ahead: empty, or a JSON array */
   pawl__buf_init(&seqs);
   pawl__buf_init(&ahead);
-  if (!jobs) {
-    pawl__free(queues_json);
-    return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
-  }
+  if (!jobs) return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
   int rc = sq_begin(s);
   /* The time is read once the write lock is held: a claim that waited for
    * a finish to commit (the finish that released the job it takes) must
@@ -1981,7 +1993,8 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   }
   if (rc) {
     rc = sq_end(s, rc);
-  } else if (sq_lanes_needed(which != unpaused_which &&
+  } else if (sq_lanes_needed(c->nqueues,
+                             which != unpaused_which &&
                                  which != unpaused_which + SQ_CLAIM_LIM - SQ_CLAIM,
                              &lim)) {
     rc = sq_claim_lanes(s, c, now, &lim, jobs, &got, &seqs, &ahead);
@@ -1996,11 +2009,6 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
     } else {
       sqlite3_bind_int64(st, 1, now);
       sqlite3_bind_int64(st, 2, (sqlite3_int64)c->max);
-      /* Every variant (paused filter, limits) takes the queues as ?3. */
-      if (c->nqueues == 1)
-        sqlite3_bind_text(st, 3, c->queues[0], -1, SQLITE_STATIC);
-      else if (c->nqueues > 1)
-        sqlite3_bind_text(st, 3, queues_json, -1, SQLITE_STATIC);
       if (lim.n) {
         sqlite3_bind_text(st, 4, lim_res, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 5, lim_qs, -1, SQLITE_STATIC);
@@ -2014,7 +2022,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
           rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
           break;
         }
-        sq_claim_mark(c, j, now, got, &seqs, &ahead);
+        sq_claim_mark(s, c, j, now, got, &seqs, &ahead);
         jobs[got++] = j;
       }
       pawl__buf_putc(&seqs, ']');
@@ -2030,7 +2038,6 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   pawl__store_limits_free(&lim);
   pawl__free(lim_res);
   pawl__free(lim_qs);
-  pawl__free(queues_json);
   pawl__buf_free(&seqs);
   pawl__buf_free(&ahead);
   if (rc || got == 0) {
@@ -2080,12 +2087,13 @@ static int sq_next_due(store_t *base, const char *const *queues,
   store_limits_t lim = {0};
   int64_t now = pawl__store_now(base);
   int rc = sq_limits_read(s, now, SIZE_MAX, &lim);
-  /* With a lane blocked (a paused queue, a limit with nothing left), a
-   * ready job is looked for lane by lane; when there is none, the
-   * statements below look at the jobs due later only (?9). */
+  /* For some queues, or with a lane blocked (a paused queue, a limit with
+   * nothing left), a ready job is looked for lane by lane, as a claim
+   * picks; when there is none, the statements below look at the jobs due
+   * later only (?9). */
   int paused = 0, later_only = 0;
   if (!rc) rc = sq_any_paused(s, &paused);
-  if (!rc && sq_lanes_needed(paused, &lim)) {
+  if (!rc && sq_lanes_needed(nqueues, paused, &lim)) {
     int64_t at = 0;
     rc = sq_next_due_lanes(s, queues, nqueues, &lim, now, &at);
     if (!rc && at) {
@@ -2317,7 +2325,76 @@ static void sq_deps_note(sq_store_t *s, int64_t seq) {
   s->dep_seq[s->ndep++] = seq;
 }
 
-/* pawl_tp_note(queue, v, batch, seq) [SQL]: notes one success of `queue` for
+/* ---- holds (V020__holds_by_store.sql) ----------------------------------
+ *
+ * A pending job with an ordering key is held (held = 1, in none of the
+ * claim's indexes) unless it is one of its key's candidates; which ones
+ * are depends on every live row of the key. So each statement that
+ * changes a keyed row's state, ordering_skip or paused_from notes the
+ * row's key (from C when C has the row, else through pawl_key_note() or
+ * pawl_tp_note() in the statement), and sq_end() has the holds of every
+ * noted key computed again (pawl_key_refresh, a few seeks of
+ * pawl_jobs_key each) before the transaction commits. Rows without a key,
+ * nearly all, cost the test of one NULL. */
+
+/* Notes `key` (not NULL) for sq_keys_flush(). */
+static void sq_key_note(sq_store_t *s, const char *key) {
+  /* A batch of one key notes it once per row: skip the repeat. */
+  if (s->nkeys && !strcmp(s->keys[s->nkeys - 1], key)) return;
+  if (s->nkeys == s->keycap) {
+    size_t cap = s->keycap ? s->keycap * 2 : 16;
+    char **g = pawl__realloc(s->keys, cap * sizeof *g);
+    if (!g) {
+      s->key_oom = 1;
+      return;
+    }
+    s->keys = g;
+    s->keycap = cap;
+  }
+  if (!(s->keys[s->nkeys] = pawl__strdup(key))) {
+    s->key_oom = 1;
+    return;
+  }
+  s->nkeys++;
+}
+
+static void sq_keys_clear(sq_store_t *s) {
+  for (size_t i = 0; i < s->nkeys; i++) pawl__free(s->keys[i]);
+  s->nkeys = 0;
+  s->key_oom = 0;
+}
+
+static int sq_key_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Computes the holds of every key noted in this transaction again, each
+ * once. */
+static int sq_keys_flush(sq_store_t *s) {
+  if (s->key_oom) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  qsort(s->keys, s->nkeys, sizeof *s->keys, sq_key_cmp);
+  int rc = 0;
+  for (size_t i = 0; i < s->nkeys && !rc; i++) {
+    if (i && !strcmp(s->keys[i], s->keys[i - 1])) continue;
+    sqlite3_stmt *st = sq_stmt(s, SQ_KEY_REFRESH);
+    if (!st) return PAWL_ESTORE;
+    sqlite3_bind_text(st, 1, s->keys[i], -1, SQLITE_STATIC);
+    rc = sq_exec(s, st, "hold the jobs of an ordering key");
+    sqlite3_clear_bindings(st);
+  }
+  return rc;
+}
+
+/* pawl_key_note(v, key) [SQL]: notes `key` when not NULL, returns v. */
+static void sq_key_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
+  (void)argc;
+  sq_store_t *s = sqlite3_user_data(ctx);
+  if (sqlite3_value_type(v[1]) != SQLITE_NULL)
+    sq_key_note(s, (const char *)sqlite3_value_text(v[1]));
+  sqlite3_result_value(ctx, v[0]);
+}
+
+/* pawl_tp_note(queue, v, batch, seq, key) [SQL]: notes one success of `queue` for
  * this finish's throughput count (and of `batch`, when not NULL, for its
  * counters: sq_batch_flush()) and returns v. The success UPDATE
  * (SQLITE_SQL_SUCCEED_SET) sets updated_at through it, so it runs exactly
@@ -2328,7 +2405,8 @@ static void sq_deps_note(sq_store_t *s, int64_t seq) {
  * statement (s->tp_oom): the finish then fails and rolls back. `seq`
  * (dependencies, issue 15): the row's seq when it has children to
  * release (deps_open), noted for sq_deps_flush(); NULL for every other
- * row, so a job without children costs a CASE. */
+ * row, so a job without children costs a CASE. `key`: the row's ordering
+ * key (NULL for nearly every job), noted for its holds. */
 static void sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
   (void)argc;
   sq_store_t *s = sqlite3_user_data(ctx);
@@ -2340,16 +2418,20 @@ static void sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
   /* Dependencies (issue 15): NULL for a job without children. */
   if (sqlite3_value_type(v[3]) != SQLITE_NULL)
     sq_deps_note(s, sqlite3_value_int64(v[3]));
+  if (sqlite3_value_type(v[4]) != SQLITE_NULL)
+    sq_key_note(s, (const char *)sqlite3_value_text(v[4]));
   sqlite3_result_value(ctx, v[1]);
 }
 
-/* pawl_dep_note(v, seq) [SQL]: notes `seq` when not NULL (a failed job
- * with children to release), returns v. */
+/* pawl_dep_note(v, seq, key) [SQL]: notes `seq` when not NULL (a failed
+ * job with children to release) and `key` when not NULL, returns v. */
 static void sq_dep_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
   (void)argc;
   sq_store_t *s = sqlite3_user_data(ctx);
   if (sqlite3_value_type(v[1]) != SQLITE_NULL)
     sq_deps_note(s, sqlite3_value_int64(v[1]));
+  if (sqlite3_value_type(v[2]) != SQLITE_NULL)
+    sq_key_note(s, (const char *)sqlite3_value_text(v[2]));
   sqlite3_result_value(ctx, v[0]);
 }
 
@@ -2704,6 +2786,7 @@ static int sq_tx_update(store_t *base, const pawl_job_t *j,
   if (step == SQLITE_CONSTRAINT) return PAWL_EKEY;
   if (step != SQLITE_DONE) return sq_fail(s, step, "update job");
   *changed = sqlite3_changes(s->db) == 1;
+  if (*changed && j->ordering_key) sq_key_note(s, j->ordering_key);
   /* Into the dead-letter set (a signal's wait that expired): its alert. A
    * dead job paused and resumed is not a new one. */
   if (*changed && plan->to == PAWL_FAILED && j->state != PAWL_FAILED &&
@@ -3372,6 +3455,8 @@ static void sq_close(store_t *base) {
   pawl__free(s->bn);
   pawl__free(s->qb_queue);
   pawl__free(s->dep_seq);
+  sq_keys_clear(s);
+  pawl__free(s->keys);
   pawl__free(s->path);
   pawl__free(s);
 }
@@ -3935,13 +4020,17 @@ static int sq_configure(sq_store_t *s, const store_config_t *cfg,
     return PAWL_ESTORE;
   }
   /* Not deterministic: called once per row written, for its effect. */
-  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 4,
+  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 5,
                                  SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
                                  sq_tp_note_fn, NULL, NULL,
                                  NULL) != SQLITE_OK ||
-      sqlite3_create_function_v2(s->db, "pawl_dep_note", 2,
+      sqlite3_create_function_v2(s->db, "pawl_dep_note", 3,
                                  SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
                                  sq_dep_note_fn, NULL, NULL,
+                                 NULL) != SQLITE_OK ||
+      sqlite3_create_function_v2(s->db, "pawl_key_note", 2,
+                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
+                                 sq_key_note_fn, NULL, NULL,
                                  NULL) != SQLITE_OK) {
     snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
              sqlite3_errmsg(s->db));
