@@ -240,6 +240,12 @@ typedef struct pawl_options {
    * calls pawl_checkpoint() from a thread of its own instead (as the worker
    * host does), which keeps the checkpoint's fsync off the jobs' path. */
   int manual_checkpoint;
+  /* 1: SQLite: pawl_open takes the write lock once, so that a program
+   * about to write (the worker host) learns at once, with PAWL_EBUSY,
+   * that another connection holds it past the busy timeout, rather than
+   * at its first write. 0 (the default): opening a database already at
+   * this pawl's version only reads. PostgreSQL: no effect. */
+  int check_writable;
 } pawl_options_t;
 
 /* Fills `opts` with the defaults. Call before setting fields. */

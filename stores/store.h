@@ -36,6 +36,7 @@ typedef struct store_config {
   int64_t age_boost_ms;     /* -1: keep the stored setting */
   int no_migrate;
   int create;               /* create a missing database (pawl_options_t) */
+  int check_writable;       /* SQLite: take the write lock once at open */
   unsigned file_mode;       /* SQLite: bits of a file it creates; 0: 0600 */
   int64_t poison_recoveries; /* recoveries beyond this fail the job; 0: 3 */
   /* Optional pthread_mutex_t shared by the connections of one process to

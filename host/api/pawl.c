@@ -159,6 +159,7 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
       .age_boost_ms = opts->age_boost_ms,
       .no_migrate = opts->no_migrate,
       .create = opts->create,
+      .check_writable = opts->check_writable,
       .file_mode = opts->file_mode,
       .no_autocheckpoint = opts->manual_checkpoint,
   };
@@ -173,6 +174,7 @@ int pawl_open(pawl_t **out, const pawl_options_t *opts, char *errbuf,
   p->cfg.age_boost_ms = -1;
   p->cfg.no_migrate = 1;
   p->cfg.create = 0; /* a sibling never makes a new database of its own */
+  p->cfg.check_writable = 0;
   if (!p->cfg.url) {
     pawl_close(p);
     snprintf(errbuf, errlen, "out of memory");

@@ -1910,6 +1910,9 @@ int main(int argc, char **argv) {
     opts.file_mode = a.db_mode;
     opts.node_id = a.node_id;
     opts.lease_ms = a.lease_ms;
+    /* A node writes at once: it waits for the write lock here (cli_open)
+     * rather than start and fail its first writes. */
+    opts.check_writable = a.cmd == CLI_RUN;
     pawl_t *p = NULL;
     int orc = cli_open(&p, &opts, &a, err, sizeof err);
     if (orc) {

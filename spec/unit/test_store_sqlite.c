@@ -328,7 +328,8 @@ void test_sqlite_pragmas(void) {
 
 /* Every command opens the store, and a busy host holds SQLite's one write
  * lock most of the time: opening a database that is already current must
- * read alone, or `pawl show` waits its busy timeout behind the host. */
+ * read alone, or `pawl show` waits its busy timeout behind the host. A
+ * node (check_writable) still takes the lock once at open. */
 void test_sqlite_open_current_needs_no_write_lock(void) {
   pawl_close(open_ok("sqlite:current.db"));
   sqlite3 *db = raw("current.db");
@@ -346,6 +347,12 @@ void test_sqlite_open_current_needs_no_write_lock(void) {
   memset(&none, 0, sizeof none);
   CHECK_INT(pawl_get(p, &none, &j), ==, PAWL_ENOTFOUND);
   pawl_close(p);
+  /* A program about to write asks for the lock at open, and is told. */
+  o.check_writable = 1;
+  p = NULL;
+  CHECK_INT(pawl_open(&p, &o, err, sizeof err), ==, PAWL_EBUSY);
+  CHECK(p == NULL);
+  CHECK(strstr(err, "database is locked") != NULL);
   raw_exec(db, "ROLLBACK");
   sqlite3_close(db);
 }

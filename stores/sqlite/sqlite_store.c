@@ -4056,6 +4056,11 @@ static int sq_ready_schema(sq_store_t *s, const store_config_t *cfg,
   if (!rc) rc = sq_setting_get(s, "age_boost_ms", &s->boost_ms);
   if (!rc && cfg->age_boost_ms >= 0 && cfg->age_boost_ms != s->boost_ms)
     rc = sq_set_age_boost(s, cfg->age_boost_ms);
+  if (!rc && cfg->check_writable) {
+    int src = sqlite3_exec(s->db, "BEGIN IMMEDIATE", 0, 0, 0);
+    if (src != SQLITE_OK) rc = sq_fail(s, src, "take the write lock");
+    else sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
+  }
   if (rc) snprintf(errbuf, errlen, "%s", s->base.errmsg);
   return rc;
 }
