@@ -61,12 +61,16 @@ static void contract_types(const char *url) {
   pawl_t *q = ty_open(copy);
   ty_names(q, "mail", got, sizeof got);
   CHECK_STR(got, "ssn|card\"no|\xc3\xa9");
-  /* A reload that drops a list and leaves a type out: the list is
-   * replaced, the other type's row stays. */
+  /* A node whose copy of the script lists fewer names (or none), and
+   * leaves a type out: nothing recorded is revealed, the other type's row
+   * stays; a name listed anew is added after those recorded. */
   ty_now += 1000;
   CHECK_OK(pawl__types_sync(p, "[[\"mail\",[]]]"));
   ty_names(q, "mail", got, sizeof got);
-  CHECK_STR(got, "");
+  CHECK_STR(got, "ssn|card\"no|\xc3\xa9");
+  CHECK_OK(pawl__types_sync(p, "[[\"mail\",[\"pin\",\"ssn\"]]]"));
+  ty_names(q, "mail", got, sizeof got);
+  CHECK_STR(got, "ssn|card\"no|\xc3\xa9|pin");
   CHECK_OK(pawl__types_sync(p, "[[\"plain\",[\"pin\"]]]"));
   ty_names(q, "plain", got, sizeof got);
   CHECK_STR(got, "pin");

@@ -559,14 +559,21 @@ static const char *const pg_sql[PG_COUNT] = {
         "rate_window_ms = excluded.rate_window_ms, "
         "updated_at = excluded.updated_at",
     [PG_LIMIT_REMOVE] = "DELETE FROM pawl_limits WHERE name = $1::text",
-    /* $1: [[type, [field, ...]], ...] */
+    /* $1: [[type, [field, ...], [branch, ...]], ...]. A type's redact
+     * list only grows: the names a node's script lists are added to those
+     * recorded, so a node with an older copy of the script (no `redact`)
+     * cannot reveal a field that another node's copy hides. */
     [PG_TYPES_SYNC] =
         "INSERT INTO pawl_types AS t (type, redact, branches, updated_at) "
         "SELECT e->>0, e->1, e->2, pawl_now($2::bigint) FROM "
         "jsonb_array_elements($1::jsonb) AS e ON CONFLICT (type) DO UPDATE "
-        "SET redact = excluded.redact, branches = excluded.branches, "
-        "updated_at = excluded.updated_at WHERE (t.redact, t.branches) IS "
-        "DISTINCT FROM (excluded.redact, excluded.branches)",
+        "SET redact = t.redact || coalesce((SELECT jsonb_agg(n.v ORDER BY "
+        "n.i) FROM jsonb_array_elements(excluded.redact) WITH ORDINALITY AS "
+        "n(v, i) WHERE NOT t.redact @> jsonb_build_array(n.v)), '[]'), "
+        "branches = excluded.branches, updated_at = excluded.updated_at "
+        "WHERE EXISTS (SELECT 1 FROM jsonb_array_elements(excluded.redact) "
+        "AS n(v) WHERE NOT t.redact @> jsonb_build_array(n.v)) OR "
+        "t.branches IS DISTINCT FROM excluded.branches",
     [PG_TYPE_REDACT] = "SELECT redact::text, branches::text FROM pawl_types "
                        "WHERE type = $1::text",
     [PG_LIMIT_LIST] =

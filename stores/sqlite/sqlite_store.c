@@ -495,15 +495,23 @@ static const char *const sq_sql[SQ_COUNT] = {
         "updated_at = excluded.updated_at",
     [SQ_LIMIT_REMOVE] = "DELETE FROM pawl_limits WHERE name = ?1",
     /* ?1: [[type, [field, ...], [branch, ...]], ...]; "WHERE true" keeps
-     * the upsert's ON from being read as a join's. */
+     * the upsert's ON from being read as a join's. A type's redact list
+     * only grows: the names a node's script lists are added to those
+     * recorded, so a node with an older copy of the script (no `redact`)
+     * cannot reveal a field that another node's copy hides. */
     [SQ_TYPES_SYNC] =
         "INSERT INTO pawl_types (type, redact, branches, updated_at) SELECT "
         "json_extract(value, '$[0]'), json(json_extract(value, '$[1]')), "
         "json(json_extract(value, '$[2]')), ?2 "
         "FROM json_each(?1) WHERE true ON CONFLICT (type) DO UPDATE SET "
-        "redact = excluded.redact, branches = excluded.branches, "
-        "updated_at = excluded.updated_at WHERE "
-        "pawl_types.redact IS NOT excluded.redact OR "
+        "redact = (SELECT json_group_array(value) FROM (SELECT 0 AS src, "
+        "key, value FROM json_each(pawl_types.redact) UNION ALL SELECT 1, "
+        "n.key, n.value FROM json_each(excluded.redact) AS n WHERE n.value "
+        "NOT IN (SELECT value FROM json_each(pawl_types.redact)) ORDER BY "
+        "src, key)), branches = excluded.branches, "
+        "updated_at = excluded.updated_at WHERE EXISTS (SELECT 1 FROM "
+        "json_each(excluded.redact) AS n WHERE n.value NOT IN (SELECT value "
+        "FROM json_each(pawl_types.redact))) OR "
         "pawl_types.branches IS NOT excluded.branches",
     [SQ_TYPE_REDACT] = "SELECT redact, branches FROM pawl_types WHERE "
                        "type = ?1",
