@@ -496,9 +496,12 @@ return { on_dead = pawl.alert.webhook{
       assert.truthy(x.host:wait(H.HANG_S), x.host:stderr())
     end)
 
-    it_("a script's changed redact list reaches the views at reload", function()
+    -- A name a script adds reaches the views when a host loads it; a name
+    -- a script no longer lists stays hidden, so that one node running an
+    -- older copy of the script cannot reveal what the others hide.
+    it_("a script's redact list reaches the views at reload, and only grows", function()
       env:script("plain", [[return { redact = { "pin" }, run = function() end }]])
-      local id = env:enqueue("plain", '{"pin":"1234","card":"4242"}')
+      local id = env:enqueue("plain", '{"pin":"1234","card":"4242","zip":"02139"}')
       env:run_idle("--workers", "1")
       local v = cjson.decode(env:ok("show", id, "--json"))
       assert.are.equal(R, v.payload.pin)
@@ -506,8 +509,15 @@ return { on_dead = pawl.alert.webhook{
       env:script("plain", [[return { redact = { "card" }, run = function() end }]])
       env:run_idle("--workers", "1")
       v = cjson.decode(env:ok("show", id, "--json"))
-      assert.are.equal("1234", v.payload.pin)
+      assert.are.equal(R, v.payload.pin)
       assert.are.equal(R, v.payload.card)
+      -- The older copy, without any redact: nothing is revealed.
+      env:script("plain", [[return { run = function() end }]])
+      env:run_idle("--workers", "1")
+      v = cjson.decode(env:ok("show", id, "--json"))
+      assert.are.equal(R, v.payload.pin)
+      assert.are.equal(R, v.payload.card)
+      assert.are.equal("02139", v.payload.zip)
     end)
   end)
 end
