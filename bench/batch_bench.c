@@ -1,5 +1,5 @@
 /* batch_bench.c: one batch of N children (default 100,000) enqueued in one
- * call of pawl_batch_enqueue() (issue 15), the bulk path: its time, and how
+ * call of pawl_batch_enqueue(), the bulk path: its time, and how
  * much the process's memory grows during the call (peak RSS, VmHWM, reset
  * before the call through /proc/self/clear_refs, less VmRSS before it).
  * The children's payloads are the caller's and made before the call

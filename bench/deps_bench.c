@@ -1,4 +1,4 @@
-/* deps_bench.c: the release of a fan-in (issue 15): one child after N
+/* deps_bench.c: the release of a fan-in: one child after N
  * parents, the parents finished in batches.
  *
  *   pawl_deps_bench [URL] [N] [BATCH]   (default sqlite:/tmp/pawl_deps_bench.db,

@@ -1,6 +1,6 @@
 #!/bin/sh
 # metrics_bench.sh BUILD DB_URL [SCRAPES]: what a scrape of `pawl run
-# --metrics` costs with a million jobs in the table (issue 16).
+# --metrics` costs with a million jobs in the table.
 #
 # Fills DB_URL (a new database: sqlite:PATH, or a PostgreSQL URL with a
 # schema of its own) with 1,000,000 jobs finished two hours ago and 10,000

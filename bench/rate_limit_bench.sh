@@ -1,5 +1,5 @@
 #!/bin/sh
-# rate_limit_bench.sh: throughput under a rate limit (issue 14), SQLite.
+# rate_limit_bench.sh: throughput under a rate limit, SQLite.
 #
 #   bench/rate_limit_bench.sh PAWL_BIN [RATE] [WINDOW] [WINDOWS] [WORKERS]
 #

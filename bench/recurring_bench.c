@@ -1,5 +1,5 @@
 /* recurring_bench.c: the tick of many recurring definitions that all fire
- * in the same second (issue 14).
+ * in the same second.
  *
  *   pawl_recurring_bench [URL] [N]   (default sqlite:/tmp/pawl_rec_bench.db,
  *                                     100,000 definitions)

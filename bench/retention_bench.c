@@ -1,5 +1,5 @@
 /* retention_bench.c: claims and completions while retention deletes old
- * finished jobs in the background (issue 16), on SQLite or PostgreSQL.
+ * finished jobs in the background, on SQLite or PostgreSQL.
  *
  * A program, not a test: it prints numbers and judges nothing.
  *

@@ -1,4 +1,4 @@
--- What the sandbox (issue 10) costs: the default sanitizer on typical text,
+-- What the sandbox costs: the default sanitizer on typical text,
 -- the Lua side of one no-op job, and reading globals through a script's
 -- locked environment. Run from the repository root with pawl's LuaJIT:
 --

@@ -1,5 +1,5 @@
 /* step_bench.c: the cost of an idle pawl_step() (nothing due) on SQLite,
- * the price a game pays each frame when there is no work (issue 13: it
+ * the price a game pays each frame when there is no work (it
  * must stay under 20 us).
  *
  *   pawl_step_bench [CALLS]      (default 200,000)

@@ -389,12 +389,12 @@ typedef struct pawl_enqueue_opts {
    * (pawl.enqueue in job code, the CLI, the Lua module's db:enqueue of
    * types defined with db:define); this is what is stored. */
   const char *ordering_key;
-  /* Resource limits (issue 14): the resource the job holds a permit of
+  /* Resource limits: the resource the job holds a permit of
    * while it runs (pawl_limit_set()), or NULL for none. A name (as for
    * queues: 1..200 bytes, no control characters) that does not begin
    * with "queue:" (that prefix names a queue's limit). */
   const char *resource;
-  /* Signals (issue 15; README "Signals and replace"): the job starts
+  /* Signals (README "Signals and replace"): the job starts
    * `blocked` and waits until pawl_signal() delivers a decision for this
    * key (then it runs, and reads the decision as job.signal), or until
    * signal_timeout_ms passes (then it fails: "wait timed out"). A key is
@@ -417,7 +417,7 @@ typedef struct pawl_enqueue_opts {
   const pawl_id_t *after;
   size_t nafter;
   const char *when;
-  /* Job instances (issue 15, steps): the names of the payload's fields
+  /* Job instances: the names of the payload's fields
    * that identify a run of this type (a script's `identity`, applied by
    * the enqueuers that have the script, as ordering_key is). The job of
    * (type, those fields' values) is one instance: while one has
@@ -698,7 +698,7 @@ PAWL_EXTERN int pawl_resume(pawl_t *p, const pawl_id_t *id, const char *reason,
 PAWL_EXTERN int pawl_retry(pawl_t *p, const pawl_id_t *id, const char *reason,
                pawl_job_t **out);
 
-/* ---- signals and replace (issue 15) ------------------------------------ */
+/* ---- signals and replace ----------------------------------------------- */
 
 /* Where a job's signal stands. */
 #define PAWL_SIGNAL_WAITING 0   /* no decision yet: the job is blocked */
@@ -823,7 +823,7 @@ typedef struct pawl_claim_opts {
    * show and pawl top show them as claimed, until their start is
    * recorded. */
   int defer_start;
-  /* Limits (issue 14): how many of the `max` jobs are claimed ahead of a
+  /* Limits: how many of the `max` jobs are claimed ahead of a
    * free worker (a prefetch), 0..max. A job under a limit with a
    * max_running (its resource's or its queue's: pawl_limit_set()) is
    * never claimed ahead: its permit is for running now. A job under rate
@@ -1040,7 +1040,7 @@ PAWL_EXTERN int pawl_logs(pawl_t *p, const pawl_id_t *id,
                           pawl_log_record_t **out, size_t *n);
 PAWL_EXTERN void pawl_logs_free(pawl_log_record_t *logs, size_t n);
 
-/* ---- restartable steps (issue 15, steps) -------------------------------- */
+/* ---- restartable steps -------------------------------------------------- */
 
 /* A script may run as named steps (README "Restartable steps"). Each
  * execution of a step is a row: the worker running an attempt writes it
@@ -1140,8 +1140,8 @@ typedef struct pawl_script_info {
    * enqueue without --ordering-key). */
   char ordering_key[201];
   int ordering_key_fn;
-  char resource[201];     /* "" when the script sets none (issue 14) */
-  /* Job instances (issue 15): the script's identifying payload fields
+  char resource[201];     /* "" when the script sets none */
+  /* Job instances: the script's identifying payload fields
    * (pawl_enqueue_opts_t.identity); identity_ptrs points into identity,
    * ready to be given as opts.identity. */
   char identity[16][201];
@@ -1260,7 +1260,7 @@ typedef struct pawl_host_opts {
                                 1024 */
   const char *const *queues; /* nqueues names this node serves; 0: all */
   size_t nqueues;
-  /* Per-node concurrency per queue (issue 14): NULL, or nqueues numbers
+  /* Per-node concurrency per queue: NULL, or nqueues numbers
    * beside `queues`. queue_concurrency[i] > 0 (at most
    * PAWL_QUEUE_CONCURRENCY_MAX) gives queues[i] that many workers of its
    * own: at most that many of its jobs run at once on this node, and they
@@ -1380,7 +1380,7 @@ typedef struct pawl_host_opts {
   /* The admin console's listeners (see "the live host" below); NULL:
    * none. Borrowed for pawl_start() (copied). */
   const struct pawl_admin_opts *admin;
-  /* Retention (issue 16; see "retention" below): the policy by which
+  /* Retention (see "retention" below): the policy by which
    * this host deletes (or archives) old finished jobs, one node at a time
    * under the lock "pawl.retention", in batches of retention->batch jobs
    * with retention->pause_ms between them, a sweep every
@@ -1388,7 +1388,7 @@ typedef struct pawl_host_opts {
    * passes the defaults unless --retain off). Borrowed for pawl_start()
    * (copied). */
   const struct pawl_retention *retention;
-  /* The metrics endpoint (issue 16; see pawl_metrics_opts_t below);
+  /* The metrics endpoint (see pawl_metrics_opts_t below);
    * NULL: none. Borrowed for pawl_start() (copied); step mode and
    * pawl_attach_uv() refuse it (PAWL_EINVAL). */
   const struct pawl_metrics_opts *metrics;
@@ -1559,7 +1559,7 @@ typedef struct pawl_lock_info {
 PAWL_EXTERN int pawl_locks(pawl_t *p, pawl_lock_info_t **out, size_t *n);
 PAWL_EXTERN void pawl_locks_free(pawl_lock_info_t *locks, size_t n);
 
-/* ---- queues (issue 14) ---------------------------------------------------- */
+/* ---- queues --------------------------------------------------------------- */
 
 /* A queue's own concurrency on a node (pawl_host_opts_t.queue_concurrency):
  * 1..PAWL_QUEUE_CONCURRENCY_MAX. */
@@ -1611,7 +1611,7 @@ PAWL_EXTERN int pawl_queue_resume(pawl_t *p, const char *queue, int *changed);
  * counts as about 285 years): see README "Queues". */
 PAWL_EXTERN int pawl_queue_set_age_boost(pawl_t *p, const char *queue,
                                          int64_t ms);
-/* ---- resource and rate limits (issue 14) -------------------------------- */
+/* ---- resource and rate limits ------------------------------------------- */
 
 /* A limit applies, cluster-wide, to the jobs that name a resource
  * (pawl_enqueue_opts_t.resource, a script's `resource = "smtp"`), or,
@@ -1681,7 +1681,7 @@ PAWL_EXTERN int pawl_rate_parse(const char *text, int64_t *rate,
 PAWL_EXTERN int pawl_duration_parse(const char *text, int64_t *ms,
                                     char *errbuf, size_t errlen);
 
-/* ---- redaction in admin views (issue 16; host/api/types.c) -------------
+/* ---- redaction in admin views (host/api/types.c) -----------------------
  *
  * Admin views (pawl show, pawl jobs --json, the console) show payloads,
  * params, results, signal payloads, step checkpoints and log fields with
@@ -2109,7 +2109,7 @@ typedef struct pawl_admin_opts {
                               256 */
 } pawl_admin_opts_t;
 
-/* The metrics endpoint, pawl_host_opts_t.metrics (issue 16): an HTTP
+/* The metrics endpoint, pawl_host_opts_t.metrics: an HTTP
  * server (libmicrohttpd, on a thread of its own) that serves GET and HEAD
  * of /metrics in the Prometheus text format 0.0.4 (404 for other paths,
  * 405 for other methods). `listen` is "ADDRESS:PORT" as for the admin
@@ -2270,7 +2270,7 @@ PAWL_EXTERN int pawl_recurring_list(pawl_t *p, pawl_recurring_t **out,
                                     size_t *n);
 PAWL_EXTERN void pawl_recurring_free(pawl_recurring_t *defs, size_t n);
 
-/* ---- pawl top: the live view's reads (host/api/top.c; issue 16) ------- */
+/* ---- pawl top: the live view's reads (host/api/top.c) ----------------- */
 
 /* One throughput bucket: how many jobs reached a terminal state (`state`:
  * PAWL_SUCCEEDED, PAWL_FAILED or PAWL_CANCELED) in `queue` during one
@@ -2324,7 +2324,7 @@ PAWL_EXTERN void pawl_top_opts_init(pawl_top_opts_t *o);
 PAWL_EXTERN int pawl_top_snapshot(pawl_t *p, const pawl_top_opts_t *o,
                                   char **json);
 PAWL_EXTERN void pawl_top_snapshot_free(char *json);
-/* ---- retention (issue 16: host/api/retention.c) -------------------------
+/* ---- retention (host/api/retention.c) -----------------------------------
  *
  * Finished jobs (succeeded, failed, canceled) are deleted once they
  * finished long enough ago, or moved to the archive tables (pawl_jobs_archive

@@ -1,10 +1,10 @@
--- batch_spec.lua: batches (issue 15, README "Batches") from the Lua module,
+-- batch_spec.lua: batches (README "Batches") from the Lua module,
 -- from job code (pawl.batch) with `pawl run`, the CLI (`pawl batch show`,
 -- `pawl show`), and with three `pawl run` nodes on one database (on
 -- PostgreSQL, and on SQLite as three processes sharing the file) ending
 -- 2,000 children between them: each callback enqueued and run exactly once.
 --
--- Nothing here bets on the machine's speed (issue 17): the module tests
+-- Nothing here bets on the machine's speed: the module tests
 -- drive an injected clock; the node tests wait for conditions, with hang
 -- guards as caps. The store contract suite (spec/unit/
 -- store_contract_batch.c) and the three-process race on PostgreSQL
@@ -174,7 +174,7 @@ end }]])
   end)
 
   it("pawl.batch children wait for signals; callbacks refuse resources", function()
-    -- Merge of signals and batches (issue 15): job code's batch entries
+    -- Merge of signals and batches: job code's batch entries
     -- carry signal, signal_timeout and resource to the C API.
     env:script("parent", [[
 return { run = function(job)

@@ -1,4 +1,4 @@
--- bounds_spec.lua: numbers from outside are bounded (issue 10), from every
+-- bounds_spec.lua: numbers from outside are bounded, from every
 -- entry point that is not C (spec/unit/test_bounds.c has the C API): the
 -- CLI, job code (pawl.enqueue, pawl.snooze, retry policies, script fields)
 -- and the Lua module. A value out of its range, NaN, an infinity or a

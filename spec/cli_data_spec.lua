@@ -1,6 +1,6 @@
--- cli_data_spec.lua: the CLI and the data it keeps (issue 10, items 12, 14,
--- 16, 17, 19): who creates a database, with which permissions, passwords
--- in connection errors, large payloads, and JSON that survives job code.
+-- cli_data_spec.lua: the CLI and the data it keeps: who creates a
+-- database, with which permissions, passwords in connection errors, large
+-- payloads, and JSON that survives job code.
 local H = require "host_helper"
 local cjson = require "cjson"
 
@@ -24,7 +24,7 @@ describe("pawl CLI and its data", function()
     return H.run(args)
   end
 
-  -- ---- who creates a database (item 17) ---------------------------------
+  -- ---- who creates a database -------------------------------------------
 
   describe("a missing database", function()
     it("is created by migrate only; other commands say there is none", function()
@@ -113,7 +113,7 @@ describe("pawl CLI and its data", function()
     end)
   end)
 
-  -- ---- permissions (item 14) --------------------------------------------
+  -- ---- permissions ------------------------------------------------------
 
   describe("a new database file", function()
     it("is readable by its owner only, whatever the umask", function()
@@ -155,7 +155,7 @@ describe("pawl CLI and its data", function()
     end)
   end)
 
-  -- ---- passwords in connection errors (item 12) --------------------------
+  -- ---- passwords in connection errors ------------------------------------
 
   describe("a PostgreSQL URL's password", function()
     local urls = {
@@ -178,7 +178,7 @@ describe("pawl CLI and its data", function()
     end
   end)
 
-  -- ---- one JSON policy, and round trips through job code (item 16) ------
+  -- ---- one JSON policy, and round trips through job code ----------------
 
   describe("JSON", function()
     it("outside pawl's policy is refused at enqueue, payload and --params", function()
@@ -292,7 +292,7 @@ describe("pawl CLI and its data", function()
     end)
   end)
 
-  -- ---- large payloads (item 19) -----------------------------------------
+  -- ---- large payloads ---------------------------------------------------
 
   describe("enqueue's payload and --params", function()
     local big = cjson.encode { blob = ("x"):rep(300 * 1024) } -- > 128 KiB

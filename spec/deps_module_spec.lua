@@ -1,4 +1,4 @@
--- deps_module_spec.lua: dependencies (issue 15) through the Lua module:
+-- deps_module_spec.lua: dependencies through the Lua module:
 -- db:enqueue's after and when, db:chain, and what is refused. (Apart from
 -- deps_spec: the Lua module does not load under ThreadSanitizer.)
 local pawl = require "pawl"

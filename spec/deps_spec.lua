@@ -1,4 +1,4 @@
--- deps_spec.lua: dependencies between jobs (issue 15) with real `pawl run`
+-- deps_spec.lua: dependencies between jobs with real `pawl run`
 -- nodes: after/when, branches and chains from job code, the CLI's --after
 -- and --when and `pawl show`'s parents and children, and a fan-in whose
 -- parents finish on three nodes on one database (PostgreSQL, and SQLite:

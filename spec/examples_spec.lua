@@ -1,4 +1,4 @@
--- examples_spec.lua: the embedding examples of issue 13, run as their
+-- examples_spec.lua: the embedding examples, run as their
 -- users run them. examples/uv_server.c: real HTTP connections (curl) to a
 -- libuv server that enqueues a job per request and runs pawl attached to
 -- its own loop; every job runs, and requests are answered while a job is

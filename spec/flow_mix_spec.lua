@@ -1,10 +1,11 @@
--- flow_mix_spec.lua: the flows of issue 15 together, from job code with a
+-- flow_mix_spec.lua: signals, replace, batches, dependencies
+-- and steps together, from job code with a
 -- real `pawl run` node (found at their merge; the store's side is in
 -- spec/unit/store_contract_deps_mix.c and store_contract_steps_mix.c): a
 -- batch's child that waits for a parent (pawl.batch's `after` reaches
 -- host.batch), the refusal of a job that would wait for parents and a
 -- signal, and of a batch's child whose type has identity. Nothing waits
--- on time (issue 17): the node runs until idle. Only the CLI reads the
+-- on time: the node runs until idle. Only the CLI reads the
 -- database (no Lua module).
 local H = require "host_helper"
 
@@ -27,7 +28,7 @@ return {
 }
 ]]
 
-describe("flows together (issue 15)", function()
+describe("flows together", function()
   local env
 
   after_each(function()

@@ -4,7 +4,7 @@
 -- was stored (`pawl show --json`), what the host logged (its stderr) and,
 -- for secrets, the raw bytes of the database files.
 --
--- Nothing here depends on the machine's speed (issue 17): a job that must
+-- Nothing here depends on the machine's speed: a job that must
 -- be running at some moment is held there by a gate the test opens
 -- (H.GATE_LUA, env:gate()), never by a busy-wait or a sleep; tests assert
 -- order and outcome, and time only where it is the point, as bounds that a
@@ -919,8 +919,7 @@ return { run = function(job) pawl_gate(job.payload.gate) return "ok" end }]])
       -- The job runs until the test opens its gate, which it does only once
       -- the host has taken the stop: the job ends inside the grace period
       -- however long each step took. (A 0.5 s busy-wait here used to end
-      -- before the quick jobs were even enqueued under AddressSanitizer:
-      -- issue 17.)
+      -- before the quick jobs were even enqueued under AddressSanitizer.)
       local gate = env:gate()
       env:script("short", H.GATE_LUA .. [[
 return {

@@ -1,4 +1,4 @@
--- limits_spec.lua: resource and rate limits (issue 14) with real `pawl run`
+-- limits_spec.lua: resource and rate limits with real `pawl run`
 -- nodes: a resource's limit on one SQLite node with many workers and on
 -- three nodes sharing one PostgreSQL database, the permit of a dead node's
 -- job freed by lease recovery, a rate limit over real windows, and the
@@ -12,7 +12,7 @@
 -- running than the limit. A witnessed run lies inside the job's claim (it
 -- starts after the claim and ends before the finish is written), so the
 -- overlap of the witnessed runs is never more than the overlap of the
--- permits. No sleeps and no wall-clock bounds (issue 17): waits are for
+-- permits. No sleeps and no wall-clock bounds: waits are for
 -- conditions, with hang guards.
 local cjson = require "cjson"
 local pawl = require "pawl"

@@ -1,4 +1,4 @@
--- metrics_spec.lua: `pawl run --metrics` (issue 16). A real host serves
+-- metrics_spec.lua: `pawl run --metrics`. A real host serves
 -- /metrics; the spec runs a known set of jobs (a success, a retry then a
 -- success, a job that dies, one held running at a gate, one pending, one
 -- canceled), scrapes with curl, parses the text, and checks the node's

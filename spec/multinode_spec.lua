@@ -15,7 +15,7 @@
 -- start line without its end line is a job the node was running when it
 -- died. What the witnesses say is checked against what the database says.
 --
--- Nothing here bets on the machine's speed (issue 17): where a test needs
+-- Nothing here bets on the machine's speed: where a test needs
 -- nodes to be in the middle of jobs at some moment (a node killed, the
 -- database stopped), it holds those jobs at a gate (host_helper's
 -- env:gate()) until it is done with that moment; waits are for conditions,

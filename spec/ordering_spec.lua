@@ -1,4 +1,4 @@
--- ordering_spec.lua: per-key ordering (issue 14) with real `pawl run`
+-- ordering_spec.lua: per-key ordering with real `pawl run`
 -- nodes: three on one database (PostgreSQL, and SQLite: three processes
 -- on one file), and one with several workers on SQLite.
 --

@@ -1,6 +1,6 @@
 -- poison_spec.lua: a node that dies takes the jobs it had claimed with it;
--- only the one it was running can be the poison that killed it (issue 10,
--- item 3). A job lost while running more than 3 times fails as poison;
+-- only the one it was running can be the poison that killed it. A job
+-- lost while running more than 3 times fails as poison;
 -- the jobs claimed beside it (prefetched, queued in the host, never
 -- started) must not be blamed, however often the node dies.
 --

@@ -1,4 +1,4 @@
--- queues_spec.lua: queues (issue 14) with real `pawl run` nodes, on SQLite
+-- queues_spec.lua: queues with real `pawl run` nodes, on SQLite
 -- and PostgreSQL: a node's concurrency per queue (`--queues mail=1,
 -- default=2`: mail's jobs held at a gate never starve default's, and no
 -- queue runs more jobs at once than its number, as the jobs' own start
@@ -7,7 +7,7 @@
 -- and the Lua module's queue methods, and bad input refused with nothing
 -- changed.
 --
--- Nothing here bets on the machine's speed (issue 17): jobs that must be
+-- Nothing here bets on the machine's speed: jobs that must be
 -- running at some moment wait at gates the test opens; every wait is for a
 -- condition, with a hang guard as its cap.
 local cjson = require "cjson"

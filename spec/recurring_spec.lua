@@ -1,4 +1,4 @@
--- recurring_spec.lua: recurring definitions (issue 14) through the real
+-- recurring_spec.lua: recurring definitions through the real
 -- `pawl` binary: `pawl recurring ...` with --json, bad input refused with
 -- one line and nothing changed, and definitions job scripts declare,
 -- written, fired and disabled by a running `pawl run`.
@@ -7,7 +7,7 @@
 -- tested with an injected clock in spec/unit/test_recurring.c (both
 -- backends). Here the host fires a script's every-second definition for
 -- real: the tests wait for conditions (a job in the database, a flag in
--- the listing), with hang guards only (issue 17).
+-- the listing), with hang guards only.
 local cjson = require "cjson"
 local H = require "host_helper"
 

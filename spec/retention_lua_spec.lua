@@ -1,4 +1,4 @@
--- retention_lua_spec.lua: db:cleanup{...} (issue 16, retention) through
+-- retention_lua_spec.lua: db:cleanup{...} (retention) through
 -- `require "pawl"` on a handle with an injected clock (db:advance): what
 -- it removes and reports, a dry run, archive, and bad options. Loads the
 -- Lua module, so it stays out of the ThreadSanitizer specs.

@@ -1,4 +1,4 @@
--- retention_spec.lua: retention and archival (issue 16) through the CLI,
+-- retention_spec.lua: retention and archival through the CLI,
 -- on SQLite and PostgreSQL: `pawl cleanup` (dry run, --state,
 -- --older-than, --json, --retain with archive), its bad input, an
 -- idempotency key that outlives its job, and the sweep of a running
@@ -7,7 +7,7 @@
 -- The CLI has no injected clock, so ages here are --older-than 0 (every
 -- finished job) or a policy of 0 for a state; the ages themselves are
 -- tested with an injected clock in spec/unit/test_retention.c. No sleeps
--- and no wall-clock bounds (issue 17): waits are for conditions, with hang
+-- and no wall-clock bounds: waits are for conditions, with hang
 -- guards.
 local cjson = require "cjson"
 local H = require "host_helper"

@@ -1,5 +1,5 @@
 -- runaway_spec.lua: job code and scripts that try to take the host down or
--- to run forever (issue 10, items 3, 4, 5 and 10): recursion through C,
+-- to run forever: recursion through C,
 -- timeouts dodged in an error handler or in the string library, hooks,
 -- scripts whose top level never returns, and locks left behind by a job
 -- that was stopped. Each test asserts that the job (or the load) ended and
@@ -42,7 +42,7 @@ end
 describe("pawl's LuaJIT", function()
   it("raises an error instead of overflowing the C stack", function()
     local cases = {
-      -- The issue's example: string.gsub calling back into Lua.
+      -- The reported example: string.gsub calling back into Lua.
       gsub = function()
         local function f(s) return (s:gsub(".", f)) end
         return f("ab")

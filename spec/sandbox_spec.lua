@@ -85,12 +85,12 @@ return {
 
     -- Each attack, with what its refusal says.
     local ATTACKS = {
-      { "the string metatable's __index (the issue's attack)",
+      { "the string metatable's __index (the reported attack)",
         [[getmetatable("").__index.gsub = function(s) return s, 0 end]],
         "string.gsub is read-only in job code" },
       { "the string metatable itself",
         [[getmetatable("").__index = {}]], 'getmetatable("").__index is read-only in job code' },
-      { "the pawl.sanitize module (the issue's attack)",
+      { "the pawl.sanitize module (the reported attack)",
         [[require("pawl.sanitize").default = function(m) return m end]],
         "pawl.sanitize.default is read-only in job code" },
       { "the string library", [[string.gsub = function(s) return s, 0 end]],

@@ -1,5 +1,5 @@
 -- script_settings_spec.lua: a script's max_attempts applies however its
--- jobs were enqueued (issue 10, item 18).
+-- jobs were enqueued.
 --
 -- Where and when a job runs (queue, priority, run time) is decided at
 -- enqueue. How it runs (max_attempts, timeout, retry) is its script's,

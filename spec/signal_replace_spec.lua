@@ -1,12 +1,12 @@
 -- signal_replace_spec.lua: signals (a person in the loop) and replace
--- (issue 15) with real `pawl run` nodes, on SQLite and on PostgreSQL.
+-- with real `pawl run` nodes, on SQLite and on PostgreSQL.
 --
 -- A job enqueued with a signal key waits (blocked) until `pawl signal KEY
 -- approve|reject [JSON]` delivers a decision, which its code reads as
 -- job.signal, or until its timeout fails it (at its deadline: the node's
 -- poller wakes then; a decision after it is refused). `pawl replace` enqueues
 -- a copy with changes and cancels the job; a running one sees
--- ctx:canceled() and stops. Nothing waits on time (issue 17): the tests
+-- ctx:canceled() and stops. Nothing waits on time: the tests
 -- wait for states, with hang guards as caps, and a gate holds the job that
 -- must be running.
 --

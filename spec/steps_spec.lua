@@ -1,5 +1,5 @@
--- steps_spec.lua: restartable steps, checkpoints and job instances (issue
--- 15) with real `pawl run` nodes, on SQLite and on PostgreSQL.
+-- steps_spec.lua: restartable steps, checkpoints and job instances
+-- with real `pawl run` nodes, on SQLite and on PostgreSQL.
 --
 -- The three-step job ("etl") appends what it does to an output file, one
 -- line per write(2):

@@ -1,4 +1,4 @@
--- top_spec.lua: `pawl top` (issue 16), the live view: on a terminal (tmux
+-- top_spec.lua: `pawl top`, the live view: on a terminal (tmux
 -- gives it a pseudo-terminal and shows its screen: spec/support/
 -- term_helper.lua), where the screen must show the numbers the database
 -- holds (queue depths from `pawl queue list`, a dead job's sanitized

@@ -620,7 +620,7 @@ static int store_transition_write(store_t *st,
   if (!rc && plan->recoveries == 0 && j->recoveries > 0)
     rc = x->forget_starts(st, id);
   if (!rc && plan->finishes) rc = x->finished(st, j, plan->to, now);
-  /* Dependencies (issue 15): a failed parent retried by hand. */
+  /* Dependencies: a failed parent retried by hand. */
   if (!rc && op == STORE_OP_RETRY && from == PAWL_FAILED && x->reopen)
     rc = x->reopen(st, id, now, actor);
   if (!rc && plan->to == PAWL_PENDING && x->pending) rc = x->pending(st);
@@ -764,7 +764,7 @@ int pawl__store_transition_in(store_t *st, const store_transition_steps_t *x,
   return rc;
 }
 
-/* ---- limits (issue 14) ----------------------------------------------------- */
+/* ---- limits ---------------------------------------------------------------- */
 
 int pawl__store_limits_add(store_limits_t *l, const char *name,
                            int64_t max_running, int64_t rate,
@@ -899,7 +899,7 @@ int pawl__store_limit_window(const store_limit_t *lim, int64_t *start,
   return 1;
 }
 
-/* ---- signals (issue 15) ---------------------------------------------------- */
+/* ---- signals --------------------------------------------------------------- */
 
 int pawl__store_signal_late(store_t *st, const pawl_id_t *id, const char *key,
                             int64_t deadline, int jstate) {
@@ -948,7 +948,7 @@ pawl_signal_info_t *pawl__store_signal_new(
   return s;
 }
 
-/* ---- alerts (issue 16) ---------------------------------------------------- */
+/* ---- alerts --------------------------------------------------------------- */
 
 void pawl__store_alerts_free(store_alert_t *a, size_t n) {
   for (size_t i = 0; a && i < n; i++) {

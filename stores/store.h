@@ -68,19 +68,19 @@ typedef struct store_new_job {
   const char *correlation_id;
   const char *enqueued_by;
   int blocked;
-  /* Per-key ordering (issue 14): jobs with the same key run one at a
+  /* Per-key ordering: jobs with the same key run one at a
    * time, in enqueue order; NULL for none. */
   const char *ordering_key;
-  const char *resource;     /* limits (issue 14): NULL for none */
-  /* Signals (issue 15): the job waits (blocked) for a decision for this
+  const char *resource;     /* limits: NULL for none */
+  /* Signals: the job waits (blocked) for a decision for this
    * key; NULL for none. The row of pawl_signals is written with the job's,
    * for new jobs only. signal_timeout_at: 0 for none. */
   const char *signal_key;
   int64_t signal_timeout_at;
-  /* Batches (issue 15): the batch this job is a child of; NULL for none.
+  /* Batches: the batch this job is a child of; NULL for none.
    * Only batch.create() inserts children. */
   const pawl_id_t *batch_id;
-  /* Dependencies (issue 15): the job waits in `blocked` until these
+  /* Dependencies: the job waits in `blocked` until these
    * parents (nafter, distinct, existing: PAWL_ENOTFOUND names one that
    * does not) have ended, on the condition `when` ("success", "failure",
    * "done", "branch:NAME"; NULL: "success"). after_prev: it also waits
@@ -90,7 +90,7 @@ typedef struct store_new_job {
   size_t nafter;
   const char *when;
   int after_prev;
-  /* Job instances (issue 15, steps): the identity key of the job's
+  /* Job instances: the identity key of the job's
    * instance (host/api/steps.c), NULL for none. The insert records it in
    * pawl_instances in its transaction, taking the instance over from a
    * canceled (or deleted) job; one held by any other job refuses the
@@ -100,7 +100,7 @@ typedef struct store_new_job {
   int32_t depth;
 } store_new_job_t;
 
-/* ---- batches (issue 15; pawl_batches, pawl_batch_callbacks,
+/* ---- batches (pawl_batches, pawl_batch_callbacks,
  * schema SQLite V010, PostgreSQL V009) ------------------------------------ */
 
 /* A batch to create: its id, and its callbacks by role (index
@@ -146,7 +146,7 @@ typedef struct store_claim {
   const char *owner;        /* node id, shown in history */
   const pawl_id_t *token;   /* the owner's incarnation: leases belong to it */
   int64_t lease_ms;
-  /* Limits (issue 14): at most this many of the jobs claimed may need a
+  /* Limits: at most this many of the jobs claimed may need a
    * permit (be under a limit with a max_running); the rest of max is a
    * prefetch, which jobs under rate-only limits may fill (see
    * pawl_claim_opts_t). */
@@ -248,7 +248,7 @@ typedef int (*store_tp_cb)(int64_t minute, int state, const char *queue,
                            int64_t count, void *data);
 
 
-/* ---- recurring definitions (issue 14: h14-recurring; the table
+/* ---- recurring definitions (the table
  * pawl_recurring, schema SQLite V005, PostgreSQL V004) ---------------------- */
 
 /* How put() writes a definition. */
@@ -273,7 +273,7 @@ typedef struct store_rec_advance {
   size_t made;             /* jobs newly made (not duplicates) */
 } store_rec_advance_t;
 
-/* ---- queues (issue 14: pause, resume, per-queue age boost) ---------------- */
+/* ---- queues (pause, resume, per-queue age boost) -------------------------- */
 
 /* A row of pawl_queues (schema SQLite V006, PostgreSQL V005): a queue an
  * operator paused or gave an age boost of its own. Strings are borrowed
@@ -289,7 +289,7 @@ typedef struct store_queue_row {
 
 typedef int (*store_queue_cb)(const store_queue_row_t *row, void *data);
 
-/* ---- signals and replace (issue 15; pawl_signals, pawl_replacements:
+/* ---- signals and replace (pawl_signals, pawl_replacements:
  * schema SQLite V009, PostgreSQL V008) ------------------------------------ */
 
 /* A replacement (store_ops.flow.replace): `job` is inserted and, in the
@@ -307,7 +307,7 @@ typedef struct store_replace {
   const char *owner;
 } store_replace_t;
 
-/* A row of the alert outbox (issue 16; see ops alerts). Strings owned. */
+/* A row of the alert outbox (see ops alerts). Strings owned. */
 typedef struct store_alert {
   int64_t seq;
   int kind;                  /* 0 a dead job, 1 a window that ended with
@@ -321,7 +321,7 @@ typedef struct store_alert {
 } store_alert_t;
 
 void pawl__store_alerts_free(store_alert_t *a, size_t n);
-/* ---- retention (issue 16: finished jobs deleted or archived) ------------- */
+/* ---- retention (finished jobs deleted or archived) ----------------------- */
 
 /* A job as the retention walk reads it (store_ops.retention.scan): where
  * the walk goes on from (pick.key, pick.id), the version a removal
@@ -503,7 +503,7 @@ struct store_ops {
     /* Running jobs per lease owner (node id). */
     int (*running)(store_t *st, store_owner_cb cb, void *data);
   } admin;
-  /* Recurring definitions (issue 14, h14-recurring; host/api/recurring.c
+  /* Recurring definitions (host/api/recurring.c
    * decides, these only read and write). The definitions a tick reads are
    * found through a partial index on next_fire_at of the enabled, unpaused
    * ones, never one query per definition. */
@@ -543,7 +543,7 @@ struct store_ops {
     int (*load_error)(store_t *st, const char *script, const char *error);
   } recurring;
 
-  /* Queues (issue 14, queues): pause and resume, and the age boost of one
+  /* Queues: pause and resume, and the age boost of one
    * queue, in the table pawl_queues. A claim (and next_due) leaves the
    * jobs of a paused queue alone: it reads the paused set in the same
    * statement (SQLite: in its transaction), so a pause that returned is
@@ -564,7 +564,7 @@ struct store_ops {
     int (*list)(store_t *st, store_queue_cb cb, void *data);
   } queues;
 
-  /* Resource and rate limits (issue 14): the rows of pawl_limits (see
+  /* Resource and rate limits: the rows of pawl_limits (see
    * "limits" below for how a claim applies them). */
   struct {
     /* Inserts or replaces limit `name` (checked by the caller: see
@@ -577,7 +577,7 @@ struct store_ops {
     /* Every limit by name, with its running jobs; *out NULL when none. */
     int (*list)(store_t *st, pawl_limit_t **out, size_t *n);
   } limits;
-  /* What admin views know of job types (issue 16): the rows of
+  /* What admin views know of job types: the rows of
    * pawl_types. */
   struct {
     /* Records the redact list and branch names of each type in `types`,
@@ -591,7 +591,7 @@ struct store_ops {
     int (*get)(store_t *st, const char *type, char **redact,
                char **branches);
   } types;
-  /* Signals and replace (issue 15). */
+  /* Signals and replace. */
   struct {
     /* Delivers a decision to the row that holds `key`, in one
      * transaction: a waiting row records it and its job goes blocked ->
@@ -624,7 +624,7 @@ struct store_ops {
      * has work. */
     int (*next_deadline)(store_t *st, int64_t *at);
   } flow;
-  /* Batches (issue 15): children counted as they end, callbacks fired by
+  /* Batches: children counted as they end, callbacks fired by
    * the database when the counters reach the total (the trigger
    * pawl_batches_fire; exactly once, see schema/postgres/V009__batch.sql).
    * Every path that ends a child (finish: success, failure; recovery into
@@ -647,7 +647,7 @@ struct store_ops {
      * for none. */
     int (*of)(store_t *st, const pawl_id_t *id, pawl_id_t *batch, int *role);
   } batch;
-  /* Dependencies (issue 15: the table pawl_deps, schema SQLite V011,
+  /* Dependencies (the table pawl_deps, schema SQLite V011,
    * PostgreSQL V010). */
   struct {
     /* The parents of job `id` (oldest first), then its children (oldest
@@ -656,7 +656,7 @@ struct store_ops {
     int (*list)(store_t *st, const pawl_id_t *id, pawl_dep_cb cb,
                 void *data);
   } deps;
-  /* Restartable steps and job instances (issue 15, steps; the tables
+  /* Restartable steps and job instances (the tables
    * pawl_steps, pawl_job_exits, pawl_instances: schema SQLite V012,
    * PostgreSQL V011). The writes of an attempt (begin, save, end, exit)
    * are guarded by its lease as jobs.progress is: the job running, with
@@ -691,7 +691,7 @@ struct store_ops {
     int (*instance)(store_t *st, const char *type, const char *key,
                     pawl_id_t *id, int *state);
   } steps;
-  /* `pawl top` (issue 16; host/api/top.c): what the live view reads
+  /* `pawl top` (host/api/top.c): what the live view reads
    * besides the statistics. Reads only, no transaction of their own. */
   struct {
     /* The throughput buckets from minute `since` on (see "Throughput"),
@@ -703,7 +703,7 @@ struct store_ops {
      * the first callback (as jobs.list). */
     int (*running)(store_t *st, int limit, pawl_job_cb cb, void *data);
   } top;
-  /* Dead-letter alerts (issue 16): the outbox pawl_alerts, filled by the
+  /* Dead-letter alerts: the outbox pawl_alerts, filled by the
    * trigger pawl_alerts_dead in the transaction that moves a job to
    * failed (every path), and the dedup windows pawl_alert_windows (see
    * schema/sqlite/V014__alerts.sql). A row is leased to one node while
@@ -727,7 +727,7 @@ struct store_ops {
     /* Deletes row `seq` if `owner` holds it (else nothing). */
     int (*done)(store_t *st, const char *owner, int64_t seq);
   } alerts;
-  /* Retention (issue 16; host/api/retention.c decides, these only read
+  /* Retention (host/api/retention.c decides, these only read
    * and remove). There is no index of finished jobs by age (it cost every
    * finish an index entry: schema SQLite V004): the walk follows the
    * primary key in insert order (SQLite: seq; PostgreSQL: the UUIDv7 id,
@@ -750,7 +750,7 @@ struct store_ops {
     int (*remove)(store_t *st, const store_retain_row_t *rows, size_t n,
                   int archive, int *removed);
   } retention;
-  /* The metrics endpoint's gauges (issue 16; host/api/gauges.c). One
+  /* The metrics endpoint's gauges (host/api/gauges.c). One
    * read snapshot: the pending (count, oldest due) and running rows
    * through their partial indexes, the throughput buckets from minute
    * `since` on summed per state and queue (rows with `since` set), and,
@@ -937,7 +937,7 @@ enum store_job_col {
   STORE_JOB_FINISHED_AT, STORE_JOB_LEASE_OWNER, STORE_JOB_LEASE_EXPIRES,
   STORE_JOB_LAST_ERROR, STORE_JOB_RESULT, STORE_JOB_RECOVERIES,
   STORE_JOB_PROGRESS_DONE, STORE_JOB_PROGRESS_TOTAL, STORE_JOB_VERSION,
-  STORE_JOB_ORDERING_KEY, /* per-key ordering (issue 14) */
+  STORE_JOB_ORDERING_KEY, /* per-key ordering */
   STORE_JOB_DEPTH, /* generation of jobs enqueued by jobs (SQLite V016) */
   STORE_JOB_NCOLS
 };
@@ -981,7 +981,7 @@ int pawl__store_attempt_fill(pawl_attempt_t *a, const store_row_t *r);
 int pawl__store_event_fill(pawl_event_t *e, const store_row_t *r);
 int pawl__store_log_fill(pawl_log_record_t *l, const store_row_t *r);
 
-/* Restartable steps (issue 15, steps): a row of pawl_steps, columns in
+/* Restartable steps: a row of pawl_steps, columns in
  * this order (SQLITE_STEP_COLS, PG_STEP_COLS): seq, attempt, idx, name,
  * status, started_at, ended_at, exit_code, exit_message, the six counts
  * (read, written, filtered, skipped, commits, rollbacks), checkpoint,
@@ -1130,7 +1130,7 @@ int pawl__store_transition_in(store_t *st, const store_transition_steps_t *x,
 
 /* A pawl_signal_info_t in one allocation (pawl_signal_free() is one
  * pawl__free()), its strings copied (NULL stays NULL). NULL when out of
- * memory. (Issue 15: signals.) */
+ * memory. */
 pawl_signal_info_t *pawl__store_signal_new(
     const pawl_id_t *job, const char *key, int state, int64_t created_at,
     int64_t timeout_at, const char *decision, const char *payload,
@@ -1160,7 +1160,7 @@ typedef struct store_migration {
 /* CRC-32 (IEEE) of the script, the checksum recorded when it was applied. */
 uint32_t pawl__store_crc32(const void *data, size_t len);
 
-/* ---- limits (issue 14), decided once ----------------------------------------
+/* ---- limits, decided once ---------------------------------------------------
  *
  * A claim on a database with limits (any row in pawl_limits) runs, in its
  * write transaction (SQLite) or with the limit rows locked (PostgreSQL):

@@ -1,4 +1,4 @@
-/* alerts.c: dead-letter alerts (issue 16) over the store: the outbox rows
+/* alerts.c: dead-letter alerts over the store: the outbox rows
  * a node takes, the dedup decision for each, and their removal once their
  * hooks ran. The runner's alert chore (runner/alerts.c) calls these; the
  * hooks themselves run in Lua (lua/bridge.h, pawl__lua_alert). */

@@ -1,5 +1,5 @@
-/* gauges.c: what the metrics endpoint's gauges read of the store (issue
- * 16), for the runner, which sees no store header (pawl_internal.h). */
+/* gauges.c: what the metrics endpoint's gauges read of the store,
+ * for the runner, which sees no store header (pawl_internal.h). */
 #include "handle.h"
 #include "pawl_internal.h"
 #include "store.h"

@@ -123,7 +123,7 @@ int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                         pawl_id_t *ids, int *statuses, int chain,
                         const store_batch_new_t *batch);
 
-/* Job instances (issue 15, steps; steps.c): the enqueue of one job whose
+/* Job instances (steps.c): the enqueue of one job whose
  * opts name identifying fields: finds its instance, refuses a completed
  * one (PAWL_EDONE), restarts a dead one, returns a live one, else inserts
  * the job with the instance key through pawl__enqueue_keyed (pawl.c),

@@ -1,4 +1,4 @@
-/* limits.c: resource and rate limits (issue 14) in the public API
+/* limits.c: resource and rate limits in the public API
  * (include/pawl.h, "resource and rate limits"): the operator's side (set,
  * remove, list) over the store's limits ops, the check of a resource name
  * an enqueue gives, and the parser of "N/DURATION" rates. The claim side

@@ -542,7 +542,7 @@ static int pawl_check_json(pawl_t *p, const char *what, const char *s) {
   return 0;
 }
 
-/* Dependencies (issue 15): a condition is "success", "failure", "done"
+/* Dependencies: a condition is "success", "failure", "done"
  * or "branch:NAME" with NAME a name (1..200 bytes, no control
  * characters). */
 static int pawl_check_when(pawl_t *p, const char *when) {
@@ -648,7 +648,7 @@ static int pawl_prepare_job(pawl_t *p, const char *type, const char *payload,
       (rc = pawl_check_name(p, "ordering key", o->ordering_key)))
     return rc;
   if (o->resource && (rc = pawl__resource_check(p, o->resource))) return rc;
-  /* Signals (issue 15): the key, and when the wait runs out. */
+  /* Signals: the key, and when the wait runs out. */
   int64_t signal_timeout_at = 0;
   if (o->signal && (rc = pawl_check_name(p, "signal key", o->signal)))
     return rc;
@@ -731,7 +731,7 @@ static int pawl_enqueue_core(pawl_t *p, const pawl_enqueue_item_t *items,
                              int chain, const char *instance_key,
                              const store_batch_new_t *batch);
 
-/* Job instances (issue 15, steps): identity is for one job enqueued
+/* Job instances: identity is for one job enqueued
  * alone; `what` names the call that refuses it ("a chain's step", "a
  * batch's child"), NULL for pawl_enqueue_many(), which takes it alone. */
 static int pawl_identity_check(pawl_t *p, const pawl_enqueue_item_t *items,
@@ -762,7 +762,7 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
   p->errmsg[0] = 0;
   int rc = pawl_identity_check(p, items, n, NULL);
   if (rc) return rc;
-  /* Job instances (issue 15, steps): one job per call, in steps.c. */
+  /* Job instances: one job per call, in steps.c. */
   if (n == 1 && items[0].opts && items[0].opts->nidentity) {
     if (!items[0].opts->identity)
       return pawl__fail(p, PAWL_EINVAL, "%zu identity fields but no array",
@@ -778,7 +778,7 @@ int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
 }
 
 /* pawl_chain() (each job after the first also waits for the one before it
- * to succeed) and, with `batch` (issue 15, batch.c), a batch's children:
+ * to succeed) and, with `batch` (batch.c), a batch's children:
  * each gets the batch's id and they go in through store.batch.create()
  * with the batch row. */
 int pawl__enqueue_items(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
@@ -817,7 +817,7 @@ static int pawl_enqueue_core(pawl_t *p, const pawl_enqueue_item_t *items,
       pawl__fail(p, rc, "%s %zu: %s", chain ? "step" : "job", i + 1, msg);
     }
     jobs[i].after_prev = chain && i > 0;
-    /* Dependencies with signals (issue 15): both would take the job out
+    /* Dependencies with signals: both would take the job out
      * of `blocked` on their own (the last parent's end, the decision), so
      * the first would run it while the other still holds it. Refused
      * rather than half kept. */

@@ -186,7 +186,7 @@ size_t pawl__defs_count(pawl_t *p);
 int pawl__clock_injected(pawl_t *p);
 int pawl__data_version(pawl_t *p, uint64_t *v);
 
-/* Recurring definitions (api/recurring.c; issue 14).
+/* Recurring definitions (api/recurring.c).
  * pawl__recurring_tick: one tick, if this node gets the tick lock
  * ("pawl.recurring"; else it does nothing): reads the due definitions in
  * bounded batches (at most max_defs of them), enqueues their occurrences
@@ -213,12 +213,12 @@ int pawl__recurring_sync(pawl_t *p, const pawl_recurring_t *defs, size_t n,
                          const char *const *lost, size_t nlost, int first,
                          char *err, size_t errlen, size_t *nerr);
 
-/* Job types (issue 16; types.c): records the redact lists of the loaded
+/* Job types (types.c): records the redact lists of the loaded
  * scripts in pawl_types, `types` being [[type, [field, ...]], ...] (JSON,
  * borrowed; what pawl__lua_types_json() makes). Rows of other types stay.
  * PAWL_EINVAL when `types` is not that shape. */
 int pawl__types_sync(pawl_t *p, const char *types);
-/* Dead-letter alerts (api/alerts.c; issue 16). The outbox holds a row for
+/* Dead-letter alerts (api/alerts.c). The outbox holds a row for
  * every job that moved to failed (written by the database in that
  * transaction) and for every dedup window that ended with alerts
  * suppressed (kind 1). pawl__alerts_take: leases at most `max` free rows
@@ -246,7 +246,7 @@ int pawl__alert_note(pawl_t *p, int64_t window_ms, pawl__alert_t *a);
 int pawl__alert_done(pawl_t *p, int64_t seq);
 void pawl__alerts_free(pawl__alert_t *a, size_t n);
 int64_t pawl__alert_fingerprint(const char *type, const char *error);
-/* Retention (api/retention.c; issue 16): the worker host's sweep, one
+/* Retention (api/retention.c): the worker host's sweep, one
  * batch per poller chore. A cursor starts zeroed; the first batch fixes
  * the sweep's "now" (its cutoffs); c->done once the walk has looked at
  * every job old enough. pawl__retention_batch: removes the jobs of the
@@ -275,7 +275,7 @@ int pawl__retention_due(pawl_t *p, const pawl_retention_t *pol, int *due);
 int64_t pawl__retention_pause(const pawl_retention_t *r, int64_t took_ms);
 int pawl__retention_lock(pawl_t *p, int64_t ttl_ms, int *got);
 int pawl__retention_unlock(pawl_t *p);
-/* The metrics endpoint's gauges (api/gauges.c; issue 16). One read
+/* The metrics endpoint's gauges (api/gauges.c). One read
  * snapshot of the store: cb gets the pending rows (count, oldest_due: the
  * earliest due run_at, 0 when none), the running rows, the finishes per
  * state and queue from minute `since` (pawl__minute_of) on (`since` set,

@@ -1,5 +1,5 @@
-/* queues.c: the queues part of the public API (include/pawl.h, "queues";
- * issue 14): pausing and resuming a whole queue and its own age boost,
+/* queues.c: the queues part of the public API (include/pawl.h, "queues"):
+ * pausing and resuming a whole queue and its own age boost,
  * persisted in pawl_queues through the store's queue ops, and the list of
  * queues with their counts (pawl_stats()'s). Per-node concurrency per queue
  * is the worker host's (runner/poller.c). */

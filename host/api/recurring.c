@@ -1,4 +1,4 @@
-/* recurring.c: recurring definitions (issue 14): the public functions of
+/* recurring.c: recurring definitions: the public functions of
  * include/pawl.h ("recurring jobs"), the tick a host runs about once a
  * second, and the upsert of the definitions job scripts declare.
  *

@@ -1,4 +1,4 @@
-/* retention.c: retention and archival of finished jobs (issue 16) in the
+/* retention.c: retention and archival of finished jobs in the
  * public API (include/pawl.h, "retention"): the policy (defaults, parser,
  * checks), the walk that decides which jobs go (over the store's
  * retention ops), pawl_cleanup(), and the batch step the worker host's

@@ -1,4 +1,4 @@
-/* steps.c: restartable steps and job instances (issue 15, steps) over the
+/* steps.c: restartable steps and job instances over the
  * store interface: the checks of what a worker writes for a step (a
  * checkpoint, counters, exit codes) and the enqueue of a job whose script
  * declares `identity` (README "Restartable steps").

@@ -1,4 +1,4 @@
-/* top.c: what `pawl top` reads (include/pawl.h, "pawl top"; issue 16):
+/* top.c: what `pawl top` reads (include/pawl.h, "pawl top"):
  * the throughput buckets, the longest-running jobs, and one JSON snapshot
  * of everything the live view shows. The snapshot is built here, on the
  * handle, so that the CLI reading the database and a console attached to

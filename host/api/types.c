@@ -1,4 +1,4 @@
-/* types.c: what admin views know of job types (issue 16; include/pawl.h,
+/* types.c: what admin views know of job types (include/pawl.h,
  * "redaction in admin views"): the host's side, recording the loaded
  * scripts' redact lists, and the views' side, reading one back. Rows live
  * in pawl_types (stores/store.h, "types"). */

@@ -60,10 +60,10 @@ typedef enum cli_cmd {
   CLI_CONSOLE, /* cli/console.c */
   CLI_QUEUE,   /* cli/cli_queue.c */
   CLI_LIMIT,   /* cli/cli_limits.c */
-  CLI_SIGNAL,  /* cli/cli_flow.c (issue 15) */
+  CLI_SIGNAL,  /* cli/cli_flow.c */
   CLI_REPLACE,
-  CLI_BATCH,   /* cli/cli_batch.c (issue 15) */
-  CLI_CLEANUP, /* cli/cli_cleanup.c (issue 16: retention) */
+  CLI_BATCH,   /* cli/cli_batch.c */
+  CLI_CLEANUP, /* cli/cli_cleanup.c (retention) */
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
@@ -139,14 +139,14 @@ typedef enum cli_opt_id {
   CLI_O_AGE_BOOST,
   CLI_O_RESOURCE,
   CLI_O_RATE,
-  CLI_O_SIGNAL,         /* issue 15 */
+  CLI_O_SIGNAL,         /* signals */
   CLI_O_SIGNAL_TIMEOUT,
   CLI_O_PAYLOAD,
-  CLI_O_RAW,            /* issue 16 */
+  CLI_O_RAW,            /* show, jobs: no redaction */
   CLI_O_TRACE,          /* show: the attempts' tracebacks */
-  CLI_O_DRY_RUN,        /* issue 16: retention */
+  CLI_O_DRY_RUN,        /* retention */
   CLI_O_RETAIN,
-  CLI_O_METRICS,        /* issue 16: the metrics endpoint */
+  CLI_O_METRICS,        /* the metrics endpoint */
   CLI_O_METRICS_TOKEN_FILE,
   CLI_O_METRICS_REFRESH
 } cli_opt_id_t;
@@ -197,7 +197,7 @@ static const struct cli_opt {
     {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
     {"--older-than", CLI_O_OLDER_THAN, 1,
      CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_CLEANUP)},
-    /* retention (issue 16) */
+    /* retention */
     {"--dry-run", CLI_O_DRY_RUN, 0, CLI_BIT(CLI_CLEANUP)},
     {"--retain", CLI_O_RETAIN, 1, CLI_BIT(CLI_RUN) | CLI_BIT(CLI_CLEANUP)},
     {"--yes", CLI_O_YES, 0, CLI_ACTIONS},
@@ -488,7 +488,7 @@ typedef struct cli_args {
   int create;              /* --create: any command may create the database */
   unsigned db_mode;        /* --db-mode: bits of a new SQLite file; 0: 0600 */
   int json;
-  int raw;                 /* show, jobs: --raw (issue 16) */
+  int raw;                 /* show, jobs: --raw */
   int trace;               /* show: --trace */
   const char *pos[3];      /* positional arguments after the command */
   size_t npos;
@@ -504,7 +504,7 @@ typedef struct cli_args {
   pawl_host_opts_t host;   /* run */
   const char *node_id;
   int64_t lease_ms;
-  pawl_id_t *after;        /* owned: --after's ids (issue 15) */
+  pawl_id_t *after;        /* owned: --after's ids */
   size_t nafter;
   char *queues_copy;       /* owned: --queues split in place */
   const char **queues;     /* owned: points into queues_copy */
@@ -518,13 +518,13 @@ typedef struct cli_args {
   const char *code;        /* console -e */
   const char *admin_socket; /* run: --admin-socket ("none": off) */
   pawl_admin_opts_t admin;  /* run: the admin console's listeners */
-  pawl_metrics_opts_t metrics; /* run: the metrics endpoint (issue 16) */
+  pawl_metrics_opts_t metrics; /* run: the metrics endpoint */
   const char *connect;     /* console --connect */
   cli_limit_args_t limit;  /* limit list|set|rm */
   const char *replace_payload; /* replace --payload (read and checked with
                                   the positionals) */
   char *replace_payload_read;  /* owned: --payload from stdin or a file */
-  /* retention (issue 16): cleanup and run */
+  /* retention: cleanup and run */
   int dry_run, has_older_than;
   const char *retain;      /* --retain POLICY ("off": run sweeps nothing) */
 } cli_args_t;
@@ -690,8 +690,8 @@ static int cli_parse_state(const char *s, int *out, char *err) {
 
 /* ---- command line ------------------------------------------------------- */
 
-/* --queues q1,q2 (or mail=4,default=8: a queue's own concurrency, issue
- * 14): splits a copy in place. */
+/* --queues q1,q2 (or mail=4,default=8: a queue's own
+ * concurrency): splits a copy in place. */
 static int cli_split_queues(cli_args_t *a, const char *v, char *err) {
   free(a->queues_copy);
   free(a->queues);
@@ -732,7 +732,7 @@ static int cli_split_queues(cli_args_t *a, const char *v, char *err) {
   return 0;
 }
 
-/* --after ID[,ID...] (issue 15): appended to a->after. */
+/* --after ID[,ID...]: appended to a->after. */
 static int cli_parse_after(cli_args_t *a, const char *v, char *err) {
   const char *p = v;
   for (;;) {
@@ -1357,7 +1357,7 @@ static int cli_script_defaults(const cli_args_t *a, pawl_enqueue_opts_t *o,
                     "the script of %s computes ordering_key from the "
                     "payload, which the CLI does not run: give "
                     "--ordering-key", a->pos[0]);
-  /* Job instances (issue 15): the script's identifying fields. */
+  /* Job instances: the script's identifying fields. */
   if (info->nidentity) {
     o->identity = info->identity_ptrs;
     o->nidentity = info->nidentity;
@@ -1428,8 +1428,8 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
   size_t nlogs = 0;
   cli_deps_t deps;
   cli_deps_init(&deps, a->json);
-  pawl_steps_t *steps = NULL; /* restartable steps (issue 15) */
-  cli_redact_t red;           /* issue 16 */
+  pawl_steps_t *steps = NULL; /* restartable steps */
+  cli_redact_t red;           /* redaction */
   cli_job_view_t view;
   cli_redact_init(&red, p, a->raw);
   memset(&view, 0, sizeof view);
@@ -1463,7 +1463,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
     cli_flow_json(p, &a->id, &red, &b); /* signal, replacement links */
     cli_json_history(&b, h);
     cli_json_logs(&b, logs, nlogs);
-    cli_batch_of_job(p, &a->id, &b); /* issue 15 */
+    cli_batch_of_job(p, &a->id, &b); /* batches */
     cli_deps_json(&b, &deps);
     cli_json_steps(&b, steps);
     pawl__buf_putc(&b, '}');
@@ -1482,7 +1482,7 @@ static int cli_show(pawl_t *p, const cli_args_t *a, char *err) {
       rc = cli_fail(err, CLI_FAIL, "out of memory");
     } else {
       cli_table_print(&fields, "");
-      cli_batch_of_job(p, &a->id, NULL); /* issue 15 */
+      cli_batch_of_job(p, &a->id, NULL); /* batches */
       cli_deps_print(&deps);
       if (h->nattempts) {
         printf("attempts:\n");
@@ -1524,7 +1524,7 @@ typedef struct cli_list {
   cli_table_t table;
   pawl_buf_t line;
   int oom;
-  cli_redact_t red;        /* issue 16 */
+  cli_redact_t red;        /* redaction */
   int failed;              /* red could not read a type's list: err says */
   char *err;
   int unknown;             /* a row's max_attempts no script here can tell */
@@ -1600,7 +1600,7 @@ static int cli_action(pawl_t *p, const cli_args_t *a, char *err) {
   int rc = fn(p, &a->id, a->reason, &job);
   if (rc) return cli_lib_fail(p, rc, err);
   if (a->json) {
-    /* The job after the action, its payload redacted (issue 16). */
+    /* The job after the action, its payload redacted. */
     cli_redact_t red;
     cli_job_view_t view;
     cli_redact_init(&red, p, 0);
@@ -1693,7 +1693,7 @@ static int cli_host(pawl_t *p, const cli_args_t *a, char *err) {
                     "--metrics ADDRESS:PORT");
   }
   if (metrics.listen) host.metrics = &metrics;
-  /* Retention (issue 16): on by default, with the default policy. */
+  /* Retention: on by default, with the default policy. */
   pawl_retention_t *retain = NULL;
   if (cli_retention_policy(a->retain, &retain, err)) {
     free(sock);
@@ -1828,7 +1828,7 @@ int cli_cron_next(const char *expr, const char *tz, const char *from,
 /* pawl recurring (host/cli/cli_recurring.c): argv[0] is "recurring". */
 int cli_recurring_main(int argc, char **argv, const char *db, int create,
                        char *err, size_t errlen);
-/* pawl top (host/cli/cli_top.c; issue 16): argv[0] is "top". */
+/* pawl top (host/cli/cli_top.c): argv[0] is "top". */
 int cli_top_main(int argc, char **argv, const char *db, int create,
                  char *err, size_t errlen);
 
@@ -1849,7 +1849,7 @@ int main(int argc, char **argv) {
       continue;
     else if (strcmp(argv[i], "recurring") == 0)
       rec_at = i;
-    else if (strcmp(argv[i], "top") == 0) /* host/cli/cli_top.c (issue 16) */
+    else if (strcmp(argv[i], "top") == 0) /* host/cli/cli_top.c */
       rec_at = i, top = 1;
     else
       break;

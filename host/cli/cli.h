@@ -93,14 +93,14 @@ const char *cli_limit_of(const pawl_job_t *j, int timeout, int32_t *v);
 int cli_traces_print(const pawl_history_t *h, int full);
 void cli_event_rows(cli_table_t *t, const pawl_history_t *h);
 void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs, size_t n);
-/* Restartable steps (issue 15): a job's step executions, exit code and
+/* Restartable steps: a job's step executions, exit code and
  * instance, as JSON members (",\"exit_code\":...,\"steps\":[...]") and as
  * `pawl show` prints them (nothing when the job has none; -1: out of
  * memory). */
 void cli_json_steps(pawl_buf_t *b, const pawl_steps_t *s);
 int cli_steps_print(const pawl_steps_t *s);
 
-/* ---- cli_flow.c: signals and replace (issue 15) ----------------------------- */
+/* ---- cli_flow.c: signals and replace ---------------------------------------- */
 
 /* Exit status of `pawl signal` when a decision was delivered before:
  * nothing changed. */
@@ -124,7 +124,7 @@ void cli_flow_fields(pawl_t *p, const pawl_id_t *id, const cli_redact_t *r,
                      cli_table_t *t);
 void cli_flow_json(pawl_t *p, const pawl_id_t *id, const cli_redact_t *r,
                    pawl_buf_t *b);
-/* `pawl show`'s parents and children (issue 15), gathered by cli_deps_cb
+/* `pawl show`'s parents and children, gathered by cli_deps_cb
  * (a pawl_dep_cb) as tables or, with json, as the members "parents" and
  * "children" (cli_deps_json; written even when empty). */
 typedef struct cli_deps {
@@ -140,7 +140,7 @@ void cli_deps_print(const cli_deps_t *d);
 int cli_deps_oom(const cli_deps_t *d);
 void cli_deps_free(cli_deps_t *d);
 
-/* ---- cli_redact.c (issue 16) ------------------------------------------------
+/* ---- cli_redact.c -----------------------------------------------------------
  *
  * Payloads, params, results, signal payloads, step checkpoints and log
  * fields as the views show them: secret members "<redacted>" (redact.h),
@@ -174,7 +174,7 @@ typedef struct cli_job_view {
 int cli_redact_job(cli_redact_t *r, const pawl_job_t *job, cli_job_view_t *v,
                    char *err);
 void cli_job_view_free(cli_job_view_t *v);
-/* ---- cli_cleanup.c: retention (issue 16) ------------------------------------ */
+/* ---- cli_cleanup.c: retention ----------------------------------------------- */
 
 /* The policy of --retain SPEC: NULL spec, the defaults; "off", *out NULL
  * (no sweep); else parsed. *out is the caller's (pawl_retention_free).

@@ -27,7 +27,7 @@ int cli_admin_bulk(pawl_t *p, pawl_action_t action, const pawl_filter_t *f,
 int cli_queue_main(pawl_t *p, const char *verb, const char *name,
                    const char *reason, const char *age_boost, int json,
                    char *err, size_t errlen);
-/* `pawl limit list|set|rm` (cli_limits.c; issue 14). cli.c has checked
+/* `pawl limit list|set|rm` (cli_limits.c). cli.c has checked
  * the verb and parsed the numbers; strings borrow argv. */
 typedef struct cli_limit_args {
   const char *verb;        /* "list", "set" or "rm" */
@@ -39,7 +39,7 @@ typedef struct cli_limit_args {
 
 int cli_limits_main(pawl_t *p, const cli_limit_args_t *a, char *err);
 
-/* `pawl batch show ID` (cli_batch.c; issue 15). */
+/* `pawl batch show ID` (cli_batch.c). */
 int cli_batch_main(pawl_t *p, const char *verb, const char *id, int json,
                    char *err, size_t errlen);
 

@@ -1,5 +1,5 @@
-/* cli_cleanup.c: `pawl cleanup` and `pawl run --retain` (issue 16,
- * retention; include/pawl.h, "retention"), on the public API. cli.c
+/* cli_cleanup.c: `pawl cleanup` and `pawl run --retain`
+ * (retention; include/pawl.h, "retention"), on the public API. cli.c
  * parses the command line; this file turns --retain into a policy, runs
  * the cleanup and prints what it removed. */
 #ifndef _GNU_SOURCE

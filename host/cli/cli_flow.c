@@ -1,5 +1,5 @@
 /* cli_flow.c: `pawl signal`, `pawl replace`, and what `pawl show` says of
- * a job's signal and replacement links (issue 15; README "Signals and
+ * a job's signal and replacement links (README "Signals and
  * replace"). */
 #include <stdarg.h>
 #include <stdio.h>
@@ -119,7 +119,7 @@ void cli_flow_fields(pawl_t *p, const pawl_id_t *id, const cli_redact_t *r,
     }
     flow_field(t, "signal:", b.oom ? "?" : pawl__buf_cstr(&b));
     if (sig->payload) {
-      /* The signal's payload, redacted as the job's (issue 16). */
+      /* The signal's payload, redacted as the job's. */
       char *shown = NULL;
       if (cli_redact_text(r, sig->payload, &shown, err) != 0) t->oom = 1;
       else flow_field(t, "signal_payload:", shown);

@@ -1,4 +1,4 @@
-/* cli_limits.c: `pawl limit list|set|rm` (issue 14, resource and rate
+/* cli_limits.c: `pawl limit list|set|rm` (resource and rate
  * limits; include/pawl.h, "resource and rate limits"), on the public API.
  * cli.c parses and checks the command line (before anything is opened);
  * this file runs the verb and prints. */

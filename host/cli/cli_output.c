@@ -573,7 +573,7 @@ void cli_log_rows(cli_table_t *t, const pawl_log_record_t *logs,
 }
 
 
-/* ---- dependencies (issue 15) --------------------------------------------- */
+/* ---- dependencies -------------------------------------------------------- */
 
 void cli_deps_init(cli_deps_t *d, int json) {
   memset(d, 0, sizeof *d);
@@ -643,7 +643,7 @@ void cli_deps_free(cli_deps_t *d) {
   pawl__buf_free(&d->jchildren);
 }
 
-/* ---- restartable steps (issue 15) ---------------------------------------- */
+/* ---- restartable steps --------------------------------------------------- */
 
 static const char *cli_step_status(int s) {
   switch (s) {

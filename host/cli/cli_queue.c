@@ -1,4 +1,4 @@
-/* cli_queue.c: `pawl queue list|pause|resume|set` (issue 14, queues) on the
+/* cli_queue.c: `pawl queue list|pause|resume|set` on the
  * public API's queues section: pausing a whole queue (persisted: every
  * node stops claiming from it), resuming it, and its own age boost. Text
  * for people, --json for tools (list: JSON Lines, one queue a line). */

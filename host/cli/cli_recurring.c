@@ -1,5 +1,5 @@
-/* cli_recurring.c: `pawl recurring list|add|set|pause|resume|trigger|rm`
- * (issue 14), on include/pawl.h's recurring functions. Its own small
+/* cli_recurring.c: `pawl recurring list|add|set|pause|resume|trigger|rm`,
+ * on include/pawl.h's recurring functions. Its own small
  * argument parser (the verbs and their options are only these), with
  * --db and $PAWL_DB as everywhere. Text for people, --json for tools.
  * Exit status: 0 done, 1 the operation failed (no such definition, the

@@ -1,4 +1,4 @@
-/* cli_top.c: `pawl top`, a live terminal view of the jobs (issue 16).
+/* cli_top.c: `pawl top`, a live terminal view of the jobs.
  *
  * Every refresh reads one snapshot, the JSON text of pawl_top_snapshot()
  * (include/pawl.h): from the database directly, or over a running host's

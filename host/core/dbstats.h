@@ -1,5 +1,5 @@
 /* dbstats.h: process-wide counts of what the stores do that the metrics
- * endpoint reports (issue 16) but no caller sees: reconnects. Atomics;
+ * endpoint reports but no caller sees: reconnects. Atomics;
  * any thread. */
 #ifndef PAWL_DBSTATS_H
 #define PAWL_DBSTATS_H

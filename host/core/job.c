@@ -69,7 +69,7 @@ int pawl_state_parse(const char *name) {
 /* A job and its strings are one allocation (see the store). */
 void pawl_job_free(pawl_job_t *j) { pawl__free(j); }
 
-/* A signal and its strings are one allocation too (issue 15). */
+/* A signal and its strings are one allocation too. */
 void pawl_signal_free(pawl_signal_info_t *s) { pawl__free(s); }
 
 void pawl_jobs_free(pawl_job_t **jobs, size_t n) {

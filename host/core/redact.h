@@ -40,7 +40,7 @@ void pawl__redact_web_url(const char *url, char *out, size_t len);
 void pawl__redact_message(const char *conninfo, const char *msg, int malformed,
                     char *out, size_t len);
 
-/* ---- JSON payloads in admin views (issue 16) ------------------------------
+/* ---- JSON payloads in admin views -----------------------------------------
  *
  * Views (pawl show, pawl jobs --json, the console, log fields) never show a
  * payload as stored: the value of every object member whose key contains

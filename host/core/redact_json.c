@@ -1,5 +1,5 @@
-/* redact_json.c: secret members of a JSON payload, hidden in admin views
- * (issue 16); see redact.h, "JSON payloads in admin views".
+/* redact_json.c: secret members of a JSON payload, hidden in admin views;
+ * see redact.h, "JSON payloads in admin views".
  *
  * One pass over the text with a stack of open containers (JSON_MAX_DEPTH
  * of them at most), copying it to the output token by token. At each

@@ -66,7 +66,7 @@ typedef struct pawl__script {
   pawl_define_opts_t copts;
 } pawl__script_t;
 
-/* A webhook post (issue 16; pawl.alert.webhook): url, the header lines
+/* A webhook post (pawl.alert.webhook): url, the header lines
  * ("Name: value") and the JSON body, how long one try may take, how many
  * tries, and the first retry's delay (doubling). All checked by the Lua
  * side: the url is http(s) without spaces, numbers are in their bounds. */
@@ -114,7 +114,7 @@ typedef struct pawl__lua_config {
    * done then), but not back into the bridge. */
   void (*tick)(void *data);
   void *data;
-  /* NULL, or where pawl.alert.webhook's posts go (issue 16): queues the
+  /* NULL, or where pawl.alert.webhook's posts go: queues the
    * post `req` (borrowed for the call) for the owner's sender thread and
    * returns 0, or returns -1 with `err` saying why it was not queued (the
    * queue is full, no sender). Never waits for the network. */
@@ -163,7 +163,7 @@ typedef struct pawl__lua_outcome {
   int ordering_skip;         /* retry: pawl_outcome_t.ordering_skip (the
                                 type's ordering = "skip_failed") */
   char *branches;            /* success: the branches that fired, a JSON
-                                array, or NULL (issue 15) */
+                                array, or NULL */
   pawl_log_entry_t *logs;    /* the job's ctx:log lines, with their strings */
   size_t nlogs;
   int hooks;                 /* which hooks to run once it is stored: 1
@@ -205,7 +205,7 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
  * in `hooks` with what `hook_ref` holds, each under the type's timeout; a
  * hook's failure is logged, never raised. With stored = 0 (the store
  * refused it), runs none. Releases hook_ref either way. */
-/* Dead-letter alerts (issue 16): the global on_dead hook of _defaults.lua.
+/* Dead-letter alerts: the global on_dead hook of _defaults.lua.
  * pawl__lua_alert_settings: whether the loaded _defaults.lua has one, its
  * dedup window in ms (*window_ms; 0: none) and how long it may run
  * (*timeout_s: _defaults.lua's timeout, else the host's; 0: no bound).
@@ -240,12 +240,12 @@ void pawl__lua_set_load_errors(pawl__lua_t *w, const char *dir,
                                const pawl_script_error_t *e, size_t n);
 
 /* The recurring definition `type` declares in its script (cron = ...),
- * for the loader (issue 14): 1 with *out filled (malloc'd strings: the
+ * for the loader: 1 with *out filled (malloc'd strings: the
  * caller frees them as pawl_recurring_free() does an element), 0 when it
  * declares none, -1 on failure. */
 int pawl__lua_cron_of(pawl__lua_t *w, const char *type, pawl_recurring_t *out);
 
-/* The redact lists (issue 16) of the types among list[0..n) the state
+/* The redact lists of the types among list[0..n) the state
  * has loaded, as the JSON pawl__types_sync() takes ([[type, [field, ...]],
  * ...]); malloc'd, or NULL on failure (out of memory, pawl.worker could
  * not say). */

@@ -1,4 +1,4 @@
-/* host_batch.c: host.batch, job code's pawl.batch (issue 15; README
+/* host_batch.c: host.batch, job code's pawl.batch (README
  * "Batches"): the children and callbacks lua/pawl/worker.lua normalized,
  * enqueued as one batch through pawl_batch_enqueue() on the state's handle.
  * Scratch arrays are userdata (collected even if Lua raises), strings are
@@ -86,7 +86,7 @@ static int hb_entry(lua_State *L, int e, int anchor, pawl_enqueue_item_t *it,
                               errlen);
   if (err[0]) return -1;
   o->signal_timeout_ms = (int64_t)ceil(sig_timeout * 1000.0);
-  /* Dependencies (issue 15): a child may wait for jobs outside the batch
+  /* Dependencies: a child may wait for jobs outside the batch
    * (a callback may not: pawl_batch_enqueue() refuses it). */
   o->when = hb_str(L, e, 16, "when", err, errlen);
   if (err[0]) return -1;

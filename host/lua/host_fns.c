@@ -415,10 +415,10 @@ static int host_fn_optnum(lua_State *L, int i, const char *what, double min,
 /* The arguments of one enqueue, at stack indices base .. base + 21: type,
  * payload_json, queue, priority, delay_s, run_at_s, max_attempts,
  * timeout_s, key, business_key, return_existing, correlation_id,
- * tags_json, params_json, blocked, ordering_key, resource (issue 14),
- * signal, signal_timeout_s (issue 15: signals), after (a list of job ids,
- * issue 15: dependencies), when, identity (the target script's
- * identifying fields, a list of strings, issue 15: steps). Strings are
+ * tags_json, params_json, blocked, ordering_key, resource,
+ * signal, signal_timeout_s (signals), after (a list of job ids:
+ * dependencies), when, identity (the target script's
+ * identifying fields, a list of strings: job instances). Strings are
  * borrowed from the values (the caller keeps them referenced); what the options need besides (the decoded tags, the
  * parsed ids) is kept in the table at index `anchor`. `by`: the enqueuer's
  * name, PAWL_ID_STRLEN + 8 bytes the caller keeps. Returns 0, or -1 with
@@ -472,7 +472,7 @@ static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
   o->signal_timeout_ms = (int64_t)ceil(sig_timeout * 1000.0);
   o->when = host_fn_optstr(L, ARG(21), "when");
   if (err[0]) return -1;
-  /* Identifying fields (issue 15, steps): strings of the list at ARG(22),
+  /* Identifying fields (job instances): strings of the list at ARG(22),
    * which the caller keeps referenced; the array of pointers is a
    * userdata the anchor holds. pawl.worker checked them. */
   if (lua_istable(L, ARG(22))) {
@@ -519,7 +519,7 @@ static int host_fn_read_enqueue(lua_State *L, pawl__lua_t *w, int base,
     o->tags = tags;
     o->ntags = n;
   }
-  /* Dependencies (issue 15): the parents' ids, parsed into memory the
+  /* Dependencies: the parents' ids, parsed into memory the
    * anchor holds (collected with it, also when this raises). */
   if (!lua_isnoneornil(L, ARG(20))) {
     luaL_checktype(L, ARG(20), LUA_TTABLE);
@@ -624,7 +624,7 @@ static int host_fn_enqueue(lua_State *L) {
   return 2;
 }
 
-/* ---- signals and replace (issue 15) ------------------------------------ */
+/* ---- signals and replace ----------------------------------------------- */
 
 static const char *host_fn_signal_state(int state) {
   return state == PAWL_SIGNAL_DELIVERED ? "delivered"
@@ -1094,7 +1094,7 @@ static int host_fn_redact_web_url(lua_State *L) {
 }
 
 /* host.redact_key(key) -> whether admin views hide the value of a member
- * named `key` by the built-in words (issue 16; pawl__redact_key): ctx:log
+ * named `key` by the built-in words (pawl__redact_key): ctx:log
  * fields follow the same rule. [-1, +1, -] */
 static int host_fn_redact_key(lua_State *L) {
   size_t len;
@@ -1184,7 +1184,7 @@ static int host_fn_memory_check(lua_State *L) {
   return 1;
 }
 
-/* ---- restartable steps (issue 15) ----------------------------------------- */
+/* ---- restartable steps ---------------------------------------------------- */
 
 /* Forgets the exit ctx:exit gave the step. */
 static void host_fn_step_forget(pawl__lua_t *w) {
@@ -1392,7 +1392,7 @@ void pawl__lua_step_close(pawl__lua_t *w, const pawl__lua_outcome_t *o) {
   host_fn_step_forget(w);
 }
 
-/* ---- alerts (issue 16) -------------------------------------------------- */
+/* ---- alerts ------------------------------------------------------------- */
 
 /* host.node() -> this node's id, or nil without a handle [-0, +1, -] */
 static int host_fn_node(lua_State *L) {
@@ -1578,19 +1578,19 @@ static const luaL_Reg host_fns[] = {
     {"signal_of", host_fn_signal_of}, {"signal", host_fn_signal},
     {"replace", host_fn_replace},
     {"enqueue", host_fn_enqueue}, {"chain", host_fn_chain}, {"now", host_fn_now},
-    {"batch", pawl__lua_host_batch}, /* host_batch.c (issue 15) */
+    {"batch", pawl__lua_host_batch}, /* host_batch.c */
     {"print", host_fn_print},     {"time", host_fn_time},
     {"sleep", host_fn_sleep},     {"lock_acquire", host_fn_lock_acquire},
     {"lock_release", host_fn_lock_release}, {"entropy", host_fn_entropy},
     {"text", host_fn_text},       {"cron_check", host_fn_cron_check},
     {"memory_check", host_fn_memory_check},
-    {"redact_key", host_fn_redact_key}, /* issue 16 */
+    {"redact_key", host_fn_redact_key}, /* redaction in admin views */
     {"redact_web_url", host_fn_redact_web_url},
-    /* restartable steps (issue 15) */
+    /* restartable steps */
     {"steps", host_fn_steps},     {"step_begin", host_fn_step_begin},
     {"step_save", host_fn_step_save}, {"step_count", host_fn_step_count},
     {"step_exit", host_fn_step_exit}, {"step_end", host_fn_step_end},
-    /* dead-letter alerts (issue 16) */
+    /* dead-letter alerts */
     {"node", host_fn_node},       {"alert_post", host_fn_alert_post},
     {"webhook_grants", host_fn_webhook_grants},
     {"web_grant_check", host_fn_web_grant_check},

@@ -202,7 +202,7 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
   out->applied_max_attempts = (int32_t)lua_tonumber(L, -2);
   out->applied_timeout_s = (int32_t)ceil(lua_tonumber(L, -1));
   lua_pop(L, 2);
-  /* Identifying fields (issue 15): pawl.worker checked them (1..16
+  /* Identifying fields: pawl.worker checked them (1..16
    * names of at most 200 bytes). */
   if (lua_istable(L, -1)) {
     size_t n = lua_objlen(L, -1);
@@ -234,8 +234,8 @@ int pawl__lua_defaults_of(pawl__lua_t *w, const char *type,
   return 0;
 }
 
-/* The redact lists of the loaded types among list[0..n) (W.types_json,
- * issue 16): malloc'd JSON, or NULL when pawl.worker could not say. */
+/* The redact lists of the loaded types among list[0..n) (W.types_json):
+ * malloc'd JSON, or NULL when pawl.worker could not say. */
 char *pawl__lua_types_json(pawl__lua_t *w, const pawl__script_t *list,
                            size_t n) {
   lua_State *L = pawl__lua_enter(w);

@@ -80,7 +80,7 @@ typedef struct lpawl_box {
   pawl_history_t *hist;
   pawl_log_record_t *logs;
   size_t nlogs;
-  char **names; /* db:type_redact (issue 16) */
+  char **names; /* db:type_redact */
 } lpawl_box_t;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -703,7 +703,7 @@ static const char *const lpawl_enqueue_names[] = {
     "correlation_id", "enqueued_by", "blocked", "ordering_key", "resource",
     "signal", "signal_timeout_ms", "after", "when", "identity", NULL};
 
-/* [-0, +0, e] Dependencies (issue 15): t.after, a job id or a list of them,
+/* [-0, +0, e] Dependencies: t.after, a job id or a list of them,
  * parsed into a userdata the anchor keeps; *n of them (NULL, 0: none). */
 static const pawl_id_t *lpawl_opt_after(lua_State *L, int t, int anchor,
                                         size_t *n, int argn,
@@ -827,7 +827,7 @@ static void lpawl_type_ordering_key(lua_State *L, lpawl_handle_t *h,
   lua_settop(L, top);
 }
 
-/* [-0, +0, e] Job instances (issue 15): a job of a type this handle
+/* [-0, +0, e] Job instances: a job of a type this handle
  * defined (db:define) with `identity` and none in its options takes the
  * type's identifying fields (anchored); pawl_enqueue() checks them. */
 static void lpawl_type_identity(lua_State *L, lpawl_handle_t *h,
@@ -934,7 +934,7 @@ static int lpawl_enqueue_items(lua_State *L, int chain) {
   return 2;
 }
 
-/* ---- batches (issue 15; README "Batches") -------------------------------- */
+/* ---- batches (README "Batches") ------------------------------------------ */
 
 /* [-0, +0, e] Reads {type, payload, opts} at `item` into *it and *o (the
  * strings anchored in `anchor`), as db:enqueue_many reads its items. */
@@ -1080,8 +1080,8 @@ static int lpawl_enqueue_many(lua_State *L) {
   return lpawl_enqueue_items(L, 0);
 }
 
-/* db:chain{ {type, payload, opts}, ... } -> ids, statuses [-0, +2|3, e]
- * (issue 15): as db:enqueue_many, each job after the one before it
+/* db:chain{ {type, payload, opts}, ... } -> ids, statuses [-0, +2|3, e]:
+ * as db:enqueue_many, each job after the one before it
  * succeeds (pawl_chain()). */
 static int lpawl_chain(lua_State *L) { return lpawl_enqueue_items(L, 1); }
 
@@ -1461,7 +1461,7 @@ static int lpawl_history(lua_State *L) {
   return 1;
 }
 
-/* ---- signals and replace (issue 15) -------------------------------------- */
+/* ---- signals and replace ------------------------------------------------- */
 
 /* db:signal(key, decision, payload) [-0, +2|3, e] job_id, "delivered" |
  * "already" */
@@ -1909,14 +1909,14 @@ typedef struct lpawl_adm_box {
   size_t nnodes;
   pawl_lock_info_t *locks;
   size_t nlocks;
-  pawl_recurring_t *recs;  /* recurring definitions (issue 14) */
+  pawl_recurring_t *recs;  /* recurring definitions */
   size_t nrecs;
-  pawl_queue_info_t *queues; /* db:queues() (issue 14) */
+  pawl_queue_info_t *queues; /* db:queues() */
   size_t nqueues;
   pawl_limit_t *limits;
   size_t nlimits;
-  char *top;                 /* db:top_snapshot() (issue 16) */
-  pawl_retention_t *retention;    /* db:cleanup (issue 16) */
+  char *top;                 /* db:top_snapshot() */
+  pawl_retention_t *retention;    /* db:cleanup */
   pawl_cleanup_result_t *cleanup;
 } lpawl_adm_box_t;
 
@@ -2038,7 +2038,7 @@ static int lpawl_adm_locks(lua_State *L) {
   return 1;
 }
 
-/* ---- queues (issue 14; include/pawl.h "queues") ---------------------------
+/* ---- queues (include/pawl.h "queues") -------------------------------------
  *
  *   db:queues()                 { {queue =, paused =, paused_at =,
  *                                 paused_by =, reason =, counts = {...},
@@ -2168,7 +2168,7 @@ static int lpawl_adm_queue_set(lua_State *L) {
   return 1;
 }
 
-/* Limits (issue 14; include/pawl.h, "resource and rate limits"). */
+/* Limits (include/pawl.h, "resource and rate limits"). */
 
 /* db:limits() [-0, +1|3, e] { {name =, max_running =, rate =,
  * rate_window_ms =, running =, window_start =, window_count =,
@@ -2242,7 +2242,7 @@ static int lpawl_adm_limit_rm(lua_State *L) {
 /* db:cleanup{ retain = POLICY, state = S, older_than = DUR | MS,
  * dry_run = bool } [-0, +1|3, e] { removed =, scanned =, archived =,
  * dry_run =, by = { {state =, queue =, type =, count =}, ... } }: retention
- * now (issue 16; pawl_cleanup()). POLICY as `pawl run --retain` takes it
+ * now (pawl_cleanup()). POLICY as `pawl run --retain` takes it
  * (pawl_retention_parse; nil: the defaults); older_than: a duration text
  * or milliseconds, one age for every state. Bad options raise; a failed
  * cleanup returns nil, message, code. */
@@ -2406,7 +2406,7 @@ static int lpawl_adm_scripts(lua_State *L) {
   return 1;
 }
 
-/* ---- recurring definitions (issue 14) ------------------------------------
+/* ---- recurring definitions -----------------------------------------------
  *
  * db:recurring_list() -> { {name=, cron=, tz=, misfire=, ...}, ... }
  * db:recurring_add(name, opts), db:recurring_set(name, opts) (only the
@@ -2560,7 +2560,7 @@ static int lpawl_rec_trigger(lua_State *L) {
   return 1;
 }
 
-/* ---- redaction in admin views (issue 16) ---------------------------------- */
+/* ---- redaction in admin views --------------------------------------------- */
 
 /* db:type_redact(type) [-0, +1|3, e] The `redact` names the hosts recorded
  * for job type `type` (pawl_types): an array, empty when none. */
@@ -2664,7 +2664,7 @@ static void lpawl_admin_register(lua_State *L, int methods) {
       {"limits", lpawl_adm_limits}, {"limit_set", lpawl_adm_limit_set},
       {"limit_rm", lpawl_adm_limit_rm},
       {"type_redact", lpawl_adm_type_redact},
-      {"cleanup", lpawl_adm_cleanup}, /* issue 16: retention */
+      {"cleanup", lpawl_adm_cleanup}, /* retention */
       {NULL, NULL}};
   luaL_register(L, NULL, methods ? meths : funcs);
 }

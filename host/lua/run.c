@@ -291,7 +291,7 @@ static int run_prepare(pawl__lua_t *w, int job_index, uint64_t run_seq,
   return rc;
 }
 
-/* The branches of the job's type that fire on its result (issue 15; the
+/* The branches of the job's type that fire on its result (the
  * result at `result_index`), evaluated once, now, before the outcome is
  * written: the outcome carries their names. A predicate that raises is
  * logged on the job by pawl.worker and fires nothing; one that runs past
@@ -452,7 +452,7 @@ void pawl__lua_run(pawl__lua_t *w, const pawl_job_t *job,
     else
       run_raised(w, o, job_index, rc, why, timeout, hooks);
   }
-  pawl__lua_step_close(w, o); /* restartable steps (issue 15) */
+  pawl__lua_step_close(w, o); /* restartable steps */
   lua_settop(L, top);
   w->mem_base = 0;
   w->budget = run_default_memory(w);
@@ -554,7 +554,7 @@ void pawl__lua_hooks(pawl__lua_t *w, const pawl_job_t *job, int hooks,
   if (hooks) pawl__lua_settle(w, RUN_SETTLE_SLACK);
 }
 
-/* ---- dead-letter alerts (issue 16) -------------------------------------- */
+/* ---- dead-letter alerts ------------------------------------------------- */
 
 int pawl__lua_alert_settings(pawl__lua_t *w, int64_t *window_ms,
                              double *timeout_s) {

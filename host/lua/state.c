@@ -305,7 +305,7 @@ static void state_push_limits(lua_State *L) {
       {"default_max_attempts", PAWL_DEFAULT_MAX_ATTEMPTS},
       {"timeout_max_s", PAWL_TIMEOUT_MAX_S},
       {"catch_up_limit_max", PAWL_CATCH_UP_LIMIT_MAX},
-      /* restartable steps (issue 15) */
+      /* restartable steps */
       {"checkpoint_max", PAWL_CHECKPOINT_MAX},
       {"steps_max", PAWL_STEPS_MAX},
       {"exit_code_max", PAWL_EXIT_CODE_MAX},

@@ -45,7 +45,7 @@ struct pawl__lua {
   int64_t cancel_checked;    /* mono ms of the last ctx:canceled() query */
   int canceled;
   int64_t progress_written;
-  /* The step of a script's `steps` running now (issue 15; host_fns.c):
+  /* The step of a script's `steps` running now (host_fns.c):
    * its row (0: none), what ctx:count added, the exit ctx:exit gave it
    * (owned strings, NULL: none). */
   int64_t step_exec;
@@ -137,7 +137,7 @@ void pawl__lua_memory_text(pawl__lua_t *w, const char *who, char *buf,
  * calls (host_fns.c), each with `w` as upvalue. [-0, +1, m] */
 void pawl__lua_push_host(lua_State *L, pawl__lua_t *w);
 
-/* host.batch (host_batch.c; issue 15), one of the host functions. */
+/* host.batch (host_batch.c), one of the host functions. */
 int pawl__lua_host_batch(lua_State *L);
 
 /* Frees the webhook grants of the state's _defaults.lua (host_fns.c). */

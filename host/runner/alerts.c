@@ -1,4 +1,4 @@
-/* alerts.c: the alert chore (issue 16): runs the global on_dead hook of
+/* alerts.c: the alert chore: runs the global on_dead hook of
  * _defaults.lua once for each job that landed in the dead-letter set.
  *
  * The database writes an outbox row in the transaction that moves a job

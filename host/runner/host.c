@@ -245,7 +245,7 @@ int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono) {
 
 void pawl__host_free(host_t *h) {
   if (!h) return;
-  pawl__webhook_free(h); /* issue 16: before the log it writes to goes */
+  pawl__webhook_free(h); /* before the log it writes to goes */
   if (h->signal_held) pawl__worker_signal_release(h->interrupt_signal);
   for (int i = 0; i < h->nworkers; i++) {
     if (!h->workers[i]) continue;
@@ -353,7 +353,7 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
   for (size_t i = 0; i < o->nallow_webhook; i++)
     if (pawl__web_grant_check(o->allow_webhook[i], msg, len) != 0)
       return PAWL_EINVAL;
-  /* Per-queue concurrency (issue 14): queues with a number have workers
+  /* Per-queue concurrency: queues with a number have workers
    * of their own; the others (or every queue, with no list) share the
    * pool of `workers`, which is there only when some queue shares it. */
   int64_t own = 0;
@@ -378,7 +378,7 @@ int pawl__host_check_opts(pawl_t *p, host_t *h, char *msg, size_t len) {
       return PAWL_EINVAL;
     }
   }
-  if (o->metrics && h->step) { /* issue 16 */
+  if (o->metrics && h->step) { /* the metrics endpoint */
     snprintf(msg, len,
              "the metrics endpoint needs pawl_start()'s threads (its HTTP "
              "server and the gauges' reader): step mode and pawl_attach_uv() "
@@ -551,7 +551,7 @@ static int host_make_threads(host_t *h, char *err, size_t errlen) {
   int n = h->opts.workers;
   int rc = pawl__poller_new(h, &h->poller_state, err, errlen);
   if (!rc) rc = pawl__loader_new(h, err, errlen);
-  if (!rc) rc = pawl__webhook_new(h, err, errlen); /* issue 16 */
+  if (!rc) rc = pawl__webhook_new(h, err, errlen); /* alerts */
   if (rc) return rc;
   h->workers = pawl__calloc((size_t)n, sizeof *h->workers);
   if (!h->workers) goto oom;
@@ -723,7 +723,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   if (!(rc = host_make_threads(h, err, sizeof err)) && in->admin)
     rc = pawl__admin_new(h, in->admin, &h->admin, err, sizeof err);
   h->opts.admin = NULL; /* borrowed for the call only */
-  /* So is the metrics endpoint's address (issue 16). */
+  /* So is the metrics endpoint's address. */
   if (!rc && in->metrics)
     rc = pawl__serve_new(h, in->metrics, err, sizeof err);
   h->opts.metrics = NULL;
@@ -793,7 +793,7 @@ void pawl_stop(pawl_t *p, int how) {
   pthread_mutex_unlock(&h->mu);
   /* A script being loaded is no job: cut it short (nothing installed). */
   if (h->probe) pawl__worker_interrupt_stop(h->probe);
-  /* A global on_dead hook too (issue 16): its outbox row stays, for the
+  /* A global on_dead hook too: its outbox row stays, for the
    * next host to run once its lease has run out. */
   if (alerter) pawl__worker_interrupt_stop(alerter);
 }

@@ -47,7 +47,7 @@ typedef struct host_outcome {
   char *result;              /* owned */
   char *error;               /* owned */
   char *trace;               /* owned: the error's traceback, or NULL */
-  char *branches;            /* owned: the branches that fired (issue 15) */
+  char *branches;            /* owned: the branches that fired */
   pawl_log_entry_t *logs;    /* owned, with their strings */
   size_t nlogs;
   int worker;                /* index of the worker that ran it, -1: none */
@@ -80,7 +80,7 @@ typedef struct host_item {
   struct host_item *next;
 } host_item_t;
 
-/* A queue with workers of its own on this node (issue 14, queues:
+/* A queue with workers of its own on this node (queues:
  * pawl_host_opts_t.queue_concurrency): its jobs are claimed by a claim of
  * their own, at most `limit - held` at a time, so that `held` (claimed and
  * not yet run to the end: queued or running) never exceeds `limit`. The
@@ -110,7 +110,7 @@ typedef struct host {
   pawl_t *p;                 /* the handle that started the host */
   pawl_host_opts_t opts;     /* strings below are owned copies */
   pawl_retention_t *retention; /* owned copy of opts.retention, or NULL
-                                  (retention.c; issue 16) */
+                                  (retention.c) */
   char *scripts_dir;
   char **queues;
   char **allow_webhook;      /* opts.allow_webhook's copies */
@@ -128,7 +128,7 @@ typedef struct host {
   host_item_t *queue_head, *queue_tail; /* the shared pool's jobs */
   int queued;                /* claimed, waiting for a worker (both lists) */
   int running;               /* being run by a worker */
-  /* Per-queue concurrency (issue 14, queues; see host_qslot_t). The jobs
+  /* Per-queue concurrency (queues; see host_qslot_t). The jobs
    * of queues with workers of their own wait in a list of their own
    * (own_head), which workers take first: each of them has a worker
    * free. The shared pool's (queue_head) are taken while fewer than
@@ -167,13 +167,13 @@ typedef struct host {
   host_script_t *scripts;
   size_t nscripts;
   uint64_t scripts_gen;
-  /* Recurring definitions the loaded scripts declare (issue 14), set by
+  /* Recurring definitions the loaded scripts declare, set by
    * the loader with each list it installs (crons_gen bumped); the
    * poller's ticker writes them to the database (ticker.c). */
   pawl_recurring_t *crons;
   size_t ncrons;
   uint64_t crons_gen;
-  /* The redact lists of the loaded scripts (issue 16), as the JSON that
+  /* The redact lists of the loaded scripts, as the JSON that
    * pawl__types_sync() takes, set by the loader with each list it
    * installs (types_gen bumped); the poller writes them (types_sync.c).
    * NULL: none to write. */
@@ -181,8 +181,8 @@ typedef struct host {
   uint64_t types_gen;
   struct loader *loader_state;
   worker_t *probe;           /* the loader's state, for the watchdog */
-  worker_t *alerter;         /* the loader's alert state (issue 16,
-                                alerts.c), for the watchdog and the stop;
+  worker_t *alerter;         /* the loader's alert state (alerts.c),
+                                for the watchdog and the stop;
                                 set (under mu) by the loader thread once
                                 made; NULL: not yet */
   struct webhook *webhook;   /* pawl.alert.webhook's sender (webhook.c);
@@ -253,7 +253,7 @@ typedef struct host {
   pthread_t admin_thread;
   int admin_started, admin_done;
   int admin_abandoned;       /* its Lua thread, stuck in a C call, was left */
-  /* The metrics endpoint (issue 16; serve.c, metrics.c, http.c): NULL
+  /* The metrics endpoint (serve.c, metrics.c, http.c): NULL
    * without one. The counters are added to by every thread without a
    * lock; metrics_thread refreshes the database gauges. */
   struct metrics *metrics;
@@ -420,7 +420,7 @@ void *pawl__loader_main(void *arg);
  * Step mode calls it with its own worker as the probe. */
 int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe);
 
-/* The ticker (ticker.c; issue 14): recurring definitions, as one of the
+/* The ticker (ticker.c): recurring definitions, as one of the
  * poller's chores (so that pawl_start's host, step mode and a host on a
  * libuv loop all tick, on the poller's or the stepping thread's handle).
  * pawl__ticker_chore: once the loader installed new definitions, writes
@@ -442,13 +442,13 @@ typedef struct host_ticker {
 void pawl__ticker_free(host_ticker_t *t);
 void pawl__ticker_chore(host_t *h, pawl_t *p, host_ticker_t *t, int64_t now);
 
-/* pawl__types_chore (types_sync.c, issue 16), a poller chore too: once the
+/* pawl__types_chore (types_sync.c), a poller chore too: once the
  * loader installed new scripts, writes their redact lists to pawl_types
  * (pawl__types_sync), so that admin views without the scripts hide the
  * same fields. *synced: the types_gen written (a failed write is tried
  * again at the next chore). */
 void pawl__types_chore(host_t *h, pawl_t *p, uint64_t *synced);
-/* Dead-letter alerts (issue 16). pawl__alerts_chore (alerts.c): on the
+/* Dead-letter alerts. pawl__alerts_chore (alerts.c): on the
  * loader thread, with the alerter state `w` (its handle w->p): runs the
  * global on_dead hook for the outbox's rows this node takes; returns how
  * many hooks ran. *failing (the caller's, 0 at first): the outbox could
@@ -461,7 +461,7 @@ int pawl__webhook_new(host_t *h, char *err, size_t errlen);
 void pawl__webhook_free(host_t *h);
 int pawl__webhook_post(void *data, const pawl__lua_post_t *req, char *err,
                        size_t errlen);
-/* Retention (retention.c; issue 16): old finished jobs removed as one of
+/* Retention (retention.c): old finished jobs removed as one of
  * the poller's chores, on the node that holds the lock "pawl.retention",
  * one batch per chore (a transaction) with the policy's pause between
  * batches, so that claims go on between them; a sweep every
@@ -496,7 +496,7 @@ int pawl__admin_new(host_t *h, const pawl_admin_opts_t *o,
 void pawl__admin_free(struct admin_server *a);
 void *pawl__admin_main(void *arg);
 
-/* The host's HTTP server and what it serves (serve.c; issue 16): made by
+/* The host's HTTP server and what it serves (serve.c): made by
  * pawl_start() when pawl_host_opts_t.metrics asks for it (the address is
  * bound then, so a refused one fails the start): sets h->metrics and
  * h->http. 0 or a PAWL_E* code with the message in err; what it made is

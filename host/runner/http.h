@@ -1,4 +1,4 @@
-/* http.h: the host's HTTP server (issue 16), on libmicrohttpd: it serves
+/* http.h: the host's HTTP server, on libmicrohttpd: it serves
  * the metrics endpoint now, and the web dashboard will add its routes to
  * it. It knows routes, methods and the token, nothing of what a route
  * serves.

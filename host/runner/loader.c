@@ -352,7 +352,7 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
         pawl__lua_cron_of(probe->lua, list[i].name, &crons[ncrons]) == 1)
       ncrons++;
   pawl__free(refused);
-  /* Their redact lists (issue 16), for the views without the scripts. */
+  /* Their redact lists, for the views without the scripts. */
   char *types = pawl__lua_types_json(probe->lua, list, kept);
   pthread_mutex_lock(&h->mu);
   if (types) {
@@ -392,7 +392,7 @@ int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe) {
 typedef struct loader {
   host_t *h;
   worker_t probe;
-  /* Dead-letter alerts (issue 16; alerts.c): a state that runs the global
+  /* Dead-letter alerts (alerts.c): a state that runs the global
    * on_dead hook, with a handle of its own, made by the loader thread
    * (loader_alerter_open). has_alerter: it was made. alerts_failing: the
    * last try to make it or to read the outbox failed (logged once). */
@@ -402,7 +402,7 @@ typedef struct loader {
   uint64_t sig;              /* signature of the directory last loaded */
 } loader_t;
 
-/* Makes the alerter (issue 16) on the loader thread, once the scripts are
+/* Makes the alerter on the loader thread, once the scripts are
  * in: a handle of its own (the hooks may enqueue; the outbox's rows are
  * taken through it), then its Lua state. Made here rather than by
  * pawl_start() so that a database that cannot be reached now delays the
@@ -472,7 +472,7 @@ void *pawl__loader_main(void *arg) {
     }
     if (h->stopping) break;
     if (h->scripts_gen) {
-      /* The global on_dead hooks (issue 16), between two looks. The
+      /* The global on_dead hooks, between two looks. The
        * interrupt signal is the alerter's while its hooks run. */
       pthread_mutex_unlock(&h->mu);
       if (ld->has_alerter || loader_alerter_open(ld) == 0) {

@@ -1,4 +1,4 @@
-/* metrics.h: the node's metrics (issue 16), in the Prometheus text
+/* metrics.h: the node's metrics, in the Prometheus text
  * exposition format (0.0.4), for the HTTP server (http.c) to serve.
  *
  * Two kinds of numbers:

@@ -320,7 +320,7 @@ static size_t poller_claim_for(poller_t *pl, const char *const *queues,
   return n;
 }
 
-/* The queues with workers of their own (issue 14): each claims, in a claim
+/* The queues with workers of their own: each claims, in a claim
  * of its own, as many jobs as it has free workers (no prefetch: a job
  * claimed beyond them would wait while its queue is at its number). A
  * busy queue thus never takes a worker, or a claim, from another. */

@@ -1,4 +1,4 @@
-/* retention.c: the worker host's retention sweep (issue 16), as a chore
+/* retention.c: the worker host's retention sweep, as a chore
  * of the poller (poller.c; step mode and a host on a libuv loop run the
  * same chores on their thread). See host.h.
  *

@@ -1,4 +1,4 @@
-/* ticker.c: recurring definitions (issue 14), as a chore of the poller
+/* ticker.c: recurring definitions, as a chore of the poller
  * (poller.c; step mode runs the same chores on its thread). See host.h.
  *
  * A chore rather than a thread of its own: pawl_start's host, step mode

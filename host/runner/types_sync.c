@@ -1,5 +1,5 @@
 /* types_sync.c: the loaded scripts' redact lists, written to the database
- * (issue 16) as a chore of the poller, like the recurring definitions
+ * as a chore of the poller, like the recurring definitions
  * (ticker.c), so that step mode and a host on a libuv loop write them too.
  * See host.h, "pawl__types_chore". */
 #ifndef _GNU_SOURCE

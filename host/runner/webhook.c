@@ -1,4 +1,4 @@
-/* webhook.c: the sender thread of pawl.alert.webhook (issue 16).
+/* webhook.c: the sender thread of pawl.alert.webhook.
  *
  * Hooks run on worker threads (a type's on_dead) or on the loader thread
  * (the global one, alerts.c); neither may wait for the network. A hook's

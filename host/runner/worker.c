@@ -277,7 +277,7 @@ int pawl__worker_open(worker_t *w, char *err, size_t errlen) {
       .data = w,
       .host_L = w->host_L,
       .host_types_ref = w->host_types_ref,
-      .post = h ? pawl__webhook_post : NULL, /* issue 16 */
+      .post = h ? pawl__webhook_post : NULL, /* alerts */
       .post_data = h,
       .act_as = worker_act_as,
   };

@@ -894,7 +894,7 @@ function Session:make_env()
   return env
 end
 
--- ---- redaction (issue 16) ----------------------------------------------------
+-- ---- redaction ---------------------------------------------------------------
 
 -- Replaces, in job table `j` (db:job's or db:jobs'), the payload, params,
 -- result and log fields (decoded and as JSON text) with what admin views

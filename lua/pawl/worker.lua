@@ -101,8 +101,8 @@ local ENQUEUE_OPTS = {
   business_key = "string", return_existing = "boolean",
   correlation_id = "string", tags = "table", params = "table",
   blocked = "boolean", ordering_key = "string", resource = "string",
-  signal = "string", signal_timeout = "number", -- issue 15: signals
-  -- Dependencies (issue 15): after is a job id or a list of them.
+  signal = "string", signal_timeout = "number", -- signals
+  -- Dependencies: after is a job id or a list of them.
   after = "table", when = "string",
 }
 
@@ -152,7 +152,7 @@ local function enqueue_args(fname, jtype, payload, opts, level)
       end
     end
   end
-  -- Dependencies (issue 15): a branch of the job that is running now (its
+  -- Dependencies: a branch of the job that is running now (its
   -- own children) is checked against its script here; a branch of another
   -- job is not (its script is not at hand): a name it does not define
   -- never fires, and the child is canceled when that parent ends.
@@ -263,7 +263,7 @@ function pawl.replace(id, changes)
   return nid
 end
 
--- One job of a batch (issue 15) as host.batch takes it: the options a
+-- One job of a batch as host.batch takes it: the options a
 -- child or callback may have, checked as pawl.enqueue checks them, with the
 -- target type's script choosing queue and priority. `what` names it in
 -- errors ("job 3", "on_success").
@@ -299,7 +299,7 @@ local function batch_entry(what, e)
           what:match("^job") and "a batch's child" or "a callback", bad), 3)
   end
   local spec = spec_of(jtype)
-  -- Job instances (issue 15): one is enqueued alone (pawl.enqueue), not
+  -- Job instances: one is enqueued alone (pawl.enqueue), not
   -- as a batch's child or callback (the C API refuses identity there too).
   if spec and spec.identity then
     error(("pawl.batch: %s: job type %s has identity fields (a job instance "
@@ -317,7 +317,7 @@ local function batch_entry(what, e)
     -- only the one given (which the C API refuses: it would be lost).
     opts.resource or (what:match("^job") and spec and spec.resource or nil),
     opts.signal, opts.signal_timeout,
-    -- Dependencies (issue 15): a child may wait for jobs outside the batch.
+    -- Dependencies: a child may wait for jobs outside the batch.
     type(opts.after) == "string" and { opts.after } or opts.after, opts.when }
 end
 
@@ -371,7 +371,7 @@ function pawl.batch(t)
   return id, ids, status
 end
 
--- Enqueues a chain of jobs in one transaction (issue 15): steps is a list
+-- Enqueues a chain of jobs in one transaction: steps is a list
 -- of { type, payload, opts }; each step waits for the one before it to
 -- succeed. Returns the list of their ids and "new", or "duplicate" when a
 -- rerun of the job found the chain this call made before (its identity:
@@ -444,7 +444,7 @@ function pawl.sleep(seconds)
   host.sleep(seconds)
 end
 
--- ---- alerts (issue 16) ------------------------------------------------
+-- ---- alerts -----------------------------------------------------------
 
 -- `url` as messages show it: its user information (user:password@) and
 -- its query (?api_key=...) replaced, by the C rule the webhook sender's
@@ -542,7 +542,7 @@ function pawl.time() return host.time() end
 -- become U+FFFD (host.text), so a log line can never make the store refuse
 -- the outcome (PostgreSQL refuses both).
 -- Secret keys: the sanitizer's (a key whose last word looks secret: pwd,
--- auth, ...), the words admin views hide (issue 16: a key that contains
+-- auth, ...), the words admin views hide (a key that contains
 -- password, token, key, ...; host.redact_key, the C rule of
 -- host/core/redact_json.c) and the names in the job type's `redact`.
 local MAX_FIELD_DEPTH = 512 -- the store's nesting limit (json.h)
@@ -611,7 +611,7 @@ end
 
 function CtxMethods:canceled() return host.canceled(self._seq) end
 
--- Restartable steps (issue 15; README "Restartable steps").
+-- Restartable steps (README "Restartable steps").
 
 -- Saves `t` (a table of named values: a JSON object of at most
 -- limits.checkpoint_max bytes) as the running step's execution context,
@@ -1023,19 +1023,19 @@ local FIELDS = {
   max_attempts = "number", timeout = "number", retry = "function",
   sanitize = "function", redact = "table", on_success = "function",
   on_failure = "function", on_dead = "function", allow = "table",
-  -- recurring (issue 14): the type's definition (README "Recurring jobs")
+  -- recurring: the type's definition (README "Recurring jobs")
   cron = "string", tz = "string", misfire = "string",
   catch_up_limit = "number", payload = "table", cron_name = "string",
-  -- Per-key ordering (issue 14): ordering_key is a string or a function
+  -- Per-key ordering: ordering_key is a string or a function
   -- of the payload (checked below); ordering "strict" or "skip_failed".
   ordering_key = "function", ordering = "string",
-  -- Limits (issue 14): the resource its jobs hold a permit of.
+  -- Limits: the resource its jobs hold a permit of.
   resource = "string",
-  -- Dependencies (issue 15): name -> predicate of the result.
+  -- Dependencies: name -> predicate of the result.
   branches = "table",
-  -- Restartable steps and job instances (issue 15; checked below).
+  -- Restartable steps and job instances (checked below).
   steps = "table", identity = "table",
-  -- Dead-letter alerts (issue 16): _defaults.lua's dedup window, seconds.
+  -- Dead-letter alerts: _defaults.lua's dedup window, seconds.
   alert_window = "number",
   -- _defaults.lua's webhook destinations job code may post to.
   allow_webhook = "table",
@@ -1221,7 +1221,7 @@ local function check_script(t, is_defaults)
   if is_defaults and t.ordering_key ~= nil then
     return nil, "ordering_key belongs to a job type's script, not _defaults.lua"
   end
-  -- Limits (issue 14): the resource its jobs hold a permit of. A name as
+  -- Limits: the resource its jobs hold a permit of. A name as
   -- pawl_enqueue() takes it; "queue:..." names a queue's limit.
   if t.resource ~= nil then
     if is_defaults then
@@ -1422,7 +1422,7 @@ function W.load_one(name, path, src)
     defaults.ordering = t.ordering
     defaults.max_children, defaults.max_batch, defaults.max_depth =
       t.max_children, t.max_batch, t.max_depth
-    -- issue 16: the global on_dead hook and its dedup window
+    -- the global on_dead hook and its dedup window
     defaults.on_dead, defaults.alert_window = t.on_dead, t.alert_window
     defaults_allow = {}
     for _, cap in ipairs(t.allow or {}) do defaults_allow[cap] = true end
@@ -1554,7 +1554,7 @@ end
 -- the ctx functions, the host's own reads) can be pointed at another job
 -- (docs/security.md, "Authority over other jobs"). The sandbox's pairs,
 -- next and rawget read through it as through the library views.
--- job.signal (issue 15): the job's signal as {key, state, decision,
+-- job.signal: the job's signal as {key, state, decision,
 -- payload, at, by, timeout_at}, nil when it has none; read from the
 -- database when job code first asks (most jobs never do, and pay nothing)
 -- for the job that runs (the host knows which, whatever the table says),
@@ -1643,7 +1643,7 @@ prepare = function(job, seq)
   return spec.run or W.steps_runner(spec), ctx, timeout, W.hooks_of(job.type)
 end
 
--- The run function of a script with `steps` (issue 15): reads the job's
+-- The run function of a script with `steps`: reads the job's
 -- step executions, skips the steps that completed (in any earlier
 -- attempt), and runs the others in order, each recorded (begin, end; a
 -- step that raises is ended as failed by the host, with the sanitized
@@ -1715,7 +1715,7 @@ local function message_of(err, spec)
   return tostring(err)
 end
 
--- The branches of `job`'s type that fire on its result (issue 15): each
+-- The branches of `job`'s type that fire on its result: each
 -- predicate runs once, in name order; the names that return a true value
 -- are returned as a JSON array (nil: none fired, or the type has none). A
 -- predicate that raises fires nothing and is recorded as an error line in
@@ -1856,7 +1856,7 @@ function W.hook(name, job, arg)
   return clean(spec, message_of(err, spec), job)
 end
 
--- The global on_dead hook of _defaults.lua (issue 16), run by the host's
+-- The global on_dead hook of _defaults.lua, run by the host's
 -- alert chore for each job that landed in the dead-letter set, and for
 -- each dedup window that ended with alerts suppressed: fn(job, err, info),
 -- job = { id, type, queue, attempt, node }, info = { count, suppressed,
@@ -1901,7 +1901,7 @@ function W.hooks_of(name)
        + (spec.on_dead and 4 or 0)
 end
 
--- The redact lists (issue 16) and branch names (issue 15) of the loaded
+-- The redact lists and branch names of the loaded
 -- job types `names`, as the JSON the host records in pawl_types:
 -- [[type, [field, ...], [branch, ...]], ...], [] for none, branch names
 -- sorted. Names without a loaded type are left out.

@@ -392,7 +392,7 @@ void contract_batch_bad_input(const char *url) {
 }
 
 
-/* ---- batches with signals, replace and limits (issue 15, at the merge) -- */
+/* ---- batches with signals, replace and limits --------------------------- */
 
 /* A replaced child hands its place in the batch to its replacement: the
  * old job leaves the batch (its cancel is not counted, and a dead child's

@@ -1,5 +1,5 @@
-/* store_contract_batch.h: the batches part of the store contract suite
- * (issue 15), written once for every backend like store_contract.h; each
+/* store_contract_batch.h: the batches part of the store contract suite,
+ * written once for every backend like store_contract.h; each
  * backend's test file registers BATCH_CONTRACT_TESTS the way it registers
  * CONTRACT_TESTS. */
 #ifndef PAWL_STORE_CONTRACT_BATCH_H

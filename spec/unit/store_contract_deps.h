@@ -1,4 +1,4 @@
-/* store_contract_deps.h: dependencies between jobs (issue 15: after/when,
+/* store_contract_deps.h: dependencies between jobs (after/when,
  * chains, branches), the part of the store contract suite written once
  * for every backend like store_contract.h; each backend's test file
  * registers DEPS_CONTRACT_TESTS the way it registers CONTRACT_TESTS. */

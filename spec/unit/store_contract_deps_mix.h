@@ -1,5 +1,5 @@
 /* store_contract_deps_mix.h: dependencies with replace, batches and
- * signals (issue 15, found at the merge), written once for every backend;
+ * signals (found when they were merged), written once for every backend;
  * each backend's test file registers DEPS_MIX_CONTRACT_TESTS as it
  * registers CONTRACT_TESTS. */
 #ifndef PAWL_STORE_CONTRACT_DEPS_MIX_H

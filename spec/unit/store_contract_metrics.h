@@ -1,5 +1,5 @@
 /* store_contract_metrics.h: the metrics endpoint's part of the store
- * contract suite (issue 16: store.h "metrics", through pawl__gauges),
+ * contract suite (store.h "metrics", through pawl__gauges),
  * written once for every backend; each backend's test file registers
  * METRICS_CONTRACT_TESTS the way it registers CONTRACT_TESTS. */
 #ifndef PAWL_STORE_CONTRACT_METRICS_H

@@ -1,5 +1,5 @@
 /* store_contract_ordering.h: the per-key ordering part of the store
- * contract suite (issue 14), written once for every backend like
+ * contract suite, written once for every backend like
  * store_contract.h; each backend's test file registers
  * ORDERING_CONTRACT_TESTS the way it registers CONTRACT_TESTS. */
 #ifndef PAWL_STORE_CONTRACT_ORDERING_H

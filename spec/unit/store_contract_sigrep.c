@@ -1,4 +1,4 @@
-/* store_contract_sigrep.c: signals and replace (issue 15), through the
+/* store_contract_sigrep.c: signals and replace, through the
  * public API on a handle whose clock is injected: a job waits blocked for
  * a decision delivered once (approve and reject both run it), or fails
  * when its wait runs out; a replacement is enqueued and its predecessor
@@ -488,7 +488,7 @@ void contract_replace_signal_wait(const char *url) {
   pawl_close(p);
 }
 
-/* Replace with limits (issue 14, at the merge): the replacement holds a
+/* Replace with limits (found when they were merged): the replacement holds a
  * permit of the old job's resource, so a replace cannot slip a job out
  * from under its limit. */
 static int64_t running_of(pawl_t *p, const char *name) {

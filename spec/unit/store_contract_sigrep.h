@@ -1,5 +1,5 @@
 /* store_contract_sigrep.h: the signals and replace part of the store
- * contract suite (issue 15), written once for every backend like
+ * contract suite, written once for every backend like
  * store_contract.h; each backend's test file registers
  * SIGREP_CONTRACT_TESTS the way it registers CONTRACT_TESTS. */
 #ifndef PAWL_STORE_CONTRACT_SIGREP_H

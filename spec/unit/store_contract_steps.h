@@ -1,5 +1,5 @@
 /* store_contract_steps.h: the restartable steps and job instances part of
- * the store contract suite (issue 15), written once for every backend
+ * the store contract suite, written once for every backend
  * like store_contract.h; each backend's test file registers
  * STEPS_CONTRACT_TESTS the way it registers CONTRACT_TESTS. */
 #ifndef PAWL_STORE_CONTRACT_STEPS_H

@@ -1,5 +1,5 @@
-/* store_contract_steps_mix.c: job instances (issue 15, steps: identity)
- * with replace, batches and chains, found at the merge of h15-steps into
+/* store_contract_steps_mix.c: job instances (identity)
+ * with replace, batches and chains, found when steps were merged with
  * the other flows (README "Restartable steps"): a replacement becomes the
  * job of the old job's instance; a batch's child or callback and a
  * chain's step may not have identity (an instance is enqueued alone). On

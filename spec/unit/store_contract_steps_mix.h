@@ -1,5 +1,5 @@
-/* store_contract_steps_mix.h: job instances (issue 15, steps) with replace,
- * batches and chains (found at the merge), written once for every backend;
+/* store_contract_steps_mix.h: job instances with replace, batches and
+ * chains (found when they were merged), written once for every backend;
  * each backend's test file registers STEPS_MIX_CONTRACT_TESTS as it
  * registers CONTRACT_TESTS. */
 #ifndef PAWL_STORE_CONTRACT_STEPS_MIX_H

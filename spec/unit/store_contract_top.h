@@ -1,4 +1,4 @@
-/* store_contract_top.h: what `pawl top` reads (issue 16): the throughput
+/* store_contract_top.h: what `pawl top` reads: the throughput
  * buckets, the longest-running jobs and the JSON snapshot, the part of the
  * store contract suite written once for every backend like
  * store_contract.h; each backend's test file registers TOP_CONTRACT_TESTS

@@ -1,4 +1,4 @@
-/* test_alerts.c: dead-letter alerts (issue 16): the global on_dead hook
+/* test_alerts.c: dead-letter alerts: the global on_dead hook
  * of _defaults.lua runs once per job that lands in the dead-letter set
  * (every path: retries used up, pawl.fatal, a signal that timed out, a
  * program's own pawl_finish), never again for a dead job paused and
@@ -299,7 +299,7 @@ static void al_every_path(const char *url) {
   pawl_id_t boom = al_enqueue(p, "boom", "{\"n\":1}", 2); /* retried once */
   pawl_id_t fatal = al_enqueue(p, "fatal", "{}", 5);
   pawl_id_t fine = al_enqueue(p, "ok", "{}", 1);
-  /* A signal wait that times out (issue 15): blocked -> failed. */
+  /* A signal wait that times out: blocked -> failed. */
   pawl_enqueue_opts_t eo;
   pawl_enqueue_opts_init(&eo);
   eo.signal = "approve-1";

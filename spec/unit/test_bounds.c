@@ -1,4 +1,4 @@
-/* test_bounds.c: numbers from outside are bounded (issue 10, item 6).
+/* test_bounds.c: numbers from outside are bounded.
  *
  * The C API refuses values outside the ranges of pawl.h with PAWL_EINVAL
  * and a message naming the value and the range; nothing is clamped, and
@@ -219,7 +219,7 @@ void test_bounds_open_claim_lock_finish(void) {
 
 /* The rank cannot overflow even with values past the API's bounds. */
 void test_bounds_store_rank_saturates(void) {
-  /* No boost: a time like the others, priority first (issue 14). */
+  /* No boost: a time like the others, priority first. */
   CHECK_INT(store_rank(5, 1000, 0), ==, 5 * STORE_RANK_NO_BOOST_MS - 1000);
   CHECK_INT(store_rank(PAWL_PRIORITY_MIN, PAWL_TIME_MAX_MS, 0), >, INT64_MIN);
   CHECK_INT(store_rank(PAWL_PRIORITY_MAX, 0, 0), <, INT64_MAX);

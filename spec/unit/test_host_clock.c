@@ -5,7 +5,7 @@
  * when an attempt ends, and stores the attempt's end from the same clock.
  * With that clock frozen, every time the host stores is exact: these tests
  * pin delays to the millisecond, with no sleep and nothing measured, so a
- * slow, loaded or instrumented machine cannot make them fail (issue 17).
+ * slow, loaded or instrumented machine cannot make them fail.
  * The functional specs (spec/host_spec.lua) check the same with the real
  * binary and the real clock, as bounds that hold at any speed.
  *

@@ -1,4 +1,4 @@
-/* test_list_batch.h: batches (issue 15): the contract suite on both
+/* test_list_batch.h: batches: the contract suite on both
  * backends, and several processes ending one batch's children at once on
  * PostgreSQL. */
 TEST_ENTRY(store_sqlite_batch_success)

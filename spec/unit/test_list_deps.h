@@ -1,4 +1,4 @@
-/* test_list_deps.h: dependencies between jobs (issue 15): the contract
+/* test_list_deps.h: dependencies between jobs: the contract
  * suite on both backends. */
 TEST_ENTRY(store_sqlite_deps_success)
 TEST_ENTRY(store_sqlite_deps_failure_done)

@@ -1,5 +1,5 @@
-/* test_list_deps_mix.h: dependencies with replace, batches and signals
- * (issue 15): the contract suite on both backends. */
+/* test_list_deps_mix.h: dependencies with replace, batches and signals:
+ * the contract suite on both backends. */
 TEST_ENTRY(store_sqlite_deps_replace_parent)
 TEST_ENTRY(store_sqlite_deps_replace_child)
 TEST_ENTRY(store_sqlite_deps_batch_child)

@@ -1,4 +1,4 @@
-/* test_list_metrics.h: the metrics endpoint's gauges (issue 16): the
+/* test_list_metrics.h: the metrics endpoint's gauges: the
  * contract suite on both backends. */
 TEST_ENTRY(store_sqlite_metrics_gauges)
 TEST_ENTRY(store_sqlite_metrics_refresh)

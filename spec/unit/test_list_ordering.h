@@ -1,4 +1,4 @@
-/* test_list_ordering.h: per-key ordering (issue 14): the contract suite on
+/* test_list_ordering.h: per-key ordering: the contract suite on
  * both backends, and what only PostgreSQL has (the per-key lock). */
 TEST_ENTRY(store_sqlite_ordering_order)
 TEST_ENTRY(store_sqlite_ordering_other_keys)

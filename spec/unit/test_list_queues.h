@@ -1,4 +1,4 @@
-/* test_list_queues.h: queues (issue 14, spec/unit/test_queues.c). */
+/* test_list_queues.h: queues (spec/unit/test_queues.c). */
 TEST_ENTRY(store_sqlite_queues_pause)
 TEST_ENTRY(store_pg_queues_pause)
 TEST_ENTRY(store_sqlite_queues_bad_input)

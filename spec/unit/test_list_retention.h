@@ -1,4 +1,4 @@
-/* test_list_retention.h: retention and archival (issue 16) on SQLite and
+/* test_list_retention.h: retention and archival on SQLite and
  * PostgreSQL (spec/unit/test_retention.c). */
 TEST_ENTRY(store_sqlite_ret_live_kept)
 TEST_ENTRY(store_sqlite_ret_retried_between)

@@ -1,4 +1,4 @@
-/* test_list_sigrep.h: signals and replace (issue 15): the contract suite on
+/* test_list_sigrep.h: signals and replace: the contract suite on
  * SQLite and on PostgreSQL. */
 TEST_ENTRY(store_sqlite_sig_approve)
 TEST_ENTRY(store_sqlite_sig_reject)

@@ -1,4 +1,4 @@
-/* test_list_steps.h: restartable steps and job instances (issue 15): the
+/* test_list_steps.h: restartable steps and job instances: the
  * contract suite on SQLite and on PostgreSQL. */
 TEST_ENTRY(store_sqlite_steps_record)
 TEST_ENTRY(store_sqlite_steps_lease_guard)

@@ -1,5 +1,5 @@
-/* test_list_steps_mix.h: job instances with replace, batches and chains
- * (issue 15): the contract suite on both backends. */
+/* test_list_steps_mix.h: job instances with replace, batches and chains:
+ * the contract suite on both backends. */
 TEST_ENTRY(store_sqlite_steps_replace_instance)
 TEST_ENTRY(store_sqlite_steps_identity_refused)
 TEST_ENTRY(store_pg_steps_replace_instance)

@@ -1,4 +1,4 @@
-/* test_list_top.h: what `pawl top` reads (issue 16): the contract suite's
+/* test_list_top.h: what `pawl top` reads: the contract suite's
  * part on both backends. */
 TEST_ENTRY(store_sqlite_top_throughput)
 TEST_ENTRY(store_sqlite_top_running)

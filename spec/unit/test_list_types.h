@@ -1,4 +1,4 @@
-/* Job types' redact lists (issue 16): test_types.c, on both backends. */
+/* Job types' redact lists: test_types.c, on both backends. */
 TEST_ENTRY(store_sqlite_types)
 TEST_ENTRY(store_pg_types)
 TEST_ENTRY(redact_names_parse)

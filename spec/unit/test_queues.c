@@ -1,4 +1,4 @@
-/* test_queues.c: queues (issue 14), on both backends: pausing and resuming
+/* test_queues.c: queues, on both backends: pausing and resuming
  * a whole queue (the claim and next_due leave a paused queue alone, for
  * every node), the list, a queue's own age boost (the claim order of
  * queues with different boosts, computed here independently), bad input
@@ -611,12 +611,12 @@ void test_pg_queues_concurrency_pool_threads(void) {
 }
 void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
 
-/* Restartable steps (issue 15), on both backends. */
+/* Restartable steps, on both backends. */
 #define Q_UNDO_STEPS(file)                                                   \
   "DROP TABLE pawl_instances; DROP TABLE pawl_job_exits; DROP TABLE "        \
   "pawl_steps; DELETE FROM pawl_schema WHERE name = '" file "'; "
 
-/* Dead-letter alerts (issue 16), on both backends. */
+/* Dead-letter alerts, on both backends. */
 #define Q_UNDO_ALERTS_SQLITE(file)                                           \
   "DROP TABLE pawl_alert_windows; DROP TABLE pawl_alerts; DELETE FROM "      \
   "pawl_schema WHERE name = '" file "'; "

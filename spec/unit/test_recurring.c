@@ -1,4 +1,4 @@
-/* test_recurring.c: recurring definitions (issue 14) on both backends: the
+/* test_recurring.c: recurring definitions on both backends: the
  * store's part (through the public API and pawl_internal.h's tick, on a
  * handle whose clock is injected), the misfire policies across a simulated
  * downtime, two nodes ticking the same definitions, and the upsert of
@@ -826,7 +826,7 @@ void test_store_sqlite_rec_due_index(void) {
 }
 
 /* PostgreSQL: a tick's batch is a fixed number of statements whatever its
- * size (issue 14, "Scale"), counted by statement triggers: one UPDATE of
+ * size, counted by statement triggers: one UPDATE of
  * the definitions (a second only for those whose key was seen before), one
  * INSERT of the keys, one COPY of the jobs; not one of each per
  * definition. */

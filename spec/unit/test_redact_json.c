@@ -1,5 +1,5 @@
 /* test_redact_json.c: secret members of payloads hidden in admin views
- * (host/core/redact_json.c, issue 16). */
+ * (host/core/redact_json.c). */
 #include "buf.h"
 #include "json.h"
 #include "redact.h"

@@ -1,4 +1,4 @@
-/* test_retention.c: retention and archival (issue 16) on both backends,
+/* test_retention.c: retention and archival on both backends,
  * through the public API (pawl_cleanup) and the host's sweep (step mode),
  * on handles whose clock is injected: a live job is never removed (also
  * one an operator retried between the walk's read and the removal), each

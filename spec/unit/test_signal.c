@@ -1,5 +1,5 @@
-/* test_signal.c: the host's interrupt signal belongs to the process
- * (issue 10, item 22). An embedder's handler installed before pawl_start
+/* test_signal.c: the host's interrupt signal belongs to the process.
+ * An embedder's handler installed before pawl_start
  * still gets the signals not meant for a pawl worker while hosts run, and
  * is back once the last host has stopped; with PAWL_INTERRUPT_NONE nothing
  * is installed; another signal can take SIGURG's place. */

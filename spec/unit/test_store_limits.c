@@ -1,4 +1,4 @@
-/* test_store_limits.c: resource and rate limits (issue 14) as a store
+/* test_store_limits.c: resource and rate limits as a store
  * contract, run on SQLite and on PostgreSQL: the limits' admin (set, list,
  * remove, bad input), a resource's and a queue's max_running at claim
  * time, the jobs behind a waiting one, prefetch, the permit of a dead
@@ -526,7 +526,7 @@ static void contract_limits_concurrent_claims(const char *url) {
   pawl_close(p);
 }
 
-/* ---- with queues and per-key ordering (issue 14, merged) -------------------- */
+/* ---- with queues and per-key ordering --------------------------------------- */
 
 /* Enqueues one job of `type` in `queue` with `resource` and ordering key
  * `key` (NULL: none). */

@@ -474,7 +474,7 @@ void test_sqlite_claim_uses_live_index(void) {
   sqlite3_close(db);
 }
 
-/* Limits (issue 14): the claim on a database with limits picks as the
+/* Limits: the claim on a database with limits picks as the
  * claim without them does (the same index, no scan, no sort), and counts
  * a limit's permits on the running rows' index, never the history. */
 void test_sqlite_limits_claim_uses_live_index(void) {

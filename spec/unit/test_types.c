@@ -1,5 +1,5 @@
-/* test_types.c: job types' redact lists in the database (issue 16,
- * pawl_types), on SQLite and PostgreSQL: what a host records, what a view
+/* test_types.c: job types' redact lists in the database
+ * (pawl_types), on SQLite and PostgreSQL: what a host records, what a view
  * reads back, a row written only where its list changed, and the names
  * parser. */
 #include "pawl.h"
@@ -115,7 +115,7 @@ void test_redact_names_parse(void) {
   }
 }
 
-/* Branch names (issue 15) recorded with the types: an enqueue after a
+/* Branch names recorded with the types: an enqueue after a
  * parent whose type's names are known is refused for a name its script
  * does not declare, with nothing enqueued; unknown types are not
  * checked. */

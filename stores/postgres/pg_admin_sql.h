@@ -56,7 +56,7 @@
   "minute >= $2::bigint), 0), coalesce(sum(count) FILTER (WHERE minute >= "  \
   "$3::bigint), 0) FROM pawl_throughput WHERE minute >= $1::bigint GROUP "   \
   "BY state, queue"
-/* The metrics' gauges (issue 16): the finishes since minute $1. */
+/* The metrics' gauges: the finishes since minute $1. */
 #define PG_MET_TP                                                            \
   "SELECT state, queue, sum(count) FROM pawl_throughput WHERE minute >= "    \
   "$1::bigint GROUP BY state, queue"

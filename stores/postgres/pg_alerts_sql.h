@@ -1,5 +1,5 @@
 /* pg_alerts_sql.h: the SQL of the PostgreSQL store's dead-letter alerts
- * (issue 16; tables pawl_alerts, pawl_alert_windows, schema V013). None of
+ * (tables pawl_alerts, pawl_alert_windows, schema V013). None of
  * it is on the claim's or the finish's path: the outbox row is written by
  * the trigger pawl_alerts_dead. */
 #ifndef PAWL_PG_ALERTS_SQL_H

@@ -1,5 +1,5 @@
 /* pg_flow_sql.h: the SQL of the PostgreSQL store's signals and
- * replacements (issue 15; tables pawl_signals and pawl_replacements,
+ * replacements (tables pawl_signals and pawl_replacements,
  * schema V008). */
 #ifndef PAWL_PG_FLOW_SQL_H
 #define PAWL_PG_FLOW_SQL_H
@@ -66,17 +66,17 @@
   "INSERT INTO pawl_replacements (old_id, new_id, at, actor) VALUES "        \
   "($1::uuid, $2::uuid, pawl_now($3::bigint), $4)"
 /* What the replacement ($2) takes over from the old job ($1) that the
- * public job struct does not carry: its resource (limits, issue 14), so
+ * public job struct does not carry: its resource (limits), so
  * that a replace cannot take a job out from under its limit; and its place
  * in a batch ($3, the batch the old job left: REP_LEAVE). */
 #define PG_SQL_REP_CARRY                                                     \
   "UPDATE pawl_jobs AS n SET resource = coalesce(n.resource, o.resource), "  \
   "batch_id = $3::uuid FROM pawl_jobs AS o WHERE o.id = $1::uuid AND "       \
   "n.id = $2::uuid"
-/* Job instances (issue 15, steps): see SQLITE_REP_INSTANCE. */
+/* Job instances: see SQLITE_REP_INSTANCE. */
 #define PG_SQL_REP_INSTANCE                                                  \
   "UPDATE pawl_instances SET job_id = $2::uuid WHERE job_id = $1::uuid"
-/* Batches (issue 15): the batch of child $1 (no row: none); the child
+/* Batches: the batch of child $1 (no row: none); the child
  * leaves it (its replacement takes its place). */
 #define PG_SQL_REP_BATCH                                                     \
   "SELECT batch_id FROM pawl_jobs WHERE id = $1::uuid AND batch_id IS NOT "  \

@@ -1,5 +1,5 @@
 /* pg_recurring_sql.h: the SQL of the PostgreSQL store's recurring
- * definitions (issue 14; table pawl_recurring, schema V004). Times cross
+ * definitions (table pawl_recurring, schema V004). Times cross
  * as epoch milliseconds (pawl_ms, pawl_ts), booleans as integers. */
 #ifndef PAWL_PG_RECURRING_SQL_H
 #define PAWL_PG_RECURRING_SQL_H

@@ -23,7 +23,7 @@
   "j.rank"
 #define PG_JOB_RANK_COL 31
 
-/* Queues (issue 14): the jobs of a paused queue are neither claimed nor
+/* Queues: the jobs of a paused queue are neither claimed nor
  * waited for (next_due). ARRAY(subquery) does not depend on the row: it is
  * an InitPlan, run once per statement in the statement's snapshot (empty
  * unless a queue is paused), and the claim's index walk filters each row
@@ -32,7 +32,7 @@
 #define PG_SQL_UNPAUSED                                                      \
   "queue <> ALL (ARRAY(SELECT name FROM pawl_queues WHERE paused)) AND "
 
-/* The age boost a job of the row's queue ranks with (issue 14, queues):
+/* The age boost a job of the row's queue ranks with:
  * the queue's own (pawl_queues.age_boost_ms), else `dflt` (the database's,
  * bound by the caller); pawl_queue_boost() is in schema V005. */
 #define PG_SQL_QUEUE_BOOST(dflt) "pawl_queue_boost(j.queue, " dflt ")"
@@ -41,7 +41,7 @@
  * $7 params, $8 tags, $9 run_at (NULL: now), $10 max_attempts,
  * $11 timeout_s, $12 idempotency key, $13 business key, $14 correlation id,
  * $15 enqueued_by, $16 now, $17 age boost, $18 ordering key (then the
- * next ordering_seq: V006__ordering.sql), $19 resource (limits, issue 14;
+ * next ordering_seq: V006__ordering.sql), $19 resource (limits;
  * NULL for none), $20 depth (the generation of jobs enqueued by jobs).
  * A live business key held by
  * another job is the only conflict possible (ids are fresh UUIDv7s): then
@@ -73,7 +73,7 @@
   "params, tags, run_at, max_attempts, timeout_s, idempotency_key, "         \
   "correlation_id, enqueued_by, created_at, updated_at, resource, depth"
 #define PG_SQL_COPY_JOBS PG_SQL_COPY_COLS ") FROM STDIN (FORMAT binary)"
-/* A batch's children (issue 15): the same and their batch. */
+/* A batch's children: the same and their batch. */
 #define PG_SQL_COPY_BATCH_JOBS                                               \
   PG_SQL_COPY_COLS ", batch_id) FROM STDIN (FORMAT binary)"
 
@@ -90,7 +90,7 @@
 #define PG_SQL_CLAIM_PREPARE                                                 \
   "SELECT pawl_claim_prepare(pawl_now($1::bigint), $2::int)"
 
-/* Per-key ordering (issue 14): a pending job with an ordering key is
+/* Per-key ordering: a pending job with an ordering key is
  * claimable only when pawl_ordering_free() says so (the claim asks only for
  * the rows ordering_held leaves, the head of each key); see
  * schema/postgres/V006__ordering.sql for the rule and for why it holds with
@@ -122,7 +122,7 @@
   "LIMIT $5::int FOR UPDATE SKIP LOCKED) AS c WHERE j.id = c.id "            \
   "RETURNING " PG_JOB_COLS
 
-/* Limits (issue 14; stores/store.h, "limits"): the one-statement claim
+/* Limits (stores/store.h, "limits"): the one-statement claim
  * takes nothing on a database with limits (an InitPlan, evaluated once per
  * claim); pg_claim() then claims with the limits' statements below. */
 #define PG_SQL_CLAIM_NO_LIMITS "NOT EXISTS (SELECT 1 FROM pawl_limits) AND "
@@ -189,7 +189,7 @@
  * claim order: $1 now, $4 limit, $5 the queue (or an array of queues);
  * then takes the ones admitted ($6 their ids, $5 how many) with the
  * claim's own update. The pick leaves paused queues alone and keeps
- * per-key ordering as the one-statement claim does (issue 14: queues,
+ * per-key ordering as the one-statement claim does (queues,
  * ordering; the key's advisory lock is held to the commit); the take does
  * not test them again: the picked rows are locked and the transaction
  * holds the keys' locks, and a row the take missed would be an error. */
@@ -238,7 +238,7 @@
   " ON CONFLICT (minute, state, queue, writer) DO UPDATE SET count = "       \
   "pawl_throughput.count + excluded.count"
 
-/* Batches (issue 15; schema/postgres/V009__batch.sql): the children among
+/* Batches (schema/postgres/V009__batch.sql): the children among
  * the rows `done` wrote, added to their batches' counters (one UPDATE per
  * batch; its trigger fires the callbacks when the count completes). The
  * batch rows are locked first, in id order (bl), so that two finishes

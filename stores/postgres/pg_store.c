@@ -129,13 +129,13 @@ enum {
   PG_REC_DISABLE_GONE,
   PG_REC_DISABLE_LISTED,
   PG_REC_LOAD_ERROR,
-  /* queues (issue 14): see the section "queues" */
+  /* queues: see the section "queues" */
   PG_QUEUE_BOOSTS,
   PG_QUEUE_PAUSE,
   PG_QUEUE_RESUME,
   PG_QUEUE_SET_BOOST,
   PG_QUEUE_LIST,
-  /* limits (issue 14): see "limits" below */
+  /* limits: see "limits" below */
   PG_CLAIM_LIM_PICK,   /* same order as PG_CLAIM, _QUEUE, _QUEUES */
   PG_CLAIM_LIM_PICK_QUEUE,
   PG_CLAIM_LIM_PICK_QUEUES,
@@ -154,12 +154,12 @@ enum {
   PG_LIMIT_SET,
   PG_LIMIT_REMOVE,
   PG_LIMIT_LIST,
-  PG_TYPES_SYNC, /* issue 16: pawl_types */
+  PG_TYPES_SYNC, /* pawl_types */
   PG_TYPE_REDACT,
   PG_NEXT_DUE_LIM,
   PG_NEXT_DUE_LIM_RES,
   PG_NEXT_DUE_LIM_QUEUE,
-  /* signals and replace (issue 15; pg_flow_sql.h) */
+  /* signals and replace (pg_flow_sql.h) */
   PG_SIG_RELEASE,
   PG_SIG_HOLDER,
   PG_SIG_NEXT,
@@ -175,7 +175,7 @@ enum {
   PG_REP_LEAVE,
   PG_REP_NEXT,
   PG_REP_PREV,
-  /* batches (issue 15): see the section "batches" */
+  /* batches: see the section "batches" */
   PG_BATCH_ADD,
   PG_BATCH_CB_ADD,
   PG_BATCH_COUNT_JOB,
@@ -187,7 +187,7 @@ enum {
   PG_BATCH_OF_CB,
   PG_BATCH_FIND,
   PG_BATCH_CHILDREN,
-  /* dependencies (issue 15): see the section "dependencies" */
+  /* dependencies: see the section "dependencies" */
   PG_DEPS_RELEASE,
   PG_DEPS_LINK,
   PG_DEPS_LOCK_KIDS,
@@ -200,7 +200,7 @@ enum {
   PG_DEPS_HAND_LOCK,
   PG_DEPS_HAND_OVER,
   PG_DEPS_TAKE_OVER,
-  /* steps and instances (issue 15): see the section "steps" */
+  /* steps and instances: see the section "steps" */
   PG_STEP_LIST_Q,
   PG_STEP_JOB_Q,
   PG_STEP_BEGIN_Q,
@@ -209,17 +209,17 @@ enum {
   PG_STEP_EXIT_Q,
   PG_INSTANCE_FIND_Q,
   PG_INSTANCE_TAKE_Q,
-  /* pawl top (issue 16): see the section "top" */
+  /* pawl top: see the section "top" */
   PG_TOP_TP_Q,
   PG_TOP_RUNNING_Q,
-  /* dead-letter alerts (issue 16; pg_alerts_sql.h) */
+  /* dead-letter alerts (pg_alerts_sql.h) */
   PG_ALERT_ROLL_Q,
   PG_ALERT_TAKE_Q,
   PG_ALERT_GET_Q,
   PG_ALERT_WINDOW_Q,
   PG_ALERT_VERDICT_Q,
   PG_ALERT_DONE_Q,
-  /* retention (issue 16): the section "retention" at the end */
+  /* retention: the section "retention" at the end */
   PG_RET_SCAN,
   PG_RET_DELETE,
   PG_RET_ARCHIVE,
@@ -292,7 +292,7 @@ static const char *const pg_sql[PG_COUNT] = {
         "tp AS (INSERT INTO pawl_throughput (minute, state, queue, count) "
         "SELECT " PG_SQL_TP_MINUTE ", 3, queue, 1 FROM cur WHERE "
         "$7::smallint = 3" PG_SQL_TP_UPSERT "), "
-        /* A child failing for good counts in its batch (issue 15). */
+        /* A child failing for good counts in its batch. */
         "bt AS (UPDATE pawl_batches AS bb SET failed = bb.failed + 1, "
         "updated_at = pawl_now($1::bigint) FROM cur WHERE $7::smallint = 3 "
         "AND bb.id = cur.batch_id) "
@@ -481,7 +481,7 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_REC_DISABLE_GONE] = PG_REC_DISABLE_GONE_SQL,
     [PG_REC_DISABLE_LISTED] = PG_REC_DISABLE_LISTED_SQL,
     [PG_REC_LOAD_ERROR] = PG_REC_LOAD_ERROR_SQL,
-    /* queues (issue 14) */
+    /* queues */
     [PG_QUEUE_BOOSTS] = "SELECT name, age_boost_ms FROM pawl_queues WHERE "
                         "age_boost_ms IS NOT NULL",
     /* $1 name, $2 now, $3 by, $4 reason. Changes a row only when the queue
@@ -507,7 +507,7 @@ static const char *const pg_sql[PG_COUNT] = {
         "excluded.updated_at",
     [PG_QUEUE_LIST] = "SELECT name, paused, pawl_ms(paused_at), paused_by, "
                       "reason, age_boost_ms FROM pawl_queues ORDER BY name",
-    /* limits (issue 14) */
+    /* limits */
     [PG_CLAIM_LIM_PICK] = PG_SQL_CLAIM_LIM_PICK,
     [PG_CLAIM_LIM_PICK_QUEUE] = PG_SQL_CLAIM_LIM_PICK_QUEUE,
     [PG_CLAIM_LIM_PICK_QUEUES] = PG_SQL_CLAIM_LIM_PICK_QUEUES,
@@ -603,7 +603,7 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_REP_LEAVE] = PG_SQL_REP_LEAVE,
     [PG_REP_NEXT] = PG_SQL_REP_NEXT,
     [PG_REP_PREV] = PG_SQL_REP_PREV,
-    /* batches (issue 15; schema/postgres/V009__batch.sql) */
+    /* batches (schema/postgres/V009__batch.sql) */
     /* $1 id, $2 total, $3 enqueued_by, $4 now, $5 ident (V015). */
     [PG_BATCH_ADD] = "INSERT INTO pawl_batches (id, total, enqueued_by, "
                      "created_at, updated_at, ident) VALUES ($1::uuid, "
@@ -656,7 +656,7 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_BATCH_OF] = "SELECT batch_id FROM pawl_jobs WHERE id = $1::uuid",
     [PG_BATCH_OF_CB] = "SELECT batch_id, role FROM pawl_batch_callbacks "
                        "WHERE id = $1::uuid",
-    /* dependencies (issue 15; the functions are in
+    /* dependencies (the functions are in
      * schema/postgres/V010__deps.sql) */
     [PG_DEPS_RELEASE] = "SELECT pawl_deps_release($1::uuid[], $2::bigint)",
     [PG_DEPS_LINK] = "SELECT pawl_deps_link($1::uuid, $2::uuid[], "
@@ -690,13 +690,13 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_DEPS_REOPEN_SELF] =
         "UPDATE pawl_jobs SET deps_open = EXISTS (SELECT 1 FROM pawl_deps "
         "WHERE parent = $1::uuid) WHERE id = $1::uuid",
-    /* The branches that fired (issue 15), for the batch's successes that
+    /* The branches that fired, for the batch's successes that
      * carry them: $1 ids, $2 JSON arrays, $3 the lease token. */
     [PG_DEPS_BRANCHES] =
         "UPDATE pawl_jobs AS j SET branches = b.br FROM unnest($1::uuid[], "
         "$2::jsonb[]) AS b(id, br) WHERE j.id = b.id AND j.state = 2 AND "
         "j.lease_token = $3::uuid",
-    /* Replace (issue 15): the replacement $2 of the live job $1 takes its
+    /* Replace: the replacement $2 of the live job $1 takes its
      * place in the graph (see SQLITE_DEPS_HAND_PARENT). The old job's
      * row is locked already (pg_replace); its parents are locked next, in
      * id order, so that none of them ends meanwhile: a parent's finish
@@ -722,7 +722,7 @@ static const char *const pg_sql[PG_COUNT] = {
         "SELECT 0, c.id, c.type, c.state, d.cond FROM pawl_deps AS d JOIN "
         "pawl_jobs AS c ON c.id = d.child WHERE d.parent = $1::uuid "
         "ORDER BY 1 DESC, 2",
-    /* steps and instances (issue 15; pg_steps_sql.h) */
+    /* steps and instances (pg_steps_sql.h) */
     [PG_STEP_LIST_Q] = PG_STEP_LIST,
     [PG_STEP_JOB_Q] = PG_STEP_JOB,
     [PG_STEP_BEGIN_Q] = PG_STEP_BEGIN,
@@ -731,7 +731,7 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_STEP_EXIT_Q] = PG_STEP_EXIT,
     [PG_INSTANCE_FIND_Q] = PG_INSTANCE_FIND,
     [PG_INSTANCE_TAKE_Q] = PG_INSTANCE_TAKE,
-    /* pawl top (issue 16): the buckets from minute $1 on; the running
+    /* pawl top: the buckets from minute $1 on; the running
      * jobs (their partial index), longest running first. */
     [PG_TOP_TP_Q] = "SELECT minute, state, queue, count FROM pawl_throughput "
                     "WHERE minute >= $1::bigint ORDER BY minute, state, queue",
@@ -744,7 +744,7 @@ static const char *const pg_sql[PG_COUNT] = {
     [PG_ALERT_WINDOW_Q] = PG_ALERT_WINDOW,
     [PG_ALERT_VERDICT_Q] = PG_ALERT_VERDICT,
     [PG_ALERT_DONE_Q] = PG_ALERT_DONE,
-    /* retention (issue 16): the walk by primary key (UUIDv7: time
+    /* retention: the walk by primary key (UUIDv7: time
      * ordered), any state (the caller decides). */
     [PG_RET_SCAN] = "SELECT id, version, state, pawl_ms(created_at), "
                     "pawl_ms(finished_at), queue, type FROM pawl_jobs WHERE "
@@ -788,7 +788,7 @@ typedef struct pg_store {
   int64_t poison;
   int64_t tp_minute;       /* the minute this connection last trimmed the
                               throughput buckets at (0: not yet) */
-  int limits_seen;         /* the last claim found limits (issue 14): the
+  int limits_seen;         /* the last claim found limits: the
                               next goes straight to pg_claim_limited() */
   int paused;              /* a queue was paused at this claim's first step:
                               the claim goes by lanes (PG_SQL_LANE_IDS) */
@@ -1449,7 +1449,7 @@ static int pg_insert_one(pg_store_t *s, const store_new_job_t *j,
   if ((rc = pg_run(s, PG_INSERT, 20, pp.v, &res, "insert job"))) return rc;
   int inserted = PQntuples(res) == 1;
   PQclear(res);
-  if (inserted && j->signal_key && (rc = pg_sig_add(s, j))) /* issue 15 */
+  if (inserted && j->signal_key && (rc = pg_sig_add(s, j))) /* signals */
     return rc;
   if (inserted && j->instance_key && (rc = pg_instance_take(s, j))) return rc;
   if (inserted) {
@@ -1581,7 +1581,7 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
   cp_uuid(b, &j->id);
   cp_text(b, j->type);
   cp_text(b, j->queue ? j->queue : "default");
-  /* A batch's child may wait for parents (issue 15): linked after the
+  /* A batch's child may wait for parents: linked after the
    * COPY (pg_batch_create()). */
   cp_i16(b, j->blocked || j->nafter ? PAWL_BLOCKED : PAWL_PENDING);
   cp_i32(b, j->priority);
@@ -1615,7 +1615,7 @@ static void cp_job(pawl_buf_t *b, const store_new_job_t *j, int64_t now,
  * says whether the server took them. */
 static int pg_copy_rows(pg_store_t *s, const store_new_job_t *jobs, size_t n,
                         int64_t now, int with_batch) {
-  /* The queues' own age boosts (issue 14), read in this transaction. */
+  /* The queues' own age boosts, read in this transaction. */
   PGresult *boosts = NULL;
   int brc = pg_run(s, PG_QUEUE_BOOSTS, 0, NULL, &boosts,
                    "read the queues' age boosts");
@@ -1708,7 +1708,7 @@ static int pg_insert(store_t *base, const store_new_job_t *jobs, size_t n,
             jobs[i].ordering_key || /* ordering_seq: not in the COPY */
             jobs[i].signal_key ||   /* its row of pawl_signals */
             jobs[i].nafter || jobs[i].after_prev || /* dependencies */
-            jobs[i].instance_key;   /* issue 15: pawl_instances */
+            jobs[i].instance_key;   /* pawl_instances */
   if (!keyed && n > 1) return pg_insert_many(s, jobs, n, ids, status);
   /* One statement needs no transaction of its own. */
   if (n == 1 && !jobs[0].idempotency_key && !jobs[0].signal_key &&
@@ -1819,7 +1819,7 @@ static char *pg_queues_array(const char *const *queues, size_t n) {
   return b.data;
 }
 
-/* ---- limits (issue 14) ---------------------------------------------------
+/* ---- limits --------------------------------------------------------------
  *
  * The claim's steps are in stores/store.h ("limits"). A database without
  * limits keeps the one-statement claim (PG_SQL_CLAIM), which takes nothing
@@ -2114,7 +2114,7 @@ static int pg_limit_set(store_t *base, const char *name, int64_t max_running,
   return pg_run(s, PG_LIMIT_SET, 5, pp.v, NULL, "set limit");
 }
 
-/* ---- job types (issue 16) ------------------------------------------------ */
+/* ---- job types ----------------------------------------------------------- */
 
 static int pg_types_sync(store_t *base, const char *types) {
   pg_store_t *s = (pg_store_t *)base;
@@ -2247,7 +2247,7 @@ static int pg_claim_pick(store_t *base, const store_claim_t *c,
   int rc = pg_run(s, which, np, pp.v, &res, "claim jobs");
   pawl__free(queues);
   if (rc) return rc;
-  /* Limits (issue 14): nothing claimed may mean that the database has
+  /* Limits: nothing claimed may mean that the database has
    * limits (PG_SQL_CLAIM_NO_LIMITS); then the claim that applies them. */
   if (PQntuples(res) == 0) {
     PQclear(res);
@@ -2360,7 +2360,7 @@ static int pg_next_due(store_t *base, const char *const *queues,
   char *arr = NULL;
   int which = PG_NEXT_DUE, np = 0;
   const char *v[1] = {NULL};
-  /* Limits (issue 14): a job held back by one is not due. */
+  /* Limits: a job held back by one is not due. */
   {
     pg_params_t pp;
     pp_now(s, &pp, 0);
@@ -2479,7 +2479,7 @@ typedef struct pg_batch {
   size_t nsucc, nlogs;
   pawl_buf_t ids, attempts, results, starts, ends;
   pawl_buf_t lids, latt, lat, llevel, lmsg, lfields;
-  /* Dependencies (issue 15): the jobs the batch ends (succeeded, failed),
+  /* Dependencies: the jobs the batch ends (succeeded, failed),
    * whose children it releases; the successes with fired branches. */
   size_t nended, nbranches;
   pawl_buf_t ended, bids, branches;
@@ -2638,7 +2638,7 @@ static int pg_batch_arrays(pg_store_t *s, pg_batch_t *b,
     pp_str(&c->p, 5, b->lmsg.data);
     pp_str(&c->p, 6, b->lfields.data);
   }
-  /* Dependencies (issue 15): after the rows are written, the branches
+  /* Dependencies: after the rows are written, the branches
    * that fired, then the release of the ended jobs' children (one
    * statement per batch; a job without children costs a probe of the
    * small index of open parents). */
@@ -2732,7 +2732,7 @@ static int pg_recover(store_t *base, size_t *n) {
   if ((rc = pg_run(s, PG_EXPIRED, 1, pp.v, &lost, "find expired leases")))
     return pg_end(s, rc);
   size_t count = 0;
-  /* Dependencies (issue 15): the jobs recovered into failed. */
+  /* Dependencies: the jobs recovered into failed. */
   pawl_buf_t ended;
   arr_begin(&ended);
   size_t nended = 0;
@@ -2906,7 +2906,7 @@ static int pg_tx_update(store_t *base, const pawl_job_t *j,
 static int pg_deps_release_one(pg_store_t *s, const pawl_id_t *id);
 
 /* The job finished now (cancel, expire): into its throughput bucket, and
- * its children released (issue 15). */
+ * its children released. */
 static int pg_tx_finished(store_t *base, const pawl_job_t *j, int to,
                           int64_t now) {
   (void)now; /* the statement reads the transaction's clock (pp_now) */
@@ -2955,7 +2955,7 @@ static int pg_transition(store_t *base, const pawl_id_t *id, store_op_t op,
                                 owner, reason, out);
 }
 
-/* ---- signals and replace (issue 15) ----------------------------------------
+/* ---- signals and replace ---------------------------------------------------
  * pawl_signals and pawl_replacements (schema/postgres/V008__signal.sql), in
  * READ COMMITTED. Exactly once: a delivery and an expiry each lock the
  * signal's row first (FOR UPDATE) and write it only from state 0 (waiting);
@@ -3210,8 +3210,8 @@ static int pg_replace(store_t *base, const store_replace_t *r) {
   int live = old->state == PAWL_PENDING || old->state == PAWL_RUNNING ||
              old->state == PAWL_PAUSED || old->state == PAWL_BLOCKED;
   int64_t version = old->version;
-  /* A batch's child hands its place to the replacement (batches, issue
-   * 15): see sq_replace(). The old row is locked (above) before its batch
+  /* A batch's child hands its place to the replacement (batches):
+   * see sq_replace(). The old row is locked (above) before its batch
    * row (pg_batch_count_job), the order every path that counts follows. */
   int64_t d[3];
   int take_back = store_batch_delta(old->state, old->paused_from,
@@ -3227,7 +3227,7 @@ static int pg_replace(store_t *base, const store_replace_t *r) {
     pp_id(&pp, 0, r->old_id);
     rc = pg_run(s, PG_REP_LEAVE, 1, pp.v, NULL, "leave the batch");
   }
-  /* Dependencies (issue 15): a live job's edges go to the replacement
+  /* Dependencies: a live job's edges go to the replacement
    * before its cancel (see sq_replace()). */
   pg_params_t dp;
   pp_id(&dp, 0, r->old_id);
@@ -3603,7 +3603,7 @@ static int pg_rec_disable_gone(store_t *base, const char *const *scripts,
                                size_t n, int listed, size_t *count);
 static int pg_rec_load_error(store_t *base, const char *script,
                              const char *error);
-/* ---- queues (issue 14: pause, resume, per-queue age boost) ---------------- */
+/* ---- queues (pause, resume, per-queue age boost) -------------------------- */
 
 static int pg_queue_pause(store_t *base, const char *name, int paused,
                           const char *by, const char *reason, int *changed) {
@@ -3670,7 +3670,7 @@ static int pg_queue_list(store_t *base, store_queue_cb cb, void *data) {
 
 static int pg_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
                         void *data);
-/* steps and instances (issue 15): the section "steps" at the end */
+/* steps and instances: the section "steps" at the end */
 static int pg_steps_get(store_t *base, const pawl_id_t *id, pawl_steps_t **out);
 static int pg_step_begin(store_t *base, const pawl_id_t *id,
                          const pawl_id_t *token, int32_t attempt,
@@ -3689,7 +3689,7 @@ static int pg_step_exit(store_t *base, const pawl_id_t *id,
 static int pg_instance_find(store_t *base, const char *type, const char *key,
                             pawl_id_t *id, int *state);
 
-/* ---- dead-letter alerts (issue 16) ---------------------------------------- */
+/* ---- dead-letter alerts --------------------------------------------------- */
 
 static int pg_alert_take(store_t *base, const char *owner, int64_t lease_ms,
                          size_t max, store_alert_t **out, size_t *n) {
@@ -3812,7 +3812,7 @@ static int pg_alert_done(store_t *base, const char *owner, int64_t seq) {
   pp_str(&pp, 1, owner);
   return pg_run(s, PG_ALERT_DONE_Q, 2, pp.v, NULL, "remove alert");
 }
-/* retention (issue 16): the section "retention" at the end */
+/* retention: the section "retention" at the end */
 static int pg_ret_scan(store_t *base, const store_pick_t *after, size_t max,
                        store_retain_row_t *out, size_t *n);
 static int pg_ret_remove(store_t *base, const store_retain_row_t *rows,
@@ -4236,7 +4236,7 @@ static int pg_adm_running(store_t *base, store_owner_cb cb, void *data) {
   return rc;
 }
 
-/* ---- top (issue 16; store.h, "top") ---------------------------------------- */
+/* ---- top (store.h, "top") -------------------------------------------------- */
 
 static int pg_top_throughput(store_t *base, int64_t since, store_tp_cb cb,
                              void *data) {
@@ -4266,7 +4266,7 @@ static int pg_top_running(store_t *base, int limit, pawl_job_cb cb,
   return rc ? rc : pg_list_rows(s, res, cb, data);
 }
 
-/* ---- recurring definitions (issue 14; store.h, "recurring") --------------- */
+/* ---- recurring definitions (store.h, "recurring") ------------------------- */
 
 static void pg_rec_params(pg_params_t *pp, const pawl_recurring_t *d) {
   pp_str(pp, 0, d->name);
@@ -4625,7 +4625,7 @@ static int pg_rec_load_error(store_t *base, const char *script,
                 "note a script's load error");
 }
 
-/* ---- batches (issue 15; schema/postgres/V009__batch.sql) ------------------ */
+/* ---- batches (schema/postgres/V009__batch.sql) ---------------------------- */
 
 /* Adds d (succeeded, failed, canceled) to the counters of job id's batch,
  * if it has one; the trigger fires the callbacks when this completes the
@@ -4733,12 +4733,12 @@ static int pg_batch_create(store_t *base, const store_batch_new_t *b,
     rc = pg_run(s, PG_BATCH_CB_ADD, 12, pp.v, NULL, "record a callback");
   }
   if (!rc) rc = pg_copy_rows(s, jobs, n, now, 1);
-  /* Children that wait for a signal (issue 15): their rows of
+  /* Children that wait for a signal: their rows of
    * pawl_signals, as pg_insert_one() writes them; a key held twice fails
    * the batch (PAWL_EKEY). */
   for (size_t i = 0; i < n && !rc; i++)
     if (jobs[i].signal_key) rc = pg_sig_add(s, &jobs[i]);
-  /* Children that wait for parents (dependencies, issue 15): their edges,
+  /* Children that wait for parents (dependencies): their edges,
    * as pg_insert_one() links them; one whose parents have all ended is
    * settled at once (and, canceled, counted in the batch by
    * pawl_deps_settle()). */
@@ -4845,7 +4845,7 @@ static int pg_batch_of(store_t *base, const pawl_id_t *id, pawl_id_t *batch,
   return 0;
 }
 
-/* ---- dependencies (issue 15) ---------------------------------------------- */
+/* ---- dependencies --------------------------------------------------------- */
 
 /* The children of job `id`, just ended by an operator transition, counted
  * and settled in its transaction (pawl_deps_release() in
@@ -4991,7 +4991,7 @@ static int pg_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
   return 0;
 }
 
-/* ---- steps (issue 15: restartable steps, job instances) ------------------- */
+/* ---- steps (restartable steps, job instances) ----------------------------- */
 
 static int pg_steps_get(store_t *base, const pawl_id_t *id, pawl_steps_t **out) {
   pg_store_t *s = (pg_store_t *)base;
@@ -5162,7 +5162,7 @@ static int pg_instance_take(pg_store_t *s, const store_new_job_t *j) {
                           j->instance_key, j->type);
 }
 
-/* ---- retention (issue 16) -------------------------------------------------
+/* ---- retention ------------------------------------------------------------
  * The walk reads pages by primary key; a page's removal is one statement
  * (its own transaction), the ids and versions passed as arrays. */
 

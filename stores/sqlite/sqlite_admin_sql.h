@@ -61,7 +61,7 @@
   "SELECT state, queue, sum(count), sum(CASE WHEN minute >= ?2 THEN count "  \
   "ELSE 0 END), sum(CASE WHEN minute >= ?3 THEN count ELSE 0 END) FROM "     \
   "pawl_throughput WHERE minute >= ?1 GROUP BY state, queue"
-/* The metrics' gauges (issue 16): the finishes since minute ?1. */
+/* The metrics' gauges: the finishes since minute ?1. */
 #define SQLITE_MET_TP                                                        \
   "SELECT state, queue, sum(count) FROM pawl_throughput WHERE minute >= ?1 " \
   "GROUP BY state, queue"

@@ -1,5 +1,5 @@
 /* sqlite_alerts_sql.h: the SQL of the SQLite store's dead-letter alerts
- * (issue 16; tables pawl_alerts, pawl_alert_windows, schema V014). Only
+ * (tables pawl_alerts, pawl_alert_windows, schema V014). Only
  * SQLITE_ALERT_ADD is on a job's path: once, when it moves to failed. */
 #ifndef PAWL_SQLITE_ALERTS_SQL_H
 #define PAWL_SQLITE_ALERTS_SQL_H

@@ -1,5 +1,5 @@
-/* sqlite_batch_sql.h: the SQLite store's statements for batches (issue 15,
- * schema/sqlite/V010__batch.sql). */
+/* sqlite_batch_sql.h: the SQLite store's statements for batches
+ * (schema/sqlite/V010__batch.sql). */
 #ifndef PAWL_SQLITE_BATCH_SQL_H
 #define PAWL_SQLITE_BATCH_SQL_H
 

@@ -1,5 +1,5 @@
-/* sqlite_deps_sql.h: the SQL of dependencies between jobs (issue 15;
- * schema/sqlite/V011__deps.sql), for sqlite_store.c. */
+/* sqlite_deps_sql.h: the SQL of dependencies between jobs
+ * (schema/sqlite/V011__deps.sql), for sqlite_store.c. */
 #ifndef PAWL_SQLITE_DEPS_SQL_H
 #define PAWL_SQLITE_DEPS_SQL_H
 
@@ -90,7 +90,7 @@
 #define SQLITE_DEPS_BRANCHES                                                 \
   "UPDATE pawl_jobs SET branches = ?2 WHERE id = ?1 AND state = 2"
 
-/* Replace (issue 15, README "Dependencies and chains"): the replacement
+/* Replace (README "Dependencies and chains"): the replacement
  * ?2 of the live job ?1 takes its place in the graph. Its children follow
  * the replacement (they wait for its end, not the canceled old job's: the
  * old one stops being open so its cancel releases nobody), and it waits

@@ -1,5 +1,5 @@
 /* sqlite_flow_sql.h: the SQL of the SQLite store's signals and
- * replacements (issue 15; tables pawl_signals and pawl_replacements,
+ * replacements (tables pawl_signals and pawl_replacements,
  * schema V009). */
 #ifndef PAWL_SQLITE_FLOW_SQL_H
 #define PAWL_SQLITE_FLOW_SQL_H
@@ -58,19 +58,19 @@
   "INSERT INTO pawl_replacements (old_id, new_id, at, actor) VALUES (?1, "   \
   "?2, ?3, ?4)"
 /* What the replacement (?2) takes over from the old job (?1) that the
- * public job struct does not carry: its resource (limits, issue 14), so
+ * public job struct does not carry: its resource (limits), so
  * that a replace cannot take a job out from under its limit; and its place
  * in a batch (?3, the batch the old job left: REP_LEAVE). */
 #define SQLITE_REP_CARRY                                                     \
   "UPDATE pawl_jobs SET resource = coalesce(resource, (SELECT o.resource "   \
   "FROM pawl_jobs AS o WHERE o.id = ?1)), batch_id = ?3 WHERE id = ?2"
-/* Job instances (issue 15, steps): the replacement ?2 becomes the job of
+/* Job instances: the replacement ?2 becomes the job of
  * the old job's (?1) instance, if the old job still holds one: an enqueue
  * of the instance then finds the replacement (a failed old job would
  * otherwise be restarted beside it). */
 #define SQLITE_REP_INSTANCE                                                  \
   "UPDATE pawl_instances SET job_id = ?2 WHERE job_id = ?1"
-/* Batches (issue 15): the batch of child ?1 (no row: none); the child
+/* Batches: the batch of child ?1 (no row: none); the child
  * leaves it (its replacement takes its place). */
 #define SQLITE_REP_BATCH                                                     \
   "SELECT batch_id FROM pawl_jobs WHERE id = ?1 AND batch_id IS NOT NULL"

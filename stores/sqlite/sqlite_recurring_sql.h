@@ -1,5 +1,5 @@
 /* sqlite_recurring_sql.h: the SQL of the SQLite store's recurring
- * definitions (issue 14; table pawl_recurring, schema V005). */
+ * definitions (table pawl_recurring, schema V005). */
 #ifndef PAWL_SQLITE_RECURRING_SQL_H
 #define PAWL_SQLITE_RECURRING_SQL_H
 

@@ -66,7 +66,7 @@
   "SELECT 1 FROM pawl_jobs INDEXED BY pawl_jobs_early WHERE state = 0 AND "  \
   "held = 0 AND early = 1 AND run_at <= ?1 LIMIT 1"
 
-/* Queues (issue 14): the jobs of a paused queue are neither claimed nor
+/* Queues: the jobs of a paused queue are neither claimed nor
  * waited for (next_due). The subquery does not depend on the row, so
  * SQLite runs it once per statement into an in-memory index and probes
  * that for each row the statement walks. The claim reads the paused set in
@@ -78,7 +78,7 @@
 #define SQLITE_SQL_UNPAUSED                                                  \
   "queue NOT IN (SELECT name FROM pawl_queues WHERE paused = 1) AND "
 
-/* The age boost a row's jobs rank with (issue 14, queues): its queue's
+/* The age boost a row's jobs rank with: its queue's
  * own (pawl_queues.age_boost_ms), else `dflt` (the database's, bound by
  * the caller). For statements on pawl_jobs that compute a rank with
  * pawl_rank(), the store's SQL function (store_rank()). */
@@ -173,9 +173,9 @@
  * batch with the outcomes in a JSON array: parsing that array was most of
  * the finish's CPU (bench/RESULTS.md). updated_at goes through
  * pawl_tp_note(), the store's SQL function (sqlite_store.c) that notes the
- * row's queue for the throughput count, its batch (issue 15; NULL for
+ * row's queue for the throughput count, its batch (NULL for
  * nearly every job) for the batch's counters, its seq when it has
- * children to release (deps_open, issue 15), and its ordering key (NULL
+ * children to release (deps_open), and its ordering key (NULL
  * for nearly every job) for the key's holds, once per row written. */
 /* The run time of the attempt ending, as the worker measured it (?7 its
  * start, ?8 its end; NULL: not measured), kept within the claim (the

@@ -1,5 +1,5 @@
 /* sqlite_steps_sql.h: the SQL of the SQLite store's restartable steps and
- * job instances (issue 15, steps; tables pawl_steps, pawl_job_exits,
+ * job instances (tables pawl_steps, pawl_job_exits,
  * pawl_instances, schema V012). None of it is on the claim's or the
  * finish's path. */
 #ifndef PAWL_SQLITE_STEPS_SQL_H

@@ -134,13 +134,13 @@ enum {
   SQ_REC_DISABLE_GONE,
   SQ_REC_DISABLE_LISTED,
   SQ_REC_LOAD_ERROR,
-  /* queues (issue 14): see the section "queues" */
+  /* queues: see the section "queues" */
   SQ_QUEUE_BOOST,
   SQ_QUEUE_PAUSE,
   SQ_QUEUE_RESUME,
   SQ_QUEUE_SET_BOOST,
   SQ_QUEUE_LIST,
-  /* limits (issue 14): see "limits" below */
+  /* limits: see "limits" below */
   SQ_CLAIM_LIM,          /* same order as SQ_CLAIM, SQ_CLAIM_UNPAUSED */
   SQ_CLAIM_LIM_UNPAUSED,
   SQ_LIMITS_READ,
@@ -150,12 +150,12 @@ enum {
   SQ_LIMIT_SET,
   SQ_LIMIT_REMOVE,
   SQ_LIMIT_LIST,
-  SQ_TYPES_SYNC, /* issue 16: pawl_types */
+  SQ_TYPES_SYNC, /* pawl_types */
   SQ_TYPE_REDACT,
   SQ_NEXT_DUE_LIM,
   SQ_NEXT_DUE_LIM_RES,
   SQ_NEXT_DUE_LIM_QUEUE,
-  /* signals and replace (issue 15; sqlite_flow_sql.h) */
+  /* signals and replace (sqlite_flow_sql.h) */
   SQ_SIG_RELEASE,
   SQ_SIG_HOLDER,
   SQ_SIG_ADD,
@@ -171,7 +171,7 @@ enum {
   SQ_REP_LEAVE,
   SQ_REP_NEXT,
   SQ_REP_PREV,
-  /* batches (issue 15): see the section "batches" */
+  /* batches: see the section "batches" */
   SQ_BATCH_ADD,
   SQ_BATCH_CB_ADD,
   SQ_BATCH_COUNT,
@@ -184,7 +184,7 @@ enum {
   SQ_BATCH_OF_CB,
   SQ_BATCH_FIND,
   SQ_BATCH_CHILDREN,
-  /* dependencies (issue 15): see the section "dependencies" */
+  /* dependencies: see the section "dependencies" */
   SQ_DEPS_RELEASE,
   SQ_DEPS_CLOSE,
   SQ_DEPS_OPEN_SEQ,
@@ -203,7 +203,7 @@ enum {
   SQ_DEPS_HAND_CHILD,
   SQ_DEPS_HAND_CLOSE,
   SQ_DEPS_TAKE_OVER,
-  /* steps and instances (issue 15): see the section "steps" */
+  /* steps and instances: see the section "steps" */
   SQ_STEP_READ_BEGIN,
   SQ_STEP_LIST,
   SQ_STEP_EXIT_GET,
@@ -215,10 +215,10 @@ enum {
   SQ_STEP_EXIT,
   SQ_INSTANCE_FIND,
   SQ_INSTANCE_TAKE,
-  /* pawl top (issue 16): see the section "top" */
+  /* pawl top: see the section "top" */
   SQ_TOP_TP,
   SQ_TOP_RUNNING,
-  /* dead-letter alerts (issue 16; sqlite_alerts_sql.h) */
+  /* dead-letter alerts (sqlite_alerts_sql.h) */
   SQ_ALERT_ADD,
   SQ_ALERT_ROLL,
   SQ_ALERT_ROLL_DEL,
@@ -227,7 +227,7 @@ enum {
   SQ_ALERT_WINDOW,
   SQ_ALERT_VERDICT,
   SQ_ALERT_DONE,
-  /* retention (issue 16): the section "retention" at the end */
+  /* retention: the section "retention" at the end */
   SQ_RET_SCAN,
   SQ_RET_ARCHIVE_JOB,
   SQ_RET_ARCHIVE_ATTEMPTS,
@@ -296,7 +296,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_EVENT_ADD] = "INSERT INTO pawl_events (job_id, at, from_state, "
                      "to_state, actor, reason, attempt) VALUES (?1, ?2, ?3, "
                      "?4, ?5, ?6, ?7)",
-    /* pawl_dep_note(): a parent with children to release (issue 15),
+    /* pawl_dep_note(): a parent with children to release,
      * and the row's ordering key for its holds (sq_keys_flush()). */
     [SQ_FAIL] = "UPDATE pawl_jobs SET state = 3, last_error = ?1, "
                 "finished_at = ?2, updated_at = pawl_dep_note(?2, CASE WHEN "
@@ -456,7 +456,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_REC_DISABLE_GONE] = SQLITE_REC_DISABLE_GONE,
     [SQ_REC_DISABLE_LISTED] = SQLITE_REC_DISABLE_LISTED,
     [SQ_REC_LOAD_ERROR] = SQLITE_REC_LOAD_ERROR,
-    /* queues (issue 14) */
+    /* queues */
     [SQ_QUEUE_BOOST] = "SELECT age_boost_ms FROM pawl_queues WHERE name = ?1",
     /* ?1 name, ?2 now, ?3 by, ?4 reason. Changes a row only when the queue
      * was not paused, so that changes() says whether it was. */
@@ -475,7 +475,7 @@ static const char *const sq_sql[SQ_COUNT] = {
         "updated_at = ?2",
     [SQ_QUEUE_LIST] = "SELECT name, paused, paused_at, paused_by, reason, "
                       "age_boost_ms FROM pawl_queues ORDER BY name",
-    /* limits (issue 14) */
+    /* limits */
     [SQ_CLAIM_LIM] = SQLITE_SQL_CLAIM_LIM,
     [SQ_CLAIM_LIM_UNPAUSED] = SQLITE_SQL_CLAIM_LIM_UNPAUSED,
     [SQ_LIMITS_READ] = SQLITE_SQL_LIMITS_READ,
@@ -555,7 +555,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_BATCH_OF_CB] = SQLITE_BATCH_OF_CB,
     [SQ_BATCH_FIND] = SQLITE_BATCH_FIND,
     [SQ_BATCH_CHILDREN] = SQLITE_BATCH_CHILDREN,
-    /* dependencies (issue 15; sqlite_deps_sql.h) */
+    /* dependencies (sqlite_deps_sql.h) */
     [SQ_DEPS_RELEASE] = SQLITE_DEPS_RELEASE,
     [SQ_DEPS_CLOSE] = SQLITE_DEPS_CLOSE,
     [SQ_DEPS_OPEN_SEQ] = SQLITE_DEPS_OPEN_SEQ,
@@ -574,7 +574,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_DEPS_HAND_CHILD] = SQLITE_DEPS_HAND_CHILD,
     [SQ_DEPS_HAND_CLOSE] = SQLITE_DEPS_HAND_CLOSE,
     [SQ_DEPS_TAKE_OVER] = SQLITE_DEPS_TAKE_OVER,
-    /* steps and instances (issue 15; sqlite_steps_sql.h) */
+    /* steps and instances (sqlite_steps_sql.h) */
     /* A read transaction (deferred: no write lock, no gate). */
     [SQ_STEP_READ_BEGIN] = "BEGIN",
     [SQ_STEP_LIST] = SQLITE_STEP_LIST,
@@ -587,7 +587,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_STEP_EXIT] = SQLITE_STEP_EXIT,
     [SQ_INSTANCE_FIND] = SQLITE_INSTANCE_FIND,
     [SQ_INSTANCE_TAKE] = SQLITE_INSTANCE_TAKE,
-    /* pawl top (issue 16): the buckets from minute ?1 on; the running
+    /* pawl top: the buckets from minute ?1 on; the running
      * jobs through their partial index (the literal state = 1 lets the
      * planner use it), longest running first. */
     [SQ_TOP_TP] = "SELECT minute, state, queue, count FROM pawl_throughput "
@@ -603,7 +603,7 @@ static const char *const sq_sql[SQ_COUNT] = {
     [SQ_ALERT_WINDOW] = SQLITE_ALERT_WINDOW,
     [SQ_ALERT_VERDICT] = SQLITE_ALERT_VERDICT,
     [SQ_ALERT_DONE] = SQLITE_ALERT_DONE,
-    /* retention (issue 16): the walk in insert order, any state (the
+    /* retention: the walk in insert order, any state (the
      * caller decides); the moves check the state, the version the walk read
      * and deps_open in the statement itself. ?1 id, ?2 version, ?3 now. */
     [SQ_RET_SCAN] = "SELECT seq, id, version, state, created_at, "
@@ -643,7 +643,7 @@ typedef struct sq_store {
   } *tp;
   size_t ntp, tpcap, tp_last;
   int tp_oom;              /* pawl_tp_note() ran out of memory */
-  /* A finish's successes by batch (issue 15), noted by pawl_tp_note() like
+  /* A finish's successes by batch, noted by pawl_tp_note() like
    * the queues: entries kept from finish to finish, nbn reset. */
   struct sq_bn {
     pawl_id_t id;
@@ -655,7 +655,7 @@ typedef struct sq_store {
   uint64_t tx_seq, qb_tx;
   char *qb_queue;
   int64_t qb_boost;        /* -1: none of its own */
-  /* Dependencies (issue 15): the seqs of the jobs that ended in this
+  /* Dependencies: the seqs of the jobs that ended in this
    * write transaction with children still to count their end (deps_open),
    * released by sq_deps_flush() before the commit. */
   int64_t *dep_seq;
@@ -820,7 +820,7 @@ static int sq_exec_write(sq_store_t *s, sqlite3_stmt *st, const char *what) {
 /* Ends a transaction: commit when rc == 0, else roll back. */
 static int sq_end(sq_store_t *s, int rc) {
   s->tx_seq++;
-  /* Dependencies (issue 15): the jobs this transaction ended release their
+  /* Dependencies: the jobs this transaction ended release their
    * children in it. Nothing noted: one test. */
   if (rc == 0 && (s->ndep || s->dep_oom)) rc = sq_deps_flush(s);
   s->ndep = 0;
@@ -1175,7 +1175,7 @@ static int sq_find_id(sq_store_t *s, int stmt_id, const char *key,
   return sq_fail(s, rc, "look up key");
 }
 
-/* The age boost jobs of `queue` rank with (issue 14, queues): the queue's
+/* The age boost jobs of `queue` rank with: the queue's
  * own, else the database's. Read in the caller's transaction, so a boost
  * another process set is seen; the last queue asked about is remembered
  * for the rest of the transaction (a batch of one queue costs one read). */
@@ -1274,7 +1274,7 @@ static int sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   sqlite3_bind_int(st, 22, !(j->blocked || deps) && run_at > now);
   if ((rc = sq_exec(s, st, "insert job"))) return rc;
   if (j->ordering_key) sq_key_note(s, j->ordering_key);
-  if (j->signal_key && (rc = sq_sig_add(s, j, now))) return rc; /* issue 15 */
+  if (j->signal_key && (rc = sq_sig_add(s, j, now))) return rc; /* signals */
   if (j->instance_key && (rc = sq_instance_take(s, j, now))) return rc;
   if (j->idempotency_key) {
     st = sq_stmt(s, SQ_IDEM_ADD);
@@ -1406,7 +1406,7 @@ static char *sq_queues_json(const char *const *queues, size_t n) {
   return json;
 }
 
-/* ---- limits (issue 14) ---------------------------------------------------
+/* ---- limits --------------------------------------------------------------
  *
  * The claim's steps are in stores/store.h ("limits"). SQLite needs no lock
  * of its own: the claim's BEGIN IMMEDIATE holds the one write lock from the
@@ -1611,7 +1611,7 @@ static int sq_limit_list(store_t *base, pawl_limit_t **out, size_t *n) {
   return 0;
 }
 
-/* ---- job types (issue 16) ------------------------------------------------ */
+/* ---- job types ----------------------------------------------------------- */
 
 static int sq_types_sync(store_t *base, const char *types) {
   sq_store_t *s = (sq_store_t *)base;
@@ -1685,7 +1685,7 @@ static int sq_any_paused(sq_store_t *s, int *paused) {
   return 0;
 }
 
-/* Queues (issue 14): with a queue paused, the claim `*which` becomes its
+/* Queues: with a queue paused, the claim `*which` becomes its
  * variant that leaves paused queues alone. Read in the claim's transaction;
  * with none paused (one step over an empty table) the claim costs what it
  * did before queues could be paused. */
@@ -1987,7 +1987,7 @@ static int sq_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   int unpaused_which = which;
   if (!rc) rc = sq_claim_paused(s, &which);
   if (!rc) rc = sq_promote(s, now);
-  /* Limits (issue 14): with any, the pick leaves out the jobs of limits
+  /* Limits: with any, the pick leaves out the jobs of limits
    * with nothing left, and each picked job is admitted or skipped. */
   store_limits_t lim = {0};
   char *lim_res = NULL, *lim_qs = NULL;
@@ -2091,7 +2091,7 @@ static int sq_next_due(store_t *base, const char *const *queues,
   sq_store_t *s = (sq_store_t *)base;
   char *json = NULL;
   int which = SQ_NEXT_DUE;
-  /* Limits (issue 14): a job held back by one is not due. */
+  /* Limits: a job held back by one is not due. */
   store_limits_t lim = {0};
   int64_t now = pawl__store_now(base);
   int rc = sq_limits_read(s, now, SIZE_MAX, &lim);
@@ -2317,7 +2317,7 @@ static void sq_rank_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
 
 static int sq_batch_note(sq_store_t *s, sqlite3_value *v);
 
-/* Notes job `seq` (issue 15: it ended with children to release) for
+/* Notes job `seq` (it ended with children to release) for
  * sq_deps_flush(). */
 static void sq_deps_note(sq_store_t *s, int64_t seq) {
   if (s->ndep == s->depcap) {
@@ -2411,7 +2411,7 @@ static void sq_key_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
  * RETURNING, which stages each row in a temporary table) costs a
  * statement (bench/RESULTS.md). A failure to note is reported after the
  * statement (s->tp_oom): the finish then fails and rolls back. `seq`
- * (dependencies, issue 15): the row's seq when it has children to
+ * (dependencies): the row's seq when it has children to
  * release (deps_open), noted for sq_deps_flush(); NULL for every other
  * row, so a job without children costs a CASE. `key`: the row's ordering
  * key (NULL for nearly every job), noted for its holds. */
@@ -2420,10 +2420,10 @@ static void sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
   sq_store_t *s = sqlite3_user_data(ctx);
   if (sq_tp_note(s, (const char *)sqlite3_value_text(v[0])) != 0)
     s->tp_oom = 1;
-  /* The row's batch (issue 15): NULL for nearly every job. */
+  /* The row's batch: NULL for nearly every job. */
   if (sqlite3_value_type(v[2]) != SQLITE_NULL && sq_batch_note(s, v[2]) != 0)
     s->tp_oom = 1;
-  /* Dependencies (issue 15): NULL for a job without children. */
+  /* Dependencies: NULL for a job without children. */
   if (sqlite3_value_type(v[3]) != SQLITE_NULL)
     sq_deps_note(s, sqlite3_value_int64(v[3]));
   if (sqlite3_value_type(v[4]) != SQLITE_NULL)
@@ -2468,7 +2468,7 @@ static int sq_batch_count_job(sq_store_t *s, const pawl_id_t *id, int64_t ds,
 static int sq_batch_flush(sq_store_t *s, int64_t now);
 
 /* The alert outbox row of job `id`, which moved to failed in this
- * transaction (issue 16; schema V014 says why this is no trigger). */
+ * transaction (schema V014 says why this is no trigger). */
 static int sq_alert_add(sq_store_t *s, const pawl_id_t *id, int64_t now) {
   sqlite3_stmt *st = sq_stmt(s, SQ_ALERT_ADD);
   if (!st) return PAWL_ESTORE;
@@ -2490,7 +2490,7 @@ static int sq_fail_job(sq_store_t *s, const pawl_id_t *id, const char *error,
   return rc ? rc : sq_tp_add_id(s, id, now);
 }
 
-/* The branches that fired when a job succeeded (issue 15), written only
+/* The branches that fired when a job succeeded, written only
  * for the outcomes that carry them. */
 static int sq_deps_branches(sq_store_t *s, const pawl_outcome_t *o) {
   sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_BRANCHES);
@@ -2860,7 +2860,7 @@ static int sq_transition(store_t *base, const pawl_id_t *id, store_op_t op,
                                 owner, reason, out);
 }
 
-/* ---- signals and replace (issue 15) ----------------------------------------
+/* ---- signals and replace ---------------------------------------------------
  * pawl_signals and pawl_replacements (schema/sqlite/V009__signal.sql). Every
  * write runs under SQLite's one write lock (BEGIN IMMEDIATE): a key's holder
  * read here is the holder when the transaction commits. */
@@ -3097,8 +3097,8 @@ static int sq_rep_link(sq_store_t *s, int which, const pawl_id_t *id,
   return sq_fail(s, step, "read replacement");
 }
 
-/* Runs each statement of ids[0..n) with ?1 old, ?2 new (dependencies,
- * issue 15: a replacement takes the old job's place in the graph). */
+/* Runs each statement of ids[0..n) with ?1 old, ?2 new (dependencies:
+ * a replacement takes the old job's place in the graph). */
 static int sq_deps_replace(sq_store_t *s, const int *ids, size_t n,
                            const pawl_id_t *old_id, const pawl_id_t *new_id) {
   int rc = 0;
@@ -3142,8 +3142,8 @@ static int sq_replace(store_t *base, const store_replace_t *r) {
   int live = old->state == PAWL_PENDING || old->state == PAWL_RUNNING ||
              old->state == PAWL_PAUSED || old->state == PAWL_BLOCKED;
   int64_t version = old->version;
-  /* A batch's child hands its place to the replacement (batches, issue
-   * 15): it leaves the batch before it is canceled, so its cancel is not
+  /* A batch's child hands its place to the replacement (batches):
+   * it leaves the batch before it is canceled, so its cancel is not
    * counted, and an end it was counted for (failed, canceled) is taken
    * back as a manual retry takes it back; the replacement counts when it
    * ends. */
@@ -3163,7 +3163,7 @@ static int sq_replace(store_t *base, const store_replace_t *r) {
     sq_bind_id(st, 1, r->old_id);
     rc = sq_exec(s, st, "leave the batch");
   }
-  /* Dependencies (issue 15): a live job's edges go to the replacement
+  /* Dependencies: a live job's edges go to the replacement
    * before its cancel, which therefore releases none of its children
    * (README "Dependencies and chains"). A terminal one's children have
    * counted its end already: its edges stay. */
@@ -3490,7 +3490,7 @@ static int sq_data_version(store_t *base, uint64_t *v) {
   return 0;
 }
 
-/* ---- queues (issue 14: pause, resume, per-queue age boost) -------------- */
+/* ---- queues (pause, resume, per-queue age boost) ------------------------ */
 
 static int sq_queue_pause(store_t *base, const char *name, int paused,
                           const char *by, const char *reason, int *changed) {
@@ -3607,7 +3607,7 @@ static int sq_rec_load_error(store_t *base, const char *script,
 
 static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
                         void *data);
-/* steps and instances (issue 15): the section "steps" at the end */
+/* steps and instances: the section "steps" at the end */
 static int sq_steps_get(store_t *base, const pawl_id_t *id, pawl_steps_t **out);
 static int sq_step_begin(store_t *base, const pawl_id_t *id,
                          const pawl_id_t *token, int32_t attempt,
@@ -3625,13 +3625,13 @@ static int sq_step_exit(store_t *base, const pawl_id_t *id,
                         const char *exit_code, const char *exit_message);
 static int sq_instance_find(store_t *base, const char *type, const char *key,
                             pawl_id_t *id, int *state);
-/* retention (issue 16): the section "retention" at the end */
+/* retention: the section "retention" at the end */
 static int sq_ret_scan(store_t *base, const store_pick_t *after, size_t max,
                        store_retain_row_t *out, size_t *n);
 static int sq_ret_remove(store_t *base, const store_retain_row_t *rows,
                          size_t n, int archive, int *removed);
 
-/* ---- dead-letter alerts (issue 16) -------------------------------------- */
+/* ---- dead-letter alerts ------------------------------------------------- */
 
 /* Ends the windows whose time is up at `now` (in the caller's
  * transaction). */
@@ -4455,7 +4455,7 @@ static int sq_adm_running(store_t *base, store_owner_cb cb, void *data) {
   return err;
 }
 
-/* ---- top (issue 16; store.h, "top") ---------------------------------------- */
+/* ---- top (store.h, "top") -------------------------------------------------- */
 
 static int sq_top_throughput(store_t *base, int64_t since, store_tp_cb cb,
                              void *data) {
@@ -4486,7 +4486,7 @@ static int sq_top_running(store_t *base, int limit, pawl_job_cb cb,
   return sq_list_rows(s, st, cb, data);
 }
 
-/* ---- recurring definitions (issue 14; store.h, "recurring") --------------- */
+/* ---- recurring definitions (store.h, "recurring") ------------------------- */
 
 static void sq_rec_bind(sqlite3_stmt *st, const pawl_recurring_t *d) {
   sqlite3_bind_text(st, 1, d->name, -1, SQLITE_STATIC);
@@ -4695,7 +4695,7 @@ static int sq_rec_load_error(store_t *base, const char *script,
   return sq_exec_write(s, st, "note a script's load error");
 }
 
-/* ---- batches (issue 15; schema/sqlite/V010__batch.sql) -------------------- */
+/* ---- batches (schema/sqlite/V010__batch.sql) ------------------------------ */
 
 /* One success of a child of batch `v` (a 16-byte blob) in this finish; -1
  * when out of memory. Batches are few per finish: the last one first. */
@@ -4958,7 +4958,7 @@ static int sq_batch_of(store_t *base, const pawl_id_t *id, pawl_id_t *batch,
     return sq_fail(s, step, "read the job's batch");
   return 0;
 }
-/* ---- dependencies (issue 15) ------------------------------------------- */
+/* ---- dependencies ------------------------------------------------------ */
 
 /* Job `id`, just ended by an operator transition (cancel, expire): noted
  * if it has children to release. */
@@ -5279,7 +5279,7 @@ static int sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,
   return rc == 1 ? 0 : rc;
 }
 
-/* ---- steps (issue 15: restartable steps, job instances) ----------------- */
+/* ---- steps (restartable steps, job instances) --------------------------- */
 
 /* Binds the attempt (?1 job, ?2 token, ?3 attempt) of SQLITE_STEP_HELD. */
 static void sq_step_bind_held(sqlite3_stmt *st, const pawl_id_t *id,
@@ -5491,7 +5491,7 @@ static int sq_instance_take(sq_store_t *s, const store_new_job_t *j,
                           j->instance_key, j->type);
 }
 
-/* ---- retention (issue 16) -------------------------------------------------
+/* ---- retention ------------------------------------------------------------
  * The walk reads pages of rows by seq (the rowid: insert order, no index
  * to keep); the removal is one write transaction per page, a statement per
  * job so that each checks its own row. ON DELETE CASCADE (foreign keys are
