@@ -1157,6 +1157,13 @@ typedef struct store_migration {
   size_t len;
 } store_migration_t;
 
+/* Whether `recorded`, the checksum pawl_schema holds for migration m of
+ * `backend` ("sqlite", "postgres"), is m's: the sum of its text, or, for
+ * a migration whose comments alone were edited after it shipped, the sum
+ * of the text as shipped. `want` receives the sum of the text now. */
+int pawl__store_sum_ok(const char *backend, const store_migration_t *m,
+                       const char *recorded, char want[16]);
+
 /* CRC-32 (IEEE) of the script, the checksum recorded when it was applied. */
 uint32_t pawl__store_crc32(const void *data, size_t len);
 

@@ -1,5 +1,5 @@
--- pawl schema, PostgreSQL, version 4: recurring definitions (issue 14,
--- cron). Shipped migrations are never edited: add V005__*.sql instead.
+-- pawl schema, PostgreSQL, version 4: recurring definitions
+-- (cron). Shipped migrations are never edited: add V005__*.sql instead.
 --
 -- One row per definition: its cron expression and zone, what a missed
 -- occurrence does (misfire: run_once, catch_up up to catch_up_limit, skip),

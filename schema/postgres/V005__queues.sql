@@ -1,4 +1,4 @@
--- pawl schema, PostgreSQL, version 5 (issue 14, queues): queues an
+-- pawl schema, PostgreSQL, version 5: queues an
 -- operator paused or gave an age boost of their own.
 -- Shipped migrations are never edited: add V006__*.sql instead.
 --

@@ -1,4 +1,4 @@
--- pawl schema, PostgreSQL, version 6: per-key ordering (issue 14).
+-- pawl schema, PostgreSQL, version 6: per-key ordering.
 -- Shipped migrations are never edited: add V007__*.sql instead.
 --
 -- ordering_key: jobs with the same key run one at a time, in enqueue order,

@@ -1,4 +1,4 @@
--- pawl schema, PostgreSQL, version 7: resource and rate limits (issue 14).
+-- pawl schema, PostgreSQL, version 7: resource and rate limits.
 -- Shipped migrations are never edited: add V008__*.sql instead.
 --
 -- A job may name a resource (pawl_enqueue_opts_t.resource, a script's

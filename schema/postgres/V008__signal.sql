@@ -1,4 +1,4 @@
--- pawl schema, PostgreSQL, version 8: signals and replace (issue 15).
+-- pawl schema, PostgreSQL, version 8: signals and replace.
 -- Shipped migrations are never edited: add V009__*.sql instead.
 --
 -- pawl_signals: a job enqueued with a signal key waits in `blocked` until

@@ -1,4 +1,4 @@
--- pawl schema, PostgreSQL, version 9: batches (issue 15).
+-- pawl schema, PostgreSQL, version 9: batches.
 -- Shipped migrations are never edited: add V010__*.sql instead.
 --
 -- A batch is a set of jobs (its children) enqueued in one call, with

@@ -1,5 +1,5 @@
 -- pawl schema, PostgreSQL, version 11: restartable steps, checkpoints and
--- job instances (issue 15, steps).
+-- job instances.
 -- Shipped migrations are never edited: add V012__*.sql instead.
 --
 -- Nothing here is read or written by the claim or the finish: a job

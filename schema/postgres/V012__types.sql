@@ -1,5 +1,5 @@
--- pawl schema, PostgreSQL, version 12: what admin views know of job types
--- (issue 16). Shipped migrations are never edited: add V013__*.sql instead.
+-- pawl schema, PostgreSQL, version 12: what admin views know of job types.
+-- Shipped migrations are never edited: add V013__*.sql instead.
 --
 -- One row per job type a host has loaded a script for: `redact`, the JSON
 -- array of the payload field names its script lists in `redact = {...}`
@@ -8,7 +8,7 @@
 -- these fields as well as the built-in secret words. Written by the host
 -- when it loads or reloads its scripts, only where the list changed. A type
 -- whose script is gone keeps its row: its jobs stay hidden as they were.
--- `branches`: the names of the script's `branches` (issue 15), sorted, []
+-- `branches`: the names of the script's `branches`, sorted, []
 -- for none; an enqueue with `when = "branch:NAME"` after a job of this
 -- type is refused when NAME is not among them (NULL: not known, not
 -- checked).

@@ -1,4 +1,4 @@
--- pawl schema, PostgreSQL, version 13: dead-letter alerts (issue 16).
+-- pawl schema, PostgreSQL, version 13: dead-letter alerts.
 -- Shipped migrations are never edited: add V014__*.sql instead.
 --
 -- The alert outbox and the dedup windows: see schema/sqlite/V014__alerts.sql

@@ -1,4 +1,4 @@
--- pawl schema, PostgreSQL, version 14: retention and archival (issue 16).
+-- pawl schema, PostgreSQL, version 14: retention and archival.
 -- Shipped migrations are never edited: add V015__*.sql instead.
 --
 -- Retention (host/api/retention.c) deletes finished jobs that are old

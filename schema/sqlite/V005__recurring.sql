@@ -1,4 +1,4 @@
--- pawl schema, SQLite, version 5: recurring definitions (issue 14, cron).
+-- pawl schema, SQLite, version 5: recurring definitions (cron).
 -- Shipped migrations are never edited: add V006__*.sql instead.
 --
 -- One row per definition: its cron expression and zone, what a missed

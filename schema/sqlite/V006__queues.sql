@@ -1,4 +1,4 @@
--- pawl schema, SQLite, version 6 (issue 14, queues): queues an operator
+-- pawl schema, SQLite, version 6: queues an operator
 -- paused or gave an age boost of their own.
 -- Shipped migrations are never edited: add V007__*.sql instead.
 --

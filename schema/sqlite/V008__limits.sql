@@ -1,4 +1,4 @@
--- pawl schema, SQLite, version 8: resource and rate limits (issue 14).
+-- pawl schema, SQLite, version 8: resource and rate limits.
 -- Shipped migrations are never edited: add V009__*.sql instead.
 --
 -- A job may name a resource (pawl_enqueue_opts_t.resource, a script's

@@ -1,4 +1,4 @@
--- pawl schema, SQLite, version 10: batches (issue 15).
+-- pawl schema, SQLite, version 10: batches.
 -- Shipped migrations are never edited: add V011__*.sql instead.
 --
 -- A batch is a set of jobs (its children) enqueued in one call, with

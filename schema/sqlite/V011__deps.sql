@@ -1,5 +1,5 @@
--- pawl schema, SQLite, version 11: dependencies between jobs (issue 15:
--- after/when, chains, branches).
+-- pawl schema, SQLite, version 11: dependencies between jobs
+-- (after/when, chains, branches).
 -- Shipped migrations are never edited: add V012__*.sql instead.
 --
 -- pawl_deps: one row per edge, parent -> child, with the child's

@@ -1,5 +1,5 @@
 -- pawl schema, SQLite, version 12: restartable steps, checkpoints and job
--- instances (issue 15, steps).
+-- instances.
 -- Shipped migrations are never edited: add V013__*.sql instead.
 --
 -- Nothing here is read or written by the claim or the finish: a job

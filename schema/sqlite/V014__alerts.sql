@@ -1,4 +1,4 @@
--- pawl schema, SQLite, version 14: dead-letter alerts (issue 16).
+-- pawl schema, SQLite, version 14: dead-letter alerts.
 -- Shipped migrations are never edited: add V015__*.sql instead.
 --
 -- The alert outbox: one row for every job that lands in the dead-letter

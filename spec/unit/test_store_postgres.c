@@ -198,6 +198,28 @@ void test_pg_migrate_checksum_changed(void) {
   PQfinish(c);
 }
 
+/* A database migrated before the comments of V005__queues.sql and
+ * V012__types.sql were edited recorded the sums of their text as shipped
+ * (ddd786bc, b715ea8f): it still opens; a shipped sum recorded for another
+ * file is refused. */
+void test_pg_migrate_comment_edits(void) {
+  const char *url = pgtest_url("migrate_comment_edits");
+  pawl_close(open_ok(url, "node-a", NULL));
+  PGconn *c = pgtest_connect(url);
+  pgtest_exec(c, "UPDATE pawl_schema SET checksum = 'ddd786bc' WHERE name = "
+                 "'V005__queues.sql'");
+  pgtest_exec(c, "UPDATE pawl_schema SET checksum = 'b715ea8f' WHERE name = "
+                 "'V012__types.sql'");
+  pawl_close(open_ok(url, "node-a", NULL));
+  pgtest_exec(c, "UPDATE pawl_schema SET checksum = 'ddd786bc' WHERE name = "
+                 "'V006__ordering.sql'");
+  char err[512];
+  CHECK_INT(open_err(url, 0, err, sizeof err), ==, PAWL_ESCHEMA);
+  if (!strstr(err, "V006__ordering.sql"))
+    unit_fail(__FILE__, __LINE__, "message: %s", err);
+  PQfinish(c);
+}
+
 /* A database migrated by a newer pawl is refused, not touched. */
 void test_pg_migrate_newer_schema(void) {
   const char *url = pgtest_url("migrate_newer");

@@ -134,6 +134,48 @@ void test_sqlite_migrate_checksum_changed(void) {
   sqlite3_close(db);
 }
 
+/* A database migrated before the comments of V006__queues.sql and
+ * V013__types.sql were edited recorded the sums of their text as shipped
+ * (b1bdb1df, 0f50b20c): it still opens. A shipped sum recorded for
+ * another file, or a statement changed under an old sum, is refused. */
+void test_sqlite_migrate_comment_edits(void) {
+  pawl_close(open_ok("sqlite:ce.db"));
+  sqlite3 *db = raw("ce.db");
+  raw_exec(db, "UPDATE pawl_schema SET checksum = 'b1bdb1df' WHERE name = "
+               "'V006__queues.sql'");
+  raw_exec(db, "UPDATE pawl_schema SET checksum = '0f50b20c' WHERE name = "
+               "'V013__types.sql'");
+  sqlite3_close(db);
+  pawl_close(open_ok("sqlite:ce.db"));
+  db = raw("ce.db");
+  raw_exec(db, "UPDATE pawl_schema SET checksum = 'b1bdb1df' WHERE name = "
+               "'V007__ordering.sql'");
+  sqlite3_close(db);
+  char err[512];
+  CHECK_INT(open_err("sqlite:ce.db", err, sizeof err), ==, PAWL_ESCHEMA);
+  CHECK(strstr(err, "V007__ordering.sql") != NULL);
+  /* The rule itself: the shipped sum holds while the statements are the
+   * same, comment lines aside. */
+  const store_migration_t *v6 = &pawl__store_sqlite_migrations[5];
+  CHECK_STR(v6->name, "V006__queues.sql");
+  char want[16];
+  CHECK(pawl__store_sum_ok("sqlite", v6, "b1bdb1df", want));
+  CHECK(!pawl__store_sum_ok("postgres", v6, "b1bdb1df", want));
+  size_t len = v6->len + 64;
+  char *more = malloc(len), *stmt = malloc(len);
+  CHECK(more && stmt);
+  int n = snprintf(more, len, "-- a new comment line\n%.*s", (int)v6->len,
+                   v6->sql);
+  store_migration_t m = {6, "V006__queues.sql", more, (size_t)n};
+  CHECK(pawl__store_sum_ok("sqlite", &m, "b1bdb1df", want));
+  n = snprintf(stmt, len, "%.*s\nSELECT 1;\n", (int)v6->len, v6->sql);
+  m.sql = stmt;
+  m.len = (size_t)n;
+  CHECK(!pawl__store_sum_ok("sqlite", &m, "b1bdb1df", want));
+  free(more);
+  free(stmt);
+}
+
 void test_sqlite_migrate_newer_schema(void) {
   pawl_close(open_ok("sqlite:n.db"));
   sqlite3 *db = raw("n.db");

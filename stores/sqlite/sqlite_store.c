@@ -1010,8 +1010,7 @@ static int sq_check_applied(sq_store_t *s, int *applied) {
     }
     const store_migration_t *m = &pawl__store_sqlite_migrations[v - 1];
     char want[16];
-    snprintf(want, sizeof want, "%08x", pawl__store_crc32(m->sql, m->len));
-    if (!sum || strcmp(sum, want) != 0) {
+    if (!pawl__store_sum_ok("sqlite", m, sum, want)) {
       err = pawl__store_fail(&s->base, PAWL_ESCHEMA,
                        "migration %s was changed after it was applied to "
                        "sqlite:%s (checksum recorded %s, file now %s)",

@@ -1,0 +1,25 @@
+/* migration_comment_edits.h: store_comment_edits[] of stores/store.c, one
+ * row per migration whose comments alone were edited after it shipped:
+ * backend, file, the checksum of the text as shipped, and that of its text
+ * without comment lines (the same before and after the edit). */
+    {"postgres", "V004__recurring.sql", "72cc4730", "7c9eeca4"},
+    {"postgres", "V005__queues.sql", "ddd786bc", "f6f6378b"},
+    {"postgres", "V006__ordering.sql", "bbb4511e", "d91d428e"},
+    {"postgres", "V007__limits.sql", "e278cd5a", "34fab0be"},
+    {"postgres", "V008__signal.sql", "f73cf15f", "3fcbd87c"},
+    {"postgres", "V009__batch.sql", "12ebfd8f", "46a92b59"},
+    {"postgres", "V011__steps.sql", "ace6c640", "2d3c171d"},
+    {"postgres", "V012__types.sql", "b715ea8f", "49360573"},
+    {"postgres", "V013__alerts.sql", "46df921d", "e5c38c2a"},
+    {"postgres", "V014__retention.sql", "3304a6c8", "b95795aa"},
+    {"sqlite", "V005__recurring.sql", "0de24e51", "df040135"},
+    {"sqlite", "V006__queues.sql", "b1bdb1df", "8f94c2b4"},
+    {"sqlite", "V007__ordering.sql", "76de6c12", "1d0472f9"},
+    {"sqlite", "V008__limits.sql", "a1ba43ad", "3c3829b3"},
+    {"sqlite", "V009__signal.sql", "bb4fba49", "025124ae"},
+    {"sqlite", "V010__batch.sql", "5d606c3f", "2b88f658"},
+    {"sqlite", "V011__deps.sql", "736c6c89", "3ce1a384"},
+    {"sqlite", "V012__steps.sql", "a03e778b", "09ec8904"},
+    {"sqlite", "V013__types.sql", "0f50b20c", "806a32f9"},
+    {"sqlite", "V014__alerts.sql", "018fec39", "3653a100"},
+    {"sqlite", "V015__retention.sql", "6f1334e3", "ae9470c8"},
