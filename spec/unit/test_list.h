@@ -1,5 +1,8 @@
 /* test_list.h: every C unit test, one TEST_ENTRY(name) per line, by module.
- * CMake reads these lines to register each test with ctest. */
+ * CMake reads these lines to register each test with ctest. A test that
+ * starts threads is listed as TEST_ENTRY_THREADS(name) instead: the same
+ * test, which CMake also labels `threads` so that `make test-tsan` runs it
+ * under ThreadSanitizer. */
 #include "test_list_uuid7.h"
 #include "test_list_json.h"
 #include "test_list_store.h"

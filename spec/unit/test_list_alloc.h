@@ -1,3 +1,3 @@
-TEST_ENTRY(alloc_balanced_threads)
-TEST_ENTRY(alloc_balanced_step)
-TEST_ENTRY(alloc_refusals)
+TEST_ENTRY_THREADS(alloc_balanced_threads)
+TEST_ENTRY_THREADS(alloc_balanced_step)
+TEST_ENTRY_THREADS(alloc_refusals)

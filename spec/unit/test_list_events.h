@@ -1,2 +1,2 @@
-TEST_ENTRY(events_step_order)
-TEST_ENTRY(events_threads_order)
+TEST_ENTRY_THREADS(events_step_order)
+TEST_ENTRY_THREADS(events_threads_order)

@@ -1,4 +1,4 @@
-TEST_ENTRY(host_signal_chains_threads)
-TEST_ENTRY(host_signal_none_threads)
-TEST_ENTRY(host_signal_refused)
-TEST_ENTRY(host_signal_custom_stops_job)
+TEST_ENTRY_THREADS(host_signal_chains_threads)
+TEST_ENTRY_THREADS(host_signal_none_threads)
+TEST_ENTRY_THREADS(host_signal_refused)
+TEST_ENTRY_THREADS(host_signal_custom_stops_job)
