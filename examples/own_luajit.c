@@ -21,7 +21,7 @@
  *
  *   own_luajit DB_PATH
  *
- * Built and run by spec/own_luajit_check.sh (ctest example.own_luajit)
+ * Built and run by spec/examples/own_luajit_check.sh (ctest example.own_luajit)
  * against an installed prefix, with the game's LuaJIT named first (and
  * libpawl.a named as a file: -lpawl would pick libpawl.so beside it):
  *

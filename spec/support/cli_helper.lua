@@ -99,7 +99,7 @@ function Env:path(name) return self.dir .. "/" .. name end
 
 -- pawl with --db pointing at this env's database (unless args give one),
 -- and --create: a spec's first command makes the database, as it did
--- before only `pawl migrate` could (spec/cli_data_spec.lua tests that).
+-- before only `pawl migrate` could (spec/functional/cli_data_spec.lua tests that).
 function Env:pawl(...)
   local args = { "--db", self.db, "--create" }
   for _, a in ipairs({ ... }) do args[#args + 1] = a end
@@ -122,7 +122,7 @@ function Env:enqueue(...)
 end
 
 -- The job as stored (--raw: the specs check stored data; redaction in the
--- views is spec/redact_spec.lua's).
+-- views is spec/functional/redact_spec.lua's).
 function Env:show_json(id)
   return cjson.decode(self:ok("show", id, "--json", "--raw"))
 end

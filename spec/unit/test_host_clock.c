@@ -6,7 +6,7 @@
  * With that clock frozen, every time the host stores is exact: these tests
  * pin delays to the millisecond, with no sleep and nothing measured, so a
  * slow, loaded or instrumented machine cannot make them fail.
- * The functional specs (spec/host_spec.lua) check the same with the real
+ * The functional specs (spec/functional/host_spec.lua) check the same with the real
  * binary and the real clock, as bounds that hold at any speed.
  *
  * What a test waits for (a job reaching a state) it polls for, with a hang

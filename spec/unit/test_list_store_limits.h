@@ -1,4 +1,4 @@
-/* Resource and rate limits: test_store_limits.c, on both
+/* Resource and rate limits: spec/contract/store_contract_limits.c, on both
  * backends. */
 TEST_ENTRY(store_sqlite_limits_admin)
 TEST_ENTRY(store_sqlite_limits_max_running)

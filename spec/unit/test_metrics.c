@@ -1,7 +1,7 @@
 /* test_metrics.c: the metrics endpoint's pieces that need no database
  * server: label escaping (the text format's rules) and the options a
  * host refuses. The endpoint itself is driven through `pawl run` by
- * spec/metrics_spec.lua; the gauges by store_contract_metrics.c. */
+ * spec/functional/metrics_spec.lua; the gauges by store_contract_metrics.c. */
 #include <string.h>
 
 #include "buf.h"

@@ -1,5 +1,6 @@
-/* test_store_sqlite.c: the contract suite on SQLite, and what only SQLite
- * has: the migrator, pragmas, the claim's query plan, the readable view. */
+/* test_store_sqlite.c: what only SQLite has: the migrator, pragmas, the
+ * claim's query plan, the readable view. The contract suite runs on SQLite
+ * from spec/contract/contract_sqlite.c. */
 #include <errno.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -8,18 +9,6 @@
 #include "handle.h"
 #include "sqlite_sql.h"
 #include "store_contract.h"
-#include "store_contract_admin.h"
-#include "store_contract_ordering.h"
-#include "store_contract_sigrep.h"
-#include "store_contract_authority.h"
-#include "store_contract_batch.h"
-#include "store_contract_fanout.h"
-#include "store_contract_deps.h"
-#include "store_contract_deps_mix.h"
-#include "store_contract_steps.h"
-#include "store_contract_steps_mix.h"
-#include "store_contract_top.h"
-#include "store_contract_metrics.h"
 
 sqlite3 *pawl__store_sqlite_db(store_t *st);
 extern const store_migration_t pawl__store_sqlite_migrations[];
@@ -31,22 +20,6 @@ static const char *sqlite_url(const char *name) {
   snprintf(url, sizeof url, "sqlite:%s/%s.db", unit_tmpdir(), name);
   return url;
 }
-
-#define CONTRACT_SQLITE(name) \
-  void test_store_sqlite_##name(void) { contract_##name(sqlite_url(#name)); }
-CONTRACT_TESTS(CONTRACT_SQLITE)
-ADMIN_CONTRACT_TESTS(CONTRACT_SQLITE)
-ORDERING_CONTRACT_TESTS(CONTRACT_SQLITE)
-SIGREP_CONTRACT_TESTS(CONTRACT_SQLITE)
-AUTHORITY_CONTRACT_TESTS(CONTRACT_SQLITE)
-BATCH_CONTRACT_TESTS(CONTRACT_SQLITE)
-FANOUT_CONTRACT_TESTS(CONTRACT_SQLITE)
-DEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
-DEPS_MIX_CONTRACT_TESTS(CONTRACT_SQLITE)
-STEPS_CONTRACT_TESTS(CONTRACT_SQLITE)
-STEPS_MIX_CONTRACT_TESTS(CONTRACT_SQLITE)
-TOP_CONTRACT_TESTS(CONTRACT_SQLITE)
-METRICS_CONTRACT_TESTS(CONTRACT_SQLITE)
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -1,7 +1,7 @@
 -- flow_mix_spec.lua: signals, replace, batches, dependencies
 -- and steps together, from job code with a
 -- real `pawl run` node (found at their merge; the store's side is in
--- spec/unit/store_contract_deps_mix.c and store_contract_steps_mix.c): a
+-- spec/contract/store_contract_deps_mix.c and store_contract_steps_mix.c): a
 -- batch's child that waits for a parent (pawl.batch's `after` reaches
 -- host.batch), the refusal of a job that would wait for parents and a
 -- signal, and of a batch's child whose type has identity. Nothing waits

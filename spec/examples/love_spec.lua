@@ -2,7 +2,7 @@
 -- love.update calls db:step(2), run headless (its conf.lua turns the
 -- window and graphics off; DISPLAY is unset to prove it) with the Lua
 -- module INSTALLED as make install puts it (cmake --install into a
--- temporary prefix, as spec/install_check.sh does; LUA_CPATH names only
+-- temporary prefix, as spec/examples/install_check.sh does; LUA_CPATH names only
 -- the prefix). Then the database says what the game did: every job it
 -- enqueued ended as the game expected, and the game saw their effect (the
 -- score it printed is the one the jobs stored). And the process held one

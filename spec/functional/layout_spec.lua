@@ -1,8 +1,9 @@
 -- layout_spec.lua: the layout's rules hold (README, "Layout"): who may
--- include what (spec/layout_check.sh), the names libpawl gives the linker
--- (spec/symbols_check.sh), and the CLI written on the public API only,
--- proved by a build of it linked against libpawl.so (pawl_cli_shared). Each
--- check is also shown to refuse what it is there to refuse.
+-- include what (spec/functional/layout_check.sh), the names libpawl gives
+-- the linker (spec/functional/symbols_check.sh), and the CLI written on the
+-- public API only, proved by a build of it linked against libpawl.so
+-- (pawl_cli_shared). Each check is also shown to refuse what it is there
+-- to refuse.
 local H = require "cli_helper"
 
 local q = H.quote
@@ -35,7 +36,7 @@ describe("the layout", function()
 
   describe("#include rules", function()
     it("hold in the tree", function()
-      local out, code = run("sh " .. q(SRC .. "/spec/layout_check.sh") .. " " .. q(SRC))
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/layout_check.sh") .. " " .. q(SRC))
       assert.are.equal("", out)
       assert.are.equal(0, code)
     end)
@@ -76,7 +77,7 @@ describe("the layout", function()
           "core/ uses core/ only" },
       }
       for _, c in ipairs(cases) do insert_after(tree .. "/" .. c[1], c[2], c[3]) end
-      local out, code = run("sh " .. q(SRC .. "/spec/layout_check.sh") .. " " .. q(tree))
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/layout_check.sh") .. " " .. q(tree))
       assert.are.equal(1, code, out)
       local lines = H.lines(out)
       assert.are.equal(#cases, #lines, out)
@@ -101,7 +102,7 @@ describe("the layout", function()
       -- checked there. The embedders' libpawl.a makes all but the public
       -- pawl_ names local (example.own_luajit checks that).
       for _, a in ipairs { "libpawl_internal.a", "libpawl.a" } do
-        local out, code = run("sh " .. q(SRC .. "/spec/symbols_check.sh") .. " " ..
+        local out, code = run("sh " .. q(SRC .. "/spec/functional/symbols_check.sh") .. " " ..
                               q(BUILD .. "/" .. a) .. " " .. q(BUILD .. "/libpawl.so"))
         assert.are.equal("", out, a)
         assert.are.equal(0, code, a)
@@ -122,7 +123,7 @@ describe("the layout", function()
       local _, cc = run("cd " .. q(dir) .. " && cc -c -fPIC bad.c -o bad.o && " ..
                         "ar rcs libbad.a bad.o && cc -shared -o libbad.so bad.o")
       assert.are.equal(0, cc)
-      local out, code = run("sh " .. q(SRC .. "/spec/symbols_check.sh") .. " " ..
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/symbols_check.sh") .. " " ..
                             q(dir .. "/libbad.a") .. " " .. q(dir .. "/libbad.so"))
       assert.are.equal(1, code, out)
       assert.truthy(out:find("without the pawl_ or pawl__ prefix:\n  log_init\n", 1, true), out)

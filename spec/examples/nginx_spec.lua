@@ -1,6 +1,6 @@
 -- nginx_spec.lua: examples/nginx/ run as its users run it: Debian's nginx
 -- with libnginx-mod-http-lua, two workers, the Lua module from an install
--- prefix (cmake --install, as spec/install_check.sh makes one), driven
+-- prefix (cmake --install, as spec/examples/install_check.sh makes one), driven
 -- with curl on a loopback port. Every job enqueued over HTTP runs in a
 -- worker (db:step from an ngx.timer) and succeeds; the workers use the
 -- host's LuaJIT and no other; nginx stops on QUIT with nothing worse than

@@ -6,7 +6,7 @@
 --
 -- Nothing here bets on the machine's speed: the module tests
 -- drive an injected clock; the node tests wait for conditions, with hang
--- guards as caps. The store contract suite (spec/unit/
+-- guards as caps. The store contract suite (spec/contract/
 -- store_contract_batch.c) and the three-process race on PostgreSQL
 -- (spec/unit/test_batch_pg.c) test the counting itself on both backends.
 local cjson = require "cjson"

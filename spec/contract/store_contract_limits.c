@@ -1,4 +1,4 @@
-/* test_store_limits.c: resource and rate limits as a store
+/* store_contract_limits.c: resource and rate limits as a store
  * contract, run on SQLite and on PostgreSQL: the limits' admin (set, list,
  * remove, bad input), a resource's and a queue's max_running at claim
  * time, the jobs behind a waiting one, prefetch, the permit of a dead

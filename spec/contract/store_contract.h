@@ -4,7 +4,7 @@
  * Each contract test is a function taking the database URL of a fresh,
  * empty database. A backend registers the suite by defining, for each
  * CONTRACT_TEST(name) below, a unit test that makes a URL and calls
- * contract_<name>(url) — see test_store_sqlite.c. */
+ * contract_<name>(url): see contract_sqlite.c and contract_postgres.c. */
 #ifndef PAWL_STORE_CONTRACT_H
 #define PAWL_STORE_CONTRACT_H
 
