@@ -79,7 +79,8 @@ static int lpawl_define(lua_State *L) {
  * pawl_step_start_lua) with `opts`: default_timeout_s (a job's timeout
  * when neither it nor its type sets one), log_level (0 debug .. 3 error, 4: nothing).
  * Types come from db:define; C types of the handle also run. Only this
- * thread may step the handle. */
+ * thread may step the handle. Only pawl.so runs jobs: in a console db:step
+ * returns nil, a message and PAWL_EINVAL (lua_module_console.c). */
 static int lpawl_step(lua_State *L) {
   lpawl_handle_t *h = lpawl_check(L, 1);
   lpawl_check_not_host(L, h, "db:step");
