@@ -1923,8 +1923,8 @@ PAWL_EXTERN int64_t pawl_next_deadline(pawl_t *p);
 PAWL_EXTERN int pawl_step_wait(pawl_t *p, int64_t timeout_ms);
 
 /* Step mode whose Lua runs in the program's own Lua state: what the Lua
- * module's db:step uses (host/lua/lua_module.c), so that a game's jobs
- * can touch the game's tables. Like pawl_step_start(), and:
+ * module's db:step uses (host/lua/lua_module_step_so.c), so that a
+ * game's jobs can touch the game's tables. Like pawl_step_start(), and:
  * `*lua_state` is the lua_State * (void: this header includes no Lua
  * header) of the thread or coroutine that calls pawl now, read at every
  * pawl_step() and pawl_close(): the caller keeps it current. It must be a

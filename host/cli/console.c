@@ -45,7 +45,7 @@
 #include "console_client.h"
 
 /* lua/pawl/console.lua (embedded by cmake/embed_file.cmake) and the Lua
- * module (host/lua_module.c, linked into this program). */
+ * module (host/lua/lua_module*.c, linked into this program). */
 extern const char pawl_console_lua[];
 extern const size_t pawl_console_lua_len;
 int luaopen_pawl(lua_State *L);

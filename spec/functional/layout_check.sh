@@ -12,8 +12,9 @@
 #   stores/          core/; a backend folder also its own headers and its
 #                    database's client library, never the other backend's
 #   host/api/        core/ and stores/store.h (nothing else of stores/)
-#   host/lua/        core/ and LuaJIT; the Lua module (lua_module.c) only
-#                    ljson.h of lua/
+#   host/lua/        core/ and LuaJIT; the Lua module (lua_module*.c and
+#                    its private lua_module_int.h) only ljson.h of lua/,
+#                    and nothing else of lua/ includes the module's header
 #   host/runner/     core/, api/pawl_internal.h and lua/bridge.h: no store
 #                    header, no handle layout, no Lua header
 #   host/cli/, bench/cli_bench.c   include/pawl.h, core/ and LuaJIT (the
@@ -33,7 +34,7 @@ layer_of() {
     host/core/*) echo core ;;
     host/api/*) echo api ;;
     host/runner/*) echo runner ;;
-    host/lua/lua_module.c) echo luamod ;;
+    host/lua/lua_module.c | host/lua/lua_module_*.[ch]) echo luamod ;;
     host/lua/*) echo lua ;;
     host/cli/* | bench/cli_bench.c) echo cli ;;
     stores/sqlite/*) echo sqlite ;;
@@ -87,7 +88,8 @@ allowed() {
     postgres) [ "$to" = core ] || [ "$to" = stores ] || [ "$to" = postgres ] || [ "$to" = libpq ] ;;
     api) [ "$to" = core ] || [ "$to" = api ] || { [ "$to" = stores ] && [ "$name" = store.h ]; } ;;
     lua) [ "$to" = core ] || [ "$to" = lua ] || [ "$to" = luajit ] ;;
-    luamod) [ "$to" = core ] || [ "$to" = luajit ] || { [ "$to" = lua ] && [ "$name" = ljson.h ]; } ;;
+    luamod) [ "$to" = core ] || [ "$to" = luajit ] || [ "$to" = luamod ] ||
+              { [ "$to" = lua ] && [ "$name" = ljson.h ]; } ;;
     runner) [ "$to" = core ] || [ "$to" = runner ] ||
               { [ "$to" = api ] && [ "$name" = pawl_internal.h ]; } ||
               { [ "$to" = lua ] && [ "$name" = bridge.h ]; } ;;
@@ -103,7 +105,7 @@ rule_of() {
     stores | sqlite | postgres) echo "stores/ use core/ only (a backend also its own folder and its client library)" ;;
     api) echo "api/ uses stores/store.h and core/ only" ;;
     lua) echo "lua/ uses core/ and LuaJIT only" ;;
-    luamod) echo "the Lua module uses include/pawl.h, core/ and lua/ljson.h only" ;;
+    luamod) echo "the Lua module uses include/pawl.h, core/, lua/ljson.h and its own lua_module_int.h only" ;;
     runner) echo "runner/ uses api/pawl_internal.h, lua/bridge.h and core/ only" ;;
     cli) echo "the CLI uses include/pawl.h, core/ and LuaJIT only" ;;
   esac

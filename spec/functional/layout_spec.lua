@@ -72,7 +72,11 @@ describe("the layout", function()
         { "host/lua/run.c", '#include "state.h"', '#include "worker.h"',
           "lua/ uses core/ and LuaJIT only" },
         { "host/lua/lua_module.c", '#include "ljson.h"', '#include "bridge.h"',
-          "the Lua module uses include/pawl.h, core/ and lua/ljson.h only" },
+          "the Lua module uses include/pawl.h, core/, lua/ljson.h and its own" },
+        { "host/lua/lua_module_admin.c", '#include "lua_module_int.h"', '#include "state.h"',
+          "the Lua module uses include/pawl.h, core/, lua/ljson.h and its own" },
+        { "host/lua/admin_lua.c", '#include "clock.h"', '#include "lua_module_int.h"',
+          "lua/ uses core/ and LuaJIT only" },
         { "host/core/clock.c", '#include "clock.h"', '#include "bridge.h"',
           "core/ uses core/ only" },
       }
