@@ -1,5 +1,5 @@
 /* sqlite_deps_sql.h: the SQL of dependencies between jobs
- * (schema/sqlite/V011__deps.sql), for sqlite_store.c. */
+ * (schema/sqlite/V011__deps.sql). */
 #ifndef PAWL_SQLITE_DEPS_SQL_H
 #define PAWL_SQLITE_DEPS_SQL_H
 

@@ -172,7 +172,7 @@
  * One UPDATE per row by rowid costs less than one UPDATE for the whole
  * batch with the outcomes in a JSON array: parsing that array was most of
  * the finish's CPU (bench/RESULTS.md). updated_at goes through
- * pawl_tp_note(), the store's SQL function (sqlite_store.c) that notes the
+ * pawl_tp_note(), the store's SQL function (terminal.c) that notes the
  * row's queue for the throughput count, its batch (NULL for
  * nearly every job) for the batch's counters, its seq when it has
  * children to release (deps_open), and its ordering key (NULL
