@@ -3,8 +3,17 @@
  * and logs, and the throughput buckets (store.h, "terminal" and
  * "Throughput"). */
 #include "sqlite_int.h"
-#include "sqlite_alerts_sql.h"
-#include "sqlite_deps_sql.h"
+
+/* The outbox row of job ?1, moved to failed at ?2 (now) in this
+ * transaction. */
+#define SQLITE_ALERT_ADD                                                     \
+  "INSERT INTO pawl_alerts (job_id, type, queue, attempt, error, "           \
+  "created_at) SELECT id, type, queue, attempt, last_error, ?2 FROM "        \
+  "pawl_jobs WHERE id = ?1 AND state = 3"
+
+/* The branches that fired when job ?1 succeeded (?2, a JSON array). */
+#define SQLITE_DEPS_BRANCHES                                                 \
+  "UPDATE pawl_jobs SET branches = ?2 WHERE id = ?1 AND state = 2"
 
 /* The SQL of this file's statements, by their ids (sqlite_int.h,
  * "Statements"). */
