@@ -391,6 +391,10 @@ typedef struct sq_store {
 /* Records the connection's error, naming what we were doing. */
 int pawl__sq_fail(sq_store_t *s, int rc, const char *what);
 
+/* The SQL of statement `id` (static text); NULL when `id` is out of range
+ * or its file's table has no entry for it. */
+const char *pawl__sq_sql(int id);
+
 /* Prepares statement `id` on its first use on this connection and keeps
  * it; NULL on failure (errmsg set). */
 sqlite3_stmt *pawl__sq_prepare(sq_store_t *s, int id);

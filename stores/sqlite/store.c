@@ -90,15 +90,15 @@ static const struct {
     {SQ_COUNT, NULL},
 };
 
-/* The SQL of statement `id`; NULL if its file's table has none. */
-static const char *sq_sql(int id) {
-  for (size_t i = 0; sq_files[i].sql; i++)
-    if (id < sq_files[i + 1].first) return sq_files[i].sql[id - sq_files[i].first];
-  return NULL;
+const char *pawl__sq_sql(int id) {
+  if (id < 0 || id >= SQ_COUNT) return NULL;
+  size_t i = 0;
+  while (id >= sq_files[i + 1].first) i++;
+  return sq_files[i].sql[id - sq_files[i].first];
 }
 
 sqlite3_stmt *pawl__sq_prepare(sq_store_t *s, int id) {
-  const char *sql = id >= 0 && id < SQ_COUNT ? sq_sql(id) : NULL;
+  const char *sql = pawl__sq_sql(id);
   if (!sql) {
     pawl__store_fail(&s->base, PAWL_ESTORE,
                      "statement %d has no SQL (sqlite_int.h)", id);
