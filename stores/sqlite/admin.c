@@ -195,7 +195,8 @@ int pawl__sq_adm_tally(sq_store_t *s, store_stat_cb cb, void *data) {
     }
     t[hint].n[state]++;
   }
-  if (!rc && step != SQLITE_DONE) rc = pawl__sq_fail(s, step, "read statistics");
+  if (!rc && step != SQLITE_DONE)
+    rc = pawl__sq_fail(s, step, "read statistics");
   sqlite3_reset(st);
   for (size_t i = 0; i < nt; i++) {
     for (int k = PAWL_SUCCEEDED; k < PAWL_STATE_COUNT && !rc; k++) {
@@ -238,7 +239,8 @@ static int sq_adm_throughput(sq_store_t *s, int64_t now, store_stat_cb cb,
       break;
     }
   }
-  if (!rc && step != SQLITE_DONE) rc = pawl__sq_fail(s, step, "read throughput");
+  if (!rc && step != SQLITE_DONE)
+    rc = pawl__sq_fail(s, step, "read throughput");
   sqlite3_reset(st);
   return rc;
 }
@@ -248,7 +250,8 @@ int pawl__sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
   sq_store_t *s = (sq_store_t *)base;
   static const int ids[2] = {SQ_ADM_STATS_PENDING, SQ_ADM_STATS_RUNNING};
   /* One read transaction: the statements see one snapshot. */
-  int rc = pawl__sq_adm_exec(s, SQ_ADM_BEGIN_READ, "begin read"), step = SQLITE_DONE;
+  int rc = pawl__sq_adm_exec(s, SQ_ADM_BEGIN_READ, "begin read"),
+      step = SQLITE_DONE;
   for (int q = 0; q < 2 && !rc; q++) {
     sqlite3_stmt *st = sq_stmt(s, ids[q]);
     if (!st) {
@@ -271,7 +274,8 @@ int pawl__sq_adm_stats(store_t *base, int64_t now, store_stat_cb cb,
       if (cb(&row, data))
         rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     }
-    if (!rc && step != SQLITE_DONE) rc = pawl__sq_fail(s, step, "read statistics");
+    if (!rc && step != SQLITE_DONE)
+      rc = pawl__sq_fail(s, step, "read statistics");
     sqlite3_reset(st);
   }
   if (!rc) rc = pawl__sq_adm_tally(s, cb, data);

@@ -123,7 +123,8 @@ int pawl__sq_batch_count_job(sq_store_t *s, const pawl_id_t *id, int64_t ds,
   return sq_batch_count(s, SQ_BATCH_COUNT_JOB, id, ds, df, dc, now);
 }
 
-/* The finish's successes noted by pawl__sq_batch_note(): one UPDATE per batch. */
+/* The finish's successes noted by pawl__sq_batch_note(): one UPDATE per
+ * batch. */
 int pawl__sq_batch_flush(sq_store_t *s, int64_t now) {
   int rc = 0;
   for (size_t i = 0; i < s->nbn && !rc; i++)

@@ -19,15 +19,18 @@ const char *const pawl__sq_sql_claim[SQ__LIMITS - SQ__CLAIM] = {
     SQ_AT(SQ_LANE_RES) = SQLITE_SQL_LANE_RES,
     SQ_AT(SQ_CLAIM_LANE) = SQLITE_SQL_CLAIM_LANE,
     SQ_AT(SQ_PAUSED_QUEUES) = SQLITE_SQL_PAUSED_QUEUES,
-    SQ_AT(SQ_EXTEND) = "UPDATE pawl_jobs SET lease_expires = ?1 WHERE state = 1 "
-                       "AND lease_token = ?2",
+    SQ_AT(SQ_EXTEND) =
+        "UPDATE pawl_jobs SET lease_expires = ?1 WHERE state = 1 "
+        "AND lease_token = ?2",
     /* Expired leases, with whether their attempt is known to have started
-     * and how often the job was lost while running (pawl__store_plan_recovery()). */
-    SQ_AT(SQ_EXPIRED) = "SELECT j.id, j.attempt, j.max_attempts, j.recoveries, "
-                        "j.lease_owner, coalesce(s.crashes, 0), s.version IS "
-                        "j.version FROM pawl_jobs AS j LEFT JOIN pawl_started AS s "
-                        "ON s.job_id = j.id WHERE j.state = 1 AND "
-                        "j.lease_expires < ?1 LIMIT 500",
+     * and how often the job was lost while running
+     * (pawl__store_plan_recovery()). */
+    SQ_AT(SQ_EXPIRED) =
+        "SELECT j.id, j.attempt, j.max_attempts, j.recoveries, "
+        "j.lease_owner, coalesce(s.crashes, 0), s.version IS "
+        "j.version FROM pawl_jobs AS j LEFT JOIN pawl_started AS s "
+        "ON s.job_id = j.id WHERE j.state = 1 AND "
+        "j.lease_expires < ?1 LIMIT 500",
     SQ_AT(SQ_RECOVER) =
         "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = pawl_rank("
         "priority, ?1, " SQLITE_SQL_QUEUE_BOOST("?2") "), last_error = ?3, "
@@ -38,20 +41,23 @@ const char *const pawl__sq_sql_claim[SQ__LIMITS - SQ__CLAIM] = {
                         "job_id = ?1",
     /* The attempt `token` holds starts now: its version is recorded (the
      * job's next change bumps the version, which ends the record). */
-    SQ_AT(SQ_START) = "INSERT INTO pawl_started (job_id, version) SELECT id, "
-                      "version FROM pawl_jobs WHERE id = ?1 AND state = 1 AND "
-                      "lease_token = ?2 AND attempt = ?3 ON CONFLICT (job_id) DO "
-                      "UPDATE SET version = excluded.version",
+    SQ_AT(SQ_START) =
+        "INSERT INTO pawl_started (job_id, version) SELECT id, "
+        "version FROM pawl_jobs WHERE id = ?1 AND state = 1 AND "
+        "lease_token = ?2 AND attempt = ?3 ON CONFLICT (job_id) DO "
+        "UPDATE SET version = excluded.version",
     /* The body of a job claimed ahead started at ?4 (its started_at was
      * NULL); matches the held attempt whatever its started_at, so that
      * PAWL_ELEASE means "not held". */
-    SQ_AT(SQ_RUN_START) = "UPDATE pawl_jobs SET started_at = coalesce(started_at, "
-                          "?4) WHERE id = ?1 AND state = 1 AND lease_token = ?2 "
-                          "AND attempt = ?3",
+    SQ_AT(SQ_RUN_START) =
+        "UPDATE pawl_jobs SET started_at = coalesce(started_at, "
+        "?4) WHERE id = ?1 AND state = 1 AND lease_token = ?2 "
+        "AND attempt = ?3",
     /* A key's holds computed again (V018's pawl_key_refresh). */
     SQ_AT(SQ_KEY_REFRESH) = "INSERT INTO pawl_key_refresh VALUES (?1)",
-    SQ_AT(SQ_EXTEND_ONE) = "UPDATE pawl_jobs SET lease_expires = ?1 WHERE id = ?2 "
-                           "AND state = 1 AND lease_token = ?3 AND attempt = ?4",
+    SQ_AT(SQ_EXTEND_ONE) =
+        "UPDATE pawl_jobs SET lease_expires = ?1 WHERE id = ?2 "
+        "AND state = 1 AND lease_token = ?3 AND attempt = ?4",
     SQ_AT(SQ_NEXT_DUE) = SQLITE_SQL_NEXT_DUE,
     SQ_AT(SQ_NEXT_DUE_QUEUE) = SQLITE_SQL_NEXT_DUE_QUEUE,
     SQ_AT(SQ_NEXT_DUE_QUEUES) = SQLITE_SQL_NEXT_DUE_QUEUES,
@@ -135,7 +141,8 @@ static int sq_claim_paused(sq_store_t *s, int *which) {
   int step = sqlite3_step(st);
   sqlite3_reset(st);
   if (step == SQLITE_ROW) *which += SQ_CLAIM_UNPAUSED - SQ_CLAIM;
-  else if (step != SQLITE_DONE) return pawl__sq_fail(s, step, "read paused queues");
+  else if (step != SQLITE_DONE)
+    return pawl__sq_fail(s, step, "read paused queues");
   return 0;
 }
 
@@ -149,7 +156,8 @@ static int sq_promote(sq_store_t *s, int64_t now) {
   int step = sqlite3_step(st);
   sqlite3_reset(st);
   if (step == SQLITE_DONE) return 0;
-  if (step != SQLITE_ROW) return pawl__sq_fail(s, step, "find due jobs to promote");
+  if (step != SQLITE_ROW)
+    return pawl__sq_fail(s, step, "find due jobs to promote");
   st = sq_stmt(s, SQ_PROMOTE);
   if (!st) return PAWL_ESTORE;
   sqlite3_bind_int64(st, 1, now);
@@ -229,7 +237,8 @@ static int sq_lane_pick(sq_lanes_t *ln, const char *q, const char *res) {
     }
     pk->rank = sqlite3_column_int64(st, SQLITE_JOB_RESOURCE_COL + 1);
   }
-  if (!rc && step != SQLITE_DONE) rc = pawl__sq_fail(s, step, "pick jobs of a lane");
+  if (!rc && step != SQLITE_DONE)
+    rc = pawl__sq_fail(s, step, "pick jobs of a lane");
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
   return rc;
@@ -288,7 +297,8 @@ static int sq_lanes_paused(sq_lanes_t *ln) {
       break;
     }
   }
-  if (!rc && step != SQLITE_DONE) rc = pawl__sq_fail(ln->s, step, "read paused queues");
+  if (!rc && step != SQLITE_DONE)
+    rc = pawl__sq_fail(ln->s, step, "read paused queues");
   sqlite3_reset(st);
   return rc;
 }
@@ -690,7 +700,8 @@ int pawl__sq_recover(store_t *base, size_t *n) {
       if (!p) {
         sqlite3_reset(sel);
         pawl__free(lost);
-        return pawl__sq_end(s, pawl__store_fail(base, PAWL_ENOMEM, "out of memory"));
+        return pawl__sq_end(
+            s, pawl__store_fail(base, PAWL_ENOMEM, "out of memory"));
       }
       lost = p;
     }

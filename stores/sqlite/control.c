@@ -26,7 +26,9 @@ const char *const pawl__sq_sql_control[SQ__HISTORY - SQ__CONTROL] = {
 
 
 /* The steps of pawl__store_transition() (see store.h), in SQLite. */
-static int sq_tx_begin(store_t *base) { return pawl__sq_begin((sq_store_t *)base); }
+static int sq_tx_begin(store_t *base) {
+  return pawl__sq_begin((sq_store_t *)base);
+}
 
 static int sq_tx_end(store_t *base, int rc) {
   return pawl__sq_end((sq_store_t *)base, rc);
@@ -54,8 +56,8 @@ static int sq_tx_end_attempt(store_t *base, const pawl_id_t *id, int64_t now,
 static int sq_tx_event(store_t *base, const pawl_id_t *id, int64_t now,
                        int from, int to, const char *actor,
                        const char *reason, int32_t attempt) {
-  return pawl__sq_add_event((sq_store_t *)base, id, now, from, to, actor, reason,
-                            attempt);
+  return pawl__sq_add_event((sq_store_t *)base, id, now, from, to, actor,
+                            reason, attempt);
 }
 
 static int sq_tx_update(store_t *base, const pawl_job_t *j,

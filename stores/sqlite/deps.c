@@ -165,8 +165,8 @@ int pawl__sq_deps_note_id(sq_store_t *s, const pawl_id_t *id) {
 static int sq_deps_settle(sq_store_t *s, const pawl_id_t *id, int64_t unmet,
                           int64_t now) {
   if (!unmet)
-    return pawl__store_transition_in(&s->base, &pawl__sq_transition_steps, now, id,
-                                     STORE_OP_UNBLOCK, "pawl",
+    return pawl__store_transition_in(&s->base, &pawl__sq_transition_steps, now,
+                                     id, STORE_OP_UNBLOCK, "pawl",
                                      "its parents ended as it asks", -1);
   char why[200] = "dependency not met";
   sqlite3_stmt *st = sq_stmt(s, SQ_DEPS_WHY);
@@ -189,8 +189,8 @@ static int sq_deps_settle(sq_store_t *s, const pawl_id_t *id, int64_t unmet,
   sqlite3_reset(st);
   if (step != SQLITE_ROW && step != SQLITE_DONE)
     return pawl__sq_fail(s, step, "find why a job is canceled");
-  return pawl__store_transition_in(&s->base, &pawl__sq_transition_steps, now, id,
-                                   STORE_OP_CANCEL, "pawl", why, -1);
+  return pawl__store_transition_in(&s->base, &pawl__sq_transition_steps, now,
+                                   id, STORE_OP_CANCEL, "pawl", why, -1);
 }
 
 /* Releases the children of the jobs noted in this transaction, before it
@@ -405,8 +405,8 @@ static const store_reopen_steps_t sq_reopen_steps = {
 
 int pawl__sq_deps_reopen(store_t *base, const pawl_id_t *id, int64_t now,
                          const char *actor) {
-  return pawl__store_deps_reopen(base, &pawl__sq_transition_steps, &sq_reopen_steps,
-                                 id, now, actor);
+  return pawl__store_deps_reopen(base, &pawl__sq_transition_steps,
+                                 &sq_reopen_steps, id, now, actor);
 }
 
 int pawl__sq_deps_list(store_t *base, const pawl_id_t *id, pawl_dep_cb cb,

@@ -341,7 +341,8 @@ int pawl__sq_sig_next(store_t *base, int64_t *at) {
   int step = sqlite3_step(st);
   *at = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
   sqlite3_reset(st);
-  return step == SQLITE_ROW ? 0 : pawl__sq_fail(s, step, "read signal deadlines");
+  return step == SQLITE_ROW ? 0
+                            : pawl__sq_fail(s, step, "read signal deadlines");
 }
 
 /* The job linked to `id` by statement `which` (SQ_REP_NEXT, SQ_REP_PREV):

@@ -6,13 +6,16 @@
  * "Statements"). */
 #define SQ_HERE SQ__HISTORY
 const char *const pawl__sq_sql_history[SQ__LOCKS - SQ__HISTORY] = {
-    SQ_AT(SQ_ATTEMPTS) = "SELECT attempt, node, scheduled_at, started_at, "
-                         "ended_at, outcome, error, trace FROM pawl_attempts WHERE "
-                         "job_id = ?1 ORDER BY seq",
-    SQ_AT(SQ_EVENTS) = "SELECT at, from_state, to_state, actor, reason, attempt "
-                       "FROM pawl_events WHERE job_id = ?1 ORDER BY seq",
-    SQ_AT(SQ_LOGS) = "SELECT attempt, at, level, message, fields FROM pawl_logs "
-                     "WHERE job_id = ?1 ORDER BY seq",
+    SQ_AT(SQ_ATTEMPTS) =
+        "SELECT attempt, node, scheduled_at, started_at, "
+        "ended_at, outcome, error, trace FROM pawl_attempts WHERE "
+        "job_id = ?1 ORDER BY seq",
+    SQ_AT(SQ_EVENTS) =
+        "SELECT at, from_state, to_state, actor, reason, attempt "
+        "FROM pawl_events WHERE job_id = ?1 ORDER BY seq",
+    SQ_AT(SQ_LOGS) =
+        "SELECT attempt, at, level, message, fields FROM pawl_logs "
+        "WHERE job_id = ?1 ORDER BY seq",
 };
 #undef SQ_HERE
 
@@ -51,7 +54,8 @@ int pawl__sq_history(store_t *base, const pawl_id_t *id,
       store_row_t r = pawl__sq_row(st);
       if ((oom = pawl__store_attempt_fill(a, &r) != 0)) break;
     }
-    if (!oom && step != SQLITE_DONE) rc = pawl__sq_fail(s, step, "read attempts");
+    if (!oom && step != SQLITE_DONE)
+      rc = pawl__sq_fail(s, step, "read attempts");
     sqlite3_reset(st);
   }
   if (!rc && !oom && !(st = sq_stmt(s, SQ_EVENTS))) rc = PAWL_ESTORE;

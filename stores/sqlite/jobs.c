@@ -8,18 +8,21 @@
 #define SQ_HERE SQ__JOBS
 const char *const pawl__sq_sql_jobs[SQ__CLAIM - SQ__JOBS] = {
     SQ_AT(SQ_IDEM_FIND) = "SELECT job_id FROM pawl_idempotency WHERE key = ?1",
-    SQ_AT(SQ_IDEM_ADD) = "INSERT INTO pawl_idempotency (key, job_id, created_at) "
-                         "VALUES (?1, ?2, ?3)",
+    SQ_AT(SQ_IDEM_ADD) =
+        "INSERT INTO pawl_idempotency (key, job_id, created_at) "
+        "VALUES (?1, ?2, ?3)",
     SQ_AT(SQ_BIZ_FIND) = "SELECT id FROM pawl_jobs WHERE business_key = ?1 AND "
                          "state IN (0, 1, 5, 6)",
     SQ_AT(SQ_INSERT) = SQLITE_SQL_INSERT,
-    SQ_AT(SQ_LIST) = "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs WHERE "
-                     "(?1 IS NULL OR state = ?1) AND (?2 IS NULL OR queue = ?2) "
-                     "AND (?3 IS NULL OR type = ?3) ORDER BY id DESC LIMIT ?4",
+    SQ_AT(SQ_LIST) =
+        "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs WHERE "
+        "(?1 IS NULL OR state = ?1) AND (?2 IS NULL OR queue = ?2) "
+        "AND (?3 IS NULL OR type = ?3) ORDER BY id DESC LIMIT ?4",
     /* The dead-letter set has its own index; list it through that. */
-    SQ_AT(SQ_LIST_FAILED) = "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs WHERE "
-                            "state = 3 AND (?2 IS NULL OR queue = ?2) AND "
-                            "(?3 IS NULL OR type = ?3) ORDER BY id DESC LIMIT ?4",
+    SQ_AT(SQ_LIST_FAILED) =
+        "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs WHERE "
+        "state = 3 AND (?2 IS NULL OR queue = ?2) AND "
+        "(?3 IS NULL OR type = ?3) ORDER BY id DESC LIMIT ?4",
     /* Progress is not a transition: no version, no updated_at. */
     SQ_AT(SQ_PROGRESS) = "UPDATE pawl_jobs SET progress_done = ?1, "
                          "progress_total = ?2 WHERE id = ?3 AND state = 1 AND "
@@ -104,7 +107,8 @@ int pawl__sq_insert_one(sq_store_t *s, const store_new_job_t *j, int64_t now,
   sqlite3_bind_int(st, 22, !(j->blocked || deps) && run_at > now);
   if ((rc = sq_exec(s, st, "insert job"))) return rc;
   if (j->ordering_key) pawl__sq_key_note(s, j->ordering_key);
-  if (j->signal_key && (rc = pawl__sq_sig_add(s, j, now))) return rc; /* signals */
+  if (j->signal_key && (rc = pawl__sq_sig_add(s, j, now)))
+    return rc; /* signals */
   if (j->instance_key && (rc = pawl__sq_instance_take(s, j, now))) return rc;
   if (j->idempotency_key) {
     st = sq_stmt(s, SQ_IDEM_ADD);

@@ -147,7 +147,8 @@ int pawl__sq_next_due_limited(sq_store_t *s, store_limits_t *l,
                               const char *const *queues, size_t nqueues,
                               const char *queues_json, int later_only,
                               int64_t *run_at) {
-  char *res = pawl__sq_limits_blocked(l, 0), *qs = pawl__sq_limits_blocked(l, 1);
+  char *res = pawl__sq_limits_blocked(l, 0),
+       *qs = pawl__sq_limits_blocked(l, 1);
   int rc = 0;
   int64_t at = 0;
   sqlite3_stmt *st = NULL;

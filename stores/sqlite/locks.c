@@ -13,8 +13,9 @@ const char *const pawl__sq_sql_locks[SQ__NODES - SQ__LOCKS] = {
         "excluded.owner THEN pawl_locks.acquired_at ELSE excluded.acquired_at "
         "END, expires_at = excluded.expires_at WHERE pawl_locks.owner = "
         "excluded.owner OR pawl_locks.expires_at <= ?3",
-    SQ_AT(SQ_LOCK_EXTEND) = "UPDATE pawl_locks SET expires_at = ?3 WHERE name = ?1 "
-                            "AND owner = ?2 AND expires_at > ?4",
+    SQ_AT(SQ_LOCK_EXTEND) =
+        "UPDATE pawl_locks SET expires_at = ?3 WHERE name = ?1 "
+        "AND owner = ?2 AND expires_at > ?4",
     SQ_AT(SQ_LOCK_RELEASE) = "DELETE FROM pawl_locks WHERE name = ?1 AND "
                              "owner = ?2",
 };

@@ -12,11 +12,13 @@ const char *const pawl__sq_sql_metrics[SQ_COUNT - SQ__METRICS] = {
     /* pawl top: the buckets from minute ?1 on; the running
      * jobs through their partial index (the literal state = 1 lets the
      * planner use it), longest running first. */
-    SQ_AT(SQ_TOP_TP) = "SELECT minute, state, queue, count FROM pawl_throughput "
-                       "WHERE minute >= ?1 ORDER BY minute, state, queue",
-    SQ_AT(SQ_TOP_RUNNING) = "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs INDEXED BY "
-                            "pawl_jobs_running WHERE state = 1 ORDER BY "
-                            "started_at IS NULL, started_at, id LIMIT ?1",
+    SQ_AT(SQ_TOP_TP) =
+        "SELECT minute, state, queue, count FROM pawl_throughput "
+        "WHERE minute >= ?1 ORDER BY minute, state, queue",
+    SQ_AT(SQ_TOP_RUNNING) =
+        "SELECT " SQLITE_JOB_COLS " FROM pawl_jobs INDEXED BY "
+        "pawl_jobs_running WHERE state = 1 ORDER BY "
+        "started_at IS NULL, started_at, id LIMIT ?1",
 };
 #undef SQ_HERE
 
@@ -26,7 +28,8 @@ int pawl__sq_met_gauges(store_t *base, int64_t now, int64_t since, int full,
                         store_stat_cb cb, void *data) {
   sq_store_t *s = (sq_store_t *)base;
   static const int ids[2] = {SQ_ADM_STATS_PENDING, SQ_ADM_STATS_RUNNING};
-  int rc = pawl__sq_adm_exec(s, SQ_ADM_BEGIN_READ, "begin read"), step = SQLITE_DONE;
+  int rc = pawl__sq_adm_exec(s, SQ_ADM_BEGIN_READ, "begin read"),
+      step = SQLITE_DONE;
   for (int q = 0; q < 3 && !rc; q++) {
     sqlite3_stmt *st = sq_stmt(s, q < 2 ? ids[q] : SQ_MET_TP);
     if (!st) {

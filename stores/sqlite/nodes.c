@@ -13,13 +13,15 @@ const char *const pawl__sq_sql_nodes[SQ__QUEUES - SQ__NODES] = {
         "version = excluded.version, queues = excluded.queues, "
         "started_at = excluded.started_at, last_beat = excluded.last_beat, "
         "stopped_at = NULL",
-    SQ_AT(SQ_NODE_LIST) = "SELECT id, incarnation, version, queues, started_at, "
-                          "last_beat, stopped_at FROM pawl_nodes ORDER BY id",
+    SQ_AT(SQ_NODE_LIST) =
+        "SELECT id, incarnation, version, queues, started_at, "
+        "last_beat, stopped_at FROM pawl_nodes ORDER BY id",
     SQ_AT(SQ_NODE_REAP) = "DELETE FROM pawl_nodes WHERE last_beat < ?1",
     /* The stop is the node's last beat too: listed as stopped from now,
      * removed five leases later like any silent node. */
-    SQ_AT(SQ_NODE_STOP) = "UPDATE pawl_nodes SET stopped_at = ?3, last_beat = ?3 "
-                          "WHERE id = ?1 AND incarnation = ?2",
+    SQ_AT(SQ_NODE_STOP) =
+        "UPDATE pawl_nodes SET stopped_at = ?3, last_beat = ?3 "
+        "WHERE id = ?1 AND incarnation = ?2",
 };
 #undef SQ_HERE
 
@@ -58,7 +60,9 @@ int pawl__sq_node_list(store_t *base, store_node_cb cb, void *data) {
     };
     if (cb(&nd, data)) break;
   }
-  int err = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : pawl__sq_fail(s, rc, "list nodes");
+  int err = rc == SQLITE_ROW || rc == SQLITE_DONE
+                ? 0
+                : pawl__sq_fail(s, rc, "list nodes");
   sqlite3_reset(st);
   return err;
 }

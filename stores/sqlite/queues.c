@@ -6,7 +6,8 @@
  * "Statements"). */
 #define SQ_HERE SQ__QUEUES
 const char *const pawl__sq_sql_queues[SQ__TYPES - SQ__QUEUES] = {
-    SQ_AT(SQ_QUEUE_BOOST) = "SELECT age_boost_ms FROM pawl_queues WHERE name = ?1",
+    SQ_AT(SQ_QUEUE_BOOST) =
+        "SELECT age_boost_ms FROM pawl_queues WHERE name = ?1",
     /* ?1 name, ?2 now, ?3 by, ?4 reason. Changes a row only when the queue
      * was not paused, so that changes() says whether it was. */
     SQ_AT(SQ_QUEUE_PAUSE) =

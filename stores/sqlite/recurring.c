@@ -158,7 +158,8 @@ static int sq_rec_rows(sq_store_t *s, sqlite3_stmt *st, pawl_recurring_t **out,
       break;
     }
   }
-  if (!err && rc != SQLITE_DONE) err = pawl__sq_fail(s, rc, "read recurring definitions");
+  if (!err && rc != SQLITE_DONE)
+    err = pawl__sq_fail(s, rc, "read recurring definitions");
   sqlite3_reset(st);
   if (err) {
     pawl_recurring_free(defs, count);

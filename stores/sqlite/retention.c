@@ -9,20 +9,24 @@ const char *const pawl__sq_sql_retention[SQ__ADMIN - SQ__RETENTION] = {
     /* retention: the walk in insert order, any state (the
      * caller decides); the moves check the state, the version the walk read
      * and deps_open in the statement itself. ?1 id, ?2 version, ?3 now. */
-    SQ_AT(SQ_RET_SCAN) = "SELECT seq, id, version, state, created_at, "
-                         "finished_at, queue, type FROM pawl_jobs WHERE seq > ?1 "
-                         "ORDER BY seq LIMIT ?2",
-    SQ_AT(SQ_RET_ARCHIVE_JOB) = "INSERT INTO pawl_jobs_archive SELECT ?3, * FROM "
-                                "pawl_jobs WHERE id = ?1 AND version = ?2 AND "
-                                "state IN (2, 3, 4) AND deps_open = 0",
-    SQ_AT(SQ_RET_ARCHIVE_ATTEMPTS) = "INSERT INTO pawl_attempts_archive SELECT * "
-                                     "FROM pawl_attempts WHERE job_id = ?1",
+    SQ_AT(SQ_RET_SCAN) =
+        "SELECT seq, id, version, state, created_at, "
+        "finished_at, queue, type FROM pawl_jobs WHERE seq > ?1 "
+        "ORDER BY seq LIMIT ?2",
+    SQ_AT(SQ_RET_ARCHIVE_JOB) =
+        "INSERT INTO pawl_jobs_archive SELECT ?3, * FROM "
+        "pawl_jobs WHERE id = ?1 AND version = ?2 AND "
+        "state IN (2, 3, 4) AND deps_open = 0",
+    SQ_AT(SQ_RET_ARCHIVE_ATTEMPTS) =
+        "INSERT INTO pawl_attempts_archive SELECT * "
+        "FROM pawl_attempts WHERE job_id = ?1",
     SQ_AT(SQ_RET_ARCHIVE_EVENTS) = "INSERT INTO pawl_events_archive SELECT * "
                                    "FROM pawl_events WHERE job_id = ?1",
     SQ_AT(SQ_RET_ARCHIVE_LOGS) = "INSERT INTO pawl_logs_archive SELECT * FROM "
                                  "pawl_logs WHERE job_id = ?1",
-    SQ_AT(SQ_RET_DELETE) = "DELETE FROM pawl_jobs WHERE id = ?1 AND version = ?2 "
-                           "AND state IN (2, 3, 4) AND deps_open = 0",
+    SQ_AT(SQ_RET_DELETE) =
+        "DELETE FROM pawl_jobs WHERE id = ?1 AND version = ?2 "
+        "AND state IN (2, 3, 4) AND deps_open = 0",
     SQ_AT(SQ_RET_DEPS_PARENT) = "DELETE FROM pawl_deps WHERE parent = ?1",
     SQ_AT(SQ_RET_DEPS_CHILD) = "DELETE FROM pawl_deps WHERE child = ?1",
 };

@@ -18,7 +18,8 @@ int pawl__sq_table_exists(sq_store_t *s, const char *name, int *exists) {
   rc = sqlite3_step(st);
   *exists = rc == SQLITE_ROW;
   sqlite3_finalize(st);
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return pawl__sq_fail(s, rc, "read schema");
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    return pawl__sq_fail(s, rc, "read schema");
   return 0;
 }
 
@@ -99,8 +100,9 @@ static int sq_apply(sq_store_t *s, const store_migration_t *m) {
   rc = sqlite3_exec(s->db, sql, 0, 0, &msg);
   pawl__free(sql);
   if (rc != SQLITE_OK) {
-    err = pawl__store_fail(&s->base, pawl__sq_rc_to_err(rc), "migration %s failed: %s",
-                     m->name, msg ? msg : sqlite3_errstr(rc));
+    err = pawl__store_fail(&s->base, pawl__sq_rc_to_err(rc),
+                           "migration %s failed: %s", m->name,
+                           msg ? msg : sqlite3_errstr(rc));
     sqlite3_free(msg);
     sqlite3_exec(s->db, "ROLLBACK", 0, 0, 0);
     return err;

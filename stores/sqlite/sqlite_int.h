@@ -455,7 +455,8 @@ static inline void sq_ungate(sq_store_t *s) {
 }
 
 /* A single write statement outside a transaction, under the gate. */
-static inline int sq_exec_write(sq_store_t *s, sqlite3_stmt *st, const char *what) {
+static inline int sq_exec_write(sq_store_t *s, sqlite3_stmt *st,
+                                const char *what) {
   sq_gate(s);
   int rc = sq_exec(s, st, what);
   sq_ungate(s);

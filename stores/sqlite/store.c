@@ -19,9 +19,10 @@ const char *const pawl__sq_sql_store[SQ__JOBS - SQ__STORE] = {
     /* The database's boost changed: every pending job ranks anew, those of
      * a queue with a boost of its own (pawl_queues) as before. ?2: one
      * queue only (its boost changed), NULL: all. */
-    SQ_AT(SQ_RERANK) = "UPDATE pawl_jobs SET rank = pawl_rank(priority, run_at, "
-                       SQLITE_SQL_QUEUE_BOOST("?1") ") WHERE state = 0 AND "
-                       "(?2 IS NULL OR queue = ?2)",
+    SQ_AT(SQ_RERANK) =
+        "UPDATE pawl_jobs SET rank = pawl_rank(priority, run_at, "
+        SQLITE_SQL_QUEUE_BOOST("?1") ") WHERE state = 0 AND "
+        "(?2 IS NULL OR queue = ?2)",
     /* Changes when another connection commits (SQLite's own counter: one
      * read of the write-ahead log's header, no table). */
     SQ_AT(SQ_DATA_VERSION) = "PRAGMA data_version",
@@ -57,8 +58,9 @@ int pawl__sq_rc_to_err(int rc) {
 
 /* Records the connection's error, naming what we were doing. */
 int pawl__sq_fail(sq_store_t *s, int rc, const char *what) {
-  return pawl__store_fail(&s->base, pawl__sq_rc_to_err(rc), "%s: %s (sqlite:%s)", what,
-                    sqlite3_errmsg(s->db), s->path);
+  return pawl__store_fail(&s->base, pawl__sq_rc_to_err(rc),
+                          "%s: %s (sqlite:%s)", what, sqlite3_errmsg(s->db),
+                          s->path);
 }
 
 /* Every file's SQL table, in the order of the enum's groups; a group
@@ -115,11 +117,13 @@ sqlite3_stmt *pawl__sq_prepare(sq_store_t *s, int id) {
   return st;
 }
 
-/* Every write transaction: pawl__sq_begin(), then pawl__sq_end() (or sq_commit() /
- * sq_rollback()), which also release the write gate. */
+/* Every write transaction: pawl__sq_begin(), then pawl__sq_end() (or
+ * sq_commit() / sq_rollback()), which also release the write gate. */
 int pawl__sq_begin(sq_store_t *s) {
-  s->tx_seq++; /* what pawl__sq_queue_boost() remembers is for one transaction */
-  if (s->nkeys || s->key_oom) pawl__sq_keys_clear(s); /* a rollback's leftovers */
+  /* What pawl__sq_queue_boost() remembers is for one transaction. */
+  s->tx_seq++;
+  if (s->nkeys || s->key_oom)
+    pawl__sq_keys_clear(s); /* a rollback's leftovers */
   sqlite3_stmt *st = sq_stmt(s, SQ_BEGIN);
   if (!st) return s->base.errmsg[0] ? PAWL_ESTORE : PAWL_ENOMEM;
   sq_gate(s);
@@ -336,33 +340,38 @@ static int sq_data_version(store_t *base, uint64_t *v) {
 static const struct store_ops sq_ops = {
     .name = "sqlite",
     .schema = {pawl__sq_migrate, pawl__sq_version},
-    .jobs = {pawl__sq_insert, pawl__sq_get, pawl__sq_list, pawl__sq_progress, pawl__sq_logs},
+    .jobs = {pawl__sq_insert, pawl__sq_get, pawl__sq_list, pawl__sq_progress,
+             pawl__sq_logs},
     .keys = {pawl__sq_find_idempotent, pawl__sq_find_business},
-    .claim = {pawl__sq_claim, pawl__sq_extend, pawl__sq_recover, pawl__sq_start, pawl__sq_extend_one,
-              pawl__sq_next_due},
+    .claim = {pawl__sq_claim, pawl__sq_extend, pawl__sq_recover, pawl__sq_start,
+              pawl__sq_extend_one, pawl__sq_next_due},
     .terminal = {pawl__sq_finish},
     .control = {pawl__sq_transition},
     .history = {pawl__sq_history},
-    .locks = {pawl__sq_lock_acquire, pawl__sq_lock_extend, pawl__sq_lock_release},
-    .nodes = {pawl__sq_node_beat, pawl__sq_node_list, pawl__sq_node_reap, pawl__sq_node_stop},
+    .locks = {pawl__sq_lock_acquire, pawl__sq_lock_extend,
+              pawl__sq_lock_release},
+    .nodes = {pawl__sq_node_beat, pawl__sq_node_list, pawl__sq_node_reap,
+              pawl__sq_node_stop},
     .settings = {sq_age_boost},
     .maintenance = {sq_checkpoint, sq_data_version},
     .wakeup = {NULL, NULL},
     .close = sq_close,
-    .admin = {pawl__sq_adm_count, pawl__sq_adm_pick, pawl__sq_adm_apply, pawl__sq_adm_stats,
-              pawl__sq_adm_locks, pawl__sq_adm_running},
-    .recurring = {pawl__sq_rec_put, pawl__sq_rec_get, pawl__sq_rec_list, pawl__sq_rec_update,
-                  pawl__sq_rec_remove, pawl__sq_rec_due, pawl__sq_rec_advance,
-                  pawl__sq_rec_disable_gone, pawl__sq_rec_load_error},
-    .queues = {pawl__sq_queue_pause, pawl__sq_queue_set_boost, pawl__sq_queue_list},
+    .admin = {pawl__sq_adm_count, pawl__sq_adm_pick, pawl__sq_adm_apply,
+              pawl__sq_adm_stats, pawl__sq_adm_locks, pawl__sq_adm_running},
+    .recurring = {pawl__sq_rec_put, pawl__sq_rec_get, pawl__sq_rec_list,
+                  pawl__sq_rec_update, pawl__sq_rec_remove, pawl__sq_rec_due,
+                  pawl__sq_rec_advance, pawl__sq_rec_disable_gone,
+                  pawl__sq_rec_load_error},
+    .queues = {pawl__sq_queue_pause, pawl__sq_queue_set_boost,
+               pawl__sq_queue_list},
     .limits = {pawl__sq_limit_set, pawl__sq_limit_remove, pawl__sq_limit_list},
     .types = {pawl__sq_types_sync, pawl__sq_type_get},
-    .flow = {pawl__sq_sig_deliver, pawl__sq_sig_get, pawl__sq_sig_expire, pawl__sq_replace,
-             pawl__sq_replace_links, pawl__sq_sig_next},
+    .flow = {pawl__sq_sig_deliver, pawl__sq_sig_get, pawl__sq_sig_expire,
+             pawl__sq_replace, pawl__sq_replace_links, pawl__sq_sig_next},
     .batch = {pawl__sq_batch_create, pawl__sq_batch_get, pawl__sq_batch_of},
     .deps = {pawl__sq_deps_list},
-    .steps = {pawl__sq_steps_get, pawl__sq_step_begin, pawl__sq_step_save, pawl__sq_step_end,
-              pawl__sq_step_exit, pawl__sq_instance_find},
+    .steps = {pawl__sq_steps_get, pawl__sq_step_begin, pawl__sq_step_save,
+              pawl__sq_step_end, pawl__sq_step_exit, pawl__sq_instance_find},
     .top = {pawl__sq_top_throughput, pawl__sq_top_running},
     .alerts = {pawl__sq_alert_take, pawl__sq_alert_note, pawl__sq_alert_done},
     .retention = {pawl__sq_ret_scan, pawl__sq_ret_remove},
@@ -599,7 +608,8 @@ static int sq_configure(sq_store_t *s, const store_config_t *cfg,
  * not migrate, checked to be current), and the age boost read or set. */
 static int sq_ready_schema(sq_store_t *s, const store_config_t *cfg,
                            const char *path, char *errbuf, size_t errlen) {
-  int rc = cfg->no_migrate ? pawl__sq_prepare_schema_table(s, 0) : pawl__sq_migrate(&s->base);
+  int rc = cfg->no_migrate ? pawl__sq_prepare_schema_table(s, 0)
+                           : pawl__sq_migrate(&s->base);
   if (!rc && cfg->no_migrate) {
     int cur = 0, latest = 0;
     rc = pawl__sq_version(&s->base, &cur, &latest);

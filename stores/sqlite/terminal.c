@@ -38,15 +38,17 @@ const char *const pawl__sq_sql_terminal[SQ__CONTROL - SQ__TERMINAL] = {
         "INSERT INTO pawl_events (job_id, at, from_state, to_state, actor, "
         "reason, attempt) SELECT id, ?2, state, ?3, lease_owner, ?4, attempt "
         "FROM pawl_jobs WHERE id = ?1",
-    SQ_AT(SQ_EVENT_ADD) = "INSERT INTO pawl_events (job_id, at, from_state, "
-                          "to_state, actor, reason, attempt) VALUES (?1, ?2, ?3, "
-                          "?4, ?5, ?6, ?7)",
+    SQ_AT(SQ_EVENT_ADD) =
+        "INSERT INTO pawl_events (job_id, at, from_state, "
+        "to_state, actor, reason, attempt) VALUES (?1, ?2, ?3, "
+        "?4, ?5, ?6, ?7)",
     /* pawl_dep_note(): a parent with children to release,
      * and the row's ordering key for its holds (sq_keys_flush()). */
-    SQ_AT(SQ_FAIL) = "UPDATE pawl_jobs SET state = 3, last_error = ?1, "
-                     "finished_at = ?2, updated_at = pawl_dep_note(?2, CASE WHEN "
-                     "deps_open THEN seq END, ordering_key), lease_expires = NULL, "
-                     "held = 0, version = version + 1 WHERE id = ?3",
+    SQ_AT(SQ_FAIL) =
+        "UPDATE pawl_jobs SET state = 3, last_error = ?1, "
+        "finished_at = ?2, updated_at = pawl_dep_note(?2, CASE WHEN "
+        "deps_open THEN seq END, ordering_key), lease_expires = NULL, "
+        "held = 0, version = version + 1 WHERE id = ?3",
     /* Back to pending: retry (?3 = 0), snooze or release (?3 = 1: the
      * attempt is given back). ?7: the job lets later jobs of its ordering
      * key pass while it waits (a retry under ordering = "skip_failed").
@@ -67,11 +69,13 @@ const char *const pawl__sq_sql_terminal[SQ__CONTROL - SQ__TERMINAL] = {
      * state, ?3 the queue, ?4 how many; or by the job's id ?2 (its state
      * and queue as the row has them now: a failure); the trim of buckets
      * before minute ?1. */
-    SQ_AT(SQ_TP_ADD) = "INSERT INTO pawl_throughput (minute, state, queue, count) "
-                       "VALUES (?1, ?2, ?3, ?4)" SQLITE_SQL_TP_UPSERT,
-    SQ_AT(SQ_TP_ADD_ID) = "INSERT INTO pawl_throughput (minute, state, queue, "
-                          "count) SELECT ?1, state, queue, 1 FROM pawl_jobs WHERE "
-                          "id = ?2" SQLITE_SQL_TP_UPSERT,
+    SQ_AT(SQ_TP_ADD) =
+        "INSERT INTO pawl_throughput (minute, state, queue, count) "
+        "VALUES (?1, ?2, ?3, ?4)" SQLITE_SQL_TP_UPSERT,
+    SQ_AT(SQ_TP_ADD_ID) =
+        "INSERT INTO pawl_throughput (minute, state, queue, "
+        "count) SELECT ?1, state, queue, 1 FROM pawl_jobs WHERE "
+        "id = ?2" SQLITE_SQL_TP_UPSERT,
     SQ_AT(SQ_TP_TRIM) = "DELETE FROM pawl_throughput WHERE minute < ?1",
     SQ_AT(SQ_DEPS_BRANCHES) = SQLITE_DEPS_BRANCHES,
     SQ_AT(SQ_ALERT_ADD) = SQLITE_ALERT_ADD,
@@ -229,26 +233,27 @@ static int sq_tp_note(sq_store_t *s, const char *q) {
   return 0;
 }
 
-/* pawl_tp_note(queue, v, batch, seq, key) [SQL]: notes one success of `queue` for
- * this finish's throughput count (and of `batch`, when not NULL, for its
+/* pawl_tp_note(queue, v, batch, seq, key) [SQL]: notes one success of `queue`
+ * for this finish's throughput count (and of `batch`, when not NULL, for its
  * counters: pawl__sq_batch_flush()) and returns v. The success UPDATE
- * (SQLITE_SQL_SUCCEED_SET) sets updated_at through it, so it runs exactly
- * once per row written, with the row's queue at hand: counting a batch by
- * queue costs a function call per row, where reading the rows back (or
- * RETURNING, which stages each row in a temporary table) costs a
- * statement (bench/RESULTS.md). A failure to note is reported after the
- * statement (s->tp_oom): the finish then fails and rolls back. `seq`
- * (dependencies): the row's seq when it has children to
- * release (deps_open), noted for pawl__sq_deps_flush(); NULL for every other
- * row, so a job without children costs a CASE. `key`: the row's ordering
- * key (NULL for nearly every job), noted for its holds. */
+ * (SQLITE_SQL_SUCCEED_SET) sets updated_at through it, so it runs exactly once
+ * per row written, with the row's queue at hand: counting a batch by queue
+ * costs a function call per row, where reading the rows back (or RETURNING,
+ * which stages each row in a temporary table) costs a statement
+ * (bench/RESULTS.md). A failure to note is reported after the statement
+ * (s->tp_oom): the finish then fails and rolls back. `seq` (dependencies): the
+ * row's seq when it has children to release (deps_open), noted for
+ * pawl__sq_deps_flush(); NULL for every other row, so a job without children
+ * costs a CASE. `key`: the row's ordering key (NULL for nearly every job),
+ * noted for its holds. */
 void pawl__sq_tp_note_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
   (void)argc;
   sq_store_t *s = sqlite3_user_data(ctx);
   if (sq_tp_note(s, (const char *)sqlite3_value_text(v[0])) != 0)
     s->tp_oom = 1;
   /* The row's batch: NULL for nearly every job. */
-  if (sqlite3_value_type(v[2]) != SQLITE_NULL && pawl__sq_batch_note(s, v[2]) != 0)
+  if (sqlite3_value_type(v[2]) != SQLITE_NULL &&
+      pawl__sq_batch_note(s, v[2]) != 0)
     s->tp_oom = 1;
   /* Dependencies: NULL for a job without children. */
   if (sqlite3_value_type(v[3]) != SQLITE_NULL)
