@@ -312,8 +312,8 @@ enum {
   SQ_COUNT
 };
 
-/* sq_claim() picks a variant by offsets from SQ_CLAIM: the limited ones
- * mirror the plain ones. */
+/* pawl__sq_claim() picks a variant by offsets from SQ_CLAIM: the limited
+ * ones mirror the plain ones. */
 _Static_assert(SQ_CLAIM_LIM_UNPAUSED - SQ_CLAIM_LIM ==
                    SQ_CLAIM_UNPAUSED - SQ_CLAIM,
                "SQ_CLAIM_LIM* mirror SQ_CLAIM*");
@@ -369,20 +369,21 @@ typedef struct sq_store {
     int64_t n;
   } *bn;
   size_t nbn, bncap;
-  /* sq_queue_boost()'s memory of the last queue it read, valid within the
-   * write transaction numbered qb_tx (tx_seq counts sq_begin()s). */
+  /* pawl__sq_queue_boost()'s memory of the last queue it read, valid
+   * within the write transaction numbered qb_tx (tx_seq counts
+   * pawl__sq_begin()s). */
   uint64_t tx_seq, qb_tx;
   char *qb_queue;
   int64_t qb_boost;        /* -1: none of its own */
   /* Dependencies: the seqs of the jobs that ended in this
    * write transaction with children still to count their end (deps_open),
-   * released by sq_deps_flush() before the commit. */
+   * released by pawl__sq_deps_flush() before the commit. */
   int64_t *dep_seq;
   size_t ndep, depcap;
   int dep_oom;
   /* Holds (V020__holds_by_store.sql): the ordering keys of the rows this
-   * write transaction changed, owned copies, refreshed by sq_keys_flush()
-   * before the commit. */
+   * write transaction changed, owned copies, refreshed by
+   * pawl__sq_keys_flush() before the commit. */
   char **keys;
   size_t nkeys, keycap;
   int key_oom;

@@ -43,7 +43,7 @@ const char *const pawl__sq_sql_terminal[SQ__CONTROL - SQ__TERMINAL] = {
         "to_state, actor, reason, attempt) VALUES (?1, ?2, ?3, "
         "?4, ?5, ?6, ?7)",
     /* pawl_dep_note(): a parent with children to release,
-     * and the row's ordering key for its holds (sq_keys_flush()). */
+     * and the row's ordering key for its holds (pawl__sq_keys_flush()). */
     SQ_AT(SQ_FAIL) =
         "UPDATE pawl_jobs SET state = 3, last_error = ?1, "
         "finished_at = ?2, updated_at = pawl_dep_note(?2, CASE WHEN "
