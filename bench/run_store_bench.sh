@@ -16,8 +16,8 @@ log=${LOG:-$build/store_bench-$(date -u +%Y%m%dT%H%M%SZ).log}
 
 # Others may be editing the tree: name the sources measured, taken just
 # before the build.
-sums=$(cd "$root" && sha256sum stores/sqlite/sqlite_store.c \
-  stores/sqlite/sqlite_sql.h host/api/pawl.c schema/sqlite/*.sql | sed 's/^/# /')
+sums=$(cd "$root" && sha256sum stores/sqlite/*.c stores/sqlite/*.h \
+  host/api/pawl.c schema/sqlite/*.sql | sed 's/^/# /')
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target pawl_store_bench -j"$(nproc)"

@@ -49,7 +49,7 @@
 #include "handle.h"
 #include "sqlite_sql.h"
 
-/* The store's connection (stores/sqlite/sqlite_store.c, internal). */
+/* The store's connection (stores/sqlite/store.c, internal). */
 sqlite3 *pawl__store_sqlite_db(store_t *st);
 
 /* What every job carries: a small, realistic payload and result. */

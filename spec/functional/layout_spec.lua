@@ -49,7 +49,7 @@ describe("the layout", function()
       assert.is_true(H.sh("cp " .. q(SRC .. "/bench/cli_bench.c") .. " " .. q(tree .. "/bench")))
       local cases = {
         -- file, a line it has, what to include after it, the rule named
-        { "stores/sqlite/sqlite_store.c", '#include "buf.h"', '#include "pawl_internal.h"',
+        { "stores/sqlite/claim.c", '#include "sqlite_int.h"', '#include "pawl_internal.h"',
           "stores/ use core/ only" },
         { "stores/postgres/pg_store.c", '#include "pg_sql.h"', '#include "sqlite_sql.h"',
           "stores/ use core/ only" },

@@ -7,6 +7,7 @@
 
 #include "pawl.h"
 #include "handle.h"
+#include "sqlite_int.h"
 #include "sqlite_sql.h"
 #include "store_contract.h"
 
@@ -302,6 +303,31 @@ void test_sqlite_migrate_v001_database(void) {
                         "AND at = 5000 AND level = 'info'"),
             ==, 1);
   sqlite3_close(db);
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+/* Every statement id has SQL in the table of the file that owns it
+ * (sqlite_int.h, "Statements"), and the SQL prepares on a migrated
+ * database: a statement whose entry went missing, or a group whose
+ * marker is off by one, fails here instead of on the first use of a rare
+ * path. */
+void test_sqlite_statements_prepare(void) {
+  pawl_t *p = open_ok(sqlite_url("stmts"));
+  sqlite3 *db = pawl__store_sqlite_db(p->store);
+  CHECK(db != NULL);
+  for (int id = 0; id < SQ_COUNT; id++) {
+    const char *sql = pawl__sq_sql(id);
+    if (!sql) unit_fail(__FILE__, __LINE__, "statement %d has no SQL", id);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+      unit_fail(__FILE__, __LINE__, "statement %d does not prepare: %s: %s",
+                id, sqlite3_errmsg(db), sql);
+    sqlite3_finalize(st);
+  }
+  CHECK(pawl__sq_sql(-1) == NULL);
+  CHECK(pawl__sq_sql(SQ_COUNT) == NULL);
+  pawl_close(p);
 }
 
 /* ---- connection settings ------------------------------------------------ */

@@ -45,7 +45,7 @@
 /* Statistics. Pending: per queue, with the earliest due run_at (?1 now),
  * from the pending rows' queue index alone. Running: per queue, through
  * the running rows' index. The rest: one pass over the table, tallied in C
- * (sq_adm_tally()): without an index of finished rows (a finish would pay
+ * (pawl__sq_adm_tally()): without an index of finished rows (a finish would pay
  * for its entry) this is the cheapest exact count; a GROUP BY here would
  * sort every row and cost three times as much (bench/RESULTS.md). */
 #define SQLITE_ADM_STATS_PENDING                                             \

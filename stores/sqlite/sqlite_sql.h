@@ -5,8 +5,8 @@
 #ifndef PAWL_SQLITE_SQL_H
 #define PAWL_SQLITE_SQL_H
 
-/* Columns read into a pawl_job_t, in sq_row_to_job()'s order; seq (the
- * rowid, handed out as the job's store_key) comes last. */
+/* Columns read into a pawl_job_t, in pawl__sq_row_to_job()'s order; seq
+ * (the rowid, handed out as the job's store_key) comes last. */
 #define SQLITE_JOB_COLS                                                      \
   "id, type, queue, state, paused_from, priority, payload, params, tags, "   \
   "run_at, attempt, max_attempts, timeout_s, idempotency_key, "              \
@@ -32,17 +32,17 @@
  * waiting out a retry that its type's ordering = "skip_failed" lets later
  * jobs pass (ordering_skip, until it is due: then it goes first).
  * The store keeps every part of that rule that does not depend on the
- * time in the row (sq_keys_flush()): a pending job that is not one of its key's
- * candidates has held = 1 and is in none of the claim's indexes, so the
- * claim never reads it. What is left for the claim is the time: a
- * candidate waits for an earlier candidate (one waiting out a skip_failed
- * retry) that has come due. That probe seeks the key's unheld pending
- * rows in pawl_jobs_key (ordering_key, state, held, seq) and reads the
- * candidates before this one: nearly always none. At most one job per key
- * passes, so a claimed batch never holds two of one key. Every claim runs
- * under SQLite's one write lock (BEGIN IMMEDIATE), so no other claim can
- * start a job of the key between this test and the take. Jobs without a
- * key (nearly all) cost the test of one column. ?1 is now. */
+ * time in the row (pawl__sq_keys_flush()): a pending job that is not one
+ * of its key's candidates has held = 1 and is in none of the claim's
+ * indexes, so the claim never reads it. What is left for the claim is the
+ * time: a candidate waits for an earlier candidate (one waiting out a
+ * skip_failed retry) that has come due. That probe seeks the key's
+ * unheld pending rows in pawl_jobs_key (ordering_key, state, held, seq)
+ * and reads the candidates before this one: nearly always none. At most
+ * one job per key passes, so a claimed batch never holds two of one key.
+ * Every claim runs under SQLite's one write lock (BEGIN IMMEDIATE), so no
+ * other claim can start a job of the key between this test and the take.
+ * Jobs without a key (nearly all) cost the test of one column. ?1 is now. */
 #define SQLITE_SQL_ORDERING_FREE                                             \
   "(ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM pawl_jobs AS o "       \
   "INDEXED BY pawl_jobs_key WHERE o.ordering_key = pawl_jobs.ordering_key "  \
@@ -154,8 +154,8 @@
  * array of the picked seqs, ?6 one of those claimed ahead of a free
  * worker (store_claim_t.ahead_from), whose started_at stays NULL until
  * their start is recorded. Progress belongs to an attempt, so a new
- * attempt starts without any. sq_claim() applies the same changes to the
- * jobs it hands out. */
+ * attempt starts without any. pawl__sq_claim() applies the same changes
+ * to the jobs it hands out. */
 #define SQLITE_SQL_CLAIM_TAKE                                                \
   "UPDATE pawl_jobs SET state = 1, attempt = attempt + 1, started_at = "     \
   "CASE WHEN ?6 IS NOT NULL AND seq IN (SELECT value FROM json_each(?6)) "   \
@@ -172,7 +172,7 @@
  * One UPDATE per row by rowid costs less than one UPDATE for the whole
  * batch with the outcomes in a JSON array: parsing that array was most of
  * the finish's CPU (bench/RESULTS.md). updated_at goes through
- * pawl_tp_note(), the store's SQL function (sqlite_store.c) that notes the
+ * pawl_tp_note(), the store's SQL function (terminal.c) that notes the
  * row's queue for the throughput count, its batch (NULL for
  * nearly every job) for the batch's counters, its seq when it has
  * children to release (deps_open), and its ordering key (NULL
