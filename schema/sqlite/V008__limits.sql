@@ -3,7 +3,7 @@
 --
 -- A job may name a resource (pawl_enqueue_opts_t.resource, a script's
 -- `resource = "smtp"`): NULL for none, which is nearly every job. The
--- claim (stores/sqlite/sqlite_store.c, "limits") counts a resource's
+-- claim (stores/sqlite/limits.c) counts a resource's
 -- permits from its running rows, so a permit is freed by whatever ends the
 -- running state, lease recovery of a dead node's jobs included.
 ALTER TABLE pawl_jobs ADD COLUMN resource TEXT;

@@ -6,7 +6,7 @@
 -- "Batches"). Its row counts the children that ended: succeeded, failed
 -- (dead: retries exhausted or fatal), canceled. A child waiting for a retry
 -- has not ended. The store adds to the counters in the transaction that
--- moves the child (stores/sqlite/sqlite_store.c, "batches"); the trigger
+-- moves the child (stores/sqlite/batch.c); the trigger
 -- below enqueues the callbacks in the statement that makes the counters
 -- reach the total, once (finished_at goes from NULL to the time).
 CREATE TABLE pawl_batches (

@@ -3,8 +3,8 @@
 --
 -- The alert outbox: one row for every job that lands in the dead-letter
 -- set (state 3), written by the store in the same transaction as the move
--- to failed, on each path that makes it (stores/sqlite/sqlite_store.c:
--- sq_fail_job, the finish and lease recovery of a poisoned job; and the
+-- to failed, on each path that makes it (stores/sqlite/terminal.c:
+-- pawl__sq_fail_job, the finish and lease recovery of a poisoned job; and the
 -- transitions into failed, a signal's wait that timed out). Not a trigger,
 -- as on PostgreSQL: SQLite runs a trigger's program for every row whose
 -- state an UPDATE sets (each claim, each success) before its WHEN can say

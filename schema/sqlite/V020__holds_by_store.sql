@@ -10,7 +10,7 @@
 -- serve. bench/RESULTS.md, "What the claim holds cost jobs without a
 -- key", has the figures.
 --
--- Now the store writes them (stores/sqlite/sqlite_store.c, "holds"):
+-- Now the store writes them (stores/sqlite/claim.c, "holds"):
 -- early: computed by the statement that makes a row pending (its run_at
 --   after the time it writes); the claim promotes the rows that have come
 --   due, as before.
