@@ -252,7 +252,11 @@ describe("rate limits", function()
     env:ok("limit", "set", "api", "--rate", "4/1s")
     local N = 12
     for _ = 1, N do env:enqueue("api") end
-    local p = env:run_idle("--workers", "4", "--poll", "0.1")
+    -- A rate counts claims; `started_at` is the body's start, which a job
+    -- claimed ahead may reach in the next window. Without a prefetch a
+    -- claim takes only idle workers' jobs, which start at once (README
+    -- "Resource and rate limits").
+    local p = env:run_idle("--workers", "4", "--poll", "0.1", "--prefetch", "0")
     assert.are.equal(0, p.code, p:stderr())
     local per = {}
     local jobs = H.json_lines(env:ok("jobs", "--json", "--state", "succeeded"))
@@ -287,7 +291,8 @@ describe("rate limits", function()
       local nodes = {}
       for _, name in ipairs({ "A", "B", "C" }) do
         nodes[#nodes + 1] = env:start("--node-id", name, "--workers", "4",
-                                      "--poll", "0.05", "--log-level", "warn")
+                                      "--poll", "0.05", "--prefetch", "0",
+                                      "--log-level", "warn")
       end
       env:wait_until("every api job to succeed", function()
         return count_state(env, "succeeded", "api") == N
