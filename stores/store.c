@@ -93,14 +93,17 @@ int pawl__store_not_held(store_t *st, const pawl_id_t *id, int32_t attempt) {
 
 /* CRC-32 (IEEE 802.3, reflected), bit by bit: it runs once per migration at
  * start-up, so a table would buy nothing. */
-uint32_t pawl__store_crc32(const void *data, size_t len) {
+static uint32_t store_crc32_add(uint32_t crc, const void *data, size_t len) {
   const unsigned char *p = data;
-  uint32_t crc = 0xffffffffu;
   for (size_t i = 0; i < len; i++) {
     crc ^= p[i];
     for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
   }
-  return ~crc;
+  return crc;
+}
+
+uint32_t pawl__store_crc32(const void *data, size_t len) {
+  return ~store_crc32_add(0xffffffffu, data, len);
 }
 
 /* CRC-32 of a migration's text without its comment-only lines (those whose
@@ -115,10 +118,7 @@ static uint32_t store_crc32_code(const char *sql, size_t len) {
     size_t k = i;
     while (k < end && (sql[k] == ' ' || sql[k] == '\t')) k++;
     int comment = k + 1 < end && sql[k] == '-' && sql[k + 1] == '-';
-    for (size_t j = i; !comment && j < end; j++) {
-      crc ^= (unsigned char)sql[j];
-      for (int b = 0; b < 8; b++) crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
-    }
+    if (!comment) crc = store_crc32_add(crc, sql + i, end - i);
     i = end;
   }
   return ~crc;
