@@ -6,7 +6,8 @@
  * An instance is (type, key): the key is the JSON object of the payload's
  * identifying fields, in the order the script lists them, each value as
  * its JSON text without the whitespace outside strings (so {"date": "x"}
- * and {"date":"x"} are one instance; 1 and 1.0 are two). */
+ * and {"date":"x"} are one instance; 1 and 1.0 are two). The fields are
+ * found by json.h's tokenizer (pawl__json_members). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -158,73 +159,26 @@ int pawl_steps(pawl_t *p, const pawl_id_t *id, pawl_steps_t **out) {
 
 /* ---- job instances ---------------------------------------------------------- */
 
-/* The end of the JSON value starting at s[i] (valid JSON: the payload
- * passed pawl__json_validate), copying it without the whitespace outside
- * strings into b when b is not NULL. */
-static size_t steps_value(const char *s, size_t i, size_t n, pawl_buf_t *b) {
-  int depth = 0;
-  do {
-    char c = s[i];
-    if (c == '"') {
-      size_t j = i + 1;
-      while (j < n && s[j] != '"') j += s[j] == '\\' ? 2 : 1;
-      if (b) pawl__buf_append(b, s + i, j + 1 - i);
-      i = j + 1;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      i++;
-      continue;
-    }
-    if (c == '{' || c == '[') depth++;
-    if (c == '}' || c == ']') depth--;
-    if (b) pawl__buf_putc(b, c);
-    i++;
-    /* A scalar (number, true, false, null) ends before a delimiter. */
-    if (depth == 0 && c != '}' && c != ']') {
-      while (i < n && !strchr(",}] \t\n\r", s[i])) {
-        if (b) pawl__buf_putc(b, s[i]);
-        i++;
-      }
-    }
-  } while (i < n && depth > 0);
-  return i;
-}
-
-static size_t steps_ws(const char *s, size_t i, size_t n) {
-  while (i < n && strchr(" \t\n\r", s[i])) i++;
-  return i;
-}
-
-/* Where the value of top-level member `name` of the JSON object `s`
- * starts; 0 when it has none (0 is never a member's value: it is '{'). */
-static size_t steps_member(const char *s, size_t n, const char *name,
-                           pawl_buf_t *scratch) {
-  size_t i = steps_ws(s, 0, n);
-  if (i >= n || s[i] != '{') return 0;
-  i = steps_ws(s, i + 1, n);
-  size_t want = strlen(name);
-  while (i < n && s[i] == '"') {
-    /* The key, compared as it is written: a key with escapes is read
-     * through the buffer (its raw text), which matches plain names only
-     * when it has none, as names without escapes are what scripts list. */
-    pawl__buf_reset(scratch);
-    size_t end = steps_value(s, i, n, scratch);
-    const char *k = pawl__buf_cstr(scratch);
-    int same = !scratch->oom && scratch->len == want + 2 &&
-               memcmp(k + 1, name, want) == 0;
-    i = steps_ws(s, end, n);
-    if (i >= n || s[i] != ':') return 0;
-    i = steps_ws(s, i + 1, n);
-    if (same) return i;
-    i = steps_ws(s, steps_value(s, i, n, NULL), n);
-    if (i < n && s[i] == ',') i = steps_ws(s, i + 1, n);
+/* Appends the JSON value s[0..n) (its text checked) to b without the
+ * whitespace outside its strings: its tokens, and the ',' and ':' between
+ * them. */
+static void steps_compact(const char *s, size_t n, pawl_buf_t *b) {
+  pawl_json_lexer_t lx;
+  pawl_json_tok_t t;
+  pawl__json_lex_init(&lx, s, n, JSON_GRAMMAR, NULL, 0);
+  size_t at = 0;
+  while (pawl__json_next(&lx, &t) > 0) {
+    for (; at < t.start; at++)
+      if (s[at] == ',' || s[at] == ':') pawl__buf_putc(b, s[at]);
+    pawl__buf_append(b, s + t.start, t.end - t.start);
+    at = t.end;
   }
-  return 0;
 }
 
 /* The instance key of `payload` (valid JSON) for the fields `names`:
- * {"a":1,"b":"x"}. 0, or PAWL_EINVAL naming a missing field. */
+ * {"a":1,"b":"x"}. Each field is the payload's top-level member whose key,
+ * escapes decoded, is its name; of duplicates the last, as job code and
+ * jsonb read it. 0, or PAWL_EINVAL naming a missing field. */
 static int steps_instance_key(pawl_t *p, const char *payload,
                               const char *const *names, size_t n,
                               pawl_buf_t *key) {
@@ -233,16 +187,19 @@ static int steps_instance_key(pawl_t *p, const char *payload,
                       n, STEPS_IDENTITY_MAX);
   const char *s = payload ? payload : "{}";
   size_t len = strlen(s);
-  if (!pawl__json_is_object(s, len))
+  /* The names first: a NULL one is refused before it is looked for. */
+  for (size_t i = 0; i < n; i++) {
+    int rc = pawl__check_name(p, "identity field", names[i]);
+    if (rc) return rc;
+  }
+  size_t spans[STEPS_IDENTITY_MAX][2];
+  if (pawl__json_members(s, len, JSON_POLICY, names, n, spans, NULL, 0) != 0)
     return pawl__fail(p, PAWL_EINVAL, "identity needs a payload that is a "
                       "JSON object");
-  pawl_buf_t scratch = {0};
   int rc = 0;
   pawl__buf_putc(key, '{');
   for (size_t i = 0; i < n && !rc; i++) {
-    if ((rc = pawl__check_name(p, "identity field", names[i]))) break;
-    size_t at = steps_member(s, len, names[i], &scratch);
-    if (!at) {
+    if (spans[i][1] == 0) {
       rc = pawl__fail(p, PAWL_EINVAL, "identity field %s is not in the "
                       "payload", names[i]);
       break;
@@ -250,10 +207,9 @@ static int steps_instance_key(pawl_t *p, const char *payload,
     if (i) pawl__buf_putc(key, ',');
     pawl__buf_json_string(key, names[i], strlen(names[i]));
     pawl__buf_putc(key, ':');
-    steps_value(s, at, len, key);
+    steps_compact(s + spans[i][0], spans[i][1] - spans[i][0], key);
   }
   pawl__buf_putc(key, '}');
-  pawl__buf_free(&scratch);
   if (!rc && key->oom) rc = pawl__fail(p, PAWL_ENOMEM, "out of memory");
   if (!rc && key->len > STEPS_KEY_MAX)
     rc = pawl__fail(p, PAWL_EINVAL, "the identifying values are %zu bytes of "

@@ -37,6 +37,7 @@
 #include "console_client.h"
 #include "pawl.h"
 #include "redact.h"
+#include "top_json.h"
 
 /* --interval: 0.1 s .. 1 hour. */
 #define TOP_INTERVAL_MIN_MS 100
@@ -45,265 +46,31 @@
 #define TOP_LIST 10
 /* Samples in the sparklines: a minute at the default interval. */
 #define TOP_SPARK 60
-/* The deepest JSON the snapshot reader follows (the snapshot has 3). */
-#define TOP_JSON_DEPTH 16
 
-/* ---- a small JSON reader, for the snapshot's own text ---------------------
- */
-
-typedef enum { TJ_NULL, TJ_BOOL, TJ_NUM, TJ_STR, TJ_ARR, TJ_OBJ } tj_type_t;
-
-typedef struct tj {
-  tj_type_t t;
-  double num;
-  char *str;        /* TJ_STR */
-  struct tj *items; /* TJ_ARR, TJ_OBJ: values */
-  char **keys;      /* TJ_OBJ */
-  size_t n;
-} tj_t;
-
-static void tj_free(tj_t *v) {
-  if (!v) return;
-  free(v->str);
-  for (size_t i = 0; i < v->n; i++) {
-    tj_free(&v->items[i]);
-    if (v->keys) free(v->keys[i]);
-  }
-  free(v->items);
-  free(v->keys);
-  memset(v, 0, sizeof *v);
-}
-
-typedef struct tj_in {
-  const char *s;
-  size_t i, n;
-} tj_in_t;
-
-static void tj_ws(tj_in_t *in) {
-  while (in->i < in->n && (in->s[in->i] == ' ' || in->s[in->i] == '\n' ||
-                           in->s[in->i] == '\r' || in->s[in->i] == '\t'))
-    in->i++;
-}
-
-static int tj_hex4(tj_in_t *in, unsigned *out) {
-  if (in->n - in->i < 4) return -1;
-  unsigned v = 0;
-  for (int k = 0; k < 4; k++) {
-    char c = in->s[in->i++];
-    v <<= 4;
-    if (c >= '0' && c <= '9')
-      v |= (unsigned)(c - '0');
-    else if (c >= 'a' && c <= 'f')
-      v |= (unsigned)(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F')
-      v |= (unsigned)(c - 'A' + 10);
-    else
-      return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-static void tj_utf8(pawl_buf_t *b, unsigned cp) {
-  char u[4];
-  if (cp < 0x80) {
-    pawl__buf_putc(b, (char)cp);
-  } else if (cp < 0x800) {
-    u[0] = (char)(0xc0 | cp >> 6);
-    u[1] = (char)(0x80 | (cp & 0x3f));
-    pawl__buf_append(b, u, 2);
-  } else if (cp < 0x10000) {
-    u[0] = (char)(0xe0 | cp >> 12);
-    u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    u[2] = (char)(0x80 | (cp & 0x3f));
-    pawl__buf_append(b, u, 3);
-  } else {
-    u[0] = (char)(0xf0 | cp >> 18);
-    u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    u[3] = (char)(0x80 | (cp & 0x3f));
-    pawl__buf_append(b, u, 4);
-  }
-}
-
-/* A string after its opening quote; malloc'd text in *out. */
-static int tj_string(tj_in_t *in, char **out) {
-  pawl_buf_t b;
-  pawl__buf_init(&b);
-  while (in->i < in->n && in->s[in->i] != '"') {
-    char c = in->s[in->i++];
-    if (c != '\\') {
-      pawl__buf_putc(&b, c);
-      continue;
-    }
-    if (in->i >= in->n) break;
-    c = in->s[in->i++];
-    unsigned cp;
-    switch (c) {
-    case 'n': pawl__buf_putc(&b, '\n'); break;
-    case 't': pawl__buf_putc(&b, '\t'); break;
-    case 'r': pawl__buf_putc(&b, '\r'); break;
-    case 'b': pawl__buf_putc(&b, '\b'); break;
-    case 'f': pawl__buf_putc(&b, '\f'); break;
-    case 'u':
-      if (tj_hex4(in, &cp)) goto bad;
-      if (cp >= 0xd800 && cp < 0xdc00 && in->n - in->i >= 6 &&
-          in->s[in->i] == '\\' && in->s[in->i + 1] == 'u') {
-        unsigned lo;
-        in->i += 2;
-        if (tj_hex4(in, &lo) || lo < 0xdc00 || lo > 0xdfff) goto bad;
-        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-      } else if (cp >= 0xd800 && cp <= 0xdfff) {
-        cp = 0xfffd;
-      }
-      tj_utf8(&b, cp ? cp : 0xfffd);
-      break;
-    default: pawl__buf_putc(&b, c); break; /* \" \\ \/ */
-    }
-  }
-  if (in->i >= in->n || b.oom) goto bad;
-  in->i++; /* the closing quote */
-  /* Ours (malloc), not the library's buffer: tj_free() frees it. */
-  *out = strdup(pawl__buf_cstr(&b));
-  pawl__buf_free(&b);
-  return *out ? 0 : -1;
-bad:
-  pawl__buf_free(&b);
-  return -1;
-}
-
-static int tj_value(tj_in_t *in, tj_t *v, int depth);
-
-static int tj_push(tj_t *v, size_t *cap, int obj) {
-  if (v->n < *cap) return 0;
-  size_t c = *cap ? *cap * 2 : 8;
-  tj_t *items = realloc(v->items, c * sizeof *items);
-  if (!items) return -1;
-  v->items = items;
-  if (obj) {
-    char **keys = realloc(v->keys, c * sizeof *keys);
-    if (!keys) return -1;
-    v->keys = keys;
-  }
-  *cap = c;
-  return 0;
-}
-
-static int tj_value(tj_in_t *in, tj_t *v, int depth) {
-  memset(v, 0, sizeof *v);
-  if (depth > TOP_JSON_DEPTH) return -1;
-  tj_ws(in);
-  if (in->i >= in->n) return -1;
-  char c = in->s[in->i];
-  if (c == '{' || c == '[') {
-    int obj = c == '{';
-    v->t = obj ? TJ_OBJ : TJ_ARR;
-    in->i++;
-    size_t cap = 0;
-    tj_ws(in);
-    if (in->i < in->n && in->s[in->i] == (obj ? '}' : ']')) {
-      in->i++;
-      return 0;
-    }
-    for (;;) {
-      if (tj_push(v, &cap, obj)) return -1;
-      char *key = NULL;
-      if (obj) {
-        tj_ws(in);
-        if (in->i >= in->n || in->s[in->i] != '"') return -1;
-        in->i++;
-        if (tj_string(in, &key)) return -1;
-        tj_ws(in);
-        if (in->i >= in->n || in->s[in->i] != ':') {
-          free(key);
-          return -1;
-        }
-        in->i++;
-        v->keys[v->n] = key;
-      }
-      if (tj_value(in, &v->items[v->n], depth + 1)) {
-        v->n++; /* freed with the rest */
-        return -1;
-      }
-      v->n++;
-      tj_ws(in);
-      if (in->i >= in->n) return -1;
-      if (in->s[in->i] == ',') {
-        in->i++;
-        continue;
-      }
-      if (in->s[in->i] != (obj ? '}' : ']')) return -1;
-      in->i++;
-      return 0;
-    }
-  }
-  if (c == '"') {
-    in->i++;
-    v->t = TJ_STR;
-    return tj_string(in, &v->str);
-  }
-  if (in->n - in->i >= 4 && memcmp(in->s + in->i, "null", 4) == 0) {
-    in->i += 4;
-    return 0;
-  }
-  if (in->n - in->i >= 4 && memcmp(in->s + in->i, "true", 4) == 0) {
-    in->i += 4;
-    v->t = TJ_BOOL;
-    v->num = 1;
-    return 0;
-  }
-  if (in->n - in->i >= 5 && memcmp(in->s + in->i, "false", 5) == 0) {
-    in->i += 5;
-    v->t = TJ_BOOL;
-    return 0;
-  }
-  char *end = NULL;
-  v->num = strtod(in->s + in->i, &end);
-  if (end == in->s + in->i) return -1;
-  in->i = (size_t)(end - in->s);
-  v->t = TJ_NUM;
-  return 0;
-}
-
-/* The snapshot's text as a tree; -1 when it is not a JSON object. */
-static int tj_parse(const char *s, size_t n, tj_t *out) {
-  tj_in_t in = {s, 0, n};
-  if (tj_value(&in, out, 0) || out->t != TJ_OBJ) {
-    tj_free(out);
-    return -1;
-  }
-  return 0;
-}
-
-static const tj_t *tj_get(const tj_t *o, const char *key) {
-  if (!o || o->t != TJ_OBJ) return NULL;
-  for (size_t i = 0; i < o->n; i++)
-    if (strcmp(o->keys[i], key) == 0) return &o->items[i];
-  return NULL;
-}
+/* ---- the snapshot's tree (top_json.h) ----------------------------------- */
 
 static int64_t tj_int(const tj_t *o, const char *key) {
-  const tj_t *v = tj_get(o, key);
+  const tj_t *v = top_json_get(o, key);
   return v && (v->t == TJ_NUM || v->t == TJ_BOOL) ? (int64_t)v->num : 0;
 }
 
 static double tj_num(const tj_t *o, const char *key) {
-  const tj_t *v = tj_get(o, key);
+  const tj_t *v = top_json_get(o, key);
   return v && v->t == TJ_NUM ? v->num : 0;
 }
 
 static const char *tj_str(const tj_t *o, const char *key) {
-  const tj_t *v = tj_get(o, key);
+  const tj_t *v = top_json_get(o, key);
   return v && v->t == TJ_STR ? v->str : NULL;
 }
 
 static size_t tj_len(const tj_t *o, const char *key) {
-  const tj_t *v = tj_get(o, key);
+  const tj_t *v = top_json_get(o, key);
   return v && v->t == TJ_ARR ? v->n : 0;
 }
 
 static const tj_t *tj_at(const tj_t *o, const char *key, size_t i) {
-  const tj_t *v = tj_get(o, key);
+  const tj_t *v = top_json_get(o, key);
   return v && v->t == TJ_ARR && i < v->n ? &v->items[i] : NULL;
 }
 
@@ -1368,14 +1135,14 @@ static int top_loop(top_src_t *src, const top_args_t *a, const char *label,
         fflush(stdout);
       }
       tj_t snap;
-      int bad = tj_parse(json, strlen(json), &snap);
+      int bad = top_json_parse(json, strlen(json), &snap);
       free(json);
       if (bad) {
         snprintf(err, errlen, "the snapshot is not the JSON object expected");
         rc = CLI_FAIL;
         break;
       }
-      if (have_prev) tj_free(&prev);
+      if (have_prev) top_json_free(&prev);
       prev = cur;
       have_prev = cur.t == TJ_OBJ;
       cur = snap;
@@ -1438,8 +1205,8 @@ static int top_loop(top_src_t *src, const top_args_t *a, const char *label,
     redraw = 1;
   }
   if (interactive) top_restore();
-  if (have_prev) tj_free(&prev);
-  tj_free(&cur);
+  if (have_prev) top_json_free(&prev);
+  top_json_free(&cur);
   return rc;
 }
 

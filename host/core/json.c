@@ -1,9 +1,9 @@
-/* json.c: strict RFC 8259 JSON validator; see json.h.
+/* json.c: pawl's one JSON tokenizer, and the validator and readers built
+ * on it; see json.h.
  *
- * The validator is a loop over two states, "a value is expected" and "a
- * value just ended", with an explicit stack of open containers. It never
- * recurses, so hostile input such as a million '[' costs a bounded amount of
- * C stack and is rejected as soon as it passes JSON_MAX_DEPTH. */
+ * The checks (a string's escapes and UTF-8, a number's grammar, range and
+ * integer rule) are written once, below, and the tokenizer calls them for
+ * each token; its loop is further down ("the tokenizer"). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strtod_l, newlocale */
 #endif
@@ -18,19 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct json_parser {
-  const unsigned char *s;
-  size_t len;
-  size_t pos;
-  int mode; /* JSON_POLICY, JSON_READ or JSON_GRAMMAR */
-  char *err;
-  size_t errlen;
-  size_t depth;
-  /* Opening byte ('[' or '{') and its offset for each open container; the
-   * offset lets an end-of-input error say which container is unclosed. */
-  unsigned char open[JSON_MAX_DEPTH];
-  size_t open_at[JSON_MAX_DEPTH];
-} json_parser_t;
+/* The tokenizer's state is the lexer (json.h); the checks below read it
+ * under the name they were written with. */
+typedef pawl_json_lexer_t json_parser_t;
 
 /* 1-based line and byte column of offset at. */
 static void json_where(const json_parser_t *p, size_t at, size_t *line,
@@ -163,6 +153,7 @@ static int json_hex4(json_parser_t *p, size_t esc, const char *what,
 static int json_string(json_parser_t *p, const char *what) {
   size_t start = p->pos++;
   char name[16];
+  p->escaped = 0;
   for (;;) {
     if (p->pos >= p->len) return json_fail_eof_in(p, what, start);
     unsigned char c = p->s[p->pos];
@@ -176,6 +167,7 @@ static int json_string(json_parser_t *p, const char *what) {
                        what);
     if (c == '\\') {
       size_t esc = p->pos;
+      p->escaped = 1;
       if (esc + 1 >= p->len) return json_fail_eof_in(p, what, start);
       unsigned char e = p->s[esc + 1];
       switch (e) {
@@ -330,27 +322,31 @@ static int json_number_overflows(const json_parser_t *p, size_t start,
       if (exp < 1000000) exp = exp * 10 + (s[i] - '0'); /* saturates */
     if (neg) exp = -exp;
   }
-  /* The significant digits, int part then fraction, and the power of ten
-   * of the first one. */
-  char sig[sizeof json_overflow_digits + 1];
-  size_t nsig = 0;
+  /* The power of ten of the first significant digit decides, but for
+   * numbers of the limit's magnitude: only those collect their digits. */
   long long first = 0;
   int seen = 0;
+  for (size_t k = int0; k < int1 && !seen; k++)
+    if (s[k] != '0') first = (long long)(int1 - k) - 1, seen = 1;
+  for (size_t k = frac0; k < frac1 && !seen; k++)
+    if (s[k] != '0') first = -(long long)(k - frac0) - 1, seen = 1;
+  if (!seen) return 0; /* zero */
+  long long pow10 = first + exp;
+  if (pow10 != 308) return pow10 > 308;
+  /* The significant digits, int part then fraction. */
+  char sig[sizeof json_overflow_digits + 1];
+  size_t nsig = 0;
+  seen = 0;
   for (size_t k = int0; k < int1; k++) {
     if (!seen && s[k] == '0') continue;
-    if (!seen) first = (long long)(int1 - k) - 1;
     seen = 1;
     if (nsig < sizeof sig - 1) sig[nsig++] = (char)s[k];
   }
   for (size_t k = frac0; k < frac1; k++) {
     if (!seen && s[k] == '0') continue;
-    if (!seen) first = -(long long)(k - frac0) - 1;
     seen = 1;
     if (nsig < sizeof sig - 1) sig[nsig++] = (char)s[k];
   }
-  if (!seen) return 0; /* zero */
-  long long pow10 = first + exp;
-  if (pow10 != 308) return pow10 > 308;
   while (nsig > 0 && sig[nsig - 1] == '0') nsig--;
   size_t nlim = sizeof json_overflow_digits - 1;
   for (size_t k = 0; k < nsig && k < nlim; k++)
@@ -382,6 +378,7 @@ static int json_number(json_parser_t *p) {
   size_t start = p->pos;
   int plain = 1;
   int rc = json_number_syntax(p, &plain);
+  p->plain = plain;
   if (rc || p->mode == JSON_GRAMMAR) return rc;
   size_t end = p->pos, len = end - start;
   const char *text = (const char *)p->s + start;
@@ -466,7 +463,7 @@ static int json_push(json_parser_t *p) {
 
 /* An object key and its ':' at p->pos (after whitespace); on success the
  * caller expects the member's value next. */
-static int json_key(json_parser_t *p, int after_comma) {
+static int json_key(json_parser_t *p, int after_comma, size_t *end) {
   char name[16];
   if (p->pos >= p->len) return json_fail_eof(p);
   unsigned char c = p->s[p->pos];
@@ -485,6 +482,7 @@ static int json_key(json_parser_t *p, int after_comma) {
                      json_byte_name(c, name));
   }
   if (json_string(p, "object key") != 0) return -1;
+  *end = p->pos;
   json_skip_ws(p);
   if (p->pos >= p->len) return json_fail_eof(p);
   if (p->s[p->pos] != ':')
@@ -493,122 +491,360 @@ static int json_key(json_parser_t *p, int after_comma) {
   return 0;
 }
 
+/* ---- the tokenizer (json.h) ------------------------------------------------
+ *
+ * A loop over the states below, with the explicit stack of open containers
+ * in the lexer. It never recurses, so hostile input such as a million '['
+ * costs a bounded amount of C stack and is refused as soon as it passes
+ * JSON_MAX_DEPTH. */
+
+enum {
+  LX_START,      /* nothing read yet */
+  LX_VALUE,      /* a value is expected (after ':', or ',' in an array) */
+  LX_FIRST_KEY,  /* after '{': a key or '}' */
+  LX_FIRST_ELEM, /* after '[': a value or ']' */
+  LX_AFTER,      /* a value just ended */
+  LX_DONE,
+  LX_ERROR
+};
+
+void pawl__json_lex_init(pawl_json_lexer_t *lx, const char *s, size_t len,
+                         int mode, char *err, size_t errlen) {
+  lx->s = (const unsigned char *)s;
+  lx->len = s ? len : 0;
+  lx->pos = 0;
+  lx->mode = mode;
+  lx->state = LX_START;
+  lx->err = err;
+  lx->errlen = errlen;
+  lx->escaped = lx->plain = 0;
+  lx->depth = 0;
+  if (err != NULL && errlen > 0) err[0] = '\0';
+}
+
+static inline int json_error(json_parser_t *p) {
+  p->state = LX_ERROR;
+  return -1;
+}
+
+/* A closing bracket at p->pos that ends the innermost container. */
+static inline __attribute__((always_inline)) int
+json_close(json_parser_t *p, pawl_json_tok_t *t, int kind) {
+  t->kind = kind;
+  t->start = p->pos++;
+  t->end = p->pos;
+  p->depth--;
+  p->state = LX_AFTER;
+  return kind;
+}
+
+/* A key at p->pos (after whitespace) as a token; a value follows. */
+static inline __attribute__((always_inline)) int
+json_key_tok(json_parser_t *p, pawl_json_tok_t *t, int after_comma) {
+  size_t start = p->pos, end = start;
+  if (json_key(p, after_comma, &end) != 0) return json_error(p);
+  t->kind = JSON_TOK_KEY;
+  t->start = start;
+  t->end = end;
+  t->escaped = p->escaped;
+  p->state = LX_VALUE;
+  return JSON_TOK_KEY;
+}
+
+/* Inlined into the validator's loop, so that checking a text costs what
+ * it cost before the walk was split into tokens. */
+static inline __attribute__((always_inline)) int
+json_next(json_parser_t *p, pawl_json_tok_t *t) {
+  char name[16];
+  unsigned char c;
+  switch (p->state) {
+  case LX_VALUE: break;
+  case LX_AFTER: {
+    json_skip_ws(p);
+    if (p->depth == 0) {
+      if (p->pos < p->len) {
+        json_fail(p, p->pos, "trailing characters after the JSON value");
+        return json_error(p);
+      }
+      p->state = LX_DONE;
+      t->kind = JSON_TOK_END;
+      t->start = t->end = p->pos;
+      return JSON_TOK_END;
+    }
+    if (p->pos >= p->len) {
+      json_fail_eof(p);
+      return json_error(p);
+    }
+    unsigned char open = p->open[p->depth - 1];
+    c = p->s[p->pos];
+    if (c == (open == '[' ? ']' : '}'))
+      return json_close(p, t,
+                        open == '[' ? JSON_TOK_ARRAY_END : JSON_TOK_OBJECT_END);
+    if (c != ',') {
+      json_fail(p, p->pos,
+                open == '[' ? "expected ',' or ']' after array element, "
+                              "found %s"
+                            : "expected ',' or '}' after object member, "
+                              "found %s",
+                json_byte_name(c, name));
+      return json_error(p);
+    }
+    p->pos++;
+    if (open == '{') {
+      json_skip_ws(p);
+      return json_key_tok(p, t, 1);
+    }
+    p->state = LX_VALUE;
+    break;
+  }
+  case LX_FIRST_KEY:
+    json_skip_ws(p);
+    if (p->pos < p->len && p->s[p->pos] == '}')
+      return json_close(p, t, JSON_TOK_OBJECT_END);
+    return json_key_tok(p, t, 0);
+  case LX_FIRST_ELEM:
+    json_skip_ws(p);
+    if (p->pos < p->len && p->s[p->pos] == ']')
+      return json_close(p, t, JSON_TOK_ARRAY_END);
+    p->state = LX_VALUE;
+    break;
+  case LX_START:
+    json_skip_ws(p);
+    if (p->pos >= p->len) {
+      if (p->err != NULL && p->errlen > 0)
+        snprintf(p->err, p->errlen, "empty input (expected a JSON value)");
+      return json_error(p);
+    }
+    p->state = LX_VALUE;
+    break;
+  case LX_DONE:
+    t->kind = JSON_TOK_END;
+    t->start = t->end = p->pos;
+    return JSON_TOK_END;
+  default: return -1;
+  }
+
+  /* A value is expected at p->pos (whitespace not yet skipped). */
+  json_skip_ws(p);
+  if (p->pos >= p->len) {
+    json_fail_eof(p);
+    return json_error(p);
+  }
+  size_t start = p->pos;
+  int rc = 0, kind;
+  c = p->s[p->pos];
+  switch (c) {
+  case '{':
+  case '[':
+    if (json_push(p) != 0) return json_error(p);
+    p->state = c == '{' ? LX_FIRST_KEY : LX_FIRST_ELEM;
+    t->kind = c == '{' ? JSON_TOK_OBJECT : JSON_TOK_ARRAY;
+    t->start = start;
+    t->end = p->pos;
+    return t->kind;
+  case '"':
+    rc = json_string(p, "string");
+    kind = JSON_TOK_STRING;
+    t->escaped = p->escaped;
+    break;
+  case 't': rc = json_literal(p, "true"), kind = JSON_TOK_TRUE; break;
+  case 'f': rc = json_literal(p, "false"), kind = JSON_TOK_FALSE; break;
+  case 'n': rc = json_literal(p, "null"), kind = JSON_TOK_NULL; break;
+  case '-': case '0': case '1': case '2': case '3': case '4': case '5':
+  case '6': case '7': case '8': case '9':
+    rc = json_number(p);
+    kind = JSON_TOK_NUMBER;
+    t->plain = p->plain;
+    break;
+  case '\'':
+    json_fail(p, p->pos, "string in single quotes (JSON needs double quotes)");
+    return json_error(p);
+  case ']': case '}':
+    /* Only reachable right after a ',' or ':' (empty containers and a
+     * closer after a value are handled above) or at the very start. */
+    if (p->depth > 0 && p->open[p->depth - 1] == '[' && c == ']')
+      json_fail(p, p->pos, "trailing comma before ']'");
+    else
+      json_fail(p, p->pos, "expected a JSON value, found '%c'", c);
+    return json_error(p);
+  default:
+    json_fail(p, p->pos, "expected a JSON value, found %s",
+              json_byte_name(c, name));
+    return json_error(p);
+  }
+  if (rc != 0) return json_error(p);
+  p->state = LX_AFTER;
+  t->kind = kind;
+  t->start = start;
+  t->end = p->pos;
+  return kind;
+}
+
+int pawl__json_next(pawl_json_lexer_t *lx, pawl_json_tok_t *t) {
+  return json_next(lx, t);
+}
+
 int pawl__json_validate(const char *s, size_t len, char *err, size_t errlen) {
   return pawl__json_check(s, len, JSON_POLICY, err, errlen);
 }
 
+/* The validator: the tokenizer run to the end. */
 int pawl__json_check(const char *s, size_t len, int mode, char *err,
-               size_t errlen) {
-  /* The parser holds the 512-entry stack (about 4.5 KB): fine on any thread
-   * stack, and it avoids a heap allocation per call. */
+                     size_t errlen) {
   json_parser_t p;
-  p.mode = mode;
-  p.s = (const unsigned char *)s;
-  p.len = s ? len : 0;
-  p.pos = 0;
-  p.err = err;
-  p.errlen = errlen;
-  p.depth = 0;
-  if (err != NULL && errlen > 0) err[0] = '\0';
+  pawl_json_tok_t t;
+  pawl__json_lex_init(&p, s, len, mode, err, errlen);
+  int k;
+  while ((k = json_next(&p, &t)) > 0) {
+  }
+  return k;
+}
 
-  json_skip_ws(&p);
-  if (p.pos >= p.len) {
-    if (err != NULL && errlen > 0)
-      snprintf(err, errlen, "empty input (expected a JSON value)");
+/* ---- decoding strings -------------------------------------------------- */
+
+static unsigned json_hex_value(const char *p) {
+  unsigned v = 0;
+  for (int i = 0; i < 4; i++) {
+    unsigned char c = (unsigned char)p[i];
+    v = v << 4 | (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  return v;
+}
+
+size_t pawl__json_unescape_one(const char *p, size_t n, char out[4],
+                               size_t *used) {
+  char e = n > 1 ? p[1] : '\\';
+  *used = 2;
+  switch (e) {
+  case 'b': out[0] = '\b'; return 1;
+  case 'f': out[0] = '\f'; return 1;
+  case 'n': out[0] = '\n'; return 1;
+  case 'r': out[0] = '\r'; return 1;
+  case 't': out[0] = '\t'; return 1;
+  case 'u': break;
+  default: out[0] = e; return 1; /* " \ / */
+  }
+  uint32_t cp = json_hex_value(p + 2);
+  *used = 6;
+  if (cp >= 0xD800 && cp <= 0xDBFF && n >= 12 && p[6] == '\\' &&
+      p[7] == 'u') {
+    uint32_t lo = json_hex_value(p + 8);
+    if (lo >= 0xDC00 && lo <= 0xDFFF) {
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      *used = 12;
+    }
+  }
+  if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD; /* lone: JSON_GRAMMAR */
+  if (cp < 0x80) {
+    out[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (char)(0xC0 | cp >> 6);
+    out[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = (char)(0xE0 | cp >> 12);
+    out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+    out[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = (char)(0xF0 | cp >> 18);
+  out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+  out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+  out[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+size_t pawl__json_unescape(const char *s, size_t n, char *out, size_t cap) {
+  size_t i = 0, k = 0;
+  while (i < n) {
+    const char *q = memchr(s + i, '\\', n - i);
+    size_t run = q ? (size_t)(q - (s + i)) : n - i;
+    if (k < cap) memcpy(out + k, s + i, run < cap - k ? run : cap - k);
+    k += run;
+    i += run;
+    if (i >= n) break;
+    char u[4];
+    size_t used, m = pawl__json_unescape_one(s + i, n - i, u, &used);
+    for (size_t j = 0; j < m; j++, k++)
+      if (k < cap) out[k] = u[j];
+    i += used;
+  }
+  return k;
+}
+
+/* Whether a key's contents k[0..kn) (escapes undecoded) read name. */
+static int json_key_is(const char *k, size_t kn, int escaped,
+                       const char *name, size_t nl) {
+  if (!escaped) return kn == nl && memcmp(k, name, nl) == 0;
+  size_t i = 0, j = 0;
+  while (i < kn) {
+    if (k[i] != '\\') {
+      if (j >= nl || k[i] != name[j]) return 0;
+      i++, j++;
+      continue;
+    }
+    char u[4];
+    size_t used, m = pawl__json_unescape_one(k + i, kn - i, u, &used);
+    if (j + m > nl || memcmp(u, name + j, m) != 0) return 0;
+    i += used;
+    j += m;
+  }
+  return j == nl;
+}
+
+/* ---- readers on the tokenizer ------------------------------------------ */
+
+int pawl__json_members(const char *s, size_t len, int mode,
+                       const char *const *names, size_t n, size_t (*spans)[2],
+                       char *err, size_t errlen) {
+  if (n > JSON_MEMBERS_MAX) {
+    if (err && errlen)
+      snprintf(err, errlen, "%zu member names asked for; at most %d", n,
+               JSON_MEMBERS_MAX);
     return -1;
   }
-
-  char name[16];
-  for (;;) {
-    /* State 1: a value is expected at p.pos (whitespace not yet skipped). */
-    json_skip_ws(&p);
-    if (p.pos >= p.len) return json_fail_eof(&p);
-    unsigned char c = p.s[p.pos];
-    int rc = 0;
-    switch (c) {
-    case '{':
-      if (json_push(&p) != 0) return -1;
-      json_skip_ws(&p);
-      if (p.pos < p.len && p.s[p.pos] == '}') {
-        p.pos++;
-        p.depth--;
-        break; /* empty object: a complete value */
-      }
-      if (json_key(&p, 0) != 0) return -1;
-      continue; /* the member's value */
-    case '[':
-      if (json_push(&p) != 0) return -1;
-      json_skip_ws(&p);
-      if (p.pos < p.len && p.s[p.pos] == ']') {
-        p.pos++;
-        p.depth--;
-        break; /* empty array */
-      }
-      continue; /* the first element */
-    case '"': rc = json_string(&p, "string"); break;
-    case 't': rc = json_literal(&p, "true"); break;
-    case 'f': rc = json_literal(&p, "false"); break;
-    case 'n': rc = json_literal(&p, "null"); break;
-    case '-': case '0': case '1': case '2': case '3': case '4': case '5':
-    case '6': case '7': case '8': case '9':
-      rc = json_number(&p);
-      break;
-    case '\'':
-      return json_fail(&p, p.pos,
-                       "string in single quotes (JSON needs double quotes)");
-    case ']': case '}':
-      /* Only reachable right after a ',' (empty containers and a closer
-       * after a value are handled elsewhere) or at the very start. */
-      if (p.depth > 0 && p.open[p.depth - 1] == '[' && c == ']')
-        return json_fail(&p, p.pos, "trailing comma before ']'");
-      return json_fail(&p, p.pos, "expected a JSON value, found '%c'", c);
-    default:
-      return json_fail(&p, p.pos, "expected a JSON value, found %s",
-                       json_byte_name(c, name));
-    }
-    if (rc != 0) return -1;
-
-    /* State 2: a value just ended; close containers until one continues
-     * with ',' or the top-level value is complete. */
-    for (;;) {
-      json_skip_ws(&p);
-      if (p.depth == 0) {
-        if (p.pos < p.len)
-          return json_fail(&p, p.pos,
-                           "trailing characters after the JSON value");
-        return 0;
-      }
-      if (p.pos >= p.len) return json_fail_eof(&p);
-      unsigned char open = p.open[p.depth - 1];
-      unsigned char close = open == '[' ? ']' : '}';
-      c = p.s[p.pos];
-      if (c == close) {
-        p.pos++;
-        p.depth--;
-        continue;
-      }
-      if (c != ',')
-        return json_fail(&p, p.pos,
-                         open == '[' ? "expected ',' or ']' after array "
-                                       "element, found %s"
-                                     : "expected ',' or '}' after object "
-                                       "member, found %s",
-                         json_byte_name(c, name));
-      p.pos++;
-      if (open == '{') {
-        json_skip_ws(&p);
-        if (json_key(&p, 1) != 0) return -1;
-      }
-      break; /* back to state 1 for the next element or member value */
-    }
+  size_t nl[JSON_MEMBERS_MAX];
+  for (size_t i = 0; i < n; i++) {
+    nl[i] = strlen(names[i]);
+    spans[i][0] = spans[i][1] = 0;
   }
+  json_parser_t p;
+  pawl_json_tok_t t;
+  pawl__json_lex_init(&p, s, len, mode, err, errlen);
+  int k = json_next(&p, &t);
+  if (k < 0) return -1;
+  if (k != JSON_TOK_OBJECT) {
+    if (err && errlen) snprintf(err, errlen, "expected a JSON object");
+    return -1;
+  }
+  while ((k = json_next(&p, &t)) > 0) {
+    if (k != JSON_TOK_KEY || p.depth != 1) continue;
+    const char *kt = s + t.start + 1;
+    size_t kn = t.end - t.start - 2;
+    int escaped = t.escaped;
+    /* The value: one token, or a container up to its closing bracket. */
+    if ((k = json_next(&p, &t)) < 0) return -1;
+    size_t vstart = t.start;
+    if (k == JSON_TOK_OBJECT || k == JSON_TOK_ARRAY)
+      while (p.depth > 1)
+        if (json_next(&p, &t) < 0) return -1;
+    for (size_t i = 0; i < n; i++)
+      if (json_key_is(kt, kn, escaped, names[i], nl[i])) {
+        spans[i][0] = vstart;
+        spans[i][1] = t.end;
+      }
+  }
+  return k;
 }
 
 int pawl__json_is_object(const char *s, size_t len) {
-  if (pawl__json_validate(s, len, NULL, 0) != 0) return 0;
-  size_t i = 0;
-  while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-                     s[i] == '\r'))
-    i++;
-  return s[i] == '{';
+  json_parser_t p;
+  pawl_json_tok_t t;
+  pawl__json_lex_init(&p, s, len, JSON_POLICY, NULL, 0);
+  int k = pawl__json_next(&p, &t), first = k;
+  while (k > 0) k = pawl__json_next(&p, &t);
+  return k == 0 && first == JSON_TOK_OBJECT;
 }

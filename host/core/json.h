@@ -1,7 +1,24 @@
-/* json.h: a strict RFC 8259 JSON validator, with pawl's policy on top.
+/* json.h: pawl's JSON tokenizer, the strict RFC 8259 validator built on
+ * it, with pawl's policy on top.
  *
  * Validates without building a tree: pawl stores job payloads as JSON text
  * and only needs to know that the text is well formed before it is stored.
+ * The tokenizer (below) is the one JSON reader of pawl: the validator
+ * runs it to the end, and the Lua codec's decode, the redaction of admin
+ * views, the identity fields of job instances and `pawl top`'s snapshot
+ * reader walk its tokens.
+ *
+ * Why pawl's own and not a library (measured 2026-11-28, bench/RESULTS.md
+ * "JSON readers"): of the three Debian 12 packages, none enforces the
+ * policy below. jansson 2.14, the strictest, has no integer rule (it reads
+ * 2^53 + 1 as an exact int64 and refuses 1e20 written as an integer) and
+ * its depth bound is fixed at build time (2048); json-c 0.16, even strict
+ * and validating UTF-8, takes lone surrogates, \u0000, overlong UTF-8,
+ * raw tabs in strings and 1e999; cJSON 1.7.15 checks no UTF-8 and takes
+ * 1e999, 01 and form feeds. Each builds a tree pawl does not need and
+ * costs more than this validator on every input (jansson 8.5 to 9.4
+ * times, json-c 2.8 to 9.5, cJSON 1.5 to 5.3), before the second pass
+ * that the policy would still need.
  *
  * Accepted: exactly one JSON value of any type, with optional surrounding
  * whitespace (space, tab, CR, LF). Rejected, among others: empty input,
@@ -80,6 +97,97 @@ void pawl__json_number_text(double d, char *out, size_t len);
  * len == 0 (which is rejected as empty input). s need not be NUL-terminated
  * and may contain NUL bytes (which are invalid JSON). */
 int pawl__json_validate(const char *s, size_t len, char *err, size_t errlen);
+
+/* ---- the tokenizer --------------------------------------------------------
+ *
+ * Every JSON reader in pawl is built on this one: the validator above (the
+ * tokenizer run to the end), the Lua codec's decode (host/lua/ljson.c),
+ * the redaction of admin views (redact_json.c), the member extractor of
+ * job instances (pawl__json_members, used by host/api/steps.c) and `pawl
+ * top`'s snapshot reader (host/cli/top_json.c). So they all accept the
+ * same texts, under the mode each is given, with the same messages.
+ *
+ * A pull API: the caller asks for one token at a time. Each token is
+ * checked before it is returned (a string's escapes and UTF-8, a number's
+ * grammar and, by mode, its range), and the structure around it (commas,
+ * colons, brackets, depth) as it goes; an error ends the walk. The caller
+ * owns the lexer (about 4.6 KB: keep it on the stack) and the text, which
+ * must outlive it. Not thread-safe per lexer; any number may run at once. */
+
+/* Token kinds; pawl__json_next() returns one, or -1 on an error. */
+#define JSON_TOK_END 0         /* the value is complete, nothing but
+                                  whitespace after it */
+#define JSON_TOK_OBJECT 1      /* '{' */
+#define JSON_TOK_OBJECT_END 2  /* '}' */
+#define JSON_TOK_ARRAY 3       /* '[' */
+#define JSON_TOK_ARRAY_END 4   /* ']' */
+#define JSON_TOK_KEY 5         /* an object member's key (its ':' consumed) */
+#define JSON_TOK_STRING 6
+#define JSON_TOK_NUMBER 7
+#define JSON_TOK_TRUE 8
+#define JSON_TOK_FALSE 9
+#define JSON_TOK_NULL 10
+
+typedef struct pawl_json_tok {
+  int kind;
+  /* The token's text s[start..end): a string's or key's with its quotes
+   * (its contents are s[start + 1..end - 1)), a number's digits, a
+   * literal's word, a bracket. */
+  size_t start, end;
+  int escaped; /* string, key: its contents hold a '\' escape */
+  int plain;   /* number: written without fraction or exponent */
+} pawl_json_tok_t;
+
+typedef struct pawl_json_lexer {
+  const unsigned char *s;
+  size_t len;
+  size_t pos;
+  int mode; /* JSON_POLICY, JSON_READ or JSON_GRAMMAR */
+  int state;
+  char *err;
+  size_t errlen;
+  int escaped, plain; /* of the last string or number scanned */
+  /* Open containers after the last token (read-only for callers): their
+   * number, and the opening byte ('[' or '{') and offset of each; the
+   * offset lets an end-of-input error say which container is unclosed. */
+  size_t depth;
+  unsigned char open[JSON_MAX_DEPTH];
+  size_t open_at[JSON_MAX_DEPTH];
+} pawl_json_lexer_t;
+
+/* Starts a walk over s[0..len) (s may be NULL when len is 0) under the
+ * checks of `mode`. Messages go to err as pawl__json_validate() writes
+ * them (err may be NULL). */
+void pawl__json_lex_init(pawl_json_lexer_t *lx, const char *s, size_t len,
+                         int mode, char *err, size_t errlen);
+
+/* The next token into *t: its kind (JSON_TOK_END once the value is
+ * complete, and again if asked), or -1 with the message in err (again -1
+ * if asked after that). */
+int pawl__json_next(pawl_json_lexer_t *lx, pawl_json_tok_t *t);
+
+/* One escape at p[0..n) (p[0] is the '\' of a string the tokenizer
+ * accepted): its UTF-8 bytes into out (returns 1 to 4), the bytes it
+ * takes in *used (2, 6, or 12 for a surrogate pair). A lone surrogate,
+ * which only JSON_GRAMMAR lets through, becomes U+FFFD; \u0000 a NUL. */
+size_t pawl__json_unescape_one(const char *p, size_t n, char out[4],
+                               size_t *used);
+
+/* The contents s[0..n) of a string the tokenizer accepted, escapes
+ * decoded, into out: at most cap bytes written (no NUL added); returns the
+ * decoded length, which may be more than cap and is at most n. */
+size_t pawl__json_unescape(const char *s, size_t n, char *out, size_t cap);
+
+/* The values of top-level members of the JSON object s[0..len), checked
+ * under `mode`: spans[i][0..1] = the text of the value of the last member
+ * whose key, decoded, is names[i] (the last one wins, as in job code and
+ * jsonb), {0, 0} when there is none. 0, or -1 when the text is not within
+ * the mode's policy (the message in err) or not an object ("expected a
+ * JSON object"). n is at most JSON_MEMBERS_MAX. */
+#define JSON_MEMBERS_MAX 64
+int pawl__json_members(const char *s, size_t len, int mode,
+                       const char *const *names, size_t n, size_t (*spans)[2],
+                       char *err, size_t errlen);
 
 /* Length (1-4) of the well-formed UTF-8 sequence at p[0..n), n >= 1, or 0
  * if p[0] does not start one. Follows table 3-7 of Unicode 15 section 3.9:

@@ -1,9 +1,8 @@
 /* ljson.c: pawl's JSON for Lua; see ljson.h.
  *
- * decode validates with pawl__json_validate() first (the policy, and every
- * message), then builds the value from text it knows is well formed, so
- * the builder has no error paths of its own. encode walks the value with
- * raw accesses only (no metamethods run, nothing allocates on the Lua
+ * decode builds the value as json.h's tokenizer reads the text, in one
+ * pass: the tokenizer checks the policy and writes every message. encode
+ * walks the value with raw accesses only (no metamethods run, nothing allocates on the Lua
  * side), so it cannot raise halfway and leave its buffer behind. */
 #include "ljson.h"
 
@@ -20,126 +19,41 @@
 
 /* ---- decode --------------------------------------------------------------- */
 
-typedef struct ljd {
-  lua_State *L;
-  const char *s;
-  size_t pos;
-  int mt; /* stack index of the array metatable */
-} ljd_t;
-
-static void ljd_ws(ljd_t *d) {
-  while (d->s[d->pos] == ' ' || d->s[d->pos] == '\t' || d->s[d->pos] == '\n' ||
-         d->s[d->pos] == '\r')
-    d->pos++;
-}
-
-static unsigned ljd_hex4(const char *p) {
-  unsigned v = 0;
-  for (int i = 0; i < 4; i++) {
-    unsigned char c = (unsigned char)p[i];
-    v = v << 4 | (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-  }
-  return v;
-}
-
-/* Pushes the string at d->pos (a '"'); the text is valid (json.h). */
-static void ljd_string(ljd_t *d) {
-  const char *p = d->s + ++d->pos, *q = p;
-  while (*q != '"' && *q != '\\') q++;
-  if (*q == '"') { /* no escapes: the common case */
-    lua_pushlstring(d->L, p, (size_t)(q - p));
-    d->pos += (size_t)(q - p) + 1;
+/* Pushes the contents s[0..n) of a string the tokenizer accepted. */
+static void ljd_string(lua_State *L, const char *s, size_t n, int escaped) {
+  if (!escaped) { /* the common case */
+    lua_pushlstring(L, s, n);
     return;
   }
   luaL_Buffer b;
-  luaL_buffinit(d->L, &b);
-  for (;;) {
-    luaL_addlstring(&b, p, (size_t)(q - p));
-    if (*q == '"') break;
-    char e = q[1];
-    q += 2;
-    switch (e) {
-    case 'b': luaL_addchar(&b, '\b'); break;
-    case 'f': luaL_addchar(&b, '\f'); break;
-    case 'n': luaL_addchar(&b, '\n'); break;
-    case 'r': luaL_addchar(&b, '\r'); break;
-    case 't': luaL_addchar(&b, '\t'); break;
-    case 'u': {
-      uint32_t cp = ljd_hex4(q);
-      q += 4;
-      if (cp >= 0xD800 && cp <= 0xDBFF) { /* a pair: json.h checked it */
-        cp = 0x10000 + ((cp - 0xD800) << 10) + (ljd_hex4(q + 2) - 0xDC00);
-        q += 6;
-      }
-      char u[4];
-      size_t n;
-      if (cp < 0x80) u[0] = (char)cp, n = 1;
-      else if (cp < 0x800)
-        u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
-      else if (cp < 0x10000)
-        u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | (cp >> 6 & 0x3F)),
-        u[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
-      else
-        u[0] = (char)(0xF0 | cp >> 18), u[1] = (char)(0x80 | (cp >> 12 & 0x3F)),
-        u[2] = (char)(0x80 | (cp >> 6 & 0x3F)), u[3] = (char)(0x80 | (cp & 0x3F)),
-        n = 4;
-      luaL_addlstring(&b, u, n);
-      break;
-    }
-    default: luaL_addchar(&b, e); break; /* " \ / */
-    }
-    p = q;
-    while (*q != '"' && *q != '\\') q++;
+  luaL_buffinit(L, &b);
+  const char *e = s + n;
+  while (s < e) {
+    const char *q = memchr(s, '\\', (size_t)(e - s));
+    if (!q) q = e;
+    luaL_addlstring(&b, s, (size_t)(q - s));
+    if (q == e) break;
+    char u[4];
+    size_t used, k = pawl__json_unescape_one(q, (size_t)(e - q), u, &used);
+    luaL_addlstring(&b, u, k);
+    s = q + used;
   }
   luaL_pushresult(&b);
-  d->pos = (size_t)(q + 1 - d->s);
 }
 
-/* Pushes the value at d->pos. Depth is bounded by json.h's check. */
-static void ljd_value(ljd_t *d) {
-  lua_State *L = d->L;
-  ljd_ws(d);
-  char c = d->s[d->pos];
-  if (c == '{' || c == '[') {
-    luaL_checkstack(L, 3, "JSON nested too deep");
-    lua_newtable(L);
-    d->pos++;
-    ljd_ws(d);
-    if (c == '[') {
-      lua_pushvalue(L, d->mt);
-      lua_setmetatable(L, -2);
-      for (int i = 1; d->s[d->pos] != ']'; i++) {
-        ljd_value(d);
-        lua_rawseti(L, -2, i);
-        ljd_ws(d);
-        if (d->s[d->pos] == ',') d->pos++;
-      }
-    } else {
-      while (d->s[d->pos] != '}') {
-        ljd_ws(d);
-        ljd_string(d);
-        ljd_ws(d);
-        d->pos++; /* ':' */
-        ljd_value(d);
-        lua_rawset(L, -3);
-        ljd_ws(d);
-        if (d->s[d->pos] == ',') d->pos++;
-      }
-    }
-    d->pos++;
-    return;
+/* Pushes the number s[0..n) (its grammar checked). strtod stops at the
+ * number's end, but for a "0" before an 'x' (hex to strtod, refused by the
+ * tokenizer only at its next token) or digits past len in a text that
+ * goes on: then it reads a NUL-terminated copy. */
+static void ljd_number(lua_State *L, const char *s, size_t n) {
+  char *end = NULL;
+  double d = pawl__json_strtod(s, &end);
+  if (end != s + n) {
+    lua_pushlstring(L, s, n);
+    d = pawl__json_strtod(lua_tostring(L, -1), NULL);
+    lua_pop(L, 1);
   }
-  switch (c) {
-  case '"': ljd_string(d); return;
-  case 't': lua_pushboolean(L, 1), d->pos += 4; return;
-  case 'f': lua_pushboolean(L, 0), d->pos += 5; return;
-  case 'n': lua_pushlightuserdata(L, NULL), d->pos += 4; return;
-  default: {
-    char *end = NULL;
-    lua_pushnumber(L, pawl__json_strtod(d->s + d->pos, &end));
-    d->pos = (size_t)(end - d->s);
-  }
-  }
+  lua_pushnumber(L, d);
 }
 
 /* [-0, +1, m] The array metatable, made on first use. */
@@ -154,14 +68,58 @@ static void ljson_push_array_mt(lua_State *L) {
 
 int pawl__ljson_decode(lua_State *L, const char *s, size_t len, char *err,
                  size_t errlen) {
-  /* JSON_READ: a big integer is read as the nearest double (PostgreSQL
-   * may have written a double's digits out in full). */
-  if (pawl__json_check(s, len, JSON_READ, err, errlen) != 0) return -1;
+  /* One pass: the tokenizer checks each token (JSON_READ: a big integer is
+   * read as the nearest double, as PostgreSQL may have written a double's
+   * digits out in full) and the value is built as it goes, containers on
+   * the Lua stack. On an error, what was built is dropped. */
+  int base = lua_gettop(L);
   ljson_push_array_mt(L);
-  ljd_t d = {L, s, 0, lua_gettop(L)};
-  ljd_value(&d);
-  lua_remove(L, d.mt);
-  return 0;
+  int mt = base + 1;
+  pawl_json_lexer_t lx;
+  pawl_json_tok_t t;
+  pawl__json_lex_init(&lx, s, len, JSON_READ, err, errlen);
+  /* The next index of each open array. */
+  int next[JSON_MAX_DEPTH];
+  for (;;) {
+    int k = pawl__json_next(&lx, &t);
+    switch (k) {
+    case JSON_TOK_END:
+      lua_remove(L, mt);
+      return 0;
+    case JSON_TOK_OBJECT:
+    case JSON_TOK_ARRAY:
+      /* The table, and its key and value to come. */
+      luaL_checkstack(L, 3, "JSON nested too deep");
+      lua_newtable(L);
+      if (k == JSON_TOK_ARRAY) {
+        lua_pushvalue(L, mt);
+        lua_setmetatable(L, -2);
+        next[lx.depth - 1] = 1;
+      }
+      continue;
+    case JSON_TOK_KEY:
+      ljd_string(L, s + t.start + 1, t.end - t.start - 2, t.escaped);
+      continue;
+    case JSON_TOK_OBJECT_END:
+    case JSON_TOK_ARRAY_END: break; /* the table is the value */
+    case JSON_TOK_STRING:
+      ljd_string(L, s + t.start + 1, t.end - t.start - 2, t.escaped);
+      break;
+    case JSON_TOK_NUMBER: ljd_number(L, s + t.start, t.end - t.start); break;
+    case JSON_TOK_TRUE: lua_pushboolean(L, 1); break;
+    case JSON_TOK_FALSE: lua_pushboolean(L, 0); break;
+    case JSON_TOK_NULL: lua_pushlightuserdata(L, NULL); break;
+    default:
+      lua_settop(L, base);
+      return -1;
+    }
+    /* A value is complete: into its container, if any. */
+    if (lx.depth == 0) continue;
+    if (lx.open[lx.depth - 1] == '[')
+      lua_rawseti(L, -2, next[lx.depth - 1]++);
+    else
+      lua_rawset(L, -3);
+  }
 }
 
 /* ---- encode --------------------------------------------------------------- */

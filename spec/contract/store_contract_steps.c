@@ -335,6 +335,37 @@ void contract_steps_instances(const char *url) {
   CHECK_INT(pawl_enqueue_many(p, two, 2, NULL, NULL), ==, PAWL_EINVAL);
   CHECK(strstr(pawl_errmsg(p), "one job per call"));
   CHECK_INT(count_jobs(p), ==, 3);
+
+  /* The field is the member job code reads as payload.date: its key
+   * decoded, and of duplicate keys the last one (as jsonb keeps it). */
+  static const struct {
+    const char *payload, *instance;
+  } same_field[] = {
+      {"{\"d\\u0061te\":\"2026-02-01\"}", "{\"date\":\"2026-02-01\"}"},
+      {"{\"\\u0064\\u0061\\u0074\\u0065\":[1, {\"a\" : 2}]}",
+       "{\"date\":[1,{\"a\":2}]}"},
+      {"{\"date\":\"2026-02-02\",\"n\":1,\"date\":\"2026-02-03\"}",
+       "{\"date\":\"2026-02-03\"}"},
+      {"{\"date\":\"x\",\"d\\u0061te\":\"2026-02-04\"}",
+       "{\"date\":\"2026-02-04\"}"},
+      /* Nested "date" members are not the field. */
+      {"{\"n\":{\"date\":1},\"date\":\"2026-02-05\",\"m\":[{\"date\":2}]}",
+       "{\"date\":\"2026-02-05\"}"},
+  };
+  for (size_t i = 0; i < sizeof same_field / sizeof same_field[0]; i++) {
+    pawl_id_t e;
+    if (enq_instance(p, same_field[i].payload, &e, &st))
+      unit_fail(__FILE__, __LINE__, "%s: %s", same_field[i].payload,
+                pawl_errmsg(p));
+    CHECK_INT(st, ==, PAWL_ENQ_NEW);
+    s = steps_of(p, &e);
+    CHECK_STR(s->instance, same_field[i].instance);
+    pawl_steps_free(s);
+  }
+  /* Escaped and plain spellings are one instance. */
+  CHECK_OK(enq_instance(p, "{\"date\":\"2026-02-01\"}", &b, &st));
+  CHECK_INT(st, ==, PAWL_ENQ_EXISTING);
+  CHECK_INT(count_jobs(p), ==, 8);
   pawl_close(p);
 }
 

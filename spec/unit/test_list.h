@@ -5,6 +5,7 @@
  * under ThreadSanitizer. */
 #include "test_list_uuid7.h"
 #include "test_list_json.h"
+#include "test_list_json_readers.h"
 #include "test_list_store.h"
 #include "test_list_store_pg.h"
 #include "test_list_ordering.h"
