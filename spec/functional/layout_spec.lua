@@ -51,7 +51,7 @@ describe("the layout", function()
         -- file, a line it has, what to include after it, the rule named
         { "stores/sqlite/claim.c", '#include "sqlite_int.h"', '#include "pawl_internal.h"',
           "stores/ use core/ only" },
-        { "stores/postgres/pg_store.c", '#include "pg_sql.h"', '#include "sqlite_sql.h"',
+        { "stores/postgres/claim.c", '#include "pg_int.h"', '#include "sqlite_sql.h"',
           "stores/ use core/ only" },
         { "host/cli/cli.c", '#include "cli.h"', '#include "handle.h"',
           "the CLI uses include/pawl.h, core/ and LuaJIT only" },
