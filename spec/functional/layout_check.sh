@@ -11,7 +11,9 @@
 #   host/core/       core/ (and pawl.h)
 #   stores/          core/; a backend folder also its own headers and its
 #                    database's client library, never the other backend's
-#   host/api/        core/ and stores/store.h (nothing else of stores/)
+#                    (stores/common/, what the backends share, is stores/)
+#   host/api/        core/ and stores/store.h (with store_types.h, which it
+#                    includes; nothing else of stores/)
 #   host/lua/        core/ and LuaJIT; the Lua module (lua_module*.c and
 #                    its private lua_module_int.h) only ljson.h of lua/,
 #                    and nothing else of lua/ includes the module's header
@@ -26,7 +28,7 @@ cd "$src" || exit 2
 
 # The folders a bare header name is looked up in, besides the including
 # file's own folder.
-DIRS="include host/core host/api host/runner host/lua host/cli stores stores/sqlite stores/postgres"
+DIRS="include host/core host/api host/runner host/lua host/cli stores stores/common stores/sqlite stores/postgres"
 
 layer_of() {
   case $1 in
@@ -86,7 +88,8 @@ allowed() {
     stores) [ "$to" = core ] || [ "$to" = stores ] ;;
     sqlite) [ "$to" = core ] || [ "$to" = stores ] || [ "$to" = sqlite ] || [ "$to" = sqlite3 ] ;;
     postgres) [ "$to" = core ] || [ "$to" = stores ] || [ "$to" = postgres ] || [ "$to" = libpq ] ;;
-    api) [ "$to" = core ] || [ "$to" = api ] || { [ "$to" = stores ] && [ "$name" = store.h ]; } ;;
+    api) [ "$to" = core ] || [ "$to" = api ] ||
+           { [ "$to" = stores ] && { [ "$name" = store.h ] || [ "$name" = store_types.h ]; }; } ;;
     lua) [ "$to" = core ] || [ "$to" = lua ] || [ "$to" = luajit ] ;;
     luamod) [ "$to" = core ] || [ "$to" = luajit ] || [ "$to" = luamod ] ||
               { [ "$to" = lua ] && [ "$name" = ljson.h ]; } ;;
@@ -146,4 +149,5 @@ for f in $files; do
   done <"${TMPDIR:-/tmp}/layout_check.$$"
   rm -f "${TMPDIR:-/tmp}/layout_check.$$"
 done
+
 exit $bad

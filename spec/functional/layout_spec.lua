@@ -53,6 +53,8 @@ describe("the layout", function()
           "stores/ use core/ only" },
         { "stores/postgres/claim.c", '#include "pg_int.h"', '#include "sqlite_sql.h"',
           "stores/ use core/ only" },
+        { "stores/common/plan.c", '#include "store.h"', '#include "pawl_internal.h"',
+          "stores/ use core/ only" },
         { "host/cli/cli.c", '#include "cli.h"', '#include "handle.h"',
           "the CLI uses include/pawl.h, core/ and LuaJIT only" },
         { "bench/cli_bench.c", '#include "pawl.h"', '#include "store.h"',
