@@ -22,6 +22,10 @@
 #   host/cli/, bench/cli_bench.c   include/pawl.h, core/ and LuaJIT (the
 #                    console is a Lua state running the Lua module)
 # Everything else (spec/, bench/ but cli_bench.c) may include anything.
+#
+# The backends mirror each other: each file of stores/sqlite/ has a
+# namesake in stores/postgres/ and the reverse (one file per group of the
+# store interface), but for MIRROR_OWN below.
 set -u
 src=${1:-.}
 cd "$src" || exit 2
@@ -29,6 +33,10 @@ cd "$src" || exit 2
 # The folders a bare header name is looked up in, besides the including
 # file's own folder.
 DIRS="include host/core host/api host/runner host/lua host/cli stores stores/common stores/sqlite stores/postgres"
+
+# The files of a backend folder that have no namesake in the other: the
+# private headers, and the SQL headers the tests and benchmarks include.
+MIRROR_OWN="sqlite_int.h sqlite_sql.h sqlite_admin_sql.h pg_int.h pg_sql.h pg_admin_sql.h"
 
 layer_of() {
   case $1 in
@@ -150,4 +158,20 @@ for f in $files; do
   rm -f "${TMPDIR:-/tmp}/layout_check.$$"
 done
 
+# The mirrored file names.
+mirror() {
+  here=$1 there=$2
+  for f in $(find "$here" -maxdepth 1 -name '*.[ch]' 2>/dev/null | sort); do
+    name=$(basename "$f")
+    case " $MIRROR_OWN " in *" $name "*) continue ;; esac
+    if [ ! -f "$there/$name" ]; then
+      echo "$f: no $there/$name: the backends' files mirror each other (one per group of the store interface)"
+      bad=1
+    fi
+  done
+}
+if [ -d stores/sqlite ] || [ -d stores/postgres ]; then
+  mirror stores/sqlite stores/postgres
+  mirror stores/postgres stores/sqlite
+fi
 exit $bad

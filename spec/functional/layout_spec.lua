@@ -101,6 +101,52 @@ describe("the layout", function()
     end)
   end)
 
+  describe("the backends' file names", function()
+    -- One file per group of the store interface, the same names in
+    -- stores/sqlite/ and stores/postgres/; each backend's private header
+    -- and the SQL headers the tests include are its own.
+    local function tree_copy()
+      local tree = env:path("tree")
+      assert.is_true(H.sh("mkdir " .. q(tree) .. " && cp -r " .. q(SRC .. "/include") .. " " ..
+                          q(SRC .. "/host") .. " " .. q(SRC .. "/stores") .. " " .. q(tree)))
+      return tree
+    end
+
+    it("are refused when a file has no namesake, naming both sides", function()
+      local tree = tree_copy()
+      -- A file renamed on one side, and a file added on the other.
+      assert.is_true(H.sh("mv " .. q(tree .. "/stores/postgres/claim.c") .. " " ..
+                          q(tree .. "/stores/postgres/claiming.c")))
+      assert.is_true(H.sh("cp " .. q(tree .. "/stores/sqlite/locks.c") .. " " ..
+                          q(tree .. "/stores/sqlite/leases.c")))
+      assert.is_true(H.sh("cp " .. q(tree .. "/stores/postgres/pg_int.h") .. " " ..
+                          q(tree .. "/stores/postgres/pg_more.h")))
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/layout_check.sh") .. " " .. q(tree))
+      assert.are.equal(1, code, out)
+      local want = {
+        "stores/sqlite/claim.c: no stores/postgres/claim.c:",
+        "stores/postgres/claiming.c: no stores/sqlite/claiming.c:",
+        "stores/sqlite/leases.c: no stores/postgres/leases.c:",
+        "stores/postgres/pg_more.h: no stores/sqlite/pg_more.h:",
+      }
+      local lines = H.lines(out)
+      assert.are.equal(#want, #lines, out)
+      for _, w in ipairs(want) do
+        assert.truthy(out:find(w .. " the backends' files mirror each other", 1, true), out)
+      end
+    end)
+
+    it("are refused when a whole backend file is gone", function()
+      local tree = tree_copy()
+      assert.is_true(H.sh("rm " .. q(tree .. "/stores/sqlite/metrics.c")))
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/layout_check.sh") .. " " .. q(tree))
+      assert.are.equal(1, code, out)
+      assert.are.equal(
+        "stores/postgres/metrics.c: no stores/sqlite/metrics.c: the backends' files mirror " ..
+        "each other (one per group of the store interface)", (out:gsub("\n$", "")))
+    end)
+  end)
+
   describe("symbols", function()
     it("of libpawl are pawl_ or pawl__, and libpawl.so exports pawl_ only", function()
       -- The internal archive (what the CLI and the tests link) has every
