@@ -109,7 +109,7 @@ const char *const pawl__pg_sql_flow[PG__BATCH - PG__FLOW] = {
     PG_AT(PG_REP_PREV) = PG_SQL_REP_PREV,
     /* Replace: the replacement $2 of the live job $1 takes its
      * place in the graph (see SQLITE_DEPS_HAND_PARENT). The old job's
-     * row is locked already (pg_replace); its parents are locked next, in
+     * row is locked already (pawl__pg_replace); its parents are locked next, in
      * id order, so that none of them ends meanwhile: a parent's finish
      * holds its row from its state change to its commit, so its release
      * of children runs either before these (the counts copied include

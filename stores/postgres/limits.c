@@ -16,7 +16,7 @@ const char *const pawl__pg_sql_limits[PG__TERMINAL - PG__LIMITS] = {
     PG_AT(PG_CLAIM_LIM_TAKE) = PG_SQL_CLAIM_LIM_TAKE,
     PG_AT(PG_LIMITS_ANY) = "SELECT 1 FROM pawl_limits LIMIT 1",
     /* Every limit, locked in name order (so claimers never deadlock on
-     * them), with the claim's "now": see pg_claim_limited(). */
+     * them), with the claim's "now": see pawl__pg_claim_limited(). */
     PG_AT(PG_LIMITS_LOCK) =
         "SELECT name, coalesce(max_running, 0), coalesce(rate, 0), "
         "coalesce(rate_window_ms, 0), window_start, window_count, "

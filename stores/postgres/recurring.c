@@ -66,7 +66,7 @@
   "pawl_ts($1::bigint) ORDER BY next_fire_at LIMIT $2::int"
 
 /* A tick's batch advances in a fixed number of statements, whatever its
- * size (pg_rec_advance()): the compare-and-sets, the keys, the jobs' COPY
+ * size (pawl__pg_rec_advance()): the compare-and-sets, the keys, the jobs' COPY
  * and, only when a definition's last key was seen before, its last job.
  *
  * The compare-and-sets: $1..$5 arrays of the names (sorted), the
