@@ -347,8 +347,8 @@ typedef struct pg_store {
   store_t base;
   PGconn *conn;
   char *conninfo;          /* what the user gave, for messages and reconnects */
-  char
-      prepared[PG_COUNT]; /* prepared on this connection (reset on reconnect) */
+  /* The ids prepared on this connection (reset on reconnect). */
+  char prepared[PG_COUNT];
   int listening;           /* LISTEN again after a reconnect */
   int64_t boost_ms;
   int64_t poison;
