@@ -166,6 +166,43 @@ describe("the layout", function()
       end
     end)
 
+    it("of core/ and stores/ reach no layer above them", function()
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/link_check.sh") .. " " .. q(BUILD))
+      assert.are.equal("", out)
+      assert.are.equal(0, code)
+    end)
+
+    it("reaching a layer above are refused, naming the object and the name", function()
+      -- The layers' real objects, plus a store object that calls the API
+      -- (a public function and an internal one) and a core object that
+      -- calls a store.
+      local dir = env.dir
+      H.write_file(dir .. "/store_bad.c", table.concat({
+        "#include <stddef.h>",
+        "int pawl_limits(void *p, void **out, size_t *n);",
+        "int pawl__from_store(void *p, int rc);",
+        "int pawl__bad_store(void) { return pawl_limits(NULL, NULL, NULL) +",
+        "  pawl__from_store(NULL, 0); }", "" }, "\n"))
+      H.write_file(dir .. "/core_bad.c", table.concat({
+        "long long pawl__store_now(void *st);",
+        "long long pawl__bad_core(void) { return pawl__store_now(0); }", "" }, "\n"))
+      local _, cc = run("cd " .. q(dir) .. " && cc -c store_bad.c -o store_bad.o && " ..
+                        "cc -c core_bad.c -o core_bad.o && mkdir layers && " ..
+                        "cat " .. q(BUILD .. "/layers/core.txt") .. " >layers/core.txt && " ..
+                        "echo " .. q(dir .. "/core_bad.o") .. " >>layers/core.txt && " ..
+                        "cat " .. q(BUILD .. "/layers/stores.txt") .. " >layers/stores.txt && " ..
+                        "echo " .. q(dir .. "/store_bad.o") .. " >>layers/stores.txt")
+      assert.are.equal(0, cc)
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/link_check.sh") .. " " .. q(dir))
+      assert.are.equal(1, code, out)
+      local want = {
+        dir .. "/core_bad.o: pawl__store_now: core/ uses core/ only",
+        dir .. "/store_bad.o: pawl__from_store: stores/ use core/ only",
+        dir .. "/store_bad.o: pawl_limits: stores/ use core/ only",
+      }
+      assert.are.same(want, H.lines(out))
+    end)
+
     it("without a prefix, or exported when internal, are refused", function()
       local dir = env.dir
       H.write_file(dir .. "/bad.c", table.concat({
