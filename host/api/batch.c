@@ -108,7 +108,8 @@ int pawl_batch_enqueue(pawl_t *p, const pawl_enqueue_item_t *jobs, size_t n,
   memset(&b, 0, sizeof b);
   pawl_id_new(&b.id);
   b.enqueued_by = opts->enqueued_by ? opts->enqueued_by : p->principal;
-  /* Identity: the batch made under the key before, if any (store.h). */
+  /* Identity: the batch made under the key before, if any (store_types.h,
+   * store_batch_new_t.ident). */
   int found = 0;
   pawl_id_t found_id;
   pawl_id_t *found_ids = NULL;

@@ -2,8 +2,8 @@
  *
  * The plan and its counts. The plan is process-wide: every connection of
  * the process counts towards the same N. The store that refuses what the
- * plan says is stores/fault_store.c, which asks pawl__fault_open() and
- * pawl__fault_finish() here. */
+ * plan says is stores/common/fault_store.c, which asks pawl__fault_open()
+ * and pawl__fault_finish() here. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -1,7 +1,7 @@
 /* fault.h: TEST-ONLY fault injection: a store that refuses the Nth write,
  * a thread that does not start, an allocation that fails. The plan lives
  * here, in core/, so that every layer may ask it; the store that refuses
- * is stores/fault_store.c.
+ * is stores/common/fault_store.c.
  *
  * Off unless the environment variable PAWL_TEST_FAULTS is set when the
  * first database is opened (the `pawl` binary, the library), or a C test
@@ -67,7 +67,7 @@ int pawl__fault_plan_set(const char *spec, char *err, size_t errlen);
  * result_alloc). Thread-safe. */
 int pawl__fault_hit(fault_site_t site);
 
-/* For the store wrapper (stores/fault_store.c), on every store pawl
+/* For the store wrapper (stores/common/fault_store.c), on every store pawl
  * opens: 1 if the plan touches the store's calls (finish, claim), so the
  * store is to be wrapped; 0 if it does not (no plan: nothing changes); or,
  * with an "open" fault due or a malformed PAWL_TEST_FAULTS, PAWL_EUNAVAIL

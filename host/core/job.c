@@ -1,5 +1,6 @@
 /* job.c: the job model every layer shares: the error table, the state
- * names, and the frees of what the API hands out (jobs, history, logs).
+ * names, and the frees of what the API hands out (jobs, history, logs,
+ * limits).
  *
  * Public functions of include/pawl.h, here in core/ because the stores
  * build and free the same structures (a store packs a job in one
@@ -151,4 +152,15 @@ void pawl_recurring_free(pawl_recurring_t *defs, size_t n) {
     pawl__free(d->load_error);
   }
   pawl__free(defs);
+}
+
+/* ---- limits (pawl.h, "resource and rate limits") ----------------------- */
+
+/* Here with the other frees, not in api/limits.c: a store builds the list
+ * (store.h, limits.list) and frees it on its own failures, and stores use
+ * core/ only. */
+void pawl_limits_free(pawl_limit_t *limits, size_t n) {
+  if (!limits) return;
+  for (size_t i = 0; i < n; i++) pawl__free(limits[i].name);
+  pawl__free(limits);
 }

@@ -3,7 +3,7 @@
 --
 -- A job may name a resource (pawl_enqueue_opts_t.resource, a script's
 -- `resource = "smtp"`): NULL for none, which is nearly every job. The
--- claim (stores/postgres/pg_store.c, "limits") counts a resource's
+-- claim (stores/postgres/limits.c) counts a resource's
 -- permits from its running rows, so a permit is freed by whatever ends the
 -- running state, lease recovery of a dead node's jobs included.
 ALTER TABLE pawl_jobs ADD COLUMN resource text;
@@ -31,7 +31,8 @@ CREATE INDEX pawl_jobs_resource_running ON pawl_jobs (resource, id)
 --     window_start takes nothing under this limit (so no window ever counts
 --     more than `rate` starts, whatever the clocks of the claimers).
 -- Claimers lock the rows they count under (FOR UPDATE) for the length of
--- their claim transaction: see pg_store.c, "limits", for why that is enough.
+-- their claim transaction: see stores/postgres/limits.c for why that is
+-- enough.
 CREATE TABLE pawl_limits (
   name            text PRIMARY KEY,
   max_running     bigint CHECK (max_running > 0),

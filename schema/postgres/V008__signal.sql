@@ -10,7 +10,7 @@
 --     job is live (pending, running, paused, blocked). The job's end paths
 --     (finish, cancel) know nothing of signals, so a row whose job ended
 --     gives the key up lazily: the next enqueue with the key releases it
---     first (pg_store.c: the signal's add), and an expiry releases it at
+--     first (flow.c: the signal's add), and an expiry releases it at
 --     once. Two enqueues with one key at the same instant: the second
 --     insert waits on the first's index entry, and once that commits it
 --     finds the key taken (ON CONFLICT DO NOTHING inserts nothing).

@@ -6,7 +6,7 @@
 -- "Batches"). Its row counts the children that ended: succeeded, failed
 -- (dead: retries exhausted or fatal), canceled. A child waiting for a retry
 -- has not ended. The store adds to the counters in the statement that
--- moves the child (stores/postgres/pg_sql.h, pg_store.c: "batches"); the
+-- moves the child (stores/postgres/pg_sql.h, terminal.c, batch.c); the
 -- trigger below enqueues the callbacks in the update that makes the
 -- counters reach the total.
 CREATE TABLE pawl_batches (

@@ -39,7 +39,7 @@ CREATE TABLE pawl_job_exits (
 
 -- Job instances. Two enqueues of one instance on different nodes meet on
 -- the primary key: the second waits for the first's transaction, then
--- finds its row (INSERT ... ON CONFLICT in stores/postgres/pg_store.c).
+-- finds its row (INSERT ... ON CONFLICT in stores/postgres/steps.c).
 CREATE TABLE pawl_instances (
   type       text NOT NULL,
   key        text NOT NULL,

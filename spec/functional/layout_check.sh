@@ -11,7 +11,9 @@
 #   host/core/       core/ (and pawl.h)
 #   stores/          core/; a backend folder also its own headers and its
 #                    database's client library, never the other backend's
-#   host/api/        core/ and stores/store.h (nothing else of stores/)
+#                    (stores/common/, what the backends share, is stores/)
+#   host/api/        core/ and stores/store.h (with store_types.h, which it
+#                    includes; nothing else of stores/)
 #   host/lua/        core/ and LuaJIT; the Lua module (lua_module*.c and
 #                    its private lua_module_int.h) only ljson.h of lua/,
 #                    and nothing else of lua/ includes the module's header
@@ -20,13 +22,21 @@
 #   host/cli/, bench/cli_bench.c   include/pawl.h, core/ and LuaJIT (the
 #                    console is a Lua state running the Lua module)
 # Everything else (spec/, bench/ but cli_bench.c) may include anything.
+#
+# The backends mirror each other: each file of stores/sqlite/ has a
+# namesake in stores/postgres/ and the reverse (one file per group of the
+# store interface), but for MIRROR_OWN below.
 set -u
 src=${1:-.}
 cd "$src" || exit 2
 
 # The folders a bare header name is looked up in, besides the including
 # file's own folder.
-DIRS="include host/core host/api host/runner host/lua host/cli stores stores/sqlite stores/postgres"
+DIRS="include host/core host/api host/runner host/lua host/cli stores stores/common stores/sqlite stores/postgres"
+
+# The files of a backend folder that have no namesake in the other: the
+# private headers, and the SQL headers the tests and benchmarks include.
+MIRROR_OWN="sqlite_int.h sqlite_sql.h sqlite_admin_sql.h pg_int.h pg_sql.h pg_admin_sql.h"
 
 layer_of() {
   case $1 in
@@ -86,7 +96,8 @@ allowed() {
     stores) [ "$to" = core ] || [ "$to" = stores ] ;;
     sqlite) [ "$to" = core ] || [ "$to" = stores ] || [ "$to" = sqlite ] || [ "$to" = sqlite3 ] ;;
     postgres) [ "$to" = core ] || [ "$to" = stores ] || [ "$to" = postgres ] || [ "$to" = libpq ] ;;
-    api) [ "$to" = core ] || [ "$to" = api ] || { [ "$to" = stores ] && [ "$name" = store.h ]; } ;;
+    api) [ "$to" = core ] || [ "$to" = api ] ||
+           { [ "$to" = stores ] && { [ "$name" = store.h ] || [ "$name" = store_types.h ]; }; } ;;
     lua) [ "$to" = core ] || [ "$to" = lua ] || [ "$to" = luajit ] ;;
     luamod) [ "$to" = core ] || [ "$to" = luajit ] || [ "$to" = luamod ] ||
               { [ "$to" = lua ] && [ "$name" = ljson.h ]; } ;;
@@ -146,4 +157,21 @@ for f in $files; do
   done <"${TMPDIR:-/tmp}/layout_check.$$"
   rm -f "${TMPDIR:-/tmp}/layout_check.$$"
 done
+
+# The mirrored file names.
+mirror() {
+  here=$1 there=$2
+  for f in $(find "$here" -maxdepth 1 -name '*.[ch]' 2>/dev/null | sort); do
+    name=$(basename "$f")
+    case " $MIRROR_OWN " in *" $name "*) continue ;; esac
+    if [ ! -f "$there/$name" ]; then
+      echo "$f: no $there/$name: the backends' files mirror each other (one per group of the store interface)"
+      bad=1
+    fi
+  done
+}
+if [ -d stores/sqlite ] || [ -d stores/postgres ]; then
+  mirror stores/sqlite stores/postgres
+  mirror stores/postgres stores/sqlite
+fi
 exit $bad

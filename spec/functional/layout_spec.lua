@@ -51,7 +51,9 @@ describe("the layout", function()
         -- file, a line it has, what to include after it, the rule named
         { "stores/sqlite/claim.c", '#include "sqlite_int.h"', '#include "pawl_internal.h"',
           "stores/ use core/ only" },
-        { "stores/postgres/pg_store.c", '#include "pg_sql.h"', '#include "sqlite_sql.h"',
+        { "stores/postgres/claim.c", '#include "pg_int.h"', '#include "sqlite_sql.h"',
+          "stores/ use core/ only" },
+        { "stores/common/plan.c", '#include "store.h"', '#include "pawl_internal.h"',
           "stores/ use core/ only" },
         { "host/cli/cli.c", '#include "cli.h"', '#include "handle.h"',
           "the CLI uses include/pawl.h, core/ and LuaJIT only" },
@@ -99,6 +101,52 @@ describe("the layout", function()
     end)
   end)
 
+  describe("the backends' file names", function()
+    -- One file per group of the store interface, the same names in
+    -- stores/sqlite/ and stores/postgres/; each backend's private header
+    -- and the SQL headers the tests include are its own.
+    local function tree_copy()
+      local tree = env:path("tree")
+      assert.is_true(H.sh("mkdir " .. q(tree) .. " && cp -r " .. q(SRC .. "/include") .. " " ..
+                          q(SRC .. "/host") .. " " .. q(SRC .. "/stores") .. " " .. q(tree)))
+      return tree
+    end
+
+    it("are refused when a file has no namesake, naming both sides", function()
+      local tree = tree_copy()
+      -- A file renamed on one side, and a file added on the other.
+      assert.is_true(H.sh("mv " .. q(tree .. "/stores/postgres/claim.c") .. " " ..
+                          q(tree .. "/stores/postgres/claiming.c")))
+      assert.is_true(H.sh("cp " .. q(tree .. "/stores/sqlite/locks.c") .. " " ..
+                          q(tree .. "/stores/sqlite/leases.c")))
+      assert.is_true(H.sh("cp " .. q(tree .. "/stores/postgres/pg_int.h") .. " " ..
+                          q(tree .. "/stores/postgres/pg_more.h")))
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/layout_check.sh") .. " " .. q(tree))
+      assert.are.equal(1, code, out)
+      local want = {
+        "stores/sqlite/claim.c: no stores/postgres/claim.c:",
+        "stores/postgres/claiming.c: no stores/sqlite/claiming.c:",
+        "stores/sqlite/leases.c: no stores/postgres/leases.c:",
+        "stores/postgres/pg_more.h: no stores/sqlite/pg_more.h:",
+      }
+      local lines = H.lines(out)
+      assert.are.equal(#want, #lines, out)
+      for _, w in ipairs(want) do
+        assert.truthy(out:find(w .. " the backends' files mirror each other", 1, true), out)
+      end
+    end)
+
+    it("are refused when a whole backend file is gone", function()
+      local tree = tree_copy()
+      assert.is_true(H.sh("rm " .. q(tree .. "/stores/sqlite/metrics.c")))
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/layout_check.sh") .. " " .. q(tree))
+      assert.are.equal(1, code, out)
+      assert.are.equal(
+        "stores/postgres/metrics.c: no stores/sqlite/metrics.c: the backends' files mirror " ..
+        "each other (one per group of the store interface)", (out:gsub("\n$", "")))
+    end)
+  end)
+
   describe("symbols", function()
     it("of libpawl are pawl_ or pawl__, and libpawl.so exports pawl_ only", function()
       -- The internal archive (what the CLI and the tests link) has every
@@ -116,6 +164,43 @@ describe("the layout", function()
       for _, f in ipairs({ "pawl_open", "pawl_start", "pawl_script_info", "pawl_job_free" }) do
         assert.truthy(dyn:find(" " .. f .. "\n", 1, true), f)
       end
+    end)
+
+    it("of core/ and stores/ reach no layer above them", function()
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/link_check.sh") .. " " .. q(BUILD))
+      assert.are.equal("", out)
+      assert.are.equal(0, code)
+    end)
+
+    it("reaching a layer above are refused, naming the object and the name", function()
+      -- The layers' real objects, plus a store object that calls the API
+      -- (a public function and an internal one) and a core object that
+      -- calls a store.
+      local dir = env.dir
+      H.write_file(dir .. "/store_bad.c", table.concat({
+        "#include <stddef.h>",
+        "int pawl_limits(void *p, void **out, size_t *n);",
+        "int pawl__from_store(void *p, int rc);",
+        "int pawl__bad_store(void) { return pawl_limits(NULL, NULL, NULL) +",
+        "  pawl__from_store(NULL, 0); }", "" }, "\n"))
+      H.write_file(dir .. "/core_bad.c", table.concat({
+        "long long pawl__store_now(void *st);",
+        "long long pawl__bad_core(void) { return pawl__store_now(0); }", "" }, "\n"))
+      local _, cc = run("cd " .. q(dir) .. " && cc -c store_bad.c -o store_bad.o && " ..
+                        "cc -c core_bad.c -o core_bad.o && mkdir layers && " ..
+                        "cat " .. q(BUILD .. "/layers/core.txt") .. " >layers/core.txt && " ..
+                        "echo " .. q(dir .. "/core_bad.o") .. " >>layers/core.txt && " ..
+                        "cat " .. q(BUILD .. "/layers/stores.txt") .. " >layers/stores.txt && " ..
+                        "echo " .. q(dir .. "/store_bad.o") .. " >>layers/stores.txt")
+      assert.are.equal(0, cc)
+      local out, code = run("sh " .. q(SRC .. "/spec/functional/link_check.sh") .. " " .. q(dir))
+      assert.are.equal(1, code, out)
+      local want = {
+        dir .. "/core_bad.o: pawl__store_now: core/ uses core/ only",
+        dir .. "/store_bad.o: pawl__from_store: stores/ use core/ only",
+        dir .. "/store_bad.o: pawl_limits: stores/ use core/ only",
+      }
+      assert.are.same(want, H.lines(out))
     end)
 
     it("without a prefix, or exported when internal, are refused", function()

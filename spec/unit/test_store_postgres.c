@@ -242,9 +242,10 @@ void test_pg_not_pawl_database(void) {
   PQfinish(e);
   PQfinish(c);
 
-  /* STORE BUG (pg_store.c, pg_check_schema_table): the message names the
-   * schema "public" whatever schema the connection actually uses; it should
-   * name current_schema(). Kept last so the checks above still run. */
+  /* STORE BUG (stores/postgres/schema.c, pg_check_schema_table): the
+   * message names the schema "public" whatever schema the connection
+   * actually uses; it should name current_schema(). Kept last so the checks
+   * above still run. */
   if (!strstr(not_pawl_msg, schema))
     unit_fail(__FILE__, __LINE__, "message does not name schema %s: %s",
               schema, not_pawl_msg);
@@ -853,8 +854,8 @@ void test_pg_open_error_hides_password(void) {
            "password=s3cr3t-pw dbname=postgres connect_timeout=2",
            free_port());
   CHECK_INT(open_err(bad, 0, err, sizeof err), ==, PAWL_EUNAVAIL);
-  /* STORE BUG (pg_store.c, pawl__store_postgres_open): the message quotes the
-   * whole connection string, password included. */
+  /* STORE BUG (stores/postgres/store.c, pawl__store_postgres_open): the
+   * message quotes the whole connection string, password included. */
   if (strstr(err, "s3cr3t-pw"))
     unit_fail(__FILE__, __LINE__, "password in message: %s", err);
   snprintf(bad, sizeof bad,
@@ -897,9 +898,10 @@ void test_pg_notices_quiet(void) {
   text[got] = 0;
   fclose(f);
   pawl_close(p);
-  /* STORE BUG (pg_store.c, pawl__store_postgres_open): PQsetNoticeProcessor(conn,
-   * NULL, NULL) changes nothing (libpq ignores a NULL processor), so libpq's
-   * default processor still prints every notice to stderr. */
+  /* STORE BUG (stores/postgres/store.c, pawl__store_postgres_open):
+   * PQsetNoticeProcessor(conn, NULL, NULL) changes nothing (libpq ignores a
+   * NULL processor), so libpq's default processor still prints every notice
+   * to stderr. */
   if (strstr(text, "pawl-notice-probe"))
     unit_fail(__FILE__, __LINE__, "notice printed on stderr: %s", text);
 }

@@ -10,8 +10,8 @@
 #ifndef PAWL_PG_SQL_H
 #define PAWL_PG_SQL_H
 
-/* Columns read into a pawl_job_t, in pg_row_to_job()'s order; rank (to put
- * a claimed batch in claim order) comes last. `j` is pawl_jobs. */
+/* Columns read into a pawl_job_t, in pawl__pg_row_to_job()'s order; rank
+ * (to put a claimed batch in claim order) comes last. `j` is pawl_jobs. */
 #define PG_JOB_COLS                                                          \
   "j.id, j.type, j.queue, j.state, j.paused_from, j.priority, j.payload, "   \
   "j.params, j.tags, pawl_ms(j.run_at), j.attempt, j.max_attempts, "         \
@@ -124,7 +124,7 @@
 
 /* Limits (stores/store.h, "limits"): the one-statement claim
  * takes nothing on a database with limits (an InitPlan, evaluated once per
- * claim); pg_claim() then claims with the limits' statements below. */
+ * claim); pawl__pg_claim() then claims with the limits' statements below. */
 #define PG_SQL_CLAIM_NO_LIMITS "NOT EXISTS (SELECT 1 FROM pawl_limits) AND "
 
 #define PG_SQL_CLAIM PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS PG_SQL_CLAIM_TAIL

@@ -1,4 +1,4 @@
-/* migration_comment_edits.h: store_comment_edits[] of stores/store.c, one
+/* migration_comment_edits.h: store_comment_edits[] of migrate.c, one
  * row per migration whose comments alone were edited after it shipped:
  * backend, file, the checksum of the text as shipped, and that of its text
  * without comment lines (the same before and after the edit). */

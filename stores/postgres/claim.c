@@ -1,0 +1,415 @@
+/* claim.c: PostgreSQL store, claim, leases, recovery, start, next_due (store.h,
+ * "claim"). */
+#include "pg_int.h"
+
+/* The SQL of this file's statements, by their ids (pg_int.h,
+ * "Statements"). */
+#define PG_HERE PG__CLAIM
+const char *const pawl__pg_sql_claim[PG__LIMITS - PG__CLAIM] = {
+    PG_AT(PG_CLAIM) = PG_SQL_CLAIM,
+    PG_AT(PG_CLAIM_QUEUE) = PG_SQL_CLAIM_QUEUE,
+    PG_AT(PG_CLAIM_QUEUES) = PG_SQL_CLAIM_QUEUES,
+    PG_AT(PG_EXTEND) =
+        "UPDATE pawl_jobs SET lease_expires = pawl_now($1::bigint) "
+        "+ $2::float8 * interval '1 millisecond' WHERE state = 1 "
+        "AND lease_token = $3::uuid",
+    /* Expired leases, locked so that two sweeping nodes never take back the
+     * same job (the engine also sweeps under a lock). */
+    PG_AT(PG_EXPIRED) =
+        "SELECT j.id, j.attempt, j.max_attempts, j.recoveries, "
+        "j.lease_owner, coalesce(s.crashes, 0), s.version IS NOT "
+        "DISTINCT FROM j.version FROM pawl_jobs AS j LEFT JOIN "
+        "pawl_started AS s ON s.job_id = j.id WHERE j.state = 1 "
+        "AND j.lease_expires < pawl_now($1::bigint) LIMIT 500 "
+        "FOR UPDATE OF j SKIP LOCKED",
+    PG_AT(PG_CRASHED) =
+        "UPDATE pawl_started SET crashes = crashes + 1 WHERE "
+        "job_id = $1::uuid",
+    /* The attempt `token` holds starts now: its version is recorded (the
+     * job's next change bumps the version, which ends the record). */
+    PG_AT(PG_START) =
+        "INSERT INTO pawl_started (job_id, version) SELECT j.id, "
+        "j.version FROM pawl_jobs AS j WHERE j.id = $1::uuid AND "
+        PG_RUNNING_BY_ID
+        " AND j.lease_token = $2::uuid AND "
+        "j.attempt = $3::int ON CONFLICT (job_id) DO UPDATE SET "
+        "version = excluded.version",
+    /* The body of a job claimed ahead started at $4 (capped at $1 now):
+     * its started_at was NULL. Matches the held attempt whatever its
+     * started_at, so that no row means "not held". */
+    PG_AT(PG_RUN_START) =
+        "UPDATE pawl_jobs AS j SET started_at = coalesce(j.started_at, "
+        "least(pawl_ts($4::bigint), pawl_now($1::bigint))) WHERE j.id = "
+        "$2::uuid AND " PG_RUNNING_BY_ID
+        " AND j.lease_token = $3::uuid AND "
+        "j.attempt = $5::int RETURNING j.id",
+    /* The jobs a claim took ahead of a free worker (store_claim_t.
+     * ahead_from): not started, so not running, until their start is
+     * recorded. */
+    PG_AT(PG_AHEAD) =
+        "UPDATE pawl_jobs AS j SET started_at = NULL WHERE j.id = "
+        "ANY($1::uuid[]) AND " PG_RUNNING_BY_ID
+        " AND j.lease_token "
+        "= $2::uuid",
+    PG_AT(PG_EXTEND_ONE) =
+        "UPDATE pawl_jobs AS j SET lease_expires = "
+        "pawl_now($1::bigint) + $2::float8 * interval "
+        "'1 millisecond' WHERE j.id = $3::uuid AND " PG_RUNNING_BY_ID
+        " AND j.lease_token = $4::uuid AND "
+        "j.attempt = $5::int",
+    PG_AT(PG_NEXT_DUE) = PG_SQL_NEXT_DUE,
+    PG_AT(PG_CLAIM_PREPARE) = PG_SQL_CLAIM_PREPARE,
+    PG_AT(PG_NEXT_DUE_QUEUE) = PG_SQL_NEXT_DUE_QUEUE,
+    PG_AT(PG_NEXT_DUE_QUEUES) = PG_SQL_NEXT_DUE_QUEUES,
+    PG_AT(PG_CLAIM_LANES) = PG_SQL_CLAIM_LANES,
+    PG_AT(PG_CLAIM_LANES_QUEUE) = PG_SQL_CLAIM_LANES_QUEUE,
+    PG_AT(PG_CLAIM_LANES_QUEUES) = PG_SQL_CLAIM_LANES_QUEUES,
+};
+#undef PG_HERE
+
+/* ---- claim and leases ---------------------------------------------------- */
+
+typedef struct pg_ranked {
+  pawl_job_t *job;
+  int64_t rank;
+} pg_ranked_t;
+
+/* Claim order: rank descending, then run_at, then id. RETURNING does not
+ * keep the subquery's order, so the batch is sorted here. */
+static int pg_ranked_cmp(const void *a, const void *b) {
+  const pg_ranked_t *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank > y->rank ? -1 : 1;
+  if (x->job->run_at != y->job->run_at)
+    return x->job->run_at < y->job->run_at ? -1 : 1;
+  return memcmp(x->job->id.bytes, y->job->id.bytes, 16);
+}
+
+/* A text[] literal of queue names; NULL when out of memory (pawl__free() it).
+ */
+char *pawl__pg_queues_array(const char *const *queues, size_t n) {
+  pawl_buf_t b;
+  arr_begin(&b);
+  for (size_t i = 0; i < n; i++) arr_str(&b, queues[i]);
+  arr_end(&b);
+  if (b.oom) {
+    pawl__buf_free(&b);
+    return NULL;
+  }
+  return b.data;
+}
+
+/* How many rows held by time, and how many logged key changes, one claim's
+ * first step settles at most (pawl_claim_prepare(), V017): bounds the
+ * step's cost when a million future jobs come due at once; the next
+ * claims do the rest. */
+#define PG_PREPARE_MAX "1000"
+
+static int pg_claim_pick(store_t *base, const store_claim_t *c,
+                         pawl_job_t ***out, size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  *out = NULL;
+  *n = 0;
+  if (c->max == 0) return 0;
+  {
+    pg_params_t pp;
+    pp_now(s, &pp, 0);
+    pp_str(&pp, 1, PG_PREPARE_MAX);
+    PGresult *res;
+    int rc =
+        pawl__pg_run(s, PG_CLAIM_PREPARE, 2, pp.v, &res, "prepare the claim");
+    if (rc) return rc;
+    s->paused = PQntuples(res) == 1 && !strcmp(pg_val(res, 0, 0), "t");
+    PQclear(res);
+  }
+  if (s->limits_seen) {
+    /* The last claim found limits: likely still there. */
+    int none = 0;
+    int rc = pawl__pg_claim_limited(s, c, out, n, &none);
+    if (rc || !none) return rc;
+    s->limits_seen = 0;
+  }
+  char *queues = NULL;
+  /* A paused queue, or several queues: claim by lanes (PG_SQL_LANE_IDS),
+   * so that the jobs of the paused queue or of other queues, which the
+   * claim's index has among the others, are not walked. */
+  int which = s->paused || c->nqueues > 1 ? PG_CLAIM_LANES : PG_CLAIM, np = 5;
+  pg_params_t pp;
+  if (c->nqueues == 1) {
+    which += 1;
+    pp_str(&pp, 5, c->queues[0]);
+    np = 6;
+  } else if (c->nqueues > 1) {
+    if (!(queues = pawl__pg_queues_array(c->queues, c->nqueues)))
+      return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    which += 2;
+    pp_str(&pp, 5, queues);
+    np = 6;
+  }
+  pp_now(s, &pp, 0);
+  pp_str(&pp, 1, c->owner);
+  pp_id(&pp, 2, c->token);
+  pp_int(&pp, 3, c->lease_ms);
+  pp_int(&pp, 4, (int64_t)c->max);
+  PGresult *res;
+  int rc = pawl__pg_run(s, which, np, pp.v, &res, "claim jobs");
+  pawl__free(queues);
+  if (rc) return rc;
+  /* Limits: nothing claimed may mean that the database has
+   * limits (PG_SQL_CLAIM_NO_LIMITS); then the claim that applies them. */
+  if (PQntuples(res) == 0) {
+    PQclear(res);
+    int none = 0;
+    if ((rc = pawl__pg_limits_any(s, &none)) || none) return rc;
+    s->limits_seen = 1;
+    return pawl__pg_claim_limited(s, c, out, n, &none);
+  }
+  return pawl__pg_claimed_jobs(s, res, out, n);
+}
+
+/* Claims (pg_claim_pick), then marks the jobs claimed ahead of a free
+ * worker (from c->ahead_from on, in claim order) as not started, in a
+ * statement of their own: until it commits they show as running since
+ * their claim, as every claimed job did before. If it fails they stay so
+ * (the claim holds); their outcomes carry their true start anyway. */
+int pawl__pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
+                   size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pg_claim_pick(base, c, out, n);
+  if (rc || *n <= c->ahead_from) return rc;
+  pawl_buf_t ids;
+  arr_begin(&ids);
+  for (size_t i = c->ahead_from; i < *n; i++) arr_id(&ids, &(*out)[i]->id);
+  arr_end(&ids);
+  if (!ids.oom) {
+    pg_params_t pp;
+    pp_str(&pp, 0, ids.data);
+    pp_id(&pp, 1, c->token);
+    if (pawl__pg_run(s, PG_AHEAD, 2, pp.v, NULL, "mark jobs claimed ahead") ==
+        0)
+      for (size_t i = c->ahead_from; i < *n; i++) (*out)[i]->started_at = 0;
+  }
+  pawl__buf_free(&ids);
+  return 0;
+}
+
+/* The jobs of a claim's result (RETURNING PG_JOB_COLS), in claim order;
+ * frees the result. */
+int pawl__pg_claimed_jobs(pg_store_t *s, PGresult *res, pawl_job_t ***out,
+                          size_t *n) {
+  store_t *base = &s->base;
+  int rc = 0;
+  size_t got = (size_t)PQntuples(res);
+  pg_ranked_t *ranked = pawl__calloc(got ? got : 1, sizeof *ranked);
+  pawl_job_t **jobs = pawl__malloc((got ? got : 1) * sizeof *jobs);
+  if (!ranked || !jobs)
+    rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  size_t built = 0;
+  for (; !rc && built < got; built++) {
+    ranked[built].job = pawl__pg_row_to_job(res, (int)built);
+    ranked[built].rank = pg_int(res, (int)built, PG_JOB_RANK_COL);
+    if (!ranked[built].job)
+      rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  }
+  PQclear(res);
+  if (rc) {
+    /* The jobs are claimed but cannot be handed out: their leases expire
+     * and recovery takes them back. */
+    for (size_t i = 0; ranked && i < built; i++) pawl_job_free(ranked[i].job);
+    pawl__free(ranked);
+    pawl__free(jobs);
+    return rc;
+  }
+  qsort(ranked, got, sizeof *ranked, pg_ranked_cmp);
+  for (size_t i = 0; i < got; i++) jobs[i] = ranked[i].job;
+  pawl__free(ranked);
+  if (got == 0) {
+    pawl__free(jobs);
+    jobs = NULL;
+  }
+  *out = jobs;
+  *n = got;
+  return 0;
+}
+
+int pawl__pg_extend(store_t *base, const pawl_id_t *token, int64_t lease_ms,
+                    size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_now(s, &pp, 0);
+  pp_int(&pp, 1, lease_ms);
+  pp_id(&pp, 2, token);
+  PGresult *res;
+  int rc = pawl__pg_run(s, PG_EXTEND, 3, pp.v, &res, "extend leases");
+  if (rc) return rc;
+  if (n) *n = (size_t)pg_changed(res);
+  PQclear(res);
+  return 0;
+}
+
+int pawl__pg_extend_one(store_t *base, const pawl_id_t *id,
+                        const pawl_id_t *token, int32_t attempt,
+                        int64_t lease_ms, int *held) {
+  pg_store_t *s = (pg_store_t *)base;
+  pg_params_t pp;
+  pp_now(s, &pp, 0);
+  pp_int(&pp, 1, lease_ms);
+  pp_id(&pp, 2, id);
+  pp_id(&pp, 3, token);
+  pp_int(&pp, 4, attempt);
+  PGresult *res;
+  int rc = pawl__pg_run(s, PG_EXTEND_ONE, 5, pp.v, &res, "extend lease");
+  if (rc) return rc;
+  *held = pg_changed(res) == 1;
+  PQclear(res);
+  return 0;
+}
+
+int pawl__pg_next_due(store_t *base, const char *const *queues, size_t nqueues,
+                      int64_t *run_at) {
+  pg_store_t *s = (pg_store_t *)base;
+  char *arr = NULL;
+  int which = PG_NEXT_DUE, np = 0;
+  const char *v[1] = {NULL};
+  /* Limits: a job held back by one is not due. */
+  {
+    pg_params_t pp;
+    pp_now(s, &pp, 0);
+    PGresult *lr;
+    int rc = pawl__pg_run(s, PG_LIMITS_READ, 1, pp.v, &lr, "read limits");
+    if (rc) return rc;
+    store_limits_t l = {0};
+    int64_t now = 0;
+    rc = pawl__pg_limits_rows(s, lr, 1, &l, &now);
+    PQclear(lr);
+    if (!rc && l.n) {
+      pawl__store_limits_plan(&l, now, SIZE_MAX);
+      if (nqueues && !(arr = pawl__pg_queues_array(queues, nqueues)))
+        rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+      else
+        rc = pawl__pg_next_due_limited(s, &l, queues, nqueues, arr, run_at);
+    }
+    int had = l.n > 0;
+    pawl__store_limits_free(&l);
+    pawl__free(arr);
+    arr = NULL;
+    if (rc || had) return rc;
+  }
+  if (nqueues == 1) {
+    which = PG_NEXT_DUE_QUEUE;
+    v[0] = queues[0];
+    np = 1;
+  } else if (nqueues > 1) {
+    if (!(arr = pawl__pg_queues_array(queues, nqueues)))
+      return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+    which = PG_NEXT_DUE_QUEUES;
+    v[0] = arr;
+    np = 1;
+  }
+  PGresult *res;
+  int rc = pawl__pg_run(s, which, np, v, &res, "find next due job");
+  pawl__free(arr);
+  if (rc) return rc;
+  /* min() over no rows is one NULL row: 0, "none pending". */
+  *run_at = PQntuples(res) ? pg_int(res, 0, 0) : 0;
+  PQclear(res);
+  return 0;
+}
+
+/* Takes back expired leases, each as pawl__store_plan_recovery() decides: back
+ * to pending with the attempt counted, or failed when that was its last
+ * attempt or it has been lost while running too often (a poison job that
+ * keeps killing its node; only losses of attempts known to have started
+ * count). */
+int pawl__pg_recover(store_t *base, size_t *n) {
+  pg_store_t *s = (pg_store_t *)base;
+  int rc = pawl__pg_begin(s);
+  if (rc) return rc;
+  pg_params_t pp;
+  pp_now(s, &pp, 0);
+  PGresult *lost;
+  if ((rc = pawl__pg_run(s, PG_EXPIRED, 1, pp.v, &lost, "find expired leases")))
+    return pawl__pg_end(s, rc);
+  size_t count = 0;
+  /* Dependencies: the jobs recovered into failed. */
+  pawl_buf_t ended;
+  arr_begin(&ended);
+  size_t nended = 0;
+  for (int i = 0; i < PQntuples(lost) && !rc; i++) {
+    pawl_id_t id;
+    pg_id(lost, i, 0, &id);
+    const char *started = pg_val(lost, i, 6);
+    store_lost_t row = {
+        .attempt = (int32_t)pg_int(lost, i, 1),
+        .max_attempts = (int32_t)pg_int(lost, i, 2),
+        .recoveries = (int32_t)pg_int(lost, i, 3),
+        .owner = pg_val(lost, i, 4),
+        .crashes = (int32_t)pg_int(lost, i, 5),
+        .started = started && started[0] == 't',
+    };
+    store_recovery_t plan;
+    pawl__store_plan_recovery(&row, s->poison, &plan);
+    pg_call_t c;
+    memset(&c, 0, sizeof c);
+    pawl__pg_end_attempt_call(s, &c, &id, "lost", plan.why, NULL, 0, plan.to,
+                              plan.why, 0, 0, plan.why, 1, 0, 0, 0, NULL);
+    PGresult *res;
+    rc = pawl__pg_run(s, PG_END_ATTEMPT, c.n, c.p.v, &res, "recover job");
+    if (!rc) {
+      count += PQntuples(res) == 1;
+      if (PQntuples(res) == 1 && plan.to == PAWL_FAILED) {
+        arr_id(&ended, &id);
+        nended++;
+      }
+      PQclear(res);
+    }
+    if (!rc && plan.crashed) {
+      pg_params_t cp;
+      pp_id(&cp, 0, &id);
+      if (!(rc = pawl__pg_run(s, PG_CRASHED, 1, cp.v, &res, "count a crash")))
+        PQclear(res);
+    }
+  }
+  PQclear(lost);
+  arr_end(&ended);
+  if (!rc && ended.oom)
+    rc = pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
+  if (!rc && nended) {
+    pg_params_t dp;
+    pp_str(&dp, 0, ended.data);
+    pp_now(s, &dp, 1);
+    rc = pawl__pg_run(s, PG_DEPS_RELEASE, 2, dp.v, NULL,
+                      "release the children of ended jobs");
+  }
+  pawl__buf_free(&ended);
+  rc = pawl__pg_end(s, rc);
+  if (!rc && n) *n = count;
+  return rc;
+}
+
+int pawl__pg_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
+                   int32_t attempt, int64_t at, int poison) {
+  pg_store_t *s = (pg_store_t *)base;
+  if (at) {
+    pg_params_t rp;
+    pawl__pg_run_start_params(s, &rp, id, token, attempt, at);
+    PGresult *res;
+    int rc = pawl__pg_run(s, PG_RUN_START, 5, rp.v, &res,
+                          "record the start of an attempt");
+    if (rc) return rc;
+    int held = PQntuples(res) == 1;
+    PQclear(res);
+    if (!held) return pawl__store_not_held(base, id, attempt);
+    if (!poison) return 0;
+  }
+  pg_params_t pp;
+  pp_id(&pp, 0, id);
+  pp_id(&pp, 1, token);
+  pp_int(&pp, 2, attempt);
+  PGresult *res;
+  int rc = pawl__pg_run(s, PG_START, 3, pp.v, &res,
+                        "record the start of an attempt");
+  if (rc) return rc;
+  long changed = pg_changed(res);
+  PQclear(res);
+  return changed == 1 ? 0 : pawl__store_not_held(base, id, attempt);
+}
