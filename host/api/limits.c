@@ -99,12 +99,6 @@ int pawl_limits(pawl_t *p, pawl_limit_t **out, size_t *n) {
   return 0;
 }
 
-void pawl_limits_free(pawl_limit_t *limits, size_t n) {
-  if (!limits) return;
-  for (size_t i = 0; i < n; i++) pawl__free(limits[i].name);
-  pawl__free(limits);
-}
-
 int pawl_rate_parse(const char *text, int64_t *rate, int64_t *window_ms,
                     char *errbuf, size_t errlen) {
   char scratch[200];

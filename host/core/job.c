@@ -152,3 +152,9 @@ void pawl_recurring_free(pawl_recurring_t *defs, size_t n) {
   }
   pawl__free(defs);
 }
+
+void pawl_limits_free(pawl_limit_t *limits, size_t n) {
+  if (!limits) return;
+  for (size_t i = 0; i < n; i++) pawl__free(limits[i].name);
+  pawl__free(limits);
+}
