@@ -1,5 +1,7 @@
-/* host.c: the worker host's life: pawl_start() (checks the options, makes
- * every thread's state, starts the threads), pawl_stop(), pawl_wait(),
+/* host.c: the worker host's life: pawl__host_start() (pawl_start()
+ * without the servers, which ops/start.c adds: hooks.h; checks the
+ * options, makes every thread's state, starts the threads), pawl_stop(),
+ * pawl_wait(),
  * pawl_host_status(), and the hand-offs the threads share (outcomes to
  * the completer, jobs handed back). The threads themselves are in
  * poller.c, completer.c, worker.c, loader.c, watchdog.c, checkpointer.c
