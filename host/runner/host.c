@@ -1,9 +1,8 @@
-/* host.c: the worker host's life: pawl__host_start() (pawl_start()
- * without the servers, which ops/start.c adds: hooks.h; checks the
- * options, makes every thread's state, starts the threads), pawl_stop(),
- * pawl_wait(),
- * pawl_host_status(), and the hand-offs the threads share (outcomes to
- * the completer, jobs handed back). The threads themselves are in
+/* host.c: the worker host's life: pawl__host_start() (checks the
+ * options, makes every thread's state, starts the threads; pawl_start() is
+ * ops/start.c's, which hands it the servers: hooks.h), pawl_stop(),
+ * pawl_wait(), pawl_host_status(), and the hand-offs the threads share
+ * (outcomes to the completer, jobs handed back). The threads themselves are in
  * poller.c, completer.c, worker.c, loader.c, watchdog.c, checkpointer.c
  * and listener.c; host.h says who owns what. */
 #ifndef _GNU_SOURCE
