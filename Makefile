@@ -7,6 +7,8 @@
 #                   (root, idempotent)
 #   make run        deps + build, then run the example story on ./pawl.db
 #   make test       deps + build + every test (ctest)
+#   make test-min   the smallest build (build-min: no PostgreSQL, HTTP nor
+#                   curl) and its tests, which check it needs none of them
 #   make test-asan  the whole suite under AddressSanitizer + UBSan
 #   make test-tsan  the threaded tests under ThreadSanitizer
 #   make bench      store, worker host and cron benchmarks (Release build)
@@ -42,7 +44,7 @@ NODE_PACKAGES = $(if $(shell command -v node 2>/dev/null),,nodejs) \
   $(if $(shell command -v npm 2>/dev/null),,npm)
 CRONREF = spec/support/cronref
 
-.PHONY: all build deps run test test-asan test-tsan bench clean install
+.PHONY: all build deps run test test-min test-asan test-tsan bench clean install
 
 all: build
 
@@ -83,6 +85,16 @@ run: deps build
 test: deps build
 	cd build && ctest $(CTEST_FLAGS)
 
+# The build without the optional libraries (README, "Build"): every test
+# that needs none of them, and spec.min_build_spec, which checks that
+# libpawl, the CLI and the Lua module need none (ldd, nm) and that each
+# missing feature is refused with a message saying how to get it.
+test-min: deps
+	cmake -S . -B build-min -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DPAWL_WITH_POSTGRES=OFF -DPAWL_WITH_HTTP=OFF -DPAWL_WITH_CURL=OFF
+	cmake --build build-min -j$(JOBS)
+	cd build-min && ctest $(CTEST_FLAGS)
+
 test-asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPAWL_SANITIZE=address
 	cmake --build build-asan -j$(JOBS)
@@ -101,7 +113,7 @@ bench: deps
 	./build-release/pawl bench --runs 5
 
 clean:
-	rm -rf build build-asan build-tsan build-release
+	rm -rf build build-min build-asan build-tsan build-release
 
 # Installs the header, libpawl.a/.so, the Lua module and pawl.pc under
 # PREFIX (default /usr/local): `pkg-config --cflags --libs pawl` then

@@ -1,7 +1,8 @@
-/* host.c: the worker host's life: pawl_start() (checks the options, makes
- * every thread's state, starts the threads), pawl_stop(), pawl_wait(),
- * pawl_host_status(), and the hand-offs the threads share (outcomes to
- * the completer, jobs handed back). The threads themselves are in
+/* host.c: the worker host's life: pawl__host_start() (checks the
+ * options, makes every thread's state, starts the threads; pawl_start() is
+ * ops/start.c's, which hands it the servers: hooks.h), pawl_stop(),
+ * pawl_wait(), pawl_host_status(), and the hand-offs the threads share
+ * (outcomes to the completer, jobs handed back). The threads themselves are in
  * poller.c, completer.c, worker.c, loader.c, watchdog.c, checkpointer.c
  * and listener.c; host.h says who owns what. */
 #ifndef _GNU_SOURCE
@@ -22,6 +23,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "fault.h"
+#include "hooks.h"
 #include "metrics.h"
 #include "pawl_internal.h"
 #include "weburl.h"
@@ -245,7 +247,7 @@ int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono) {
 
 void pawl__host_free(host_t *h) {
   if (!h) return;
-  pawl__webhook_free(h); /* before the log it writes to goes */
+  if (h->ops) h->ops->webhook_free(h); /* before the log it writes to goes */
   if (h->signal_held) pawl__worker_signal_release(h->interrupt_signal);
   for (int i = 0; i < h->nworkers; i++) {
     if (!h->workers[i]) continue;
@@ -266,9 +268,9 @@ void pawl__host_free(host_t *h) {
   pawl__free(h->qslots);
   pawl__free(h->pool_queues);
   pawl__completer_free(h->completer_state);
-  pawl__admin_free(h->admin);
+  if (h->ops) h->ops->admin_free(h->admin);
   pawl__retention_drop(h);
-  pawl__serve_stop(h); /* before the metrics it serves */
+  if (h->ops) h->ops->serve_stop(h); /* before the metrics it serves */
   pawl__metrics_free(h->metrics);
   pawl_script_errors_free(h->load_errors, h->nload_errors);
   pawl__free(h->scripts_dir);
@@ -551,7 +553,7 @@ static int host_make_threads(host_t *h, char *err, size_t errlen) {
   int n = h->opts.workers;
   int rc = pawl__poller_new(h, &h->poller_state, err, errlen);
   if (!rc) rc = pawl__loader_new(h, err, errlen);
-  if (!rc) rc = pawl__webhook_new(h, err, errlen); /* alerts */
+  if (!rc) rc = h->ops->webhook_new(h, err, errlen); /* alerts */
   if (rc) return rc;
   h->workers = pawl__calloc((size_t)n, sizeof *h->workers);
   if (!h->workers) goto oom;
@@ -634,7 +636,7 @@ static int host_start_others(host_t *h, const sigset_t *old, int workers) {
       {&h->checkpointer, pawl__checkpointer_main, h, &h->checkpointer_done,
        "checkpointer"},
       {&h->listener, pawl__listener_main, h, &h->listener_done, "listener"},
-      {&h->admin_thread, pawl__admin_main, h->admin, &h->admin_done,
+      {&h->admin_thread, h->ops->admin_main, h->admin, &h->admin_done,
        "admin console"},
       {&h->metrics_thread, pawl__metrics_main, h, &h->metrics_done,
        "metrics"},
@@ -670,7 +672,10 @@ static int host_start_others(host_t *h, const sigset_t *old, int workers) {
   return host_unwind(p, h, old, workers, running, nrun, PAWL_ENOMEM, err);
 }
 
-int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
+/* pawl_start() itself is ops/start.c's: it passes the servers' table
+ * (hooks.h says why). */
+int pawl__host_start(pawl_t *p, const pawl_host_opts_t *in,
+                     const pawl__ops_hooks_t *ops) {
   PAWL__CHECK(p);
   host_t *running = pawl__host_get(p);
   if (running && running->step)
@@ -701,6 +706,7 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   h->avg_job_ms = 1.0;
   if ((rc = pawl__host_copy_strings(h, in, err, sizeof err)))
     return host_fail(p, h, rc, err);
+  h->ops = ops;
   pawl__host_set(p, h, &host_ops, 1);
   if (h->interrupt_signal) {
     if (pawl__worker_signal_acquire(h->interrupt_signal) != 0) {
@@ -721,11 +727,11 @@ int pawl_start(pawl_t *p, const pawl_host_opts_t *in) {
   /* The admin console's sockets are bound now: a path that must be
    * refused fails the start before any thread runs. */
   if (!(rc = host_make_threads(h, err, sizeof err)) && in->admin)
-    rc = pawl__admin_new(h, in->admin, &h->admin, err, sizeof err);
+    rc = ops->admin_new(h, in->admin, &h->admin, err, sizeof err);
   h->opts.admin = NULL; /* borrowed for the call only */
   /* So is the metrics endpoint's address. */
   if (!rc && in->metrics)
-    rc = pawl__serve_new(h, in->metrics, err, sizeof err);
+    rc = ops->serve_new(h, in->metrics, err, sizeof err);
   h->opts.metrics = NULL;
   if (rc) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -876,7 +882,7 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
     if (h->listener_started) pthread_join(h->listener, NULL);
     if (h->admin_started) pthread_join(h->admin_thread, NULL);
     if (h->metrics_started) pthread_join(h->metrics_thread, NULL);
-    pawl__serve_stop(h); /* scraped until the host has stopped */
+    if (h->ops) h->ops->serve_stop(h); /* scraped until the host has stopped */
     if (abandoned) {
       /* Their jobs were handed back; they cannot be joined. */
       for (int i = 0; i < h->nworkers; i++) pthread_detach(h->workers[i]->thread);

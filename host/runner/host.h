@@ -185,7 +185,10 @@ typedef struct host {
                                 for the watchdog and the stop;
                                 set (under mu) by the loader thread once
                                 made; NULL: not yet */
-  struct webhook *webhook;   /* pawl.alert.webhook's sender (webhook.c);
+  /* The servers around the engine (ops/, hooks.h): the table pawl_start
+   * was given; NULL: none (step mode). */
+  const struct pawl__ops_hooks *ops;
+  struct webhook *webhook;   /* pawl.alert.webhook's sender (ops/webhook.c);
                                 NULL: none (step mode) */
   pthread_t loader;
   int loader_done;
@@ -243,7 +246,7 @@ typedef struct host {
   void *wake_data;
 
   /* The live host's controls (control.c) and the admin console
-   * (admin_server.c), under mu like the rest. */
+   * (ops/admin_server.c), under mu like the rest. */
   int draining;              /* pawl_drain(): the poller claims nothing */
   uint64_t reload_asked;     /* pawl_reload() tickets: the loader looks at */
   uint64_t reload_done;      /*   the directory while asked > done */
@@ -253,7 +256,7 @@ typedef struct host {
   pthread_t admin_thread;
   int admin_started, admin_done;
   int admin_abandoned;       /* its Lua thread, stuck in a C call, was left */
-  /* The metrics endpoint (serve.c, metrics.c, http.c): NULL
+  /* The metrics endpoint (metrics.c; ops/serve.c, ops/http.c): NULL
    * without one. The counters are added to by every thread without a
    * lock; metrics_thread refreshes the database gauges. */
   struct metrics *metrics;
@@ -452,15 +455,8 @@ void pawl__types_chore(host_t *h, pawl_t *p, uint64_t *synced);
  * loader thread, with the alerter state `w` (its handle w->p): runs the
  * global on_dead hook for the outbox's rows this node takes; returns how
  * many hooks ran. *failing (the caller's, 0 at first): the outbox could
- * not be read last time (its error is logged once, not every round). pawl__webhook_new / _free (webhook.c): the sender thread
- * of pawl.alert.webhook, made by pawl_start() (h->webhook) and stopped by
- * pawl__host_free() (what is still queued is dropped, logged);
- * pawl__webhook_post: the bridge's post callback (data: the host). */
+ * not be read last time (its error is logged once, not every round). */
 int pawl__alerts_chore(host_t *h, worker_t *w, int *failing);
-int pawl__webhook_new(host_t *h, char *err, size_t errlen);
-void pawl__webhook_free(host_t *h);
-int pawl__webhook_post(void *data, const pawl__lua_post_t *req, char *err,
-                       size_t errlen);
 /* Retention (retention.c): old finished jobs removed as one of
  * the poller's chores, on the node that holds the lock "pawl.retention",
  * one batch per chore (a transaction) with the policy's pause between
@@ -485,25 +481,5 @@ void pawl__retention_stop(pawl_t *p, host_retention_t *r);
 void *pawl__watchdog_main(void *arg);
 void *pawl__checkpointer_main(void *arg);
 void *pawl__listener_main(void *arg);
-
-/* The admin console's server (admin_server.c): made by pawl_start() when
- * pawl_host_opts_t.admin asks for it (the sockets are bound then, so a
- * refused path fails the start), its thread serves until the host has
- * stopped, pawl__admin_free() (also when never started) removes the
- * socket. pawl__admin_new: 0 or a PAWL_E* code with the message in err. */
-int pawl__admin_new(host_t *h, const pawl_admin_opts_t *o,
-                    struct admin_server **out, char *err, size_t errlen);
-void pawl__admin_free(struct admin_server *a);
-void *pawl__admin_main(void *arg);
-
-/* The host's HTTP server and what it serves (serve.c): made by
- * pawl_start() when pawl_host_opts_t.metrics asks for it (the address is
- * bound then, so a refused one fails the start): sets h->metrics and
- * h->http. 0 or a PAWL_E* code with the message in err; what it made is
- * freed by pawl__host_free. pawl__serve_stop: stops serving (pawl_wait,
- * once the threads are joined). */
-int pawl__serve_new(host_t *h, const pawl_metrics_opts_t *o, char *err,
-                    size_t errlen);
-void pawl__serve_stop(host_t *h);
 
 #endif

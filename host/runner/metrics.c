@@ -1,5 +1,5 @@
 /* metrics.c: the node's metrics and their text (metrics.h says what is
- * kept where). The HTTP side is http.c: this file knows nothing of HTTP,
+ * kept where). The HTTP side is ops/http.c: this file knows nothing of HTTP,
  * so that the web dashboard the same server will carry adds routes of its
  * own without touching it. */
 #ifndef _GNU_SOURCE

@@ -1,5 +1,5 @@
 /* metrics.h: the node's metrics, in the Prometheus text
- * exposition format (0.0.4), for the HTTP server (http.c) to serve.
+ * exposition format (0.0.4), for the HTTP server (ops/http.c) to serve.
  *
  * Two kinds of numbers:
  * - the node's own counters and histograms (jobs started, succeeded, ...

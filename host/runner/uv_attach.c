@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "alloc.h"
+#include "hooks.h"
 #include "host.h"
 #include "pawl_internal.h"
 
@@ -88,7 +89,10 @@ static void attach_closed(uv_handle_t *hd) {
   if (--a->closing == 0) pawl__free(a);
 }
 
-int pawl_attach_uv(pawl_t *p, struct uv_loop_s *loop, const pawl_uv_opts_t *o) {
+/* pawl_attach_uv() itself is ops/start.c's: it passes the servers' table
+ * for a PAWL_UV_THREADS host (hooks.h says why). */
+int pawl__uv_attach(pawl_t *p, struct uv_loop_s *loop, const pawl_uv_opts_t *o,
+                    const pawl__ops_hooks_t *ops) {
   /* A handle stepping on another thread: PAWL_EBUSY (its message is that
    * thread's, so none is set); a closed one: PAWL_EMISUSE. */
   PAWL__CHECK_OPEN(p);
@@ -142,7 +146,7 @@ int pawl_attach_uv(pawl_t *p, struct uv_loop_s *loop, const pawl_uv_opts_t *o) {
   a->budget_ms = o->budget_ms ? o->budget_ms : 5;
   int rc;
   if (o->mode == PAWL_UV_THREADS)
-    rc = pawl_start(p, o->host);
+    rc = pawl__host_start(p, o->host, ops);
   else if (!h)
     rc = pawl_step_start(p, o->host);
   else

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "hooks.h"
 #include "metrics.h"
 #include "pawl_internal.h"
 
@@ -251,6 +252,19 @@ _Static_assert(PAWL__LUA_GRANT_SIGNAL == PAWL__GRANT_SIGNAL &&
                    PAWL__LUA_GRANT_RESTART == PAWL__GRANT_RESTART,
                "the bridge's grants are the API's");
 
+/* pawl.alert.webhook's post (the bridge's callback; data: the host): the
+ * host's sender, which ops/ makes for pawl_start()'s host only. */
+static int worker_post(void *data, const pawl__lua_post_t *req, char *err,
+                       size_t errlen) {
+  host_t *h = data;
+  if (!h->ops) {
+    snprintf(err, errlen, "no sender: webhooks post from a running host "
+                          "(pawl run, pawl_start)");
+    return -1;
+  }
+  return h->ops->webhook_post(h, req, err, errlen);
+}
+
 /* Job code acts through this worker's handle as its job (host_fns.c). */
 static void worker_act_as(void *data, const char *name, const char *owner,
                           int grants) {
@@ -277,7 +291,7 @@ int pawl__worker_open(worker_t *w, char *err, size_t errlen) {
       .data = w,
       .host_L = w->host_L,
       .host_types_ref = w->host_types_ref,
-      .post = h ? pawl__webhook_post : NULL, /* alerts */
+      .post = h ? worker_post : NULL, /* alerts */
       .post_data = h,
       .act_as = worker_act_as,
   };

@@ -29,8 +29,16 @@ echo "libs: $libs"
 echo "static: $static"
 case "$cflags" in *"$prefix"/lib/pkgconfig/../../include*) ;; *)
   echo "pkg-config --cflags does not name the prefix's include dir"; exit 1;; esac
-for l in -lpawl -lsqlite3 -lpq -luv -lmicrohttpd -lm -ldl -lpthread; do
+# The optional libraries this build has (PAWL_WITH_*: CMake passes them
+# as PAWL_OPTIONAL_LIBS, default all three): pawl.pc asks for those, and
+# for none of the others.
+optional=${PAWL_OPTIONAL_LIBS--lpq -lcurl -lmicrohttpd}
+for l in -lpawl -lsqlite3 -luv $optional -lm -ldl -lpthread; do
   case " $static " in *" $l "*) ;; *) echo "--static lacks $l"; exit 1;; esac
+done
+for l in -lpq -lcurl -lmicrohttpd; do
+  case " $optional " in *" $l "*) continue;; esac
+  case " $static " in *" $l "*) echo "--static has $l, which this build does not use"; exit 1;; esac
 done
 # The source tree's include/ must not be what compiles them.
 mkdir "$tmp/ex"

@@ -18,7 +18,9 @@
 #                    its private lua_module_int.h) only ljson.h of lua/,
 #                    and nothing else of lua/ includes the module's header
 #   host/runner/     core/, api/pawl_internal.h and lua/bridge.h: no store
-#                    header, no handle layout, no Lua header
+#                    header, no handle layout, no Lua header, no ops/ header
+#   host/ops/        what runner/ may, and runner/'s headers (host.h,
+#                    hooks.h: the engine's internal hooks)
 #   host/cli/, bench/cli_bench.c   include/pawl.h, core/ and LuaJIT (the
 #                    console is a Lua state running the Lua module)
 # Everything else (spec/, bench/ but cli_bench.c) may include anything.
@@ -32,7 +34,7 @@ cd "$src" || exit 2
 
 # The folders a bare header name is looked up in, besides the including
 # file's own folder.
-DIRS="include host/core host/api host/runner host/lua host/cli stores stores/common stores/sqlite stores/postgres"
+DIRS="include host/core host/api host/runner host/ops host/lua host/cli stores stores/common stores/sqlite stores/postgres"
 
 # The files of a backend folder that have no namesake in the other: the
 # private headers, and the SQL headers the tests and benchmarks include.
@@ -44,6 +46,7 @@ layer_of() {
     host/core/*) echo core ;;
     host/api/*) echo api ;;
     host/runner/*) echo runner ;;
+    host/ops/*) echo ops ;;
     host/lua/lua_module.c | host/lua/lua_module_*.[ch]) echo luamod ;;
     host/lua/*) echo lua ;;
     host/cli/* | bench/cli_bench.c) echo cli ;;
@@ -104,6 +107,9 @@ allowed() {
     runner) [ "$to" = core ] || [ "$to" = runner ] ||
               { [ "$to" = api ] && [ "$name" = pawl_internal.h ]; } ||
               { [ "$to" = lua ] && [ "$name" = bridge.h ]; } ;;
+    ops) [ "$to" = core ] || [ "$to" = runner ] || [ "$to" = ops ] ||
+              { [ "$to" = api ] && [ "$name" = pawl_internal.h ]; } ||
+              { [ "$to" = lua ] && [ "$name" = bridge.h ]; } ;;
     cli) [ "$to" = core ] || [ "$to" = cli ] || [ "$to" = luajit ] ;;
     *) return 0 ;;
   esac
@@ -118,6 +124,7 @@ rule_of() {
     lua) echo "lua/ uses core/ and LuaJIT only" ;;
     luamod) echo "the Lua module uses include/pawl.h, core/, lua/ljson.h and its own lua_module_int.h only" ;;
     runner) echo "runner/ uses api/pawl_internal.h, lua/bridge.h and core/ only" ;;
+    ops) echo "ops/ uses runner/, api/pawl_internal.h, lua/bridge.h and core/ only" ;;
     cli) echo "the CLI uses include/pawl.h, core/ and LuaJIT only" ;;
   esac
 }

@@ -32,9 +32,33 @@
 #define UNIT_LIST "test_list.h"
 #endif
 
-/* TEST_ENTRY_THREADS marks a test that starts threads for CMake (the label
- * `threads`); to the runner it is a test like any other. */
+/* The marks of an entry are labels for CMake (test_list.h): to the runner
+ * each is a test like any other, except that a build without a feature
+ * (UNIT_WITHOUT_*: cmake -DPAWL_WITH_...=OFF) leaves out the tests that
+ * need it, whose code may name what such a build does not have. */
 #define TEST_ENTRY_THREADS(name) TEST_ENTRY(name)
+#ifdef UNIT_WITHOUT_POSTGRES
+#define TEST_ENTRY_PG(name)
+#define TEST_ENTRY_PG_THREADS(name)
+#else
+#define TEST_ENTRY_PG(name) TEST_ENTRY(name)
+#define TEST_ENTRY_PG_THREADS(name) TEST_ENTRY(name)
+#endif
+#if defined UNIT_WITHOUT_HTTP
+#define TEST_ENTRY_HTTP_THREADS(name)
+#else
+#define TEST_ENTRY_HTTP_THREADS(name) TEST_ENTRY(name)
+#endif
+#if defined UNIT_WITHOUT_CURL
+#define TEST_ENTRY_CURL_THREADS(name)
+#else
+#define TEST_ENTRY_CURL_THREADS(name) TEST_ENTRY(name)
+#endif
+#if defined UNIT_WITHOUT_HTTP || defined UNIT_WITHOUT_CURL
+#define TEST_ENTRY_HTTP_CURL_THREADS(name)
+#else
+#define TEST_ENTRY_HTTP_CURL_THREADS(name) TEST_ENTRY(name)
+#endif
 
 #define TEST_ENTRY(name) void test_##name(void);
 #include UNIT_LIST

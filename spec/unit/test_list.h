@@ -1,8 +1,12 @@
 /* test_list.h: every C unit test, one TEST_ENTRY(name) per line, by module.
- * CMake reads these lines to register each test with ctest. A test that
- * starts threads is listed as TEST_ENTRY_THREADS(name) instead: the same
- * test, which CMake also labels `threads` so that `make test-tsan` runs it
- * under ThreadSanitizer. */
+ * CMake reads these lines to register each test with ctest. Marks after
+ * TEST_ENTRY are the test's labels, in this order: PG (it uses the
+ * throwaway PostgreSQL server: the ctest fixture pg), HTTP (the metrics
+ * endpoint), CURL (webhook posts), THREADS (it starts threads: `make
+ * test-tsan` runs it under ThreadSanitizer); e.g.
+ * TEST_ENTRY_PG_THREADS(name). A build without PostgreSQL, HTTP or curl
+ * (cmake -DPAWL_WITH_...=OFF) neither registers nor runs the tests marked
+ * so. The marks spec/unit/runner.c defines are the ones in use. */
 #include "test_list_uuid7.h"
 #include "test_list_json.h"
 #include "test_list_json_readers.h"

@@ -1,4 +1,4 @@
-/* listen.h: what the host's network listeners share (runner/): the admin
+/* listen.h: what the host's network listeners share (ops/): the admin
  * console's TCP listener (admin_server.c) and the metrics endpoint's HTTP
  * server (http.c) bind "ADDRESS:PORT" and read a token file the same way. */
 #ifndef PAWL_LISTEN_H

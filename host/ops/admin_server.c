@@ -49,7 +49,7 @@
 #include "alloc.h"
 #include "buf.h"
 #include "clock.h"
-#include "host.h"
+#include "ops.h"
 #include "listen.h"
 #include "pawl_internal.h"
 

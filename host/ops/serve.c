@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host.h"
+#include "ops.h"
 #include "http.h"
 #include "listen.h"
 #include "metrics.h"

@@ -25,7 +25,7 @@
 
 #include "alloc.h"
 #include "clock.h"
-#include "host.h"
+#include "ops.h"
 #include "metrics.h"
 #include "redact.h"
 #include "weburl.h"
