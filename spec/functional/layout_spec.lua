@@ -1,4 +1,4 @@
--- layout_spec.lua: the layout's rules hold (README, "Layout"): who may
+-- layout_spec.lua: the layout's rules hold (docs/internals.md, "Layout"): who may
 -- include what (spec/functional/layout_check.sh), the names libpawl gives
 -- the linker (spec/functional/symbols_check.sh), and the CLI written on the
 -- public API only, proved by a build of it linked against libpawl.so
