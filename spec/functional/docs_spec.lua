@@ -15,7 +15,8 @@
 -- * A fenced block whose info string has `file=PATH` (```lua file=scripts/
 --   hello.lua) is written to PATH, relative to the page's directory, before
 --   the commands after it run: that is how a page's job scripts and Lua
---   programs reach its commands.
+--   programs reach its commands. In README.md, such a block whose PATH is
+--   a file of the repository (scripts/flaky_upload.lua) must be that file.
 -- * Placeholders: "…" in an expected line matches any text within that
 --   line (ids, times, node names); a line that is only "…" matches any
 --   number of whole lines, none included. Trailing blanks are ignored.
@@ -267,6 +268,22 @@ describe("docs", function()
     -- busted runs the tests in order: by now every page has run.
     io.stderr:write(("docs_spec: %d example commands run\n"):format(total))
     assert.is_true(total >= 20, "only " .. total .. " example commands found")
+  end)
+
+  it("README's file blocks are the repository's files they name", function()
+    -- The README shows scripts/ as it is: a block written to a path that
+    -- the repository has must be that file, so that neither drifts.
+    local bad = {}
+    for _, st in ipairs(examples("README.md", read_lines(SRC .. "/README.md"))) do
+      if st.file then
+        local have = H.read_file(SRC .. "/" .. st.file)
+        if have and have ~= st.text then
+          bad[#bad + 1] = ("README.md:%d: the block differs from %s")
+                          :format(st.line, st.file)
+        end
+      end
+    end
+    assert(#bad == 0, table.concat(bad, "\n"))
   end)
 
   it("every relative link resolves, anchors included", function()
