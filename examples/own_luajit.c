@@ -4,7 +4,7 @@
  * A game that scripts in Lua links its LuaJIT (Debian's libluajit-5.1, or
  * OpenResty's branch) and calls lua_* itself. libpawl.a carries the LuaJIT
  * pawl needs (built with LUAJIT_ENABLE_CHECKHOOK and pawl's patches: see
- * README, "Timeouts and runaway code") with every one of its symbols
+ * docs/security.md, "Timeouts and runaway code") with every one of its symbols
  * private, so the two never merge: whatever the link order, the game's
  * lua_* calls reach the game's LuaJIT and pawl's jobs run on pawl's.
  * This program checks both sides and exits 0 only if they hold:

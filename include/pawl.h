@@ -383,7 +383,7 @@ typedef struct pawl_enqueue_opts {
    * key is running and no job with its key enqueued before it is still
    * waiting in line (pending, blocked, or paused from pending; one waiting
    * out a retry of a type with ordering = "skip_failed" lets it pass).
-   * Enforced by the claim, in the database (README "Per-key ordering").
+   * Enforced by the claim, in the database (docs/scheduling.md "Per-key ordering").
    * NULL: none; else 1..200 bytes without control characters. A job
    * script's `ordering_key` is applied by enqueues that have the script
    * (pawl.enqueue in job code, the CLI, the Lua module's db:enqueue of
@@ -394,7 +394,7 @@ typedef struct pawl_enqueue_opts {
    * queues: 1..200 bytes, no control characters) that does not begin
    * with "queue:" (that prefix names a queue's limit). */
   const char *resource;
-  /* Signals (README "Signals and replace"): the job starts
+  /* Signals (docs/flows.md "Signals and replace"): the job starts
    * `blocked` and waits until pawl_signal() delivers a decision for this
    * key (then it runs, and reads the decision as job.signal), or until
    * signal_timeout_ms passes (then it fails: "wait timed out"). A key is
@@ -404,7 +404,7 @@ typedef struct pawl_enqueue_opts {
   const char *signal;
   int64_t signal_timeout_ms;   /* with signal: 0 waits for ever; else
                                   1..PAWL_DELAY_MAX_MS */
-  /* Dependencies (README "Dependencies and chains"): the job waits in
+  /* Dependencies (docs/flows.md "Dependencies and chains"): the job waits in
    * `blocked` until every job of `after` (nafter ids of jobs that exist:
    * PAWL_ENOTFOUND names one that does not; at most PAWL_AFTER_MAX, no
    * id twice) has ended (succeeded, failed or canceled), then becomes
@@ -500,7 +500,7 @@ typedef struct pawl_enqueue_item {
 PAWL_EXTERN int pawl_enqueue_many(pawl_t *p, const pawl_enqueue_item_t *items, size_t n,
                       pawl_id_t *ids, int *statuses);
 
-/* ---- batches (README "Batches") ---------------------------------------- */
+/* ---- batches (docs/flows.md "Batches") ------------------------------- */
 
 /* A batch: jobs (its children) enqueued in one call, with callbacks that
  * are enqueued once, when the last child ends. A child ends when it
@@ -687,7 +687,7 @@ PAWL_EXTERN int pawl_list(pawl_t *p, const pawl_filter_t *f, pawl_job_cb cb, voi
  *   retry:  failed -> pending (attempts reset, error cleared, due now);
  *           in the same transaction the children its failure canceled
  *           (not those an operator canceled) go back to blocked, waiting
- *           for it again, and theirs in turn (README "Dependencies and
+ *           for it again, and theirs in turn (docs/flows.md "Dependencies and
  *           chains") */
 PAWL_EXTERN int pawl_cancel(pawl_t *p, const pawl_id_t *id, const char *reason,
                 pawl_job_t **out);
@@ -1042,7 +1042,7 @@ PAWL_EXTERN void pawl_logs_free(pawl_log_record_t *logs, size_t n);
 
 /* ---- restartable steps -------------------------------------------------- */
 
-/* A script may run as named steps (README "Restartable steps"). Each
+/* A script may run as named steps (docs/flows.md "Restartable steps"). Each
  * execution of a step is a row: the worker running an attempt writes it
  * (pawl_step_begin, pawl_step_save at each ctx:checkpoint, pawl_step_end),
  * each write guarded by the attempt's lease like pawl_progress
@@ -1350,7 +1350,7 @@ typedef struct pawl_host_opts {
   pawl_log_fn log_fn;        /* NULL: stderr */
   void *log_data;
   /* The signal the watchdog sends a worker thread to stop Lua code that
-   * passed its timeout, or that the host stops (see the README):
+   * passed its timeout, or that the host stops (see docs/security.md):
    *   0 (the default): SIGURG;
    *   SIGUSR1, SIGUSR2 or a real-time signal (SIGRTMIN..SIGRTMAX): that one,
    *     for a program that uses SIGURG itself;
@@ -1608,7 +1608,7 @@ PAWL_EXTERN int pawl_queue_resume(pawl_t *p, const char *queue, int *changed);
  * resumes rank with it. Jobs of queues with different boosts claimed
  * together are ordered by their virtual enqueue time, run_at - priority x
  * boost (a priority is worth that much waiting in its queue; no boost
- * counts as about 285 years): see README "Queues". */
+ * counts as about 285 years): see docs/scheduling.md "Queues". */
 PAWL_EXTERN int pawl_queue_set_age_boost(pawl_t *p, const char *queue,
                                          int64_t ms);
 /* ---- resource and rate limits ------------------------------------------- */
@@ -2098,7 +2098,7 @@ PAWL_EXTERN int pawl_log_level(pawl_t *p, int level);
  *
  * Chunks run one at a time, across all connections, in a Lua state of the
  * host's own (never a worker's), on a database connection of its own,
- * each under timeout_ms. The wire protocol is in the README ("Console"). */
+ * each under timeout_ms. The wire protocol is in docs/console.md. */
 typedef struct pawl_admin_opts {
   const char *socket_path; /* NULL: no unix socket; at most 107 bytes */
   const char *listen;      /* NULL: no TCP listener */
@@ -2119,7 +2119,7 @@ typedef struct pawl_admin_opts {
  * file (token_file, checked as the admin console's: the start is refused
  * without one): requests must then send `Authorization: Bearer TOKEN`
  * (401 otherwise). A token file given with a loopback address applies
- * too. The metrics are listed in the README ("Metrics"): the node's own
+ * too. The metrics are listed in docs/operations.md ("Metrics"): the node's own
  * counters kept in memory, and the database's jobs by state and queue,
  * refreshed by a thread of the host every refresh_ms on a connection of
  * its own, so that a scrape never waits for the database or a worker. */
@@ -2138,14 +2138,14 @@ typedef struct pawl_metrics_opts {
 /* ---- recurring jobs: cron in the database (host/api/recurring.c) -------- */
 
 /* A recurring definition enqueues a job of its type each time its cron
- * expression fires in its time zone (the syntax is in the README, "Cron
+ * expression fires in its time zone (the syntax is in docs/scheduling.md, "Cron
  * expressions"). Definitions live in the database, so every node sees the
  * same set; a host ticks them (one node at a time, under the distributed
  * lock "pawl.recurring") about once a second. Each occurrence is enqueued
  * with the idempotency key "cron:NAME:EPOCH" (EPOCH: the occurrence's
  * seconds since the Unix epoch), so that none fires twice, whatever nodes
- * tick or crash. They come from a job script (cron = "...", README "Job
- * scripts") or from an operator (the functions below, `pawl recurring`). */
+ * tick or crash. They come from a job script (cron = "...", docs/scheduling.md
+ * "Recurring jobs") or from an operator (the functions below, `pawl recurring`). */
 
 /* What a tick does with occurrences that were missed (due longer ago than
  * PAWL_RECURRING_MISFIRE_MS when a tick sees them: the hosts were down). */
@@ -2275,7 +2275,7 @@ PAWL_EXTERN void pawl_recurring_free(pawl_recurring_t *defs, size_t n);
 /* One throughput bucket: how many jobs reached a terminal state (`state`:
  * PAWL_SUCCEEDED, PAWL_FAILED or PAWL_CANCELED) in `queue` during one
  * minute of the store's clock, the one that starts at `minute_at` (ms).
- * The database keeps the last 30 minutes (README "pawl top"). */
+ * The database keeps the last 30 minutes (docs/operations.md "pawl top"). */
 typedef struct pawl_tp_bucket {
   int64_t minute_at;
   int state;
@@ -2310,7 +2310,7 @@ typedef struct pawl_top_opts {
 
 PAWL_EXTERN void pawl_top_opts_init(pawl_top_opts_t *o);
 
-/* Everything `pawl top` shows, as one JSON object (README "pawl top"
+/* Everything `pawl top` shows, as one JSON object (docs/operations.md "pawl top"
  * gives its fields): the handle's time ("at"), the queues with their
  * counts by state, oldest due wait and pause ("queues": pawl_queues()),
  * the nodes with their running jobs ("nodes": pawl_nodes()), the

@@ -333,7 +333,7 @@ struct store_ops {
     int (*create)(store_t *st, const store_batch_new_t *b,
                   const store_new_job_t *jobs, size_t n);
     /* The counters, the children per state, the callbacks and the
-     * metrics (README "Batches") of batch `id`, as of `now`.
+     * metrics (docs/flows.md "Batches") of batch `id`, as of `now`.
      * PAWL_ENOTFOUND for none. */
     int (*get)(store_t *st, const pawl_id_t *id, int64_t now,
                pawl_batch_t *out);

@@ -108,7 +108,7 @@ function love.load(args)
   -- A runaway job: its loop is kept out of the JIT (jit.off), so the
   -- count hook that its timeout arms stops it. LÖVE's LuaJIT checks hooks
   -- in the interpreter only: compiled, this loop would never be stopped
-  -- (README, "The Lua module's step mode").
+  -- (docs/lua-module.md, "The Lua module's step mode").
   local function spin() while true do end end
   jit.off(spin, true)
   db:define("runaway", { run = spin, timeout = 0.5, max_attempts = 1 })

@@ -1,4 +1,4 @@
-/* batch.c: batches (include/pawl.h "batches", README "Batches"):
+/* batch.c: batches (include/pawl.h "batches", docs/flows.md "Batches"):
  * jobs enqueued in one call with callbacks enqueued once, when the last of
  * them ends. This file checks the input and hands the batch to the store
  * (store.h, "batches"); the counting and the firing are the store's and

@@ -1,4 +1,4 @@
-/* flow.c: signals and replace (README "Signals and replace"),
+/* flow.c: signals and replace (docs/flows.md "Signals and replace"),
  * the public functions over store_ops.flow. This layer checks input and
  * builds the replacement from the old job; the store does each change in
  * one transaction. */

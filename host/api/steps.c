@@ -1,7 +1,7 @@
 /* steps.c: restartable steps and job instances over the
  * store interface: the checks of what a worker writes for a step (a
  * checkpoint, counters, exit codes) and the enqueue of a job whose script
- * declares `identity` (README "Restartable steps").
+ * declares `identity` (docs/flows.md "Restartable steps").
  *
  * An instance is (type, key): the key is the JSON object of the payload's
  * identifying fields, in the order the script lists them, each value as

@@ -1,4 +1,4 @@
-/* cli_batch.c: `pawl batch show ID [--json]` (README "Batches")
+/* cli_batch.c: `pawl batch show ID [--json]` (docs/flows.md "Batches")
  * on the public API's batches section, and the line of `pawl show` that
  * names a job's batch. Text for people, --json for tools. */
 #ifndef _GNU_SOURCE

@@ -1,5 +1,5 @@
 /* cli_flow.c: `pawl signal`, `pawl replace`, and what `pawl show` says of
- * a job's signal and replacement links (README "Signals and
+ * a job's signal and replacement links (docs/flows.md "Signals and
  * replace"). */
 #include <stdarg.h>
 #include <stdio.h>

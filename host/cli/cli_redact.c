@@ -1,5 +1,5 @@
 /* cli_redact.c: payloads as the `pawl` program's views show them
- * (README "Redaction"): pawl show, pawl jobs --json and the actions'
+ * (docs/operations.md "Redaction"): pawl show, pawl jobs --json and the actions'
  * --json hide the value of every member whose key looks secret, or is one
  * of the job type's `redact` names (read from the database, pawl_types,
  * where the hosts that load the scripts record them: the CLI may run on

@@ -1,5 +1,5 @@
 /* console_client.c: `pawl console --connect`: the client's end of the wire
- * protocol (see console_client.h and the README). Frames are a 4-byte
+ * protocol (see console_client.h and docs/console.md). Frames are a 4-byte
  * big-endian length of what follows, a type byte and a payload; the
  * client sends upper-case types, the host answers in lower case. */
 #ifndef _GNU_SOURCE

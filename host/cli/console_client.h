@@ -1,5 +1,5 @@
 /* console_client.h: the attached console's end of the wire protocol
- * (README, "Console": the wire protocol): connecting to a running host's
+ * (docs/console.md, "The wire protocol"): connecting to a running host's
  * admin socket (or its TCP listener, with a token), and the requests the
  * console's front end (console.c) makes: run a chunk, is it incomplete,
  * complete a line, the last traceback. Everything about the terminal stays

@@ -1,5 +1,5 @@
 /* cron.c: cron expressions and their fire times; see cron.h and the
- * README's "Cron expressions".
+ * docs/scheduling.md's "Cron expressions".
  *
  * Two layers. The wall-clock search (cron_next_wall) finds the first local
  * time at or after a given one that matches, jumping field by field with

@@ -1,6 +1,6 @@
 /* cron.h: cron expressions and their fire times in a time zone.
  *
- * The syntax and every rule are in the README, "Cron expressions": 5 fields
+ * The syntax and every rule are in docs/scheduling.md, "Cron expressions": 5 fields
  * (minute hour day-of-month month day-of-week) or 6 with a leading second;
  * `*`, lists, ranges, steps, month and weekday names, `L`, `L-n`, `nW`,
  * `LW`, `d#n`, `dL`, `?`, the @macros; day-of-month and day-of-week OR-ed
@@ -14,7 +14,7 @@
  * pawl__cron_parse.
  *
  * Fire times follow the zone's wall clock with these daylight-saving rules
- * (README, "Daylight-saving time"):
+ * (docs/scheduling.md, "Daylight-saving time"):
  *  - A *wall-clock* expression (at most one second and one minute an hour,
  *    and not every hour: `30 2 * * *`, `0 9,17 * * MON-FRI`) fires once per
  *    matching local time: a time that happens twice (fall back) at its

@@ -1,4 +1,4 @@
-/* host_batch.c: host.batch, job code's pawl.batch (README
+/* host_batch.c: host.batch, job code's pawl.batch (docs/flows.md
  * "Batches"): the children and callbacks lua/pawl/worker.lua normalized,
  * enqueued as one batch through pawl_batch_enqueue() on the state's handle.
  * Scratch arrays are userdata (collected even if Lua raises), strings are

@@ -446,7 +446,7 @@ static int lpawl_enqueue_items(lua_State *L, int chain) {
   return 2;
 }
 
-/* ---- batches (README "Batches") ------------------------------------------ */
+/* ---- batches (docs/flows.md "Batches") --------------------------------- */
 
 /* [-0, +0, e] Reads {type, payload, opts} at `item` into *it and *o (the
  * strings anchored in `anchor`), as db:enqueue_many reads its items. */

@@ -17,7 +17,7 @@
  * loader's stuck script is. TCP connections that have not authenticated
  * have ADMIN_AUTH_MS to do so, frames of at most ADMIN_HELLO_MAX and slots
  * of their own (ADMIN_PENDING_MAX), never the attached consoles'. The
- * wire protocol is in the README ("Console", "The wire protocol"); every
+ * wire protocol is in docs/console.md ("The wire protocol"); every
  * frame is bounded
  * (ADMIN_FRAME_MAX in, ADMIN_OUT_FRAME out), and so is what one chunk may
  * write (ADMIN_OUTPUT_MAX) and what a connection may buffer.

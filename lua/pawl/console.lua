@@ -544,7 +544,7 @@ M.functions = {
       check(S.db:queue_set(q, o))
       return ("queue %s: age boost %s"):format(q, tostring(o.age_boost))
     end },
-  { name = "cleanup", help = "cleanup{retain = POLICY, state = S, older_than = DUR, dry_run = true}: remove old finished jobs now, as `pawl cleanup` (README \"Retention\"); what went, by state, queue and type",
+  { name = "cleanup", help = "cleanup{retain = POLICY, state = S, older_than = DUR, dry_run = true}: remove old finished jobs now, as `pawl cleanup` (docs/operations.md, \"Retention\"); what went, by state, queue and type",
     hints = { fields = { "retain", "state", "older_than", "dry_run" },
               values = { state = { "succeeded", "failed", "canceled" } } },
     fn = function(S, o)
@@ -623,7 +623,7 @@ function Session:help(what)
   if what == nil then
     local rows = {}
     for _, e in ipairs(functions_of(self)) do rows[#rows + 1] = { e.name, e.help } end
-    rows[#rows + 1] = { "db", "the pawl handle: db:jobs{...}, db:get(id), ... (README, Embedding)" }
+    rows[#rows + 1] = { "db", "the pawl handle: db:jobs{...}, db:get(id), ... (docs/lua-module.md)" }
     rows[#rows + 1] = { ":trace", "the traceback of the last error, or of the attempts of the job last shown" }
     return kind(rows, "help")
   end

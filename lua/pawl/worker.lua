@@ -216,7 +216,7 @@ function pawl.enqueue(jtype, payload, opts)
 end
 
 -- Delivers a decision ("approve" or "reject") and a payload to the job
--- waiting for signal `key` (README "Signals and replace"). Returns the
+-- waiting for signal `key` (docs/flows.md "Signals and replace"). Returns the
 -- job's id and "delivered", or "already" when a decision came before
 -- (nothing changed). A job this job did not enqueue is refused unless the
 -- script has the "signal" capability.
@@ -333,7 +333,7 @@ local function check_call_key(fname, key)
   end
 end
 
--- Enqueues a batch (README "Batches"): t.jobs, a list of {type, payload,
+-- Enqueues a batch (docs/flows.md "Batches"): t.jobs, a list of {type, payload,
 -- opts}, and optional callbacks t.on_success, t.on_failure, t.on_complete
 -- ({type, payload, opts} each), enqueued once when the last job ends.
 -- Returns the batch's id, the list of the jobs' ids and "new", or
@@ -611,7 +611,7 @@ end
 
 function CtxMethods:canceled() return host.canceled(self._seq) end
 
--- Restartable steps (README "Restartable steps").
+-- Restartable steps (docs/flows.md "Restartable steps").
 
 -- Saves `t` (a table of named values: a JSON object of at most
 -- limits.checkpoint_max bytes) as the running step's execution context,
@@ -1023,7 +1023,7 @@ local FIELDS = {
   max_attempts = "number", timeout = "number", retry = "function",
   sanitize = "function", redact = "table", on_success = "function",
   on_failure = "function", on_dead = "function", allow = "table",
-  -- recurring: the type's definition (README "Recurring jobs")
+  -- recurring: the type's definition (docs/scheduling.md "Recurring jobs")
   cron = "string", tz = "string", misfire = "string",
   catch_up_limit = "number", payload = "table", cron_name = "string",
   -- Per-key ordering: ordering_key is a string or a function

@@ -1,6 +1,6 @@
 /* store_contract_deps_mix.c: dependencies with the other flows
  * (signals, replace, batches), found when they were merged
- * together (README "Dependencies and chains", "With replace, batches and
+ * together (docs/flows.md "Dependencies and chains", "With replace, batches and
  * signals"): a replaced parent's children follow the replacement, a
  * replaced child keeps waiting for its parents, a batch's child may wait
  * for parents (its cancel counts in the batch), and a job may not wait for

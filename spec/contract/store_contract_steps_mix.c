@@ -1,6 +1,6 @@
 /* store_contract_steps_mix.c: job instances (identity)
  * with replace, batches and chains, found when steps were merged with
- * the other flows (README "Restartable steps"): a replacement becomes the
+ * the other flows (docs/flows.md "Restartable steps"): a replacement becomes the
  * job of the old job's instance; a batch's child or callback and a
  * chain's step may not have identity (an instance is enqueued alone). On
  * every backend (store_contract_steps_mix.h). */

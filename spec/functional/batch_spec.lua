@@ -1,4 +1,4 @@
--- batch_spec.lua: batches (README "Batches") from the Lua module,
+-- batch_spec.lua: batches (docs/flows.md "Batches") from the Lua module,
 -- from job code (pawl.batch) with `pawl run`, the CLI (`pawl batch show`,
 -- `pawl show`), and with three `pawl run` nodes on one database (on
 -- PostgreSQL, and on SQLite as three processes sharing the file) ending

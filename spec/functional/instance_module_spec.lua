@@ -1,4 +1,4 @@
--- instance_module_spec.lua: job instances (README "Restartable
+-- instance_module_spec.lua: job instances (docs/flows.md "Restartable
 -- steps") through the Lua module: db:enqueue's `identity` option, and a
 -- db:define type's `identity`, refused once the instance succeeded and
 -- restarting its dead job. (Apart from steps_spec: the Lua module does

@@ -1,5 +1,5 @@
 #!/bin/sh
-# layout_check.sh [SRC]: checks the dependency rules of the layout (README,
+# layout_check.sh [SRC]: checks the dependency rules of the layout (docs/internals.md,
 # "Layout") from the #include lines of every C file under SRC (default: the
 # current directory). Prints each broken rule as FILE:LINE: ... and exits 1
 # if there is one, 0 otherwise.

@@ -1,6 +1,7 @@
--- layout_spec.lua: the layout's rules hold (README, "Layout"): who may
--- include what (spec/functional/layout_check.sh), which layer's symbols
--- each layer's objects use (spec/functional/layer_link_check.sh), the names libpawl gives
+-- layout_spec.lua: the layout's rules hold (docs/internals.md, "Layout"):
+-- who may include what (spec/functional/layout_check.sh), which layer's
+-- symbols each layer's objects use (spec/functional/layer_link_check.sh),
+-- the names libpawl gives
 -- the linker (spec/functional/symbols_check.sh), and the CLI written on the
 -- public API only, proved by a build of it linked against libpawl.so
 -- (pawl_cli_shared). Each check is also shown to refuse what it is there

@@ -254,7 +254,7 @@ describe("rate limits", function()
     for _ = 1, N do env:enqueue("api") end
     -- A rate counts claims; `started_at` is the body's start, which a job
     -- claimed ahead may reach in the next window. Without a prefetch a
-    -- claim takes only idle workers' jobs, which start at once (README
+    -- claim takes only idle workers' jobs, which start at once (docs/scheduling.md
     -- "Resource and rate limits").
     local p = env:run_idle("--workers", "4", "--poll", "0.1", "--prefetch", "0")
     assert.are.equal(0, p.code, p:stderr())

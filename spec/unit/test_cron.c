@@ -148,7 +148,7 @@ void test_cron_parse_fields(void) {
   CHECK(memcmp(&c, &d, sizeof c) == 0);
 }
 
-/* Which expressions are interval ones (README, "Daylight-saving time"). */
+/* Which expressions are interval ones (docs/scheduling.md, "Daylight-saving time"). */
 void test_cron_parse_classes(void) {
   static const struct {
     const char *expr;

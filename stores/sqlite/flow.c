@@ -2,7 +2,7 @@
  * pawl_replacements, schema V009; store.h, "flow"). */
 #include "sqlite_int.h"
 
-/* Replace (README "Dependencies and chains"): the replacement
+/* Replace (docs/flows.md "Dependencies and chains"): the replacement
  * ?2 of the live job ?1 takes its place in the graph. Its children follow
  * the replacement (they wait for its end, not the canceled old job's: the
  * old one stops being open so its cancel releases nobody), and it waits
@@ -428,7 +428,7 @@ int pawl__sq_replace(store_t *base, const store_replace_t *r) {
   }
   /* Dependencies: a live job's edges go to the replacement
    * before its cancel, which therefore releases none of its children
-   * (README "Dependencies and chains"). A terminal one's children have
+   * (docs/flows.md "Dependencies and chains"). A terminal one's children have
    * counted its end already: its edges stay. */
   static const int hand[] = {SQ_DEPS_HAND_PARENT, SQ_DEPS_HAND_CHILD,
                              SQ_DEPS_HAND_CLOSE};
