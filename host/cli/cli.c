@@ -52,35 +52,148 @@ typedef enum cli_cmd {
   CLI_PAUSE,
   CLI_RESUME,
   CLI_RETRY,
-  CLI_RUN,
-  CLI_CRON,
-  CLI_STATS,   /* cli/cli_admin.c */
-  CLI_NODES,
-  CLI_LOCKS,
-  CLI_CONSOLE, /* cli/console.c */
-  CLI_QUEUE,   /* cli/cli_queue.c */
-  CLI_LIMIT,   /* cli/cli_limits.c */
   CLI_SIGNAL,  /* cli/cli_flow.c */
   CLI_REPLACE,
   CLI_BATCH,   /* cli/cli_batch.c */
+  CLI_RUN,
+  CLI_CONSOLE, /* cli/console.c */
+  CLI_TOP,     /* cli/cli_top.c: parses its own options */
+  CLI_STATS,   /* cli/cli_admin.c */
+  CLI_NODES,
+  CLI_LOCKS,
+  CLI_QUEUE,   /* cli/cli_queue.c */
+  CLI_LIMIT,   /* cli/cli_limits.c */
+  CLI_CRON,    /* cli/cli_cron.c */
+  CLI_RECURRING, /* cli/cli_recurring.c: parses its own verbs and options */
   CLI_CLEANUP, /* cli/cli_cleanup.c (retention) */
+  CLI_BENCH,   /* bench/cli_bench.c: parses its own options */
   CLI_VERSION,
   CLI_HELP,
   CLI_CMD_COUNT
 } cli_cmd_t;
 
-static const char *const cli_cmd_names[CLI_CMD_COUNT] = {
-    "migrate", "enqueue", "show", "jobs",    "cancel",
-    "pause",   "resume",  "retry", "run",     "cron",
-    "stats",   "nodes",   "locks", "console", "queue",   "limit",
-    "signal",  "replace", "batch",   "cleanup", "version", "help"};
+/* Every command, in the order `pawl --help` lists them: its name, its
+ * usage (one form a line, the words after the command's name), the one
+ * line `pawl --help` shows, and what `pawl CMD --help` says under the
+ * usage (NULL: the one line). The options each takes are in cli_opts
+ * below. recurring, top and bench parse their own arguments and print
+ * their own help (beside their parsers); they are here for the list. */
+static const struct cli_cmd_info {
+  const char *name, *usage, *summary, *about;
+} cli_cmds[CLI_CMD_COUNT] = {
+    [CLI_MIGRATE] = {"migrate", "", "create the database or bring its schema "
+                     "up to date", NULL},
+    [CLI_ENQUEUE] = {"enqueue", "TYPE [JSON | - | @FILE] [OPTIONS]",
+                     "add a job; prints its id",
+                     "Adds a job of TYPE with the payload JSON (default {}; - "
+                     "reads it from standard input, @FILE from FILE, at most "
+                     "16 MiB; the same for --params) and prints its id. The "
+                     "script's queue, priority and resource apply unless "
+                     "given here; its max_attempts and timeout apply when the "
+                     "job runs."},
+    [CLI_SHOW] = {"show", "ID [OPTIONS]",
+                  "a job with its attempts, transitions and logs", NULL},
+    [CLI_JOBS] = {"jobs", "[OPTIONS]", "list jobs, newest first", NULL},
+    [CLI_CANCEL] = {"cancel", "ID [OPTIONS]\nFILTER... [--limit N] [--yes] "
+                    "[OPTIONS]",
+                    "pending, running, blocked or paused -> canceled",
+                    "Cancels the job ID, or every job the filter options "
+                    "match (at least one filter; above 100 jobs it asks on "
+                    "a terminal, else needs --yes)."},
+    [CLI_PAUSE] = {"pause", "ID [OPTIONS]\nFILTER... [--limit N] [--yes] "
+                   "[OPTIONS]",
+                   "pending or failed -> paused",
+                   "Pauses the job ID, or every job the filter options match "
+                   "(at least one filter; above 100 jobs it asks on a "
+                   "terminal, else needs --yes)."},
+    [CLI_RESUME] = {"resume", "ID [OPTIONS]\nFILTER... [--limit N] [--yes] "
+                    "[OPTIONS]",
+                    "paused -> the state it was paused from",
+                    "Resumes the job ID, or every job the filter options "
+                    "match (at least one filter; above 100 jobs it asks on "
+                    "a terminal, else needs --yes)."},
+    [CLI_RETRY] = {"retry", "ID [OPTIONS]\nFILTER... [--limit N] [--yes] "
+                   "[OPTIONS]",
+                   "failed -> pending, attempts reset",
+                   "Retries the job ID, or every job the filter options "
+                   "match (at least one filter; above 100 jobs it asks on "
+                   "a terminal, else needs --yes)."},
+    [CLI_SIGNAL] = {"signal", "KEY approve|reject [JSON] [OPTIONS]",
+                    "deliver a decision to the job waiting for KEY",
+                    "Delivers a decision (and a payload) to the job waiting "
+                    "for KEY: it runs and reads it as job.signal. Exit "
+                    "status 3 if one was delivered before (nothing "
+                    "changed)."},
+    [CLI_REPLACE] = {"replace", "ID [OPTIONS]",
+                     "enqueue a changed copy of a job and cancel it",
+                     "Enqueues a copy of the job with the changes given and "
+                     "cancels the job (a running one is asked to stop), in "
+                     "one transaction; prints the new id."},
+    [CLI_BATCH] = {"batch", "show ID [OPTIONS]",
+                   "a batch's progress: children by outcome, callbacks",
+                   NULL},
+    [CLI_RUN] = {"run", "[OPTIONS]",
+                 "run the jobs: a worker host with Lua job scripts",
+                 "Runs the jobs: a worker host with the Lua job scripts of "
+                 "--scripts DIR. The first SIGINT or SIGTERM stops it "
+                 "gracefully (running jobs get --grace seconds), a second "
+                 "one at once."},
+    [CLI_CONSOLE] = {"console", "[FILE.lua | -e CODE] [OPTIONS]",
+                     "the operator's Lua console (a REPL on a terminal)",
+                     NULL},
+    [CLI_TOP] = {"top", "[OPTIONS]",
+                 "a live view: throughput, queues, nodes, running and dead "
+                 "jobs", NULL},
+    [CLI_STATS] = {"stats", "[OPTIONS]",
+                   "jobs by state and queue, throughput, waits", NULL},
+    [CLI_NODES] = {"nodes", "[OPTIONS]", "the nodes serving this database",
+                   NULL},
+    [CLI_LOCKS] = {"locks", "[OPTIONS]", "the distributed locks", NULL},
+    [CLI_QUEUE] = {"queue", "list [OPTIONS]\npause Q [--reason TEXT] "
+                   "[OPTIONS]\nresume Q [OPTIONS]\nset Q --age-boost DUR "
+                   "[OPTIONS]",
+                   "list, pause and resume queues; set a queue's age boost",
+                   "queue list: the queues, their jobs by state, oldest due "
+                   "wait, paused or not, age boost. queue pause: no node "
+                   "claims Q's jobs until it is resumed (running ones "
+                   "finish). queue set: Q's own age boost."},
+    [CLI_LIMIT] = {"limit", "list [OPTIONS]\nset NAME [MAX] [--rate N/DUR] "
+                   "[OPTIONS]\nrm NAME [OPTIONS]",
+                   "resource and rate limits: list, set, remove",
+                   "limit set: at most MAX jobs of resource NAME running at "
+                   "once, and/or N starts per window DUR; NAME queue:Q "
+                   "limits queue Q; replaces NAME's limit."},
+    [CLI_CRON] = {"cron", "next EXPR [OPTIONS]",
+                  "the next fire times of a cron expression (no database)",
+                  NULL},
+    [CLI_RECURRING] = {"recurring", "VERB [ARGS] [OPTIONS]",
+                       "recurring jobs kept in the database (cron with "
+                       "time zones)", NULL},
+    [CLI_CLEANUP] = {"cleanup", "[OPTIONS]",
+                     "remove old finished jobs now, as the retention policy "
+                     "says",
+                     "Removes old finished jobs now, as the retention policy "
+                     "says (default succeeded=1d,failed=7d,canceled=1d), and "
+                     "prints the counts by state, queue and type."},
+    [CLI_BENCH] = {"bench", "[OPTIONS]",
+                   "measure enqueue, throughput and pickup latency", NULL},
+    [CLI_VERSION] = {"version", "", "print pawl's version", NULL},
+    [CLI_HELP] = {"help", "[COMMAND]",
+                  "this text, or a command's own (pawl COMMAND --help)",
+                  NULL},
+};
 
 #define CLI_BIT(c) (1u << (c))
 #define CLI_ACTIONS                                                          \
   (CLI_BIT(CLI_CANCEL) | CLI_BIT(CLI_PAUSE) | CLI_BIT(CLI_RESUME) |          \
    CLI_BIT(CLI_RETRY))
+#define CLI_LISTS (CLI_BIT(CLI_JOBS) | CLI_ACTIONS) /* the job filters */
 
 typedef enum cli_opt_id {
+  CLI_O_DB, /* the global options */
+  CLI_O_CREATE,
+  CLI_O_DB_MODE,
+  CLI_O_SYNC_FULL,
   CLI_O_JSON,
   CLI_O_QUEUE,
   CLI_O_PRIORITY,
@@ -151,337 +264,322 @@ typedef enum cli_opt_id {
   CLI_O_METRICS_REFRESH
 } cli_opt_id_t;
 
-/* Which command takes which option: one table, so that the parser, the
- * "unknown option --x for CMD" message and the help text cannot disagree. */
+/* Which command takes which option, and what `pawl CMD --help` says of it:
+ * one table, so that the parser, the "unknown option --x for CMD" message
+ * and the help texts cannot disagree. An option whose meaning differs
+ * between commands has one row per meaning (the same id). Global options
+ * (cmds 0, global 1) go anywhere on the line. docs/cli.md and the manual
+ * pages list the same options per command: spec/functional/cli_help_spec
+ * checks both ways. */
 static const struct cli_opt {
   const char *name;
   cli_opt_id_t id;
-  int has_value;
+  const char *arg; /* the value's name in the help; NULL: takes none */
   unsigned cmds;
+  int global;
+  const char *help; /* one line, wrapped when printed */
 } cli_opts[] = {
-    {"--json", CLI_O_JSON, 0,
+    {"--db", CLI_O_DB, "URL", 0, 1,
+     "the database: sqlite:PATH, postgres://... (a libpq URI) or "
+     "postgres:CONNINFO; default $PAWL_DB, else sqlite:./pawl.db"},
+    {"--create", CLI_O_CREATE, NULL, 0, 1,
+     "create the database if there is none (only migrate does without it)"},
+    {"--db-mode", CLI_O_DB_MODE, "MODE", 0, 1,
+     "permission bits of a new SQLite database file and its -wal/-shm files "
+     "(default 0600)"},
+    {"--sync-full", CLI_O_SYNC_FULL, NULL, 0, 1,
+     "SQLite synchronous=FULL: commits survive power loss, at some cost in "
+     "speed"},
+    {"--queue", CLI_O_QUEUE, "Q", CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE),
+     0, "the queue (default: the script's, else \"default\")"},
+    {"--queue", CLI_O_QUEUE, "Q", CLI_LISTS, 0, "only jobs of queue Q"},
+    {"--priority", CLI_O_PRIORITY, "N",
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE), 0,
+     "higher runs first (default: the script's, else 0)"},
+    {"--delay", CLI_O_DELAY, "SECONDS",
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE), 0,
+     "run no sooner than now + SECONDS (decimals allowed)"},
+    {"--run-at", CLI_O_RUN_AT, "TIME",
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE), 0,
+     "run no sooner than TIME, ISO 8601 with a zone (2026-11-21T21:05:03Z, "
+     "...+01:00, or 2026-11-21)"},
+    {"--max-attempts", CLI_O_MAX_ATTEMPTS, "N",
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE), 0,
+     "attempts before it fails for good (default: the script's when it "
+     "runs, else 25)"},
+    {"--timeout", CLI_O_TIMEOUT, "SECONDS",
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE), 0,
+     "limit for one attempt (default: the script's when it runs, else the "
+     "host's)"},
+    {"--key", CLI_O_KEY, "K", CLI_BIT(CLI_ENQUEUE), 0,
+     "idempotency key: a repeat prints the first job's id"},
+    {"--business-key", CLI_O_BUSINESS_KEY, "K", CLI_BIT(CLI_ENQUEUE), 0,
+     "refused while another live job holds K"},
+    {"--existing", CLI_O_EXISTING, NULL, CLI_BIT(CLI_ENQUEUE), 0,
+     "with --business-key: print the holder's id instead"},
+    {"--tag", CLI_O_TAG, "T", CLI_BIT(CLI_ENQUEUE), 0,
+     "a tag; repeat for more"},
+    {"--tag", CLI_O_TAG, "T", CLI_LISTS, 0, "only jobs tagged T"},
+    {"--params", CLI_O_PARAMS, "JSON",
+     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE), 0,
+     "parameters for the job's handler (- or @FILE: read them)"},
+    {"--payload", CLI_O_PAYLOAD, "JSON", CLI_BIT(CLI_REPLACE), 0,
+     "the copy's payload (- or @FILE: read it; default the job's)"},
+    {"--signal", CLI_O_SIGNAL, "KEY", CLI_BIT(CLI_ENQUEUE), 0,
+     "wait (blocked) for `pawl signal KEY ...`; KEY is unique among live "
+     "jobs"},
+    {"--signal-timeout", CLI_O_SIGNAL_TIMEOUT, "SECONDS", CLI_BIT(CLI_ENQUEUE),
+     0, "with --signal: fail if no decision comes in time"},
+    {"--correlation-id", CLI_O_CORRELATION_ID, "C", CLI_BIT(CLI_ENQUEUE), 0,
+     "id tying the job to a request or a trace"},
+    {"--blocked", CLI_O_BLOCKED, NULL, CLI_BIT(CLI_ENQUEUE), 0,
+     "start blocked instead of pending"},
+    {"--ordering-key", CLI_O_ORDERING_KEY, "K", CLI_BIT(CLI_ENQUEUE), 0,
+     "run one at a time with the other jobs of key K, in enqueue order "
+     "(default: the script's ordering_key string)"},
+    {"--resource", CLI_O_RESOURCE, "R", CLI_BIT(CLI_ENQUEUE), 0,
+     "hold a permit of resource R while it runs (see pawl limit)"},
+    {"--after", CLI_O_AFTER, "ID[,ID...]", CLI_BIT(CLI_ENQUEUE), 0,
+     "wait (blocked) until these jobs have ended; repeat for more"},
+    {"--when", CLI_O_WHEN, "W", CLI_BIT(CLI_ENQUEUE), 0,
+     "with --after: run if the parents ended as W says: success (default), "
+     "failure, done or branch:NAME; else the job is canceled"},
+    {"--scripts", CLI_O_SCRIPTS, "DIR", CLI_BIT(CLI_ENQUEUE), 0,
+     "where the job's script is (default ./scripts)"},
+    {"--rate", CLI_O_RATE, "N/DUR", CLI_BIT(CLI_LIMIT), 0,
+     "limit set: at most N starts per window DUR (like 100/60s; fixed "
+     "windows)"},
+    {"--state", CLI_O_STATE, "S", CLI_LISTS, 0,
+     "only jobs in state S: pending, running, succeeded, failed, canceled, "
+     "paused or blocked"},
+    {"--state", CLI_O_STATE, "S", CLI_BIT(CLI_CLEANUP), 0,
+     "only finished jobs in state S: succeeded, failed or canceled"},
+    {"--type", CLI_O_TYPE, "T", CLI_LISTS, 0, "only jobs of type T"},
+    {"--older-than", CLI_O_OLDER_THAN, "DUR", CLI_LISTS, 0,
+     "only jobs finished (or, unfinished, created) longer ago than DUR (90s, "
+     "15m, 2h, 7d)"},
+    {"--older-than", CLI_O_OLDER_THAN, "DUR", CLI_BIT(CLI_CLEANUP), 0,
+     "one age for every finished state, in place of the policy's ages"},
+    {"--limit", CLI_O_LIMIT, "N", CLI_BIT(CLI_JOBS), 0,
+     "at most N jobs (default 100)"},
+    {"--limit", CLI_O_LIMIT, "N", CLI_ACTIONS, 0,
+     "with a filter: at most N jobs"},
+    {"--yes", CLI_O_YES, NULL, CLI_ACTIONS, 0,
+     "with a filter: act on more than 100 jobs without asking"},
+    {"--reason", CLI_O_REASON, "TEXT", CLI_ACTIONS | CLI_BIT(CLI_REPLACE), 0,
+     "recorded in the job's history"},
+    {"--reason", CLI_O_REASON, "TEXT", CLI_BIT(CLI_QUEUE), 0,
+     "queue pause: recorded with the pause"},
+    {"--age-boost", CLI_O_AGE_BOOST, "DUR", CLI_BIT(CLI_QUEUE), 0,
+     "queue set: +1 priority per DUR waited (60s, 15m; 0: none; database: "
+     "the database's setting)"},
+    {"--raw", CLI_O_RAW, NULL, CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS), 0,
+     "payloads as stored: by default secret fields (password, token, key, "
+     "..., and the script's redact list) show as \"<redacted>\""},
+    {"--trace", CLI_O_TRACE, NULL, CLI_BIT(CLI_SHOW), 0,
+     "each attempt's Lua traceback"},
+    {"--scripts", CLI_O_SCRIPTS, "DIR", CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS),
+     0, "the scripts that tell the max_attempts and timeout of jobs "
+     "enqueued without them (default ./scripts)"},
+    {"-e", CLI_O_CODE, "CODE", CLI_BIT(CLI_CONSOLE), 0,
+     "run CODE instead of reading a FILE or the terminal"},
+    {"--scripts", CLI_O_SCRIPTS, "DIR", CLI_BIT(CLI_CONSOLE), 0,
+     "the scripts the console's views read (default ./scripts)"},
+    {"--connect", CLI_O_CONNECT, "PATH|ADDRESS:PORT", CLI_BIT(CLI_CONSOLE), 0,
+     "attach to a running `pawl run`: its admin socket, or its "
+     "--admin-listen"},
+    {"--admin-token-file", CLI_O_ADMIN_TOKEN_FILE, "F", CLI_BIT(CLI_CONSOLE),
+     0, "with --connect ADDRESS:PORT: the file holding the host's token"},
+    /* pawl run */
+    {"--scripts", CLI_O_SCRIPTS, "DIR", CLI_BIT(CLI_RUN), 0,
+     "job scripts (default ./scripts)"},
+    {"--workers", CLI_O_WORKERS, "N", CLI_BIT(CLI_RUN), 0,
+     "worker threads (default: one per core); with --queues Q=N, those of "
+     "the queues without a number"},
+    {"--queues", CLI_O_QUEUES, "Q1,Q2", CLI_BIT(CLI_RUN), 0,
+     "serve only these queues (default all); Q=N gives Q N workers of its "
+     "own: mail=4,default"},
+    {"--node-id", CLI_O_NODE_ID, "ID", CLI_BIT(CLI_RUN), 0,
+     "this node's name (default hostname-pid)"},
+    {"--until-idle", CLI_O_UNTIL_IDLE, NULL, CLI_BIT(CLI_RUN), 0,
+     "exit once nothing is running or due"},
+    {"--idle-wait", CLI_O_IDLE_WAIT, "SECONDS", CLI_BIT(CLI_RUN), 0,
+     "with --until-idle, wait for jobs due this soon and for expiring "
+     "leases of dead nodes (default 5)"},
+    {"--give-up", CLI_O_GIVE_UP, "SECONDS", CLI_BIT(CLI_RUN), 0,
+     "with --until-idle, exit 1 once the database has failed for this long "
+     "(default 60; 0: never)"},
+    {"--log-level", CLI_O_LOG_LEVEL, "L", CLI_BIT(CLI_RUN), 0,
+     "debug, info, warn or error (default info)"},
+    {"--log-format", CLI_O_LOG_FORMAT, "F", CLI_BIT(CLI_RUN), 0,
+     "text or json (default text)"},
+    {"--poll", CLI_O_POLL, "SECONDS", CLI_BIT(CLI_RUN), 0,
+     "poll interval (default 1)"},
+    {"--lease", CLI_O_LEASE, "SECONDS", CLI_BIT(CLI_RUN), 0,
+     "lease of a claimed job (default 30)"},
+    {"--grace", CLI_O_GRACE, "SECONDS", CLI_BIT(CLI_RUN), 0,
+     "on SIGINT/SIGTERM, time running jobs get to finish (default 30)"},
+    {"--prefetch", CLI_O_PREFETCH, "N", CLI_BIT(CLI_RUN), 0,
+     "jobs claimed ahead of free workers (default: about 10 ms of work per "
+     "worker)"},
+    {"--ahead-hold", CLI_O_AHEAD_HOLD, "SECONDS", CLI_BIT(CLI_RUN), 0,
+     "every worker busy and nothing started or ended for this long: hand "
+     "back the jobs claimed ahead (default 0.1)"},
+    {"--load-timeout", CLI_O_LOAD_TIMEOUT, "SECONDS", CLI_BIT(CLI_RUN), 0,
+     "how long a script's top level may run when it is loaded (default 10)"},
+    {"--job-memory", CLI_O_JOB_MEMORY, "SIZE", CLI_BIT(CLI_RUN), 0,
+     "heap ceiling of a job whose script sets no memory (64M, 1G, bytes; "
+     "default 256M)"},
+    {"--allow-io", CLI_O_ALLOW_IO, NULL, CLI_BIT(CLI_RUN), 0,
+     "let job code read and write files (io.open, io.lines, ...)"},
+    {"--allow-env", CLI_O_ALLOW_ENV, NULL, CLI_BIT(CLI_RUN), 0,
+     "let job code read the environment (os.getenv)"},
+    {"--allow-signal", CLI_O_ALLOW_SIGNAL, NULL, CLI_BIT(CLI_RUN), 0,
+     "let job code signal any job (without it, only the jobs it enqueued)"},
+    {"--allow-replace", CLI_O_ALLOW_REPLACE, NULL, CLI_BIT(CLI_RUN), 0,
+     "let job code replace or cancel any job (without it, only its own)"},
+    {"--allow-restart", CLI_O_ALLOW_RESTART, NULL, CLI_BIT(CLI_RUN), 0,
+     "let job code restart any dead job instance (without it, only its "
+     "own)"},
+    {"--allow-webhook", CLI_O_ALLOW_WEBHOOK, "HOST[:PORT]", CLI_BIT(CLI_RUN), 0,
+     "let job code post webhooks to this destination (repeatable)"},
+    {"--unsafe-lua", CLI_O_UNSAFE_LUA, NULL, CLI_BIT(CLI_RUN), 0,
+     "give job code the full standard library"},
+    {"--admin-socket", CLI_O_ADMIN_SOCKET, "PATH", CLI_BIT(CLI_RUN), 0,
+     "the attached console's unix socket (default: the SQLite database's "
+     "path + .sock; none: no socket)"},
+    {"--admin-listen", CLI_O_ADMIN_LISTEN, "ADDRESS:PORT", CLI_BIT(CLI_RUN), 0,
+     "also a TCP listener for consoles (needs --admin-token-file)"},
+    {"--admin-token-file", CLI_O_ADMIN_TOKEN_FILE, "F", CLI_BIT(CLI_RUN), 0,
+     "the token file (mode 600) a TCP console must present"},
+    {"--admin-timeout", CLI_O_ADMIN_TIMEOUT, "SECONDS", CLI_BIT(CLI_RUN), 0,
+     "how long a console's chunk may run (default 30)"},
+    {"--metrics", CLI_O_METRICS, "ADDRESS:PORT", CLI_BIT(CLI_RUN), 0,
+     "serve Prometheus metrics on /metrics (127.0.0.1:9464; port 0: any "
+     "free one)"},
+    {"--metrics-token-file", CLI_O_METRICS_TOKEN_FILE, "F", CLI_BIT(CLI_RUN),
+     0, "the bearer token scrapers send; required for a non-loopback "
+     "address"},
+    {"--metrics-refresh", CLI_O_METRICS_REFRESH, "SECONDS", CLI_BIT(CLI_RUN),
+     0, "how often the database gauges are read (default 5)"},
+    {"--retain", CLI_O_RETAIN, "POLICY", CLI_BIT(CLI_RUN), 0,
+     "retention of finished jobs (default succeeded=1d,failed=7d,"
+     "canceled=1d; off: no sweep on this node)"},
+    /* retention */
+    {"--dry-run", CLI_O_DRY_RUN, NULL, CLI_BIT(CLI_CLEANUP), 0,
+     "count what would be removed; change nothing"},
+    {"--retain", CLI_O_RETAIN, "POLICY", CLI_BIT(CLI_CLEANUP), 0,
+     "the policy to apply (default succeeded=1d,failed=7d,canceled=1d)"},
+    {"--tz", CLI_O_TZ, "ZONE", CLI_BIT(CLI_CRON), 0,
+     "IANA time zone, like Europe/Berlin (default UTC)"},
+    {"--from", CLI_O_FROM, "TIME", CLI_BIT(CLI_CRON), 0,
+     "start after TIME, ISO 8601 with a zone (default now)"},
+    {"--count", CLI_O_COUNT, "N", CLI_BIT(CLI_CRON), 0,
+     "how many, 1-1000 (default 5)"},
+    {"--json", CLI_O_JSON, NULL,
      CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_STATS) |
          CLI_BIT(CLI_NODES) | CLI_BIT(CLI_LOCKS) | CLI_BIT(CLI_CONSOLE) |
          CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_LIMIT) | CLI_BIT(CLI_SIGNAL) |
-         CLI_BIT(CLI_REPLACE) | CLI_BIT(CLI_BATCH) | CLI_BIT(CLI_CLEANUP)},
-    {"--queue", CLI_O_QUEUE, 1,
-     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS |
-         CLI_BIT(CLI_REPLACE)},
-    {"--priority", CLI_O_PRIORITY, 1,
-     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
-    {"--delay", CLI_O_DELAY, 1, CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
-    {"--run-at", CLI_O_RUN_AT, 1, CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
-    {"--max-attempts", CLI_O_MAX_ATTEMPTS, 1,
-     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
-    {"--timeout", CLI_O_TIMEOUT, 1,
-     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
-    {"--key", CLI_O_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--business-key", CLI_O_BUSINESS_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--existing", CLI_O_EXISTING, 0, CLI_BIT(CLI_ENQUEUE)},
-    {"--tag", CLI_O_TAG, 1,
-     CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
-    {"--params", CLI_O_PARAMS, 1, CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_REPLACE)},
-    {"--payload", CLI_O_PAYLOAD, 1, CLI_BIT(CLI_REPLACE)},
-    {"--signal", CLI_O_SIGNAL, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--signal-timeout", CLI_O_SIGNAL_TIMEOUT, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--correlation-id", CLI_O_CORRELATION_ID, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--blocked", CLI_O_BLOCKED, 0, CLI_BIT(CLI_ENQUEUE)},
-    {"--ordering-key", CLI_O_ORDERING_KEY, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--resource", CLI_O_RESOURCE, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--rate", CLI_O_RATE, 1, CLI_BIT(CLI_LIMIT)},
-    {"--after", CLI_O_AFTER, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--when", CLI_O_WHEN, 1, CLI_BIT(CLI_ENQUEUE)},
-    {"--state", CLI_O_STATE, 1,
-     CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_CLEANUP)},
-    {"--type", CLI_O_TYPE, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
-    {"--limit", CLI_O_LIMIT, 1, CLI_BIT(CLI_JOBS) | CLI_ACTIONS},
-    {"--older-than", CLI_O_OLDER_THAN, 1,
-     CLI_BIT(CLI_JOBS) | CLI_ACTIONS | CLI_BIT(CLI_CLEANUP)},
-    /* retention */
-    {"--dry-run", CLI_O_DRY_RUN, 0, CLI_BIT(CLI_CLEANUP)},
-    {"--retain", CLI_O_RETAIN, 1, CLI_BIT(CLI_RUN) | CLI_BIT(CLI_CLEANUP)},
-    {"--yes", CLI_O_YES, 0, CLI_ACTIONS},
-    {"-e", CLI_O_CODE, 1, CLI_BIT(CLI_CONSOLE)},
-    {"--connect", CLI_O_CONNECT, 1, CLI_BIT(CLI_CONSOLE)},
-    {"--admin-socket", CLI_O_ADMIN_SOCKET, 1, CLI_BIT(CLI_RUN)},
-    {"--admin-listen", CLI_O_ADMIN_LISTEN, 1, CLI_BIT(CLI_RUN)},
-    {"--admin-token-file", CLI_O_ADMIN_TOKEN_FILE, 1,
-     CLI_BIT(CLI_RUN) | CLI_BIT(CLI_CONSOLE)},
-    {"--admin-timeout", CLI_O_ADMIN_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
-    {"--metrics", CLI_O_METRICS, 1, CLI_BIT(CLI_RUN)},
-    {"--metrics-token-file", CLI_O_METRICS_TOKEN_FILE, 1, CLI_BIT(CLI_RUN)},
-    {"--metrics-refresh", CLI_O_METRICS_REFRESH, 1, CLI_BIT(CLI_RUN)},
-    {"--reason", CLI_O_REASON, 1,
-     CLI_ACTIONS | CLI_BIT(CLI_QUEUE) | CLI_BIT(CLI_REPLACE)},
-    {"--age-boost", CLI_O_AGE_BOOST, 1, CLI_BIT(CLI_QUEUE)},
-    {"--scripts", CLI_O_SCRIPTS, 1,
-     CLI_BIT(CLI_RUN) | CLI_BIT(CLI_ENQUEUE) | CLI_BIT(CLI_CONSOLE) |
-         CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS)},
-    {"--workers", CLI_O_WORKERS, 1, CLI_BIT(CLI_RUN)},
-    {"--queues", CLI_O_QUEUES, 1, CLI_BIT(CLI_RUN)},
-    {"--node-id", CLI_O_NODE_ID, 1, CLI_BIT(CLI_RUN)},
-    {"--until-idle", CLI_O_UNTIL_IDLE, 0, CLI_BIT(CLI_RUN)},
-    {"--log-level", CLI_O_LOG_LEVEL, 1, CLI_BIT(CLI_RUN)},
-    {"--log-format", CLI_O_LOG_FORMAT, 1, CLI_BIT(CLI_RUN)},
-    {"--poll", CLI_O_POLL, 1, CLI_BIT(CLI_RUN)},
-    {"--grace", CLI_O_GRACE, 1, CLI_BIT(CLI_RUN)},
-    {"--lease", CLI_O_LEASE, 1, CLI_BIT(CLI_RUN)},
-    {"--prefetch", CLI_O_PREFETCH, 1, CLI_BIT(CLI_RUN)},
-    {"--ahead-hold", CLI_O_AHEAD_HOLD, 1, CLI_BIT(CLI_RUN)},
-    {"--idle-wait", CLI_O_IDLE_WAIT, 1, CLI_BIT(CLI_RUN)},
-    {"--give-up", CLI_O_GIVE_UP, 1, CLI_BIT(CLI_RUN)},
-    {"--load-timeout", CLI_O_LOAD_TIMEOUT, 1, CLI_BIT(CLI_RUN)},
-    {"--job-memory", CLI_O_JOB_MEMORY, 1, CLI_BIT(CLI_RUN)},
-    {"--unsafe-lua", CLI_O_UNSAFE_LUA, 0, CLI_BIT(CLI_RUN)},
-    {"--allow-io", CLI_O_ALLOW_IO, 0, CLI_BIT(CLI_RUN)},
-    {"--allow-env", CLI_O_ALLOW_ENV, 0, CLI_BIT(CLI_RUN)},
-    {"--allow-signal", CLI_O_ALLOW_SIGNAL, 0, CLI_BIT(CLI_RUN)},
-    {"--allow-replace", CLI_O_ALLOW_REPLACE, 0, CLI_BIT(CLI_RUN)},
-    {"--allow-restart", CLI_O_ALLOW_RESTART, 0, CLI_BIT(CLI_RUN)},
-    {"--allow-webhook", CLI_O_ALLOW_WEBHOOK, 1, CLI_BIT(CLI_RUN)},
-    {"--tz", CLI_O_TZ, 1, CLI_BIT(CLI_CRON)},
-    {"--from", CLI_O_FROM, 1, CLI_BIT(CLI_CRON)},
-    {"--count", CLI_O_COUNT, 1, CLI_BIT(CLI_CRON)},
-    {"--raw", CLI_O_RAW, 0, CLI_BIT(CLI_SHOW) | CLI_BIT(CLI_JOBS)},
-    {"--trace", CLI_O_TRACE, 0, CLI_BIT(CLI_SHOW)},
+         CLI_BIT(CLI_REPLACE) | CLI_BIT(CLI_BATCH) | CLI_BIT(CLI_CLEANUP),
+     0, "print JSON instead of text (JSON Lines for lists)"},
 };
 
 #define CLI_NOPTS (sizeof cli_opts / sizeof cli_opts[0])
 
-static const char cli_usage_text[] =
-    "usage: pawl [--db URL] [--sync-full] COMMAND [ARGS] [OPTIONS]\n"
-    "\n"
-    "Commands:\n"
-    "  migrate                 create the database or bring its schema up to "
-    "date\n"
-    "  enqueue TYPE [JSON]     add a job (payload JSON, default {}); prints "
-    "its id;\n"
-    "                          JSON - reads it from stdin, @FILE from FILE\n"
-    "                          (at most 16 MiB; also for --params)\n"
-    "      --queue Q             queue name (default \"default\")\n"
-    "      --priority N          higher runs first (default 0)\n"
-    "      --delay SECONDS       run no sooner than now + SECONDS (decimals "
-    "allowed)\n"
-    "      --run-at TIME         run no sooner than TIME, ISO 8601 with a zone\n"
-    "                            (2026-11-21T21:05:03Z, ...+01:00, or "
-    "2026-11-21)\n"
-    "      --max-attempts N      attempts before it fails for good (default:\n"
-    "                            the script's when it runs, else 25)\n"
-    "      --timeout SECONDS     limit for one attempt (default: the script's\n"
-    "                            when it runs, else the host's)\n"
-    "      --key K               idempotency key: a repeat prints the first "
-    "job's id\n"
-    "      --business-key K      refused while another live job holds K\n"
-    "      --existing            with --business-key: print the holder's id "
-    "instead\n"
-    "      --tag T               a tag; repeat for more\n"
-    "      --params JSON         parameters for the job's handler\n"
-    "      --correlation-id C    id tying the job to a request or a trace\n"
-    "      --blocked             start blocked instead of pending\n"
-    "      --ordering-key K      run one at a time with the other jobs of key\n"
-    "                            K, in enqueue order (default: the script's\n"
-    "                            ordering_key string; one it computes from\n"
-    "                            the payload must be given here)\n"
-    "      --resource R          hold a permit of resource R while it runs\n"
-    "                            (see limit)\n"
-    "      --signal KEY          wait (blocked) for `pawl signal KEY ...`;\n"
-    "                            KEY is unique among live jobs\n"
-    "      --signal-timeout SECONDS  fail if no decision comes in time\n"
-    "      --after ID[,ID...]    wait (blocked) until these jobs have ended;\n"
-    "                            repeat for more\n"
-    "      --when W              with --after: run if the parents ended as W\n"
-    "                            says: success (default), failure, done or\n"
-    "                            branch:NAME; else the job is canceled\n"
-    "      --scripts DIR         where the job's script is (default ./scripts):\n"
-    "                            its queue, priority and resource apply\n"
-    "                            unless given\n"
-    "                            here (max_attempts and timeout apply when\n"
-    "                            the job runs, from the worker's script)\n"
-    "  show ID [--json] [--trace]\n"
-    "                          a job with its attempts, events and logs;\n"
-    "                          --trace: each attempt's Lua traceback\n"
-    "  jobs [--json]           jobs, newest first\n"
-    "      --raw                 (show, jobs) payloads as stored: by default\n"
-    "                            secret fields (password, token, key, ...,\n"
-    "                            and the script's redact list) show as\n"
-    "                            \"<redacted>\"\n"
-    "      --scripts DIR         (show, jobs) the scripts that tell the\n"
-    "                            max_attempts and timeout of jobs enqueued\n"
-    "                            without them (default ./scripts)\n"
-    "      --state S             pending, running, succeeded, failed, "
-    "canceled,\n"
-    "                            paused or blocked\n"
-    "      --queue Q  --type T   only this queue / job type\n"
-    "      --limit N             at most N jobs (default 100)\n"
-    "      --tag X  --older-than DUR  tagged X / finished (or, unfinished,\n"
-    "                            created) longer ago than DUR\n"
-    "  cancel ID               pending, running, blocked or paused -> "
-    "canceled\n"
-    "  pause ID                pending or failed -> paused\n"
-    "  resume ID               paused -> the state it was paused from\n"
-    "  retry ID                failed -> pending, attempts reset\n"
-    "      --reason TEXT         recorded in the job's history\n"
-    "      --json                print the job as JSON instead of \"ID: "
-    "STATE\"\n"
-    "  cancel|pause|resume|retry --state S --queue Q --type T --tag X\n"
-    "          --older-than DUR [--limit N] [--yes]\n"
-    "                          the same for every matching job (at least one\n"
-    "                          filter; DUR like 90s, 15m, 2h, 7d); above 100\n"
-    "                          jobs it asks on a terminal, else needs --yes\n"
-    "  signal KEY approve|reject [JSON] [--json]\n"
-    "                          deliver a decision (and a payload) to the job\n"
-    "                          waiting for KEY: it runs and reads it as\n"
-    "                          job.signal; exit 3 if one was delivered before\n"
-    "                          (nothing changed)\n"
-    "  replace ID [--payload JSON] [--params JSON] [--queue Q] [--priority N]\n"
-    "          [--delay S | --run-at T] [--max-attempts N] [--timeout S]\n"
-    "          [--reason TEXT] [--json]\n"
-    "                          enqueue a copy of the job with these changes\n"
-    "                          and cancel the job (a running one is asked to\n"
-    "                          stop), in one transaction; prints the new id\n"
-    "  stats [--json]          jobs by state and queue, throughput, waits\n"
-    "  cleanup [--dry-run] [--state S] [--older-than DUR] [--retain POLICY]\n"
-    "          [--json]        remove old finished jobs now, as the retention\n"
-    "                          policy says (default succeeded=1d,failed=7d,\n"
-    "                          canceled=1d; --older-than: one age for all);\n"
-    "                          prints the counts by state, queue and type;\n"
-    "                          --dry-run changes nothing\n"
-    "  batch show ID [--json]  a batch's progress: children ended by outcome,\n"
-    "                            left, metrics, callbacks (docs/flows.md)\n"
-    "  queue list [--json]     the queues: jobs by state, oldest due wait,\n"
-    "                          paused or not, age boost (docs/scheduling.md)\n"
-    "  queue pause Q [--reason TEXT] [--json]\n"
-    "                          no node claims Q's jobs until it is resumed\n"
-    "                          (running ones finish)\n"
-    "  queue resume Q [--json] claim Q's jobs again\n"
-    "  queue set Q --age-boost DUR [--json]\n"
-    "                          Q's own age boost: +1 priority per DUR waited\n"
-    "                          (60s, 15m; 0: none; database: the database's)\n"
-    "  nodes [--json]          the nodes serving this database\n"
-    "  locks [--json]          the distributed locks\n"
-    "  limit list [--json]     resource and rate limits, with running jobs\n"
-    "  limit set NAME [MAX] [--rate N/DUR] [--json]\n"
-    "                          at most MAX jobs of resource NAME running at\n"
-    "                          once, and/or N starts per window DUR (like\n"
-    "                          100/60s; fixed windows); NAME queue:Q limits\n"
-    "                          queue Q; replaces NAME's limit\n"
-    "  limit rm NAME [--json]  remove a limit\n"
-    "  console [FILE.lua | -e CODE] [--json] [--scripts DIR]\n"
-    "                          the Lua admin console (docs/console.md)\n"
-    "      --connect PATH|ADDRESS:PORT  attach to a running `pawl run` (its\n"
-    "                            admin socket, or its --admin-listen with\n"
-    "                            --admin-token-file F)\n"
-    "  top [--interval SECONDS] [--once] [--json]\n"
-    "                          a live view: throughput, queues, nodes, the\n"
-    "                          longest running and the newest dead jobs;\n"
-    "                          keys: tab/arrows/j/k select, p pause/resume\n"
-    "                          the queue or job, i a job by id, q quit. Not\n"
-    "                          a terminal: a plain print every interval\n"
-    "                          (default 1; 0.1..3600 s); --json: JSON lines\n"
-    "      --connect PATH|ADDRESS:PORT  read through a running `pawl run`'s\n"
-    "                            admin socket (--admin-token-file F for TCP)\n"
-    "  run                     run the jobs: a worker host with Lua job scripts\n"
-    "      --scripts DIR         job scripts (default ./scripts)\n"
-    "      --workers N           worker threads (default: one per core);\n"
-    "                            with --queues Q=N, those of the queues\n"
-    "                            without a number\n"
-    "      --queues Q1,Q2        serve only these queues (default all);\n"
-    "                            Q=N gives Q N workers of its own (at most N\n"
-    "                            of its jobs at once); the others share\n"
-    "                            --workers: mail=4,default=8 or mail=4,default\n"
-    "      --node-id ID          this node's name (default hostname-pid)\n"
-    "      --until-idle          exit once nothing is running or due\n"
-    "      --idle-wait SECONDS   with --until-idle, wait for jobs due this\n"
-    "                            soon, like retries, and for jobs a dead node\n"
-    "                            left running whose leases expire this soon\n"
-    "                            (default 5); jobs still running elsewhere\n"
-    "                            at exit are counted in the log\n"
-    "      --give-up SECONDS     with --until-idle, exit 1 once the database\n"
-    "                            has failed claims, heartbeats or writes (or,\n"
-    "                            locked at start, opening it) for this long\n"
-    "                            (default 60; 0: never)\n"
-    "      --log-level L         debug, info, warn or error (default info)\n"
-    "      --log-format F        text or json (default text)\n"
-    "      --poll SECONDS        poll interval (default 1)\n"
-    "      --lease SECONDS       lease of a claimed job (default 30)\n"
-    "      --grace SECONDS       on SIGINT/SIGTERM, time running jobs get to\n"
-    "                            finish (default 30); a second signal stops\n"
-    "                            at once\n"
-    "      --prefetch N          jobs claimed ahead of free workers (default:\n"
-    "                            about 10 ms of work per worker)\n"
-    "      --ahead-hold SECONDS  every worker busy with no job started or\n"
-    "                            ended for this long: hand back the jobs\n"
-    "                            claimed ahead (default 0.1)\n"
-    "      --allow-io            let job code read and write files (io.open,\n"
-    "                            io.lines, io.read, io.write, io.type)\n"
-    "      --allow-env           let job code read the environment (os.getenv)\n"
-    "      --allow-signal        let job code signal any job (pawl.signal);\n"
-    "                            without it, only the jobs it enqueued\n"
-    "      --allow-replace       let job code replace or cancel any job\n"
-    "                            (pawl.replace); without it, only its own\n"
-    "      --allow-restart       let job code restart any dead job instance\n"
-    "                            (enqueueing its identity); without it, only\n"
-    "                            its own\n"
-    "      --allow-webhook HOST[:PORT]  let job code post webhooks\n"
-    "                            (pawl.alert.webhook) to this destination\n"
-    "                            (repeatable; no port: 80 or 443)\n"
-    "      --load-timeout SECONDS  how long a script's top level may run when\n"
-    "                            it is loaded (default 10)\n"
-    "      --job-memory SIZE     heap ceiling of a job whose script sets no\n"
-    "                            memory (\"64M\", \"1G\", bytes; default 256M)\n"
-    "      --unsafe-lua          give job code the full standard library\n"
-    "      --admin-socket PATH   the attached console's unix socket (default:\n"
-    "                            the SQLite database's path + .sock; none on\n"
-    "                            PostgreSQL); none: no socket\n"
-    "      --admin-listen ADDRESS:PORT  also a TCP listener, only with\n"
-    "      --admin-token-file F  a token file (mode 600)\n"
-    "      --admin-timeout SECONDS  how long a console's chunk may run\n"
-    "                            (default 30)\n"
-    "      --retain POLICY       retention of finished jobs, swept by one node\n"
-    "                            at a time (default succeeded=1d,failed=7d,\n"
-    "                            canceled=1d); items STATE=DUR, queue:Q.STATE=\n"
-    "                            DUR, type:T.STATE=DUR, archive, batch=N,\n"
-    "                            pause=DUR, every=DUR; DUR or forever; off:\n"
-    "                            no sweep on this node\n"
-    "      --metrics ADDRESS:PORT  serve Prometheus metrics on /metrics\n"
-    "                            (127.0.0.1:9464; port 0: any free one)\n"
-    "      --metrics-token-file F  the token scrapers send (Authorization:\n"
-    "                            Bearer); required for a non-loopback address\n"
-    "      --metrics-refresh SECONDS  how often the database gauges are\n"
-    "                            read (default 5)\n"
-    "  cron next EXPR          print the next fire times of a cron expression\n"
-    "                          (docs/scheduling.md); opens no "
-    "database\n"
-    "      --tz ZONE             IANA time zone, like Europe/Berlin (default "
-    "UTC)\n"
-    "      --from TIME           start after TIME, ISO 8601 with a zone "
-    "(default now)\n"
-    "      --count N             how many, 1-1000 (default 5)\n"
-    "  recurring VERB          recurring definitions (cron in the database):\n"
-    "                          list|add|set|pause|resume|trigger|rm, all with\n"
-    "                          --json; `pawl recurring --help` for more\n"
-    "  bench [--help]          measure enqueue, throughput and pickup latency\n"
-    "  version                 print pawl's version\n"
-    "  help                    print this text\n"
-    "\n"
-    "Global options (anywhere on the line):\n"
-    "  --db URL                the database: sqlite:PATH, postgres://... (a\n"
-    "                          libpq URI) or postgres:CONNINFO (any libpq\n"
-    "                          connection string); default $PAWL_DB, else\n"
-    "                          sqlite:./pawl.db\n"
-    "  --create                create the database if there is none (only\n"
-    "                          migrate does without it)\n"
-    "  --db-mode MODE          permission bits of a new SQLite database file\n"
-    "                          and its -wal/-shm files (default 0600)\n"
-    "  --sync-full             SQLite synchronous=FULL: commits survive power\n"
-    "                          loss, at some cost in speed\n"
-    "\n"
-    "Options also take the form --name=value; \"--\" ends the options.\n"
-    "Exit status: 0 success, 1 the operation failed, 2 bad usage or input.\n";
+/* Prints "  LEFT  TEXT" with TEXT in a column of its own, wrapped at 79
+ * columns (a LEFT too wide for the column puts TEXT on the next line). */
+static void cli_help_item(FILE *f, const char *left, const char *arg,
+                          const char *text) {
+  enum { COL = 28, WIDTH = 79 };
+  int col = fprintf(f, "  %s%s%s", left, arg ? " " : "", arg ? arg : "");
+  if (col > COL - 2) {
+    fputc('\n', f);
+    col = 0;
+  }
+  fprintf(f, "%*s", COL - col, "");
+  col = COL;
+  for (const char *p = text; *p;) {
+    int w = (int)strcspn(p, " ");
+    if (col > COL && col + 1 + w > WIDTH) {
+      fprintf(f, "\n%*s", COL, "");
+      col = COL;
+    } else if (col > COL) {
+      fputc(' ', f);
+      col++;
+    }
+    col += fprintf(f, "%.*s", w, p);
+    for (p += w; *p == ' '; p++) {}
+  }
+  fputc('\n', f);
+}
+
+/* Prints a paragraph wrapped at 79 columns. */
+static void cli_help_para(FILE *f, const char *text) {
+  int col = 0;
+  for (const char *p = text; *p;) {
+    int w = (int)strcspn(p, " ");
+    if (col && col + 1 + w > 79) {
+      fputc('\n', f);
+      col = 0;
+    } else if (col) {
+      fputc(' ', f);
+      col++;
+    }
+    col += fprintf(f, "%.*s", w, p);
+    for (p += w; *p == ' '; p++) {}
+  }
+  fputc('\n', f);
+}
+
+/* `pawl --help` (cmd CLI_NONE): every command with its one line, and the
+ * global options; `pawl CMD --help`: CMD's usage and every option it
+ * takes, one line each, from cli_opts. */
+static void cli_help(FILE *f, cli_cmd_t cmd) {
+  if (cmd == CLI_NONE) {
+    fputs("usage: pawl [GLOBAL OPTIONS] COMMAND [ARGS] [OPTIONS]\n\n"
+          "Commands (pawl COMMAND --help, or pawl help COMMAND, lists its "
+          "options):\n", f);
+    for (int c = 0; c < CLI_CMD_COUNT; c++)
+      fprintf(f, "  %-11s %s\n", cli_cmds[c].name, cli_cmds[c].summary);
+    fputs("\nGlobal options (anywhere on the line):\n", f);
+    for (size_t k = 0; k < CLI_NOPTS; k++)
+      if (cli_opts[k].global)
+        cli_help_item(f, cli_opts[k].name, cli_opts[k].arg, cli_opts[k].help);
+    fputs("\nOptions also take the form --name=value; \"--\" ends the "
+          "options.\n"
+          "Exit status: 0 success, 1 the operation failed, 2 bad usage or "
+          "input.\n"
+          "More: man pawl, and docs/cli.md.\n", f);
+    return;
+  }
+  const struct cli_cmd_info *c = &cli_cmds[cmd];
+  const char *form = c->usage;
+  for (int first = 1; first || *form; first = 0) {
+    int len = (int)strcspn(form, "\n");
+    fprintf(f, "%s pawl %s%s%.*s\n", first ? "usage:" : "      ", c->name,
+            len ? " " : "", len, form);
+    form += len + (form[len] == '\n');
+  }
+  fputc('\n', f);
+  cli_help_para(f, c->about ? c->about : c->summary);
+  int any = 0;
+  for (size_t k = 0; k < CLI_NOPTS; k++) {
+    if (!(cli_opts[k].cmds & CLI_BIT(cmd))) continue;
+    if (!any++) fputs("\nOptions:\n", f);
+    cli_help_item(f, cli_opts[k].name, cli_opts[k].arg, cli_opts[k].help);
+  }
+  fputs("\nGlobal options (pawl --help):", f);
+  for (size_t k = 0; k < CLI_NOPTS; k++)
+    if (cli_opts[k].global)
+      fprintf(f, " %s%s%s", cli_opts[k].name, cli_opts[k].arg ? " " : "",
+              cli_opts[k].arg ? cli_opts[k].arg : "");
+  fputc('\n', f);
+}
 
 /* Everything the command line asked for. Pointers borrow argv. */
 typedef struct cli_args {
   cli_cmd_t cmd;
+  cli_cmd_t help_cmd;      /* help: the command asked about (CLI_NONE: all) */
   int no_args;             /* nothing at all on the command line */
   const char *db;          /* NULL: let pawl_open apply $PAWL_DB or default */
   int sync_full;
@@ -765,6 +863,14 @@ static int cli_apply(cli_args_t *a, const struct cli_opt *o, const char *v,
   long long n = 0;
   int rc = 0;
   switch (o->id) {
+  case CLI_O_DB:
+    /* pawl_open would quietly take an empty URL as "use the default". */
+    if (!*v) return cli_fail(err, CLI_USAGE, "--db needs a value");
+    a->db = v;
+    break;
+  case CLI_O_CREATE: a->create = 1; break;
+  case CLI_O_DB_MODE: rc = cli_parse_mode(v, &a->db_mode, err); break;
+  case CLI_O_SYNC_FULL: a->sync_full = 1; break;
   case CLI_O_JSON: a->json = 1; break;
   case CLI_O_RAW: a->raw = 1; break;
   case CLI_O_TRACE: a->trace = 1; break;
@@ -992,7 +1098,8 @@ static int cli_check_limit(cli_args_t *a, char *err) {
   else if (strcmp(l->verb, "rm") == 0) want = 2;
   else
     return cli_fail(err, CLI_USAGE,
-                    "limit needs list, set or rm (got \"%s\"; see pawl help)",
+                    "limit needs list, set or rm (got \"%s\"; see pawl "
+                    "limit --help)",
                     l->verb);
   if (a->npos < 2 && want > 1)
     return cli_fail(err, CLI_USAGE, "limit %s needs a NAME", l->verb);
@@ -1020,7 +1127,7 @@ static int cli_check_limit(cli_args_t *a, char *err) {
 
 /* Checks the positional arguments once the whole line has been read. */
 static int cli_check_positionals(cli_args_t *a, char *err) {
-  const char *cmd = cli_cmd_names[a->cmd];
+  const char *cmd = cli_cmds[a->cmd].name;
   size_t min = 0, max = 0;
   switch (a->cmd) {
   case CLI_ENQUEUE: min = 1, max = 2; break;
@@ -1032,7 +1139,7 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
   case CLI_RESUME:
   case CLI_RETRY: max = 1; min = a->has_filter ? 0 : 1; break; /* bulk */
   case CLI_CONSOLE: max = a->code ? 0 : 1; break; /* FILE.lua */
-  case CLI_HELP: max = 1; break; /* "pawl help enqueue": same text */
+  case CLI_HELP: max = 1; break; /* "pawl help enqueue": its help */
   case CLI_CRON: min = max = 2; break;
   case CLI_BATCH: min = max = 2; break;
   case CLI_QUEUE:
@@ -1080,15 +1187,15 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
     return cli_fail(err, CLI_USAGE,
                     "%s needs a job ID, or a filter for every matching job "
                     "(--state, --queue, --type, --tag, --older-than; see "
-                    "pawl help)",
-                    cmd);
+                    "pawl %s --help)",
+                    cmd, cmd);
   if (a->npos < min && a->cmd == CLI_SIGNAL)
     return cli_fail(err, CLI_USAGE,
                     "signal needs a KEY and a decision: pawl signal KEY "
                     "approve|reject [JSON]");
   if (a->npos < min)
-    return cli_fail(err, CLI_USAGE, "%s needs a %s (see pawl help)", cmd,
-                    a->cmd == CLI_ENQUEUE ? "job TYPE" : "job ID");
+    return cli_fail(err, CLI_USAGE, "%s needs a %s (see pawl %s --help)",
+                    cmd, a->cmd == CLI_ENQUEUE ? "job TYPE" : "job ID", cmd);
   if (a->npos == 1 && a->has_filter && (CLI_ACTIONS & CLI_BIT(a->cmd)))
     return cli_fail(err, CLI_USAGE,
                     "%s takes a job ID or a filter, not both", cmd);
@@ -1150,8 +1257,17 @@ static int cli_check_positionals(cli_args_t *a, char *err) {
          (rc = cli_check_json("--params", a->enq.params, err))))
       return rc;
   }
+  if (a->cmd == CLI_HELP) {
+    for (int c = 0; a->npos && c < CLI_CMD_COUNT; c++)
+      if (strcmp(a->pos[0], cli_cmds[c].name) == 0) a->help_cmd = (cli_cmd_t)c;
+    if (a->npos && a->help_cmd == CLI_NONE)
+      return cli_fail(err, CLI_USAGE,
+                      "help: unknown command \"%s\" (see pawl --help)",
+                      a->pos[0]);
+    return 0;
+  }
   if (a->cmd == CLI_CRON || a->cmd == CLI_CONSOLE) return 0;
-  if (a->npos == 1 && a->cmd != CLI_ENQUEUE && a->cmd != CLI_HELP &&
+  if (a->npos == 1 && a->cmd != CLI_ENQUEUE &&
       pawl_id_parse(&a->id, a->pos[0]) != 0)
     return cli_fail(err, CLI_USAGE, "\"%s\" is not a job id", a->pos[0]);
   return 0;
@@ -1173,7 +1289,7 @@ static int cli_name_is(const char *arg, size_t len, const char *name) {
  * they mean. */
 static int cli_parse(int argc, char **argv, cli_args_t *a, char *err) {
   int options_done = 0, rc;
-  a->cmd = CLI_NONE;
+  a->cmd = a->help_cmd = CLI_NONE;
   a->no_args = argc <= 1;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -1181,15 +1297,23 @@ static int cli_parse(int argc, char **argv, cli_args_t *a, char *err) {
     if (!is_opt) {
       if (a->cmd == CLI_NONE) {
         for (int c = 0; c < CLI_CMD_COUNT; c++)
-          if (strcmp(arg, cli_cmd_names[c]) == 0) a->cmd = (cli_cmd_t)c;
+          if (strcmp(arg, cli_cmds[c].name) == 0) a->cmd = (cli_cmd_t)c;
         if (a->cmd == CLI_NONE)
           return cli_fail(err, CLI_USAGE,
-                          "unknown command \"%s\" (see pawl help)", arg);
+                          "unknown command \"%s\" (see pawl --help)", arg);
+        /* main() hands these their whole line before it gets here, unless
+         * a global option they do not take came first. */
+        if (a->cmd == CLI_TOP || a->cmd == CLI_RECURRING ||
+            a->cmd == CLI_BENCH)
+          return cli_fail(err, CLI_USAGE,
+                          "%s takes no global option but --db, --create and "
+                          "--sync-full before it (see pawl %s --help)",
+                          arg, arg);
       } else if (a->npos < 3) {
         a->pos[a->npos++] = arg;
       } else {
         return cli_fail(err, CLI_USAGE, "unexpected argument \"%s\" for %s",
-                        arg, cli_cmd_names[a->cmd]);
+                        arg, cli_cmds[a->cmd].name);
       }
       continue;
     }
@@ -1198,7 +1322,10 @@ static int cli_parse(int argc, char **argv, cli_args_t *a, char *err) {
       continue;
     }
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-      a->cmd = CLI_HELP; /* help wins over whatever else was asked */
+      /* Help wins over whatever else was asked: the command's own, if
+       * one came first. */
+      a->help_cmd = a->cmd;
+      a->cmd = CLI_HELP;
       a->npos = 0;
       return 0;
     }
@@ -1208,57 +1335,41 @@ static int cli_parse(int argc, char **argv, cli_args_t *a, char *err) {
       a->cmd = CLI_VERSION;
       continue;
     }
-    if (cli_name_is(arg, len, "--sync-full")) {
-      if (value)
-        return cli_fail(err, CLI_USAGE, "--sync-full takes no value");
-      a->sync_full = 1;
-      continue;
+    /* The row for this command (or a global one); else any row of that
+     * name, for the message. */
+    const struct cli_opt *o = NULL, *any = NULL;
+    for (size_t k = 0; k < CLI_NOPTS && !o; k++) {
+      if (!cli_name_is(arg, len, cli_opts[k].name)) continue;
+      any = &cli_opts[k];
+      if (cli_opts[k].global ||
+          (a->cmd != CLI_NONE && (cli_opts[k].cmds & CLI_BIT(a->cmd))))
+        o = &cli_opts[k];
     }
-    if (cli_name_is(arg, len, "--create")) {
-      if (value) return cli_fail(err, CLI_USAGE, "--create takes no value");
-      a->create = 1;
-      continue;
+    if (!o) {
+      if (a->cmd == CLI_NONE)
+        return cli_fail(err, CLI_USAGE,
+                        any ? "option %.*s goes after the command (see pawl "
+                              "--help)"
+                            : "unknown option %.*s (see pawl --help)",
+                        (int)len, arg);
+      return cli_fail(err, CLI_USAGE,
+                      "unknown option %.*s for %s (see pawl %s --help)",
+                      (int)len, arg, cli_cmds[a->cmd].name,
+                      cli_cmds[a->cmd].name);
     }
-    if (cli_name_is(arg, len, "--db-mode")) {
-      if (!value) {
-        if (i + 1 >= argc)
-          return cli_fail(err, CLI_USAGE, "--db-mode needs a value");
-        value = argv[++i];
-      }
-      if ((rc = cli_parse_mode(value, &a->db_mode, err))) return rc;
-      continue;
-    }
-    const struct cli_opt *o = NULL;
-    int is_db = cli_name_is(arg, len, "--db");
-    for (size_t k = 0; k < CLI_NOPTS && !is_db && !o; k++)
-      if (cli_name_is(arg, len, cli_opts[k].name)) o = &cli_opts[k];
-    if ((is_db || (o && o->has_value)) && !value) {
+    if (o->arg && !value) {
       if (i + 1 >= argc)
         return cli_fail(err, CLI_USAGE, "%s needs a value", arg);
       value = argv[++i]; /* even if it starts with '-': --priority -5 */
-    } else if (o && !o->has_value && value) {
+    } else if (!o->arg && value) {
       return cli_fail(err, CLI_USAGE, "%.*s takes no value", (int)len, arg);
     }
-    if (is_db) {
-      /* pawl_open would quietly take an empty URL as "use the default". */
-      if (!*value) return cli_fail(err, CLI_USAGE, "--db needs a value");
-      a->db = value;
-      continue;
-    }
-    if (a->cmd == CLI_NONE)
-      return cli_fail(err, CLI_USAGE,
-                      o ? "option %.*s goes after the command (see pawl help)"
-                        : "unknown option %.*s (see pawl help)",
-                      (int)len, arg);
-    if (!o || !(o->cmds & CLI_BIT(a->cmd)))
-      return cli_fail(err, CLI_USAGE, "unknown option %.*s for %s", (int)len,
-                      arg, cli_cmd_names[a->cmd]);
     if ((rc = cli_apply(a, o, value, err))) return rc;
   }
   if (a->cmd == CLI_NONE) {
     a->cmd = CLI_HELP;
     if (!a->no_args)
-      return cli_fail(err, CLI_USAGE, "no command given (see pawl help)");
+      return cli_fail(err, CLI_USAGE, "no command given (see pawl --help)");
     return 0;
   }
   if (a->enq.return_existing && !a->enq.business_key)
@@ -1880,9 +1991,20 @@ int main(int argc, char **argv) {
   }
 
   int rc = cli_parse(argc, argv, &a, err), quiet = 0;
-  if (!rc && a.cmd == CLI_HELP) {
+  if (!rc && a.cmd == CLI_HELP &&
+      (a.help_cmd == CLI_TOP || a.help_cmd == CLI_RECURRING ||
+       a.help_cmd == CLI_BENCH)) {
+    /* pawl help top: these print their own help, beside their parsers. */
+    char name[16], opt[] = "--help";
+    snprintf(name, sizeof name, "%s", cli_cmds[a.help_cmd].name);
+    char *hargv[] = {name, opt, NULL};
+    rc = a.help_cmd == CLI_TOP ? cli_top_main(2, hargv, NULL, 0, err, sizeof err)
+         : a.help_cmd == CLI_RECURRING
+             ? cli_recurring_main(2, hargv, NULL, 0, err, sizeof err)
+             : cli_bench_main(2, hargv);
+  } else if (!rc && a.cmd == CLI_HELP) {
     /* No arguments at all is a usage error: show the text where errors go. */
-    fputs(cli_usage_text, a.no_args ? stderr : stdout);
+    cli_help(a.no_args ? stderr : stdout, a.help_cmd);
     rc = a.no_args ? CLI_USAGE : CLI_OK;
   } else if (!rc && a.cmd == CLI_VERSION) {
     printf("pawl %s\n", PAWL_VERSION);

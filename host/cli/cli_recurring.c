@@ -20,8 +20,15 @@
 #include "pawl.h"
 #include "tz.h"
 
+/* The help, beside the parser below: one line per option it takes
+ * (docs/cli.md and docs/man/pawl-recurring.1.scd list the same;
+ * cli_help_spec checks). */
 static const char rec_usage[] =
-    "usage: pawl [--db URL] recurring VERB [ARGS] [OPTIONS]\n"
+    "usage: pawl recurring list [OPTIONS]\n"
+    "       pawl recurring add NAME EXPR [OPTIONS]\n"
+    "       pawl recurring set NAME [OPTIONS]\n"
+    "       pawl recurring pause|resume|trigger|rm NAME [OPTIONS]\n"
+    "\n"
     "  list                    every definition: next and last fire (in its\n"
     "                          zone), last job, source, paused\n"
     "  add NAME EXPR           a definition firing on the cron expression EXPR\n"
@@ -29,15 +36,22 @@ static const char rec_usage[] =
     "  pause NAME | resume NAME\n"
     "  trigger NAME            enqueue one job now (the schedule is unchanged)\n"
     "  rm NAME                 remove it (its jobs stay)\n"
-    "Options (add, set):\n"
-    "  --cron EXPR             the expression (set)\n"
+    "\n"
+    "Options (add and set; --json everywhere):\n"
+    "  --cron EXPR             set: the new expression\n"
     "  --tz ZONE               IANA zone (default UTC)\n"
     "  --misfire POLICY        run_once (default), catch_up or skip\n"
     "  --catch-up-limit N      catch_up: at most N missed ones (1-1000, 10)\n"
     "  --type TYPE             the job type (default: NAME)\n"
     "  --payload JSON          the jobs' payload (default {})\n"
-    "  --queue Q  --priority N  --max-attempts N  --timeout SECONDS\n"
-    "  --json                  JSON output\n";
+    "  --queue Q               the jobs' queue\n"
+    "  --priority N            the jobs' priority\n"
+    "  --max-attempts N        the jobs' attempts before they fail for good\n"
+    "  --timeout SECONDS       the jobs' limit for one attempt\n"
+    "  --json                  JSON output\n"
+    "\n"
+    "Global options (pawl --help): --db URL --create (before or after "
+    "recurring)\n";
 
 typedef struct rec_args {
   const char *db, *verb, *name, *expr;
@@ -90,6 +104,20 @@ static int rec_parse(int argc, char **argv, rec_args_t *a, char *err,
       pos[npos++] = s;
       continue;
     }
+    /* The options that take a value (all but --json and --create): an
+     * unknown name is said as such, not as one missing its value. */
+    static const char *const valued[] = {
+        "--db",   "--cron",    "--tz",    "--misfire",  "--catch-up-limit",
+        "--type", "--payload", "--queue", "--priority", "--max-attempts",
+        "--timeout"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+      known |= strcmp(s, valued[k]) == 0;
+    if (!known)
+      return rec_fail(err, errlen, 2,
+                      "recurring: unknown option %s (see pawl recurring "
+                      "--help)",
+                      s);
     if (i + 1 >= argc)
       return rec_fail(err, errlen, 2, "recurring: %s needs a value", s);
     const char *v = argv[++i];
@@ -131,8 +159,8 @@ static int rec_parse(int argc, char **argv, rec_args_t *a, char *err,
     } else if (strcmp(s, "--timeout") == 0) {
       if ((rc = rec_int(s, v, &a->o.timeout_s, err, errlen))) return rc;
       a->fields |= PAWL_REC_TIMEOUT;
-    } else {
-      return rec_fail(err, errlen, 2, "recurring: unknown option %s", s);
+    } else { /* not in valued[] above */
+      return rec_fail(err, errlen, 2, "recurring: internal: option %s", s);
     }
   }
   if (npos == 0)
@@ -468,11 +496,13 @@ int cli_recurring_main(int argc, char **argv, const char *db, int create,
   rec_args_t a;
   memset(&a, 0, sizeof a);
   a.db = db;
-  if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
-                    strcmp(argv[1], "help") == 0)) {
-    fputs(rec_usage, stdout);
-    return 0;
-  }
+  /* --help anywhere (as every command takes it), or `recurring help`. */
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
+        (i == 1 && argc == 2 && strcmp(argv[i], "help") == 0)) {
+      fputs(rec_usage, stdout);
+      return 0;
+    }
   int rc = rec_parse(argc, argv, &a, err, errlen);
   if (rc) return rc;
   pawl_options_t opts;

@@ -1013,10 +1013,28 @@ typedef struct top_args {
   const char *connect, *token_file;
 } top_args_t;
 
+/* The help, beside the parser below: one line per option it takes
+ * (docs/cli.md and docs/man/pawl-top.1.scd list the same; cli_help_spec
+ * checks). */
 static const char top_usage[] =
-    "usage: pawl [--db URL] top [--interval SECONDS] [--once] [--json]\n"
-    "                           [--connect PATH|ADDRESS:PORT "
-    "[--admin-token-file F]]\n";
+    "usage: pawl top [OPTIONS]\n"
+    "\n"
+    "A live view: throughput, queues, nodes, the longest running and the\n"
+    "newest dead jobs. Keys: tab/arrows/j/k select, p pause/resume the\n"
+    "queue or job, i a job by id, q quit. Not a terminal: a plain print\n"
+    "every interval.\n"
+    "\n"
+    "Options:\n"
+    "  --interval SECONDS        refresh every SECONDS (0.1 to 3600; default 1)\n"
+    "  --once                    print once and exit\n"
+    "  --json                    JSON lines instead of text\n"
+    "  --connect PATH|ADDRESS:PORT\n"
+    "                            read through a running `pawl run`'s admin\n"
+    "                            socket or --admin-listen\n"
+    "  --admin-token-file F      with --connect ADDRESS:PORT: the file holding\n"
+    "                            the host's token\n"
+    "\n"
+    "Global options (pawl --help): --db URL --create (before or after top)\n";
 
 static int top_parse(int argc, char **argv, top_args_t *a, char *err,
                      size_t errlen) {
@@ -1055,7 +1073,7 @@ static int top_parse(int argc, char **argv, top_args_t *a, char *err,
       snprintf(err, errlen, "%s needs a value", o);
       return CLI_USAGE;
     } else {
-      snprintf(err, errlen, "unknown %s \"%s\" for top (pawl help)",
+      snprintf(err, errlen, "unknown %s \"%s\" for top (see pawl top --help)",
                o[0] == '-' ? "option" : "argument", o);
       return CLI_USAGE;
     }

@@ -827,7 +827,8 @@ describe("pawl CLI", function()
     end)
 
     it("prints usage listing every command and the global options", function()
-      for _, args in ipairs({ { "help" }, { "--help" }, { "enqueue", "--help" } }) do
+      for _, args in ipairs({ { "help" }, { "--help" }, { "-h" },
+                              { "--db", "sqlite:x.db", "--help" } }) do
         local r = H.run(args)
         assert.are.equal(0, r.code)
         assert.are.equal("", r.err)
@@ -836,6 +837,18 @@ describe("pawl CLI", function()
                              "--sync-full", "PAWL_DB" }) do
           assert.truthy(r.out:find(w, 1, true), "usage lacks " .. w)
         end
+      end
+      -- A command's --help is its own: its usage and its options, wherever
+      -- --help is on the line (spec/functional/cli_help_spec.lua checks
+      -- every command's against the docs).
+      for _, args in ipairs({ { "enqueue", "--help" }, { "enqueue", "t", "--queue", "q", "--help" },
+                              { "help", "enqueue" }, { "enqueue", "-h" } }) do
+        local r = H.run(args)
+        assert.are.equal(0, r.code, r.err)
+        assert.are.equal("", r.err)
+        assert.truthy(r.out:find("^usage: pawl enqueue TYPE"), r.out)
+        assert.truthy(r.out:find("\n  --business-key K ", 1, true), r.out)
+        assert.falsy(r.out:find("--until-idle", 1, true), r.out)
       end
       -- No arguments: the same text, as a usage error.
       local r = H.run({})

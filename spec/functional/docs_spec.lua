@@ -286,30 +286,6 @@ describe("docs", function()
     assert(#bad == 0, table.concat(bad, "\n"))
   end)
 
-  it("docs/cli.md names every command and option the help texts list", function()
-    local page = assert(H.read_file(SRC .. "/docs/cli.md"))
-    local missing = {}
-    for _, cmd in ipairs({ "", "recurring", "bench", "top" }) do
-      local help = H.capture(("%s %s --help 2>&1"):format(H.quote(H.bin), cmd))
-      assert.truthy(help:find("usage:", 1, true), help)
-      for opt in help:gmatch("%-%-[%l][%l%-]*") do
-        if not page:find(opt:gsub("%-", "%%-") .. "%f[^%l%-]") then
-          missing[#missing + 1] = opt
-        end
-      end
-    end
-    -- The commands: the words the general help lists at two blanks' indent.
-    local help = H.capture(H.quote(H.bin) .. " --help")
-    for verb in help:gmatch("\n  (%l+)") do
-      if not page:find("pawl " .. verb, 1, true) and
-         not page:find("|" .. verb, 1, true) and
-         not page:find("| " .. verb, 1, true) then
-        missing[#missing + 1] = verb
-      end
-    end
-    assert(#missing == 0, "docs/cli.md lacks: " .. table.concat(missing, " "))
-  end)
-
   it("every relative link resolves, anchors included", function()
     local bad = {}
     local cache = {}

@@ -1,6 +1,6 @@
 #!/bin/sh
 # layer_link_check.sh LIST: checks the dependency rules of the layout
-# (README, "Layout") from what each layer's objects ask of the linker, as
+# (docs/internals.md, "Layout") from what each layer's objects ask of the linker, as
 # layout_check.sh does from the #include lines: a layer's call that names
 # no header of another (a declaration written by hand, a header that
 # declares more than its folder defines) shows here. LIST is a file of
