@@ -2,9 +2,10 @@
 # compare_check.sh SOURCE_DIR: bench/compare.sh's refusals. Bad options,
 # bounds, unknown revisions and a missing valgrind or psql are refused
 # with exit status 2 and a message naming what was wrong, before anything
-# is built: no worktree is added, nothing is written to the cache or
-# TMPDIR. Nothing is built or measured here (a valid run builds two
-# trees), so it takes a second.
+# is built: no worktree is added, nothing is written to TMPDIR. Nothing is
+# built or measured here, so it takes a second: the cache directory given
+# lies under a plain file, so that a refusal that failed to happen would
+# end at once at the cache's mkdir (exit status 1) instead of building.
 set -eu
 src=$1
 script=$src/bench/compare.sh
@@ -15,7 +16,8 @@ fail() {
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/tmp"
-export PAWL_COMPARE_CACHE="$work/cache" TMPDIR="$work/tmp"
+: >"$work/file"
+export PAWL_COMPARE_CACHE="$work/file/cache" TMPDIR="$work/tmp"
 worktrees_before=$(git -C "$src" worktree list --porcelain)
 
 # run ARGS...: compare.sh ARGS, as the test's command line names it;
@@ -99,9 +101,13 @@ done
   refused "--pg: psql not found" --pg --no-callgrind HEAD
 )
 
-# Nothing was started or written by any of these.
+# Nothing was started or written by any of these. And a run that gets
+# past the checks does reach the cache's mkdir (so that the refusals above
+# are the checks', not that mkdir's).
+run --no-callgrind HEAD
+[ "$rc" = 1 ] && grep -qF "cannot create the cache directory $work/file/cache" "$work/err" ||
+  fail "compare.sh --no-callgrind HEAD with the cache under a file: exit status $rc: $(cat "$work/err")"
 [ "$(git -C "$src" worktree list --porcelain)" = "$worktrees_before" ] ||
   fail "compare.sh left a worktree: $(git -C "$src" worktree list)"
-[ ! -e "$work/cache" ] || fail "compare.sh wrote to its cache: $(ls -R "$work/cache")"
 [ -z "$(ls -A "$work/tmp")" ] || fail "compare.sh left files in TMPDIR: $(ls -A "$work/tmp")"
 echo "compare_check: ok"
