@@ -324,8 +324,8 @@ echo "- builds: CMake Release, $cc_version, SQLite $sqlite_version"
 
 # ---- 1. instructions ------------------------------------------------------
 # ir FUNCTION PROGRAM ARGS...: the instructions executed inside FUNCTION
-# (and what it calls) by PROGRAM ARGS under callgrind, in ir; empty when
-# the program has no such function.
+# (and what it calls) by PROGRAM ARGS under callgrind, in count; empty
+# when the program has no such function.
 ir() {
   func=$1
   shift
@@ -337,13 +337,13 @@ ir() {
     fail "valgrind --tool=callgrind --toggle-collect=$func $* failed (see $log)"
   # A child the program forks writes a file of its own: count them all.
   # Each file states its count twice (summary: and totals:): one of them.
-  ir=$(awk '
+  count=$(awk '
     function add() { if (file != "") n += (s != "" ? s : t) }
     FNR == 1 { add(); file = FILENAME; s = ""; t = "" }
     $1 == "summary:" { s = $2 }
     $1 == "totals:" { t = $2 }
     END { add(); print n + 0 }' "$tmp/cg"/out.*)
-  [ "$ir" != 0 ] || ir=""
+  [ "$count" != 0 ] || count=""
 }
 
 # change OLD NEW: "+0.06%"; "-" when either is missing.
@@ -363,10 +363,10 @@ cg_row() {
   shift 3
   note "callgrind: $label, OLD"
   ir "$func" "$old_bin/$prog" "$@"
-  o=$ir
+  o=$count
   note "callgrind: $label, NEW"
   ir "$func" "$new_bin/$prog" "$@"
-  n=$ir
+  n=$count
   echo "| $label | $(commas "${o:-n/a}") | $(commas "${n:-n/a}") | $(change "$o" "$n") |"
 }
 
