@@ -13,10 +13,12 @@
 # $PAWL_COMPARE_CACHE (default ~/.cache/pawl-compare), one per commit id,
 # so that the next run measuring the same commit builds nothing. Then:
 #
-#   1. instructions (valgrind callgrind: repeatable, the machine's load
-#      does not move them) of the SQLite store's claim+complete and
-#      enqueue_many (pawl_store_bench) and of pawl_enqueue_many (pawl
-#      bench), 20,000 jobs each, OLD and NEW;
+#   1. instructions (valgrind callgrind: the machine's load does not move
+#      them) of the SQLite store's claim+complete and enqueue_many
+#      (pawl_store_bench) and of pawl_enqueue_many (pawl bench), 20,000
+#      jobs each, alternately OLD, NEW, OLD, NEW... (a build's counts move
+#      by a few hundredths of a percent from run to run: the table shows
+#      that spread next to the change);
 #   2. wall time: `pawl bench --jobs N --runs 3 --latency-jobs 500`
 #      alternately OLD, NEW, OLD, NEW... on SQLite, and with --pg on a
 #      throwaway PostgreSQL server (spec/support/pg_server.sh, "bench":
@@ -46,15 +48,15 @@ usage: bench/compare.sh [options] OLD [NEW]
 
 Builds the git revisions OLD and NEW (default: HEAD, without uncommitted
 changes) in Release, each in a git worktree of its own, and measures them
-side by side: instruction counts (valgrind callgrind, 20,000 jobs) of the
-SQLite store's claim+complete and enqueue_many and of pawl_enqueue_many,
-then `pawl bench` wall time alternately OLD, NEW, OLD, NEW. Prints markdown
-tables for bench/RESULTS.md on stdout.
+side by side, alternately OLD, NEW, OLD, NEW: instruction counts
+(valgrind callgrind, 20,000 jobs) of the SQLite store's claim+complete and
+enqueue_many and of pawl_enqueue_many, then `pawl bench` wall time. Prints
+markdown tables for bench/RESULTS.md on stdout.
 
 options:
   --jobs N        jobs of each `pawl bench` wall-time run (default 20000;
                   1000 to 10000000)
-  --rounds N      OLD, NEW rounds of wall time (default 2; 1 to 20)
+  --rounds N      OLD, NEW rounds of each measurement (default 2; 1 to 20)
   --pg            the wall-time rounds on PostgreSQL too: a throwaway
                   server (spec/support/pg_server.sh), a database per revision
   --no-callgrind  skip the instruction counts (which need valgrind)
@@ -323,18 +325,25 @@ echo "- machine: $model, $(nproc) cores (nproc), Linux $(uname -r)"
 echo "- builds: CMake Release, $cc_version, SQLite $sqlite_version"
 
 # ---- 1. instructions ------------------------------------------------------
-# ir FUNCTION PROGRAM ARGS...: the instructions executed inside FUNCTION
-# (and what it calls) by PROGRAM ARGS under callgrind, in count; empty
-# when the program has no such function.
+# ir FUNCTION ROLE PROGRAM ARGS...: the instructions executed inside
+# FUNCTION (and what it calls) by PROGRAM ARGS under callgrind, in count;
+# "-" when the program has no such function. A program that fails after
+# counting (an old benchmark's own bug, say) keeps its count, with a note
+# under the table; one that counted nothing is a failure.
 ir() {
   func=$1
-  shift
+  role=$2
+  shift 2
   rm -rf "$tmp/cg"
   mkdir "$tmp/cg"
-  echo "## valgrind --toggle-collect=$func $*" >>"$log"
-  valgrind --tool=callgrind --callgrind-out-file="$tmp/cg/out.%p" \
-    --toggle-collect="$func" "$@" >>"$log" 2>&1 ||
-    fail "valgrind --tool=callgrind --toggle-collect=$func $* failed (see $log)"
+  echo "## $role: valgrind --toggle-collect=$func $*" >>"$log"
+  if valgrind --tool=callgrind --callgrind-out-file="$tmp/cg/out.%p" \
+    --toggle-collect="$func" "$@" >"$tmp/cg.log" 2>&1; then
+    status=0
+  else
+    status=$?
+  fi
+  cat "$tmp/cg.log" >>"$log"
   # A child the program forks writes a file of its own: count them all.
   # Each file states its count twice (summary: and totals:): one of them.
   count=$(awk '
@@ -343,37 +352,81 @@ ir() {
     $1 == "summary:" { s = $2 }
     $1 == "totals:" { t = $2 }
     END { add(); print n + 0 }' "$tmp/cg"/out.*)
-  [ "$count" != 0 ] || count=""
+  [ "$count" != 0 ] || count=-
+  [ "$status" = 0 ] && return 0
+  [ "$count" != - ] ||
+    fail "$role: valgrind --tool=callgrind --toggle-collect=$func $* failed with status $status (see $log)"
+  why=$(grep -v '^==[0-9]*==' "$tmp/cg.log" | tail -n 1)
+  note "$role: ${1##*/} exited with status $status after counting: $why"
+  echo "- $role's \`${1##*/}\` ($func) exited with status $status after counting: \`$why\`" >>"$tmp/cg.notes"
 }
 
-# change OLD NEW: "+0.06%"; "-" when either is missing.
-change() {
-  if [ -z "$1" ] || [ -z "$2" ]; then
-    echo "-"
-  else
-    awk -v o="$1" -v n="$2" 'BEGIN { printf "%+.2f%%\n", (n - o) * 100 / o }'
-  fi
-}
-
-# cg_row LABEL FUNCTION PROGRAM ARGS...: one table row, OLD then NEW.
+# cg_row LABEL FUNCTION PROGRAM ARGS...: one table row: OLD, NEW, OLD,
+# NEW... for the rounds; the change of the means, and the largest spread
+# of one revision's counts (the counts of one build move a little from
+# run to run, with the threads' interleaving: a change within the spread
+# is noise).
 cg_row() {
   label=$1
   func=$2
   prog=$3
   shift 3
-  note "callgrind: $label, OLD"
-  ir "$func" "$old_bin/$prog" "$@"
-  o=$count
-  note "callgrind: $label, NEW"
-  ir "$func" "$new_bin/$prog" "$@"
-  n=$count
-  echo "| $label | $(commas "${o:-n/a}") | $(commas "${n:-n/a}") | $(change "$o" "$n") |"
+  olds=""
+  news=""
+  r=1
+  while [ "$r" -le "$rounds" ]; do
+    note "callgrind: $label, round $r/$rounds, OLD"
+    ir "$func" OLD "$old_bin/$prog" "$@"
+    olds="$olds $count"
+    note "callgrind: $label, round $r/$rounds, NEW"
+    ir "$func" NEW "$new_bin/$prog" "$@"
+    news="$news $count"
+    r=$((r + 1))
+  done
+  awk -v label="$label" -v olds="$olds" -v news="$news" '
+    function commas(x,   s) {
+      s = ""
+      while (length(x) > 3) { s = "," substr(x, length(x) - 2) s; x = substr(x, 1, length(x) - 3) }
+      return x s
+    }
+    # Sets mean[w], lo[w], hi[w] and text[w] from the list; 0 if a count
+    # is missing.
+    function stats(w, list,   k, i, v, sum) {
+      k = split(list, v, " ")
+      text[w] = ""
+      sum = 0
+      for (i = 1; i <= k; i++) {
+        if (v[i] == "-") { text[w] = "n/a"; return 0 }
+        text[w] = text[w] (i > 1 ? " / " : "") commas(v[i])
+        sum += v[i]
+        if (i == 1 || v[i] + 0 < lo[w]) lo[w] = v[i] + 0
+        if (i == 1 || v[i] + 0 > hi[w]) hi[w] = v[i] + 0
+      }
+      mean[w] = sum / k
+      return 1
+    }
+    BEGIN {
+      ok = stats("o", olds) + stats("n", news) == 2
+      change = spread = "-"
+      if (ok) {
+        change = sprintf("%+.2f%%", (mean["n"] - mean["o"]) * 100 / mean["o"])
+        so = (hi["o"] - lo["o"]) * 100 / lo["o"]
+        sn = (hi["n"] - lo["n"]) * 100 / lo["n"]
+        spread = sprintf("%.2f%%", so > sn ? so : sn)
+      }
+      printf "| %s | %s | %s | %s | %s |\n", label, text["o"], text["n"], change, spread
+    }'
 }
 
 if [ "$callgrind" = 1 ]; then
   cgn=$(commas "$cg_jobs")
+  : >"$tmp/cg.notes"
   echo
-  echo "Instructions (valgrind callgrind, repeatable: the machine's load does not move them):"
+  if [ "$rounds" = 1 ]; then
+    echo "Instructions (valgrind callgrind; the machine's load does not move them), one count each:"
+  else
+    echo "Instructions (valgrind callgrind; the machine's load does not move them), $rounds alternating rounds (OLD, NEW, OLD, NEW...), each cell's counts in round order; the change is of the means, the spread the largest of one revision's (max - min) / min:"
+  fi
   echo
   echo '```sh'
   echo "valgrind --tool=callgrind --toggle-collect=claim_store \\"
@@ -384,14 +437,18 @@ if [ "$callgrind" = 1 ]; then
   echo "  pawl bench --jobs $cg_jobs --runs 1 --latency-jobs 0 --workers 1"
   echo '```'
   echo
-  echo "| measurement | $old_short | $new_short | change |"
-  echo "|---|---|---|---|"
+  echo "| measurement | $old_short | $new_short | change | spread |"
+  echo "|---|---|---|---|---|"
   cg_row "SQLite store claim+complete b=100, $cgn jobs" claim_store pawl_store_bench \
     --history 0 --jobs "$cg_jobs" --runs 1 --only "claim+complete b=100"
   cg_row "SQLite store enqueue_many, $cgn jobs" enqueue_store pawl_store_bench \
     --history 0 --jobs "$cg_jobs" --runs 1 --only "enqueue_many (1000/txn)"
   cg_row "\`pawl_enqueue_many\` (JSON check + store), $cgn jobs" pawl_enqueue_many pawl \
     bench --jobs "$cg_jobs" --runs 1 --latency-jobs 0 --workers 1
+  if [ -s "$tmp/cg.notes" ]; then
+    echo
+    awk '!seen[$0]++' "$tmp/cg.notes"
+  fi
 fi
 
 # ---- 2. wall time -----------------------------------------------------------
