@@ -412,7 +412,8 @@ cg_row() {
         change = sprintf("%+.2f%%", (mean["n"] - mean["o"]) * 100 / mean["o"])
         so = (hi["o"] - lo["o"]) * 100 / lo["o"]
         sn = (hi["n"] - lo["n"]) * 100 / lo["n"]
-        spread = sprintf("%.2f%%", so > sn ? so : sn)
+        # One count each (--rounds 1) has no spread to show.
+        if (split(olds, v, " ") > 1) spread = sprintf("%.2f%%", so > sn ? so : sn)
       }
       printf "| %s | %s | %s | %s | %s |\n", label, text["o"], text["n"], change, spread
     }'
