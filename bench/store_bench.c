@@ -361,6 +361,11 @@ BENCH_SIDE static sample_t enqueue_ceiling(const char *path, size_t n,
       sqlite3_bind_null(ins, 15);
       sqlite3_bind_text(ins, 16, BENCH_PRINCIPAL, -1, SQLITE_STATIC);
       sqlite3_bind_int64(ins, 17, now);
+      sqlite3_bind_null(ins, 18); /* ordering key */
+      sqlite3_bind_null(ins, 19); /* resource */
+      sqlite3_bind_null(ins, 20); /* batch */
+      sqlite3_bind_int(ins, 21, 0); /* depth: enqueued by no job */
+      sqlite3_bind_int(ins, 22, 0); /* early: due now */
       exec_stmt(db, ins, "insert");
     }
     exec_stmt(db, commit, "commit");
