@@ -386,10 +386,10 @@ int pawl__pg_replace(store_t *base, const store_replace_t *r) {
   int live = old->state == PAWL_PENDING || old->state == PAWL_RUNNING ||
              old->state == PAWL_PAUSED || old->state == PAWL_BLOCKED;
   int64_t version = old->version;
-  /* A batch's child hands its place to the replacement (batches):
-   * see sq_replace(). The old row is locked (above) before its batch
-   * row (pawl__pg_batch_count_job), the order every path that counts follows.
-   */
+  /* A batch's child hands its place to the replacement (batches): see
+   * pawl__sq_replace() in stores/sqlite/flow.c. The old row is locked
+   * (above) before its batch row (pawl__pg_batch_count_job), the order
+   * every path that counts follows. */
   int64_t d[3];
   int take_back = store_batch_delta(old->state, old->paused_from,
                                     PAWL_PENDING, 0, d);
@@ -406,7 +406,7 @@ int pawl__pg_replace(store_t *base, const store_replace_t *r) {
     rc = pawl__pg_run(s, PG_REP_LEAVE, 1, pp.v, NULL, "leave the batch");
   }
   /* Dependencies: a live job's edges go to the replacement
-   * before its cancel (see sq_replace()). */
+   * before its cancel (see pawl__sq_replace(), stores/sqlite/flow.c). */
   pg_params_t dp;
   pp_id(&dp, 0, r->old_id);
   pp_id(&dp, 1, &r->job->id);

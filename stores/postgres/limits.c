@@ -307,7 +307,8 @@ int pawl__pg_claim_limited(pg_store_t *s, const store_claim_t *c,
   return rc;
 }
 
-/* next_due() on a database with limits: as sq_next_due_limited(). */
+/* next_due() on a database with limits: as pawl__sq_next_due_limited()
+ * (stores/sqlite/limits.c). */
 int pawl__pg_next_due_limited(pg_store_t *s, store_limits_t *l,
                               const char *const *queues, size_t nqueues,
                               const char *arr, int64_t *run_at) {

@@ -316,10 +316,10 @@
 #define PG_SQL_NEXT_DUE_QUEUE PG_SQL_NEXT_DUE_OF("lane.q = $1::text")
 #define PG_SQL_NEXT_DUE_QUEUES PG_SQL_NEXT_DUE_OF("lane.q = ANY($1::text[])")
 
-/* next_due with limits (see sq_next_due_limited(), SQLite): the jobs
- * outside the limits with nothing left ($1 queues or NULL, $2 resources,
- * $3 queues of queue limits); one resource's ($1, $2 queues or NULL); one
- * queue's ($1). */
+/* next_due with limits (see pawl__sq_next_due_limited(),
+ * stores/sqlite/limits.c): the jobs outside the limits with nothing left
+ * ($1 queues or NULL, $2 resources, $3 queues of queue limits); one
+ * resource's ($1, $2 queues or NULL); one queue's ($1). */
 #define PG_SQL_NEXT_DUE_LIM                                                  \
   PG_SQL_NEXT_DUE_OF("($1::text[] IS NULL OR lane.q = ANY($1::text[])) AND " \
                      "lane.r <> ALL($2::text[]) AND lane.q <> ALL($3::text[])")
