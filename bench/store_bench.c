@@ -508,6 +508,7 @@ BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
     sqlite3_bind_blob(take, 3, token.bytes, 16, SQLITE_STATIC);
     sqlite3_bind_int64(take, 4, now + BENCH_LEASE_MS);
     sqlite3_bind_text(take, 5, seqs, (int)len, SQLITE_STATIC);
+    sqlite3_bind_int64(take, 6, now); /* every job starts now */
     exec_stmt(db, take, "take");
     if ((size_t)sqlite3_changes(db) != n) die("take: rows changed under us");
     exec_stmt(db, commit, "commit claim");

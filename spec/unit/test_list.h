@@ -14,6 +14,7 @@
 #include "test_list_store_pg.h"
 #include "test_list_ordering.h"
 #include "test_list_claim_hold.h"
+#include "test_list_hot_path.h"
 #include "test_list_store_limits.h"
 #include "test_list_sigrep.h"
 #include "test_list_authority.h"

@@ -151,17 +151,21 @@
 #define SQLITE_SQL_PAUSED_QUEUES "SELECT name FROM pawl_queues WHERE paused = 1"
 
 /* CLAIM_TAKE: ?1 now, ?2 owner, ?3 lease token, ?4 lease expiry, ?5 a JSON
- * array of the picked seqs, ?6 one of those claimed ahead of a free
- * worker (store_claim_t.ahead_from), whose started_at stays NULL until
- * their start is recorded. Progress belongs to an attempt, so a new
- * attempt starts without any. pawl__sq_claim() applies the same changes
- * to the jobs it hands out. */
+ * array of picked seqs, ?6 their started_at: ?1 for jobs that start now,
+ * NULL for those claimed ahead of a free worker (store_claim_t.ahead_from),
+ * whose start is recorded when their body starts. A claim with both runs
+ * it twice, once for each list: a per-row test of the ahead list cost
+ * every claimed job a probe (bench/RESULTS.md). Progress belongs to an
+ * attempt, so a new attempt starts without any. OR ROLLBACK: a constraint
+ * that fails ends the transaction, as every error of a claim does anyway
+ * (pawl__sq_end()), so SQLite keeps no statement journal for this
+ * many-row UPDATE. pawl__sq_claim() applies the same changes to the jobs
+ * it hands out. */
 #define SQLITE_SQL_CLAIM_TAKE                                                \
-  "UPDATE pawl_jobs SET state = 1, attempt = attempt + 1, started_at = "     \
-  "CASE WHEN ?6 IS NOT NULL AND seq IN (SELECT value FROM json_each(?6)) "   \
-  "THEN NULL ELSE ?1 END, "                                                  \
-  "lease_owner = ?2, lease_token = ?3, lease_expires = ?4, updated_at = ?1, "\
-  "progress_done = NULL, progress_total = NULL, version = version + 1 "      \
+  "UPDATE OR ROLLBACK pawl_jobs SET state = 1, attempt = attempt + 1, "      \
+  "started_at = ?6, lease_owner = ?2, lease_token = ?3, lease_expires = ?4, "\
+  "updated_at = ?1, progress_done = NULL, progress_total = NULL, "           \
+  "version = version + 1 "                                                   \
   "WHERE seq IN (SELECT value FROM json_each(?5)) AND state = 0"
 
 /* Success, the common path: one UPDATE per job, its history on the row.
