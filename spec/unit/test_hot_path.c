@@ -9,8 +9,9 @@
  *   list of them);
  * - the claim's many-row UPDATE keeps no statement journal (it would
  *   spill into a temporary file past 64 KiB when temp_store is FILE);
- * - a finish of n successes runs n statements plus a fixed few and
- *   changes n rows plus the throughput bucket;
+ * - a finish of n successes runs a fixed few statements, whatever n,
+ *   changes n rows plus the throughput bucket, and writes for each job
+ *   what a finish of that job alone would write;
  * - what the claim writes is what it hands out: started_at is the claim's
  *   time for the jobs that start now, NULL for those claimed ahead. */
 #include <sqlite3.h>
@@ -204,14 +205,14 @@ void test_sqlite_claim_take_no_statement_journal(void) {
   sqlite3_vfs_unregister(&g_count_vfs);
 }
 
-/* A finish of n successes: one UPDATE per job, by its row key, and a
- * fixed few statements around them (the transaction, the throughput
- * bucket); n rows changed, and the bucket. No history row is written for
- * a success (it is on the job's row), and the start of a job claimed
- * ahead that ended before its start was written costs no write. */
+/* A finish of n successes: one UPDATE for all of them (they carry their
+ * row keys), and a fixed few statements around it (the transaction, the
+ * throughput bucket): as many statements for 300 jobs as for 10; n rows
+ * changed, and the bucket. No history row is written for a success (it
+ * is on the job's row); the run is the body's, as measured. */
 void test_sqlite_finish_writes_per_job(void) {
   static const size_t sizes[] = {10, 300};
-  long fixed[2];
+  long stmts[2];
   for (size_t k = 0; k < 2; k++) {
     size_t n = sizes[k];
     char name[64];
@@ -221,7 +222,7 @@ void test_sqlite_finish_writes_per_job(void) {
     hp_enqueue(p, (int)n);
     pawl_job_t **jobs = NULL;
     CHECK_INT(hp_claim(p, n, n, &jobs), ==, n);
-    atomic_fetch_add(&hp_now, 250);
+    atomic_fetch_add(&hp_now, 10000);
     pawl_outcome_t *outs = calloc(n, sizeof *outs);
     int *rcs = calloc(n, sizeof *rcs);
     CHECK(outs && rcs);
@@ -230,15 +231,15 @@ void test_sqlite_finish_writes_per_job(void) {
                                  .attempt = jobs[i]->attempt,
                                  .kind = PAWL_OUT_SUCCEEDED,
                                  .store_key = jobs[i]->store_key,
-                                 .started_at = T0 + 100,
-                                 .ended_at = T0 + 200};
+                                 .result = i % 2 ? "{\"i\":1}" : NULL,
+                                 .started_at = T0 + 100 + (int64_t)i,
+                                 .ended_at = T0 + 200 + (int64_t)i};
     hp_count_on(db);
     CHECK_OK(pawl_finish(p, outs, n, rcs));
     long long changes = hp_count_off(db);
+    stmts[k] = g_stmts;
     for (size_t i = 0; i < n; i++) CHECK_INT(rcs[i], ==, 0);
     CHECK_INT(changes, ==, (long long)n + 1);
-    fixed[k] = g_stmts - (long)n;
-    CHECK_INT(fixed[k], <=, 5);
     long long rows = 0;
     sqlite3_stmt *st;
     CHECK_INT(sqlite3_prepare_v2(db,
@@ -249,16 +250,115 @@ void test_sqlite_finish_writes_per_job(void) {
     if (sqlite3_step(st) == SQLITE_ROW) rows = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     CHECK_INT(rows, ==, 0);
-    /* Measured where it happened: the body's run, not the claim. */
-    pawl_job_t *j = NULL;
-    CHECK_OK(pawl_get(p, &jobs[n - 1]->id, &j));
-    CHECK_INT(j->started_at, ==, T0 + 100);
-    CHECK_INT(j->finished_at, ==, T0 + 200);
-    pawl_job_free(j);
+    /* Measured where it happened: the body's run, not the claim; each
+     * job its own run and result. */
+    for (size_t i = 0; i < n; i++) {
+      pawl_job_t *j = NULL;
+      CHECK_OK(pawl_get(p, &jobs[i]->id, &j));
+      CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
+      CHECK_INT(j->started_at, ==, T0 + 100 + (int64_t)i);
+      CHECK_INT(j->finished_at, ==, T0 + 200 + (int64_t)i);
+      CHECK_INT(j->finished_at - j->started_at, ==, 100);
+      if (i % 2)
+        CHECK_STR(j->result, "{\"i\":1}");
+      else
+        CHECK(j->result == NULL);
+      pawl_job_free(j);
+    }
     pawl_jobs_free(jobs, n);
     free(outs);
     free(rcs);
     pawl_close(p);
   }
-  CHECK_INT(fixed[0], ==, fixed[1]);
+  CHECK_INT(stmts[0], ==, stmts[1]);
+  CHECK_INT(stmts[0], <=, 6);
+}
+
+/* Successes written together keep what each would get alone: among a
+ * run of successes, one under an attempt that is not the job's (stale),
+ * one whose row key names another running job (foreign: the id is the
+ * truth, the other job stays running), a repeat of an outcome already
+ * written (stale), one without a row key, and runs broken by a retry and
+ * by a start record. Times: a start the body reports before the claim is
+ * the claim's, an unmeasured end is the finish's now, a start not
+ * measured keeps the claim's (NULL when claimed ahead). */
+void test_sqlite_finish_run_mixed(void) {
+  enum { N = 9 };
+  pawl_t *p = hp_open("finish_mixed");
+  hp_enqueue(p, N);
+  pawl_job_t **jobs = NULL;
+  /* The first three start now (started_at T0), the rest claimed ahead. */
+  CHECK_INT(hp_claim(p, N, N - 3, &jobs), ==, N);
+  int64_t now = T0 + 1000;
+  atomic_store(&hp_now, now);
+  pawl_outcome_t o[12];
+  memset(o, 0, sizeof o);
+  for (int i = 0; i < 12; i++) o[i].kind = PAWL_OUT_SUCCEEDED;
+#define OUT(k, j) (o[k].id = jobs[j]->id, o[k].attempt = jobs[j]->attempt, \
+                   o[k].store_key = jobs[j]->store_key)
+  OUT(0, 0); o[0].started_at = T0 - 50; o[0].ended_at = T0 + 10;   /* before the claim */
+  OUT(1, 1); o[1].attempt = 7;                                     /* stale attempt */
+  OUT(2, 2); o[2].store_key = jobs[8]->store_key;                  /* foreign key */
+  o[2].started_at = T0 + 20; o[2].ended_at = T0 + 25;
+  OUT(3, 0);                                                       /* a repeat */
+  OUT(4, 3); o[4].store_key = 0; o[4].started_at = T0 + 30; o[4].ended_at = T0 + 40;
+  OUT(5, 4); o[5].kind = PAWL_OUT_RETRY; o[5].error = "boom"; o[5].run_at = now + 60000;
+  OUT(6, 5); o[6].kind = PAWL_OUT_STARTED; o[6].started_at = T0 + 300;
+  OUT(7, 5); o[7].started_at = T0 + 300; o[7].ended_at = T0 + 400;
+  o[7].branches = "[\"big\"]";                                     /* fired */
+  OUT(8, 6); o[8].started_at = T0 + 500;                           /* end not measured */
+  OUT(9, 7); o[9].ended_at = T0 + 600;                             /* start not measured */
+  OUT(10, 6);                                                      /* a repeat */
+  OUT(11, 1);                                                      /* the right attempt */
+#undef OUT
+  int rcs[12];
+  for (int i = 0; i < 12; i++) rcs[i] = 99;
+  if (pawl_finish(p, o, 12, rcs) != 0)
+    unit_fail(__FILE__, __LINE__, "finish: %s", pawl_errmsg(p));
+  static const int want_rc[12] = {0, PAWL_ELEASE, 0, PAWL_ELEASE, 0, 0,
+                                  0, 0, 0, 0, PAWL_ELEASE, 0};
+  for (int i = 0; i < 12; i++)
+    if (rcs[i] != want_rc[i])
+      unit_fail(__FILE__, __LINE__, "outcome %d: rc %d, want %d", i, rcs[i],
+                want_rc[i]);
+  static const struct {
+    int state;
+    int64_t started, finished;
+  } want[N] = {
+      {PAWL_SUCCEEDED, T0, T0 + 10},           /* start capped at the claim */
+      {PAWL_SUCCEEDED, T0, T0 + 1000},         /* o[11]: claim's start, now */
+      {PAWL_SUCCEEDED, T0 + 20, T0 + 25},      /* by its id */
+      {PAWL_SUCCEEDED, T0 + 30, T0 + 40},      /* without a row key */
+      {PAWL_PENDING, 0, 0},                    /* the retry */
+      {PAWL_SUCCEEDED, T0 + 300, T0 + 400},
+      {PAWL_SUCCEEDED, T0 + 500, T0 + 1000},   /* end: the finish's now */
+      {PAWL_SUCCEEDED, 0, T0 + 600},           /* claimed ahead, no start */
+      {PAWL_RUNNING, 0, 0},                    /* the foreign key's row */
+  };
+  for (int i = 0; i < N; i++) {
+    pawl_job_t *j = NULL;
+    CHECK_OK(pawl_get(p, &jobs[i]->id, &j));
+    if ((int)j->state != want[i].state ||
+        (want[i].state == PAWL_SUCCEEDED &&
+         (j->started_at != want[i].started || j->finished_at != want[i].finished)))
+      unit_fail(__FILE__, __LINE__,
+                "job %d: state %d started %lld finished %lld; want %d %lld %lld",
+                i, j->state, (long long)(j->started_at - T0),
+                (long long)(j->finished_at - T0), want[i].state,
+                (long long)(want[i].started - T0),
+                (long long)(want[i].finished - T0));
+    pawl_job_free(j);
+  }
+  /* The branches that fired are kept with the job written in the run. */
+  sqlite3_stmt *st;
+  CHECK_INT(sqlite3_prepare_v2(hp_db(p), "SELECT count(*) FROM pawl_jobs WHERE "
+                               "branches = '[\"big\"]' AND seq = ?1",
+                               -1, &st, NULL),
+            ==, SQLITE_OK);
+  sqlite3_bind_int64(st, 1, jobs[5]->store_key);
+  CHECK_INT(sqlite3_step(st), ==, SQLITE_ROW);
+  CHECK_INT(sqlite3_column_int(st, 0), ==, 1);
+  sqlite3_finalize(st);
+  pawl_jobs_free(jobs, N);
+  pawl_close(p);
 }

@@ -3,3 +3,4 @@
 TEST_ENTRY(sqlite_claim_ahead_costs_no_probe)
 TEST_ENTRY(sqlite_claim_take_no_statement_journal)
 TEST_ENTRY(sqlite_finish_writes_per_job)
+TEST_ENTRY(sqlite_finish_run_mixed)

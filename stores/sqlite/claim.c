@@ -92,19 +92,6 @@ char *pawl__sq_queues_json(const char *const *queues, size_t n) {
   return json;
 }
 
-/* Appends `v` to the JSON array being built in `b` (its '[' written
- * first, with no ']' yet): snprintf's cost, once per claimed job, was
- * half that of reading the job's row. */
-static void sq_seq_put(pawl_buf_t *b, int64_t v) {
-  char tmp[24], *e = tmp + sizeof tmp, *q = e;
-  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  do *--q = (char)('0' + u % 10);
-  while (u /= 10);
-  if (v < 0) *--q = '-';
-  pawl__buf_putc(b, b->len ? ',' : '[');
-  pawl__buf_append(b, q, (size_t)(e - q));
-}
-
 /* Leases the picked rows of one JSON array `seqs` (not empty) with
  * started_at `started` (0: NULL, claimed ahead), adding the rows changed
  * to *changed. */

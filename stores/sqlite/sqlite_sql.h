@@ -204,6 +204,30 @@
   SQLITE_SQL_SUCCEED_SET                                                     \
   "seq = ?6 AND id = ?3 AND state = 1 AND lease_token = ?4 AND attempt = ?5"
 
+/* A run of two or more successes of one finish that carry their row key,
+ * written by one statement: ?1 a JSON array of their seqs, ?2 now, ?3
+ * the lease token. Each row's outcome is found by its seq through the
+ * store's SQL functions (terminal.c): pawl_fin_ok() checks the job's id
+ * and attempt as SUCCEED_SEQ does, pawl_fin_result() hands over the
+ * result (and marks the outcome written), pawl_fin_start() and
+ * pawl_fin_end() compute the run as SQLITE_SQL_RUN_START and _END do
+ * from the row's started_at. One statement opens the cursors of the
+ * table's indexes once for the run instead of once per job, which was
+ * about a sixth of a success's cost (bench/RESULTS.md); the per-row
+ * values come from C, not from JSON parsed again for each column (the
+ * reason the one-statement finish was dropped before). An outcome it
+ * does not write (a stale or foreign key) goes the way of SUCCEED_SEQ's
+ * fallback, by its id. OR ROLLBACK: an error ends the finish's
+ * transaction anyway, so no statement journal is kept. */
+#define SQLITE_SQL_SUCCEED_MANY                                              \
+  "UPDATE OR ROLLBACK pawl_jobs SET state = 2, result = pawl_fin_result("    \
+  "seq), last_error = NULL, started_at = pawl_fin_start(seq, started_at), "  \
+  "finished_at = pawl_fin_end(seq, started_at), "                            \
+  "updated_at = pawl_tp_note(queue, ?2, batch_id, CASE WHEN deps_open "      \
+  "THEN seq END, ordering_key), lease_expires = NULL, version = version + 1 "\
+  "WHERE seq IN (SELECT value FROM json_each(?1)) AND state = 1 AND "        \
+  "lease_token = ?3 AND pawl_fin_ok(seq, id, attempt)"
+
 /* Throughput (stores/store.h, "Throughput"): how a finish adds to a
  * minute's bucket, one UPSERT per distinct state and queue of the batch. */
 #define SQLITE_SQL_TP_UPSERT                                                 \

@@ -310,6 +310,7 @@ static void sq_close(store_t *base) {
   pawl__free(s->bn);
   pawl__free(s->qb_queue);
   pawl__free(s->dep_seq);
+  pawl__free(s->fin);
   pawl__sq_keys_clear(s);
   pawl__free(s->keys);
   pawl__free(s->path);
@@ -596,6 +597,23 @@ static int sq_configure(sq_store_t *s, const store_config_t *cfg,
       sqlite3_create_function_v2(s->db, "pawl_key_note", 2,
                                  SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
                                  pawl__sq_key_note_fn, NULL, NULL,
+                                 NULL) != SQLITE_OK ||
+      /* SQLITE_SQL_SUCCEED_MANY's view of its outcomes (terminal.c). */
+      sqlite3_create_function_v2(s->db, "pawl_fin_ok", 3,
+                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
+                                 pawl__sq_fin_ok_fn, NULL, NULL,
+                                 NULL) != SQLITE_OK ||
+      sqlite3_create_function_v2(s->db, "pawl_fin_result", 1,
+                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
+                                 pawl__sq_fin_result_fn, NULL, NULL,
+                                 NULL) != SQLITE_OK ||
+      sqlite3_create_function_v2(s->db, "pawl_fin_start", 2,
+                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
+                                 pawl__sq_fin_start_fn, NULL, NULL,
+                                 NULL) != SQLITE_OK ||
+      sqlite3_create_function_v2(s->db, "pawl_fin_end", 2,
+                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
+                                 pawl__sq_fin_end_fn, NULL, NULL,
                                  NULL) != SQLITE_OK) {
     snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
              sqlite3_errmsg(s->db));

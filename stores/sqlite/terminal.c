@@ -21,6 +21,7 @@
 const char *const pawl__sq_sql_terminal[SQ__CONTROL - SQ__TERMINAL] = {
     SQ_AT(SQ_SUCCEED) = SQLITE_SQL_SUCCEED,
     SQ_AT(SQ_SUCCEED_SEQ) = SQLITE_SQL_SUCCEED_SEQ,
+    SQ_AT(SQ_SUCCEED_MANY) = SQLITE_SQL_SUCCEED_MANY,
     /* Records the attempt being finished from the row as it is before the
      * change; with a token (?5) it only matches the holder's attempt ?6,
      * which is how a stale outcome is detected. ?7, ?8: the body's start
@@ -364,6 +365,181 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
                     o->kind == PAWL_OUT_RETRY && o->ordering_skip);
 }
 
+/* ---- a run of successes in one statement (SQLITE_SQL_SUCCEED_MANY) ---- */
+
+/* Seq order, then the outcomes' order: the first outcome of a seq is the
+ * one the statement may write, as the first would be written one by one
+ * (a repeat then finds the job ended, and is refused as stale). */
+static int sq_fin_cmp(const void *a, const void *b) {
+  const struct sq_fin *x = a, *y = b;
+  if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+  return x->o < y->o ? -1 : x->o > y->o;
+}
+
+/* The first outcome of `seq` in s->fin, or NULL. The statement visits its
+ * rows in seq order, each several times in a row (one call per column),
+ * so the last place found is looked at first. */
+static struct sq_fin *sq_fin_find(sq_store_t *s, int64_t seq) {
+  size_t p = s->fin_pos;
+  if (p < s->nfin && s->fin[p].seq == seq) return &s->fin[p];
+  size_t lo = 0, hi = s->nfin;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->fin[mid].seq < seq)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == s->nfin || s->fin[lo].seq != seq) return NULL;
+  s->fin_pos = lo;
+  return &s->fin[lo];
+}
+
+static struct sq_fin *sq_fin_arg(sqlite3_context *ctx, sqlite3_value *seq) {
+  return sq_fin_find(sqlite3_user_data(ctx), sqlite3_value_int64(seq));
+}
+
+/* pawl_fin_ok(seq, id, attempt): whether the row is the one the outcome
+ * of its seq names, under that attempt (its state and lease token are
+ * the statement's own test). */
+void pawl__sq_fin_ok_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
+  (void)argc;
+  struct sq_fin *f = sq_fin_arg(ctx, v[0]);
+  int ok = f && !f->done &&
+           sqlite3_value_bytes(v[1]) == (int)sizeof f->o->id.bytes &&
+           memcmp(sqlite3_value_blob(v[1]), f->o->id.bytes,
+                  sizeof f->o->id.bytes) == 0 &&
+           sqlite3_value_int64(v[2]) == f->o->attempt;
+  sqlite3_result_int(ctx, ok);
+}
+
+/* pawl_fin_result(seq): the outcome's result, and the outcome is written:
+ * a SET expression, evaluated once for each row the statement writes. */
+void pawl__sq_fin_result_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
+  (void)argc;
+  struct sq_fin *f = sq_fin_arg(ctx, v[0]);
+  if (!f) {
+    sqlite3_result_error(ctx, "pawl_fin_result: no outcome for the row", -1);
+    return;
+  }
+  f->done = 1;
+  if (f->o->result)
+    sqlite3_result_text(ctx, f->o->result, -1, SQLITE_STATIC);
+  else
+    sqlite3_result_null(ctx);
+}
+
+/* SQLITE_SQL_RUN_START for outcome `o` and the row's started_at `row`
+ * (NULL: claimed ahead, not recorded): the run's start, 0 for NULL; the
+ * body's end as measured (capped at `now`; 0: not measured) into *end. */
+static int64_t sq_fin_run_start(const pawl_outcome_t *o, int64_t now,
+                                sqlite3_value *row, int64_t *end) {
+  int64_t start;
+  sq_run_times(o, now, &start, end);
+  int has_row = sqlite3_value_type(row) != SQLITE_NULL;
+  int64_t r = has_row ? sqlite3_value_int64(row) : 0;
+  if (!start) return r;
+  return has_row && r > start ? r : start;
+}
+
+/* pawl_fin_start(seq, started_at): the run's start (SQLITE_SQL_RUN_START). */
+void pawl__sq_fin_start_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
+  (void)argc;
+  sq_store_t *s = sqlite3_user_data(ctx);
+  struct sq_fin *f = sq_fin_arg(ctx, v[0]);
+  if (!f) {
+    sqlite3_result_error(ctx, "pawl_fin_start: no outcome for the row", -1);
+    return;
+  }
+  int64_t end, start = sq_fin_run_start(f->o, s->fin_now, v[1], &end);
+  if (start)
+    sqlite3_result_int64(ctx, start);
+  else
+    sqlite3_result_null(ctx);
+}
+
+/* pawl_fin_end(seq, started_at): the run's end (SQLITE_SQL_RUN_END): the
+ * finish's now when not measured, else not before the run's start. */
+void pawl__sq_fin_end_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
+  (void)argc;
+  sq_store_t *s = sqlite3_user_data(ctx);
+  struct sq_fin *f = sq_fin_arg(ctx, v[0]);
+  if (!f) {
+    sqlite3_result_error(ctx, "pawl_fin_end: no outcome for the row", -1);
+    return;
+  }
+  int64_t end, start = sq_fin_run_start(f->o, s->fin_now, v[1], &end);
+  sqlite3_result_int64(ctx, !end ? s->fin_now : start > end ? start : end);
+}
+
+/* Writes the run of successes outs[from..to) (each with a row key) by one
+ * statement; the ones it did not write (a stale or foreign key, a repeat)
+ * then go one by one by their id, as SUCCEED_SEQ's fallback. Their
+ * results into rcs; a failure of the statement is the finish's. */
+static int sq_finish_run(sq_store_t *s, const pawl_id_t *token,
+                         const pawl_outcome_t *outs, size_t from, size_t to,
+                         int64_t now, int *rcs) {
+  size_t n = to - from;
+  if (n > s->fincap) {
+    struct sq_fin *g = pawl__realloc(s->fin, n * sizeof *g);
+    if (!g) return pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+    s->fin = g;
+    s->fincap = n;
+  }
+  for (size_t i = 0; i < n; i++)
+    s->fin[i] = (struct sq_fin){outs[from + i].store_key, &outs[from + i], 0};
+  qsort(s->fin, n, sizeof *s->fin, sq_fin_cmp);
+  s->nfin = n;
+  s->fin_pos = 0;
+  s->fin_now = now;
+  pawl_buf_t seqs;
+  pawl__buf_init(&seqs);
+  for (size_t i = 0; i < n; i++)
+    if (!i || s->fin[i].seq != s->fin[i - 1].seq)
+      sq_seq_put(&seqs, s->fin[i].seq);
+  pawl__buf_putc(&seqs, ']');
+  int rc = seqs.oom ? pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory")
+                    : 0;
+  sqlite3_stmt *st = rc ? NULL : sq_stmt(s, SQ_SUCCEED_MANY);
+  if (!rc && !st) rc = PAWL_ESTORE;
+  if (!rc) {
+    sqlite3_bind_text(st, 1, seqs.data, (int)seqs.len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, now);
+    sq_bind_id(st, 3, token);
+    /* The statement notes each row's queue (pawl_tp_note()). */
+    rc = sq_exec(s, st, "complete jobs");
+  }
+  pawl__buf_free(&seqs);
+  if (!rc && s->tp_oom)
+    rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  /* Which were written, by their place in outs. */
+  unsigned char *done = rc ? NULL : pawl__calloc(n, 1);
+  if (!rc && !done) rc = pawl__store_fail(&s->base, PAWL_ENOMEM, "out of memory");
+  for (size_t i = 0; !rc && i < n; i++)
+    if (s->fin[i].done) done[s->fin[i].o - &outs[from]] = 1;
+  s->nfin = 0;
+  for (size_t i = 0; !rc && i < n; i++) {
+    const pawl_outcome_t *o = &outs[from + i];
+    int r = 0;
+    if (done[i]) {
+      if (o->branches) r = sq_deps_branches(s, o);
+    } else {
+      pawl_outcome_t by_id = *o;
+      by_id.store_key = 0;
+      r = sq_finish_one(s, token, &by_id, now);
+    }
+    if (r == PAWL_ELEASE || r == PAWL_EINVAL) {
+      if (rcs) rcs[from + i] = r;
+    } else if (r) {
+      rc = r;
+    } else if (rcs) {
+      rcs[from + i] = 0;
+    }
+  }
+  pawl__free(done);
+  return rc;
+}
+
 /* The log lines of one outcome, under its attempt. They were written by
  * the job whatever became of the outcome, so they are kept even when it is
  * refused as stale; a job that no longer exists takes none. */
@@ -394,8 +570,29 @@ int pawl__sq_finish(store_t *base, const pawl_id_t *token,
   /* Read under the write lock, as the claim's: the times of transactions
    * then follow their order of commit. */
   int64_t now = pawl__store_now(base);
+  /* Successes that carry their row key, in runs (nearly every outcome of
+   * a busy host): each run is written by one statement once its logs
+   * are (sq_finish_run()); the outcomes around it one by one, in order. */
+  size_t run = 0; /* the first of the run being gathered */
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = sq_add_logs(s, &outs[i], now))) break;
+    int in_run = outs[i].kind == PAWL_OUT_SUCCEEDED && outs[i].store_key > 0;
+    if (in_run && i + 1 < n) continue;
+    size_t end = in_run ? i + 1 : i;
+    if (end - run >= 2) {
+      rc = sq_finish_run(s, token, outs, run, end, now, rcs);
+    } else if (end > run) {
+      int r = sq_finish_one(s, token, &outs[run], now);
+      if (r == PAWL_ELEASE || r == PAWL_EINVAL) {
+        if (rcs) rcs[run] = r;
+      } else if (r) {
+        rc = r;
+      } else if (rcs) {
+        rcs[run] = 0;
+      }
+    }
+    run = i + 1;
+    if (rc || in_run) continue;
     int r = sq_finish_one(s, token, &outs[i], now);
     if (r == PAWL_ELEASE || r == PAWL_EINVAL) {
       if (rcs) rcs[i] = r;
