@@ -13,7 +13,12 @@
  * sqlite3 C API on the store's own connection, in the same transaction
  * shape, without the store's C layer (no pawl_job_t, no checks of the
  * outcomes). store/ceiling is then the share of the achievable speed the C
- * layer keeps; the SQL itself is the same on both sides.
+ * layer keeps; the SQL itself is the same on both sides, but for the
+ * successes of a finish: the store writes a run of them with one
+ * statement whose per-row values come from its C layer
+ * (SQLITE_SQL_SUCCEED_MANY), which plain SQL cannot call, so the claim's
+ * ceiling is the plain loop of one UPDATE per success (SUCCEED_SEQ, the
+ * store's statement for a success alone), and the store may pass it.
  *
  * Every measurement uses a fresh database file in a temporary directory
  * ($TMPDIR or /tmp), copied from a template built once so that a million
@@ -442,8 +447,9 @@ BENCH_SIDE static sample_t claim_store(const char *tmpl, const char *path,
 /* Ceiling: SQLITE_SQL_CLAIM then SQLITE_SQL_CLAIM_TAKE in BEGIN
  * IMMEDIATE/COMMIT, reading only the seq, id and attempt of each picked
  * row; then one SQLITE_SQL_SUCCEED_SEQ per job in a second BEGIN
- * IMMEDIATE/COMMIT, as sq_claim() and sq_finish() do when outcomes carry
- * their store_key. It runs on the store's
+ * IMMEDIATE/COMMIT, as sq_claim() does, and sq_finish() for a success
+ * alone (a run of them is one SUCCEED_MANY: see the file's head). It runs
+ * on the store's
  * connection, so the pragmas and open flags are the store's by construction
  * (WAL, synchronous=NORMAL, foreign_keys=ON, temp_store=MEMORY, NOMUTEX). */
 BENCH_SIDE static sample_t claim_ceiling(const char *tmpl, const char *path,
