@@ -277,9 +277,9 @@ void test_sqlite_finish_writes_per_job(void) {
 /* Successes written together keep what each would get alone: among a
  * run of successes, one under an attempt that is not the job's (stale),
  * one whose row key names another running job (foreign: the id is the
- * truth, the other job stays running), a repeat of an outcome already
- * written (stale), one without a row key, and runs broken by a retry and
- * by a start record. Times: a start the body reports before the claim is
+ * truth, the other job stays running), one without a row key, one for a
+ * job whose retry comes after the run (the retry is then stale), and runs
+ * broken by that retry and by a start record. Times: a start the body reports before the claim is
  * the claim's, an unmeasured end is the finish's now, a start not
  * measured keeps the claim's (NULL when claimed ahead). */
 void test_sqlite_finish_run_mixed(void) {
@@ -300,7 +300,7 @@ void test_sqlite_finish_run_mixed(void) {
   OUT(1, 1); o[1].attempt = 7;                                     /* stale attempt */
   OUT(2, 2); o[2].store_key = jobs[8]->store_key;                  /* foreign key */
   o[2].started_at = T0 + 20; o[2].ended_at = T0 + 25;
-  OUT(3, 0);                                                       /* a repeat */
+  OUT(3, 4);                                    /* ends the job the retry is for */
   OUT(4, 3); o[4].store_key = 0; o[4].started_at = T0 + 30; o[4].ended_at = T0 + 40;
   OUT(5, 4); o[5].kind = PAWL_OUT_RETRY; o[5].error = "boom"; o[5].run_at = now + 60000;
   OUT(6, 5); o[6].kind = PAWL_OUT_STARTED; o[6].started_at = T0 + 300;
@@ -308,14 +308,14 @@ void test_sqlite_finish_run_mixed(void) {
   o[7].branches = "[\"big\"]";                                     /* fired */
   OUT(8, 6); o[8].started_at = T0 + 500;                           /* end not measured */
   OUT(9, 7); o[9].ended_at = T0 + 600;                             /* start not measured */
-  OUT(10, 6);                                                      /* a repeat */
+  OUT(10, 8); o[10].attempt = 3;                                   /* stale attempt */
   OUT(11, 1);                                                      /* the right attempt */
 #undef OUT
   int rcs[12];
   for (int i = 0; i < 12; i++) rcs[i] = 99;
   if (pawl_finish(p, o, 12, rcs) != 0)
     unit_fail(__FILE__, __LINE__, "finish: %s", pawl_errmsg(p));
-  static const int want_rc[12] = {0, PAWL_ELEASE, 0, PAWL_ELEASE, 0, 0,
+  static const int want_rc[12] = {0, PAWL_ELEASE, 0, 0, 0, PAWL_ELEASE,
                                   0, 0, 0, 0, PAWL_ELEASE, 0};
   for (int i = 0; i < 12; i++)
     if (rcs[i] != want_rc[i])
@@ -329,7 +329,7 @@ void test_sqlite_finish_run_mixed(void) {
       {PAWL_SUCCEEDED, T0, T0 + 1000},         /* o[11]: claim's start, now */
       {PAWL_SUCCEEDED, T0 + 20, T0 + 25},      /* by its id */
       {PAWL_SUCCEEDED, T0 + 30, T0 + 40},      /* without a row key */
-      {PAWL_PENDING, 0, 0},                    /* the retry */
+      {PAWL_SUCCEEDED, 0, T0 + 1000},          /* o[3]; the retry came late */
       {PAWL_SUCCEEDED, T0 + 300, T0 + 400},
       {PAWL_SUCCEEDED, T0 + 500, T0 + 1000},   /* end: the finish's now */
       {PAWL_SUCCEEDED, 0, T0 + 600},           /* claimed ahead, no start */
@@ -361,4 +361,53 @@ void test_sqlite_finish_run_mixed(void) {
   sqlite3_finalize(st);
   pawl_jobs_free(jobs, N);
   pawl_close(p);
+}
+
+/* Two outcomes of one attempt in a run of successes: the first one given
+ * is the one written, whatever their row keys say, as when each is
+ * written alone (the second finds the job ended: stale). The first names
+ * another running job's row, the second the job's own; then the other
+ * way round; then both the job's own. */
+void test_sqlite_finish_run_repeat_first_wins(void) {
+  for (int k = 0; k < 3; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "finish_repeat_%d", k);
+    pawl_t *p = hp_open(name);
+    hp_enqueue(p, 4);
+    pawl_job_t **jobs = NULL;
+    CHECK_INT(hp_claim(p, 4, 0, &jobs), ==, 4);
+    pawl_outcome_t o[4];
+    memset(o, 0, sizeof o);
+    for (int i = 0; i < 4; i++) {
+      o[i].kind = PAWL_OUT_SUCCEEDED;
+      o[i].id = jobs[0]->id;
+      o[i].attempt = jobs[0]->attempt;
+      o[i].store_key = jobs[0]->store_key;
+    }
+    o[0].result = "{\"first\":true}";
+    o[1].result = "{\"second\":true}";
+    if (k == 0) o[0].store_key = jobs[1]->store_key;
+    if (k == 1) o[1].store_key = jobs[1]->store_key;
+    /* Two more jobs' successes make it a run of four. */
+    o[2].id = jobs[2]->id, o[2].attempt = jobs[2]->attempt;
+    o[2].store_key = jobs[2]->store_key;
+    o[3].id = jobs[3]->id, o[3].attempt = jobs[3]->attempt;
+    o[3].store_key = jobs[3]->store_key;
+    int rcs[4];
+    CHECK_OK(pawl_finish(p, o, 4, rcs));
+    CHECK_INT(rcs[0], ==, 0);
+    CHECK_INT(rcs[1], ==, PAWL_ELEASE);
+    CHECK_INT(rcs[2], ==, 0);
+    CHECK_INT(rcs[3], ==, 0);
+    pawl_job_t *j = NULL;
+    CHECK_OK(pawl_get(p, &jobs[0]->id, &j));
+    CHECK_INT(j->state, ==, PAWL_SUCCEEDED);
+    CHECK_STR(j->result, "{\"first\":true}");
+    pawl_job_free(j);
+    CHECK_OK(pawl_get(p, &jobs[1]->id, &j));
+    CHECK_INT(j->state, ==, PAWL_RUNNING); /* named by a key, not its id */
+    pawl_job_free(j);
+    pawl_jobs_free(jobs, 4);
+    pawl_close(p);
+  }
 }

@@ -216,8 +216,9 @@
  * about a sixth of a success's cost (bench/RESULTS.md); the per-row
  * values come from C, not from JSON parsed again for each column (the
  * reason the one-statement finish was dropped before). An outcome it
- * does not write (a stale or foreign key) goes the way of SUCCEED_SEQ's
- * fallback, by its id. OR ROLLBACK: an error ends the finish's
+ * does not write (a stale attempt, a foreign key) goes the way of
+ * SUCCEED_SEQ's fallback, by its id; a run with two outcomes of one job
+ * is written one by one (sq_finish_run()). OR ROLLBACK: an error ends the finish's
  * transaction anyway, so no statement journal is kept. */
 #define SQLITE_SQL_SUCCEED_MANY                                              \
   "UPDATE OR ROLLBACK pawl_jobs SET state = 2, result = pawl_fin_result("    \

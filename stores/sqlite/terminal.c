@@ -376,6 +376,11 @@ static int sq_fin_cmp(const void *a, const void *b) {
   return x->o < y->o ? -1 : x->o > y->o;
 }
 
+static int sq_fin_id_cmp(const void *a, const void *b) {
+  const struct sq_fin *x = a, *y = b;
+  return memcmp(x->o->id.bytes, y->o->id.bytes, sizeof x->o->id.bytes);
+}
+
 /* The first outcome of `seq` in s->fin, or NULL. The statement visits its
  * rows in seq order, each several times in a row (one call per column),
  * so the last place found is looked at first. */
@@ -473,9 +478,10 @@ void pawl__sq_fin_end_fn(sqlite3_context *ctx, int argc, sqlite3_value **v) {
 }
 
 /* Writes the run of successes outs[from..to) (each with a row key) by one
- * statement; the ones it did not write (a stale or foreign key, a repeat)
- * then go one by one by their id, as SUCCEED_SEQ's fallback. Their
- * results into rcs; a failure of the statement is the finish's. */
+ * statement; the ones it did not write (a stale attempt, a foreign key)
+ * then go one by one by their id, as SUCCEED_SEQ's fallback. A run with
+ * two outcomes of one job goes one by one, in order. Their results into
+ * rcs; a failure of the statement is the finish's. */
 static int sq_finish_run(sq_store_t *s, const pawl_id_t *token,
                          const pawl_outcome_t *outs, size_t from, size_t to,
                          int64_t now, int *rcs) {
@@ -488,6 +494,25 @@ static int sq_finish_run(sq_store_t *s, const pawl_id_t *token,
   }
   for (size_t i = 0; i < n; i++)
     s->fin[i] = (struct sq_fin){outs[from + i].store_key, &outs[from + i], 0};
+  /* Two outcomes of one job: written one by one, in order, so that the
+   * first wins whatever row keys they carry (the statement would write
+   * the one its row's key names). */
+  qsort(s->fin, n, sizeof *s->fin, sq_fin_id_cmp);
+  for (size_t i = 1; i < n; i++)
+    if (sq_fin_id_cmp(&s->fin[i - 1], &s->fin[i]) == 0) {
+      int rc = 0;
+      for (size_t k = from; k < to && !rc; k++) {
+        int r = sq_finish_one(s, token, &outs[k], now);
+        if (r == PAWL_ELEASE || r == PAWL_EINVAL) {
+          if (rcs) rcs[k] = r;
+        } else if (r) {
+          rc = r;
+        } else if (rcs) {
+          rcs[k] = 0;
+        }
+      }
+      return rc;
+    }
   qsort(s->fin, n, sizeof *s->fin, sq_fin_cmp);
   s->nfin = n;
   s->fin_pos = 0;
