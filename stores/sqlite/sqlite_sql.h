@@ -168,14 +168,16 @@
   "version = version + 1 "                                                   \
   "WHERE seq IN (SELECT value FROM json_each(?5)) AND state = 0"
 
-/* Success, the common path: one UPDATE per job, its history on the row.
+/* Success, its history on the row: a success alone, and an outcome a
+ * run of them (SQLITE_SQL_SUCCEED_MANY) did not write.
  * ?1 result, ?2 now, ?3 id, ?4 lease token, ?5 attempt, ?7 and ?8 the
  * body's start and end (its run: started_at to finished_at); SUCCEED_SEQ finds
  * the row by its rowid ?6 (the store_key the claim handed out) and still
  * checks the id, so a stale or foreign key cannot complete another job.
- * One UPDATE per row by rowid costs less than one UPDATE for the whole
- * batch with the outcomes in a JSON array: parsing that array was most of
- * the finish's CPU (bench/RESULTS.md). updated_at goes through
+ * An UPDATE for a whole batch with the outcomes in a JSON array read by
+ * `->>` for each column cost more than one UPDATE per row: parsing that
+ * array was most of the finish's CPU (bench/RESULTS.md); SUCCEED_MANY
+ * reads the per-row values from C instead. updated_at goes through
  * pawl_tp_note(), the store's SQL function (terminal.c) that notes the
  * row's queue for the throughput count, its batch (NULL for
  * nearly every job) for the batch's counters, its seq when it has
