@@ -771,9 +771,10 @@ static void cpu_read(unsigned long long *busy, unsigned long long *total) {
   *busy = *total - v[3] - v[4];
 }
 
-/* Finds the ids that ended since the last look, for the window and the
- * phase. */
-static int observe(run_t *r, double now) {
+/* Finds which of the first `limit` ids ended since the last look, for the
+ * window and the phase. The limit keeps the backlog exact: ids enqueued
+ * after it was taken are left for the next look. */
+static int observe(run_t *r, size_t limit, double now) {
   static size_t pos[CHUNK];
   char *arr = malloc((size_t)CHUNK * PAWL_ID_STRLEN + 4);
   if (!arr) return -1;
@@ -787,7 +788,7 @@ static int observe(run_t *r, double now) {
     size_t k = 0, len = 0;
     pthread_mutex_lock(&g.mu);
     arr[len++] = '{';
-    for (size_t i = from; i < g.n && k < CHUNK; i++) {
+    for (size_t i = from; i < limit && k < CHUNK; i++) {
       if (g.done[i]) continue;
       if (k) arr[len++] = ',';
       pawl_id_format(&g.ids[i], arr + len);
@@ -877,7 +878,7 @@ static int sample(run_t *r) {
   size_t n = g.n;
   long long errors = g.errors;
   pthread_mutex_unlock(&g.mu);
-  if (observe(r, now) != 0) return -1;
+  if (observe(r, n, now) != 0) return -1;
   if (stats_read(r->c, &r->rels, &r->cur) != 0) return -1;
   unsigned long long busy, total;
   cpu_read(&busy, &total);
@@ -962,7 +963,7 @@ static int drain(run_t *r, double secs, double window) {
     nap(0.2 < next - mono_s() ? 0.2 : next - mono_s());
     if (mono_s() >= next) {
       if (sample(r) != 0) return -1;
-    } else if (observe(r, mono_s()) != 0) {
+    } else if (observe(r, n, mono_s()) != 0) {
       return -1;
     }
   }

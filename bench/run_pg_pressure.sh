@@ -14,7 +14,8 @@
 # into a temp dir, and runs the benchmark in a schema of its own. The CSV
 # goes to build-release/pressure/DATE-SHA-SCENARIO.csv unless --csv is
 # given; the summaries and the audit to stdout and, with the machine and
-# its load average, to a .log beside the CSV. The server and the temp dir
+# its load average, to a .log beside the CSV; the nodes' warnings and
+# errors to a .nodes.log beside it. The server and the temp dir
 # are removed at the end, also on failure, Ctrl-C or SIGTERM (the
 # benchmark stops its nodes first). The exit status is the benchmark's:
 # 0 only if the exactly-once audit held.
@@ -63,6 +64,7 @@ if [ -z "$csv" ]; then
   set -- "$@" --csv "$csv"
 fi
 log=${csv%.csv}.log
+nodes_log=${csv%.csv}.nodes.log
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pawl-pressure-XXXXXX")
 state=$tmp/server
@@ -98,7 +100,7 @@ echo 'return { run = function() end }' >"$tmp/scripts/noop.lua"
 } | tee "$log"
 # In the background, so that the traps run at once on a signal.
 "$bin/pawl_pg_pressure" --db "$url" --pawl "$bin/pawl" --scripts "$tmp/scripts" \
-  --node-log "$tmp/nodes.log" "$@" > >(tee -a "$log") 2>&1 &
+  --node-log "$nodes_log" "$@" > >(tee -a "$log") 2>&1 &
 child=$!
 set +e
 wait "$child"
@@ -106,9 +108,9 @@ rc=$?
 set -e
 child=
 echo "# load average at the end $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log"
-if [ -s "$tmp/nodes.log" ]; then
-  echo "# the nodes' warnings and errors (last 20 lines):" | tee -a "$log"
-  tail -20 "$tmp/nodes.log" | tee -a "$log"
+if [ -s "$nodes_log" ]; then
+  echo "# the nodes' warnings and errors: $nodes_log (the last 20 lines):" | tee -a "$log"
+  tail -20 "$nodes_log" | tee -a "$log"
 fi
 echo "# csv: $csv" | tee -a "$log"
 exit "$rc"
