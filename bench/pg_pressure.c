@@ -636,6 +636,14 @@ static int rels_load(PGconn *c, rels_t *r) {
   return 0;
 }
 
+static void rels_free(rels_t *r) {
+  for (int k = 0; k < r->ntab; k++) free(r->tab[k]);
+  for (int k = 0; k < r->nidx; k++) free(r->idx[k]);
+  free(r->tab);
+  free(r->idx);
+  free(r->jobs_idx);
+}
+
 static int find_name(char **names, int n, const char *name) {
   for (int k = 0; k < n; k++)
     if (strcmp(names[k], name) == 0) return k;
@@ -1271,6 +1279,8 @@ int main(int argc, char **argv) {
     if (!c) return 1;
     int rc = audit(c, g.ids, g.n);
     PQfinish(c);
+    free(g.ids);
+    free(g.done);
     return rc == 0 ? 0 : 1;
   }
 
@@ -1457,5 +1467,15 @@ out:
   if (r.c) PQfinish(r.c);
   if (pr.pc) PQfinish(pr.pc);
   fclose(csv);
+  rels_free(&r.rels);
+  free(r.prev.t);
+  free(r.prev.i);
+  free(r.cur.t);
+  free(r.cur.i);
+  free(r.win.v);
+  free(r.p_pick.v);
+  free(r.p_pick_t.v);
+  free(g.ids);
+  free(g.done);
   return rc;
 }

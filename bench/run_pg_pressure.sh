@@ -55,6 +55,12 @@ for a in "$@"; do
   --scenario) scenario=$a ;;
   --csv) csv=$a ;;
   esac
+  case "$a" in
+  --db | --pawl | --scripts | --node-log)
+    echo "run_pg_pressure.sh: $a is this script's to give (its server, build and temp dir); run build-release/pawl_pg_pressure for another" >&2
+    exit 2
+    ;;
+  esac
   prev=$a
 done
 sha=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)

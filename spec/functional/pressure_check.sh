@@ -106,6 +106,9 @@ run bash "$src/bench/run_pg_pressure.sh" --stress 0
 [ "$rc" = 2 ] && grep -qF -- "--stress 0 is out of range" "$work/err" ||
   fail "run_pg_pressure.sh --stress 0: exit status $rc: $(cat "$work/err")"
 ! grep -q "server:" "$work/out" || fail "run_pg_pressure.sh started a server for bad options"
+run bash "$src/bench/run_pg_pressure.sh" --db "$url"
+[ "$rc" = 2 ] && grep -qF -- "--db is this script's to give" "$work/err" ||
+  fail "run_pg_pressure.sh --db: exit status $rc: $(cat "$work/err")"
 [ -z "$(ls "$work/tmp")" ] || fail "run_pg_pressure.sh left $(ls "$work/tmp") for bad options"
 
 # ---- 2. a readers run on the test server, and the audit corrupted ----------------
