@@ -4,6 +4,11 @@
 #ifndef PAWL_PG_UNDO_H
 #define PAWL_PG_UNDO_H
 
+/* V019__claim_prepare_idle.sql: the claim's first step as V017 made it
+ * (V017's undo drops the function whichever body it has). */
+#define PG_UNDO_V019                                                         \
+  "DELETE FROM pawl_schema WHERE name = 'V019__claim_prepare_idle.sql'; "
+
 /* V018__node_state_attempt_trace.sql: the attempts' traces and the nodes'
  * stop times. */
 #define PG_UNDO_V018                                                         \

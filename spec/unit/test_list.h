@@ -54,3 +54,4 @@
 #include "test_list_txtime.h"
 #include "test_list_runtime.h"
 #include "test_list_claim_holds.h"
+#include "test_list_pg_hotpath.h"

@@ -64,6 +64,7 @@ const char *const pawl__pg_sql_claim[PG__LIMITS - PG__CLAIM] = {
     PG_AT(PG_CLAIM_LANES) = PG_SQL_CLAIM_LANES,
     PG_AT(PG_CLAIM_LANES_QUEUE) = PG_SQL_CLAIM_LANES_QUEUE,
     PG_AT(PG_CLAIM_LANES_QUEUES) = PG_SQL_CLAIM_LANES_QUEUES,
+    PG_AT(PG_CLAIM_PLAN) = PG_SQL_CLAIM_PLAN,
 };
 #undef PG_HERE
 
@@ -104,56 +105,93 @@ char *pawl__pg_queues_array(const char *const *queues, size_t n) {
  * claims do the rest. */
 #define PG_PREPARE_MAX "1000"
 
+/* The claim's first step (PG_SQL_CLAIM_PREPARE) as a call. */
+static void pg_prepare_call(pg_store_t *s, pg_call_t *c) {
+  memset(c, 0, sizeof *c);
+  c->stmt = PG_CLAIM_PREPARE;
+  c->n = 2;
+  pp_now(s, &c->p, 0);
+  pp_str(&c->p, 1, PG_PREPARE_MAX);
+  c->sync = 1; /* committed before the claim, which must see what it did */
+}
+
+/* Reads the first step's answer: is a queue paused? */
+static void pg_prepare_read(pg_store_t *s, const PGresult *res) {
+  if (res && PQresultStatus(res) == PGRES_TUPLES_OK)
+    s->paused = PQntuples(res) == 1 && !strcmp(pg_val(res, 0, 0), "t");
+}
+
 static int pg_claim_pick(store_t *base, const store_claim_t *c,
                          pawl_job_t ***out, size_t *n) {
   pg_store_t *s = (pg_store_t *)base;
   *out = NULL;
   *n = 0;
   if (c->max == 0) return 0;
-  {
-    pg_params_t pp;
-    pp_now(s, &pp, 0);
-    pp_str(&pp, 1, PG_PREPARE_MAX);
-    PGresult *res;
-    int rc =
-        pawl__pg_run(s, PG_CLAIM_PREPARE, 2, pp.v, &res, "prepare the claim");
-    if (rc) return rc;
-    s->paused = PQntuples(res) == 1 && !strcmp(pg_val(res, 0, 0), "t");
-    PQclear(res);
-  }
   if (s->limits_seen) {
-    /* The last claim found limits: likely still there. */
+    /* The last claim found limits: likely still there. The claim under
+     * limits is a transaction of several statements, after the first
+     * step's. */
+    pg_call_t prep;
+    pg_prepare_call(s, &prep);
+    int rc = pawl__pg_pipeline(s, &prep, 1, "prepare the claim");
+    pg_prepare_read(s, prep.res);
+    PQclear(prep.res);
+    if (rc) return rc;
     int none = 0;
-    int rc = pawl__pg_claim_limited(s, c, out, n, &none);
+    rc = pawl__pg_claim_limited(s, c, out, n, &none);
     if (rc || !none) return rc;
     s->limits_seen = 0;
   }
   char *queues = NULL;
   /* A paused queue, or several queues: claim by lanes (PG_SQL_LANE_IDS),
    * so that the jobs of the paused queue or of other queues, which the
-   * claim's index has among the others, are not walked. */
+   * claim's index has among the others, are not walked. Whether a queue
+   * is paused is what the first step said at the last claim: the first
+   * step and the claim go in one round trip (a claim that goes the plain
+   * way while a queue is paused still leaves that queue's jobs, walking
+   * them once). */
   int which = s->paused || c->nqueues > 1 ? PG_CLAIM_LANES : PG_CLAIM, np = 5;
-  pg_params_t pp;
+  pg_call_t calls[3];
+  size_t ncalls = 0;
+  pg_prepare_call(s, &calls[ncalls++]);
+  if (which == PG_CLAIM) {
+    /* The plain claim's planner settings, in the claim's transaction. */
+    memset(&calls[ncalls], 0, sizeof calls[ncalls]);
+    calls[ncalls++].stmt = PG_CLAIM_PLAN;
+  }
+  pg_call_t *cl = &calls[ncalls++];
+  memset(cl, 0, sizeof *cl);
+  pg_params_t *pp = &cl->p;
   if (c->nqueues == 1) {
     which += 1;
-    pp_str(&pp, 5, c->queues[0]);
+    pp_str(pp, 5, c->queues[0]);
     np = 6;
   } else if (c->nqueues > 1) {
     if (!(queues = pawl__pg_queues_array(c->queues, c->nqueues)))
       return pawl__store_fail(base, PAWL_ENOMEM, "out of memory");
     which += 2;
-    pp_str(&pp, 5, queues);
+    pp_str(pp, 5, queues);
     np = 6;
   }
-  pp_now(s, &pp, 0);
-  pp_str(&pp, 1, c->owner);
-  pp_id(&pp, 2, c->token);
-  pp_int(&pp, 3, c->lease_ms);
-  pp_int(&pp, 4, (int64_t)c->max);
-  PGresult *res;
-  int rc = pawl__pg_run(s, which, np, pp.v, &res, "claim jobs");
+  pp_now(s, pp, 0);
+  pp_str(pp, 1, c->owner);
+  pp_id(pp, 2, c->token);
+  pp_int(pp, 3, c->lease_ms);
+  pp_int(pp, 4, (int64_t)c->max);
+  cl->stmt = which;
+  cl->n = np;
+  int rc = pawl__pg_pipeline(s, calls, ncalls, "claim jobs");
   pawl__free(queues);
-  if (rc) return rc;
+  pg_prepare_read(s, calls[0].res);
+  PGresult *res = cl->res;
+  cl->res = NULL;
+  for (size_t i = 0; i < ncalls; i++) PQclear(calls[i].res);
+  /* Jobs the claim took are handed out even when the first step failed
+   * (it is done again by the next claim). */
+  if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
+    PQclear(res);
+    return rc ? rc : pawl__pg_fail(s, NULL, "claim jobs");
+  }
   /* Limits: nothing claimed may mean that the database has
    * limits (PG_SQL_CLAIM_NO_LIMITS); then the claim that applies them. */
   if (PQntuples(res) == 0) {

@@ -142,6 +142,7 @@ enum {
   PG_CLAIM_LANES, /* same order as PG_CLAIM, _QUEUE, _QUEUES */
   PG_CLAIM_LANES_QUEUE,
   PG_CLAIM_LANES_QUEUES,
+  PG_CLAIM_PLAN,
   /* limits.c */
   PG__LIMITS,
   PG_CLAIM_LIM_PICK = PG__LIMITS, /* same order as PG_CLAIM, _QUEUE, _QUEUES */
@@ -488,13 +489,18 @@ static inline void pg_id(const PGresult *r, int row, int col, pawl_id_t *out) {
 
 /* ---- pipelines ----------------------------------------------------------- */
 
-/* Statements sent together in one round trip. Up to the sync they form one
- * implicit transaction: if one fails, those before it are rolled back and
- * those after it are skipped. */
+/* Statements sent together in one round trip. Up to a sync they form one
+ * implicit transaction: if one fails, those before it in the transaction
+ * are rolled back and those after it in the transaction are skipped
+ * (their res says PGRES_PIPELINE_ABORTED); the last call always ends one.
+ * A call with `sync` set ends its transaction too, so that the next
+ * starts after it committed (and sees what it did), still in the same
+ * round trip. */
 typedef struct pg_call {
   int stmt;
   int n;
   pg_params_t p;
+  int sync;      /* commit after this call (the last one always does) */
   PGresult *res; /* filled by pawl__pg_pipeline() */
 } pg_call_t;
 

@@ -90,6 +90,22 @@
 #define PG_SQL_CLAIM_PREPARE                                                 \
   "SELECT pawl_claim_prepare(pawl_now($1::bigint), $2::int)"
 
+/* The claim's planner settings, for the claim's transaction only
+ * (set_config(..., true) is SET LOCAL): the store sends this just before
+ * PG_SQL_CLAIM or PG_SQL_CLAIM_QUEUE, in the same transaction. The only
+ * good plan of those claims walks the claim's index in claim order and
+ * stops at the limit. When the statistics say few pending rows (a table
+ * full of finished jobs, analyzed before a burst of enqueues; a table
+ * never analyzed) the planner estimates one row and prefers reading
+ * every pending row by another way (a bitmap scan by run_at, a sequential
+ * scan) and sorting them: a claim of ten jobs then read and sorted all
+ * 110,000 pending rows, 10-100 ms each, and a node ran at a quarter of its
+ * speed while waiting. Without a sort, the walk in index order is the
+ * only way left that gives the claim order. */
+#define PG_SQL_CLAIM_PLAN                                                    \
+  "SELECT set_config('enable_sort', 'off', true), "                          \
+  "set_config('enable_incremental_sort', 'off', true)"
+
 /* Per-key ordering: a pending job with an ordering key is
  * claimable only when pawl_ordering_free() says so (the claim asks only for
  * the rows ordering_held leaves, the head of each key); see

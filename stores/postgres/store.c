@@ -210,17 +210,28 @@ int pawl__pg_pipeline(pg_store_t *s, pg_call_t *calls, size_t n,
   if (rc) return rc;
   if (!PQenterPipelineMode(s->conn))
     return pawl__pg_fail(s, NULL, "enter pipeline mode");
-  size_t sent = 0;
-  for (; sent < n; sent++) {
+  /* Sent, and the syncs among them. */
+  size_t sent = 0, syncs = 0;
+  int ok = 1;
+  for (; ok && sent < n; sent++) {
     char name[16];
     snprintf(name, sizeof name, "pawl_%d", calls[sent].stmt);
     if (!PQsendQueryPrepared(s->conn, name, calls[sent].n, calls[sent].p.v,
-                             NULL, NULL, 0))
+                             NULL, NULL, 0)) {
+      ok = 0;
       break;
+    }
+    if (calls[sent].sync || sent + 1 == n) {
+      if (!PQpipelineSync(s->conn)) {
+        ok = 0;
+        sent++;
+        break;
+      }
+      syncs++;
+    }
   }
-  int synced = sent == n && PQpipelineSync(s->conn);
-  if (!synced) rc = pawl__pg_fail(s, NULL, what);
-  /* Read back whatever the server answers, up to the sync. */
+  if (!ok) rc = pawl__pg_fail(s, NULL, what);
+  /* Read back whatever the server answers, up to the last sync. */
   for (size_t i = 0; i < sent; i++) {
     PGresult *res = PQgetResult(s->conn);
     if (!res) break; /* connection lost */
@@ -230,13 +241,13 @@ int pawl__pg_pipeline(pg_store_t *s, pg_call_t *calls, size_t n,
     calls[i].res = res;
     PGresult *end = PQgetResult(s->conn); /* NULL after each query */
     if (end) PQclear(end);
-  }
-  if (synced) {
-    PGresult *res;
-    while ((res = PQgetResult(s->conn)) != NULL) {
-      int done = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
-      PQclear(res);
-      if (done) break;
+    if ((calls[i].sync || i + 1 == n) && syncs) {
+      while ((res = PQgetResult(s->conn)) != NULL) {
+        int done = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+        PQclear(res);
+        if (done) break;
+      }
+      syncs--;
     }
   }
   if (!PQexitPipelineMode(s->conn) && !rc)

@@ -1,0 +1,4 @@
+/* test_list_pg_hotpath.h: the PostgreSQL claim path's plan whatever the
+ * planner believes, and its first step's cost when idle. */
+TEST_ENTRY_PG(pg_claim_walks_index_misjudged)
+TEST_ENTRY_PG(pg_prepare_idle_writes_nothing)

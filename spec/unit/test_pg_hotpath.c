@@ -1,0 +1,260 @@
+/* test_pg_hotpath.c: on PostgreSQL, the claim path keeps its cheap plan
+ * whatever the planner believes, and its first step does no work when it
+ * has nothing to do.
+ *
+ *  - A claim walks the claim's index in claim order and stops at its
+ *    limit, also when the planner thinks an index walk is dear: with
+ *    statistics that say few rows are pending (a burst of enqueues since
+ *    the last analyze), it used to read every pending row another way and
+ *    sort them, 10-100 ms a claim, and a node slowed to a quarter of its
+ *    speed. The test makes an index walk look dear to the planner of the
+ *    store's own sessions (cpu_index_tuple_cost, set on the test's
+ *    database) and checks, by the server's counters of the claim's
+ *    indexes, that the claims walked them.
+ *  - The claim's first step (pawl_claim_prepare()) with nothing held by
+ *    time and no key logged writes nothing: it takes no write lock on the
+ *    job table or the key log (it used to run an UPDATE and a DELETE that
+ *    found no row, planned afresh at each call). With work to do it still
+ *    does it: a due row held by time loses its hold, a logged key is
+ *    settled, and the caller's clock decides what is due. */
+#include "pawl.h"
+#include "pgtest.h"
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Waits (up to 30 s: an upper bound for "the counter moved", not a
+ * measure) until `sql` returns at least `want`; returns its last value.
+ * A backend's counters reach the server's statistics once it has been
+ * idle for a moment (at most a second on PostgreSQL 15). */
+static long long wait_at_least(PGconn *c, const char *sql, long long want) {
+  struct timespec t0, now, nap = {0, 20 * 1000 * 1000};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    long long v = pgtest_int(c, sql);
+    if (v >= want) return v;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - t0.tv_sec > 30) return v;
+    nanosleep(&nap, NULL);
+  }
+}
+
+/* How often an index of pawl_jobs was scanned, by the server's counters. */
+static long long idx_scans(PGconn *c, const char *index) {
+  char sql[256];
+  snprintf(sql, sizeof sql,
+           "SELECT coalesce(idx_scan, 0) FROM pg_stat_user_indexes WHERE "
+           "schemaname = current_schema() AND indexrelname = '%s'",
+           index);
+  return pgtest_int(c, sql);
+}
+
+#define UPDATED                                                              \
+  "SELECT coalesce(n_tup_upd, 0) FROM pg_stat_user_tables WHERE schemaname " \
+  "= current_schema() AND relname = 'pawl_jobs'"
+
+enum { CP_JOBS = 3000, CP_TAKE = 10, CP_ROUNDS = 7 };
+
+/* Claims CP_TAKE jobs of `queue` (NULL: any queue) and checks that they
+ * are the next ones in claim order (ids[] is the enqueue order, which is
+ * the claim order of jobs of one priority). */
+static void claim_next(pawl_t *p, const char *queue, const pawl_id_t *ids,
+                       size_t *taken) {
+  pawl_claim_opts_t co;
+  memset(&co, 0, sizeof co);
+  const char *const q[1] = {queue};
+  co.queues = queue ? q : NULL;
+  co.nqueues = queue ? 1 : 0;
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  if (pawl_claim(p, &co, CP_TAKE, &jobs, &n))
+    unit_fail(__FILE__, __LINE__, "claim: %s", pawl_errmsg(p));
+  CHECK_INT(n, ==, CP_TAKE);
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(jobs[i]->id.bytes, ids[*taken + i].bytes, 16) != 0)
+      unit_fail(__FILE__, __LINE__,
+                "claim %s: job %zu is not the next in claim order",
+                queue ? queue : "(any queue)", i);
+  pawl_jobs_free(jobs, n);
+  *taken += n;
+}
+
+void test_pg_claim_walks_index_misjudged(void) {
+  const char *url = pgtest_db_url("claim_plan");
+  char own_url[1024];
+  snprintf(own_url, sizeof own_url, "%s", url);
+  /* Every session of the store on this database misjudges index walks. */
+  PGconn *c = pgtest_connect(own_url);
+  char sql[256];
+  snprintf(sql, sizeof sql,
+           "ALTER DATABASE %s SET cpu_index_tuple_cost = 100000",
+           pgtest_schema());
+  pgtest_exec(c, sql);
+  PQfinish(c);
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = own_url;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  c = pgtest_connect(own_url);
+  /* The planner of this session too: the setting is the database's. */
+  CHECK_INT(pgtest_int(c, "SELECT current_setting('cpu_index_tuple_cost')"
+                          "::float8::bigint"),
+            ==, 100000);
+
+  pawl_enqueue_opts_t eo;
+  pawl_enqueue_opts_init(&eo);
+  eo.queue = "q";
+  static pawl_id_t ids[CP_JOBS];
+  pawl_enqueue_item_t items[1000];
+  for (int i = 0; i < 1000; i++) items[i] = (pawl_enqueue_item_t){"t", NULL, &eo};
+  for (int b = 0; b < CP_JOBS / 1000; b++)
+    if (pawl_enqueue_many(p, items, 1000, &ids[b * 1000], NULL))
+      unit_fail(__FILE__, __LINE__, "enqueue: %s", pawl_errmsg(p));
+
+  long long updated = pgtest_int(c, UPDATED);
+  long long by_queue = idx_scans(c, "pawl_jobs_ready_queue");
+  long long by_any = idx_scans(c, "pawl_jobs_ready");
+  /* One queue (the queue's claim index) and any queue (the claim index),
+   * CP_ROUNDS times each: past the fifth the sessions may keep a generic
+   * plan. */
+  size_t taken = 0;
+  for (int i = 0; i < 2 * CP_ROUNDS; i++)
+    claim_next(p, i % 2 ? NULL : "q", ids, &taken);
+  /* The claims' counters are in once their updates are (a backend sends
+   * its counters after a while idle). */
+  updated += (long long)taken;
+  CHECK_INT(wait_at_least(c, UPDATED, updated), >=, updated);
+  long long queue_walks = idx_scans(c, "pawl_jobs_ready_queue") - by_queue;
+  long long any_walks = idx_scans(c, "pawl_jobs_ready") - by_any;
+  if (queue_walks < CP_ROUNDS || any_walks < CP_ROUNDS)
+    unit_fail(__FILE__, __LINE__,
+              "of %d claims of one queue %lld walked pawl_jobs_ready_queue, "
+              "of %d of any queue %lld walked pawl_jobs_ready: the others "
+              "read the pending rows another way and sorted them",
+              CP_ROUNDS, queue_walks, CP_ROUNDS, any_walks);
+  PQfinish(c);
+  pawl_close(p);
+}
+
+/* ---- the claim's first step with nothing to do ------------------------- */
+
+/* Write locks the first step took, in a transaction rolled back: on the
+ * job table and the key log. `now` is the clock passed to it. */
+static long long prepare_write_locks(PGconn *c, const char *now) {
+  char sql[256];
+  pgtest_exec(c, "BEGIN");
+  snprintf(sql, sizeof sql, "SELECT pawl_claim_prepare(%s, 1000)", now);
+  pgtest_exec(c, sql);
+  long long n = pgtest_int(
+      c,
+      "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND mode "
+      "= 'RowExclusiveLock' AND relation IN ('pawl_jobs'::regclass, "
+      "'pawl_key_dirty'::regclass)");
+  pgtest_exec(c, "COMMIT");
+  return n;
+}
+
+/* Buffers the first step touches (what the functions it calls read
+ * included), with nothing to do. */
+static long long prepare_buffers(PGconn *c) {
+  pgtest_exec(c, "BEGIN");
+  PGresult *r = PQexec(c, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT "
+                          "pawl_claim_prepare(now(), 1000)");
+  if (PQresultStatus(r) != PGRES_TUPLES_OK)
+    unit_fail(__FILE__, __LINE__, "explain: %s", PQerrorMessage(c));
+  const char *v[1] = {PQgetvalue(r, 0, 0)};
+  PGresult *b = PQexecParams(
+      c,
+      "SELECT coalesce(($1::jsonb->0->'Plan'->>'Shared Hit Blocks')::bigint, "
+      "0) + coalesce(($1::jsonb->0->'Plan'->>'Shared Read Blocks')::bigint, 0)",
+      1, NULL, v, NULL, NULL, 0);
+  if (PQresultStatus(b) != PGRES_TUPLES_OK)
+    unit_fail(__FILE__, __LINE__, "reading the plan: %s", PQerrorMessage(c));
+  long long n = atoll(PQgetvalue(b, 0, 0));
+  PQclear(b);
+  PQclear(r);
+  pgtest_exec(c, "ROLLBACK");
+  return n;
+}
+
+#define PLAIN_JOBS                                                           \
+  "INSERT INTO pawl_jobs (id, type, queue, state, priority, rank, payload, " \
+  "run_at, max_attempts, created_at, updated_at, ordering_key, "             \
+  "ordering_seq) "
+
+void test_pg_prepare_idle_writes_nothing(void) {
+  const char *url = pgtest_url("prepare_idle");
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = url;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  pawl_close(p);
+  PGconn *c = pgtest_connect(url);
+
+  /* The statistics stay as the empty table had them (a burst of enqueues
+   * that no analyze has seen yet). */
+  pgtest_exec(c, "ALTER TABLE pawl_jobs SET (autovacuum_enabled = false)");
+  /* An empty table, then due jobs without holds: nothing to do. */
+  CHECK_INT(prepare_write_locks(c, "now()"), ==, 0);
+  pgtest_exec(c, PLAIN_JOBS
+              "SELECT gen_random_uuid(), 't', 'q', 0, 0, pawl_rank(0, now(), "
+              "0), '{}', now(), 25, now(), now(), NULL, NULL FROM "
+              "generate_series(1, 500)");
+  CHECK_INT(prepare_write_locks(c, "now()"), ==, 0);
+  /* 20,000 more: asking whether a held row is due reads the held rows'
+   * index, not the table (a scan would stop at its first match, which is
+   * how the planner prices an EXISTS). */
+  pgtest_exec(c, PLAIN_JOBS
+              "SELECT gen_random_uuid(), 't', 'q', 0, 0, pawl_rank(0, now(), "
+              "0), '{}', now(), 25, now(), now(), NULL, NULL FROM "
+              "generate_series(1, 20000)");
+  CHECK_INT(prepare_buffers(c), <=, 50);
+  /* Held by time but not due yet (an hour ahead): still nothing. */
+  pgtest_exec(c, PLAIN_JOBS
+              "SELECT gen_random_uuid(), 't', 'q', 0, 0, pawl_rank(0, now() + "
+              "interval '1 hour', 0), '{}', now() + interval '1 hour', 25, "
+              "now(), now(), NULL, NULL FROM generate_series(1, 50)");
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs WHERE time_held"),
+            ==, 50);
+  CHECK_INT(prepare_write_locks(c, "now()"), ==, 0);
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs WHERE time_held"),
+            ==, 50);
+
+  /* Work to do is still done. The caller's clock, two hours on: the held
+   * rows are due and lose their hold. */
+  prepare_write_locks(c, "now() + interval '2 hours'");
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs WHERE time_held"),
+            ==, 0);
+  /* A keyed job logs its key; the next first step settles the key and
+   * empties the log, then has nothing to do again. */
+  pgtest_exec(c, PLAIN_JOBS
+              "SELECT gen_random_uuid(), 't', 'q', 0, 0, pawl_rank(0, now(), "
+              "0), '{}', now(), 25, now(), now(), 'k', "
+              "nextval('pawl_ordering_seq') FROM generate_series(1, 3)");
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_key_dirty"), >, 0);
+  prepare_write_locks(c, "now()");
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_key_dirty"), ==, 0);
+  /* The key's head may go; the two behind it wait for it. */
+  CHECK_INT(pgtest_int(c, "SELECT count(*) FROM pawl_jobs WHERE "
+                          "ordering_key = 'k' AND NOT ordering_held"),
+            ==, 1);
+  CHECK_INT(prepare_write_locks(c, "now()"), ==, 0);
+  /* A paused queue is still reported (the claim then goes by lanes). */
+  CHECK_INT(pgtest_int(c, "SELECT pawl_claim_prepare(now(), 1000)::int"), ==,
+            0);
+  pgtest_exec(c, "INSERT INTO pawl_queues (name, paused, updated_at) VALUES "
+                 "('q', true, now())");
+  CHECK_INT(pgtest_int(c, "SELECT pawl_claim_prepare(now(), 1000)::int"), ==,
+            1);
+  CHECK_INT(prepare_write_locks(c, "now()"), ==, 0);
+  PQfinish(c);
+}
