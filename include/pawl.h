@@ -919,7 +919,9 @@ typedef struct pawl_outcome {
 PAWL_EXTERN int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int *rcs);
 
 /* Extends the leases of every job this node holds, in one statement.
- * *out_n (may be NULL) receives how many. */
+ * *out_n (may be NULL) receives how many. It never waits for a lock: a
+ * job whose row another transaction is writing (its outcome being stored,
+ * say) is passed over, and its lease is extended by the next heartbeat. */
 PAWL_EXTERN int pawl_heartbeat(pawl_t *p, size_t *out_n);
 
 /* Takes back jobs whose lease expired (their node died, or lost the

@@ -1,4 +1,6 @@
 /* test_list_pg_hotpath.h: the PostgreSQL claim path's plan whatever the
- * planner believes, and its first step's cost when idle. */
+ * planner believes, its first step's cost when idle, and a heartbeat that
+ * never waits for a lock. */
 TEST_ENTRY_PG(pg_claim_walks_index_misjudged)
 TEST_ENTRY_PG(pg_prepare_idle_writes_nothing)
+TEST_ENTRY_PG(pg_heartbeat_skips_locked)

@@ -16,7 +16,9 @@
  *    job table or the key log (it used to run an UPDATE and a DELETE that
  *    found no row, planned afresh at each call). With work to do it still
  *    does it: a due row held by time loses its hold, a logged key is
- *    settled, and the caller's clock decides what is due. */
+ *    settled, and the caller's clock decides what is due.
+ *  - A heartbeat never waits for a row another transaction holds, so it
+ *    cannot deadlock with the node's own finishes. */
 #include "pawl.h"
 #include "pgtest.h"
 #include "unit.h"
@@ -256,5 +258,55 @@ void test_pg_prepare_idle_writes_nothing(void) {
   CHECK_INT(pgtest_int(c, "SELECT pawl_claim_prepare(now(), 1000)::int"), ==,
             1);
   CHECK_INT(prepare_write_locks(c, "now()"), ==, 0);
+  PQfinish(c);
+}
+
+/* A heartbeat never waits for a row lock. The node's completer locks the
+ * rows of the outcomes it stores in its own order while the poller's
+ * heartbeat extends every lease of the node: when each waited for a row
+ * the other held, the server broke the tie by failing one of them
+ * ("deadlock detected" in the log of a loaded node). Here another
+ * session holds one running job's row; the heartbeat extends the others
+ * at once and passes over that one, which the next beat extends. The
+ * store's sessions give up waiting for a lock after 10 s (an upper
+ * bound, set on the test's database): a heartbeat that waited would fail
+ * the test with "lock not available", not hang it. */
+void test_pg_heartbeat_skips_locked(void) {
+  const char *url = pgtest_db_url("beat_locked");
+  char own_url[1024];
+  snprintf(own_url, sizeof own_url, "%s", url);
+  PGconn *c = pgtest_connect(own_url);
+  char sql[256];
+  snprintf(sql, sizeof sql, "ALTER DATABASE %s SET lock_timeout = '10s'",
+           pgtest_schema());
+  pgtest_exec(c, sql);
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = own_url;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  for (int i = 0; i < 3; i++)
+    CHECK_OK(pawl_enqueue(p, "t", "{}", NULL, NULL, NULL));
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, NULL, 3, &jobs, &n));
+  CHECK_INT(n, ==, 3);
+  char id[PAWL_ID_STRLEN];
+  pawl_id_format(&jobs[0]->id, id);
+  pgtest_exec(c, "BEGIN");
+  snprintf(sql, sizeof sql,
+           "SELECT 1 FROM pawl_jobs WHERE id = '%s' FOR UPDATE", id);
+  pgtest_exec(c, sql);
+  size_t beat = 0;
+  if (pawl_heartbeat(p, &beat))
+    unit_fail(__FILE__, __LINE__, "heartbeat: %s", pawl_errmsg(p));
+  CHECK_INT(beat, ==, 2);
+  pgtest_exec(c, "ROLLBACK");
+  CHECK_OK(pawl_heartbeat(p, &beat));
+  CHECK_INT(beat, ==, 3);
+  pawl_jobs_free(jobs, n);
+  pawl_close(p);
   PQfinish(c);
 }

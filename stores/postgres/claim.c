@@ -9,10 +9,17 @@ const char *const pawl__pg_sql_claim[PG__LIMITS - PG__CLAIM] = {
     PG_AT(PG_CLAIM) = PG_SQL_CLAIM,
     PG_AT(PG_CLAIM_QUEUE) = PG_SQL_CLAIM_QUEUE,
     PG_AT(PG_CLAIM_QUEUES) = PG_SQL_CLAIM_QUEUES,
+    /* The rows another transaction is writing are passed over (SKIP
+     * LOCKED): the node's completer storing outcomes locks its batch's
+     * rows in its own order, and a heartbeat that waited for them while
+     * holding others could deadlock with it. A job passed over is being
+     * finished, or gets its lease extended by the next beat (a third of a
+     * lease later). */
     PG_AT(PG_EXTEND) =
-        "UPDATE pawl_jobs SET lease_expires = pawl_now($1::bigint) "
-        "+ $2::float8 * interval '1 millisecond' WHERE state = 1 "
-        "AND lease_token = $3::uuid",
+        "UPDATE pawl_jobs AS j SET lease_expires = pawl_now($1::bigint) "
+        "+ $2::float8 * interval '1 millisecond' FROM (SELECT id FROM "
+        "pawl_jobs WHERE state = 1 AND lease_token = $3::uuid FOR UPDATE "
+        "SKIP LOCKED) AS c WHERE j.id = c.id",
     /* Expired leases, locked so that two sweeping nodes never take back the
      * same job (the engine also sweeps under a lock). */
     PG_AT(PG_EXPIRED) =
