@@ -84,26 +84,33 @@ static void claim_next(pawl_t *p, const char *queue, const pawl_id_t *ids,
   *taken += n;
 }
 
-void test_pg_claim_walks_index_misjudged(void) {
-  const char *url = pgtest_db_url("claim_plan");
-  char own_url[1024];
-  snprintf(own_url, sizeof own_url, "%s", url);
-  /* Every session of the store on this database misjudges index walks. */
-  PGconn *c = pgtest_connect(own_url);
+/* A database of the test's own (pgtest_db_url(name), its URL copied into
+ * url[1024]) whose every session runs with `setting` ("name = value"),
+ * and a handle opened on it. */
+static pawl_t *open_with(const char *name, const char *setting, char *url) {
+  snprintf(url, 1024, "%s", pgtest_db_url(name));
+  PGconn *c = pgtest_connect(url);
   char sql[256];
-  snprintf(sql, sizeof sql,
-           "ALTER DATABASE %s SET cpu_index_tuple_cost = 100000",
-           pgtest_schema());
+  snprintf(sql, sizeof sql, "ALTER DATABASE %s SET %s", pgtest_schema(),
+           setting);
   pgtest_exec(c, sql);
   PQfinish(c);
   pawl_options_t o;
   pawl_options_init(&o);
-  o.db = own_url;
+  o.db = url;
   pawl_t *p = NULL;
   char err[512];
   if (pawl_open(&p, &o, err, sizeof err))
     unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
-  c = pgtest_connect(own_url);
+  return p;
+}
+
+void test_pg_claim_walks_index_misjudged(void) {
+  char own_url[1024];
+  /* Every session of the store on this database misjudges index walks. */
+  pawl_t *p = open_with("claim_plan", "cpu_index_tuple_cost = 100000",
+                        own_url);
+  PGconn *c = pgtest_connect(own_url);
   /* The planner of this session too: the setting is the database's. */
   CHECK_INT(pgtest_int(c, "SELECT current_setting('cpu_index_tuple_cost')"
                           "::float8::bigint"),
@@ -272,21 +279,10 @@ void test_pg_prepare_idle_writes_nothing(void) {
  * bound, set on the test's database): a heartbeat that waited would fail
  * the test with "lock not available", not hang it. */
 void test_pg_heartbeat_skips_locked(void) {
-  const char *url = pgtest_db_url("beat_locked");
   char own_url[1024];
-  snprintf(own_url, sizeof own_url, "%s", url);
+  pawl_t *p = open_with("beat_locked", "lock_timeout = '10s'", own_url);
   PGconn *c = pgtest_connect(own_url);
   char sql[256];
-  snprintf(sql, sizeof sql, "ALTER DATABASE %s SET lock_timeout = '10s'",
-           pgtest_schema());
-  pgtest_exec(c, sql);
-  pawl_options_t o;
-  pawl_options_init(&o);
-  o.db = own_url;
-  pawl_t *p = NULL;
-  char err[512];
-  if (pawl_open(&p, &o, err, sizeof err))
-    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
   for (int i = 0; i < 3; i++)
     CHECK_OK(pawl_enqueue(p, "t", "{}", NULL, NULL, NULL));
   pawl_job_t **jobs = NULL;
