@@ -849,8 +849,9 @@ typedef enum pawl_outcome_kind {
   PAWL_OUT_RETRY,     /* running -> pending at `run_at`, with `error` */
   PAWL_OUT_SNOOZE,    /* running -> pending at `run_at`; the attempt is not
                          counted */
-  PAWL_OUT_RELEASE,   /* running -> pending now, attempt not counted: the
-                         node is stopping, or it hands back a job it
+  PAWL_OUT_RELEASE,   /* running -> pending in its old place in line (its
+                         run_at kept: it never ran), attempt not counted:
+                         the node is stopping, or it hands back a job it
                          claimed ahead; `error` (may be NULL: "node
                          stopping") says why in the history event */
   PAWL_OUT_STARTED    /* not an end: the body of a job claimed ahead

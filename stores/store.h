@@ -711,8 +711,9 @@ typedef struct store_ending {
   const char *outcome;      /* "failed", "retry", "snoozed", "released" */
   const char *error;        /* the attempt's error (failed, retry), or NULL */
   int to;                   /* PAWL_FAILED or PAWL_PENDING */
-  int64_t run_at;           /* pending: when it runs again; -1: now (a
-                               release) or not at all (failed) */
+  int64_t run_at;           /* pending: when it runs again; -1: where it
+                               was in line, run_at and rank kept (a
+                               release), or not at all (failed) */
   int give_back;
   char why[96];
 } store_ending_t;

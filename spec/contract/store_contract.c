@@ -893,6 +893,34 @@ void contract_snooze_release(const char *url) {
   pawl_close(p);
 }
 
+/* A job handed back unstarted (claimed ahead of busy workers, or a node
+ * stopping) never ran: it keeps its place in line, ahead of the jobs
+ * enqueued after it, instead of going to the back of its queue. */
+void contract_release_keeps_place(const char *url) {
+  pawl_t *p = contract_open(url);
+  pawl_id_t first = enq(p, "first", NULL);
+  contract_advance(10);
+  pawl_id_t later = enq(p, "later", NULL);
+  pawl_job_t *j = claim_one(p);
+  CHECK(same_id(&j->id, &first));
+  contract_advance(1000);
+  pawl_id_t newer = enq(p, "newer", NULL);
+  contract_advance(10);
+  CHECK_INT(finish(p, j, PAWL_OUT_RELEASE, NULL, 0), ==, 0);
+  pawl_job_free(j);
+  pawl_job_t *cur = get(p, &first);
+  CHECK_INT(cur->state, ==, PAWL_PENDING);
+  CHECK_INT(cur->run_at, ==, T0);
+  pawl_job_free(cur);
+  pawl_job_t **jobs;
+  CHECK_INT(claim(p, 3, &jobs), ==, 3);
+  CHECK(same_id(&jobs[0]->id, &first));
+  CHECK(same_id(&jobs[1]->id, &later));
+  CHECK(same_id(&jobs[2]->id, &newer));
+  pawl_jobs_free(jobs, 3);
+  pawl_close(p);
+}
+
 /* ---- transitions -------------------------------------------------------- */
 
 /* A job in `state`, made through the API the way it happens for real. */

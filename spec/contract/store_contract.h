@@ -24,6 +24,7 @@
   X(retry_then_success)        \
   X(dead_letter)               \
   X(snooze_release)            \
+  X(release_keeps_place)       \
   X(transitions)               \
   X(transition_noop)           \
   X(idempotency_key)           \

@@ -519,14 +519,15 @@ describe("pawl Lua module", function()
       assert.are.equal(1, db:claim(1)[1].attempt)
     end)
 
-    it("releases without counting the attempt, due at once", function()
+    it("releases without counting the attempt, in its place in line", function()
       local j = claim_one()
       db:set_now(T0 + 300)
       assert.are.same({ true }, db:finish{ { id = j.id, attempt = 1, kind = "release" } })
       local r = db:get(j.id)
       assert.are.equal("pending", r.state)
       assert.are.equal(0, r.attempt)
-      assert.are.equal(T0 + 300, r.run_at)
+      -- It never ran: due since it was, not moved behind later jobs.
+      assert.are.equal(j.run_at, r.run_at)
       assert.are.equal(1, db:claim(1)[1].attempt)
     end)
 

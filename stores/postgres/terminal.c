@@ -12,8 +12,9 @@ const char *const pawl__pg_sql_terminal[PG__CONTROL - PG__TERMINAL] = {
      * moves on. With a token ($5) only the holder's attempt $6 matches, which
      * is how a stale outcome is detected (no row returned).
      * $1 now, $2 id, $3 attempt outcome, $4 attempt error, $5 token,
-     * $6 attempt, $7 new state, $8 event reason, $9 run_at (NULL: now),
-     * $10 attempts given back (0 or 1), $11 age boost, $12 last error (NULL:
+     * $6 attempt, $7 new state, $8 event reason, $9 run_at (NULL: now;
+     * with $10 = 1, a release: where it was in line, since it never ran,
+     * its run_at and rank kept), $10 attempts given back (0 or 1), $11 age boost, $12 last error (NULL:
      * keep), $13 recoveries added (0 or 1), $14 ordering_skip of a requeue
      * (a retry under ordering = "skip_failed"; a recovery keeps it), $15
      * and $16 the body's start and end as its worker measured them (NULL:
@@ -45,11 +46,12 @@ const char *const pawl__pg_sql_terminal[PG__CONTROL - PG__TERMINAL] = {
         "updated_at = pawl_now($1::bigint) FROM cur WHERE $7::smallint = 3 "
         "AND bb.id = cur.batch_id) "
         "UPDATE pawl_jobs AS j SET state = $7::smallint, run_at = CASE WHEN "
-        "$7::smallint = 0 THEN coalesce(pawl_ts($9::bigint), "
-        "pawl_now($1::bigint)) ELSE j.run_at END, rank = CASE WHEN "
-        "$7::smallint = 0 THEN pawl_rank(j.priority, coalesce(pawl_ts("
-        "$9::bigint), pawl_now($1::bigint)), " PG_SQL_QUEUE_BOOST("$11::bigint")
-        ") ELSE j.rank END, "
+        "$7::smallint <> 0 OR ($9::bigint IS NULL AND $10::int = 1) THEN "
+        "j.run_at ELSE coalesce(pawl_ts($9::bigint), pawl_now($1::bigint)) "
+        "END, rank = CASE WHEN $7::smallint <> 0 OR ($9::bigint IS NULL AND "
+        "$10::int = 1) THEN j.rank ELSE pawl_rank(j.priority, coalesce("
+        "pawl_ts($9::bigint), pawl_now($1::bigint)), "
+        PG_SQL_QUEUE_BOOST("$11::bigint") ") END, "
         "attempt = j.attempt - $10::int, last_error = coalesce($12::text, "
         "j.last_error), finished_at = CASE WHEN $7::smallint = 3 THEN "
         "pawl_now($1::bigint) ELSE j.finished_at END, recoveries = "

@@ -51,14 +51,17 @@ const char *const pawl__sq_sql_terminal[SQ__CONTROL - SQ__TERMINAL] = {
         "deps_open THEN seq END, ordering_key), lease_expires = NULL, "
         "held = 0, version = version + 1 WHERE id = ?3",
     /* Back to pending: retry (?3 = 0), snooze or release (?3 = 1: the
-     * attempt is given back). ?7: the job lets later jobs of its ordering
-     * key pass while it waits (a retry under ordering = "skip_failed").
-     * Due later than now: early (V018); the key noted for its holds. */
+     * attempt is given back), due at ?1; NULL (a release): where it was,
+     * since it never ran, its run_at and rank kept. ?7: the job lets
+     * later jobs of its ordering key pass while it waits (a retry under
+     * ordering = "skip_failed"). Due later than now: early (V018); the key
+     * noted for its holds. */
     SQ_AT(SQ_REQUEUE) =
-        "UPDATE pawl_jobs SET state = 0, run_at = ?1, rank = pawl_rank("
-        "priority, ?1, " SQLITE_SQL_QUEUE_BOOST("?2") "), attempt = attempt - ?3, "
+        "UPDATE pawl_jobs SET state = 0, run_at = coalesce(?1, run_at), "
+        "rank = CASE WHEN ?1 IS NULL THEN rank ELSE pawl_rank(priority, ?1, "
+        SQLITE_SQL_QUEUE_BOOST("?2") ") END, attempt = attempt - ?3, "
         "last_error = coalesce(?4, last_error), updated_at = "
-        "pawl_key_note(?5, ordering_key), early = ?1 > ?5, "
+        "pawl_key_note(?5, ordering_key), early = coalesce(?1 > ?5, 0), "
         "lease_expires = NULL, ordering_skip = ?7, version = version + 1 "
         "WHERE id = ?6",
     /* Through the job row, so that a line for a job that is gone (deleted
@@ -170,7 +173,10 @@ static int sq_requeue(sq_store_t *s, const pawl_id_t *id, int64_t run_at,
                       int ordering_skip) {
   sqlite3_stmt *st = sq_stmt(s, SQ_REQUEUE);
   if (!st) return PAWL_ESTORE;
-  sqlite3_bind_int64(st, 1, run_at);
+  if (run_at < 0)
+    sqlite3_bind_null(st, 1);
+  else
+    sqlite3_bind_int64(st, 1, run_at);
   sqlite3_bind_int64(st, 2, s->boost_ms);
   sqlite3_bind_int(st, 3, give_back);
   sq_bind_text(st, 4, error);
@@ -360,7 +366,7 @@ static int sq_finish_one(sq_store_t *s, const pawl_id_t *token,
   if (!rc) rc = pawl__sq_event_from_row(s, &o->id, now, e.to, e.why);
   if (rc) return rc;
   if (e.to == PAWL_FAILED) return pawl__sq_fail_job(s, &o->id, e.error, now);
-  return sq_requeue(s, &o->id, e.run_at < 0 ? now : e.run_at, e.give_back,
+  return sq_requeue(s, &o->id, e.run_at, e.give_back,
                     e.error, now,
                     o->kind == PAWL_OUT_RETRY && o->ordering_skip);
 }
