@@ -116,9 +116,27 @@ int pawl__pg_fail(pg_store_t *s, const PGresult *res, const char *what) {
 
 /* ---- connection ---------------------------------------------------------- */
 
+/* The store's session settings, on every connection it opens. JIT off:
+ * the store's statements touch a few rows each, and compiling one to
+ * machine code takes 0.2-1.5 s. The planner decides to compile from its
+ * cost estimate, which on a table it misjudges (a new schema, a table
+ * never analyzed, a burst since the last analyze) or with a way of
+ * reading priced out by a claim's settings can pass jit_above_cost for a
+ * statement that runs in a millisecond: a node under pressure then spent
+ * 300 ms compiling each "when is the next job due". */
+static int pg_session_setup(pg_store_t *s) {
+  PGresult *res = PQexec(s->conn, "SET jit = off");
+  int rc = PQresultStatus(res) == PGRES_COMMAND_OK
+               ? 0
+               : pawl__pg_fail(s, res, "set up the session");
+  PQclear(res);
+  return rc;
+}
+
 /* Makes sure the connection is up: after a failure, one reconnect attempt
- * (bounded by connect_timeout). Statements are prepared again on the new
- * connection, and a listener listens again. */
+ * (bounded by connect_timeout). The session is set up again, statements
+ * are prepared again on the new connection, and a listener listens
+ * again. */
 int pawl__pg_ready(pg_store_t *s) {
   if (PQstatus(s->conn) == CONNECTION_OK) return 0;
   PQreset(s->conn);
@@ -130,8 +148,9 @@ int pawl__pg_ready(pg_store_t *s) {
                             msg);
   }
   pawl__dbstats_reconnected(); /* the metrics endpoint counts them */
-  if (s->listening) return pg_listen_now(s);
-  return 0;
+  int rc = pg_session_setup(s);
+  if (!rc && s->listening) rc = pg_listen_now(s);
+  return rc;
 }
 
 static int pg_prepare(pg_store_t *s, int id) {
@@ -586,6 +605,10 @@ int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
     goto fail;
   }
   PQsetNoticeProcessor(s->conn, pg_quiet, NULL);
+  if ((rc = pg_session_setup(s))) {
+    snprintf(errbuf, errlen, "%s", s->base.errmsg);
+    goto fail;
+  }
   if (!s->base.clock && (rc = pg_measure_skew(s, &s->base.skew_ms))) {
     snprintf(errbuf, errlen, "%s", s->base.errmsg);
     goto fail;
