@@ -14,8 +14,9 @@ const char *const pawl__pg_sql_terminal[PG__CONTROL - PG__TERMINAL] = {
      * $1 now, $2 id, $3 attempt outcome, $4 attempt error, $5 token,
      * $6 attempt, $7 new state, $8 event reason, $9 run_at (NULL: now;
      * with $10 = 1, a release: where it was in line, since it never ran,
-     * its run_at and rank kept), $10 attempts given back (0 or 1), $11 age boost, $12 last error (NULL:
-     * keep), $13 recoveries added (0 or 1), $14 ordering_skip of a requeue
+     * its run_at and rank kept), $10 attempts given back (0 or 1), $11
+     * age boost, $12 last error (NULL: keep), $13 recoveries added (0 or
+     * 1), $14 ordering_skip of a requeue
      * (a retry under ordering = "skip_failed"; a recovery keeps it), $15
      * and $16 the body's start and end as its worker measured them (NULL:
      * not measured: the claim's time and now), $17 the attempt's traceback
