@@ -88,6 +88,18 @@ static void claim_next(pawl_t *p, const char *queue, const pawl_id_t *ids,
   *taken += n;
 }
 
+/* A handle on `url`; fails the test if it cannot open. */
+static pawl_t *open_url(const char *url) {
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = url;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  return p;
+}
+
 /* A database of the test's own (pgtest_db_url(name), its URL copied into
  * url[1024]) whose every session runs with `setting` ("name = value"),
  * and a handle opened on it. */
@@ -99,14 +111,7 @@ static pawl_t *open_with(const char *name, const char *setting, char *url) {
            setting);
   pgtest_exec(c, sql);
   PQfinish(c);
-  pawl_options_t o;
-  pawl_options_init(&o);
-  o.db = url;
-  pawl_t *p = NULL;
-  char err[512];
-  if (pawl_open(&p, &o, err, sizeof err))
-    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
-  return p;
+  return open_url(url);
 }
 
 void test_pg_claim_walks_index_misjudged(void) {
@@ -199,14 +204,7 @@ static long long prepare_buffers(PGconn *c) {
 
 void test_pg_prepare_idle_writes_nothing(void) {
   const char *url = pgtest_url("prepare_idle");
-  pawl_options_t o;
-  pawl_options_init(&o);
-  o.db = url;
-  pawl_t *p = NULL;
-  char err[512];
-  if (pawl_open(&p, &o, err, sizeof err))
-    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
-  pawl_close(p);
+  pawl_close(open_url(url));
   PGconn *c = pgtest_connect(url);
 
   /* The statistics stay as the empty table had them (a burst of enqueues
@@ -329,13 +327,7 @@ void test_pg_session_no_jit(void) {
   PGresult *d = PQexec(c, "SHOW jit");
   CHECK_STR(PQgetvalue(d, 0, 0), "on");
   PQclear(d);
-  pawl_options_t o;
-  pawl_options_init(&o);
-  o.db = url;
-  pawl_t *p = NULL;
-  char err[512];
-  if (pawl_open(&p, &o, err, sizeof err))
-    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  pawl_t *p = open_url(url);
   char *v = session_jit(p);
   CHECK_STR(v, "off");
   free(v);
