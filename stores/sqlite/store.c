@@ -585,40 +585,32 @@ static int sq_configure(sq_store_t *s, const store_config_t *cfg,
              sqlite3_errmsg(s->db));
     return PAWL_ESTORE;
   }
-  /* Not deterministic: called once per row written, for its effect. */
-  if (sqlite3_create_function_v2(s->db, "pawl_tp_note", 5,
-                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
-                                 pawl__sq_tp_note_fn, NULL, NULL,
-                                 NULL) != SQLITE_OK ||
-      sqlite3_create_function_v2(s->db, "pawl_dep_note", 3,
-                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
-                                 pawl__sq_dep_note_fn, NULL, NULL,
-                                 NULL) != SQLITE_OK ||
-      sqlite3_create_function_v2(s->db, "pawl_key_note", 2,
-                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
-                                 pawl__sq_key_note_fn, NULL, NULL,
-                                 NULL) != SQLITE_OK ||
-      /* SQLITE_SQL_SUCCEED_MANY's view of its outcomes (terminal.c). */
-      sqlite3_create_function_v2(s->db, "pawl_fin_ok", 3,
-                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
-                                 pawl__sq_fin_ok_fn, NULL, NULL,
-                                 NULL) != SQLITE_OK ||
-      sqlite3_create_function_v2(s->db, "pawl_fin_result", 1,
-                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
-                                 pawl__sq_fin_result_fn, NULL, NULL,
-                                 NULL) != SQLITE_OK ||
-      sqlite3_create_function_v2(s->db, "pawl_fin_start", 2,
-                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
-                                 pawl__sq_fin_start_fn, NULL, NULL,
-                                 NULL) != SQLITE_OK ||
-      sqlite3_create_function_v2(s->db, "pawl_fin_end", 2,
-                                 SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
-                                 pawl__sq_fin_end_fn, NULL, NULL,
-                                 NULL) != SQLITE_OK) {
-    snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
-             sqlite3_errmsg(s->db));
-    return PAWL_ESTORE;
-  }
+  /* The store's own functions, each with the store as its data. Not
+   * deterministic: the notes are called once per row written, for their
+   * effect; the pawl_fin_* ones are SQLITE_SQL_SUCCEED_MANY's view of its
+   * outcomes (terminal.c). */
+  static const struct {
+    const char *name;
+    int nargs;
+    void (*fn)(sqlite3_context *, int, sqlite3_value **);
+  } fns[] = {
+      {"pawl_tp_note", 5, pawl__sq_tp_note_fn},
+      {"pawl_dep_note", 3, pawl__sq_dep_note_fn},
+      {"pawl_key_note", 2, pawl__sq_key_note_fn},
+      {"pawl_fin_ok", 3, pawl__sq_fin_ok_fn},
+      {"pawl_fin_result", 1, pawl__sq_fin_result_fn},
+      {"pawl_fin_start", 2, pawl__sq_fin_start_fn},
+      {"pawl_fin_end", 2, pawl__sq_fin_end_fn},
+  };
+  for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)
+    if (sqlite3_create_function_v2(s->db, fns[i].name, fns[i].nargs,
+                                   SQLITE_UTF8 | SQLITE_DIRECTONLY, s,
+                                   fns[i].fn, NULL, NULL,
+                                   NULL) != SQLITE_OK) {
+      snprintf(errbuf, errlen, "cannot configure sqlite:%s: %s", path,
+               sqlite3_errmsg(s->db));
+      return PAWL_ESTORE;
+    }
   return 0;
 }
 
