@@ -28,6 +28,7 @@
 #ifndef PAWL_STORE_H
 #define PAWL_STORE_H
 
+#include "buf.h"
 #include "pawl.h"
 #include "store_types.h"
 
@@ -94,6 +95,16 @@ struct store_ops {
      * not grow with the finished jobs kept. */
     int (*next_due)(store_t *st, const char *const *queues, size_t nqueues,
                     int64_t *run_at);
+    /* Floors (PostgreSQL; NULL for a backend without). With `listening`,
+     * the claims and next_due that follow may start where this handle's
+     * last claim stopped instead of at the top of the claim order, and
+     * `rewinds` (the payloads of the wakeups heard since the last call,
+     * each ending in '\n'; NULL for none) says how far back rows have
+     * become claimable since: "*" means anywhere. The caller says
+     * `listening` only while it hears every wakeup (one missed would leave
+     * a job above a floor until the next "*"); without it, and on a
+     * handle with an injected clock, every claim reads from the top. */
+    void (*hear)(store_t *st, int listening, const char *rewinds);
   } claim;
 
   struct {
@@ -160,8 +171,11 @@ struct store_ops {
    * nothing else. */
   struct {
     int (*listen)(store_t *st);
-    /* Waits up to timeout_ms; *woke = 1 if jobs were enqueued meanwhile. */
-    int (*wait)(store_t *st, int timeout_ms, int *woke);
+    /* Waits up to timeout_ms; *woke = 1 if jobs were enqueued meanwhile.
+     * With `heard` (may be NULL), appends each wakeup's payload and a
+     * '\n' (claim.hear reads them), and "*\n" when wakeups may have been
+     * missed (the connection was lost and made again). */
+    int (*wait)(store_t *st, int timeout_ms, int *woke, pawl_buf_t *heard);
   } wakeup;
 
   void (*close)(store_t *st);

@@ -454,10 +454,16 @@ int pawl__listen(pawl_t *p) {
   return pawl__from_store(p, p->store->ops->wakeup.listen(p->store));
 }
 
-int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke) {
+int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke,
+                      pawl_buf_t *heard) {
   p->errmsg[0] = 0;
   return pawl__from_store(p, p->store->ops->wakeup.wait(p->store, timeout_ms,
-                                                       woke));
+                                                       woke, heard));
+}
+
+void pawl__claim_floors(pawl_t *p, int listening, const char *rewinds) {
+  if (p->store->ops->claim.hear)
+    p->store->ops->claim.hear(p->store, listening, rewinds);
 }
 
 /* ---- enqueue ------------------------------------------------------------ */

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "pawl.h"
 
 struct host;
@@ -153,10 +154,19 @@ int pawl__recover_unlock(pawl_t *p);
 /* Wakeup across processes (PostgreSQL LISTEN/NOTIFY). pawl__can_listen:
  * 1 if the backend has it. pawl__listen makes `p` a listening connection
  * (used for nothing else afterwards); pawl__wakeup_wait waits up to
- * timeout_ms, *woke = 1 if jobs were enqueued meanwhile. */
+ * timeout_ms, *woke = 1 if jobs were enqueued meanwhile, and appends to
+ * `heard` (may be NULL) what the wakeups said (store.h, wakeup.wait). */
 int pawl__can_listen(pawl_t *p);
 int pawl__listen(pawl_t *p);
-int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke);
+int pawl__wakeup_wait(pawl_t *p, int timeout_ms, int *woke,
+                      pawl_buf_t *heard);
+
+/* Floors for the claims and next_due on `p` from now on (store.h,
+ * claim.hear): the poller says `listening` while its listener hears every
+ * wakeup, and hands over what it heard since the last call (NULL:
+ * nothing). Until a call says so, a handle's claims read from the top of
+ * the claim order. */
+void pawl__claim_floors(pawl_t *p, int listening, const char *rewinds);
 
 /* Job types defined on a handle (pawl_define, pawl_define_file,
  * pawl_define_c; api/defs.c), for the runner to load beside the scripts

@@ -276,6 +276,7 @@ void pawl__host_free(host_t *h) {
   pawl__free(h->scripts_dir);
   pawl__free(h->queues_csv);
   pawl__host_events_free(h);
+  pawl__buf_free(&h->heard);
   pawl__log_destroy(&h->log);
   pthread_mutex_destroy(&h->mu);
   pthread_cond_destroy(&h->poll_cv);

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "bridge.h"
+#include "buf.h"
 #include "log.h"
 #include "pawl.h"
 
@@ -208,6 +209,12 @@ typedef struct host {
   pthread_t poller, completer, watchdog, checkpointer, listener;
   int checkpointer_done, listener_done;
   int listener_started;      /* the store can listen: the thread was started */
+  /* What the listener heard since the poller's last claim (store.h,
+   * wakeup.wait: payloads, each ending in '\n'), and whether it has heard
+   * every wakeup since it began listening (0 while it is down): the
+   * poller's claims start from floors only then (claim.hear). Under mu. */
+  pawl_buf_t heard;
+  int hearing;
   /* When the last heartbeat reached the database (monotonic ms). A job
    * whose lease was last renewed longer than a lease ago may have been
    * taken back by another node: it is not started (see pawl__host_lapsed()). */

@@ -58,7 +58,17 @@ typedef struct poller {
    * deadline (new waits are found this way, at least once a second), and
    * that deadline (0: none known). */
   int64_t next_signal_look, signal_due;
+  int64_t floors_reset_at; /* mono ms: the next claim starts from the top
+                              (FLOORS_RESET_MS) */
 } poller_t;
+
+/* How often the claims start from the top of the claim order anyway, not
+ * from their floors (store.h, claim.hear): a defence only, for a row that
+ * became claimable above a floor without a wakeup saying so (a claim of
+ * another node that locked it, then died before its commit). Under a
+ * pinned horizon it is a walk of every row taken since the pin began, so
+ * not often. */
+#define FLOORS_RESET_MS 60000
 
 /* How often the poller looks for waits added since (the bound on how late
  * a wait added elsewhere expires), and how soon after an expiry round (a
@@ -256,6 +266,27 @@ static int host_capacity(host_t *h, int64_t now) {
  * last `prefetch` of `want` have no free worker yet, and no job needing a
  * limit's permit is claimed for them (pawl_claim_opts_t). Returns how many;
  * *failed = 1 when the claim failed. */
+/* Floors (store.h, claim.hear): what the listener heard since the last
+ * claim moves them back, before each claim and each next_due; now and
+ * then every claim starts from the top anyway. */
+static void poller_hear(poller_t *pl) {
+  host_t *h = pl->h;
+  pawl_buf_t heard;
+  pthread_mutex_lock(&h->mu);
+  heard = h->heard;
+  memset(&h->heard, 0, sizeof h->heard);
+  int hearing = h->hearing;
+  pthread_mutex_unlock(&h->mu);
+  int64_t mono = pawl__mono_ms();
+  if (mono >= pl->floors_reset_at) {
+    pawl__buf_reset(&heard);
+    pawl__buf_puts(&heard, "*\n");
+    pl->floors_reset_at = mono + FLOORS_RESET_MS;
+  }
+  pawl__claim_floors(pl->p, hearing && !heard.oom, pawl__buf_cstr(&heard));
+  pawl__buf_free(&heard);
+}
+
 static size_t poller_claim_for(poller_t *pl, const char *const *queues,
                                size_t nqueues, int want, int prefetch,
                                int slot, int *failed) {
@@ -271,6 +302,7 @@ static size_t poller_claim_for(poller_t *pl, const char *const *queues,
   size_t n = 0;
   *failed = 0;
   pl->claimed_at = pawl_now(pl->p);
+  poller_hear(pl);
   if (pawl_claim(pl->p, &co, (size_t)want, &jobs, &n) != 0) {
     int64_t now = pawl__mono_ms();
     if (!pl->claims_failing_since) pl->claims_failing_since = now;
@@ -407,6 +439,7 @@ static int poller_idle(poller_t *pl, int64_t *next_due) {
   if (busy) return 0;
   pawl_claim_opts_t co = {.queues = (const char *const *)h->queues,
                           .nqueues = h->opts.nqueues};
+  poller_hear(pl);
   if (pawl_next_due(pl->p, &co, next_due) != 0) return 0;
   return *next_due == 0 || *next_due > pawl_now(pl->p);
 }

@@ -357,7 +357,7 @@ static int step_changed(step_t *s) {
   }
   if (!s->listen) return 1;
   int woke = 0;
-  if (pawl__wakeup_wait(s->listen, 0, &woke) != 0) {
+  if (pawl__wakeup_wait(s->listen, 0, &woke, NULL) != 0) {
     pawl_close(s->listen); /* opened again at the next look */
     s->listen = NULL;
     return 1;

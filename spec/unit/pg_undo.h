@@ -4,6 +4,17 @@
 #ifndef PAWL_PG_UNDO_H
 #define PAWL_PG_UNDO_H
 
+/* V020__claim_floor.sql: the wakeups as V001 made them (an empty payload,
+ * no trigger on updates). */
+#define PG_UNDO_V020                                                         \
+  "DROP TRIGGER pawl_jobs_floor_wake ON pawl_jobs; DROP FUNCTION "           \
+  "pawl_floor_wake(); DROP TRIGGER pawl_jobs_notify ON pawl_jobs; CREATE OR " \
+  "REPLACE FUNCTION pawl_notify() RETURNS trigger LANGUAGE plpgsql AS $$ "   \
+  "BEGIN PERFORM pg_notify('pawl_jobs:' || TG_TABLE_SCHEMA, ''); RETURN "    \
+  "NULL; END $$; CREATE TRIGGER pawl_jobs_notify AFTER INSERT ON pawl_jobs " \
+  "FOR EACH STATEMENT EXECUTE FUNCTION pawl_notify(); DELETE FROM "          \
+  "pawl_schema WHERE name = 'V020__claim_floor.sql'; "
+
 /* V019__claim_prepare_idle.sql: the claim's first step as V017 made it
  * (V017's undo drops the function whichever body it has). */
 #define PG_UNDO_V019                                                         \

@@ -482,7 +482,7 @@ void test_pg_claim_holds_migration(void) {
     unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
   pawl_close(p);
   PGconn *c = pgtest_connect(copy);
-  pgtest_exec(c, PG_UNDO_V019 PG_UNDO_V018 PG_UNDO_V017);
+  pgtest_exec(c, PG_UNDO_V020 PG_UNDO_V019 PG_UNDO_V018 PG_UNDO_V017);
   /* Key r: its head running, two behind. Key b: its head blocked, one
    * behind. Key f: one due job, free. A job due in an hour, one due now. */
   pgtest_exec(

@@ -55,3 +55,4 @@
 #include "test_list_runtime.h"
 #include "test_list_claim_holds.h"
 #include "test_list_pg_hotpath.h"
+#include "test_list_floor_pg.h"

@@ -659,6 +659,7 @@ void test_host_queues_bad_opts(void) { queues_host_bad_opts(q_sqlite("x")); }
   "ordering_key; ALTER TABLE pawl_jobs DROP COLUMN ordering_skip; DELETE "   \
   "FROM pawl_schema WHERE name = 'V007__ordering.sql'; "
 #define Q_UNDO_LATER_PG                                                      \
+  PG_UNDO_V020                                                               \
   PG_UNDO_V019                                                               \
   PG_UNDO_V018                                                               \
   PG_UNDO_V017                                                               \

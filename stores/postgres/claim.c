@@ -72,6 +72,10 @@ const char *const pawl__pg_sql_claim[PG__LIMITS - PG__CLAIM] = {
     PG_AT(PG_CLAIM_LANES_QUEUE) = PG_SQL_CLAIM_LANES_QUEUE,
     PG_AT(PG_CLAIM_LANES_QUEUES) = PG_SQL_CLAIM_LANES_QUEUES,
     PG_AT(PG_CLAIM_PLAN) = PG_SQL_CLAIM_PLAN,
+    PG_AT(PG_CLAIM_FLOOR) = PG_SQL_CLAIM_FLOOR,
+    PG_AT(PG_CLAIM_FLOOR_QUEUE) = PG_SQL_CLAIM_FLOOR_QUEUE,
+    PG_AT(PG_NEXT_DUE_FLOOR) = PG_SQL_NEXT_DUE_FLOOR,
+    PG_AT(PG_NEXT_DUE_FLOOR_QUEUE) = PG_SQL_NEXT_DUE_FLOOR_QUEUE,
 };
 #undef PG_HERE
 
@@ -104,6 +108,99 @@ char *pawl__pg_queues_array(const char *const *queues, size_t n) {
     return NULL;
   }
   return b.data;
+}
+
+/* ---- floors ----------------------------------------------------------------
+ *
+ * A claim walks the index of claimable rows in claim order, rank
+ * descending. The rows it took stay in that index, dead, until vacuum
+ * removes them, which it cannot while a transaction anywhere might still
+ * see them (a pinned horizon): a claim that starts at the top then walks
+ * every row taken since. So a claim starts at its floor instead: the
+ * lowest rank the last claim of this connection took (of every queue, or
+ * of one queue), reading the rows ranked at or below it
+ * (PG_SQL_CLAIM_FLOOR). The rows above it were taken, or passed over
+ * while another node took them.
+ *
+ * A row that becomes claimable above a floor later is announced: every
+ * statement that makes rows claimable sends the highest rank among them
+ * as its wakeup's payload (V020's triggers), the host hands the payloads
+ * to claim.hear, and each floor rises to it. NOTIFY is delivered after the
+ * commit, so the row is there for every claim that starts after. A
+ * payload of "*" (wakeups missed) sends every floor to the top; anything
+ * else not a number (an older schema's empty wakeup) says nothing.
+ *
+ * Floors are kept only while the host says it hears every wakeup, and
+ * never with an injected clock: a row's hold by time is decided by the
+ * database clock, so under a test's clock a row not yet due may sit in
+ * the claim's index, be passed over, and come due without any write. */
+
+static int64_t *pg_floor_of(pg_store_t *s, const char *queue) {
+  if (!queue) return &s->floor_all;
+  for (size_t i = 0; i < s->nfloors; i++)
+    if (!strcmp(s->floors[i].queue, queue)) return &s->floors[i].rank;
+  return NULL;
+}
+
+void pawl__pg_floors_reset(pg_store_t *s) {
+  for (size_t i = 0; i < s->nfloors; i++) pawl__free(s->floors[i].queue);
+  pawl__free(s->floors);
+  s->floors = NULL;
+  s->nfloors = s->floors_cap = 0;
+  s->floor_all = INT64_MAX;
+}
+
+/* A claim of `queue` (NULL: every queue) took rows down to `rank`. A
+ * queue without room for its floor keeps reading from the top. */
+static void pg_floor_set(pg_store_t *s, const char *queue, int64_t rank) {
+  int64_t *f = pg_floor_of(s, queue);
+  if (f) {
+    *f = rank;
+    return;
+  }
+  if (s->nfloors == s->floors_cap) {
+    size_t cap = s->floors_cap ? s->floors_cap * 2 : 4;
+    pg_floor_t *grown = pawl__realloc(s->floors, cap * sizeof *grown);
+    if (!grown) return;
+    s->floors = grown;
+    s->floors_cap = cap;
+  }
+  char *q = pawl__strdup(queue);
+  if (!q) return;
+  s->floors[s->nfloors].queue = q;
+  s->floors[s->nfloors++].rank = rank;
+}
+
+/* Raises every floor to at least `rank`. */
+static void pg_floors_raise(pg_store_t *s, int64_t rank) {
+  if (s->floor_all < rank) s->floor_all = rank;
+  for (size_t i = 0; i < s->nfloors; i++)
+    if (s->floors[i].rank < rank) s->floors[i].rank = rank;
+}
+
+void pawl__pg_hear(store_t *base, int listening, const char *rewinds) {
+  pg_store_t *s = (pg_store_t *)base;
+  s->hearing = listening && !base->clock;
+  if (!s->hearing) {
+    pawl__pg_floors_reset(s);
+    return;
+  }
+  for (const char *line = rewinds; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char num[24];
+    if (len == 1 && line[0] == '*') {
+      pawl__pg_floors_reset(s);
+    } else if (len > 0 && len < sizeof num) {
+      memcpy(num, line, len);
+      num[len] = 0;
+      char *stop;
+      errno = 0;
+      long long r = strtoll(num, &stop, 10);
+      if (!*stop && !errno) pg_floors_raise(s, (int64_t)r);
+    }
+    line += len + (end ? 1 : 0);
+  }
 }
 
 /* How many rows held by time, and how many logged key changes, one claim's
@@ -157,11 +254,15 @@ static int pg_claim_pick(store_t *base, const store_claim_t *c,
    * step and the claim go in one round trip (a claim that goes the plain
    * way while a queue is paused still leaves that queue's jobs, walking
    * them once). */
-  int which = s->paused || c->nqueues > 1 ? PG_CLAIM_LANES : PG_CLAIM, np = 5;
+  int lanes = s->paused || c->nqueues > 1;
+  /* Otherwise from the floor (above, "floors"), when there is one. */
+  int floor = !lanes && s->hearing;
+  int which = lanes ? PG_CLAIM_LANES : floor ? PG_CLAIM_FLOOR : PG_CLAIM;
+  int np = 5;
   pg_call_t calls[3];
   size_t ncalls = 0;
   pg_prepare_call(s, &calls[ncalls++]);
-  if (which == PG_CLAIM) {
+  if (!lanes) {
     /* The plain claim's planner settings, in the claim's transaction. */
     memset(&calls[ncalls], 0, sizeof calls[ncalls]);
     calls[ncalls++].stmt = PG_CLAIM_PLAN;
@@ -179,6 +280,11 @@ static int pg_claim_pick(store_t *base, const store_claim_t *c,
     which += 2;
     pp_str(pp, 5, queues);
     np = 6;
+  }
+  const char *fq = c->nqueues == 1 ? c->queues[0] : NULL;
+  if (floor) {
+    const int64_t *f = pg_floor_of(s, fq);
+    pp_int(pp, np++, f ? *f : INT64_MAX);
   }
   pp_now(s, pp, 0);
   pp_str(pp, 1, c->owner);
@@ -198,6 +304,14 @@ static int pg_claim_pick(store_t *base, const store_claim_t *c,
   if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
     PQclear(res);
     return rc ? rc : pawl__pg_fail(s, NULL, "claim jobs");
+  }
+  if (floor && PQntuples(res) > 0) {
+    int64_t low = INT64_MAX;
+    for (int i = 0; i < PQntuples(res); i++) {
+      int64_t r = pg_int(res, i, PG_JOB_RANK_COL);
+      if (r < low) low = r;
+    }
+    pg_floor_set(s, fq, low);
   }
   /* Limits: nothing claimed may mean that the database has
    * limits (PG_SQL_CLAIM_NO_LIMITS); then the claim that applies them. */
@@ -338,6 +452,20 @@ int pawl__pg_next_due(store_t *base, const char *const *queues, size_t nqueues,
     pawl__free(arr);
     arr = NULL;
     if (rc || had) return rc;
+  }
+  if (s->hearing && !s->paused && nqueues <= 1) {
+    /* From the floor, as the claims read. */
+    const int64_t *f = pg_floor_of(s, nqueues ? queues[0] : NULL);
+    pg_params_t fp;
+    pp_int(&fp, 0, f ? *f : INT64_MAX);
+    if (nqueues) pp_str(&fp, 1, queues[0]);
+    PGresult *res;
+    int rc = pawl__pg_run(s, nqueues ? PG_NEXT_DUE_FLOOR_QUEUE : PG_NEXT_DUE_FLOOR,
+                          nqueues ? 2 : 1, fp.v, &res, "find next due job");
+    if (rc) return rc;
+    *run_at = PQntuples(res) && !PQgetisnull(res, 0, 0) ? pg_int(res, 0, 0) : 0;
+    PQclear(res);
+    return 0;
   }
   if (nqueues == 1) {
     which = PG_NEXT_DUE_QUEUE;

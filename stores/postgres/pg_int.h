@@ -143,6 +143,10 @@ enum {
   PG_CLAIM_LANES_QUEUE,
   PG_CLAIM_LANES_QUEUES,
   PG_CLAIM_PLAN,
+  PG_CLAIM_FLOOR, /* then _QUEUE, as PG_CLAIM, _QUEUE */
+  PG_CLAIM_FLOOR_QUEUE,
+  PG_NEXT_DUE_FLOOR,
+  PG_NEXT_DUE_FLOOR_QUEUE,
   /* limits.c */
   PG__LIMITS,
   PG_CLAIM_LIM_PICK = PG__LIMITS, /* same order as PG_CLAIM, _QUEUE, _QUEUES */
@@ -359,7 +363,26 @@ typedef struct pg_store {
                               next goes straight to pawl__pg_claim_limited() */
   int paused;              /* a queue was paused at this claim's first step:
                               the claim goes by lanes (PG_SQL_LANE_IDS) */
+  int relistened;          /* listening again since the last wait: the
+                              wakeups sent meanwhile were lost */
+  /* Where this connection's claims start (claim.c, "floors"): the claims
+   * of every queue read the rows ranked at most floor_all; those of one
+   * queue, the queue's own in `floors` (owned; a queue without one reads
+   * from the top). Kept only while `hearing`. */
+  int hearing;
+  int64_t floor_all;
+  struct pg_floor *floors;
+  size_t nfloors, floors_cap;
 } pg_store_t;
+
+/* One queue's floor. */
+typedef struct pg_floor {
+  char *queue;
+  int64_t rank;
+} pg_floor_t;
+
+/* Forgets every floor: the next claims read from the top. */
+void pawl__pg_floors_reset(pg_store_t *s);
 
 /* The SQL of statement `id` (static text); NULL when `id` is out of range
  * or its file's table has no entry for it. */
@@ -560,6 +583,7 @@ int pawl__pg_extend(store_t *base, const pawl_id_t *token, int64_t lease_ms,
 int pawl__pg_extend_one(store_t *base, const pawl_id_t *id,
                         const pawl_id_t *token, int32_t attempt,
                         int64_t lease_ms, int *held);
+void pawl__pg_hear(store_t *base, int listening, const char *rewinds);
 int pawl__pg_next_due(store_t *base, const char *const *queues, size_t nqueues,
                       int64_t *run_at);
 int pawl__pg_recover(store_t *base, size_t *n);

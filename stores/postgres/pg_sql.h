@@ -144,6 +144,19 @@
 #define PG_SQL_CLAIM_NO_LIMITS "NOT EXISTS (SELECT 1 FROM pawl_limits) AND "
 
 #define PG_SQL_CLAIM PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS PG_SQL_CLAIM_TAIL
+
+/* The claims from a floor (stores/postgres/claim.c, "floors"; V020): as
+ * PG_SQL_CLAIM and PG_SQL_CLAIM_QUEUE, reading only the rows ranked at or
+ * below the floor ($6 for every queue; $7 for one queue, $6). rank leads
+ * the claim's indexes (pawl_jobs_ready, and pawl_jobs_ready_queue after
+ * the queue), so the walk starts at the floor and never passes the
+ * entries of the rows taken before it, which a pinned horizon keeps. */
+#define PG_SQL_CLAIM_FLOOR                                                   \
+  PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS "rank <= $6::bigint AND "         \
+  PG_SQL_CLAIM_TAIL
+#define PG_SQL_CLAIM_FLOOR_QUEUE                                             \
+  PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS "queue = $6::text AND rank <= "   \
+  "$7::bigint AND " PG_SQL_CLAIM_TAIL
 #define PG_SQL_CLAIM_QUEUE                                                   \
   PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS "queue = $6::text AND "           \
   PG_SQL_CLAIM_TAIL
@@ -329,6 +342,25 @@
   "m WHERE lane.q <> ALL (ARRAY(SELECT name FROM pawl_queues WHERE "         \
   "paused)) AND " open ") END"
 #define PG_SQL_NEXT_DUE PG_SQL_NEXT_DUE_OF("true")
+
+/* next_due for claims from a floor ($1; all queues, or one, $2), while no
+ * queue is paused: the earliest of the first row held by time (through
+ * pawl_jobs_time_held, in run_at order) and the first claimable row at or
+ * below the floor, in claim order. Both probes start where no row taken
+ * since a pinned horizon began lies: the rows a claim took are above the
+ * floor, and a promoted row leaves the time-held index. A claimable row
+ * due now that the claim left (its key is busy) makes "now": the poller
+ * then waits for news or its poll interval, as PG_SQL_NEXT_DUE's caller
+ * does. Keys changed since the last claim: "now" (1). */
+#define PG_SQL_NEXT_DUE_FLOOR_OF(q)                                          \
+  "SELECT CASE WHEN EXISTS (SELECT 1 FROM pawl_key_dirty) THEN 1 ELSE "     \
+  "(SELECT pawl_ms(min(m.run_at)) FROM ((SELECT run_at FROM pawl_jobs "      \
+  "WHERE time_held AND state = 0 AND NOT ordering_held " q " ORDER BY "      \
+  "run_at LIMIT 1) UNION ALL (SELECT run_at FROM pawl_jobs WHERE "           \
+  PG_SQL_READY "rank <= $1::bigint " q " ORDER BY rank DESC, run_at, id "    \
+  "LIMIT 1)) AS m) END"
+#define PG_SQL_NEXT_DUE_FLOOR PG_SQL_NEXT_DUE_FLOOR_OF("")
+#define PG_SQL_NEXT_DUE_FLOOR_QUEUE PG_SQL_NEXT_DUE_FLOOR_OF("AND queue = $2::text")
 #define PG_SQL_NEXT_DUE_QUEUE PG_SQL_NEXT_DUE_OF("lane.q = $1::text")
 #define PG_SQL_NEXT_DUE_QUEUES PG_SQL_NEXT_DUE_OF("lane.q = ANY($1::text[])")
 

@@ -149,7 +149,7 @@ int pawl__pg_ready(pg_store_t *s) {
   }
   pawl__dbstats_reconnected(); /* the metrics endpoint counts them */
   int rc = pg_session_setup(s);
-  if (!rc && s->listening) rc = pg_listen_now(s);
+  if (!rc && s->listening && !(rc = pg_listen_now(s))) s->relistened = 1;
   return rc;
 }
 
@@ -417,18 +417,30 @@ static int pg_listen(store_t *base) {
 }
 
 /* Waits up to timeout_ms for a notification; *woke says whether one came
- * (all pending ones are consumed). */
-static int pg_wait(store_t *base, int timeout_ms, int *woke) {
+ * (all pending ones are consumed), and `heard` gets their payloads. */
+static int pg_wait(store_t *base, int timeout_ms, int *woke,
+                   pawl_buf_t *heard) {
   pg_store_t *s = (pg_store_t *)base;
   *woke = 0;
   int rc = pawl__pg_ready(s);
   if (rc) return rc;
+  if (s->relistened) {
+    /* Listening again on a new connection: what was sent meanwhile is
+     * lost. */
+    s->relistened = 0;
+    if (heard) pawl__buf_puts(heard, "*\n");
+    *woke = 1;
+  }
   for (int round = 0; round < 2; round++) {
     if (!PQconsumeInput(s->conn))
       return pawl__pg_fail(s, NULL, "wait for new jobs");
     PGnotify *nt;
     while ((nt = PQnotifies(s->conn)) != NULL) {
       *woke = 1;
+      if (heard) {
+        pawl__buf_puts(heard, nt->extra ? nt->extra : "");
+        pawl__buf_putc(heard, '\n');
+      }
       PQfreemem(nt);
     }
     if (*woke || round == 1) return 0;
@@ -449,6 +461,7 @@ static void pg_close(store_t *base) {
   pg_store_t *s = (pg_store_t *)base;
   if (!s) return;
   PQfinish(s->conn);
+  pawl__pg_floors_reset(s);
   pawl__free(s->conninfo);
   pawl__free(s);
 }
@@ -460,7 +473,7 @@ static const struct store_ops pg_ops = {
              pawl__pg_logs},
     .keys = {pawl__pg_find_idempotent, pawl__pg_find_business},
     .claim = {pawl__pg_claim, pawl__pg_extend, pawl__pg_recover, pawl__pg_start,
-              pawl__pg_extend_one, pawl__pg_next_due},
+              pawl__pg_extend_one, pawl__pg_next_due, pawl__pg_hear},
     .terminal = {pawl__pg_finish},
     .control = {pawl__pg_transition},
     .history = {pawl__pg_history},
@@ -560,6 +573,7 @@ int pawl__store_postgres_open(store_t **out, const store_config_t *cfg,
     return PAWL_ENOMEM;
   }
   s->base.ops = &pg_ops;
+  s->floor_all = INT64_MAX;
   s->base.clock = cfg->clock;
   s->base.clock_data = cfg->clock_data;
   s->poison = cfg->poison_recoveries > 0 ? cfg->poison_recoveries : 3;

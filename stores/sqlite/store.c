@@ -345,7 +345,7 @@ static const struct store_ops sq_ops = {
              pawl__sq_logs},
     .keys = {pawl__sq_find_idempotent, pawl__sq_find_business},
     .claim = {pawl__sq_claim, pawl__sq_extend, pawl__sq_recover, pawl__sq_start,
-              pawl__sq_extend_one, pawl__sq_next_due},
+              pawl__sq_extend_one, pawl__sq_next_due, NULL},
     .terminal = {pawl__sq_finish},
     .control = {pawl__sq_transition},
     .history = {pawl__sq_history},
