@@ -85,7 +85,7 @@ refused "--capacity-rate 0 is out of range: it must be from 1 to 1000000 jobs/s"
 refused "--capacity-rate 0.5C is not a rate in jobs per second" --capacity 0 --capacity-rate 0.5C
 refused "--rate 0.5C is a fraction of the capacity: measure it (--capacity S) or give it (--capacity-rate N)" --capacity 0
 refused "--capacity-rate gives the capacity: use --capacity 0 with it" --capacity-rate 100
-refused "--scenario storm is unknown: clean, pinned, readers or overload" --scenario storm
+refused "--scenario storm is unknown: clean, pinned, readers, overload or chaos" --scenario storm
 refused "--schema Bad-Name is not a plain name" --schema Bad-Name
 refused "--schema 1x is not a plain name" --schema 1x
 refused "unknown option --speed" --speed 3
