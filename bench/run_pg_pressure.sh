@@ -7,6 +7,9 @@
 # e.g. bench/run_pg_pressure.sh --scenario pinned --rate 0.5C --clean 120 \
 #        --stress 600 --recovery 60
 #
+# With --scenario chaos it gives the benchmark --restart-cmd: a command
+# that restarts this server (pg_server.sh restart, down for a second).
+#
 # Builds pawl and pawl_pg_pressure in Release (build-release/, or
 # $BUILD_DIR), or uses those already built in $PAWL_PRESSURE_BIN_DIR
 # without building, checks the options, starts a server
@@ -42,11 +45,6 @@ case " $* " in
   exit 0
   ;;
 esac
-# Bad options are refused before any server starts. The ones this
-# script provides are placeholders here.
-"$bin/pawl_pg_pressure" --db postgres:host=/nonexistent --pawl "$bin/pawl" \
-  --scripts /nonexistent "$@" --check-args
-
 scenario=pinned
 csv=
 prev=
@@ -56,13 +54,19 @@ for a in "$@"; do
   --csv) csv=$a ;;
   esac
   case "$a" in
-  --db | --pawl | --scripts | --node-log)
+  --db | --pawl | --scripts | --node-log | --restart-cmd)
     echo "run_pg_pressure.sh: $a is this script's to give (its server, build and temp dir); run build-release/pawl_pg_pressure for another" >&2
     exit 2
     ;;
   esac
   prev=$a
 done
+# Bad options are refused before any server starts. The ones this
+# script provides are placeholders here.
+chaos=
+[ "$scenario" = chaos ] && chaos=--restart-cmd
+"$bin/pawl_pg_pressure" --db postgres:host=/nonexistent --pawl "$bin/pawl" \
+  --scripts /nonexistent ${chaos:+"$chaos" :} "$@" --check-args
 sha=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -z "$csv" ]; then
   mkdir -p "$bin/pressure"
@@ -104,9 +108,12 @@ echo 'return { run = function() end }' >"$tmp/scripts/noop.lua"
   echo "# $("$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/postgres" --version)"
   echo "# server: $url"
 } | tee "$log"
+# chaos restarts the server once, down for a second, through
+# pg_server.sh (the paths quoted for sh -c).
+restart="sh '$root/spec/support/pg_server.sh' restart '$state' 1"
 # In the background, so that the traps run at once on a signal.
 "$bin/pawl_pg_pressure" --db "$url" --pawl "$bin/pawl" --scripts "$tmp/scripts" \
-  --node-log "$nodes_log" "$@" > >(tee -a "$log") 2>&1 &
+  --node-log "$nodes_log" ${chaos:+"$chaos" "$restart"} "$@" > >(tee -a "$log") 2>&1 &
 child=$!
 set +e
 wait "$child"

@@ -21,6 +21,11 @@
 #   4. A pinned run through the script interrupted the way Ctrl-C does (a
 #      SIGINT to its whole process group) in the pin: exit status 130, no
 #      server, no node, no temp dir left.
+#   5. A chaos run through the script on its own server: nodes killed and
+#      started again, pawl's connections ended, the server restarted and
+#      every connection slot held, each at least once by the counts it
+#      prints, the nodes refused during the flood, and the audit holding;
+#      no server, node or temp dir left.
 set -eu
 src=$1
 build=$2
@@ -85,7 +90,19 @@ refused "--capacity-rate 0 is out of range: it must be from 1 to 1000000 jobs/s"
 refused "--capacity-rate 0.5C is not a rate in jobs per second" --capacity 0 --capacity-rate 0.5C
 refused "--rate 0.5C is a fraction of the capacity: measure it (--capacity S) or give it (--capacity-rate N)" --capacity 0
 refused "--capacity-rate gives the capacity: use --capacity 0 with it" --capacity-rate 100
-refused "--scenario storm is unknown: clean, pinned, readers or overload" --scenario storm
+refused "--scenario storm is unknown: clean, pinned, readers, overload or chaos" --scenario storm
+refused "--scenario chaos needs --restart-cmd CMD" --scenario chaos
+refused "--restart-cmd is empty" --scenario chaos --restart-cmd ""
+refused "--restart-cmd goes with --scenario chaos" --scenario overload --restart-cmd true
+refused "--chaos-kill-every goes with --scenario chaos" --chaos-kill-every 3
+refused "--chaos-kill-every 0 is out of range: it must be from 1 to 3600 (seconds)" \
+  --scenario chaos --restart-cmd true --chaos-kill-every 0
+refused "--chaos-terminate-every 3601 is out of range: it must be from 1 to 3600 (seconds)" \
+  --scenario chaos --restart-cmd true --chaos-terminate-every 3601
+refused "--chaos-flood-hold 0 is out of range" --scenario chaos --restart-cmd true --chaos-flood-hold 0
+refused "--chaos-flood-hold 2.5 is not a whole number of seconds" \
+  --scenario chaos --restart-cmd true --chaos-flood-hold 2.5
+refused "--lease 0 is out of range: it must be from 1 to 3600 (seconds)" --lease 0
 refused "--schema Bad-Name is not a plain name" --schema Bad-Name
 refused "--schema 1x is not a plain name" --schema 1x
 refused "unknown option --speed" --speed 3
@@ -109,6 +126,12 @@ run bash "$src/bench/run_pg_pressure.sh" --stress 0
 run bash "$src/bench/run_pg_pressure.sh" --db "$url"
 [ "$rc" = 2 ] && grep -qF -- "--db is this script's to give" "$work/err" ||
   fail "run_pg_pressure.sh --db: exit status $rc: $(cat "$work/err")"
+run bash "$src/bench/run_pg_pressure.sh" --scenario chaos --restart-cmd true
+[ "$rc" = 2 ] && grep -qF -- "--restart-cmd is this script's to give" "$work/err" ||
+  fail "run_pg_pressure.sh --restart-cmd: exit status $rc: $(cat "$work/err")"
+run bash "$src/bench/run_pg_pressure.sh" --scenario chaos --chaos-kill-every 0
+[ "$rc" = 2 ] && grep -qF -- "--chaos-kill-every 0 is out of range" "$work/err" ||
+  fail "run_pg_pressure.sh --chaos-kill-every 0: exit status $rc: $(cat "$work/err")"
 [ -z "$(ls "$work/tmp")" ] || fail "run_pg_pressure.sh left $(ls "$work/tmp") for bad options"
 
 # ---- 2. a readers run on the test server, and the audit corrupted ----------------
@@ -225,5 +248,51 @@ pid=
 [ -z "$(ls "$work/tmp")" ] || fail "the interrupted run left $(ls "$work/tmp") in TMPDIR"
 if ps -eo args | grep -v grep | grep -qF -- "$work/tmp/"; then
   fail "the interrupted run left a process: $(ps -eo pid,args | grep -F -- "$work/tmp/" | grep -v grep)"
+fi
+
+# ---- 5. chaos through the script ------------------------------------------------------
+# Two nodes at 200 jobs/s; in 12 s of chaos a node is killed every 3 s
+# (stopped first until it holds a job), pawl's connections are ended
+# every 2 s, the server restarts at 4 s and the flood holds every slot
+# from 8 s. Whatever the timing, the scenario does each kind at least
+# once; the counts printed must say so, the nodes must have met the
+# flood's refusals, the jobs of the killed nodes must have come back by
+# lease recovery, and every job must have run exactly once.
+run bash "$src/bench/run_pg_pressure.sh" --scenario chaos --nodes 2 --capacity 0 --rate 200 \
+  --warmup 1 --clean 1 --stress 12 --recovery 1 --window 1 --drain 120 \
+  --chaos-kill-every 3 --chaos-terminate-every 2 --chaos-flood-hold 2 \
+  --csv "$work/chaos.csv" --ids-out "$work/chaos.ids"
+[ "$rc" = 0 ] || fail "chaos: exit status $rc: $(cat "$work/out" "$work/err")"
+grep -qx "audit: exactly once: yes" "$work/out" || fail "chaos: no audit: $(cat "$work/out")"
+n=$(wc -l <"$work/chaos.ids")
+[ "$n" -gt 0 ] || fail "chaos: no ids written"
+grep -q "^audit: $n jobs enqueued: $n succeeded, 0 failed" "$work/out" ||
+  fail "chaos: audit: $(grep audit "$work/out")"
+grep -q "^phase chaos " "$work/out" || fail "chaos: no chaos summary: $(cat "$work/out")"
+grep -q "^[0-9.]*,chaos," "$work/chaos.csv" || fail "chaos.csv: no chaos row"
+count() { # the number after "$1 " in the chaos summary
+  sed -n "s/^  chaos: .*$1 \([0-9][0-9]*\).*/\1/p" "$work/out" | head -1
+}
+for what in "node kills" "holding jobs" "termination rounds" "nodes" "producer" \
+  "server restarts" "connection floods"; do
+  c=$(count "$what")
+  [ -n "$c" ] && [ "$c" -ge 1 ] || fail "chaos: $what: '$c', expected 1 or more: $(grep chaos "$work/out")"
+done
+# Every job a killed node held came back through lease recovery, as a
+# lost attempt (the restart and the flood may lose more).
+held=$(count "holding jobs")
+c=$(sed -n 's/^audit: .*, \([0-9][0-9]*\) of them lost (lease recovered)$/\1/p' "$work/out")
+[ -n "$c" ] && [ "$c" -ge "$held" ] ||
+  fail "chaos: $held jobs held by killed nodes, '$c' attempts lost: $(grep audit "$work/out")"
+grep -q "^  chaos: .*connection floods 1 ([0-9]* connections held .*refused: FATAL:  sorry, too many clients already)" "$work/out" ||
+  fail "chaos: the flood was not refused for want of a slot: $(grep chaos "$work/out")"
+grep -q "too many clients" "$work/chaos.nodes.log" ||
+  fail "chaos: the nodes never met the flood: $(tail -5 "$work/chaos.nodes.log")"
+dir=$(server_dir "$work/chaos.log")
+[ -n "$dir" ] || fail "chaos.log names no server"
+[ ! -e "$dir" ] || fail "the chaos run left its server's directory $dir"
+[ -z "$(ls "$work/tmp")" ] || fail "the chaos run left $(ls "$work/tmp") in TMPDIR"
+if ps -eo args | grep -v grep | grep -qF -- "$dir"; then
+  fail "the chaos run left a process: $(ps -eo pid,args | grep -F -- "$dir" | grep -v grep)"
 fi
 echo "pressure_check: ok"
