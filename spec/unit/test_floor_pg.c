@@ -414,3 +414,36 @@ void test_pg_floor_rewind_odd(void) {
     unit_fail(__FILE__, __LINE__, "not claimed after \"*\"");
   fl_end(&f);
 }
+
+/* next_due from the floor (PG_SQL_NEXT_DUE_FLOOR): with every claimable
+ * row taken, the earliest job held by time; with a job enqueued since
+ * (below the floor), that one; and from the top again after "*". */
+void test_pg_floor_next_due(void) {
+  fl_t f;
+  fl_begin(&f, "floor_next_due");
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.delay_ms = 3600000;
+  pawl_id_t later;
+  CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &later, NULL));
+  pawl_job_t *held = NULL;
+  CHECK_OK(pawl_get(f.other, &later, &held));
+  fl_fill(f.other, 20);
+  for (int i = 0; i < 2; i++) {
+    pawl_job_t **jobs = NULL;
+    size_t n = fl_claim(f.p, 1, i == 0 ? "*\n" : "", &jobs);
+    CHECK_INT(n, ==, FL_BATCH);
+    pawl_jobs_free(jobs, n);
+  }
+  int64_t due = 0;
+  pawl__claim_floors(f.p, 1, "");
+  CHECK_OK(pawl_next_due(f.p, NULL, &due));
+  CHECK_INT(due, ==, held->run_at);
+  /* A job enqueued now ranks below the floor: due now. */
+  pawl_id_t now_job;
+  CHECK_OK(pawl_enqueue(f.other, "t", "{}", NULL, &now_job, NULL));
+  CHECK_OK(pawl_next_due(f.p, NULL, &due));
+  CHECK(due > 0 && due <= pawl_now(f.p));
+  pawl_job_free(held);
+  fl_end(&f);
+}
