@@ -284,6 +284,7 @@ void pawl__host_free(host_t *h) {
   pthread_cond_destroy(&h->done_cv);
   pthread_cond_destroy(&h->stop_cv);
   pthread_cond_destroy(&h->load_cv);
+  pthread_cond_destroy(&h->chores_cv);
   pawl__free(h);
 }
 
@@ -306,18 +307,22 @@ static int host_unwind(pawl_t *p, host_t *h, const sigset_t *old, int workers,
   pthread_mutex_lock(&h->mu);
   h->stopping = PAWL_STOP_NOW;
   h->poller_done = 1;
+  h->chores_stop = 1;
   if (nothers == 0) h->completer_done = h->watchdog_done = h->loader_done = 1;
   pthread_cond_broadcast(&h->work_cv);
   pthread_cond_broadcast(&h->load_cv);
   pthread_cond_broadcast(&h->done_cv);
   pthread_cond_broadcast(&h->stop_cv);
   pthread_cond_broadcast(&h->poll_cv);
+  pthread_cond_broadcast(&h->chores_cv);
   pthread_mutex_unlock(&h->mu);
   for (int i = 0; i < workers; i++) pthread_join(h->workers[i]->thread, NULL);
   for (int i = 0; i < nothers; i++) pthread_join(*others[i], NULL);
   pthread_sigmask(SIG_SETMASK, old, NULL);
   pawl__poller_free(h->poller_state);
   h->poller_state = NULL;
+  pawl__poller_free(h->chores_state);
+  h->chores_state = NULL;
   pawl__loader_free(h, h->loader_state);
   return host_fail(p, h, rc, msg);
 }
@@ -335,6 +340,7 @@ host_t *pawl__host_new(pawl_t *p, const pawl_host_opts_t *in) {
   pawl__cond_init_mono(&h->done_cv);
   pawl__cond_init_mono(&h->stop_cv);
   pawl__cond_init_mono(&h->load_cv);
+  pawl__cond_init_mono(&h->chores_cv);
   pawl__log_init(&h->log, in->log_level, in->log_json, in->log_fn, in->log_data);
   return h;
 }
@@ -553,6 +559,7 @@ static int host_make_threads(host_t *h, char *err, size_t errlen) {
   pawl_t *p = h->p;
   int n = h->opts.workers;
   int rc = pawl__poller_new(h, &h->poller_state, err, errlen);
+  if (!rc) rc = pawl__poller_new(h, &h->chores_state, err, errlen);
   if (!rc) rc = pawl__loader_new(h, err, errlen);
   if (!rc) rc = h->ops->webhook_new(h, err, errlen); /* alerts */
   if (rc) return rc;
@@ -641,6 +648,8 @@ static int host_start_others(host_t *h, const sigset_t *old, int workers) {
        "admin console"},
       {&h->metrics_thread, pawl__metrics_main, h, &h->metrics_done,
        "metrics"},
+      {&h->chores, pawl__chores_main, h->chores_state, &h->chores_done,
+       "chores"},
       {&h->poller, pawl__poller_main, h->poller_state, &h->poller_done,
        "poller"},
   };
@@ -658,6 +667,7 @@ static int host_start_others(host_t *h, const sigset_t *old, int workers) {
                                   threads[up].arg)))
       break;
     if (threads[up].t == &h->listener) h->listener_started = 1;
+    if (threads[up].t == &h->chores) h->chores_started = 1;
     if (threads[up].t == &h->admin_thread) h->admin_started = 1;
     if (threads[up].t == &h->metrics_thread) h->metrics_started = 1;
     running[nrun++] = threads[up].t;
@@ -738,6 +748,8 @@ int pawl__host_start(pawl_t *p, const pawl_host_opts_t *in,
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pawl__poller_free(h->poller_state);
     h->poller_state = NULL;
+    pawl__poller_free(h->chores_state);
+    h->chores_state = NULL;
     pawl__loader_free(h, h->loader_state);
     return host_fail(p, h, rc, err);
   }
@@ -868,6 +880,7 @@ int pawl_wait(pawl_t *p, int64_t timeout_ms) {
   pthread_mutex_unlock(&h->mu);
   if (!joined) {
     pthread_join(h->poller, NULL);
+    if (h->chores_started) pthread_join(h->chores, NULL);
     pthread_join(h->completer, NULL);
     pthread_join(h->watchdog, NULL);
     pthread_join(h->checkpointer, NULL);
@@ -926,6 +939,7 @@ static void host_close(pawl_t *p) {
     return;
   }
   pawl__poller_free(h->poller_state);
+  pawl__poller_free(h->chores_state);
   pawl__loader_free(h, h->loader_state);
   pawl__host_free(h);
 }

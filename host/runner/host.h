@@ -1,8 +1,12 @@
 /* host.h: the worker host's shared state (internal to runner/).
  *
  * Threads and what they own, one file each:
- * - the poller (poller.c): claims jobs, runs the chores (heartbeat, node
- *   beat, lease recovery), and decides when to stop;
+ * - the poller (poller.c): claims jobs and decides when to stop;
+ * - the chores thread (poller.c, pawl__chores_main): the heartbeat, node
+ *   beat, lease recovery, recurring definitions, signal timeouts and
+ *   retention, on a connection of its own, so that a claim never waits
+ *   for one of them (a heartbeat or a sweep that walks a pinned horizon's
+ *   dead rows, a retention round); step mode runs them on its thread;
  * - the loader (loader.c): loads new versions of the scripts in a state
  *   of its own (their top level may take long: never on the poller's
  *   path) and installs them for the workers;
@@ -206,8 +210,16 @@ typedef struct host {
   int64_t abandon_at;        /* mono ms after which workers still stuck
                                 (in a blocking C call) are left behind */
   int abandoned;             /* workers left behind: never free the host */
-  pthread_t poller, completer, watchdog, checkpointer, listener;
+  pthread_t poller, completer, watchdog, checkpointer, listener, chores;
   int checkpointer_done, listener_done;
+  /* The chores thread (pawl__chores_main): its state, whether it is told
+   * to stop (by the poller, once nothing runs: before the node's stop is
+   * recorded, after which no beat may follow) and has stopped, and a sweep
+   * asked for soon (--until-idle waiting for a dead node's leases).
+   * chores_cv wakes it. Under mu. */
+  struct poller *chores_state;
+  int chores_stop, chores_done, chores_started, sweep_soon;
+  pthread_cond_t chores_cv;
   int listener_started;      /* the store can listen: the thread was started */
   /* What the listener heard since the poller's last claim (store.h,
    * wakeup.wait: payloads, each ending in '\n'), and whether it has heard
@@ -397,6 +409,9 @@ int pawl__poller_new(host_t *h, struct poller **out, char *err,
                      size_t errlen);
 void pawl__poller_free(struct poller *pl);
 void *pawl__poller_main(void *arg);
+/* The chores thread: pawl__poller_chores on a poller of its own (made by
+ * pawl__poller_new; the claiming poller then runs none). */
+void *pawl__chores_main(void *arg);
 /* Step mode: a poller's chores on a borrowed handle, run by pawl_step()
  * on its thread: pawl__poller_chores extends the node's leases and beats
  * every heartbeat_ms and sweeps expired leases every half lease (at
@@ -431,8 +446,8 @@ void *pawl__loader_main(void *arg);
 int pawl__loader_scan(host_t *h, uint64_t *last_sig, worker_t *probe);
 
 /* The ticker (ticker.c): recurring definitions, as one of the
- * poller's chores (so that pawl_start's host, step mode and a host on a
- * libuv loop all tick, on the poller's or the stepping thread's handle).
+ * chores (so that pawl_start's host, step mode and a host on a libuv loop
+ * all tick, on the chores thread's or the stepping thread's handle).
  * pawl__ticker_chore: once the loader installed new definitions, writes
  * them (pawl__recurring_sync); every PAWL__TICK_MS, or at once while a
  * tick left more due, ticks (pawl__recurring_tick), unless the host is
@@ -465,9 +480,8 @@ void pawl__types_chore(host_t *h, pawl_t *p, uint64_t *synced);
  * not be read last time (its error is logged once, not every round). */
 int pawl__alerts_chore(host_t *h, worker_t *w, int *failing);
 /* Retention (retention.c): old finished jobs removed as one of
- * the poller's chores, on the node that holds the lock "pawl.retention",
- * one batch per chore (a transaction) with the policy's pause between
- * batches, so that claims go on between them; a sweep every
+ * the chores, on the node that holds the lock "pawl.retention", one batch
+ * per chore (a transaction) with the policy's pause between batches; a sweep every
  * policy->every_ms. pawl__retention_copy: h->retention from the options
  * (checked; PAWL_EINVAL or PAWL_ENOMEM with msg); pawl__retention_drop
  * frees it and the chore's state. */

@@ -1,7 +1,9 @@
 /* poller.c: the poller thread: claims batches of due jobs sized to the
  * free workers (plus an adaptive prefetch) and queues them for the
- * workers; runs the chores (heartbeat, node beat, lease recovery); and
- * decides when the host stops (--until-idle, give-up, grace period). See
+ * workers, and decides when the host stops (--until-idle, give-up, grace
+ * period); and the chores (heartbeat, node beat, lease recovery,
+ * recurring definitions, signal timeouts, retention), which the chores
+ * thread runs on a poller of its own (step mode: on its thread). See
  * host.h for who owns what. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -64,11 +66,11 @@ typedef struct poller {
 
 /* How often the claims start from the top of the claim order anyway, not
  * from their floors (store.h, claim.hear): a defence only, for a row that
- * became claimable above a floor without a wakeup saying so (a claim of
- * another node that locked it, then died before its commit). Under a
- * pinned horizon it is a walk of every row taken since the pin began, so
- * not often. */
-#define FLOORS_RESET_MS 60000
+ * became claimable above a floor without a wakeup saying so. (A node that
+ * died in the middle of a claim had such rows locked: the lease recovery
+ * that follows its death sends every floor to the top.) Under a pinned
+ * horizon it is a walk of every row taken since the pin began, so rare. */
+#define FLOORS_RESET_MS (5 * 60000)
 
 /* How often the poller looks for waits added since (the bound on how late
  * a wait added elsewhere expires), and how soon after an expiry round (a
@@ -106,10 +108,12 @@ static void host_release_running(host_t *h) {
 static void poller_heartbeat(poller_t *pl, int64_t now) {
   host_t *h = pl->h;
   if (pawl_heartbeat(pl->p, NULL) != 0) {
-    if (!pl->beats_failing_since) pl->beats_failing_since = now;
-    snprintf(pl->beat_err, sizeof pl->beat_err, "%s", pawl_errmsg(pl->p));
     host_log_rc(h, pl->p, "heartbeat failed");
     pthread_mutex_lock(&h->mu);
+    /* Under mu: the claiming poller's give-up reads them (the chores
+     * thread beats). */
+    if (!pl->beats_failing_since) pl->beats_failing_since = now;
+    snprintf(pl->beat_err, sizeof pl->beat_err, "%s", pawl_errmsg(pl->p));
     int lapsed = pawl__host_lapsed(h, 0, pawl__mono_ms()) && !h->lapsed_logged;
     if (lapsed) h->lapsed_logged = 1;
     pthread_mutex_unlock(&h->mu);
@@ -484,13 +488,18 @@ static int poller_give_up(poller_t *pl, int64_t now) {
     int64_t since;
     const char *what, *why;
   } f[3] = {{pl->claims_failing_since, "claiming jobs", pl->claim_err},
-            {pl->beats_failing_since, "extending leases", pl->beat_err},
+            {0, "extending leases", NULL},
             {0, "writing outcomes", NULL}};
-  char write_err[sizeof h->write_err];
+  char write_err[sizeof h->write_err], beat_err[sizeof pl->beat_err];
+  /* The heartbeat is the chores thread's (step mode: ours). */
+  const poller_t *beater = h->chores_state ? h->chores_state : pl;
   pthread_mutex_lock(&h->mu);
+  f[1].since = beater->beats_failing_since;
+  memcpy(beat_err, beater->beat_err, sizeof beat_err);
   f[2].since = h->writes_failing_since;
   memcpy(write_err, h->write_err, sizeof write_err);
   pthread_mutex_unlock(&h->mu);
+  f[1].why = beat_err;
   f[2].why = write_err;
   int k = -1;
   for (int i = 0; i < 3; i++)
@@ -531,7 +540,14 @@ static int poller_until_idle(poller_t *pl, int64_t now, int64_t *next_due) {
        * soon (at most once a second), and look again shortly. */
       if (now - pl->swept_for_idle >= 1000) {
         pl->swept_for_idle = now;
-        pl->next_recover = now;
+        if (h->chores_state) {
+          pthread_mutex_lock(&h->mu);
+          h->sweep_soon = 1;
+          pthread_cond_signal(&h->chores_cv);
+          pthread_mutex_unlock(&h->mu);
+        } else {
+          pl->next_recover = now;
+        }
       }
       lease_end = db_now + 100;
     }
@@ -584,9 +600,10 @@ void *pawl__poller_main(void *arg) {
         host_release_running(h);
         break;
       }
-      pawl__poller_chores(pl, now); /* leases of running jobs stay fresh */
+      /* leases of running jobs stay fresh */
+      if (!h->chores_state) pawl__poller_chores(pl, now);
     } else {
-      pawl__poller_chores(pl, now);
+      if (!h->chores_state) pawl__poller_chores(pl, now);
       poller_release_stalled(pl, now);
       pl->claimed_at = 0;
       size_t got = ready && !draining ? poller_claim(pl) : 0;
@@ -618,8 +635,16 @@ void *pawl__poller_main(void *arg) {
     } else {
       wait = 10;
     }
-    int64_t chores = pawl__poller_next_chore(pl);
-    if (chores - now < wait) wait = chores - now > 1 ? chores - now : 1;
+    if (!h->chores_state) {
+      int64_t chores = pawl__poller_next_chore(pl);
+      if (chores - now < wait) wait = chores - now > 1 ? chores - now : 1;
+    } else if (wait > SIGNAL_LOOK_MS) {
+      /* The chores are another thread's, but the poller still looks again
+       * at this pace, as it did when it ran them: a worker that starts a
+       * job does not wake it, and jobs claimed ahead behind a long one are
+       * handed back only by a poller that looks (poller_release_stalled). */
+      wait = SIGNAL_LOOK_MS;
+    }
     /* Jobs claimed ahead while every worker is busy: look again when they
      * would have waited too long (poller_release_stalled()). */
     pthread_mutex_lock(&h->mu);
@@ -638,6 +663,14 @@ void *pawl__poller_main(void *arg) {
     }
     pthread_mutex_unlock(&h->mu);
   }
+  /* No beat may follow the node's stop (a beat marks it running again):
+   * the chores end first. */
+  pthread_mutex_lock(&h->mu);
+  h->chores_stop = 1;
+  pthread_cond_broadcast(&h->chores_cv);
+  while (h->chores_started && !h->chores_done)
+    pthread_cond_wait(&h->done_cv, &h->mu);
+  pthread_mutex_unlock(&h->mu);
   /* Its jobs are finished or handed back: the node table says at once
    * that this node stopped, instead of listing it as silent for minutes.
    * A database that is away keeps the mark from being written; the node
@@ -652,6 +685,30 @@ void *pawl__poller_main(void *arg) {
   return NULL;
 }
 
+
+void *pawl__chores_main(void *arg) {
+  poller_t *pl = arg;
+  host_t *h = pl->h;
+  pthread_mutex_lock(&h->mu);
+  while (!h->chores_stop) {
+    int soon = h->sweep_soon;
+    h->sweep_soon = 0;
+    pthread_mutex_unlock(&h->mu);
+    int64_t now = pawl__mono_ms();
+    if (soon) pl->next_recover = now;
+    pawl__poller_chores(pl, now);
+    int64_t wait = pawl__poller_next_chore(pl) - pawl__mono_ms();
+    pthread_mutex_lock(&h->mu);
+    if (!h->chores_stop && !h->sweep_soon && wait > 0) {
+      struct timespec ts = pawl__mono_deadline(wait);
+      pthread_cond_timedwait(&h->chores_cv, &h->mu, &ts);
+    }
+  }
+  h->chores_done = 1;
+  pthread_cond_broadcast(&h->done_cv);
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
 
 int pawl__poller_new(host_t *h, struct poller **out, char *err,
                      size_t errlen) {

@@ -416,9 +416,10 @@ void test_completer_reopen_checks_stop(void) {
   pawl_t *p = open_db(sqlite_url());
   pawl_id_t ids[1];
   enqueue_n(p, "good", 1, ids);
-  /* Opens: the poller's (1), the worker's (2), then the checkpointer's and
-   * the completer's: every one from the third on fails. */
-  plan("open:3+");
+  /* Opens: the poller's (1), the chores thread's (2), the worker's (3),
+   * then the checkpointer's and the completer's: every one from the fourth
+   * on fails. */
+  plan("open:4+");
   pawl_host_opts_t o;
   host_opts(&o);
   o.until_idle = 0;
