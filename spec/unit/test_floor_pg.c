@@ -447,3 +447,48 @@ void test_pg_floor_next_due(void) {
   pawl_job_free(held);
   fl_end(&f);
 }
+
+/* A node that dies in the middle of a claim had rows locked: the others'
+ * claims passed over them, and their floors went past. Nothing writes
+ * those rows again; the lease recovery that follows the death says "*",
+ * and the next claim reads from the top. */
+void test_pg_floor_dead_claim(void) {
+  fl_t f;
+  fl_begin(&f, "floor_dead_claim");
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.run_at = pawl_now(f.other) - 3600000;
+  pawl_id_t x;
+  CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &x, NULL));
+  char sql[256], hex[PAWL_ID_STRLEN];
+  pawl_id_format(&x, hex);
+  /* The dying claim holds x: the claims around it pass it by. */
+  PGconn *dying = pgtest_connect(f.url);
+  pgtest_exec(dying, "BEGIN");
+  snprintf(sql, sizeof sql, "SELECT id FROM pawl_jobs WHERE id = '%s' FOR UPDATE",
+           hex);
+  pgtest_exec(dying, sql);
+  fl_floor(&f);
+  pgtest_exec(dying, "ROLLBACK");
+  PQfinish(dying);
+  if (fl_takes(&f, "", &x))
+    unit_fail(__FILE__, __LINE__, "x claimed from the floor: it was not above it");
+  /* The dead node's running job: its lease ran out. */
+  const pawl_job_t *mine = f.first[0];
+  pawl_id_format(&mine->id, hex);
+  snprintf(sql, sizeof sql, "UPDATE pawl_jobs SET lease_expires = now() - "
+                            "interval '1 minute' WHERE id = '%s'", hex);
+  pgtest_exec(f.sql, sql);
+  size_t n = 0;
+  CHECK_OK(pawl_recover(f.other, &n));
+  CHECK_INT(n, ==, 1);
+  int woke = 0;
+  for (int i = 0; i < 100 && !strstr(pawl__buf_cstr(&f.heard), "*\n"); i++)
+    CHECK_OK(pawl__wakeup_wait(f.listener, 100, &woke, &f.heard));
+  if (!strstr(pawl__buf_cstr(&f.heard), "*\n"))
+    unit_fail(__FILE__, __LINE__, "no \"*\" after the recovery (heard \"%s\")",
+              pawl__buf_cstr(&f.heard));
+  if (!fl_takes(&f, pawl__buf_cstr(&f.heard), &x))
+    unit_fail(__FILE__, __LINE__, "x not claimed after the recovery's wakeup");
+  fl_end(&f);
+}

@@ -76,6 +76,7 @@ const char *const pawl__pg_sql_claim[PG__LIMITS - PG__CLAIM] = {
     PG_AT(PG_CLAIM_FLOOR_QUEUE) = PG_SQL_CLAIM_FLOOR_QUEUE,
     PG_AT(PG_NEXT_DUE_FLOOR) = PG_SQL_NEXT_DUE_FLOOR,
     PG_AT(PG_NEXT_DUE_FLOOR_QUEUE) = PG_SQL_NEXT_DUE_FLOOR_QUEUE,
+    PG_AT(PG_FLOORS_RESET) = "SELECT pg_notify(" PG_CHANNEL ", '*')",
 };
 #undef PG_HERE
 
@@ -554,6 +555,12 @@ int pawl__pg_recover(store_t *base, size_t *n) {
                       "release the children of ended jobs");
   }
   pawl__buf_free(&ended);
+  /* A node whose leases expired died, maybe in the middle of a claim: the
+   * rows that claim had locked were passed over by the others' claims,
+   * whose floors went past them, and nothing since has said they are
+   * claimable. Every floor goes back to the top ("floors" above). */
+  if (!rc && count)
+    rc = pawl__pg_run(s, PG_FLOORS_RESET, 0, NULL, NULL, "wake the claims");
   rc = pawl__pg_end(s, rc);
   if (!rc && n) *n = count;
   return rc;
