@@ -220,6 +220,12 @@ typedef struct host {
   struct poller *chores_state;
   int chores_stop, chores_done, chores_started, sweep_soon;
   pthread_cond_t chores_cv;
+  /* Rounds of chores done, and a round asked for at once (the poller's
+   * --until-idle stops only after a round that began once it found
+   * nothing to do: the scripts' recurring definitions written, what is
+   * due fired). */
+  uint64_t chores_rounds;
+  int chores_asked;
   int listener_started;      /* the store can listen: the thread was started */
   /* What the listener heard since the poller's last claim (store.h,
    * wakeup.wait: payloads, each ending in '\n'), and whether it has heard

@@ -62,6 +62,8 @@ typedef struct poller {
   int64_t next_signal_look, signal_due;
   int64_t floors_reset_at; /* mono ms: the next claim starts from the top
                               (FLOORS_RESET_MS) */
+  uint64_t idle_after;     /* --until-idle: the chores round to wait for
+                              before stopping (0: none asked yet) */
 } poller_t;
 
 /* How often the claims start from the top of the claim order anyway, not
@@ -532,6 +534,20 @@ static int poller_give_up(poller_t *pl, int64_t now) {
  * waits for. Returns 1 when the host is stopping. */
 static int poller_until_idle(poller_t *pl, int64_t now, int64_t *next_due) {
   host_t *h = pl->h;
+  /* The chores are another thread's: one round of them that began after
+   * this idle look first (it writes the recurring definitions the scripts
+   * brought, and fires what is due, which this run then claims). */
+  if (h->chores_state) {
+    pthread_mutex_lock(&h->mu);
+    int wait_round = !pl->idle_after || h->chores_rounds < pl->idle_after;
+    if (!pl->idle_after) {
+      pl->idle_after = h->chores_rounds + 2;
+      h->chores_asked = 1;
+      pthread_cond_signal(&h->chores_cv);
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (wait_round) return 0;
+  }
   int64_t db_now = pawl_now(pl->p), lease_end = 0;
   size_t elsewhere = poller_running_elsewhere(pl, &lease_end);
   if (elsewhere && lease_end && lease_end - db_now <= h->opts.idle_wait_ms) {
@@ -607,7 +623,10 @@ void *pawl__poller_main(void *arg) {
       poller_release_stalled(pl, now);
       pl->claimed_at = 0;
       size_t got = ready && !draining ? poller_claim(pl) : 0;
-      if (got > 0) continue;
+      if (got > 0) {
+        pl->idle_after = 0; /* not idle: the next idle look asks again */
+        continue;
+      }
       if (poller_give_up(pl, pawl__mono_ms())) continue;
     }
     int64_t wait = h->opts.poll_ms;
@@ -693,13 +712,18 @@ void *pawl__chores_main(void *arg) {
   while (!h->chores_stop) {
     int soon = h->sweep_soon;
     h->sweep_soon = 0;
+    h->chores_asked = 0;
     pthread_mutex_unlock(&h->mu);
     int64_t now = pawl__mono_ms();
     if (soon) pl->next_recover = now;
     pawl__poller_chores(pl, now);
     int64_t wait = pawl__poller_next_chore(pl) - pawl__mono_ms();
     pthread_mutex_lock(&h->mu);
-    if (!h->chores_stop && !h->sweep_soon && wait > 0) {
+    /* A round done: the poller waiting for one (--until-idle) looks. */
+    h->chores_rounds++;
+    h->wake = 1;
+    pthread_cond_signal(&h->poll_cv);
+    if (!h->chores_stop && !h->sweep_soon && !h->chores_asked && wait > 0) {
       struct timespec ts = pawl__mono_deadline(wait);
       pthread_cond_timedwait(&h->chores_cv, &h->mu, &ts);
     }
