@@ -58,3 +58,18 @@ CREATE TRIGGER pawl_jobs_floor_wake AFTER UPDATE ON pawl_jobs FOR EACH ROW
         AND (OLD.state <> 0 OR OLD.ordering_held OR OLD.time_held
              OR NEW.rank > OLD.rank))
   EXECUTE FUNCTION pawl_floor_wake();
+
+-- A queue resumed: its rows, passed by while it was paused, become
+-- claimable without a change of their own. Every floor goes back to the
+-- top ("*"), once per resume.
+CREATE FUNCTION pawl_queue_wake() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('pawl_jobs:' || TG_TABLE_SCHEMA, '*');
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER pawl_queues_resume_wake AFTER UPDATE OF paused ON pawl_queues
+  FOR EACH ROW WHEN (OLD.paused AND NOT NEW.paused)
+  EXECUTE FUNCTION pawl_queue_wake();
+CREATE TRIGGER pawl_queues_delete_wake AFTER DELETE ON pawl_queues
+  FOR EACH ROW WHEN (OLD.paused) EXECUTE FUNCTION pawl_queue_wake();

@@ -7,6 +7,8 @@
 /* V020__claim_floor.sql: the wakeups as V001 made them (an empty payload,
  * no trigger on updates). */
 #define PG_UNDO_V020                                                         \
+  "DROP TRIGGER pawl_queues_resume_wake ON pawl_queues; DROP TRIGGER "       \
+  "pawl_queues_delete_wake ON pawl_queues; DROP FUNCTION pawl_queue_wake(); " \
   "DROP TRIGGER pawl_jobs_floor_wake ON pawl_jobs; DROP FUNCTION "           \
   "pawl_floor_wake(); DROP TRIGGER pawl_jobs_notify ON pawl_jobs; CREATE OR " \
   "REPLACE FUNCTION pawl_notify() RETURNS trigger LANGUAGE plpgsql AS $$ "   \

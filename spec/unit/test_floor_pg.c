@@ -492,3 +492,31 @@ void test_pg_floor_dead_claim(void) {
     unit_fail(__FILE__, __LINE__, "x not claimed after the recovery's wakeup");
   fl_end(&f);
 }
+
+/* A queue resumed: its rows, which the claims passed by while it was
+ * paused, are claimable without a change of their own. The resume says
+ * "*", and a claim given it takes them. */
+void test_pg_floor_queue_resume(void) {
+  fl_t f;
+  fl_begin(&f, "floor_queue_resume");
+  pawl_enqueue_opts_t o;
+  pawl_enqueue_opts_init(&o);
+  o.run_at = pawl_now(f.other) - 3600000;
+  o.queue = "later";
+  pawl_id_t x;
+  CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &x, NULL));
+  CHECK_OK(pawl_queue_pause(f.other, "later", "test", NULL));
+  fl_floor(&f);
+  int changed = 0;
+  CHECK_OK(pawl_queue_resume(f.other, "later", &changed));
+  CHECK_INT(changed, ==, 1);
+  int woke = 0;
+  for (int i = 0; i < 100 && !strstr(pawl__buf_cstr(&f.heard), "*\n"); i++)
+    CHECK_OK(pawl__wakeup_wait(f.listener, 100, &woke, &f.heard));
+  if (!strstr(pawl__buf_cstr(&f.heard), "*\n"))
+    unit_fail(__FILE__, __LINE__, "no \"*\" after the resume (heard \"%s\")",
+              pawl__buf_cstr(&f.heard));
+  if (!fl_takes(&f, pawl__buf_cstr(&f.heard), &x))
+    unit_fail(__FILE__, __LINE__, "x not claimed after the resume's wakeup");
+  fl_end(&f);
+}

@@ -224,6 +224,9 @@ static void pg_prepare_call(pg_store_t *s, pg_call_t *c) {
 static void pg_prepare_read(pg_store_t *s, const PGresult *res) {
   if (res && PQresultStatus(res) == PGRES_TUPLES_OK)
     s->paused = PQntuples(res) == 1 && !strcmp(pg_val(res, 0, 0), "t");
+  /* The claim beside this first step may have read from a floor while a
+   * queue was paused, passing that queue's rows by ("floors" above). */
+  if (s->paused) s->floors_stale = 1;
 }
 
 static int pg_claim_pick(store_t *base, const store_claim_t *c,
@@ -243,6 +246,7 @@ static int pg_claim_pick(store_t *base, const store_claim_t *c,
     PQclear(prep.res);
     if (rc) return rc;
     int none = 0;
+    s->floors_stale = 1; /* the rows limits held were passed by */
     rc = pawl__pg_claim_limited(s, c, out, n, &none);
     if (rc || !none) return rc;
     s->limits_seen = 0;
@@ -283,6 +287,10 @@ static int pg_claim_pick(store_t *base, const store_claim_t *c,
     np = 6;
   }
   const char *fq = c->nqueues == 1 ? c->queues[0] : NULL;
+  if (floor && s->floors_stale) {
+    pawl__pg_floors_reset(s);
+    s->floors_stale = 0;
+  }
   if (floor) {
     const int64_t *f = pg_floor_of(s, fq);
     pp_int(pp, np++, f ? *f : INT64_MAX);
@@ -321,6 +329,7 @@ static int pg_claim_pick(store_t *base, const store_claim_t *c,
     int none = 0;
     if ((rc = pawl__pg_limits_any(s, &none)) || none) return rc;
     s->limits_seen = 1;
+    s->floors_stale = 1;
     return pawl__pg_claim_limited(s, c, out, n, &none);
   }
   return pawl__pg_claimed_jobs(s, res, out, n);
@@ -455,8 +464,10 @@ int pawl__pg_next_due(store_t *base, const char *const *queues, size_t nqueues,
     if (rc || had) return rc;
   }
   if (s->hearing && !s->paused && nqueues <= 1) {
-    /* From the floor, as the claims read. */
-    const int64_t *f = pg_floor_of(s, nqueues ? queues[0] : NULL);
+    /* From the floor, as the claims read (from the top when the next
+     * claim will start there). */
+    const int64_t *f =
+        s->floors_stale ? NULL : pg_floor_of(s, nqueues ? queues[0] : NULL);
     pg_params_t fp;
     pp_int(&fp, 0, f ? *f : INT64_MAX);
     if (nqueues) pp_str(&fp, 1, queues[0]);

@@ -371,6 +371,8 @@ typedef struct pg_store {
    * queue, the queue's own in `floors` (owned; a queue without one reads
    * from the top). Kept only while `hearing`. */
   int hearing;
+  int floors_stale;        /* a claim went another way since (lanes, limits):
+                              the next from a floor starts at the top */
   int64_t floor_all;
   struct pg_floor *floors;
   size_t nfloors, floors_cap;
