@@ -922,7 +922,11 @@ PAWL_EXTERN int pawl_finish(pawl_t *p, const pawl_outcome_t *outs, size_t n, int
 /* Extends the leases of every job this node holds, in one statement.
  * *out_n (may be NULL) receives how many. It never waits for a lock: a
  * job whose row another transaction is writing (its outcome being stored,
- * say) is passed over, and its lease is extended by the next heartbeat. */
+ * say) is passed over, and its lease is extended by the next heartbeat.
+ * A lease that has already run out is not extended: any node's lease
+ * recovery may take that job back (pawl_recover()), and beating every
+ * third of a lease, as `pawl run` does, a node's leases do not run out
+ * unless it lost the database for two beats. */
 PAWL_EXTERN int pawl_heartbeat(pawl_t *p, size_t *out_n);
 
 /* Takes back jobs whose lease expired (their node died, or lost the

@@ -72,7 +72,9 @@ struct store_ops {
     /* Claims up to c->max due jobs in one transaction; see pawl_claim(). */
     int (*claim)(store_t *st, const store_claim_t *c, pawl_job_t ***out,
                  size_t *n);
-    /* Extends every lease held by `token` in one statement. */
+    /* Extends every lease held by `token` that has not run out, in one
+     * statement (one that has may have been taken back already: it is
+     * recovery's). */
     int (*extend)(store_t *st, const pawl_id_t *token, int64_t lease_ms,
                   size_t *n);
     /* Takes back jobs whose lease expired (see pawl_recover() and

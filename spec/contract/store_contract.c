@@ -1270,6 +1270,22 @@ void contract_heartbeat_extends(const char *url) {
   pawl_close(p);
 }
 
+/* A lease that ran out is recovery's, not the heartbeat's. */
+void contract_heartbeat_expired(const char *url) {
+  pawl_t *p = contract_open(url);
+  enq(p, "a", NULL);
+  pawl_job_t *ja = claim_one(p);
+  contract_advance(10001); /* the lease is 10 s */
+  size_t n = 9;
+  CHECK_OK(pawl_heartbeat(p, &n));
+  CHECK_INT(n, ==, 0);
+  CHECK_OK(pawl_recover(p, &n));
+  CHECK_INT(n, ==, 1);
+  CHECK_INT(state_of(p, &ja->id), ==, PAWL_PENDING);
+  pawl_job_free(ja);
+  pawl_close(p);
+}
+
 void contract_recover_expired(const char *url) {
   pawl_t *p = contract_open(url);
   pawl_enqueue_opts_t o;

@@ -31,6 +31,7 @@
   X(business_key)              \
   X(idempotency_business_existing) \
   X(heartbeat_extends)         \
+  X(heartbeat_expired)         \
   X(recover_expired)           \
   X(recover_poison)            \
   X(recover_unset_max_attempts) \

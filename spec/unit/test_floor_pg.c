@@ -520,3 +520,100 @@ void test_pg_floor_queue_resume(void) {
     unit_fail(__FILE__, __LINE__, "x not claimed after the resume's wakeup");
   fl_end(&f);
 }
+
+/* ---- the chores under a pinned horizon ---------------------------------- */
+
+static int64_t fl_clock_ms;
+static int64_t fl_clock(void *data) {
+  (void)data;
+  return fl_clock_ms;
+}
+
+/* Entries pawl_jobs_running's scans returned so far (as fl_entries_read). */
+static long long fl_running_read(PGconn *mine, PGconn *reader) {
+  pgtest_exec(mine, "SELECT pg_stat_force_next_flush()");
+  pgtest_exec(reader, "SELECT pg_stat_clear_snapshot()");
+  return pgtest_int(reader, "SELECT idx_tup_read FROM pg_stat_user_indexes "
+                            "WHERE indexrelname = 'pawl_jobs_running' AND "
+                            "schemaname = current_schema()");
+}
+
+/* 1,000 jobs run an hour ago, while a transaction pins the horizon: their
+ * entries stay in the running rows' index. A heartbeat reads only the
+ * leases that have not run out, and a sweep after a sweep only those that
+ * ran out since (with its margin), so neither walks them; the first sweep
+ * (and one every few minutes) walks them all. */
+void test_pg_chores_pinned(void) {
+  const char *url = pgtest_db_url("chores_pinned");
+  char copy[1024];
+  snprintf(copy, sizeof copy, "%s", url);
+  fl_clock_ms = 1800000000000;
+  pawl_options_t o;
+  pawl_options_init(&o);
+  o.db = copy;
+  o.node_id = "chores";
+  o.clock = fl_clock;
+  pawl_t *p = NULL;
+  char err[512];
+  if (pawl_open(&p, &o, err, sizeof err))
+    unit_fail(__FILE__, __LINE__, "pawl_open: %s", err);
+  PGconn *pin = pgtest_connect(copy), *reader = pgtest_connect(copy);
+  pgtest_exec(pin, "BEGIN");
+  pgtest_exec(pin, "SELECT txid_current()");
+  for (int round = 0; round < 10; round++) {
+    pawl_enqueue_item_t items[100];
+    for (int i = 0; i < 100; i++) items[i] = (pawl_enqueue_item_t){"t", "{}", NULL};
+    CHECK_OK(pawl_enqueue_many(p, items, 100, NULL, NULL));
+    pawl_job_t **jobs = NULL;
+    size_t n = 0;
+    CHECK_OK(pawl_claim(p, NULL, 100, &jobs, &n));
+    CHECK_INT(n, ==, 100);
+    pawl_outcome_t outs[100];
+    memset(outs, 0, sizeof outs);
+    for (size_t i = 0; i < n; i++) {
+      outs[i].id = jobs[i]->id;
+      outs[i].attempt = jobs[i]->attempt;
+      outs[i].kind = PAWL_OUT_SUCCEEDED;
+    }
+    CHECK_OK(pawl_finish(p, outs, n, NULL));
+    pawl_jobs_free(jobs, n);
+  }
+  fl_clock_ms += 3600000;
+  /* The first sweep reads them all: the control. */
+  PGconn *mine = pawl__store_postgres_conn(p->store);
+  long long before = fl_running_read(mine, reader);
+  size_t got = 0;
+  CHECK_OK(pawl_recover(p, &got));
+  CHECK_INT(got, ==, 0);
+  long long first = fl_running_read(mine, reader) - before;
+  if (first < 1000)
+    unit_fail(__FILE__, __LINE__, "the first sweep read %lld entries (1,000 "
+                                  "dead ones at least)", first);
+  fl_clock_ms += 15000;
+  pawl_id_t id;
+  CHECK_OK(pawl_enqueue(p, "t", "{}", NULL, &id, NULL));
+  pawl_job_t **jobs = NULL;
+  size_t n = 0;
+  CHECK_OK(pawl_claim(p, NULL, 1, &jobs, &n));
+  CHECK_INT(n, ==, 1);
+  before = fl_running_read(mine, reader);
+  CHECK_OK(pawl_heartbeat(p, &got));
+  CHECK_INT(got, ==, 1);
+  long long beat = fl_running_read(mine, reader) - before;
+  before = fl_running_read(mine, reader);
+  CHECK_OK(pawl_recover(p, &got));
+  CHECK_INT(got, ==, 0);
+  long long sweep = fl_running_read(mine, reader) - before;
+  printf("running index entries read: %lld by a heartbeat, %lld by a sweep\n",
+         beat, sweep);
+  if (beat > 20 || sweep > 20)
+    unit_fail(__FILE__, __LINE__,
+              "running index entries read: %lld by a heartbeat, %lld by a "
+              "sweep (at most 20 each: 1,000 dead entries lie before them)",
+              beat, sweep);
+  pawl_jobs_free(jobs, n);
+  pgtest_exec(pin, "ROLLBACK");
+  PQfinish(pin);
+  PQfinish(reader);
+  pawl_close(p);
+}

@@ -15,20 +15,26 @@ const char *const pawl__pg_sql_claim[PG__LIMITS - PG__CLAIM] = {
      * holding others could deadlock with it. A job passed over is being
      * finished, or gets its lease extended by the next beat (a third of a
      * lease later). */
+    /* Only leases that have not run out (store.h, claim.extend): the
+     * walk of the running rows' index starts at now, not at the oldest
+     * entry, which under a pinned horizon is every job run since it
+     * began. */
     PG_AT(PG_EXTEND) =
         "UPDATE pawl_jobs AS j SET lease_expires = pawl_now($1::bigint) "
         "+ $2::float8 * interval '1 millisecond' FROM (SELECT id FROM "
-        "pawl_jobs WHERE state = 1 AND lease_token = $3::uuid FOR UPDATE "
-        "SKIP LOCKED) AS c WHERE j.id = c.id",
+        "pawl_jobs WHERE state = 1 AND lease_expires >= pawl_now($1::bigint) "
+        "AND lease_token = $3::uuid FOR UPDATE SKIP LOCKED) AS c WHERE "
+        "j.id = c.id",
     /* Expired leases, locked so that two sweeping nodes never take back the
-     * same job (the engine also sweeps under a lock). */
+     * same job (the engine also sweeps under a lock), those that ran out
+     * at or after $2 (pawl__pg_recover() says why). */
     PG_AT(PG_EXPIRED) =
         "SELECT j.id, j.attempt, j.max_attempts, j.recoveries, "
         "j.lease_owner, coalesce(s.crashes, 0), s.version IS NOT "
         "DISTINCT FROM j.version FROM pawl_jobs AS j LEFT JOIN "
         "pawl_started AS s ON s.job_id = j.id WHERE j.state = 1 "
-        "AND j.lease_expires < pawl_now($1::bigint) LIMIT 500 "
-        "FOR UPDATE OF j SKIP LOCKED",
+        "AND j.lease_expires < pawl_now($1::bigint) AND j.lease_expires >= "
+        "pawl_ts($2::bigint) LIMIT " PG_SWEEP_MAX " FOR UPDATE OF j SKIP LOCKED",
     PG_AT(PG_CRASHED) =
         "UPDATE pawl_started SET crashes = crashes + 1 WHERE "
         "job_id = $1::uuid",
@@ -507,13 +513,27 @@ int pawl__pg_next_due(store_t *base, const char *const *queues, size_t nqueues,
  * count). */
 int pawl__pg_recover(store_t *base, size_t *n) {
   pg_store_t *s = (pg_store_t *)base;
+  /* The walk of the running rows' index starts at the last sweep's time
+   * less a margin, not at the oldest entry (under a pinned horizon, every
+   * job run since it began). A lease that ran out before that was taken
+   * back by that sweep, or passed over because its row was locked (the
+   * margin gives it the next sweeps), or left by a sweep that reached its
+   * limit (then the mark does not move). Every few minutes a sweep walks
+   * it all anyway, for what the margin missed. */
+  int64_t now = pawl__store_now(base), from = s->swept_from;
+  if (now >= s->full_sweep_at) {
+    from = 0;
+    s->full_sweep_at = now + PG_FULL_SWEEP_MS;
+  }
   int rc = pawl__pg_begin(s);
   if (rc) return rc;
   pg_params_t pp;
   pp_now(s, &pp, 0);
+  pp_int(&pp, 1, from);
   PGresult *lost;
-  if ((rc = pawl__pg_run(s, PG_EXPIRED, 1, pp.v, &lost, "find expired leases")))
+  if ((rc = pawl__pg_run(s, PG_EXPIRED, 2, pp.v, &lost, "find expired leases")))
     return pawl__pg_end(s, rc);
+  int full = PQntuples(lost) >= atoi(PG_SWEEP_MAX);
   size_t count = 0;
   /* Dependencies: the jobs recovered into failed. */
   pawl_buf_t ended;
@@ -573,6 +593,7 @@ int pawl__pg_recover(store_t *base, size_t *n) {
   if (!rc && count)
     rc = pawl__pg_run(s, PG_FLOORS_RESET, 0, NULL, NULL, "wake the claims");
   rc = pawl__pg_end(s, rc);
+  if (!rc && !full) s->swept_from = now - PG_SWEEP_MARGIN_MS;
   if (!rc && n) *n = count;
   return rc;
 }

@@ -376,7 +376,19 @@ typedef struct pg_store {
   int64_t floor_all;
   struct pg_floor *floors;
   size_t nfloors, floors_cap;
+  /* Lease recovery (claim.c, pawl__pg_recover): the sweeps read the
+   * leases that ran out since swept_from (ms), and all of them at
+   * full_sweep_at (store clock, ms) and then every PG_FULL_SWEEP_MS. */
+  int64_t swept_from, full_sweep_at;
 } pg_store_t;
+
+/* Lease recovery: expired leases taken back per sweep at most (a text:
+ * it is part of PG_EXPIRED's SQL); the margin before the last sweep's
+ * time that the next sweep reads again; how often a sweep reads every
+ * expired lease. */
+#define PG_SWEEP_MAX "500"
+#define PG_SWEEP_MARGIN_MS 20000
+#define PG_FULL_SWEEP_MS (5 * 60000)
 
 /* One queue's floor. */
 typedef struct pg_floor {

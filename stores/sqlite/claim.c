@@ -21,7 +21,7 @@ const char *const pawl__sq_sql_claim[SQ__LIMITS - SQ__CLAIM] = {
     SQ_AT(SQ_PAUSED_QUEUES) = SQLITE_SQL_PAUSED_QUEUES,
     SQ_AT(SQ_EXTEND) =
         "UPDATE pawl_jobs SET lease_expires = ?1 WHERE state = 1 "
-        "AND lease_token = ?2",
+        "AND lease_token = ?2 AND lease_expires >= ?3",
     /* Expired leases, with whether their attempt is known to have started
      * and how often the job was lost while running
      * (pawl__store_plan_recovery()). */
@@ -521,8 +521,10 @@ int pawl__sq_extend(store_t *base, const pawl_id_t *token, int64_t lease_ms,
   sq_store_t *s = (sq_store_t *)base;
   sqlite3_stmt *st = sq_stmt(s, SQ_EXTEND);
   if (!st) return PAWL_ESTORE;
-  sqlite3_bind_int64(st, 1, pawl__store_now(base) + lease_ms);
+  int64_t now = pawl__store_now(base);
+  sqlite3_bind_int64(st, 1, now + lease_ms);
   sq_bind_id(st, 2, token);
+  sqlite3_bind_int64(st, 3, now);
   int rc = sq_exec_write(s, st, "extend leases");
   if (!rc && n) *n = (size_t)sqlite3_changes(s->db);
   return rc;
