@@ -210,6 +210,23 @@ static void fl_expect(fl_t *f, const pawl_id_t *x, const char *what) {
                                   "\"%s\")", what, pawl__buf_cstr(&f->heard));
 }
 
+/* Options for a job due an hour ago: it ranks above every job of the fill,
+ * and so above the floor. */
+static void fl_an_hour_ago(fl_t *f, pawl_enqueue_opts_t *o) {
+  pawl_enqueue_opts_init(o);
+  o->run_at = pawl_now(f->other) - 3600000;
+}
+
+/* Waits (bounded) until the listener has heard "*"; fails naming `what`. */
+static void fl_hear_star(fl_t *f, const char *what) {
+  int woke = 0;
+  for (int i = 0; i < 100 && !strstr(pawl__buf_cstr(&f->heard), "*\n"); i++)
+    CHECK_OK(pawl__wakeup_wait(f->listener, 100, &woke, &f->heard));
+  if (!strstr(pawl__buf_cstr(&f->heard), "*\n"))
+    unit_fail(__FILE__, __LINE__, "no \"*\" after %s (heard \"%s\")", what,
+              pawl__buf_cstr(&f->heard));
+}
+
 static void fl_finish(pawl_t *p, const pawl_job_t *j, pawl_outcome_kind_t kind) {
   pawl_outcome_t o;
   memset(&o, 0, sizeof o);
@@ -246,8 +263,7 @@ void test_pg_floor_rewind_past(void) {
   fl_begin(&f, "floor_past");
   fl_floor(&f);
   pawl_enqueue_opts_t o;
-  pawl_enqueue_opts_init(&o);
-  o.run_at = pawl_now(f.other) - 3600000;
+  fl_an_hour_ago(&f, &o);
   pawl_id_t x;
   CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &x, NULL));
   fl_expect(&f, &x, "a run time an hour ago");
@@ -258,8 +274,7 @@ void test_pg_floor_rewind_release(void) {
   fl_t f;
   fl_begin(&f, "floor_release");
   pawl_enqueue_opts_t o;
-  pawl_enqueue_opts_init(&o);
-  o.run_at = pawl_now(f.other) - 3600000;
+  fl_an_hour_ago(&f, &o);
   pawl_id_t x;
   CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &x, NULL));
   fl_floor(&f);
@@ -297,9 +312,8 @@ void test_pg_floor_rewind_key(void) {
   fl_t f;
   fl_begin(&f, "floor_key");
   pawl_enqueue_opts_t o;
-  pawl_enqueue_opts_init(&o);
+  fl_an_hour_ago(&f, &o);
   o.ordering_key = "k";
-  o.run_at = pawl_now(f.other) - 3600000;
   pawl_id_t head, x;
   CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &head, NULL));
   o.run_at += 1;
@@ -315,8 +329,7 @@ void test_pg_floor_rewind_parents(void) {
   fl_t f;
   fl_begin(&f, "floor_parents");
   pawl_enqueue_opts_t o;
-  pawl_enqueue_opts_init(&o);
-  o.run_at = pawl_now(f.other) - 3600000;
+  fl_an_hour_ago(&f, &o);
   pawl_id_t parent, x;
   CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &parent, NULL));
   o.after = &parent;
@@ -332,8 +345,7 @@ void test_pg_floor_rewind_resume(void) {
   fl_t f;
   fl_begin(&f, "floor_resume");
   pawl_enqueue_opts_t o;
-  pawl_enqueue_opts_init(&o);
-  o.run_at = pawl_now(f.other) - 3600000;
+  fl_an_hour_ago(&f, &o);
   pawl_id_t x;
   CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &x, NULL));
   CHECK_OK(pawl_pause(f.other, &x, "test", NULL));
@@ -399,8 +411,7 @@ void test_pg_floor_rewind_odd(void) {
   fl_t f;
   fl_begin(&f, "floor_odd");
   pawl_enqueue_opts_t o;
-  pawl_enqueue_opts_init(&o);
-  o.run_at = pawl_now(f.other) - 3600000;
+  fl_an_hour_ago(&f, &o);
   pawl_id_t x;
   CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &x, NULL));
   fl_floor(&f);
@@ -456,8 +467,7 @@ void test_pg_floor_dead_claim(void) {
   fl_t f;
   fl_begin(&f, "floor_dead_claim");
   pawl_enqueue_opts_t o;
-  pawl_enqueue_opts_init(&o);
-  o.run_at = pawl_now(f.other) - 3600000;
+  fl_an_hour_ago(&f, &o);
   pawl_id_t x;
   CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &x, NULL));
   char sql[256], hex[PAWL_ID_STRLEN];
@@ -482,12 +492,7 @@ void test_pg_floor_dead_claim(void) {
   size_t n = 0;
   CHECK_OK(pawl_recover(f.other, &n));
   CHECK_INT(n, ==, 1);
-  int woke = 0;
-  for (int i = 0; i < 100 && !strstr(pawl__buf_cstr(&f.heard), "*\n"); i++)
-    CHECK_OK(pawl__wakeup_wait(f.listener, 100, &woke, &f.heard));
-  if (!strstr(pawl__buf_cstr(&f.heard), "*\n"))
-    unit_fail(__FILE__, __LINE__, "no \"*\" after the recovery (heard \"%s\")",
-              pawl__buf_cstr(&f.heard));
+  fl_hear_star(&f, "the recovery");
   if (!fl_takes(&f, pawl__buf_cstr(&f.heard), &x))
     unit_fail(__FILE__, __LINE__, "x not claimed after the recovery's wakeup");
   fl_end(&f);
@@ -500,8 +505,7 @@ void test_pg_floor_queue_resume(void) {
   fl_t f;
   fl_begin(&f, "floor_queue_resume");
   pawl_enqueue_opts_t o;
-  pawl_enqueue_opts_init(&o);
-  o.run_at = pawl_now(f.other) - 3600000;
+  fl_an_hour_ago(&f, &o);
   o.queue = "later";
   pawl_id_t x;
   CHECK_OK(pawl_enqueue(f.other, "t", "{}", &o, &x, NULL));
@@ -510,12 +514,7 @@ void test_pg_floor_queue_resume(void) {
   int changed = 0;
   CHECK_OK(pawl_queue_resume(f.other, "later", &changed));
   CHECK_INT(changed, ==, 1);
-  int woke = 0;
-  for (int i = 0; i < 100 && !strstr(pawl__buf_cstr(&f.heard), "*\n"); i++)
-    CHECK_OK(pawl__wakeup_wait(f.listener, 100, &woke, &f.heard));
-  if (!strstr(pawl__buf_cstr(&f.heard), "*\n"))
-    unit_fail(__FILE__, __LINE__, "no \"*\" after the resume (heard \"%s\")",
-              pawl__buf_cstr(&f.heard));
+  fl_hear_star(&f, "the resume");
   if (!fl_takes(&f, pawl__buf_cstr(&f.heard), &x))
     unit_fail(__FILE__, __LINE__, "x not claimed after the resume's wakeup");
   fl_end(&f);
