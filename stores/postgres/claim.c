@@ -14,11 +14,10 @@ const char *const pawl__pg_sql_claim[PG__LIMITS - PG__CLAIM] = {
      * rows in its own order, and a heartbeat that waited for them while
      * holding others could deadlock with it. A job passed over is being
      * finished, or gets its lease extended by the next beat (a third of a
-     * lease later). */
-    /* Only leases that have not run out (store.h, claim.extend): the
-     * walk of the running rows' index starts at now, not at the oldest
-     * entry, which under a pinned horizon is every job run since it
-     * began. */
+     * lease later). Only leases that have not run out (store.h,
+     * claim.extend): the walk of the running rows' index starts at now,
+     * not at the oldest entry, which under a pinned horizon is every job
+     * run since it began. */
     PG_AT(PG_EXTEND) =
         "UPDATE pawl_jobs AS j SET lease_expires = pawl_now($1::bigint) "
         "+ $2::float8 * interval '1 millisecond' FROM (SELECT id FROM "
