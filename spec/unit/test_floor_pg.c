@@ -72,14 +72,22 @@ static size_t fl_claim(pawl_t *p, int listening, const char *rewinds,
 
 /* ---- a pinned horizon ----------------------------------------------------- */
 
-/* Index entries pawl_jobs_ready's scans returned so far, as the statistics
- * have them once `claimer`'s backend has flushed its own. */
-static long long fl_entries_read(PGconn *claimer, PGconn *reader) {
-  pgtest_exec(claimer, "SELECT pg_stat_force_next_flush()");
+/* Index entries the scans of `index` (a pawl_jobs index) returned so far,
+ * dead ones included, as the statistics have them once `mine`'s backend
+ * has flushed its own. */
+static long long fl_index_read(PGconn *mine, PGconn *reader, const char *index) {
+  pgtest_exec(mine, "SELECT pg_stat_force_next_flush()");
   pgtest_exec(reader, "SELECT pg_stat_clear_snapshot()");
-  return pgtest_int(reader, "SELECT idx_tup_read FROM pg_stat_user_indexes "
-                            "WHERE indexrelname = 'pawl_jobs_ready' AND "
-                            "schemaname = current_schema()");
+  char sql[256];
+  snprintf(sql, sizeof sql,
+           "SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname "
+           "= '%s' AND schemaname = current_schema()",
+           index);
+  return pgtest_int(reader, sql);
+}
+
+static long long fl_entries_read(PGconn *claimer, PGconn *reader) {
+  return fl_index_read(claimer, reader, "pawl_jobs_ready");
 }
 
 /* Entries read per claim over `claims` claims of FL_BATCH. */
@@ -528,13 +536,8 @@ static int64_t fl_clock(void *data) {
   return fl_clock_ms;
 }
 
-/* Entries pawl_jobs_running's scans returned so far (as fl_entries_read). */
 static long long fl_running_read(PGconn *mine, PGconn *reader) {
-  pgtest_exec(mine, "SELECT pg_stat_force_next_flush()");
-  pgtest_exec(reader, "SELECT pg_stat_clear_snapshot()");
-  return pgtest_int(reader, "SELECT idx_tup_read FROM pg_stat_user_indexes "
-                            "WHERE indexrelname = 'pawl_jobs_running' AND "
-                            "schemaname = current_schema()");
+  return fl_index_read(mine, reader, "pawl_jobs_running");
 }
 
 /* 1,000 jobs run an hour ago, while a transaction pins the horizon: their
