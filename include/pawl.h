@@ -789,8 +789,10 @@ PAWL_EXTERN void pawl_replace_opts_init(pawl_replace_opts_t *o);
  * ("retry with changes": it stays as it is, linked). A succeeded job is
  * refused (PAWL_ESTATE), as is one replaced before (the message names its
  * replacement); no such job is PAWL_ENOTFOUND; bad options PAWL_EINVAL;
- * the job changed meanwhile PAWL_ECONFLICT (try again). *out_new (may be
- * NULL) receives the replacement's id. */
+ * a job that changes between the read and the write (a claim, a pause) is
+ * read again and everything decided anew; one that kept changing through
+ * five reads is PAWL_ECONFLICT (try again). *out_new (may be NULL)
+ * receives the replacement's id. */
 PAWL_EXTERN int pawl_replace(pawl_t *p, const pawl_id_t *id,
                              const pawl_replace_opts_t *o, pawl_id_t *out_new);
 

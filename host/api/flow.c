@@ -82,20 +82,21 @@ int pawl__signal_next_deadline(pawl_t *p, int64_t *at) {
 
 void pawl_replace_opts_init(pawl_replace_opts_t *o) { memset(o, 0, sizeof *o); }
 
-int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,
-                 pawl_id_t *out_new) {
-  PAWL__CHECK(p);
-  p->errmsg[0] = 0;
-  pawl_replace_opts_t none;
-  if (!o) {
-    pawl_replace_opts_init(&none);
-    o = &none;
-  }
-  int rc = pawl__check_reason(p, o->reason);
-  if (rc) return rc;
-  const char *owner = pawl__actor_owner(p, PAWL__GRANT_REPLACE);
+/* How many times pawl_replace() reads the old job again when it changed
+ * between the read and the replace's transaction. The usual change is
+ * the host's own: a replacement due at once is claimed by another worker
+ * while its enqueuer goes on to replace it again. */
+#define FLOW_REPLACE_ROUNDS 5
+
+/* One try of pawl_replace(): the old job read, the replacement built from
+ * it, and the store's transaction, which refuses the old job if its
+ * version is no longer the one read (PAWL_ECONFLICT). */
+static int flow_replace_once(pawl_t *p, const pawl_id_t *id,
+                             const pawl_replace_opts_t *o, const char *owner,
+                             pawl_id_t *out_new) {
   pawl_job_t *old = NULL;
-  if ((rc = pawl_get(p, id, &old))) return rc;
+  int rc = pawl_get(p, id, &old);
+  if (rc) return rc;
   /* Job code without the grant: a job it did not enqueue is refused before
    * anything else is said of it (the store decides again, on the row its
    * transaction reads). */
@@ -177,6 +178,29 @@ int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,
   pawl__wake(p);
   if (out_new) *out_new = nj.id;
   return 0;
+}
+
+int pawl_replace(pawl_t *p, const pawl_id_t *id, const pawl_replace_opts_t *o,
+                 pawl_id_t *out_new) {
+  PAWL__CHECK(p);
+  p->errmsg[0] = 0;
+  pawl_replace_opts_t none;
+  if (!o) {
+    pawl_replace_opts_init(&none);
+    o = &none;
+  }
+  int rc = pawl__check_reason(p, o->reason);
+  if (rc) return rc;
+  const char *owner = pawl__actor_owner(p, PAWL__GRANT_REPLACE);
+  /* A job that changed between the read and the transaction is read again
+   * and everything decided anew (its state, its signal wait, its fields):
+   * the caller would do nothing else on "try again". */
+  for (int round = 0; round < FLOW_REPLACE_ROUNDS; round++) {
+    p->errmsg[0] = 0;
+    rc = flow_replace_once(p, id, o, owner, out_new);
+    if (rc != PAWL_ECONFLICT) return rc;
+  }
+  return rc; /* the message names the job and says to try again */
 }
 
 int pawl_replace_links(pawl_t *p, const pawl_id_t *id,

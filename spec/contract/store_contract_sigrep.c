@@ -5,6 +5,7 @@
  * canceled in one transaction, linked both ways. */
 #include <stdatomic.h>
 
+#include "handle.h"
 #include "pawl.h"
 #include "store_contract_sigrep.h"
 #include "unit.h"
@@ -428,6 +429,76 @@ void contract_replace_running(const char *url) {
   CHECK(same(&jobs[0]->id, &nid));
   CHECK(strstr(jobs[0]->payload, "2") != NULL);
   pawl_jobs_free(jobs, 1);
+  pawl_close(p);
+}
+
+/* Replace raced: the old job changes between the read pawl_replace()
+ * makes and its transaction (a claim by another worker, which happens
+ * when a job replaces its own replacement, due at once). The store's
+ * jobs.get is wrapped so that each read is followed by a change made
+ * through a second handle: the replace reads again and decides anew, and
+ * gives up, naming the job, only when the job keeps changing. */
+static const struct store_ops *race_real;
+static pawl_t *race_other;
+static int race_changes; /* how many reads are followed by a change */
+static int race_reads;
+
+static int race_get(store_t *st, const pawl_id_t *id, pawl_job_t **out) {
+  int rc = race_real->jobs.get(st, id, out);
+  if (rc || race_reads++ >= race_changes) return rc;
+  pawl_job_t *j = NULL;
+  if (race_changes == 1) {
+    /* Another worker claims it. */
+    pawl_job_t **jobs = NULL;
+    size_t n = 0;
+    CHECK_OK(pawl_claim(race_other, NULL, 1, &jobs, &n));
+    CHECK_INT((int)n, ==, 1);
+    pawl_jobs_free(jobs, n);
+  } else if ((*out)->state == PAWL_PAUSED) {
+    CHECK_OK(pawl_resume(race_other, id, "raced", &j));
+  } else {
+    CHECK_OK(pawl_pause(race_other, id, "raced", &j));
+  }
+  pawl_job_free(j);
+  return 0;
+}
+
+void contract_replace_raced(const char *url) {
+  pawl_t *p = open_db(url);
+  race_other = unit_open_clocked(url, "node-b", &sr_now, 10000);
+  struct store_ops ops = *p->store->ops;
+  race_real = p->store->ops;
+  ops.jobs.get = race_get;
+  p->store->ops = &ops;
+
+  /* Claimed after the read: the running job is replaced. */
+  pawl_id_t old, nid;
+  CHECK_OK(pawl_enqueue(p, "t", "{\"v\":1}", NULL, &old, NULL));
+  race_reads = 0;
+  race_changes = 1;
+  pawl_replace_opts_t r;
+  pawl_replace_opts_init(&r);
+  r.payload = "{\"v\":2}";
+  CHECK_OK(pawl_replace(p, &old, &r, &nid));
+  CHECK_INT(race_reads, ==, 2);
+  CHECK_INT(state_of(p, &old), ==, PAWL_CANCELED);
+  CHECK_INT(state_of(p, &nid), ==, PAWL_PENDING);
+  CHECK_INT((int)count_jobs(p), ==, 2);
+
+  /* Paused and resumed after every read: refused, nothing written. */
+  race_reads = 0;
+  race_changes = 1000;
+  pawl_id_t nid2;
+  CHECK_INT(pawl_replace(p, &nid, &r, &nid2), ==, PAWL_ECONFLICT);
+  CHECK(strstr(pawl_errmsg(p), "changed meanwhile; try again") != NULL);
+  CHECK(race_reads > 1);
+  CHECK((int)count_jobs(p) == 2);
+  pawl_replace_links_t l;
+  CHECK_OK(pawl_replace_links(p, &nid, &l));
+  CHECK_INT(l.has_superseded_by, ==, 0);
+
+  p->store->ops = race_real;
+  pawl_close(race_other);
   pawl_close(p);
 }
 

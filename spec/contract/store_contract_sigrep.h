@@ -14,6 +14,7 @@
   X(sig_late)                    \
   X(replace_pending)             \
   X(replace_running)             \
+  X(replace_raced)               \
   X(replace_terminal)            \
   X(replace_signal_wait)         \
   X(replace_keeps_resource)
