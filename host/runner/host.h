@@ -323,12 +323,14 @@ int pawl__step_in_step(host_t *h);
  * (the database has not heard from this node for about a lease): such a
  * job must not start. Called with h->mu held. */
 int pawl__host_lapsed(host_t *h, int64_t claimed_mono, int64_t now_mono);
+/* The reason a job handed back for that is given in its history. */
+#define HOST_LAPSED_WHY "not started: no heartbeat for about a lease"
 
 /* Hands a claimed job that never started back to the store (pending again,
  * no attempt used) through the completer. Takes ownership of `job`. */
 void pawl__host_hand_back(host_t *h, pawl_job_t *job);
-/* pawl__host_hand_back() saying why (a static string, copied; NULL: the
- * node is stopping): the reason of the job's history event. */
+/* pawl__host_hand_back() saying why (copied; NULL: the node is stopping):
+ * the reason of the job's history event. */
 void pawl__host_hand_back_why(host_t *h, pawl_job_t *job, const char *why);
 
 /* Takes the next job a worker may run now (h->mu held): one of a queue

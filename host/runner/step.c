@@ -418,7 +418,7 @@ static host_item_t *step_next(step_t *s) {
     if (!h->queue_head) h->queue_tail = NULL;
     h->queued--;
     if (!pawl__host_lapsed(h, it->claimed_mono, pawl__mono_ms())) return it;
-    pawl__host_hand_back(h, it->job);
+    pawl__host_hand_back_why(h, it->job, HOST_LAPSED_WHY);
     pawl__free(it);
   }
 }

@@ -350,10 +350,15 @@ static int worker_begin(worker_t *w, pawl_job_t *job) {
   pawl__log_str(&line, "type", job->type);
   pawl__log_str(&line, "error", pawl_errmsg(w->p));
   pawl__log_end(&line);
-  if (gone)
+  if (gone) {
     pawl_job_free(job);
-  else
-    pawl__host_hand_back(w->h, job);
+  } else {
+    /* The attempt's history says why it ended unstarted. */
+    char why[600];
+    snprintf(why, sizeof why, "not started: its start was not recorded: %s",
+             pawl_errmsg(w->p));
+    pawl__host_hand_back_why(w->h, job, why);
+  }
   return begun;
 }
 
@@ -518,7 +523,7 @@ void *pawl__worker_main(void *arg) {
     if (lapsed) pawl__host_item_done_locked(h, item);
     pthread_mutex_unlock(&h->mu);
     if (lapsed) {
-      pawl__host_hand_back(h, item->job);
+      pawl__host_hand_back_why(h, item->job, HOST_LAPSED_WHY);
       pawl__free(item);
       continue;
     }

@@ -84,13 +84,28 @@ local function sorted_keys(t)
 end
 
 -- Raises with `title` and the first 25 problems, if there are any.
-local function no_problems(title, problems)
+local function no_problems(title, problems, context)
   if #problems == 0 then return end
   local shown = {}
   for i = 1, math.min(#problems, 25) do shown[i] = "  " .. problems[i] end
   if #problems > 25 then shown[#shown + 1] = ("  ... and %d more"):format(#problems - 25) end
-  error(("%s: %d problem(s):\n%s"):format(title, #problems,
-                                          table.concat(shown, "\n")), 2)
+  error(("%s: %d problem(s):\n%s%s"):format(title, #problems,
+                                          table.concat(shown, "\n"),
+                                          context and ("\n" .. context) or ""), 2)
+end
+
+-- The warnings and errors the nodes logged (at most 40 lines), for
+-- failure messages: what a node says of a job it did not run.
+local function nodes_warned(nodes)
+  local lines = {}
+  for _, p in ipairs(nodes) do
+    for line in p:stderr():gmatch("[^\n]+") do
+      if #lines < 40 and (line:find(" warn ", 1, true) or line:find(" error ", 1, true)) then
+        lines[#lines + 1] = ("  %s: %s"):format(p.label or "?", line)
+      end
+    end
+  end
+  return #lines > 0 and ("what the nodes logged:\n" .. table.concat(lines, "\n")) or nil
 end
 
 -- The last `n` lines of a process's stderr, for failure messages.
@@ -598,7 +613,7 @@ describe("several nodes on one PostgreSQL database", function()
         problems[#problems + 1] = ("job %s ended at attempt %s"):format(r[1], r[2])
       end
     end
-    no_problems("recovery history", problems)
+    no_problems("recovery history", problems, nodes_warned(nodes))
 
     -- And as `pawl show` tells it, for a few of the jobs B#1 was running.
     local shown = 0

@@ -77,6 +77,7 @@ const char *const pawl__pg_sql_claim[PG__LIMITS - PG__CLAIM] = {
     PG_AT(PG_CLAIM_LANES_QUEUE) = PG_SQL_CLAIM_LANES_QUEUE,
     PG_AT(PG_CLAIM_LANES_QUEUES) = PG_SQL_CLAIM_LANES_QUEUES,
     PG_AT(PG_CLAIM_PLAN) = PG_SQL_CLAIM_PLAN,
+    PG_AT(PG_BY_ID_PLAN) = PG_SQL_BY_ID_PLAN,
     PG_AT(PG_CLAIM_FLOOR) = PG_SQL_CLAIM_FLOOR,
     PG_AT(PG_CLAIM_FLOOR_QUEUE) = PG_SQL_CLAIM_FLOOR_QUEUE,
     PG_AT(PG_NEXT_DUE_FLOOR) = PG_SQL_NEXT_DUE_FLOOR,
@@ -600,27 +601,31 @@ int pawl__pg_recover(store_t *base, size_t *n) {
 int pawl__pg_start(store_t *base, const pawl_id_t *id, const pawl_id_t *token,
                    int32_t attempt, int64_t at, int poison) {
   pg_store_t *s = (pg_store_t *)base;
+  /* One transaction: the row is found by id (PG_SQL_BY_ID_PLAN), its
+   * start recorded, then its start noted for the poison count. */
+  pg_call_t calls[3];
+  memset(calls, 0, sizeof calls);
+  size_t n = 0, run = SIZE_MAX, mark = SIZE_MAX;
+  calls[n++].stmt = PG_BY_ID_PLAN;
   if (at) {
-    pg_params_t rp;
-    pawl__pg_run_start_params(s, &rp, id, token, attempt, at);
-    PGresult *res;
-    int rc = pawl__pg_run(s, PG_RUN_START, 5, rp.v, &res,
-                          "record the start of an attempt");
-    if (rc) return rc;
-    int held = PQntuples(res) == 1;
-    PQclear(res);
-    if (!held) return pawl__store_not_held(base, id, attempt);
-    if (!poison) return 0;
+    run = n;
+    calls[n].stmt = PG_RUN_START;
+    calls[n].n = 5;
+    pawl__pg_run_start_params(s, &calls[n++].p, id, token, attempt, at);
   }
-  pg_params_t pp;
-  pp_id(&pp, 0, id);
-  pp_id(&pp, 1, token);
-  pp_int(&pp, 2, attempt);
-  PGresult *res;
-  int rc = pawl__pg_run(s, PG_START, 3, pp.v, &res,
-                        "record the start of an attempt");
+  if (poison) {
+    mark = n;
+    calls[n].stmt = PG_START;
+    calls[n].n = 3;
+    pp_id(&calls[n].p, 0, id);
+    pp_id(&calls[n].p, 1, token);
+    pp_int(&calls[n++].p, 2, attempt);
+  }
+  int rc = pawl__pg_pipeline(s, calls, n, "record the start of an attempt");
+  /* Not held: the update found no row (and then neither did the note). */
+  int held = !rc && (run == SIZE_MAX || PQntuples(calls[run].res) == 1) &&
+             (mark == SIZE_MAX || pg_changed(calls[mark].res) == 1);
+  for (size_t i = 0; i < n; i++) PQclear(calls[i].res);
   if (rc) return rc;
-  long changed = pg_changed(res);
-  PQclear(res);
-  return changed == 1 ? 0 : pawl__store_not_held(base, id, attempt);
+  return held ? 0 : pawl__store_not_held(base, id, attempt);
 }

@@ -106,6 +106,23 @@
   "SELECT set_config('enable_sort', 'off', true), "                          \
   "set_config('enable_incremental_sort', 'off', true)"
 
+/* The planner settings of the transactions that find their rows by id
+ * (a finish, the record of a start), for the transaction only, sent as
+ * its first statement. The only good plan of those statements looks each
+ * row up by its key. But their prepared statements keep the generic plan
+ * made at their sixth call, and on a young table (a new schema, not yet
+ * analyzed) that plan was made when the table had a few rows: a
+ * sequential scan, joined with the ids by a nested loop, kept until the
+ * first analyze. With a success of a batch reading every row for each
+ * id, a fresh node slowed from 23,000 jobs a second to under 4,000, and
+ * the finishes grew to seconds each (bench/RESULTS.md). Without
+ * sequential scans and hash or merge joins, the lookups by key are the
+ * only way left, whatever the table's size when the plan was made. */
+#define PG_SQL_BY_ID_PLAN                                                    \
+  "SELECT set_config('enable_seqscan', 'off', true), "                       \
+  "set_config('enable_hashjoin', 'off', true), "                             \
+  "set_config('enable_mergejoin', 'off', true)"
+
 /* Per-key ordering: a pending job with an ordering key is
  * claimable only when pawl_ordering_free() says so (the claim asks only for
  * the rows ordering_held leaves, the head of each key); see

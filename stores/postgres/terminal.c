@@ -186,7 +186,7 @@ static int pg_batch_init(pg_batch_t *b, size_t n, int need_rcs) {
   b->n = n;
   b->succ_call = SIZE_MAX;
   b->local = need_rcs ? pawl__calloc(n ? n : 1, sizeof *b->local) : NULL;
-  b->calls = pawl__calloc(n + 5, sizeof *b->calls);
+  b->calls = pawl__calloc(n + 6, sizeof *b->calls);
   b->why = pawl__calloc(n ? n : 1, sizeof *b->why);
   b->call_of = pawl__calloc(n ? n : 1, sizeof *b->call_of);
   if ((need_rcs && !b->local) || !b->calls || !b->why || !b->call_of) {
@@ -385,12 +385,14 @@ int pawl__pg_finish(store_t *base, const pawl_id_t *token,
   /* The clock is read once: one batch, one "now" (as in one SQLite
    * transaction). With the database clock, now() is the transaction's. */
   int64_t now = s->base.clock ? s->base.clock(s->base.clock_data) : 0;
+  /* Its rows are found by id (PG_SQL_BY_ID_PLAN). */
+  b.calls[b.ncalls++].stmt = PG_BY_ID_PLAN;
   pg_tp_trim_call(s, &b);
   pg_batch_plan(s, &b, token, outs, now, rcs);
   int rc = pg_batch_arrays(s, &b, token) != 0
                ? pawl__store_fail(base, PAWL_ENOMEM, "out of memory")
                : 0;
-  if (!rc && b.ncalls)
+  if (!rc && b.ncalls > 1)
     rc = pawl__pg_pipeline(s, b.calls, b.ncalls, "finish jobs");
   if (!rc) rc = pg_batch_verdicts(s, &b, outs, rcs);
   pg_batch_free(&b);
