@@ -185,9 +185,10 @@ static double ceiling_claim(PGconn *c, long n, int pipelined) {
     success_arrays(claimed, &ids, &atts, &res);
     done += PQntuples(claimed);
     PQclear(claimed);
-    const char *sv[5] = {NULL, ids, atts, res, token};
+    /* $6 and $7, the bodies' starts and ends: not measured here. */
+    const char *sv[7] = {NULL, ids, atts, res, token, NULL, NULL};
     if (!pipelined) {
-      PGresult *r = PQexecPrepared(c, "succeed", 5, sv, NULL, NULL, 0);
+      PGresult *r = PQexecPrepared(c, "succeed", 7, sv, NULL, NULL, 0);
       if (PQresultStatus(r) != PGRES_TUPLES_OK) die("succeed", PQerrorMessage(c));
       PQclear(r);
       claimed = PQexecPrepared(c, "claim", 5, cv, NULL, NULL, 0);
@@ -195,7 +196,7 @@ static double ceiling_claim(PGconn *c, long n, int pipelined) {
       /* One round trip: finish this batch, claim the next; two syncs, so
        * each is its own transaction, as in the host. */
       PQenterPipelineMode(c);
-      PQsendQueryPrepared(c, "succeed", 5, sv, NULL, NULL, 0);
+      PQsendQueryPrepared(c, "succeed", 7, sv, NULL, NULL, 0);
       PQpipelineSync(c);
       PQsendQueryPrepared(c, "claim", 5, cv, NULL, NULL, 0);
       PQpipelineSync(c);
