@@ -171,14 +171,15 @@ static double ceiling_claim(PGconn *c, long n, int pipelined) {
   pawl_id_t tok;
   pawl_id_new(&tok);
   pawl_id_format(&tok, token);
-  const char *cv[5] = {NULL, "bench", token, "30000", "100"};
+  /* $6 NULL: every job claimed starts now (none is claimed ahead). */
+  const char *cv[6] = {NULL, "bench", token, "30000", "100", NULL};
   PGresult *pr = PQprepare(c, "claim", PG_SQL_CLAIM, 0, NULL);
   PQclear(pr);
   pr = PQprepare(c, "succeed", PG_SQL_SUCCEED_MANY, 0, NULL);
   PQclear(pr);
   long done = 0;
   double t0 = now_s();
-  PGresult *claimed = PQexecPrepared(c, "claim", 5, cv, NULL, NULL, 0);
+  PGresult *claimed = PQexecPrepared(c, "claim", 6, cv, NULL, NULL, 0);
   while (PQresultStatus(claimed) == PGRES_TUPLES_OK && PQntuples(claimed) > 0 &&
          done < n) {
     char *ids, *atts, *res;
@@ -191,14 +192,14 @@ static double ceiling_claim(PGconn *c, long n, int pipelined) {
       PGresult *r = PQexecPrepared(c, "succeed", 7, sv, NULL, NULL, 0);
       if (PQresultStatus(r) != PGRES_TUPLES_OK) die("succeed", PQerrorMessage(c));
       PQclear(r);
-      claimed = PQexecPrepared(c, "claim", 5, cv, NULL, NULL, 0);
+      claimed = PQexecPrepared(c, "claim", 6, cv, NULL, NULL, 0);
     } else {
       /* One round trip: finish this batch, claim the next; two syncs, so
        * each is its own transaction, as in the host. */
       PQenterPipelineMode(c);
       PQsendQueryPrepared(c, "succeed", 7, sv, NULL, NULL, 0);
       PQpipelineSync(c);
-      PQsendQueryPrepared(c, "claim", 5, cv, NULL, NULL, 0);
+      PQsendQueryPrepared(c, "claim", 6, cv, NULL, NULL, 0);
       PQpipelineSync(c);
       PGresult *r = PQgetResult(c);
       if (PQresultStatus(r) != PGRES_TUPLES_OK) die("succeed", PQerrorMessage(c));

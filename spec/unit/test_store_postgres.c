@@ -354,7 +354,7 @@ void test_pg_claim_uses_live_index(void) {
     pgtest_exec(c, modes[m]);
     for (int k = 0; k < 2; k++) {
       snprintf(sql, sizeof sql,
-               "EXPLAIN EXECUTE claim_all(%s, 'n', " TOKEN ", 1000, 10)",
+               "EXPLAIN EXECUTE claim_all(%s, 'n', " TOKEN ", 1000, 10, 2)",
                nows[k]);
       explain(c, sql, plan, sizeof plan);
       if (!uses_index(plan, "pawl_jobs_ready") ||
@@ -363,7 +363,7 @@ void test_pg_claim_uses_live_index(void) {
                   nows[k], plan);
       snprintf(sql, sizeof sql,
                "EXPLAIN EXECUTE claim_queue(%s, 'n', " TOKEN
-               ", 1000, 10, 'q1')",
+               ", 1000, 10, 'q1', 2)",
                nows[k]);
       explain(c, sql, plan, sizeof plan);
       /* One queue: its own index (read in order, or as a bitmap of that
@@ -376,7 +376,7 @@ void test_pg_claim_uses_live_index(void) {
       /* Several queues: either live index will do, never the table. */
       snprintf(sql, sizeof sql,
                "EXPLAIN EXECUTE claim_queues(%s, 'n', " TOKEN
-               ", 1000, 10, '{q1,q2}')",
+               ", 1000, 10, '{q1,q2}', 2)",
                nows[k]);
       explain(c, sql, plan, sizeof plan);
       if ((!strstr(plan, "pawl_jobs_ready") &&

@@ -301,6 +301,8 @@ static int pg_claim_pick(store_t *base, const store_claim_t *c,
     const int64_t *f = pg_floor_of(s, fq);
     pp_int(pp, np++, f ? *f : INT64_MAX);
   }
+  /* Last, how many start now (PG_SQL_CLAIM_STARTED). */
+  pp_int(pp, np++, (int64_t)c->ahead_from);
   pp_now(s, pp, 0);
   pp_str(pp, 1, c->owner);
   pp_id(pp, 2, c->token);
@@ -341,11 +343,15 @@ static int pg_claim_pick(store_t *base, const store_claim_t *c,
   return pawl__pg_claimed_jobs(s, res, out, n);
 }
 
-/* Claims (pg_claim_pick), then marks the jobs claimed ahead of a free
- * worker (from c->ahead_from on, in claim order) as not started, in a
- * statement of their own: until it commits they show as running since
- * their claim, as every claimed job did before. If it fails they stay so
- * (the claim holds); their outcomes carry their true start anyway. */
+/* Claims (pg_claim_pick). The claim itself leaves the jobs claimed ahead
+ * of a free worker (from c->ahead_from on, in claim order) not started
+ * (PG_SQL_CLAIM_STARTED), but the claim under limits does not, and jobs
+ * whose run times differ by less than a millisecond may be ordered here
+ * otherwise than there: those left started are marked in a statement of
+ * their own. Until it commits they show as running since their claim; if
+ * it fails they stay so (the claim holds), and their outcomes carry their
+ * true start anyway. A job before c->ahead_from that the claim left not
+ * started has its start recorded when its body starts, as any such job. */
 int pawl__pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
                    size_t *n) {
   pg_store_t *s = (pg_store_t *)base;
@@ -353,9 +359,14 @@ int pawl__pg_claim(store_t *base, const store_claim_t *c, pawl_job_t ***out,
   if (rc || *n <= c->ahead_from) return rc;
   pawl_buf_t ids;
   arr_begin(&ids);
-  for (size_t i = c->ahead_from; i < *n; i++) arr_id(&ids, &(*out)[i]->id);
+  size_t marked = 0;
+  for (size_t i = c->ahead_from; i < *n; i++)
+    if ((*out)[i]->started_at != 0) {
+      arr_id(&ids, &(*out)[i]->id);
+      marked++;
+    }
   arr_end(&ids);
-  if (!ids.oom) {
+  if (marked && !ids.oom) {
     pg_params_t pp;
     pp_str(&pp, 0, ids.data);
     pp_id(&pp, 1, c->token);

@@ -135,24 +135,40 @@
   "ordering_key, ordering_seq, pawl_now($1::bigint)) END"
 
 /* Claim in one statement: $1 now, $2 owner, $3 lease token, $4 lease ms,
- * $5 limit, $6 the queue (or an array of queues). The inner SELECT walks
- * the partial index of pending rows in claim order and skips rows another
- * node is claiming right now (SKIP LOCKED), so nodes never wait for each
- * other and never take the same job. Progress belongs to an attempt, so a
- * new attempt starts without any. */
-#define PG_SQL_CLAIM_SET                                                     \
+ * $5 limit, $6 the queue (or an array of queues), and last how many of
+ * the rows start now (the ahead parameter, `ahead`). The inner SELECT
+ * walks the partial index of pending rows in claim order and skips rows
+ * another node is claiming right now (SKIP LOCKED), so nodes never wait
+ * for each other and never take the same job. Progress belongs to an
+ * attempt, so a new attempt starts without any. `started` is the
+ * started_at the rows get. */
+#define PG_SQL_CLAIM_SET(started)                                            \
   "UPDATE pawl_jobs AS j SET state = 1, attempt = j.attempt + 1, "           \
-  "started_at = pawl_now($1::bigint), lease_owner = $2::text, "              \
+  "started_at = " started ", lease_owner = $2::text, "                       \
   "lease_token = $3::uuid, lease_expires = pawl_now($1::bigint) + "          \
   "$4::float8 * interval '1 millisecond', updated_at = pawl_now($1::bigint), "\
   "progress_done = NULL, progress_total = NULL, version = j.version + 1 "
-#define PG_SQL_CLAIM_HEAD                                                    \
-  PG_SQL_CLAIM_SET                                                           \
-  "FROM (SELECT id FROM pawl_jobs WHERE " PG_SQL_READY PG_SQL_UNPAUSED
+/* The rows past the first `ahead` in claim order (c.rn, their place) are
+ * claimed ahead of a free worker (store_claim_t.ahead_from): not started,
+ * so not running, until their start is recorded. Set by the claim itself:
+ * marking them by a second UPDATE wrote most rows of a busy node's claims
+ * twice, a quarter of the server's time per job (bench/RESULTS.md). NULL
+ * `ahead`: every row starts now. */
+#define PG_SQL_CLAIM_STARTED(ahead)                                          \
+  "CASE WHEN c.rn > " ahead "::int THEN NULL ELSE pawl_now($1::bigint) END"
+/* The picked rows, numbered in claim order (rn). FOR UPDATE may not go
+ * with a window function in one SELECT, hence the two levels; the inner
+ * one's order is the numbering's, so no sort is added. */
+#define PG_SQL_CLAIM_PICK                                                    \
+  "FROM (SELECT id, row_number() OVER (ORDER BY rank DESC, run_at, id) AS "  \
+  "rn FROM (SELECT id, rank, run_at FROM pawl_jobs WHERE "
+#define PG_SQL_CLAIM_HEAD(ahead)                                             \
+  PG_SQL_CLAIM_SET(PG_SQL_CLAIM_STARTED(ahead))                              \
+  PG_SQL_CLAIM_PICK PG_SQL_READY PG_SQL_UNPAUSED
 #define PG_SQL_CLAIM_TAIL                                                    \
   "run_at <= pawl_now($1::bigint) AND " PG_SQL_ORDERING_FREE                 \
   " ORDER BY rank DESC, run_at, id "                                         \
-  "LIMIT $5::int FOR UPDATE SKIP LOCKED) AS c WHERE j.id = c.id "            \
+  "LIMIT $5::int FOR UPDATE SKIP LOCKED) AS p) AS c WHERE j.id = c.id "      \
   "RETURNING " PG_JOB_COLS
 
 /* Limits (stores/store.h, "limits"): the one-statement claim
@@ -160,7 +176,8 @@
  * claim); pawl__pg_claim() then claims with the limits' statements below. */
 #define PG_SQL_CLAIM_NO_LIMITS "NOT EXISTS (SELECT 1 FROM pawl_limits) AND "
 
-#define PG_SQL_CLAIM PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS PG_SQL_CLAIM_TAIL
+#define PG_SQL_CLAIM                                                         \
+  PG_SQL_CLAIM_HEAD("$6") PG_SQL_CLAIM_NO_LIMITS PG_SQL_CLAIM_TAIL
 
 /* The claims from a floor (stores/postgres/claim.c, "floors"; V020): as
  * PG_SQL_CLAIM and PG_SQL_CLAIM_QUEUE, reading only the rows ranked at or
@@ -169,17 +186,17 @@
  * the queue), so the walk starts at the floor and never passes the
  * entries of the rows taken before it, which a pinned horizon keeps. */
 #define PG_SQL_CLAIM_FLOOR                                                   \
-  PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS "rank <= $6::bigint AND "         \
+  PG_SQL_CLAIM_HEAD("$7") PG_SQL_CLAIM_NO_LIMITS "rank <= $6::bigint AND "   \
   PG_SQL_CLAIM_TAIL
 #define PG_SQL_CLAIM_FLOOR_QUEUE                                             \
-  PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS "queue = $6::text AND rank <= "   \
-  "$7::bigint AND " PG_SQL_CLAIM_TAIL
+  PG_SQL_CLAIM_HEAD("$8") PG_SQL_CLAIM_NO_LIMITS "queue = $6::text AND "     \
+  "rank <= $7::bigint AND " PG_SQL_CLAIM_TAIL
 #define PG_SQL_CLAIM_QUEUE                                                   \
-  PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS "queue = $6::text AND "           \
+  PG_SQL_CLAIM_HEAD("$7") PG_SQL_CLAIM_NO_LIMITS "queue = $6::text AND "     \
   PG_SQL_CLAIM_TAIL
 #define PG_SQL_CLAIM_QUEUES                                                  \
-  PG_SQL_CLAIM_HEAD PG_SQL_CLAIM_NO_LIMITS "queue = ANY($6::text[]) AND "    \
-  PG_SQL_CLAIM_TAIL
+  PG_SQL_CLAIM_HEAD("$7") PG_SQL_CLAIM_NO_LIMITS "queue = ANY($6::text[]) "  \
+  "AND " PG_SQL_CLAIM_TAIL
 
 /* Lanes (V017): the rows of a paused queue, and of a resource or a queue
  * limit with nothing left, wait without a change to any row, so no flag
@@ -221,14 +238,15 @@
  * as PG_SQL_CLAIM's. The picked rows are locked and tested (due, free by
  * their key) as the plain claim does; a row another node took meanwhile
  * is skipped, and the claim comes back short. */
-#define PG_SQL_CLAIM_LANES_OF(closed)                                        \
-  PG_SQL_CLAIM_SET "FROM (SELECT id FROM pawl_jobs WHERE "                   \
+#define PG_SQL_CLAIM_LANES_OF(closed, ahead)                                 \
+  PG_SQL_CLAIM_SET(PG_SQL_CLAIM_STARTED(ahead)) PG_SQL_CLAIM_PICK            \
   PG_SQL_CLAIM_NO_LIMITS "id = ANY(" PG_SQL_LANE_IDS("$5::int", closed)     \
   ") AND " PG_SQL_READY PG_SQL_CLAIM_TAIL
-#define PG_SQL_CLAIM_LANES PG_SQL_CLAIM_LANES_OF("true")
-#define PG_SQL_CLAIM_LANES_QUEUE PG_SQL_CLAIM_LANES_OF("lane.q = $6::text")
+#define PG_SQL_CLAIM_LANES PG_SQL_CLAIM_LANES_OF("true", "$6")
+#define PG_SQL_CLAIM_LANES_QUEUE                                             \
+  PG_SQL_CLAIM_LANES_OF("lane.q = $6::text", "$7")
 #define PG_SQL_CLAIM_LANES_QUEUES                                            \
-  PG_SQL_CLAIM_LANES_OF("lane.q = ANY($6::text[])")
+  PG_SQL_CLAIM_LANES_OF("lane.q = ANY($6::text[])", "$7")
 
 /* The claim on a database with limits picks the due jobs outside the
  * limits with nothing left ($2 resources, $3 queues), locking them, in
@@ -266,7 +284,8 @@
 #define PG_SQL_CLAIM_LIM_LANES_QUEUES                                        \
   PG_SQL_CLAIM_LIM_LANES_OF("lane.q = ANY($5::text[])")
 #define PG_SQL_CLAIM_LIM_TAKE                                                \
-  PG_SQL_CLAIM_SET "FROM (SELECT id FROM pawl_jobs WHERE state = 0 AND "     \
+  PG_SQL_CLAIM_SET("pawl_now($1::bigint)")                                   \
+  "FROM (SELECT id FROM pawl_jobs WHERE state = 0 AND "                      \
   "id = ANY($6::uuid[]) LIMIT $5::int) AS c WHERE j.id = c.id "              \
   "RETURNING " PG_JOB_COLS
 
