@@ -349,16 +349,21 @@ void test_pg_session_no_jit(void) {
 
 /* ---- a young table ------------------------------------------------------- */
 
-/* Rows of pawl_jobs read by sequential scans so far, as the statistics
- * have them once the store's backend has flushed its own. */
-static long long seq_rows_read(pawl_t *p, PGconn *reader) {
+/* A counter of the statistics (`sql`, read by `reader`) once the store's
+ * backend has flushed its own: exact at once, no wait. */
+static long long stat_flushed(pawl_t *p, PGconn *reader, const char *sql) {
   pgtest_exec(pawl__store_postgres_conn(p->store),
               "SELECT pg_stat_force_next_flush()");
   pgtest_exec(reader, "SELECT pg_stat_clear_snapshot()");
-  return pgtest_int(reader,
-                    "SELECT coalesce(seq_tup_read, 0) FROM pg_stat_user_tables "
-                    "WHERE schemaname = current_schema() AND relname = "
-                    "'pawl_jobs'");
+  return pgtest_int(reader, sql);
+}
+
+/* Rows of pawl_jobs read by sequential scans so far. */
+static long long seq_rows_read(pawl_t *p, PGconn *reader) {
+  return stat_flushed(p, reader,
+                      "SELECT coalesce(seq_tup_read, 0) FROM "
+                      "pg_stat_user_tables WHERE schemaname = "
+                      "current_schema() AND relname = 'pawl_jobs'");
 }
 
 enum { YT_ROUNDS = 8, YT_BATCH = 2, YT_GROWN = 20000 };
@@ -431,13 +436,9 @@ void test_pg_young_table_lookups(void) {
 
 /* ---- jobs claimed ahead ---------------------------------------------------- */
 
-/* Rows of pawl_jobs updated so far, as the statistics have them once the
- * store's backend has flushed its own. */
+/* Rows of pawl_jobs updated so far. */
 static long long rows_updated(pawl_t *p, PGconn *reader) {
-  pgtest_exec(pawl__store_postgres_conn(p->store),
-              "SELECT pg_stat_force_next_flush()");
-  pgtest_exec(reader, "SELECT pg_stat_clear_snapshot()");
-  return pgtest_int(reader, UPDATED);
+  return stat_flushed(p, reader, UPDATED);
 }
 
 /* A claim of 10 with 7 of them ahead of a free worker writes each row

@@ -157,8 +157,9 @@
 #define PG_SQL_CLAIM_STARTED(ahead)                                          \
   "CASE WHEN c.rn > " ahead "::int THEN NULL ELSE pawl_now($1::bigint) END"
 /* The picked rows, numbered in claim order (rn). FOR UPDATE may not go
- * with a window function in one SELECT, hence the two levels; the inner
- * one's order is the numbering's, so no sort is added. */
+ * with a window function in one SELECT, hence the two levels. The
+ * numbering sorts the picked rows again (at most the claim's limit, in
+ * memory); the walk that picks them is the claim's as before. */
 #define PG_SQL_CLAIM_PICK                                                    \
   "FROM (SELECT id, row_number() OVER (ORDER BY rank DESC, run_at, id) AS "  \
   "rn FROM (SELECT id, rank, run_at FROM pawl_jobs WHERE "
