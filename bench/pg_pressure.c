@@ -1490,6 +1490,21 @@ static int chaos_kill(chaos_t *ch) {
   kill(old, SIGKILL);
   int st;
   waitpid(old, &st, 0);
+  /* Counted again once the server has ended the dead node's sessions:
+   * an idle backend may not yet have read a COMMIT waiting in its
+   * socket, and nothing of the node can commit after its sessions end. */
+  for (int w = 0; held > 0 && w < 500 && !chaos_quit(ch); w++) {
+    PGresult *res = ch_exec(
+        ch, "SELECT (SELECT count(*) FROM pg_stat_activity WHERE "
+            "application_name = $2), (SELECT count(*) FROM pawl_jobs WHERE "
+            "state = 1 AND lease_owner = $1)", 2, v);
+    if (!res) break;
+    int left = atoi(PQgetvalue(res, 0, 0));
+    if (left == 0) held = atoi(PQgetvalue(res, 0, 1));
+    PQclear(res);
+    if (left == 0) break;
+    nap(0.01);
+  }
   r->gen[k]++;
   node_name(r->node_id[k], sizeof r->node_id[k], k, r->gen[k]);
   pid_t pid = node_start(ch->o, ch->urls[k], r->node_id[k]);
